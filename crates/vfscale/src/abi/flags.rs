@@ -1,0 +1,203 @@
+//! Linux flag and mode constants used by the process API.
+//!
+//! Values are the Linux x86-64 ABI ones (checked against `libc` in tests), so
+//! callers may pass `libc::O_CREAT` and friends interchangeably.
+
+// open(2) flags.
+pub const O_ACCMODE: i32 = 0o3;
+pub const O_RDONLY: i32 = 0o0;
+pub const O_WRONLY: i32 = 0o1;
+pub const O_RDWR: i32 = 0o2;
+pub const O_CREAT: i32 = 0o100;
+pub const O_EXCL: i32 = 0o200;
+pub const O_NOCTTY: i32 = 0o400;
+pub const O_TRUNC: i32 = 0o1000;
+pub const O_APPEND: i32 = 0o2000;
+pub const O_NONBLOCK: i32 = 0o4000;
+pub const O_DSYNC: i32 = 0o10000;
+pub const O_ASYNC: i32 = 0o20000;
+pub const O_DIRECT: i32 = 0o40000;
+pub const O_LARGEFILE: i32 = 0o100000;
+pub const O_DIRECTORY: i32 = 0o200000;
+pub const O_NOFOLLOW: i32 = 0o400000;
+pub const O_NOATIME: i32 = 0o1000000;
+pub const O_CLOEXEC: i32 = 0o2000000;
+pub const O_SYNC: i32 = 0o4010000;
+pub const O_PATH: i32 = 0o10000000;
+pub const O_TMPFILE: i32 = 0o20200000;
+/// Every open flag vfscale knows; others are rejected with EINVAL... except
+/// that Linux open(2) silently ignores unknown bits, so only `openat2`-style
+/// strict callers use this mask.
+pub const O_VALID: i32 = O_ACCMODE
+    | O_CREAT
+    | O_EXCL
+    | O_NOCTTY
+    | O_TRUNC
+    | O_APPEND
+    | O_NONBLOCK
+    | O_DSYNC
+    | O_ASYNC
+    | O_DIRECT
+    | O_LARGEFILE
+    | O_DIRECTORY
+    | O_NOFOLLOW
+    | O_NOATIME
+    | O_CLOEXEC
+    | O_SYNC
+    | O_PATH
+    | O_TMPFILE;
+
+// *at(2) flags.
+pub const AT_FDCWD: i32 = -100;
+pub const AT_SYMLINK_NOFOLLOW: i32 = 0x100;
+pub const AT_EACCESS: i32 = 0x200;
+pub const AT_REMOVEDIR: i32 = 0x200;
+pub const AT_SYMLINK_FOLLOW: i32 = 0x400;
+pub const AT_NO_AUTOMOUNT: i32 = 0x800;
+pub const AT_EMPTY_PATH: i32 = 0x1000;
+pub const AT_STATX_SYNC_TYPE: i32 = 0x6000;
+
+// renameat2(2) flags.
+pub const RENAME_NOREPLACE: u32 = 1;
+pub const RENAME_EXCHANGE: u32 = 2;
+pub const RENAME_WHITEOUT: u32 = 4;
+
+// dup3 / fcntl.
+pub const FD_CLOEXEC: i32 = 1;
+
+// close_range(2) flags.
+pub const CLOSE_RANGE_UNSHARE: u32 = 1 << 1;
+pub const CLOSE_RANGE_CLOEXEC: u32 = 1 << 2;
+
+// lseek(2) whence.
+pub const SEEK_SET: i32 = 0;
+pub const SEEK_CUR: i32 = 1;
+pub const SEEK_END: i32 = 2;
+pub const SEEK_DATA: i32 = 3;
+pub const SEEK_HOLE: i32 = 4;
+
+// access(2) modes.
+pub const F_OK: i32 = 0;
+pub const X_OK: i32 = 1;
+pub const W_OK: i32 = 2;
+pub const R_OK: i32 = 4;
+
+// File type and permission bits (st_mode).
+pub const S_IFMT: u32 = 0o170000;
+pub const S_IFSOCK: u32 = 0o140000;
+pub const S_IFLNK: u32 = 0o120000;
+pub const S_IFREG: u32 = 0o100000;
+pub const S_IFBLK: u32 = 0o060000;
+pub const S_IFDIR: u32 = 0o040000;
+pub const S_IFCHR: u32 = 0o020000;
+pub const S_IFIFO: u32 = 0o010000;
+pub const S_ISUID: u32 = 0o4000;
+pub const S_ISGID: u32 = 0o2000;
+pub const S_ISVTX: u32 = 0o1000;
+pub const S_IRWXU: u32 = 0o700;
+pub const S_IRWXG: u32 = 0o070;
+pub const S_IRWXO: u32 = 0o007;
+pub const S_IXGRP: u32 = 0o010;
+/// The permission part of a mode: what chmod may set.
+pub const S_IALLUGO: u32 = S_ISUID | S_ISGID | S_ISVTX | 0o777;
+
+// utimensat(2) special nanosecond values.
+pub const UTIME_NOW: i64 = (1 << 30) - 1;
+pub const UTIME_OMIT: i64 = (1 << 30) - 2;
+
+// mount(2) flags.
+pub const MS_RDONLY: u64 = 1;
+pub const MS_NOSUID: u64 = 2;
+pub const MS_NODEV: u64 = 4;
+pub const MS_NOEXEC: u64 = 8;
+pub const MS_REMOUNT: u64 = 32;
+pub const MS_BIND: u64 = 4096;
+pub const MS_REC: u64 = 16384;
+
+// umount2(2) flags.
+pub const MNT_FORCE: i32 = 1;
+pub const MNT_DETACH: i32 = 2;
+pub const MNT_EXPIRE: i32 = 4;
+pub const UMOUNT_NOFOLLOW: i32 = 8;
+
+// statx(2) mask bits.
+pub const STATX_TYPE: u32 = 0x1;
+pub const STATX_MODE: u32 = 0x2;
+pub const STATX_NLINK: u32 = 0x4;
+pub const STATX_UID: u32 = 0x8;
+pub const STATX_GID: u32 = 0x10;
+pub const STATX_ATIME: u32 = 0x20;
+pub const STATX_MTIME: u32 = 0x40;
+pub const STATX_CTIME: u32 = 0x80;
+pub const STATX_INO: u32 = 0x100;
+pub const STATX_SIZE: u32 = 0x200;
+pub const STATX_BLOCKS: u32 = 0x400;
+pub const STATX_BASIC_STATS: u32 = 0x7ff;
+pub const STATX_BTIME: u32 = 0x800;
+
+// Directory entry types (d_type).
+pub const DT_UNKNOWN: u8 = 0;
+pub const DT_FIFO: u8 = 1;
+pub const DT_CHR: u8 = 2;
+pub const DT_DIR: u8 = 4;
+pub const DT_BLK: u8 = 6;
+pub const DT_REG: u8 = 8;
+pub const DT_LNK: u8 = 10;
+pub const DT_SOCK: u8 = 12;
+
+/// Limits of the Linux VFS that vfscale enforces at its API boundary.
+pub const NAME_MAX: usize = 255;
+/// Longest path including its terminating NUL (so usable length is 4095).
+pub const PATH_MAX: usize = 4096;
+/// Symlinks followed during one resolution before ELOOP.
+pub const MAXSYMLINKS: u32 = 40;
+/// Largest file size (Linux `MAX_LFS_FILESIZE` on 64-bit).
+pub const MAX_FILE_SIZE: i64 = i64::MAX;
+/// Hard links per inode before EMLINK (see docs/COMPATIBILITY.md).
+pub const LINK_MAX: u32 = 65_000;
+/// Filesystem magic reported by statfs for vfscale's tmpfs (Linux TMPFS_MAGIC).
+pub const TMPFS_MAGIC: i64 = 0x0102_1994;
+
+/// The `d_type` for a mode's file type.
+pub fn mode_to_dtype(mode: u32) -> u8 {
+    ((mode & S_IFMT) >> 12) as u8
+}
+
+/// True if the mode describes a directory.
+pub fn s_isdir(mode: u32) -> bool {
+    mode & S_IFMT == S_IFDIR
+}
+/// True if the mode describes a regular file.
+pub fn s_isreg(mode: u32) -> bool {
+    mode & S_IFMT == S_IFREG
+}
+/// True if the mode describes a symbolic link.
+pub fn s_islnk(mode: u32) -> bool {
+    mode & S_IFMT == S_IFLNK
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_match_the_host_abi() {
+        assert_eq!(O_CREAT, libc::O_CREAT);
+        assert_eq!(O_DIRECTORY, libc::O_DIRECTORY);
+        assert_eq!(O_NOFOLLOW, libc::O_NOFOLLOW);
+        assert_eq!(O_CLOEXEC, libc::O_CLOEXEC);
+        assert_eq!(O_PATH, libc::O_PATH);
+        assert_eq!(O_TMPFILE, libc::O_TMPFILE);
+        assert_eq!(O_SYNC, libc::O_SYNC);
+        assert_eq!(AT_FDCWD, libc::AT_FDCWD);
+        assert_eq!(AT_EMPTY_PATH, libc::AT_EMPTY_PATH);
+        assert_eq!(AT_REMOVEDIR, libc::AT_REMOVEDIR);
+        assert_eq!(UTIME_NOW, libc::UTIME_NOW);
+        assert_eq!(UTIME_OMIT, libc::UTIME_OMIT);
+        assert_eq!(SEEK_HOLE, libc::SEEK_HOLE);
+        assert_eq!(S_IFSOCK, libc::S_IFSOCK);
+        assert_eq!(mode_to_dtype(S_IFDIR), DT_DIR);
+        assert_eq!(mode_to_dtype(S_IFLNK | 0o777), DT_LNK);
+        assert_eq!(mode_to_dtype(S_IFREG), DT_REG);
+    }
+}

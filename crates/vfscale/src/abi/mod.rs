@@ -1,0 +1,12 @@
+//! The Linux ABI as vfscale's API speaks it: errno values, flag and mode
+//! constants, attribute records, and the `linux_dirent64` layout.
+//!
+//! Nothing here has state; everything is `Copy` data or a pure function.
+
+pub mod errno;
+pub mod flags;
+pub mod stat;
+
+pub use errno::{Errno, SysResult};
+pub use flags::*;
+pub use stat::*;

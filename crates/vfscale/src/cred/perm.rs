@@ -1,0 +1,1 @@
+//! Permission checks (filled by the cred work).

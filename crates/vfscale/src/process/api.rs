@@ -1,0 +1,173 @@
+//! `ProcessApi`: the POSIX-style, path-and-fd interface, named after the
+//! syscalls. It is implemented by vfscale's `Process` and by the global-lock
+//! reference model (`vfscale-model`), so property tests and the bench drive
+//! both through one interface.
+//!
+//! Conventions (as the Linux syscalls):
+//! - paths are byte strings; a NUL byte inside one is EINVAL, an empty path is
+//!   ENOENT unless AT_EMPTY_PATH; a component over 255 bytes or a path of
+//!   4096 bytes or more is ENAMETOOLONG;
+//! - `dirfd` is a descriptor or AT_FDCWD; `u32::MAX` as a uid/gid means "no
+//!   change" (the C API's `(uid_t)-1`);
+//! - every error is the errno Linux returns for the same call.
+
+use crate::abi::*;
+
+/// A file descriptor number.
+pub type Fd = i32;
+
+/// The per-process system-call interface.
+pub trait ProcessApi: Send {
+    // ---- open files ----
+    fn openat(&self, dirfd: Fd, path: &[u8], flags: i32, mode: u32) -> SysResult<Fd>;
+    fn close(&self, fd: Fd) -> SysResult<()>;
+    fn close_range(&self, first: u32, last: u32, flags: u32) -> SysResult<()>;
+    fn dup(&self, fd: Fd) -> SysResult<Fd>;
+    fn dup2(&self, oldfd: Fd, newfd: Fd) -> SysResult<Fd>;
+    fn dup3(&self, oldfd: Fd, newfd: Fd, flags: i32) -> SysResult<Fd>;
+
+    // ---- data ----
+    fn read(&self, fd: Fd, buf: &mut [u8]) -> SysResult<usize>;
+    fn write(&self, fd: Fd, buf: &[u8]) -> SysResult<usize>;
+    fn pread(&self, fd: Fd, buf: &mut [u8], offset: i64) -> SysResult<usize>;
+    fn pwrite(&self, fd: Fd, buf: &[u8], offset: i64) -> SysResult<usize>;
+    fn readv(&self, fd: Fd, bufs: &mut [&mut [u8]]) -> SysResult<usize>;
+    fn writev(&self, fd: Fd, bufs: &[&[u8]]) -> SysResult<usize>;
+    fn lseek(&self, fd: Fd, offset: i64, whence: i32) -> SysResult<i64>;
+    fn ftruncate(&self, fd: Fd, length: i64) -> SysResult<()>;
+    fn truncate(&self, path: &[u8], length: i64) -> SysResult<()>;
+    fn fsync(&self, fd: Fd) -> SysResult<()>;
+    fn fdatasync(&self, fd: Fd) -> SysResult<()>;
+
+    // ---- attributes ----
+    fn fstat(&self, fd: Fd) -> SysResult<Stat>;
+    fn fstatat(&self, dirfd: Fd, path: &[u8], flags: i32) -> SysResult<Stat>;
+    fn statx(&self, dirfd: Fd, path: &[u8], flags: i32, mask: u32) -> SysResult<Statx>;
+    fn faccessat(&self, dirfd: Fd, path: &[u8], mode: i32, flags: i32) -> SysResult<()>;
+    fn fchmodat(&self, dirfd: Fd, path: &[u8], mode: u32, flags: i32) -> SysResult<()>;
+    fn fchmod(&self, fd: Fd, mode: u32) -> SysResult<()>;
+    fn fchownat(&self, dirfd: Fd, path: &[u8], uid: u32, gid: u32, flags: i32) -> SysResult<()>;
+    fn fchown(&self, fd: Fd, uid: u32, gid: u32) -> SysResult<()>;
+    /// `times` = None sets both to now; otherwise [atime, mtime], each may be
+    /// `Timespec::NOW` or `Timespec::OMIT`.
+    fn utimensat(
+        &self,
+        dirfd: Fd,
+        path: &[u8],
+        times: Option<[Timespec; 2]>,
+        flags: i32,
+    ) -> SysResult<()>;
+    fn futimens(&self, fd: Fd, times: Option<[Timespec; 2]>) -> SysResult<()>;
+    fn statfs(&self, path: &[u8]) -> SysResult<Statfs>;
+    fn fstatfs(&self, fd: Fd) -> SysResult<Statfs>;
+
+    // ---- names ----
+    fn mkdirat(&self, dirfd: Fd, path: &[u8], mode: u32) -> SysResult<()>;
+    fn mknodat(&self, dirfd: Fd, path: &[u8], mode: u32, dev: u64) -> SysResult<()>;
+    fn unlinkat(&self, dirfd: Fd, path: &[u8], flags: i32) -> SysResult<()>;
+    fn renameat2(
+        &self,
+        olddirfd: Fd,
+        oldpath: &[u8],
+        newdirfd: Fd,
+        newpath: &[u8],
+        flags: u32,
+    ) -> SysResult<()>;
+    fn linkat(
+        &self,
+        olddirfd: Fd,
+        oldpath: &[u8],
+        newdirfd: Fd,
+        newpath: &[u8],
+        flags: i32,
+    ) -> SysResult<()>;
+    fn symlinkat(&self, target: &[u8], newdirfd: Fd, linkpath: &[u8]) -> SysResult<()>;
+    /// Copies the link text into `buf` (truncating silently, as Linux) and
+    /// returns the bytes copied.
+    fn readlinkat(&self, dirfd: Fd, path: &[u8], buf: &mut [u8]) -> SysResult<usize>;
+    /// Fills `buf` with `linux_dirent64` records; 0 at end of directory.
+    fn getdents64(&self, fd: Fd, buf: &mut [u8]) -> SysResult<usize>;
+
+    // ---- process context ----
+    fn chdir(&self, path: &[u8]) -> SysResult<()>;
+    fn fchdir(&self, fd: Fd) -> SysResult<()>;
+    fn getcwd(&self) -> SysResult<Vec<u8>>;
+    fn chroot(&self, path: &[u8]) -> SysResult<()>;
+    /// Sets the umask and returns the previous one.
+    fn umask(&self, mask: u32) -> u32;
+
+    // ---- mounts ----
+    /// `fstype` "tmpfs" makes a new instance; MS_BIND binds `source`.
+    fn mount(&self, source: &[u8], target: &[u8], fstype: &[u8], flags: u64) -> SysResult<()>;
+    fn umount2(&self, target: &[u8], flags: i32) -> SysResult<()>;
+
+    // ---- lifetime ----
+    /// A child process: a copy of the fd table, the same root, cwd, umask and
+    /// credentials.
+    fn fork(&self) -> SysResult<Self>
+    where
+        Self: Sized;
+    /// Ends the process: closes every descriptor, releases root and cwd.
+    fn exit(self)
+    where
+        Self: Sized;
+
+    // ---- conveniences with the obvious syscall meaning ----
+    fn open(&self, path: &[u8], flags: i32, mode: u32) -> SysResult<Fd> {
+        self.openat(AT_FDCWD, path, flags, mode)
+    }
+    fn stat(&self, path: &[u8]) -> SysResult<Stat> {
+        self.fstatat(AT_FDCWD, path, 0)
+    }
+    fn lstat(&self, path: &[u8]) -> SysResult<Stat> {
+        self.fstatat(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW)
+    }
+    fn mkdir(&self, path: &[u8], mode: u32) -> SysResult<()> {
+        self.mkdirat(AT_FDCWD, path, mode)
+    }
+    fn unlink(&self, path: &[u8]) -> SysResult<()> {
+        self.unlinkat(AT_FDCWD, path, 0)
+    }
+    fn rmdir(&self, path: &[u8]) -> SysResult<()> {
+        self.unlinkat(AT_FDCWD, path, AT_REMOVEDIR)
+    }
+    fn rename(&self, old: &[u8], new: &[u8]) -> SysResult<()> {
+        self.renameat2(AT_FDCWD, old, AT_FDCWD, new, 0)
+    }
+    fn link(&self, old: &[u8], new: &[u8]) -> SysResult<()> {
+        self.linkat(AT_FDCWD, old, AT_FDCWD, new, 0)
+    }
+    fn symlink(&self, target: &[u8], linkpath: &[u8]) -> SysResult<()> {
+        self.symlinkat(target, AT_FDCWD, linkpath)
+    }
+    fn access(&self, path: &[u8], mode: i32) -> SysResult<()> {
+        self.faccessat(AT_FDCWD, path, mode, 0)
+    }
+    fn chmod(&self, path: &[u8], mode: u32) -> SysResult<()> {
+        self.fchmodat(AT_FDCWD, path, mode, 0)
+    }
+    fn chown(&self, path: &[u8], uid: u32, gid: u32) -> SysResult<()> {
+        self.fchownat(AT_FDCWD, path, uid, gid, 0)
+    }
+    fn readlink(&self, path: &[u8]) -> SysResult<Vec<u8>> {
+        let mut buf = vec![0u8; PATH_MAX];
+        let n = self.readlinkat(AT_FDCWD, path, &mut buf)?;
+        buf.truncate(n);
+        Ok(buf)
+    }
+    /// Reads a whole directory through getdents64 (names include "." and "..").
+    fn read_dir(&self, path: &[u8]) -> SysResult<Vec<Dirent>> {
+        let fd = self.openat(AT_FDCWD, path, O_RDONLY | O_DIRECTORY, 0)?;
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 32 * 1024];
+        let res = loop {
+            match self.getdents64(fd, &mut buf) {
+                Ok(0) => break Ok(()),
+                Ok(n) => out.extend(parse_dirents64(&buf[..n])),
+                Err(e) => break Err(e),
+            }
+        };
+        self.close(fd)?;
+        res.map(|()| out)
+    }
+}
