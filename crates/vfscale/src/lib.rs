@@ -1,10 +1,30 @@
 //! vfscale: a user-space virtual filesystem core that keeps scaling as cores
 //! are added. See docs/ARCHITECTURE.md for the layers and the hot-path rules.
+//!
+//! ```
+//! use vfscale::{abi::*, ProcessApi, Vfs};
+//! let vfs = Vfs::new();
+//! let p = vfs.root_process();
+//! p.mkdir(b"/etc", 0o755).unwrap();
+//! let fd = p.open(b"/etc/hosts", O_CREAT | O_WRONLY, 0o644).unwrap();
+//! p.write(fd, b"127.0.0.1 localhost\n").unwrap();
+//! p.close(fd).unwrap();
+//! assert_eq!(p.stat(b"/etc/hosts").unwrap().size, 20);
+//! ```
 
 pub mod abi;
 pub mod cred;
+pub mod dcache;
+pub mod dir;
+pub mod file;
+pub mod fs;
+pub mod inode;
+pub mod mount;
 pub mod process;
+pub mod sync;
+pub mod vfs;
 
 pub use abi::{Errno, SysResult};
 pub use cred::Cred;
-pub use process::{Fd, ProcessApi};
+pub use process::{Fd, Process, ProcessApi};
+pub use vfs::{ObjectCounts, Vfs, VfsConfig};

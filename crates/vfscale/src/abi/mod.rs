@@ -10,3 +10,6 @@ pub mod stat;
 pub use errno::{Errno, SysResult};
 pub use flags::*;
 pub use stat::*;
+
+/// A file descriptor number.
+pub type Fd = i32;

@@ -13,8 +13,7 @@
 
 use crate::abi::*;
 
-/// A file descriptor number.
-pub type Fd = i32;
+pub use crate::abi::Fd;
 
 /// The per-process system-call interface.
 pub trait ProcessApi: Send {

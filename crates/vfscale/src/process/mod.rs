@@ -1,6 +1,246 @@
 //! The process level of the API: a `Process` with credentials, root, cwd,
 //! umask and an fd table, and methods named after the syscalls.
+//!
+//! Every call enters the VFS's epoch guard once and does its whole path work
+//! inside it, so walks take no references; only what outlives the call (an
+//! open file, a cwd) takes one.
+//!
+//! Invariants:
+//! - `FsContext` owns one dentry and one mount reference for each of root and
+//!   cwd; readers copy the pointers under its seqcount, writers swap them
+//!   under its mutex and put the old references afterwards.
+//! - A `Process` that is dropped without `exit` exits on drop.
 
 pub mod api;
+mod attrs;
+mod context;
+mod dirents;
+mod io;
+mod mounts;
+mod names;
+mod open;
+mod syscalls;
 
 pub use api::{Fd, ProcessApi};
+
+use crate::abi::*;
+use crate::cred::perm::{may_access, MAY_EXEC, MAY_WRITE};
+use crate::cred::Cred;
+use crate::dcache::walk::{Found, Parent, PathPtr, WALK_FOLLOW};
+use crate::file::{FdTable, FileRef};
+use crate::inode::Inode;
+use crate::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use crate::sync::seqcount::SeqCount;
+use crate::vfs::VfsInner;
+use parking_lot::Mutex;
+use std::sync::Arc;
+
+/// Root, cwd and umask (Linux's fs_struct), shareable between threads.
+pub(crate) struct FsContext {
+    lock: Mutex<()>,
+    seq: SeqCount,
+    root_mnt: AtomicPtr<crate::mount::Mount>,
+    root_dentry: AtomicPtr<crate::dcache::dentry::Dentry>,
+    cwd_mnt: AtomicPtr<crate::mount::Mount>,
+    cwd_dentry: AtomicPtr<crate::dcache::dentry::Dentry>,
+    umask: AtomicU32,
+}
+
+impl FsContext {
+    fn new(root: PathPtr, cwd: PathPtr, umask: u32) -> FsContext {
+        FsContext {
+            lock: Mutex::new(()),
+            seq: SeqCount::new(),
+            root_mnt: AtomicPtr::new(root.mnt as *mut _),
+            root_dentry: AtomicPtr::new(root.dentry as *mut _),
+            cwd_mnt: AtomicPtr::new(cwd.mnt as *mut _),
+            cwd_dentry: AtomicPtr::new(cwd.dentry as *mut _),
+            umask: AtomicU32::new(umask),
+        }
+    }
+
+    /// (root, cwd), consistent with each other.
+    fn get(&self) -> (PathPtr, PathPtr) {
+        loop {
+            let s = self.seq.read_begin();
+            // Relaxed: ordered by the seqcount; the pointees are kept
+            // allocated by the caller's guard.
+            let r = (
+                PathPtr { mnt: self.root_mnt.load(Ordering::Relaxed), dentry: self.root_dentry.load(Ordering::Relaxed) },
+                PathPtr { mnt: self.cwd_mnt.load(Ordering::Relaxed), dentry: self.cwd_dentry.load(Ordering::Relaxed) },
+            );
+            if !self.seq.read_retry(s) {
+                return r;
+            }
+        }
+    }
+
+    /// Replaces root or cwd with `new` (whose references the caller hands
+    /// over) and returns the old one (whose references the caller puts).
+    fn set(&self, which_root: bool, new: PathPtr) -> PathPtr {
+        let _l = self.lock.lock();
+        let (m, d) = if which_root { (&self.root_mnt, &self.root_dentry) } else { (&self.cwd_mnt, &self.cwd_dentry) };
+        self.seq.write_begin();
+        let old = PathPtr { mnt: m.swap(new.mnt as *mut _, Ordering::Relaxed), dentry: d.swap(new.dentry as *mut _, Ordering::Relaxed) };
+        self.seq.write_end();
+        old
+    }
+}
+
+/// A process: credentials, root, cwd, umask and descriptors over a VFS.
+pub struct Process {
+    pub(crate) vfs: Arc<VfsInner>,
+    pub(crate) cred: Arc<Cred>,
+    pub(crate) fs: Arc<FsContext>,
+    pub(crate) files: Arc<FdTable>,
+    exited: bool,
+}
+
+impl Process {
+    pub(crate) fn new(vfs: Arc<VfsInner>, cred: Cred) -> Process {
+        let m = vfs.mounts.root();
+        // SAFETY: the root mount lives as long as the VFS.
+        let root = PathPtr { mnt: m, dentry: unsafe { &*m }.root };
+        for _ in 0..2 {
+            vfs.mntget(root.mnt);
+            vfs.dget(root.dentry);
+        }
+        let files = Arc::new(FdTable::new(vfs.config.fd_limit));
+        Process { fs: Arc::new(FsContext::new(root, root, 0o022)), cred: Arc::new(cred), files, vfs, exited: false }
+    }
+
+    /// The process's credentials.
+    pub fn cred(&self) -> &Cred {
+        &self.cred
+    }
+
+    /// Sets the descriptor limit (RLIMIT_NOFILE).
+    pub fn set_fd_limit(&self, limit: usize) {
+        self.files.set_limit(limit);
+    }
+
+    pub fn fd_limit(&self) -> usize {
+        self.files.limit()
+    }
+
+    /// A process with other credentials sharing nothing but the namespace
+    /// root (like a fresh login).
+    pub fn vfs(&self) -> crate::Vfs {
+        crate::Vfs { inner: self.vfs.clone() }
+    }
+
+    fn umask_bits(&self) -> u32 {
+        // Relaxed: a plain value; no data is published through it.
+        self.fs.umask.load(Ordering::Relaxed)
+    }
+
+    /// The start location for `dirfd` (a referenced file's location stays
+    /// valid under the caller's guard even if the fd is closed meanwhile).
+    fn dirfd_path(&self, dirfd: Fd, cwd: PathPtr) -> SysResult<(PathPtr, *const Inode)> {
+        if dirfd == AT_FDCWD {
+            // SAFETY: the cwd is referenced by the fs context; the caller's
+            // guard keeps it allocated.
+            return Ok((cwd, unsafe { &*cwd.dentry }.inode_ptr()));
+        }
+        let f = self.files.get(&self.vfs, dirfd)?;
+        let r = (PathPtr { mnt: f.file().mnt, dentry: f.file().dentry }, f.file().inode);
+        self.vfs.fput(f);
+        Ok(r)
+    }
+
+    /// Resolves `path` relative to `dirfd` with *at-style flags
+    /// (AT_SYMLINK_NOFOLLOW, AT_EMPTY_PATH). Caller holds a guard.
+    fn lookup_at(&self, cred: &Cred, dirfd: Fd, path: &[u8], at_flags: i32, walk_flags: u32) -> SysResult<Found> {
+        let (root, cwd) = self.fs.get();
+        if path.is_empty() {
+            if at_flags & AT_EMPTY_PATH == 0 {
+                return Err(Errno::ENOENT);
+            }
+            let (p, inode) = self.dirfd_path(dirfd, cwd)?;
+            // SAFETY: as in `dirfd_path`.
+            let seq = unsafe { &*p.dentry }.seq.read_begin();
+            return Ok(Found { path: p, seq, inode });
+        }
+        let start = if path[0] == b'/' { cwd } else { self.start_dir(dirfd, cwd)? };
+        let follow = if at_flags & AT_SYMLINK_NOFOLLOW != 0 { 0 } else { WALK_FOLLOW };
+        self.vfs.walk(cred, root, start, path, walk_flags | follow)
+    }
+
+    /// The directory a relative path starts from (ENOTDIR if `dirfd` is not
+    /// a directory).
+    fn start_dir(&self, dirfd: Fd, cwd: PathPtr) -> SysResult<PathPtr> {
+        let (p, inode) = self.dirfd_path(dirfd, cwd)?;
+        // SAFETY: as in `dirfd_path`.
+        if inode.is_null() || !unsafe { &*inode }.is_dir() {
+            return Err(Errno::ENOTDIR);
+        }
+        Ok(p)
+    }
+
+    /// Splits `path` into its parent directory and last component.
+    fn parent_at<'p>(&self, dirfd: Fd, path: &'p [u8]) -> SysResult<Parent<'p>> {
+        let (root, cwd) = self.fs.get();
+        let start = if path.first() == Some(&b'/') || path.is_empty() { cwd } else { self.start_dir(dirfd, cwd)? };
+        self.vfs.walk_parent(&self.cred, root, start, path)
+    }
+
+    /// Write and search permission on a directory (to add or remove names).
+    fn may_modify_dir(&self, dir: &Inode) -> SysResult<()> {
+        let (mode, uid, gid) = dir.perm_attr();
+        may_access(&self.cred, mode, uid, gid, MAY_WRITE | MAY_EXEC)
+    }
+
+    fn fd_file(&self, fd: Fd) -> SysResult<FileRef> {
+        self.files.get(&self.vfs, fd)
+    }
+
+    /// A file that must not be O_PATH (read, write, fstatfs... on O_PATH
+    /// descriptors give EBADF).
+    fn fd_file_nopath(&self, fd: Fd) -> SysResult<FileRef> {
+        let f = self.fd_file(fd)?;
+        if f.file().is_path() {
+            self.vfs.fput(f);
+            return Err(Errno::EBADF);
+        }
+        Ok(f)
+    }
+
+    /// Runs `op` on the file at `fd` and puts the reference afterwards.
+    fn with_file<R>(&self, fd: Fd, allow_path: bool, op: impl FnOnce(&crate::file::OpenFile) -> SysResult<R>) -> SysResult<R> {
+        let f = if allow_path { self.fd_file(fd)? } else { self.fd_file_nopath(fd)? };
+        let r = op(f.file());
+        self.vfs.fput(f);
+        r
+    }
+
+    fn release_everything(&mut self) {
+        if self.exited {
+            return;
+        }
+        self.exited = true;
+        for f in self.files_if_last() {
+            self.vfs.fput(f);
+        }
+        if Arc::strong_count(&self.fs) == 1 {
+            let (root, cwd) = self.fs.get();
+            for p in [root, cwd] {
+                self.vfs.dput(p.dentry);
+                self.vfs.mntput(p.mnt);
+            }
+        }
+    }
+
+    fn files_if_last(&self) -> Vec<FileRef> {
+        if Arc::strong_count(&self.files) == 1 {
+            self.files.take_all()
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.release_everything();
+    }
+}

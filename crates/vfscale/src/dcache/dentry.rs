@@ -1,0 +1,222 @@
+//! The dentry: one name in one directory, bound to an inode or negative.
+//!
+//! Layout (asserted below): line 0 holds what a lock-free path walk reads
+//! (seq, flags, hash link, parent, hash+len, inode, superblock, long-name
+//! pointer); line 1 holds the inline name; line 2 the write-hot fields
+//! (refcount, readdir cookie, LRU links). A walk that stats a cached path
+//! therefore reads lines 0-1 and never the line that refcount traffic dirties.
+//!
+//! Invariants:
+//! - `parent`, `hash_len`, the name and `inode` change only inside a `seq`
+//!   write section, by a writer that holds the parent directory's lock
+//!   exclusively (create, unlink, rename), or the dentry's bucket lock after
+//!   winning the refcount's kill (reclaim). Readers validate with `seq`.
+//! - A dentry is in the hash iff `D_HASHED`; a hashed positive tmpfs dentry is
+//!   pinned by one reference (the namespace's) until its name is removed.
+//! - Each dentry except a superblock root holds one reference on its parent.
+//! - Memory is released only through the epoch collector, so a pointer loaded
+//!   under a guard stays readable until the guard drops.
+
+use super::hash::ChainNode;
+use super::name::{name_word, NameKey};
+use crate::fs::SuperBlock;
+use crate::inode::Inode;
+use crate::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use crate::sync::refcount::RefCount;
+use crate::sync::seqcount::SeqCount;
+use core::mem::{offset_of, size_of};
+use core::ptr;
+
+/// The dentry is in the hash table.
+pub const D_HASHED: u32 = 1 << 0;
+/// Something is mounted on this dentry (check the mount table).
+pub const D_MOUNTED: u32 = 1 << 1;
+/// The dentry is on its superblock's LRU list.
+pub const D_ON_LRU: u32 = 1 << 2;
+
+/// Names up to this length live inside the dentry.
+pub const INLINE_NAME_LEN: usize = 64;
+const INLINE_WORDS: usize = INLINE_NAME_LEN / 8;
+
+/// Storage of a name longer than `INLINE_NAME_LEN`.
+pub(crate) struct ExtName(pub Box<[u8]>);
+
+#[repr(C, align(64))]
+pub struct Dentry {
+    // ---- line 0: lock-free lookup ----
+    pub(crate) seq: SeqCount,
+    pub(crate) flags: AtomicU32,
+    hash_next: AtomicPtr<Dentry>,
+    pub(crate) parent: AtomicPtr<Dentry>,
+    hash_len: AtomicU64,
+    pub(crate) inode: AtomicPtr<Inode>,
+    pub(crate) sb: *const SuperBlock,
+    name_ext: AtomicPtr<ExtName>,
+    /// Readdir cookie in the parent's child index (under the parent's lock;
+    /// written only when the name moves, so it may share the lookup line).
+    pub(crate) cookie: AtomicU64,
+    // ---- line 1: inline name ----
+    name_inline: [AtomicU64; INLINE_WORDS],
+    // ---- line 2: write-hot ----
+    pub(crate) refcount: RefCount,
+    /// LRU links, touched only under the superblock's LRU lock.
+    pub(crate) lru_prev: AtomicPtr<Dentry>,
+    pub(crate) lru_next: AtomicPtr<Dentry>,
+}
+
+const _: () = {
+    assert!(offset_of!(Dentry, name_ext) + 8 <= 64, "lookup fields fit line 0");
+    assert!(offset_of!(Dentry, name_inline) == 64);
+    assert!(offset_of!(Dentry, refcount) == 128, "write-hot fields start line 2");
+    assert!(size_of::<Dentry>() == 192, "a dentry is three cache lines");
+};
+
+// SAFETY: all mutable state is atomic; `sb` points to a Sync superblock that
+// outlives its dentries.
+unsafe impl Send for Dentry {}
+// SAFETY: as above.
+unsafe impl Sync for Dentry {}
+
+// SAFETY: `hash_next` is the dentry's only chain link for its whole life.
+unsafe impl ChainNode for Dentry {
+    fn chain_next(&self) -> &AtomicPtr<Self> {
+        &self.hash_next
+    }
+}
+
+impl Dentry {
+    /// A new, unhashed dentry. `refcount` is the caller's initial references.
+    pub(crate) fn new(sb: *const SuperBlock, parent: *const Dentry, name: &NameKey<'_>, inode: *const Inode, refcount: u32) -> Dentry {
+        let d = Dentry {
+            seq: SeqCount::new(),
+            flags: AtomicU32::new(0),
+            hash_next: AtomicPtr::new(ptr::null_mut()),
+            parent: AtomicPtr::new(parent as *mut Dentry),
+            hash_len: AtomicU64::new(0),
+            inode: AtomicPtr::new(inode as *mut Inode),
+            sb,
+            name_ext: AtomicPtr::new(ptr::null_mut()),
+            name_inline: Default::default(),
+            refcount: RefCount::new(refcount),
+            cookie: AtomicU64::new(0),
+            lru_prev: AtomicPtr::new(ptr::null_mut()),
+            lru_next: AtomicPtr::new(ptr::null_mut()),
+        };
+        // Not yet shared: no seq section needed.
+        let old = d.store_name(name);
+        debug_assert!(old.is_null());
+        d
+    }
+
+    /// Writes the name; returns the previous long-name buffer (the caller
+    /// retires it through the collector). Call inside a `seq` write section
+    /// once the dentry is shared.
+    pub(crate) fn store_name(&self, name: &NameKey<'_>) -> *mut ExtName {
+        // Relaxed stores: published by the seq write section's release (or by
+        // the release that first publishes the dentry).
+        self.hash_len.store(name.hash_len(), Ordering::Relaxed);
+        if name.bytes.len() <= INLINE_NAME_LEN {
+            for (i, w) in self.name_inline.iter().enumerate() {
+                w.store(name_word(name.bytes, i), Ordering::Relaxed);
+            }
+            self.name_ext.swap(ptr::null_mut(), Ordering::AcqRel)
+        } else {
+            let ext = Box::into_raw(Box::new(ExtName(name.bytes.into())));
+            self.name_ext.swap(ext, Ordering::AcqRel)
+        }
+    }
+
+    pub fn hash_len(&self) -> u64 {
+        // Relaxed: callers validate through `seq` (lock-free) or hold the
+        // parent's directory lock (stable).
+        self.hash_len.load(Ordering::Relaxed)
+    }
+
+    /// Compares the name with `key`. The answer is meaningful only if the
+    /// caller validates `seq` afterwards or holds the parent's lock.
+    pub fn name_eq(&self, key: &NameKey<'_>) -> bool {
+        if self.hash_len() != key.hash_len() {
+            return false;
+        }
+        let len = key.bytes.len();
+        if len <= INLINE_NAME_LEN {
+            // Relaxed: validated by the caller's seq check.
+            (0..len.div_ceil(8)).all(|i| self.name_inline[i].load(Ordering::Relaxed) == name_word(key.bytes, i))
+        } else {
+            // Acquire pairs with the AcqRel swap in `store_name`, so the
+            // buffer's bytes are visible.
+            let ext = self.name_ext.load(Ordering::Acquire);
+            // SAFETY: a long name is replaced only by a rename, which retires
+            // the old buffer through the epoch collector; our caller holds a
+            // guard, so `ext` is still allocated.
+            !ext.is_null() && unsafe { &*ext }.0[..] == *key.bytes
+        }
+    }
+
+    /// Appends the name to `out` (caller holds the parent's lock or validates).
+    pub fn name_into(&self, out: &mut Vec<u8>) {
+        let len = (self.hash_len() & 0xffff_ffff) as usize;
+        if len <= INLINE_NAME_LEN {
+            for i in 0..len.div_ceil(8) {
+                // Relaxed: see `name_eq`.
+                let w = self.name_inline[i].load(Ordering::Relaxed).to_le_bytes();
+                out.extend_from_slice(&w[..(len - i * 8).min(8)]);
+            }
+        } else {
+            let ext = self.name_ext.load(Ordering::Acquire);
+            if !ext.is_null() {
+                // SAFETY: as in `name_eq`.
+                out.extend_from_slice(&unsafe { &*ext }.0);
+            }
+        }
+    }
+
+    pub fn name(&self) -> Vec<u8> {
+        let mut v = Vec::new();
+        self.name_into(&mut v);
+        v
+    }
+
+    /// Flags snapshot. Acquire pairs with the release in `set/clear_flag`.
+    pub fn flags(&self) -> u32 {
+        self.flags.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn set_flag(&self, f: u32) {
+        self.flags.fetch_or(f, Ordering::Release);
+    }
+
+    pub(crate) fn clear_flag(&self, f: u32) {
+        self.flags.fetch_and(!f, Ordering::Release);
+    }
+
+    pub fn is_hashed(&self) -> bool {
+        self.flags() & D_HASHED != 0
+    }
+
+    /// The bound inode or null for a negative dentry. Acquire pairs with the
+    /// release store in `instantiate` so the inode's fields are visible.
+    pub fn inode_ptr(&self) -> *const Inode {
+        self.inode.load(Ordering::Acquire)
+    }
+
+    pub fn parent_ptr(&self) -> *const Dentry {
+        // Acquire: pairs with the release store of a rename.
+        self.parent.load(Ordering::Acquire)
+    }
+
+    pub fn is_root(&self) -> bool {
+        self.parent_ptr().is_null()
+    }
+}
+
+impl Drop for Dentry {
+    fn drop(&mut self) {
+        let ext = *self.name_ext.get_mut();
+        if !ext.is_null() {
+            // SAFETY: the buffer was made by Box::into_raw in `store_name` and
+            // is owned by this dentry alone now that it is being freed.
+            drop(unsafe { Box::from_raw(ext) });
+        }
+    }
+}

@@ -1,0 +1,369 @@
+//! The dentry cache: the hash of (parent, name) → dentry, reference counting,
+//! and the negative-dentry LRU.
+//!
+//! Rules (see docs/ARCHITECTURE.md for the whole picture):
+//! - `lookup_rcu` writes nothing: it scans a chain under the caller's epoch
+//!   guard and returns the dentry with the `seq` value the caller must
+//!   validate. A miss may be spurious (a concurrent rename can divert the
+//!   scan into another chain), so callers confirm misses with `lookup_slow`,
+//!   which scans with the bucket locked under the shared directory lock.
+//! - Chain membership changes only under the bucket lock: insertions by
+//!   `lookup_slow`/create (dedup-scanning first, so a name has at most one
+//!   live dentry), removals by unlink/rmdir/rename (under the exclusive
+//!   directory lock) and by the shrinker (which kills the dentry, refcount
+//!   0 → dead, while holding the bucket lock). Hence a dentry found under a
+//!   bucket lock is never dead.
+//! - Freeing goes through the epoch collector; final puts walk up parents
+//!   iteratively, never recursively.
+
+pub mod dentry;
+pub mod hash;
+pub mod lru;
+pub mod name;
+pub mod walk;
+
+use crate::fs::SuperBlock;
+use crate::inode::Inode;
+use crate::sync::atomic::Ordering;
+use crate::vfs::VfsInner;
+use dentry::{Dentry, D_HASHED};
+use hash::Bucket;
+use name::{bucket_hash, NameKey};
+
+/// Result of a lock-free lookup.
+pub(crate) enum RcuLookup {
+    /// Found, with the `seq` value to validate later.
+    Found(*const Dentry, u32),
+    /// No dentry in the chain (may be spurious: confirm with `lookup_slow`).
+    Miss,
+}
+
+/// Negative dentries beyond this many per superblock are reclaimed (oldest
+/// first) when a new one is added.
+pub const DEFAULT_MAX_UNUSED_DENTRIES: usize = 1 << 16;
+
+// SAFETY helper: every `unsafe { &*d }` on a dentry pointer in this module
+// relies on the caller's epoch guard (or a held reference) keeping it
+// allocated; the functions say which.
+impl VfsInner {
+    pub(crate) fn bucket_of(&self, parent: *const Dentry, hash: u32) -> &Bucket<Dentry> {
+        self.dcache.bucket(bucket_hash(parent, hash))
+    }
+
+    /// Lock-free lookup of `key` in `parent`. Caller holds an epoch guard.
+    pub(crate) fn lookup_rcu(&self, parent: *const Dentry, key: &NameKey<'_>) -> RcuLookup {
+        let hl = key.hash_len();
+        let mut p = self.bucket_of(parent, key.hash).first();
+        while !p.is_null() {
+            // SAFETY: chain nodes are freed only through the epoch collector
+            // and the caller holds a guard.
+            let d = unsafe { &*p };
+            if d.hash_len() == hl {
+                let seq = d.seq.read_begin_raw() & !1;
+                if d.parent_ptr() == parent as *mut Dentry && d.name_eq(key) {
+                    return RcuLookup::Found(p, seq);
+                }
+            }
+            // Acquire: pairs with the release that linked the next node.
+            p = d.chain_next_ptr();
+        }
+        RcuLookup::Miss
+    }
+
+    /// Exact lookup with the bucket locked; returns null if absent. Caller
+    /// holds an epoch guard.
+    fn lookup_in_locked_bucket(guard_first: *const Dentry, parent: *const Dentry, key: &NameKey<'_>) -> *const Dentry {
+        let mut p = guard_first;
+        while !p.is_null() {
+            // SAFETY: under the bucket lock, chain nodes are live.
+            let d = unsafe { &*p };
+            if d.parent_ptr() == parent as *mut Dentry && d.name_eq(key) {
+                return p;
+            }
+            p = d.chain_next_ptr();
+        }
+        core::ptr::null()
+    }
+
+    /// The slow lookup of a name in directory `parent` (inode `dir`), called
+    /// after a lock-free miss or failed validation. Takes the directory lock
+    /// shared; asks the backend when the dcache is not authoritative; caches
+    /// the answer (possibly as a negative dentry). Returns the dentry and a
+    /// `seq` to validate; no reference is taken. Caller holds an epoch guard.
+    pub(crate) fn lookup_slow(&self, parent: *const Dentry, dir: &Inode, key: &NameKey<'_>) -> crate::abi::SysResult<(*const Dentry, u32)> {
+        let index = dir.dir_index().ok_or(crate::abi::Errno::ENOTDIR)?;
+        let locked = index.read();
+        if locked.dead {
+            return Err(crate::abi::Errno::ENOENT);
+        }
+        // SAFETY: the caller's guard keeps `parent` allocated; holding the
+        // directory lock shared, it is not being removed.
+        let pd = unsafe { &*parent };
+        let sb = unsafe { &*pd.sb };
+        let bucket = self.bucket_of(parent, key.hash);
+        {
+            let b = bucket.lock();
+            let found = Self::lookup_in_locked_bucket(b.first(), parent, key);
+            if !found.is_null() {
+                // SAFETY: live under the bucket lock (module invariant).
+                let seq = unsafe { &*found }.seq.read_begin();
+                return Ok((found, seq));
+            }
+        }
+        let inode = if sb.fs.dcache_is_authoritative() { core::ptr::null() } else { sb.fs.lookup(sb, dir, key.bytes)?.unwrap_or(core::ptr::null()) };
+        let (d, inserted) = self.insert_dentry(sb, parent, key, inode, 0);
+        if inserted {
+            // A fresh dentry at count zero: cached, reclaimable.
+            self.lru_add(sb, d);
+        } else if !inode.is_null() {
+            // Lost a race with another miss: drop the backend's inode.
+            self.iput(inode);
+        }
+        // SAFETY: `d` is hashed and we hold the directory lock, so it cannot
+        // be moved or removed except by the shrinker, which the guard covers.
+        let seq = unsafe { &*d }.seq.read_begin();
+        drop(locked);
+        Ok((d, seq))
+    }
+
+    /// Inserts a new dentry for (parent, key) unless one exists. Returns the
+    /// dentry and whether it is new. A new one starts with `refs` references
+    /// and takes one on `parent` (which the caller keeps alive). Existing
+    /// ones get no reference.
+    pub(crate) fn insert_dentry(&self, sb: &SuperBlock, parent: *const Dentry, key: &NameKey<'_>, inode: *const Inode, refs: u32) -> (*const Dentry, bool) {
+        let mut b = self.bucket_of(parent, key.hash).lock();
+        let found = Self::lookup_in_locked_bucket(b.first(), parent, key);
+        if !found.is_null() {
+            return (found, false);
+        }
+        // SAFETY: the caller keeps `parent` alive (directory lock held and the
+        // directory not dead), so it is not in its dead zone.
+        let got = unsafe { &*parent }.refcount.get();
+        debug_assert!(got, "parent of a new dentry must be live");
+        let d = Box::into_raw(Box::new(Dentry::new(sb, parent, key, inode, refs)));
+        // SAFETY: `d` is a fresh allocation, not in any chain.
+        unsafe {
+            (*d).set_flag(D_HASHED);
+            b.push_front(d);
+        }
+        self.stats.dentries.inc();
+        (d, true)
+    }
+
+    /// Makes a negative dentry positive. Caller holds the parent's directory
+    /// lock exclusively and a reference on `d`.
+    pub(crate) fn instantiate(&self, d: &Dentry, inode: *const Inode) {
+        // SAFETY: a dentry's superblock outlives it.
+        let sb = unsafe { &*d.sb };
+        sb.lru.lock().remove(d);
+        d.seq.write_begin();
+        // Release: pairs with the acquire in `Dentry::inode_ptr`.
+        d.inode.store(inode as *mut Inode, Ordering::Release);
+        d.seq.write_end();
+    }
+
+    /// Removes a hashed dentry's name (unlink, rmdir, the target of a
+    /// rename). Caller holds the parent's directory lock exclusively.
+    pub(crate) fn unhash(&self, d: &Dentry) {
+        let mut b = self.bucket_of(d.parent_ptr(), (d.hash_len() >> 32) as u32).lock();
+        d.seq.write_begin();
+        d.clear_flag(D_HASHED);
+        // SAFETY: `d` is in this bucket's chain: its parent and name have not
+        // changed since it was linked here (both change only under the
+        // directory lock the caller holds).
+        let removed = unsafe { b.remove(d) };
+        debug_assert!(removed);
+        d.seq.write_end();
+    }
+
+    /// Moves a hashed dentry to (new_parent, key). Caller holds both
+    /// directory locks exclusively and the rename seqcount write section, and
+    /// has moved the parent reference.
+    pub(crate) fn d_move(&self, d: &Dentry, new_parent: *const Dentry, key: &NameKey<'_>) {
+        {
+            let mut b = self.bucket_of(d.parent_ptr(), (d.hash_len() >> 32) as u32).lock();
+            // SAFETY: as in `unhash`.
+            let removed = unsafe { b.remove(d) };
+            debug_assert!(removed);
+        }
+        d.seq.write_begin();
+        // Release: pairs with the acquire in `parent_ptr`.
+        d.parent.store(new_parent as *mut Dentry, Ordering::Release);
+        let old_name = d.store_name(key);
+        d.seq.write_end();
+        {
+            let mut b = self.bucket_of(new_parent, key.hash).lock();
+            // SAFETY: `d` was just removed from its old chain.
+            unsafe { b.push_front(d) };
+        }
+        if !old_name.is_null() {
+            // SAFETY: the swap in `store_name` unlinked the buffer; readers
+            // that loaded it hold guards.
+            unsafe { self.collector.retire(old_name, seize::reclaim::boxed) };
+        }
+    }
+
+    /// Takes a reference on a dentry found lock-free at `seq`; fails if it is
+    /// dead or changed since. Caller holds an epoch guard.
+    pub(crate) fn dget_validated(&self, d: *const Dentry, seq: u32) -> bool {
+        // SAFETY: the caller's guard keeps `d` allocated.
+        let dr = unsafe { &*d };
+        if !dr.refcount.get() {
+            return false;
+        }
+        if dr.seq.read_retry(seq) {
+            self.dput(d);
+            return false;
+        }
+        true
+    }
+
+    /// Takes a reference on a dentry the caller already keeps alive.
+    pub(crate) fn dget(&self, d: *const Dentry) {
+        // SAFETY: the caller holds a reference or the directory lock.
+        let ok = unsafe { &*d }.refcount.get();
+        debug_assert!(ok, "dget of a dead dentry");
+    }
+
+    /// Drops a reference. The last reference to an unhashed dentry kills it
+    /// and drops its parent's reference in turn (a loop, not recursion); a
+    /// hashed one stays cached on the LRU.
+    pub(crate) fn dput(&self, mut d: *const Dentry) {
+        // The guard must be taken before the put: once the count is zero the
+        // shrinker may free a hashed dentry, and we still read it below.
+        let _guard = self.collector.enter();
+        loop {
+            // SAFETY: the caller owned a reference, so `d` is allocated.
+            let dr = unsafe { &*d };
+            if !dr.refcount.put() {
+                return;
+            }
+            if dr.is_hashed() {
+                // SAFETY: a dentry's superblock outlives it.
+                self.lru_add(unsafe { &*dr.sb }, d);
+                return;
+            }
+            if !dr.refcount.try_kill() {
+                return;
+            }
+            match self.free_dentry(d) {
+                Some(parent) => d = parent,
+                None => return,
+            }
+        }
+    }
+
+    /// Frees a killed, unhashed dentry: drops its inode, retires it, and
+    /// returns the parent whose reference the caller must now drop.
+    fn free_dentry(&self, d: *const Dentry) -> Option<*const Dentry> {
+        // SAFETY: the caller won the kill, so nobody else frees `d`.
+        let dr = unsafe { &*d };
+        if dr.flags() & dentry::D_ON_LRU != 0 {
+            // SAFETY: a dentry's superblock outlives it.
+            unsafe { &*dr.sb }.lru.lock().remove(dr);
+        }
+        let inode = dr.inode_ptr();
+        if !inode.is_null() {
+            self.iput(inode);
+        }
+        let parent = dr.parent_ptr();
+        self.stats.dentries.dec();
+        // SAFETY: `d` is unhashed, off the LRU and dead: no new reader can
+        // reach it; current readers hold guards.
+        unsafe { self.collector.retire(d as *mut Dentry, seize::reclaim::boxed) };
+        (!parent.is_null()).then_some(parent as *const Dentry)
+    }
+
+    /// Puts an unused hashed dentry on its superblock's LRU, shrinking the
+    /// list when it is over its bound.
+    fn lru_add(&self, sb: &SuperBlock, d: *const Dentry) {
+        let over = {
+            let mut lru = sb.lru.lock();
+            // SAFETY: the caller (dput) holds an epoch guard taken before its
+            // put, so `d` is allocated even if the shrinker freed it meanwhile;
+            // re-check that it is still hashed and unused before linking it.
+            let dr = unsafe { &*d };
+            if dr.is_hashed() && dr.refcount.count() == 0 && !dr.refcount.is_dead() {
+                lru.add(dr);
+            }
+            lru.len() > self.config.max_unused_dentries
+        };
+        if over {
+            self.shrink_lru(sb, 64);
+        }
+    }
+
+    /// Reclaims up to `n` unused dentries from the cold end of `sb`'s LRU.
+    /// Returns how many were freed.
+    pub(crate) fn shrink_lru(&self, sb: &SuperBlock, n: usize) -> usize {
+        let mut parents = Vec::new();
+        let mut freed = 0;
+        {
+            let mut lru = sb.lru.lock();
+            for _ in 0..n {
+                let p = lru.oldest();
+                if p.is_null() {
+                    break;
+                }
+                // SAFETY: on the LRU, hence not freed (LRU invariant).
+                let d = unsafe { &*p };
+                lru.remove(d);
+                let mut b = self.bucket_of(d.parent_ptr(), (d.hash_len() >> 32) as u32).lock();
+                if !d.is_hashed() || !d.refcount.try_kill() {
+                    // In use again: its last put re-adds it.
+                    continue;
+                }
+                d.seq.write_begin();
+                d.clear_flag(D_HASHED);
+                // SAFETY: hashed with an unchanged (parent, name): it is in
+                // this chain (a dentry at count zero is not renamed).
+                let removed = unsafe { b.remove(p) };
+                debug_assert!(removed);
+                d.seq.write_end();
+                drop(b);
+                if let Some(parent) = self.free_dentry(p) {
+                    parents.push(parent);
+                }
+                freed += 1;
+            }
+        }
+        for parent in parents {
+            self.dput(parent);
+        }
+        freed
+    }
+
+    /// Drops a reference to an inode; the last one frees it.
+    pub(crate) fn iput(&self, inode: *const Inode) {
+        // SAFETY: the caller owned a reference.
+        let i = unsafe { &*inode };
+        if i.refcount.put() && i.refcount.try_kill() {
+            // SAFETY: an inode's superblock outlives it.
+            let sb = unsafe { &*i.sb };
+            sb.release_inode();
+            let _ = sb.charge_blocks(-(i.attr().blocks as i64));
+            self.stats.inodes.dec();
+            // SAFETY: no dentry refers to the inode any more; lock-free
+            // readers that loaded it hold guards.
+            unsafe { self.collector.retire(inode as *mut Inode, seize::reclaim::boxed) };
+        }
+    }
+}
+
+impl Dentry {
+    /// Next node in the hash chain (lock-free readers).
+    pub(crate) fn chain_next_ptr(&self) -> *const Dentry {
+        use hash::ChainNode;
+        // Acquire: pairs with the release that published the next node.
+        self.chain_next().load(Ordering::Acquire)
+    }
+}
+
+impl VfsInner {
+    /// Exact lookup with the bucket locked (null if absent). The caller
+    /// holds the directory lock, so the answer stays true while it does.
+    pub(crate) fn lookup_exact(&self, parent: *const Dentry, key: &NameKey<'_>) -> *const Dentry {
+        let b = self.bucket_of(parent, key.hash).lock();
+        Self::lookup_in_locked_bucket(b.first(), parent, key)
+    }
+}

@@ -1,0 +1,407 @@
+//! Path resolution.
+//!
+//! One walk runs inside the caller's epoch guard and takes no reference and
+//! no lock while every component is cached: each step looks the name up in
+//! the hash, checks search permission on the directory from attributes read
+//! under the inode seqcount, and validates the directory's dentry `seq` after
+//! finding the child (so the child was really in that directory at that
+//! moment). A miss goes to `lookup_slow` (shared directory lock), which
+//! caches the answer. Any failed validation restarts the walk from the start
+//! (Linux's fallback from RCU walk to ref walk, reduced to "try again":
+//! there is nothing to undo because nothing was taken).
+//!
+//! Walks that went through ".." or crossed a mount validate the global
+//! rename and mount seqcounts at the end: a concurrent rename could
+//! otherwise carry the walk outside the process root.
+//!
+//! The result is a dentry pointer plus the `seq` to validate when taking a
+//! reference (`VfsInner::dget_validated`); callers that only read attributes
+//! (stat, access, readlink) take none.
+
+use super::dentry::{Dentry, D_MOUNTED};
+use super::name::NameKey;
+use super::RcuLookup;
+use crate::abi::*;
+use crate::cred::perm::{may_access, may_search_fast, MAY_EXEC};
+use crate::cred::Cred;
+use crate::inode::Inode;
+use crate::mount::Mount;
+use crate::vfs::VfsInner;
+
+/// A (mount, dentry) pair: a location in the namespace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PathPtr {
+    pub mnt: *const Mount,
+    pub dentry: *const Dentry,
+}
+
+/// Follow a symlink in the final component.
+pub const WALK_FOLLOW: u32 = 1;
+/// The final component must be a directory.
+pub const WALK_DIRECTORY: u32 = 2;
+/// A negative final component is returned instead of ENOENT.
+pub const WALK_ALLOW_NEGATIVE: u32 = 4;
+
+/// What a walk resolved.
+#[derive(Clone, Copy, Debug)]
+pub struct Found {
+    pub path: PathPtr,
+    /// `seq` of `path.dentry` when it was validated.
+    pub seq: u32,
+    /// The inode, or null for a negative final component.
+    pub inode: *const Inode,
+}
+
+impl Found {
+    /// The inode of a positive result.
+    pub fn inode(&self) -> &Inode {
+        debug_assert!(!self.inode.is_null());
+        // SAFETY: a positive result's inode is kept allocated by the guard
+        // the walk ran under, which outlives this borrow by construction of
+        // the callers (they hold it for the whole operation).
+        unsafe { &*self.inode }
+    }
+}
+
+/// The last component of a path split off for create/remove operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Last<'p> {
+    Name(&'p [u8]),
+    Dot,
+    DotDot,
+    /// The path was "/" (or only slashes).
+    Root,
+}
+
+/// The parent directory of a path's last component.
+#[derive(Clone, Copy, Debug)]
+pub struct Parent<'p> {
+    pub dir: Found,
+    pub last: Last<'p>,
+    /// The path ended in a slash.
+    pub trailing_slash: bool,
+}
+
+enum WalkError {
+    Errno(Errno),
+    Retry,
+}
+
+impl From<Errno> for WalkError {
+    fn from(e: Errno) -> Self {
+        WalkError::Errno(e)
+    }
+}
+
+/// Checks a path at the API boundary: NUL bytes and lengths.
+pub fn check_path(path: &[u8]) -> SysResult<()> {
+    if path.len() >= PATH_MAX {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    if path.contains(&0) {
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
+}
+
+/// Pending path text: a stack of segments (the original path and the
+/// targets of symlinks being followed). Targets live in inodes kept
+/// allocated by the walk's guard.
+struct Segments {
+    stack: Vec<(*const u8, usize)>,
+}
+
+impl Segments {
+    fn top(&mut self) -> Option<&mut (*const u8, usize)> {
+        self.stack.last_mut()
+    }
+
+    /// True if any segment still holds a component.
+    fn has_more(&self) -> bool {
+        // SAFETY: see `slice`.
+        self.stack.iter().any(|&(p, n)| unsafe { slice(p, n) }.iter().any(|&b| b != b'/'))
+    }
+}
+
+/// # Safety
+/// `p..p+n` must be a live byte range: the user's path (borrowed for the
+/// walk) or a symlink target of an inode the walk's guard keeps allocated.
+unsafe fn slice<'a>(p: *const u8, n: usize) -> &'a [u8] {
+    unsafe { core::slice::from_raw_parts(p, n) }
+}
+
+impl VfsInner {
+    /// Resolves `path` from `start` (used for relative paths) with `root` as
+    /// the process root. The caller holds an epoch guard for as long as it
+    /// uses the result.
+    pub(crate) fn walk(&self, cred: &Cred, root: PathPtr, start: PathPtr, path: &[u8], flags: u32) -> SysResult<Found> {
+        check_path(path)?;
+        if path.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        let mut attempts = 0u32;
+        loop {
+            match self.walk_once(cred, root, start, path, flags) {
+                Ok(f) => return Ok(f),
+                Err(WalkError::Errno(e)) => return Err(e),
+                Err(WalkError::Retry) => {
+                    attempts += 1;
+                    if attempts > 16 {
+                        std::thread::yield_now();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Splits off the last component and resolves the directory before it.
+    pub(crate) fn walk_parent<'p>(&self, cred: &Cred, root: PathPtr, start: PathPtr, path: &'p [u8]) -> SysResult<Parent<'p>> {
+        check_path(path)?;
+        if path.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        let trimmed_len = path.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1);
+        let trailing_slash = trimmed_len < path.len();
+        if trimmed_len == 0 {
+            let dir = self.walk(cred, root, start, b"/", WALK_FOLLOW | WALK_DIRECTORY)?;
+            return Ok(Parent { dir, last: Last::Root, trailing_slash: false });
+        }
+        let trimmed = &path[..trimmed_len];
+        let (dir_part, name) = match trimmed.iter().rposition(|&b| b == b'/') {
+            Some(i) => (&trimmed[..i + 1], &trimmed[i + 1..]),
+            None => (&b""[..], trimmed),
+        };
+        if name.len() > NAME_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        let dir = if dir_part.is_empty() {
+            self.walk_start(cred, start)?
+        } else {
+            self.walk(cred, root, start, dir_part, WALK_FOLLOW | WALK_DIRECTORY)?
+        };
+        let last = match name {
+            b"." => Last::Dot,
+            b".." => Last::DotDot,
+            n => Last::Name(n),
+        };
+        Ok(Parent { dir, last, trailing_slash })
+    }
+
+    /// The start location itself as a walk result (empty dir part).
+    fn walk_start(&self, _cred: &Cred, start: PathPtr) -> SysResult<Found> {
+        // SAFETY: the caller's guard keeps the start dentry (a cwd or an
+        // open directory, both referenced) allocated.
+        let d = unsafe { &*start.dentry };
+        let seq = d.seq.read_begin();
+        let inode = d.inode_ptr();
+        if inode.is_null() {
+            return Err(Errno::ENOENT);
+        }
+        // SAFETY: a referenced positive dentry keeps its inode.
+        if !unsafe { &*inode }.is_dir() {
+            return Err(Errno::ENOTDIR);
+        }
+        Ok(Found { path: start, seq, inode })
+    }
+
+    fn walk_once(&self, cred: &Cred, root: PathPtr, start: PathPtr, path: &[u8], flags: u32) -> Result<Found, WalkError> {
+        let rename_seq = self.rename_seq.read_begin();
+        let mount_seq = self.mounts.seq.read_begin();
+        let mut needs_global_check = false;
+        let mut cur = if path[0] == b'/' { root } else { start };
+        // SAFETY (all dentry/inode derefs below): the caller holds an epoch
+        // guard; everything reached from `root`/`start` is freed only
+        // through the collector.
+        let mut cur_d = unsafe { &*cur.dentry };
+        let mut cur_seq = cur_d.seq.read_begin();
+        let mut cur_inode = cur_d.inode_ptr();
+        if cur_d.seq.read_retry(cur_seq) {
+            return Err(WalkError::Retry);
+        }
+        if cur_inode.is_null() {
+            return Err(Errno::ENOENT.into());
+        }
+        let mut links = 0u32;
+        let mut segs = Segments { stack: vec![(path.as_ptr(), path.len())] };
+        let mut must_be_dir = false;
+        loop {
+            // Next component from the top segment, popping exhausted ones.
+            let comp = loop {
+                let Some(top) = segs.top() else { break None };
+                // SAFETY: see `slice`.
+                let s = unsafe { slice(top.0, top.1) };
+                let skip = s.iter().position(|&b| b != b'/').unwrap_or(s.len());
+                let s = &s[skip..];
+                if s.is_empty() {
+                    segs.stack.pop();
+                    continue;
+                }
+                let end = s.iter().position(|&b| b == b'/').unwrap_or(s.len());
+                let (comp, rest) = s.split_at(end);
+                *top = (rest.as_ptr(), rest.len());
+                break Some(comp);
+            };
+            let Some(comp) = comp else {
+                // Path exhausted: `cur` is the result (root, ".", "..", or a
+                // followed symlink's directory).
+                let f = Found { path: cur, seq: cur_seq, inode: cur_inode };
+                return self.finish(f, flags | if must_be_dir { WALK_DIRECTORY } else { 0 }, needs_global_check, rename_seq, mount_seq);
+            };
+            // Trailing slash after this component, with nothing else after.
+            // SAFETY: see `slice`.
+            let rest_top = segs.top().map(|t| unsafe { slice(t.0, t.1) }).unwrap_or(&[]);
+            let is_last = !segs.has_more();
+            if is_last && !rest_top.is_empty() {
+                must_be_dir = true;
+            }
+            // The current inode must be a searchable directory.
+            // SAFETY: see above.
+            let dir = unsafe { &*cur_inode };
+            if !dir.is_dir() {
+                return Err(Errno::ENOTDIR.into());
+            }
+            let (mode, uid, gid) = dir.perm_attr();
+            if !cred.is_root() && !may_search_fast(mode) {
+                may_access(cred, mode, uid, gid, MAY_EXEC)?;
+            }
+            if comp == b"." {
+                if is_last {
+                    let f = Found { path: cur, seq: cur_seq, inode: cur_inode };
+                    return self.finish(f, flags | if must_be_dir { WALK_DIRECTORY } else { 0 }, needs_global_check, rename_seq, mount_seq);
+                }
+                continue;
+            }
+            if comp == b".." {
+                needs_global_check = true;
+                cur = self.follow_dotdot(root, cur);
+                cur_d = unsafe { &*cur.dentry };
+                cur_seq = cur_d.seq.read_begin();
+                cur_inode = cur_d.inode_ptr();
+                if cur_inode.is_null() || cur_d.seq.read_retry(cur_seq) {
+                    return Err(WalkError::Retry);
+                }
+                if is_last {
+                    let f = Found { path: cur, seq: cur_seq, inode: cur_inode };
+                    return self.finish(f, flags | if must_be_dir { WALK_DIRECTORY } else { 0 }, needs_global_check, rename_seq, mount_seq);
+                }
+                continue;
+            }
+            if comp.len() > NAME_MAX {
+                return Err(Errno::ENAMETOOLONG.into());
+            }
+            let key = NameKey::new(comp);
+            let (child, child_seq) = match self.lookup_rcu(cur.dentry, &key) {
+                RcuLookup::Found(d, seq) => {
+                    if cur_d.seq.read_retry(cur_seq) {
+                        return Err(WalkError::Retry);
+                    }
+                    (d, seq)
+                }
+                RcuLookup::Miss => self.lookup_slow(cur.dentry, dir, &key)?,
+            };
+            let child_d = unsafe { &*child };
+            let child_inode = child_d.inode_ptr();
+            let child_flags = child_d.flags();
+            if child_d.seq.read_retry(child_seq) {
+                return Err(WalkError::Retry);
+            }
+            if child_inode.is_null() {
+                if is_last && flags & WALK_ALLOW_NEGATIVE != 0 {
+                    let f = Found { path: PathPtr { mnt: cur.mnt, dentry: child }, seq: child_seq, inode: child_inode };
+                    return self.finish(f, flags, needs_global_check, rename_seq, mount_seq);
+                }
+                return Err(Errno::ENOENT.into());
+            }
+            let ci = unsafe { &*child_inode };
+            let follow = !is_last || flags & WALK_FOLLOW != 0 || must_be_dir;
+            if follow && s_islnk(ci.file_type()) {
+                links += 1;
+                if links > MAXSYMLINKS {
+                    return Err(Errno::ELOOP.into());
+                }
+                let target = ci.symlink_target().unwrap_or(&[]);
+                if target.is_empty() {
+                    return Err(Errno::ENOENT.into());
+                }
+                if target[0] == b'/' {
+                    cur = root;
+                    cur_d = unsafe { &*cur.dentry };
+                    cur_seq = cur_d.seq.read_begin();
+                    cur_inode = cur_d.inode_ptr();
+                    needs_global_check = true;
+                }
+                segs.stack.push((target.as_ptr(), target.len()));
+                continue;
+            }
+            let mut next = PathPtr { mnt: cur.mnt, dentry: child };
+            let mut next_seq = child_seq;
+            let mut next_inode = child_inode;
+            if child_flags & D_MOUNTED != 0 {
+                needs_global_check = true;
+                next = self.follow_mounts(next);
+                if next.dentry != child {
+                    let nd = unsafe { &*next.dentry };
+                    next_seq = nd.seq.read_begin();
+                    next_inode = nd.inode_ptr();
+                }
+            }
+            cur = next;
+            cur_d = unsafe { &*cur.dentry };
+            cur_seq = next_seq;
+            cur_inode = next_inode;
+            if is_last {
+                let f = Found { path: cur, seq: cur_seq, inode: cur_inode };
+                return self.finish(f, flags | if must_be_dir { WALK_DIRECTORY } else { 0 }, needs_global_check, rename_seq, mount_seq);
+            }
+        }
+    }
+
+    fn finish(&self, f: Found, flags: u32, global: bool, rename_seq: u32, mount_seq: u32) -> Result<Found, WalkError> {
+        if global && (self.rename_seq.read_retry(rename_seq) || self.mounts.seq.read_retry(mount_seq)) {
+            return Err(WalkError::Retry);
+        }
+        if flags & WALK_DIRECTORY != 0 && !f.inode.is_null() && !f.inode().is_dir() {
+            return Err(Errno::ENOTDIR.into());
+        }
+        Ok(f)
+    }
+
+    /// One ".." step: never above `root`; at a mount's root, continue from
+    /// the mountpoint in the parent mount.
+    fn follow_dotdot(&self, root: PathPtr, mut cur: PathPtr) -> PathPtr {
+        loop {
+            if cur == root {
+                return cur;
+            }
+            // SAFETY: mounts reached by a walk are freed only through the
+            // collector; the caller holds a guard.
+            let m = unsafe { &*cur.mnt };
+            if cur.dentry == m.root {
+                let parent = m.parent_ptr();
+                if parent.is_null() {
+                    return cur;
+                }
+                cur = PathPtr { mnt: parent, dentry: m.mountpoint_ptr() };
+                continue;
+            }
+            // SAFETY: as in `walk_once`.
+            let parent = unsafe { &*cur.dentry }.parent_ptr();
+            if parent.is_null() {
+                return cur;
+            }
+            return PathPtr { mnt: cur.mnt, dentry: parent };
+        }
+    }
+
+    /// Descends through every mount stacked on `p`.
+    pub(crate) fn follow_mounts(&self, mut p: PathPtr) -> PathPtr {
+        loop {
+            let child = self.mounts.lookup(p.mnt, p.dentry);
+            if child.is_null() {
+                return p;
+            }
+            // SAFETY: the caller holds a guard; mounts are retired.
+            p = PathPtr { mnt: child, dentry: unsafe { &*child }.root };
+        }
+    }
+}

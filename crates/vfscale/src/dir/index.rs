@@ -1,0 +1,78 @@
+//! The ordered child index of a directory, keyed by stable 64-bit cookies.
+//!
+//! Invariants (all under the directory lock, the `RwLock` around this index):
+//! - every positive child dentry of the directory appears exactly once, under
+//!   the cookie stored in the dentry; negative dentries never appear;
+//! - cookies are handed out in increasing order and never reused within one
+//!   directory, so an entry present for a whole readdir pass is returned
+//!   exactly once, and a saved cookie (telldir) stays meaningful;
+//! - positions 0 and 1 are "." and ".."; child cookies start at 2.
+//!
+//! The index holds raw dentry pointers: a positive child is pinned (its
+//! refcount includes the namespace's reference) for as long as it is indexed.
+
+use crate::dcache::dentry::Dentry;
+use std::collections::BTreeMap;
+
+/// Readdir position of the first child (0 is ".", 1 is "..").
+pub const FIRST_CHILD_COOKIE: u64 = 2;
+
+/// A dentry pointer stored in an index.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct DentryPtr(pub *const Dentry);
+
+// SAFETY: the pointee is a pinned, Sync dentry (see the module invariants);
+// the pointer is only dereferenced under the directory lock or an epoch guard.
+unsafe impl Send for DentryPtr {}
+// SAFETY: as above.
+unsafe impl Sync for DentryPtr {}
+
+#[derive(Debug)]
+pub struct DirIndex {
+    children: BTreeMap<u64, DentryPtr>,
+    next_cookie: u64,
+    nsubdirs: u32,
+    /// Set by rmdir: the directory takes no new names (lookups give ENOENT).
+    pub(crate) dead: bool,
+}
+
+impl Default for DirIndex {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl DirIndex {
+    pub fn new() -> DirIndex {
+        DirIndex { children: BTreeMap::new(), next_cookie: FIRST_CHILD_COOKIE, nsubdirs: 0, dead: false }
+    }
+
+    /// Adds a child and returns its cookie.
+    pub fn insert(&mut self, d: *const Dentry, is_dir: bool) -> u64 {
+        let cookie = self.next_cookie;
+        self.next_cookie += 1;
+        self.children.insert(cookie, DentryPtr(d));
+        self.nsubdirs += is_dir as u32;
+        cookie
+    }
+
+    /// Removes the child filed under `cookie`.
+    pub fn remove(&mut self, cookie: u64, is_dir: bool) {
+        let removed = self.children.remove(&cookie);
+        debug_assert!(removed.is_some(), "child index lost cookie {cookie}");
+        self.nsubdirs -= is_dir as u32;
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.children.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.children.len()
+    }
+
+    /// Children with cookie >= `from`, in cookie order.
+    pub fn iter_from(&self, from: u64) -> impl Iterator<Item = (u64, *const Dentry)> + '_ {
+        self.children.range(from.max(FIRST_CHILD_COOKIE)..).map(|(&c, &d)| (c, d.0))
+    }
+}

@@ -1,0 +1,2 @@
+//! Directories: the ordered child index with stable readdir cookies.
+pub mod index;

@@ -1,0 +1,126 @@
+//! Superblocks and the backend trait.
+//!
+//! A `SuperBlock` is one filesystem instance: its root dentry, inode-number
+//! allocator, space accounting, rename lock and the LRU of unused negative
+//! dentries. The `Filesystem` trait is what a backend supplies; tmpfs keeps
+//! its whole namespace in the dcache (so a dcache miss is a definite
+//! "no such name"), a passthrough backend answers misses from the host.
+//!
+//! Invariants:
+//! - A superblock outlives every dentry and inode that points to it: it is
+//!   owned by `Arc` from its mounts, and its `Drop` frees its whole tree.
+//! - `rename_lock` is taken by cross-directory renames before any directory
+//!   lock (the lock order is in docs/ARCHITECTURE.md).
+
+pub mod tmpfs;
+
+use crate::abi::*;
+use crate::dcache::dentry::Dentry;
+use crate::dcache::lru::DentryLru;
+use crate::inode::Inode;
+use crate::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use crate::sync::counter::ApproxCounter;
+use crate::sync::ino_batch::InoAllocator;
+use crate::vfs::VfsInner;
+use parking_lot::Mutex;
+
+/// What a backend supplies to the VFS.
+pub trait Filesystem: Send + Sync {
+    /// The type name given to mount(2) ("tmpfs").
+    fn fs_type(&self) -> &'static str;
+
+    /// True if every existing name is always in the dcache, so a miss is a
+    /// definite ENOENT and needs no backend call (tmpfs).
+    fn dcache_is_authoritative(&self) -> bool;
+
+    /// Looks up a name the dcache does not hold. `Ok(None)`: no such name.
+    fn lookup(&self, sb: &SuperBlock, dir: &Inode, name: &[u8]) -> SysResult<Option<*const Inode>>;
+}
+
+/// Space and inode limits of an instance (statfs reports them).
+#[derive(Clone, Copy, Debug)]
+pub struct FsLimits {
+    pub max_bytes: u64,
+    pub max_inodes: u64,
+}
+
+pub struct SuperBlock {
+    pub(crate) dev: u64,
+    pub(crate) fs: Box<dyn Filesystem>,
+    pub(crate) root: AtomicPtr<Dentry>,
+    pub(crate) ino_alloc: InoAllocator,
+    /// Serializes cross-directory renames (Linux's s_vfs_rename_mutex).
+    pub(crate) rename_lock: Mutex<()>,
+    pub(crate) lru: DentryLru,
+    pub(crate) used_blocks: ApproxCounter,
+    pub(crate) used_inodes: ApproxCounter,
+    pub(crate) limits: FsLimits,
+    pub(crate) vfs: *const VfsInner,
+    /// Mounts of this instance; the last one to go tears the tree down.
+    pub(crate) active_mounts: AtomicUsize,
+}
+
+// SAFETY: the raw pointers are to the root dentry (owned by this superblock)
+// and to the VFS, which outlives every superblock; everything else is Sync.
+unsafe impl Send for SuperBlock {}
+// SAFETY: as above.
+unsafe impl Sync for SuperBlock {}
+
+pub const BLOCK_SIZE: u64 = 4096;
+
+impl SuperBlock {
+    pub fn root(&self) -> *const Dentry {
+        // Acquire: pairs with the release store at creation.
+        self.root.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn vfs(&self) -> &VfsInner {
+        // SAFETY: the VFS outlives every superblock (it tears them down in
+        // its own Drop).
+        unsafe { &*self.vfs }
+    }
+
+    /// Reserves one inode against the instance limit (ENOSPC when full).
+    pub(crate) fn reserve_inode(&self) -> SysResult<()> {
+        if self.used_inodes.read_approx() as u64 >= self.limits.max_inodes {
+            return Err(Errno::ENOSPC);
+        }
+        self.used_inodes.add(1);
+        Ok(())
+    }
+
+    pub(crate) fn release_inode(&self) {
+        self.used_inodes.add(-1);
+    }
+
+    /// Accounts a change of allocated 512-byte blocks; growth past the limit
+    /// is ENOSPC (checked against the cheap approximate sum, as Linux does).
+    pub(crate) fn charge_blocks(&self, delta_512: i64) -> SysResult<()> {
+        let delta_pages = delta_512 / 8;
+        if delta_pages > 0 && (self.used_blocks.read_approx() + delta_pages) as u64 > self.limits.max_bytes / BLOCK_SIZE {
+            return Err(Errno::ENOSPC);
+        }
+        self.used_blocks.add(delta_pages);
+        Ok(())
+    }
+
+    pub fn statfs(&self) -> Statfs {
+        let total = self.limits.max_bytes / BLOCK_SIZE;
+        let used = self.used_blocks.sum().max(0) as u64;
+        let files_used = self.used_inodes.sum().max(0) as u64;
+        let free = total.saturating_sub(used);
+        Statfs {
+            f_type: TMPFS_MAGIC,
+            f_bsize: BLOCK_SIZE as i64,
+            f_blocks: total,
+            f_bfree: free,
+            f_bavail: free,
+            f_files: self.limits.max_inodes,
+            f_ffree: self.limits.max_inodes.saturating_sub(files_used),
+            f_fsid: [self.dev as i32, (self.dev >> 32) as i32],
+            f_namelen: NAME_MAX as i64,
+            f_frsize: BLOCK_SIZE as i64,
+            f_flags: 0x20, // ST_RELATIME
+        }
+    }
+}

@@ -1,0 +1,288 @@
+//! Inodes: the file objects behind names.
+//!
+//! Layout (asserted below): lines 0-1 hold the attribute block read by
+//! `stat` and by permission checks during lock-free path walks; line 2 holds
+//! what writers touch (refcount, the attribute writer lock, the body).
+//!
+//! Invariants:
+//! - Attribute fields are atomics written only inside `attr_seq` write
+//!   sections by a holder of `attr_lock`; readers copy them under the seqcount
+//!   and retry, so `stat` writes no shared memory.
+//! - `ino`, `rdev`, `btime`, `sb` and the file type bits of `mode` never change.
+//! - The refcount counts dentries bound to the inode plus transient holders;
+//!   the inode is retired through the epoch collector when it drops to zero,
+//!   so a lock-free reader that loaded the pointer under a guard may still
+//!   read it.
+//! - For directories, the `RwLock` in the body is the directory lock
+//!   (Linux's i_rwsem): shared for lookups that miss and readdir, exclusive
+//!   for changes to the directory's names.
+
+use crate::abi::*;
+use crate::dir::index::DirIndex;
+use crate::fs::tmpfs::data::FileData;
+use crate::fs::SuperBlock;
+use crate::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+use crate::sync::refcount::RefCount;
+use crate::sync::seqcount::SeqCount;
+use core::mem::{offset_of, size_of};
+use parking_lot::{Mutex, RwLock};
+
+/// A plain copy of an inode's attributes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct InodeAttr {
+    pub ino: u64,
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub nlink: u32,
+    pub size: u64,
+    pub blocks: u64,
+    pub rdev: u64,
+    pub atime: Timespec,
+    pub mtime: Timespec,
+    pub ctime: Timespec,
+    pub btime: Timespec,
+}
+
+/// A timestamp as two atomics (read under the inode seqcount).
+#[derive(Default)]
+struct AtomicTime {
+    sec: AtomicI64,
+    nsec: AtomicI64,
+}
+
+impl AtomicTime {
+    fn new(t: Timespec) -> Self {
+        AtomicTime { sec: AtomicI64::new(t.sec), nsec: AtomicI64::new(t.nsec) }
+    }
+    // Relaxed: both accessors run inside the inode's seqcount sections, whose
+    // fences order them (see SeqCount).
+    fn load(&self) -> Timespec {
+        Timespec { sec: self.sec.load(Ordering::Relaxed), nsec: self.nsec.load(Ordering::Relaxed) }
+    }
+    fn store(&self, t: Timespec) {
+        self.sec.store(t.sec, Ordering::Relaxed);
+        self.nsec.store(t.nsec, Ordering::Relaxed);
+    }
+}
+
+/// What an inode holds besides attributes.
+pub enum InodeBody {
+    /// Regular file contents; the lock orders data reads against writes.
+    Regular(RwLock<FileData>),
+    /// A directory: the lock is the directory lock, the index its children.
+    Directory(RwLock<DirIndex>),
+    /// The link text, fixed at creation.
+    Symlink(Box<[u8]>),
+    /// FIFOs, sockets and device nodes created by mknod: no body.
+    Special,
+}
+
+#[repr(C, align(64))]
+pub struct Inode {
+    // ---- lines 0-1: attributes, read lock-free under `attr_seq` ----
+    attr_seq: SeqCount,
+    mode: AtomicU32,
+    uid: AtomicU32,
+    gid: AtomicU32,
+    nlink: AtomicU32,
+    size: AtomicU64,
+    blocks: AtomicU64,
+    atime: AtomicTime,
+    mtime: AtomicTime,
+    ctime: AtomicTime,
+    pub(crate) ino: u64,
+    pub(crate) rdev: u64,
+    pub(crate) btime: Timespec,
+    pub(crate) sb: *const SuperBlock,
+    // ---- line 2: write-hot ----
+    pub(crate) refcount: RefCount,
+    attr_lock: Mutex<()>,
+    pub(crate) body: InodeBody,
+}
+
+const _: () = {
+    assert!(offset_of!(Inode, refcount) >= 128, "write-hot fields must not share the attribute lines");
+    assert!(offset_of!(Inode, sb) < 128);
+    assert!(size_of::<Inode>() == 192, "an inode is three cache lines");
+};
+
+// SAFETY: every field is either atomic, lock-protected, immutable after
+// construction, or (`sb`) a pointer to a superblock that outlives its inodes
+// and is itself Sync.
+unsafe impl Send for Inode {}
+// SAFETY: as above.
+unsafe impl Sync for Inode {}
+
+/// Current wall-clock time.
+pub fn now() -> Timespec {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes only into the timespec we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    Timespec { sec: ts.tv_sec, nsec: ts.tv_nsec }
+}
+
+impl Inode {
+    pub(crate) fn new(sb: *const SuperBlock, ino: u64, mode: u32, uid: u32, gid: u32, rdev: u64, body: InodeBody) -> Inode {
+        let t = now();
+        let nlink = if s_isdir(mode) { 2 } else { 1 };
+        Inode {
+            attr_seq: SeqCount::new(),
+            mode: AtomicU32::new(mode),
+            uid: AtomicU32::new(uid),
+            gid: AtomicU32::new(gid),
+            nlink: AtomicU32::new(nlink),
+            size: AtomicU64::new(0),
+            blocks: AtomicU64::new(0),
+            atime: AtomicTime::new(t),
+            mtime: AtomicTime::new(t),
+            ctime: AtomicTime::new(t),
+            ino,
+            rdev,
+            btime: t,
+            sb,
+            refcount: RefCount::new(0),
+            attr_lock: Mutex::new(()),
+            body,
+        }
+    }
+
+    /// A consistent copy of the attributes, taken without writing anything.
+    pub fn attr(&self) -> InodeAttr {
+        loop {
+            let seq = self.attr_seq.read_begin();
+            // Relaxed loads: ordered by the seqcount's acquire and retry fence.
+            let a = InodeAttr {
+                ino: self.ino,
+                mode: self.mode.load(Ordering::Relaxed),
+                uid: self.uid.load(Ordering::Relaxed),
+                gid: self.gid.load(Ordering::Relaxed),
+                nlink: self.nlink.load(Ordering::Relaxed),
+                size: self.size.load(Ordering::Relaxed),
+                blocks: self.blocks.load(Ordering::Relaxed),
+                rdev: self.rdev,
+                atime: self.atime.load(),
+                mtime: self.mtime.load(),
+                ctime: self.ctime.load(),
+                btime: self.btime,
+            };
+            if !self.attr_seq.read_retry(seq) {
+                return a;
+            }
+        }
+    }
+
+    /// (mode, uid, gid): what a permission check needs.
+    pub fn perm_attr(&self) -> (u32, u32, u32) {
+        loop {
+            let seq = self.attr_seq.read_begin();
+            // Relaxed loads: ordered by the seqcount (see `attr`).
+            let r = (
+                self.mode.load(Ordering::Relaxed),
+                self.uid.load(Ordering::Relaxed),
+                self.gid.load(Ordering::Relaxed),
+            );
+            if !self.attr_seq.read_retry(seq) {
+                return r;
+            }
+        }
+    }
+
+    /// The file type bits, which never change.
+    pub fn file_type(&self) -> u32 {
+        // Relaxed: the type bits are immutable after construction.
+        self.mode.load(Ordering::Relaxed) & S_IFMT
+    }
+
+    pub fn is_dir(&self) -> bool {
+        self.file_type() == S_IFDIR
+    }
+
+    pub fn ino(&self) -> u64 {
+        self.ino
+    }
+
+    /// Changes attributes: `f` runs with the writer lock held inside a
+    /// seqcount write section and edits through the `AttrWriter`.
+    pub fn update_attr<R>(&self, f: impl FnOnce(&mut AttrWriter<'_>) -> R) -> R {
+        let _lock = self.attr_lock.lock();
+        self.attr_seq.write_begin();
+        let r = f(&mut AttrWriter { inode: self });
+        self.attr_seq.write_end();
+        r
+    }
+
+    pub(crate) fn dir_index(&self) -> Option<&RwLock<DirIndex>> {
+        match &self.body {
+            InodeBody::Directory(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn file_data(&self) -> Option<&RwLock<FileData>> {
+        match &self.body {
+            InodeBody::Regular(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn symlink_target(&self) -> Option<&[u8]> {
+        match &self.body {
+            InodeBody::Symlink(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
+/// Write access to an inode's attributes inside `Inode::update_attr`.
+pub struct AttrWriter<'a> {
+    inode: &'a Inode,
+}
+
+// Relaxed stores throughout: the enclosing seqcount write section's release
+// fence and final release store order them for readers.
+impl AttrWriter<'_> {
+    pub fn get(&self) -> InodeAttr {
+        let i = self.inode;
+        InodeAttr {
+            ino: i.ino,
+            mode: i.mode.load(Ordering::Relaxed),
+            uid: i.uid.load(Ordering::Relaxed),
+            gid: i.gid.load(Ordering::Relaxed),
+            nlink: i.nlink.load(Ordering::Relaxed),
+            size: i.size.load(Ordering::Relaxed),
+            blocks: i.blocks.load(Ordering::Relaxed),
+            rdev: i.rdev,
+            atime: i.atime.load(),
+            mtime: i.mtime.load(),
+            ctime: i.ctime.load(),
+            btime: i.btime,
+        }
+    }
+    pub fn set_mode(&mut self, mode: u32) {
+        let ty = self.inode.mode.load(Ordering::Relaxed) & S_IFMT;
+        self.inode.mode.store(ty | (mode & !S_IFMT), Ordering::Relaxed);
+    }
+    pub fn set_uid(&mut self, uid: u32) {
+        self.inode.uid.store(uid, Ordering::Relaxed);
+    }
+    pub fn set_gid(&mut self, gid: u32) {
+        self.inode.gid.store(gid, Ordering::Relaxed);
+    }
+    pub fn set_nlink(&mut self, n: u32) {
+        self.inode.nlink.store(n, Ordering::Relaxed);
+    }
+    pub fn set_size(&mut self, size: u64, blocks: u64) {
+        self.inode.size.store(size, Ordering::Relaxed);
+        self.inode.blocks.store(blocks, Ordering::Relaxed);
+    }
+    pub fn set_atime(&mut self, t: Timespec) {
+        self.inode.atime.store(t);
+    }
+    pub fn set_mtime(&mut self, t: Timespec) {
+        self.inode.mtime.store(t);
+    }
+    pub fn set_ctime(&mut self, t: Timespec) {
+        self.inode.ctime.store(t);
+    }
+}

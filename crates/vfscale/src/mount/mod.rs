@@ -1,0 +1,206 @@
+//! Mounts and the mount table.
+//!
+//! Invariants:
+//! - The table maps (parent mount, mountpoint dentry) → child mount in a
+//!   lock-free-read map; a mountpoint dentry carries `D_MOUNTED` while any
+//!   mount sits on it. Changes happen under `lock` inside a `seq` write
+//!   section, so a path walk that crossed a mount or went up through one
+//!   validates `seq` at its end.
+//! - A mount's refcount counts open files, cwd/root references, child
+//!   mounts and 1 for being attached; the mount is freed (through the epoch
+//!   collector) when it is detached and the count reaches zero, and only then
+//!   drops its superblock.
+//! - An attached mount holds references on its parent mount, its mountpoint
+//!   dentry and its root dentry.
+
+use crate::dcache::dentry::{Dentry, D_MOUNTED};
+use crate::fs::SuperBlock;
+use crate::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use crate::sync::refcount::RefCount;
+use crate::sync::seqcount::SeqCount;
+use crate::vfs::VfsInner;
+use parking_lot::Mutex;
+use std::sync::Arc;
+
+pub struct Mount {
+    pub(crate) parent: AtomicPtr<Mount>,
+    pub(crate) mountpoint: AtomicPtr<Dentry>,
+    pub(crate) root: *const Dentry,
+    /// From `Arc::into_raw`: the mount owns one strong count.
+    sb: *const SuperBlock,
+    pub(crate) refcount: RefCount,
+    pub(crate) id: u64,
+}
+
+// SAFETY: the raw pointers are references the mount owns (see invariants);
+// all mutable state is atomic.
+unsafe impl Send for Mount {}
+// SAFETY: as above.
+unsafe impl Sync for Mount {}
+
+impl Mount {
+    pub fn sb(&self) -> &SuperBlock {
+        // SAFETY: the mount owns a strong count until it is freed.
+        unsafe { &*self.sb }
+    }
+
+    /// A new strong handle on the superblock (for bind mounts).
+    pub(crate) fn sb_arc(&self) -> Arc<SuperBlock> {
+        // SAFETY: the mount owns a strong count, so the pointer is a live
+        // Arc allocation; we add one for the caller.
+        unsafe {
+            Arc::increment_strong_count(self.sb);
+            Arc::from_raw(self.sb)
+        }
+    }
+
+    pub(crate) fn parent_ptr(&self) -> *const Mount {
+        // Acquire: pairs with the release store in attach/detach.
+        self.parent.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn mountpoint_ptr(&self) -> *const Dentry {
+        // Acquire: pairs with the release store in attach.
+        self.mountpoint.load(Ordering::Acquire)
+    }
+}
+
+pub struct MountTable {
+    pub(crate) seq: SeqCount,
+    /// Serializes mount and umount; holds every attached mount.
+    pub(crate) lock: Mutex<Vec<usize>>,
+    hash: papaya::HashMap<(usize, usize), usize>,
+    pub(crate) root: AtomicPtr<Mount>,
+    next_id: AtomicU64,
+}
+
+impl Default for MountTable {
+    fn default() -> Self {
+        MountTable {
+            seq: SeqCount::new(),
+            lock: Mutex::new(Vec::new()),
+            hash: papaya::HashMap::new(),
+            root: AtomicPtr::new(core::ptr::null_mut()),
+            next_id: AtomicU64::new(1),
+        }
+    }
+}
+
+impl MountTable {
+    /// The mount on (mnt, dentry), or null. Lock-free.
+    pub(crate) fn lookup(&self, mnt: *const Mount, dentry: *const Dentry) -> *const Mount {
+        self.hash.pin().get(&(mnt as usize, dentry as usize)).map_or(core::ptr::null(), |&m| m as *const Mount)
+    }
+
+    pub fn root(&self) -> *const Mount {
+        // Acquire: pairs with the release store when the VFS is built.
+        self.root.load(Ordering::Acquire)
+    }
+
+    /// Mounts directly on `parent` (any mountpoint). Caller holds `lock`.
+    pub(crate) fn children_of(&self, all: &[usize], parent: *const Mount) -> Vec<*const Mount> {
+        all.iter()
+            .map(|&m| m as *const Mount)
+            // SAFETY: every mount in the list is attached, hence live.
+            .filter(|&m| unsafe { &*m }.parent_ptr() == parent)
+            .collect()
+    }
+}
+
+impl VfsInner {
+    /// A new, unattached mount of `root` (a dentry of `sb`, referenced by the
+    /// caller and handed over) with refcount 1 (the attachment's).
+    pub(crate) fn new_mount(&self, sb: Arc<SuperBlock>, root: *const Dentry) -> *const Mount {
+        self.stats.mounts.inc();
+        sb.active_mounts.fetch_add(1, Ordering::Relaxed);
+        Box::into_raw(Box::new(Mount {
+            parent: AtomicPtr::new(core::ptr::null_mut()),
+            mountpoint: AtomicPtr::new(core::ptr::null_mut()),
+            root,
+            sb: Arc::into_raw(sb),
+            refcount: RefCount::new(1),
+            id: self.mounts.next_id.fetch_add(1, Ordering::Relaxed),
+        }))
+    }
+
+    /// Attaches `child` on (parent, mountpoint); takes the references the
+    /// attachment holds. Caller holds the table lock (passes its list).
+    pub(crate) fn attach_mount(&self, list: &mut Vec<usize>, child: *const Mount, parent: *const Mount, mountpoint: *const Dentry) {
+        // SAFETY: the caller keeps all three alive.
+        let (c, mp) = unsafe { (&*child, &*mountpoint) };
+        self.mntget(parent);
+        self.dget(mountpoint);
+        self.mounts.seq.write_begin();
+        c.parent.store(parent as *mut Mount, Ordering::Release);
+        c.mountpoint.store(mountpoint as *mut Dentry, Ordering::Release);
+        self.mounts.hash.pin().insert((parent as usize, mountpoint as usize), child as usize);
+        mp.set_flag(D_MOUNTED);
+        self.mounts.seq.write_end();
+        list.push(child as usize);
+    }
+
+    /// Detaches `child` from the tree (it stays alive while referenced).
+    /// Caller holds the table lock.
+    pub(crate) fn detach_mount(&self, list: &mut Vec<usize>, child: *const Mount) {
+        // SAFETY: attached mounts are live; the caller holds the table lock.
+        let c = unsafe { &*child };
+        let parent = c.parent_ptr();
+        let mp = c.mountpoint_ptr();
+        self.mounts.seq.write_begin();
+        self.mounts.hash.pin().remove(&(parent as usize, mp as usize));
+        // SAFETY: the attachment holds a reference on the mountpoint.
+        let still_mounted = list.iter().any(|&m| m != child as usize && {
+            // SAFETY: attached mounts are live.
+            let o = unsafe { &*(m as *const Mount) };
+            o.mountpoint_ptr() == mp && o.parent_ptr() == parent
+        });
+        if !still_mounted {
+            unsafe { &*mp }.clear_flag(D_MOUNTED);
+        }
+        c.parent.store(core::ptr::null_mut(), Ordering::Release);
+        c.mountpoint.store(core::ptr::null_mut(), Ordering::Release);
+        self.mounts.seq.write_end();
+        list.retain(|&m| m != child as usize);
+        self.dput(mp);
+        self.mntput(parent);
+        self.mntput(child);
+    }
+
+    pub(crate) fn mntget(&self, m: *const Mount) {
+        // SAFETY: the caller holds a reference or the table lock.
+        let ok = unsafe { &*m }.refcount.get();
+        debug_assert!(ok, "mntget of a dead mount");
+    }
+
+    /// Takes a reference on a mount found lock-free; fails if it is dying.
+    pub(crate) fn mntget_rcu(&self, m: *const Mount) -> bool {
+        // SAFETY: the caller holds an epoch guard.
+        unsafe { &*m }.refcount.get()
+    }
+
+    /// Drops a mount reference; the last one frees a detached mount and
+    /// releases its root dentry and superblock.
+    pub(crate) fn mntput(&self, m: *const Mount) {
+        // SAFETY: the caller owned a reference.
+        let mr = unsafe { &*m };
+        if !(mr.refcount.put() && mr.refcount.try_kill()) {
+            return;
+        }
+        self.dput(mr.root);
+        // SAFETY: we won the kill, so this runs once; the pointer came from
+        // Arc::into_raw and its count is the mount's own.
+        let sb = unsafe { Arc::from_raw(mr.sb) };
+        // AcqRel: the last mount's decrement must see every other mount's
+        // release of the tree before tearing it down.
+        if sb.active_mounts.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.kill_superblock(&sb);
+        }
+        // The superblock struct itself may still be read by walkers holding
+        // guards: free it through the collector.
+        // SAFETY: boxed here, reclaimed once by `reclaim::boxed`.
+        unsafe { self.collector.retire(Box::into_raw(Box::new(sb)), seize::reclaim::boxed) };
+        self.stats.mounts.dec();
+        // SAFETY: detached and dead: unreachable for new walkers.
+        unsafe { self.collector.retire(m as *mut Mount, seize::reclaim::boxed) };
+    }
+}

@@ -1,0 +1,227 @@
+//! Attributes: the stat family, faccessat, chmod, chown, utimensat, statfs.
+//!
+//! The stat family on a cached path is the hot path of the project: one
+//! epoch guard, a lock-free walk, one seqcount-protected copy of the
+//! attributes. No reference, no lock, no shared write.
+
+use super::Process;
+use crate::abi::*;
+use crate::cred::perm::{check_chown, chmod_mode, may_access, may_chmod, may_set_times, MAY_WRITE};
+use crate::cred::Cred;
+use crate::dcache::walk::Found;
+use crate::fs::BLOCK_SIZE;
+use crate::inode::{now, Inode, InodeAttr};
+
+pub(crate) fn stat_of(a: &InodeAttr, dev: u64) -> Stat {
+    Stat {
+        dev,
+        ino: a.ino,
+        mode: a.mode,
+        nlink: a.nlink,
+        uid: a.uid,
+        gid: a.gid,
+        rdev: a.rdev,
+        size: a.size as i64,
+        blksize: BLOCK_SIZE as i64,
+        blocks: a.blocks as i64,
+        atime: a.atime,
+        mtime: a.mtime,
+        ctime: a.ctime,
+    }
+}
+
+fn inode_dev(inode: &Inode) -> u64 {
+    // SAFETY: an inode's superblock outlives it.
+    unsafe { &*inode.sb }.dev
+}
+
+impl Process {
+    pub(crate) fn sys_fstat(&self, fd: Fd) -> SysResult<Stat> {
+        self.with_file(fd, true, |f| Ok(stat_of(&f.inode().attr(), inode_dev(f.inode()))))
+    }
+
+    pub(crate) fn sys_fstatat(&self, dirfd: Fd, path: &[u8], flags: i32) -> SysResult<Stat> {
+        if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | AT_NO_AUTOMOUNT) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let _g = self.vfs.collector.enter();
+        let found = self.lookup_at(&self.cred, dirfd, path, flags, 0)?;
+        let inode = found.inode();
+        Ok(stat_of(&inode.attr(), inode_dev(inode)))
+    }
+
+    pub(crate) fn sys_statx(&self, dirfd: Fd, path: &[u8], flags: i32, mask: u32) -> SysResult<Statx> {
+        if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | AT_NO_AUTOMOUNT | AT_STATX_SYNC_TYPE) != 0 || flags & AT_STATX_SYNC_TYPE == AT_STATX_SYNC_TYPE {
+            return Err(Errno::EINVAL);
+        }
+        if mask & 0x8000_0000 != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let _g = self.vfs.collector.enter();
+        let found = self.lookup_at(&self.cred, dirfd, path, flags, 0)?;
+        let inode = found.inode();
+        let a = inode.attr();
+        let dev = inode_dev(inode);
+        Ok(Statx {
+            mask: STATX_BASIC_STATS | STATX_BTIME,
+            blksize: BLOCK_SIZE as u32,
+            nlink: a.nlink,
+            uid: a.uid,
+            gid: a.gid,
+            mode: a.mode as u16,
+            ino: a.ino,
+            size: a.size,
+            blocks: a.blocks,
+            atime: a.atime,
+            btime: a.btime,
+            ctime: a.ctime,
+            mtime: a.mtime,
+            rdev_major: (a.rdev >> 8) as u32 & 0xfff,
+            rdev_minor: (a.rdev & 0xff) as u32,
+            dev_major: 0,
+            dev_minor: dev as u32,
+        })
+    }
+
+    pub(crate) fn sys_faccessat(&self, dirfd: Fd, path: &[u8], mode: i32, flags: i32) -> SysResult<()> {
+        if mode & !(R_OK | W_OK | X_OK) != 0 || flags & !(AT_EACCESS | AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let real;
+        let cred: &Cred = if flags & AT_EACCESS != 0 {
+            &self.cred
+        } else {
+            real = self.cred.with_real_ids();
+            &real
+        };
+        let _g = self.vfs.collector.enter();
+        let found = self.lookup_at(cred, dirfd, path, flags, 0)?;
+        if mode == F_OK {
+            return Ok(());
+        }
+        let (m, u, g) = found.inode().perm_attr();
+        may_access(cred, m, u, g, mode as u32)
+    }
+
+    fn lookup_setattr(&self, dirfd: Fd, path: &[u8], flags: i32) -> SysResult<Found> {
+        self.lookup_at(&self.cred, dirfd, path, flags, 0)
+    }
+
+    fn chmod_inode(&self, inode: &Inode, mode: u32) -> SysResult<()> {
+        let (cur_mode, uid, gid) = inode.perm_attr();
+        may_chmod(&self.cred, uid)?;
+        let new = chmod_mode(&self.cred, cur_mode, gid, mode);
+        let t = now();
+        inode.update_attr(|a| {
+            a.set_mode(new);
+            a.set_ctime(t);
+        });
+        Ok(())
+    }
+
+    pub(crate) fn sys_fchmodat(&self, dirfd: Fd, path: &[u8], mode: u32, flags: i32) -> SysResult<()> {
+        if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let _g = self.vfs.collector.enter();
+        let found = self.lookup_setattr(dirfd, path, flags)?;
+        if flags & AT_SYMLINK_NOFOLLOW != 0 && s_islnk(found.inode().file_type()) {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        self.chmod_inode(found.inode(), mode)
+    }
+
+    pub(crate) fn sys_fchmod(&self, fd: Fd, mode: u32) -> SysResult<()> {
+        self.with_file(fd, false, |f| self.chmod_inode(f.inode(), mode))
+    }
+
+    fn chown_inode(&self, inode: &Inode, uid: u32, gid: u32) -> SysResult<()> {
+        let new_uid = (uid != u32::MAX).then_some(uid);
+        let new_gid = (gid != u32::MAX).then_some(gid);
+        let a = inode.attr();
+        let new_mode = check_chown(&self.cred, a.mode, a.uid, a.gid, new_uid, new_gid)?;
+        let t = now();
+        inode.update_attr(|w| {
+            if let Some(u) = new_uid {
+                w.set_uid(u);
+            }
+            if let Some(g) = new_gid {
+                w.set_gid(g);
+            }
+            w.set_mode(new_mode);
+            w.set_ctime(t);
+        });
+        Ok(())
+    }
+
+    pub(crate) fn sys_fchownat(&self, dirfd: Fd, path: &[u8], uid: u32, gid: u32, flags: i32) -> SysResult<()> {
+        if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let _g = self.vfs.collector.enter();
+        let found = self.lookup_setattr(dirfd, path, flags)?;
+        self.chown_inode(found.inode(), uid, gid)
+    }
+
+    pub(crate) fn sys_fchown(&self, fd: Fd, uid: u32, gid: u32) -> SysResult<()> {
+        self.with_file(fd, false, |f| self.chown_inode(f.inode(), uid, gid))
+    }
+
+    fn utimes_inode(&self, inode: &Inode, times: Option<[Timespec; 2]>) -> SysResult<()> {
+        let [at, mt] = times.unwrap_or([Timespec::NOW, Timespec::NOW]);
+        for t in [at, mt] {
+            if t.nsec != UTIME_NOW && t.nsec != UTIME_OMIT && !(0..1_000_000_000).contains(&t.nsec) {
+                return Err(Errno::EINVAL);
+            }
+        }
+        if at.nsec == UTIME_OMIT && mt.nsec == UTIME_OMIT {
+            return Ok(());
+        }
+        let explicit = !(at.nsec == UTIME_NOW && mt.nsec == UTIME_NOW);
+        let (m, u, g) = inode.perm_attr();
+        let can_write = may_access(&self.cred, m, u, g, MAY_WRITE).is_ok();
+        may_set_times(&self.cred, u, explicit, can_write)?;
+        let t = now();
+        let pick = |x: Timespec| if x.nsec == UTIME_NOW { t } else { x };
+        inode.update_attr(|w| {
+            if at.nsec != UTIME_OMIT {
+                w.set_atime(pick(at));
+            }
+            if mt.nsec != UTIME_OMIT {
+                w.set_mtime(pick(mt));
+            }
+            w.set_ctime(t);
+        });
+        Ok(())
+    }
+
+    pub(crate) fn sys_utimensat(&self, dirfd: Fd, path: &[u8], times: Option<[Timespec; 2]>, flags: i32) -> SysResult<()> {
+        if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        if let Some([a, m]) = times {
+            if a.nsec == UTIME_OMIT && m.nsec == UTIME_OMIT {
+                return Ok(());
+            }
+        }
+        let _g = self.vfs.collector.enter();
+        let found = self.lookup_setattr(dirfd, path, flags)?;
+        self.utimes_inode(found.inode(), times)
+    }
+
+    pub(crate) fn sys_futimens(&self, fd: Fd, times: Option<[Timespec; 2]>) -> SysResult<()> {
+        self.with_file(fd, false, |f| self.utimes_inode(f.inode(), times))
+    }
+
+    pub(crate) fn sys_statfs(&self, path: &[u8]) -> SysResult<Statfs> {
+        let _g = self.vfs.collector.enter();
+        let found = self.lookup_at(&self.cred, AT_FDCWD, path, 0, 0)?;
+        // SAFETY: an inode's superblock outlives it.
+        Ok(unsafe { &*found.inode().sb }.statfs())
+    }
+
+    pub(crate) fn sys_fstatfs(&self, fd: Fd) -> SysResult<Statfs> {
+        // SAFETY: as above.
+        self.with_file(fd, true, |f| Ok(unsafe { &*f.inode().sb }.statfs()))
+    }
+}

@@ -1,0 +1,141 @@
+//! Process context: chdir, fchdir, getcwd, chroot, umask, fork, exit.
+
+use super::{FsContext, Process};
+use crate::abi::*;
+use crate::cred::perm::{may_access, MAY_EXEC};
+use crate::dcache::walk::{Found, PathPtr, WALK_DIRECTORY, WALK_FOLLOW};
+use crate::sync::atomic::Ordering;
+use std::sync::Arc;
+
+impl Process {
+    /// Takes references on a searchable directory for cwd/root.
+    fn grab_dir(&self, found: &Found) -> SysResult<Option<PathPtr>> {
+        let inode = found.inode();
+        if !inode.is_dir() {
+            return Err(Errno::ENOTDIR);
+        }
+        let (m, u, g) = inode.perm_attr();
+        may_access(&self.cred, m, u, g, MAY_EXEC)?;
+        if !self.vfs.dget_validated(found.path.dentry, found.seq) {
+            return Ok(None);
+        }
+        if !self.vfs.mntget_rcu(found.path.mnt) {
+            self.vfs.dput(found.path.dentry);
+            return Ok(None);
+        }
+        Ok(Some(found.path))
+    }
+
+    fn set_dir(&self, set_root: bool, dirfd: Fd, path: &[u8], at_flags: i32) -> SysResult<()> {
+        let _g = self.vfs.collector.enter();
+        let new = loop {
+            let found = self.lookup_at(&self.cred, dirfd, path, at_flags, WALK_FOLLOW | WALK_DIRECTORY)?;
+            if let Some(p) = self.grab_dir(&found)? {
+                break p;
+            }
+        };
+        let old = self.fs.set(set_root, new);
+        self.vfs.dput(old.dentry);
+        self.vfs.mntput(old.mnt);
+        Ok(())
+    }
+
+    pub(crate) fn sys_chdir(&self, path: &[u8]) -> SysResult<()> {
+        self.set_dir(false, AT_FDCWD, path, 0)
+    }
+
+    pub(crate) fn sys_fchdir(&self, fd: Fd) -> SysResult<()> {
+        let f = self.fd_file(fd)?;
+        drop(f.file());
+        self.vfs.fput(f);
+        self.set_dir(false, fd, b"", AT_EMPTY_PATH)
+    }
+
+    pub(crate) fn sys_chroot(&self, path: &[u8]) -> SysResult<()> {
+        if !self.cred.is_root() {
+            // Resolve first so a bad path reports its own error, as Linux
+            // checks the capability after the lookup.
+            let _g = self.vfs.collector.enter();
+            let found = self.lookup_at(&self.cred, AT_FDCWD, path, 0, WALK_FOLLOW | WALK_DIRECTORY)?;
+            let (m, u, g) = found.inode().perm_attr();
+            may_access(&self.cred, m, u, g, MAY_EXEC)?;
+            return Err(Errno::EPERM);
+        }
+        self.set_dir(true, AT_FDCWD, path, 0)
+    }
+
+    pub(crate) fn sys_getcwd(&self) -> SysResult<Vec<u8>> {
+        let _g = self.vfs.collector.enter();
+        let (root, cwd) = self.fs.get();
+        // SAFETY (whole function): the guard keeps the chain of dentries and
+        // mounts from the cwd upwards allocated.
+        let cwd_d = unsafe { &*cwd.dentry };
+        if !cwd_d.is_root() && !cwd_d.is_hashed() {
+            return Err(Errno::ENOENT);
+        }
+        let mut parts: Vec<Vec<u8>> = Vec::new();
+        let mut cur = cwd;
+        loop {
+            if cur == root {
+                break;
+            }
+            let m = unsafe { &*cur.mnt };
+            if cur.dentry == m.root {
+                let parent = m.parent_ptr();
+                if parent.is_null() {
+                    // Outside the process root (chroot moved below the cwd).
+                    parts.push(b"(unreachable)".to_vec());
+                    break;
+                }
+                cur = PathPtr { mnt: parent, dentry: m.mountpoint_ptr() };
+                continue;
+            }
+            let d = unsafe { &*cur.dentry };
+            parts.push(d.name());
+            cur = PathPtr { mnt: cur.mnt, dentry: d.parent_ptr() };
+        }
+        let mut out = Vec::new();
+        for p in parts.iter().rev() {
+            if p.as_slice() != b"(unreachable)" {
+                out.push(b'/');
+            }
+            out.extend_from_slice(p);
+        }
+        if out.is_empty() {
+            out.push(b'/');
+        }
+        Ok(out)
+    }
+
+    pub(crate) fn sys_umask(&self, mask: u32) -> u32 {
+        // Relaxed: a plain value swap.
+        self.fs.umask.swap(mask & 0o777, Ordering::Relaxed)
+    }
+
+    pub(crate) fn sys_fork(&self) -> SysResult<Process> {
+        let _g = self.vfs.collector.enter();
+        let (root, cwd) = self.fs.get();
+        for p in [root, cwd] {
+            // The parent's context holds references: these cannot fail.
+            self.vfs.dget(p.dentry);
+            self.vfs.mntget(p.mnt);
+        }
+        let fs = FsContext::new(root, cwd, self.umask_bits());
+        Ok(Process { vfs: self.vfs.clone(), cred: self.cred.clone(), fs: Arc::new(fs), files: Arc::new(self.files.duplicate(&self.vfs)), exited: false })
+    }
+
+    /// A thread of this process: shares the fd table and fs context
+    /// (CLONE_FILES | CLONE_FS), for embedders that run one process on
+    /// several threads.
+    pub fn clone_thread(&self) -> Process {
+        Process { vfs: self.vfs.clone(), cred: self.cred.clone(), fs: self.fs.clone(), files: self.files.clone(), exited: false }
+    }
+
+    /// A process with the same root, cwd, umask and descriptors but other
+    /// credentials (a setuid-style transition).
+    pub fn with_cred(&self, cred: crate::Cred) -> SysResult<Process> {
+        let mut p = self.sys_fork()?;
+        p.cred = Arc::new(cred);
+        Ok(p)
+    }
+}

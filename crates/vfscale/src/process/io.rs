@@ -1,0 +1,253 @@
+//! Data: read, write, pread, pwrite, readv, writev, lseek, ftruncate,
+//! fsync, fdatasync.
+//!
+//! File contents are under the inode's data lock (shared for reads,
+//! exclusive for writes); size, blocks and times are published under the
+//! attribute seqcount after the data changes.
+
+use super::Process;
+use crate::abi::*;
+use crate::cred::perm::write_strip_mode;
+use crate::file::{OpenFile, FMODE_READ, FMODE_WRITE};
+use crate::inode::{now, Inode};
+
+impl Process {
+    fn readable(&self, fd: Fd) -> SysResult<crate::file::FileRef> {
+        let f = self.fd_file_nopath(fd)?;
+        if f.file().fmode & FMODE_READ == 0 {
+            self.vfs.fput(f);
+            return Err(Errno::EBADF);
+        }
+        Ok(f)
+    }
+
+    fn writable(&self, fd: Fd) -> SysResult<crate::file::FileRef> {
+        let f = self.fd_file_nopath(fd)?;
+        if f.file().fmode & FMODE_WRITE == 0 {
+            self.vfs.fput(f);
+            return Err(Errno::EBADF);
+        }
+        Ok(f)
+    }
+
+    /// Reads at `offset` (None: the file position, advanced).
+    fn do_read(&self, fd: Fd, bufs: &mut [&mut [u8]], offset: Option<i64>) -> SysResult<usize> {
+        let f = self.readable(fd)?;
+        let r = self.read_file(f.file(), bufs, offset);
+        self.vfs.fput(f);
+        r
+    }
+
+    fn read_file(&self, file: &OpenFile, bufs: &mut [&mut [u8]], offset: Option<i64>) -> SysResult<usize> {
+        let inode = file.inode();
+        let data = match inode.file_type() {
+            S_IFDIR => return Err(Errno::EISDIR),
+            S_IFREG => inode.file_data().ok_or(Errno::EINVAL)?,
+            _ => return Err(Errno::EINVAL),
+        };
+        if let Some(o) = offset {
+            if o < 0 {
+                return Err(Errno::EINVAL);
+            }
+        }
+        let mut pos_guard = if offset.is_none() { Some(file.pos.lock()) } else { None };
+        let mut pos = offset.map_or_else(|| **pos_guard.as_ref().unwrap(), |o| o as u64);
+        let mut total = 0;
+        {
+            let d = data.read();
+            for b in bufs.iter_mut() {
+                let n = d.read_at(pos, b);
+                pos += n as u64;
+                total += n;
+                if n < b.len() {
+                    break;
+                }
+            }
+        }
+        if let Some(g) = pos_guard.as_mut() {
+            **g = pos;
+        }
+        if total > 0 && file.status() & O_NOATIME == 0 {
+            touch_atime(inode);
+        }
+        Ok(total)
+    }
+
+    fn do_write(&self, fd: Fd, bufs: &[&[u8]], offset: Option<i64>) -> SysResult<usize> {
+        let f = self.writable(fd)?;
+        let r = self.write_file(f.file(), bufs, offset);
+        self.vfs.fput(f);
+        r
+    }
+
+    fn write_file(&self, file: &OpenFile, bufs: &[&[u8]], offset: Option<i64>) -> SysResult<usize> {
+        let inode = file.inode();
+        let data = match inode.file_type() {
+            S_IFDIR => return Err(Errno::EISDIR),
+            S_IFREG => inode.file_data().ok_or(Errno::EINVAL)?,
+            _ => return Err(Errno::EINVAL),
+        };
+        if let Some(o) = offset {
+            if o < 0 {
+                return Err(Errno::EINVAL);
+            }
+        }
+        let len: usize = bufs.iter().map(|b| b.len()).sum();
+        let mut pos_guard = if offset.is_none() { Some(file.pos.lock()) } else { None };
+        let mut d = data.write();
+        let append = file.status() & O_APPEND != 0;
+        let mut pos = if append { d.len() } else { offset.map_or_else(|| **pos_guard.as_ref().unwrap(), |o| o as u64) };
+        if pos.checked_add(len as u64).is_none_or(|e| e > i64::MAX as u64) {
+            return Err(if offset.is_some() { Errno::EINVAL } else { Errno::EFBIG });
+        }
+        if len == 0 {
+            return Ok(0);
+        }
+        let sb = unsafe { &*inode.sb };
+        let before = d.blocks_512();
+        let mut total = 0;
+        for b in bufs {
+            let n = d.write_at(pos, b)?;
+            pos += n as u64;
+            total += n;
+        }
+        let after = d.blocks_512();
+        if let Err(e) = sb.charge_blocks(after as i64 - before as i64) {
+            // Out of space: undo the growth beyond the old size.
+            let old_len = inode.attr().size;
+            if pos > old_len {
+                d.set_len(old_len.max(pos - total as u64));
+            }
+            return Err(e);
+        }
+        let size = d.len();
+        let blocks = d.blocks_512();
+        drop(d);
+        if let Some(g) = pos_guard.as_mut() {
+            **g = pos;
+        }
+        let t = now();
+        let cred = &self.cred;
+        inode.update_attr(|a| {
+            let cur = a.get();
+            a.set_size(size, blocks);
+            a.set_mtime(t);
+            a.set_ctime(t);
+            if let Some(m) = write_strip_mode(cred, cur.mode, cur.gid) {
+                a.set_mode(m);
+            }
+        });
+        Ok(total)
+    }
+
+    /// Sets a regular file's length (truncate, ftruncate, O_TRUNC).
+    pub(crate) fn truncate_inode(&self, inode: &Inode, length: u64) -> SysResult<()> {
+        let data = inode.file_data().ok_or(Errno::EINVAL)?;
+        let sb = unsafe { &*inode.sb };
+        let mut d = data.write();
+        let before = d.blocks_512();
+        d.set_len(length);
+        let after = d.blocks_512();
+        sb.charge_blocks(after as i64 - before as i64)?;
+        drop(d);
+        let t = now();
+        let cred = &self.cred;
+        inode.update_attr(|a| {
+            let cur = a.get();
+            a.set_size(length, after);
+            // Linux's do_truncate sets both times even when the size stays.
+            a.set_mtime(t);
+            a.set_ctime(t);
+            if let Some(m) = write_strip_mode(cred, cur.mode, cur.gid) {
+                a.set_mode(m);
+            }
+        });
+        Ok(())
+    }
+
+    pub(crate) fn sys_read(&self, fd: Fd, buf: &mut [u8]) -> SysResult<usize> {
+        self.do_read(fd, &mut [buf], None)
+    }
+
+    pub(crate) fn sys_pread(&self, fd: Fd, buf: &mut [u8], offset: i64) -> SysResult<usize> {
+        self.do_read(fd, &mut [buf], Some(offset))
+    }
+
+    pub(crate) fn sys_readv(&self, fd: Fd, bufs: &mut [&mut [u8]]) -> SysResult<usize> {
+        self.do_read(fd, bufs, None)
+    }
+
+    pub(crate) fn sys_write(&self, fd: Fd, buf: &[u8]) -> SysResult<usize> {
+        self.do_write(fd, &[buf], None)
+    }
+
+    pub(crate) fn sys_pwrite(&self, fd: Fd, buf: &[u8], offset: i64) -> SysResult<usize> {
+        self.do_write(fd, &[buf], Some(offset))
+    }
+
+    pub(crate) fn sys_writev(&self, fd: Fd, bufs: &[&[u8]]) -> SysResult<usize> {
+        self.do_write(fd, bufs, None)
+    }
+
+    pub(crate) fn sys_lseek(&self, fd: Fd, offset: i64, whence: i32) -> SysResult<i64> {
+        self.with_file(fd, false, |file| {
+            let inode = file.inode();
+            let mut pos = file.pos.lock();
+            let new = if inode.is_dir() {
+                // Directory positions are readdir cookies.
+                match whence {
+                    SEEK_SET if offset >= 0 => offset,
+                    SEEK_CUR => (*pos as i64).checked_add(offset).filter(|&p| p >= 0).ok_or(Errno::EINVAL)?,
+                    _ => return Err(Errno::EINVAL),
+                }
+            } else {
+                let size = inode.attr().size as i64;
+                match whence {
+                    SEEK_SET => offset,
+                    SEEK_CUR => (*pos as i64).checked_add(offset).ok_or(Errno::EOVERFLOW)?,
+                    SEEK_END => size.checked_add(offset).ok_or(Errno::EOVERFLOW)?,
+                    SEEK_DATA | SEEK_HOLE => {
+                        if offset < 0 {
+                            return Err(Errno::ENXIO);
+                        }
+                        let data = inode.file_data().ok_or(Errno::EINVAL)?.read();
+                        let r = if whence == SEEK_DATA { data.seek_data(offset as u64) } else { data.seek_hole(offset as u64) };
+                        r? as i64
+                    }
+                    _ => return Err(Errno::EINVAL),
+                }
+            };
+            if new < 0 {
+                return Err(Errno::EINVAL);
+            }
+            *pos = new as u64;
+            Ok(new)
+        })
+    }
+
+    pub(crate) fn sys_ftruncate(&self, fd: Fd, length: i64) -> SysResult<()> {
+        self.with_file(fd, false, |file| {
+            if length < 0 {
+                return Err(Errno::EINVAL);
+            }
+            if file.inode().file_type() != S_IFREG || file.fmode & FMODE_WRITE == 0 {
+                return Err(Errno::EINVAL);
+            }
+            self.truncate_inode(file.inode(), length as u64)
+        })
+    }
+
+    pub(crate) fn sys_fsync(&self, fd: Fd) -> SysResult<()> {
+        self.with_file(fd, false, |_| Ok(()))
+    }
+}
+
+/// relatime: update atime only if it is not newer than mtime/ctime or is
+/// more than a day old, so repeated reads do not dirty the inode.
+pub(crate) fn touch_atime(inode: &Inode) {
+    let a = inode.attr();
+    let t = now();
+    if a.atime <= a.mtime || a.atime <= a.ctime || t.sec - a.atime.sec >= 24 * 3600 {
+        inode.update_attr(|w| w.set_atime(t));
+    }
+}

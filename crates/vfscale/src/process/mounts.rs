@@ -1,0 +1,94 @@
+//! mount and umount2.
+
+use super::Process;
+use crate::abi::*;
+use crate::dcache::walk::WALK_FOLLOW;
+use crate::fs::tmpfs::Tmpfs;
+use crate::mount::Mount;
+
+impl Process {
+    pub(crate) fn sys_mount(&self, source: &[u8], target: &[u8], fstype: &[u8], flags: u64) -> SysResult<()> {
+        if !self.cred.is_root() {
+            return Err(Errno::EPERM);
+        }
+        let _g = self.vfs.collector.enter();
+        let tgt = self.lookup_at(&self.cred, AT_FDCWD, target, 0, WALK_FOLLOW)?;
+        let mut list = self.vfs.mounts.lock.lock();
+        let (sb, root) = if flags & MS_BIND != 0 {
+            let src = self.lookup_at(&self.cred, AT_FDCWD, source, 0, WALK_FOLLOW)?;
+            if src.inode().is_dir() != tgt.inode().is_dir() {
+                return Err(if tgt.inode().is_dir() { Errno::ENOTDIR } else { Errno::EISDIR });
+            }
+            if !self.vfs.dget_validated(src.path.dentry, src.seq) {
+                return Err(Errno::ENOENT);
+            }
+            // SAFETY: the walk's guard keeps the mount allocated and the
+            // table lock keeps it attached.
+            let sb = unsafe { &*src.path.mnt }.sb_arc();
+            (sb, src.path.dentry)
+        } else {
+            if fstype != b"tmpfs" {
+                return Err(Errno::ENODEV);
+            }
+            if !tgt.inode().is_dir() {
+                return Err(Errno::ENOTDIR);
+            }
+            let sb = self.vfs.new_superblock(Box::new(Tmpfs), S_IFDIR | 0o1777);
+            let root = sb.root();
+            self.vfs.dget(root);
+            (sb, root)
+        };
+        // SAFETY: guarded; the table lock excludes umount of the target.
+        let tgt_d = unsafe { &*tgt.path.dentry };
+        if !tgt_d.is_root() && !tgt_d.is_hashed() {
+            self.vfs.dput(root);
+            return Err(Errno::ENOENT);
+        }
+        let m = self.vfs.new_mount(sb, root);
+        self.vfs.attach_mount(&mut list, m, tgt.path.mnt, tgt.path.dentry);
+        Ok(())
+    }
+
+    pub(crate) fn sys_umount2(&self, target: &[u8], flags: i32) -> SysResult<()> {
+        if flags & !(MNT_FORCE | MNT_DETACH | MNT_EXPIRE | UMOUNT_NOFOLLOW) != 0 || (flags & MNT_EXPIRE != 0 && flags & (MNT_FORCE | MNT_DETACH) != 0) {
+            return Err(Errno::EINVAL);
+        }
+        if !self.cred.is_root() {
+            return Err(Errno::EPERM);
+        }
+        let _g = self.vfs.collector.enter();
+        let walk = if flags & UMOUNT_NOFOLLOW != 0 { 0 } else { WALK_FOLLOW };
+        let found = self.lookup_at(&self.cred, AT_FDCWD, target, if walk == 0 { AT_SYMLINK_NOFOLLOW } else { 0 }, walk)?;
+        let mut list = self.vfs.mounts.lock.lock();
+        let m = found.path.mnt;
+        // SAFETY: guarded; attached while we hold the table lock (checked).
+        let mr: &Mount = unsafe { &*m };
+        if found.path.dentry != mr.root || !list.contains(&(m as usize)) {
+            return Err(Errno::EINVAL);
+        }
+        if mr.parent_ptr().is_null() {
+            return Err(Errno::EBUSY);
+        }
+        let children = self.vfs.mounts.children_of(&list, m);
+        if flags & MNT_DETACH == 0 {
+            // Busy: anything but the attachment's own reference.
+            if !children.is_empty() || mr.refcount.count() > 1 {
+                return Err(Errno::EBUSY);
+            }
+            self.vfs.detach_mount(&mut list, m);
+            return Ok(());
+        }
+        // Lazy: detach the whole subtree, deepest first.
+        let mut order = vec![m];
+        let mut i = 0;
+        while i < order.len() {
+            let kids = self.vfs.mounts.children_of(&list, order[i]);
+            order.extend(kids);
+            i += 1;
+        }
+        for mnt in order.into_iter().rev() {
+            self.vfs.detach_mount(&mut list, mnt);
+        }
+        Ok(())
+    }
+}

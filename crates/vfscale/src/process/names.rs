@@ -1,0 +1,523 @@
+//! Name operations: mkdirat, mknodat, symlinkat, linkat, unlinkat,
+//! renameat2, readlinkat.
+//!
+//! Every change to a directory's names happens with that directory's lock
+//! held exclusively; cross-directory renames first take the superblock's
+//! rename lock, then the two directory locks ancestor-first (else by
+//! address), then the global rename seqcount's write section.
+
+use super::Process;
+use crate::abi::*;
+use crate::cred::perm::{may_access, new_inode_owner, sticky_may_delete, MAY_WRITE};
+use crate::dcache::dentry::{Dentry, D_MOUNTED};
+use crate::dcache::name::NameKey;
+use crate::dcache::walk::{Last, Parent, WALK_FOLLOW};
+use crate::dir::index::DirIndex;
+use crate::inode::{now, Inode, InodeBody};
+use crate::sync::atomic::Ordering;
+use parking_lot::{RwLock, RwLockWriteGuard};
+
+impl Process {
+    /// Creates a node named `key` in the locked directory `dir` (dentry
+    /// `dir_d`) and returns its dentry, pinned by the namespace reference.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn create_locked(&self, index: &mut RwLockWriteGuard<'_, DirIndex>, dir_d: *const Dentry, dir: &Inode, key: &NameKey<'_>, mode: u32, uid: u32, gid: u32, rdev: u64, body: InodeBody) -> SysResult<*const Dentry> {
+        let sb = unsafe { &*dir.sb };
+        if sb.used_inodes.read_approx() as u64 >= sb.limits.max_inodes {
+            return Err(Errno::ENOSPC);
+        }
+        let is_dir = s_isdir(mode);
+        if is_dir && dir.attr().nlink >= LINK_MAX {
+            return Err(Errno::EMLINK);
+        }
+        let ino = sb.ino_alloc.alloc();
+        let inode = self.vfs.alloc_inode(sb, ino, mode, uid, gid, rdev, body);
+        let d = self.bind_name(dir_d, key, inode);
+        self.index_child(index, dir, d, is_dir);
+        Ok(d)
+    }
+
+    /// Binds `key` in `dir_d` to `inode` (whose reference the caller hands
+    /// over): instantiates a cached negative dentry or inserts a new one.
+    /// Caller holds the directory lock exclusively and has checked the name
+    /// is free.
+    fn bind_name(&self, dir_d: *const Dentry, key: &NameKey<'_>, inode: *const Inode) -> *const Dentry {
+        // SAFETY (whole function): the directory lock keeps `dir_d` live;
+        // dentries found under the bucket lock are live.
+        let sb = unsafe { &*(*dir_d).sb };
+        let neg = self.vfs.lookup_exact(dir_d, key);
+        if !neg.is_null() && unsafe { &*neg }.refcount.get() {
+            // The reference we just took becomes the namespace pin.
+            self.vfs.instantiate(unsafe { &*neg }, inode);
+            return neg;
+        }
+        let (d, inserted) = self.vfs.insert_dentry(sb, dir_d, key, inode, 1);
+        debug_assert!(inserted, "name was checked free under the directory lock");
+        d
+    }
+
+    /// Files a new positive child in the index and updates the directory.
+    fn index_child(&self, index: &mut DirIndex, dir: &Inode, d: *const Dentry, is_dir: bool) {
+        let cookie = index.insert(d, is_dir);
+        // Relaxed: the cookie is read under the directory lock.
+        unsafe { &*d }.cookie.store(cookie, Ordering::Relaxed);
+        let t = now();
+        dir.update_attr(|a| {
+            if is_dir {
+                let n = a.get().nlink;
+                a.set_nlink(n + 1);
+            }
+            a.set_mtime(t);
+            a.set_ctime(t);
+        });
+    }
+
+    /// Resolves the parent of a name to create and locks it: the common
+    /// prologue of mkdir, mknod, symlink and link.
+    fn create_prologue<R>(&self, parent: &Parent<'_>, op: impl FnOnce(&mut RwLockWriteGuard<'_, DirIndex>, &Inode, &NameKey<'_>) -> SysResult<R>) -> SysResult<R> {
+        let name = match parent.last {
+            Last::Name(n) => n,
+            _ => return Err(Errno::EEXIST),
+        };
+        let dir = parent.dir.inode();
+        let index = dir.dir_index().ok_or(Errno::ENOTDIR)?;
+        let mut locked = index.write();
+        if locked.dead {
+            return Err(Errno::ENOENT);
+        }
+        let key = NameKey::new(name);
+        let existing = self.vfs.lookup_exact(parent.dir.path.dentry, &key);
+        // SAFETY: live under the bucket and directory locks.
+        if !existing.is_null() && !unsafe { &*existing }.inode_ptr().is_null() {
+            return Err(Errno::EEXIST);
+        }
+        self.may_modify_dir(dir)?;
+        op(&mut locked, dir, &key)
+    }
+
+    pub(crate) fn sys_mkdirat(&self, dirfd: Fd, path: &[u8], mode: u32) -> SysResult<()> {
+        let _g = self.vfs.collector.enter();
+        let parent = self.parent_at(dirfd, path)?;
+        self.create_prologue(&parent, |idx, dir, key| {
+            let (uid, gid, m) = new_inode_owner(&self.cred, dir.perm_attr().0, dir.perm_attr().2, S_IFDIR | (mode & (0o777 | S_ISVTX)));
+            let m = (m & !(self.umask_bits() & 0o777)) | S_IFDIR;
+            self.create_locked(idx, parent.dir.path.dentry, dir, key, m, uid, gid, 0, InodeBody::Directory(RwLock::new(DirIndex::new()))).map(drop)
+        })
+    }
+
+    pub(crate) fn sys_mknodat(&self, dirfd: Fd, path: &[u8], mode: u32, dev: u64) -> SysResult<()> {
+        let ty = match mode & S_IFMT {
+            0 => S_IFREG,
+            t @ (S_IFREG | S_IFIFO | S_IFSOCK) => t,
+            t @ (S_IFCHR | S_IFBLK) => {
+                if !self.cred.is_root() {
+                    return Err(Errno::EPERM);
+                }
+                t
+            }
+            S_IFDIR => return Err(Errno::EPERM),
+            _ => return Err(Errno::EINVAL),
+        };
+        let _g = self.vfs.collector.enter();
+        let parent = self.parent_at(dirfd, path)?;
+        if parent.trailing_slash {
+            return Err(if matches!(parent.last, Last::Name(_)) { Errno::ENOENT } else { Errno::EEXIST });
+        }
+        self.create_prologue(&parent, |idx, dir, key| {
+            let (uid, gid, m) = new_inode_owner(&self.cred, dir.perm_attr().0, dir.perm_attr().2, ty | (mode & S_IALLUGO));
+            let m = (m & !self.umask_bits()) | ty;
+            let body = if ty == S_IFREG { InodeBody::Regular(RwLock::new(Default::default())) } else { InodeBody::Special };
+            let rdev = if matches!(ty, S_IFCHR | S_IFBLK) { dev } else { 0 };
+            self.create_locked(idx, parent.dir.path.dentry, dir, key, m, uid, gid, rdev, body).map(drop)
+        })
+    }
+
+    pub(crate) fn sys_symlinkat(&self, target: &[u8], newdirfd: Fd, linkpath: &[u8]) -> SysResult<()> {
+        crate::dcache::walk::check_path(target)?;
+        if target.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        let _g = self.vfs.collector.enter();
+        let parent = self.parent_at(newdirfd, linkpath)?;
+        if parent.trailing_slash {
+            return Err(if matches!(parent.last, Last::Name(_)) { Errno::ENOENT } else { Errno::EEXIST });
+        }
+        self.create_prologue(&parent, |idx, dir, key| {
+            let (uid, gid, _) = new_inode_owner(&self.cred, dir.perm_attr().0, dir.perm_attr().2, S_IFLNK | 0o777);
+            let d = self.create_locked(idx, parent.dir.path.dentry, dir, key, S_IFLNK | 0o777, uid, gid, 0, InodeBody::Symlink(target.into()))?;
+            // SAFETY: pinned by the namespace reference.
+            let inode = unsafe { &*(*d).inode_ptr() };
+            inode.update_attr(|a| a.set_size(target.len() as u64, 0));
+            Ok(())
+        })
+    }
+
+    pub(crate) fn sys_linkat(&self, olddirfd: Fd, oldpath: &[u8], newdirfd: Fd, newpath: &[u8], flags: i32) -> SysResult<()> {
+        if flags & !(AT_SYMLINK_FOLLOW | AT_EMPTY_PATH) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let _g = self.vfs.collector.enter();
+        let at = if flags & AT_SYMLINK_FOLLOW != 0 { flags & AT_EMPTY_PATH } else { (flags & AT_EMPTY_PATH) | AT_SYMLINK_NOFOLLOW };
+        let old = self.lookup_at(&self.cred, olddirfd, oldpath, at, 0)?;
+        let parent = self.parent_at(newdirfd, newpath)?;
+        let inode = old.inode();
+        if inode.is_dir() {
+            return Err(Errno::EPERM);
+        }
+        if parent.trailing_slash {
+            return Err(if matches!(parent.last, Last::Name(_)) { Errno::ENOENT } else { Errno::EEXIST });
+        }
+        if old.path.mnt != parent.dir.path.mnt {
+            // Different mounts: EXDEV (even of the same superblock, as Linux).
+            let Last::Name(_) = parent.last else { return Err(Errno::EEXIST) };
+            return Err(Errno::EXDEV);
+        }
+        self.create_prologue(&parent, |idx, dir, key| {
+            let a = inode.attr();
+            if a.nlink == 0 {
+                return Err(Errno::ENOENT);
+            }
+            if a.nlink >= LINK_MAX {
+                return Err(Errno::EMLINK);
+            }
+            let got = inode.refcount.get();
+            debug_assert!(got, "an inode with links is live");
+            let t = now();
+            inode.update_attr(|w| {
+                w.set_nlink(a.nlink + 1);
+                w.set_ctime(t);
+            });
+            let d = self.bind_name(parent.dir.path.dentry, key, inode);
+            self.index_child(idx, dir, d, false);
+            Ok(())
+        })
+    }
+
+    pub(crate) fn sys_unlinkat(&self, dirfd: Fd, path: &[u8], flags: i32) -> SysResult<()> {
+        if flags & !AT_REMOVEDIR != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let rmdir = flags & AT_REMOVEDIR != 0;
+        let _g = self.vfs.collector.enter();
+        let parent = self.parent_at(dirfd, path)?;
+        let name = match parent.last {
+            Last::Name(n) => n,
+            Last::Dot => return Err(if rmdir { Errno::EINVAL } else { Errno::EISDIR }),
+            Last::DotDot => return Err(if rmdir { Errno::ENOTEMPTY } else { Errno::EISDIR }),
+            Last::Root => return Err(if rmdir { Errno::EBUSY } else { Errno::EISDIR }),
+        };
+        let dir_d = parent.dir.path.dentry;
+        let dir = parent.dir.inode();
+        let index = dir.dir_index().ok_or(Errno::ENOTDIR)?;
+        let mut locked = index.write();
+        if locked.dead {
+            return Err(Errno::ENOENT);
+        }
+        let key = NameKey::new(name);
+        let victim = self.vfs.lookup_exact(dir_d, &key);
+        // SAFETY: live under the bucket and directory locks.
+        let vd = (!victim.is_null()).then(|| unsafe { &*victim }).ok_or(Errno::ENOENT)?;
+        let vi = vd.inode_ptr();
+        if vi.is_null() {
+            return Err(Errno::ENOENT);
+        }
+        // SAFETY: a positive dentry keeps its inode.
+        let vi = unsafe { &*vi };
+        if rmdir && !vi.is_dir() {
+            return Err(Errno::ENOTDIR);
+        }
+        if !rmdir && vi.is_dir() {
+            return Err(Errno::EISDIR);
+        }
+        if !rmdir && parent.trailing_slash {
+            return Err(Errno::ENOTDIR);
+        }
+        self.may_delete(dir, vi)?;
+        if vd.flags() & D_MOUNTED != 0 {
+            return Err(Errno::EBUSY);
+        }
+        let mut victim_index = None;
+        if rmdir {
+            let vidx = vi.dir_index().ok_or(Errno::ENOTDIR)?.write();
+            if !vidx.is_empty() {
+                return Err(Errno::ENOTEMPTY);
+            }
+            victim_index = Some(vidx);
+        }
+        self.remove_name(&mut locked, dir, vd, vi, victim_index);
+        drop(locked);
+        self.vfs.dput(victim);
+        Ok(())
+    }
+
+    /// Write+search on the directory and the sticky rule (EPERM).
+    fn may_delete(&self, dir: &Inode, victim: &Inode) -> SysResult<()> {
+        self.may_modify_dir(dir)?;
+        let (dmode, duid, _) = dir.perm_attr();
+        if !sticky_may_delete(&self.cred, dmode, duid, victim.perm_attr().1) {
+            return Err(Errno::EPERM);
+        }
+        Ok(())
+    }
+
+    /// Removes a positive child's name (unlink, rmdir, rename's victim): the
+    /// caller then drops the namespace reference with `dput`. For a
+    /// directory victim the caller passes its locked (empty) index.
+    fn remove_name(&self, index: &mut DirIndex, dir: &Inode, vd: &Dentry, vi: &Inode, victim_index: Option<RwLockWriteGuard<'_, DirIndex>>) {
+        let is_dir = vi.is_dir();
+        self.vfs.unhash(vd);
+        // Relaxed: written under the directory lock we hold.
+        index.remove(vd.cookie.load(Ordering::Relaxed), is_dir);
+        let t = now();
+        if let Some(mut vidx) = victim_index {
+            vidx.dead = true;
+            vi.update_attr(|a| {
+                a.set_nlink(0);
+                a.set_ctime(t);
+            });
+        } else {
+            vi.update_attr(|a| {
+                let n = a.get().nlink;
+                a.set_nlink(n.saturating_sub(1));
+                a.set_ctime(t);
+            });
+        }
+        dir.update_attr(|a| {
+            if is_dir {
+                let n = a.get().nlink;
+                a.set_nlink(n - 1);
+            }
+            a.set_mtime(t);
+            a.set_ctime(t);
+        });
+    }
+
+    pub(crate) fn sys_readlinkat(&self, dirfd: Fd, path: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+        if buf.is_empty() {
+            return Err(Errno::EINVAL);
+        }
+        let _g = self.vfs.collector.enter();
+        let found = self.lookup_at(&self.cred, dirfd, path, AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH, 0)?;
+        let target = found.inode().symlink_target().ok_or(if path.is_empty() { Errno::ENOENT } else { Errno::EINVAL })?;
+        let n = target.len().min(buf.len());
+        buf[..n].copy_from_slice(&target[..n]);
+        Ok(n)
+    }
+
+    pub(crate) fn sys_renameat2(&self, olddirfd: Fd, oldpath: &[u8], newdirfd: Fd, newpath: &[u8], flags: u32) -> SysResult<()> {
+        if flags & !(RENAME_NOREPLACE | RENAME_EXCHANGE) != 0 || flags == RENAME_NOREPLACE | RENAME_EXCHANGE {
+            return Err(Errno::EINVAL);
+        }
+        let exchange = flags & RENAME_EXCHANGE != 0;
+        let _g = self.vfs.collector.enter();
+        let op = self.parent_at(olddirfd, oldpath)?;
+        let np = self.parent_at(newdirfd, newpath)?;
+        let (Last::Name(old_name), Last::Name(new_name)) = (op.last, np.last) else {
+            return Err(if flags & RENAME_NOREPLACE != 0 && !matches!(np.last, Last::Name(_)) { Errno::EEXIST } else { Errno::EBUSY });
+        };
+        if op.dir.path.mnt != np.dir.path.mnt {
+            return Err(Errno::EXDEV);
+        }
+        let (od, nd) = (op.dir.path.dentry, np.dir.path.dentry);
+        let (odir, ndir) = (op.dir.inode(), np.dir.inode());
+        let sb = unsafe { &*odir.sb };
+        let _rename_lock = (od != nd).then(|| sb.rename_lock.lock());
+        // Lock order: an ancestor before its descendant, else by address.
+        let (mut oidx, mut nidx) = if od == nd {
+            (odir.dir_index().ok_or(Errno::ENOTDIR)?.write(), None)
+        } else {
+            let o_first = if is_ancestor(od, nd) { true } else if is_ancestor(nd, od) { false } else { (od as usize) < (nd as usize) };
+            let (oi, ni) = (odir.dir_index().ok_or(Errno::ENOTDIR)?, ndir.dir_index().ok_or(Errno::ENOTDIR)?);
+            if o_first {
+                let a = oi.write();
+                (a, Some(ni.write()))
+            } else {
+                let b = ni.write();
+                (oi.write(), Some(b))
+            }
+        };
+        if oidx.dead || nidx.as_ref().is_some_and(|n| n.dead) {
+            return Err(Errno::ENOENT);
+        }
+        let (okey, nkey) = (NameKey::new(old_name), NameKey::new(new_name));
+        let src = self.vfs.lookup_exact(od, &okey);
+        // SAFETY: live under the bucket and directory locks.
+        let sd = (!src.is_null()).then(|| unsafe { &*src }).ok_or(Errno::ENOENT)?;
+        let si = sd.inode_ptr();
+        if si.is_null() {
+            return Err(Errno::ENOENT);
+        }
+        // SAFETY: a positive dentry keeps its inode.
+        let si = unsafe { &*si };
+        let dst = self.vfs.lookup_exact(nd, &nkey);
+        // SAFETY: as above.
+        let dd = (!dst.is_null()).then(|| unsafe { &*dst });
+        let di = dd.map(|d| d.inode_ptr()).filter(|p| !p.is_null()).map(|p| unsafe { &*p });
+        if !si.is_dir() && (op.trailing_slash || np.trailing_slash) && !(exchange && di.is_some_and(|d| d.is_dir())) {
+            return Err(Errno::ENOTDIR);
+        }
+        if exchange && di.is_none() {
+            return Err(Errno::ENOENT);
+        }
+        if flags & RENAME_NOREPLACE != 0 && di.is_some() {
+            return Err(Errno::EEXIST);
+        }
+        // Moving a directory into itself or below itself.
+        if si.is_dir() && (nd == src || is_ancestor(src, nd)) {
+            return Err(Errno::EINVAL);
+        }
+        if exchange && di.is_some_and(|d| d.is_dir()) && (od == dst || is_ancestor(dst, od)) {
+            return Err(Errno::EINVAL);
+        }
+        if let Some(di) = di {
+            if core::ptr::eq(si, di) {
+                return Ok(());
+            }
+            if !exchange {
+                if si.is_dir() && !di.is_dir() {
+                    return Err(Errno::ENOTDIR);
+                }
+                if !si.is_dir() && di.is_dir() {
+                    return Err(Errno::EISDIR);
+                }
+            }
+        }
+        // Permissions: remove from the old directory, add to the new one.
+        self.may_delete(odir, si)?;
+        match di {
+            Some(di) => self.may_delete(ndir, di)?,
+            None => self.may_modify_dir(ndir)?,
+        }
+        if od != nd {
+            if si.is_dir() {
+                let (m, u, g) = si.perm_attr();
+                may_access(&self.cred, m, u, g, MAY_WRITE)?;
+            }
+            if let (true, Some(di)) = (exchange, di) {
+                if di.is_dir() {
+                    let (m, u, g) = di.perm_attr();
+                    may_access(&self.cred, m, u, g, MAY_WRITE)?;
+                }
+            }
+        }
+        if sd.flags() & D_MOUNTED != 0 || dd.is_some_and(|d| d.flags() & D_MOUNTED != 0) {
+            return Err(Errno::EBUSY);
+        }
+        let mut victim_index = None;
+        if let (false, Some(di)) = (exchange, di) {
+            if di.is_dir() {
+                let v = di.dir_index().ok_or(Errno::ENOTDIR)?.write();
+                if !v.is_empty() {
+                    return Err(Errno::ENOTEMPTY);
+                }
+                victim_index = Some(v);
+            }
+        }
+        // --- commit ---
+        let t = now();
+        let mut to_put: Vec<*const Dentry> = Vec::new();
+        let rename_guard = self.vfs.rename_seq_lock.lock();
+        self.vfs.rename_seq.write_begin();
+        if let (Some(dd), Some(di), false) = (dd, di, exchange) {
+            let nidx_ref: &mut DirIndex = nidx.as_deref_mut().unwrap_or(&mut oidx);
+            self.remove_name(nidx_ref, ndir, dd, di, victim_index.take());
+            to_put.push(dst);
+        } else if let (Some(neg), None) = (dd, di) {
+            // A cached negative dentry holds the target name: drop it first
+            // so the name has one dentry.
+            if neg.refcount.get() {
+                self.vfs.unhash(neg);
+                to_put.push(dst);
+            }
+        }
+        let src_is_dir = si.is_dir();
+        // Relaxed cookie accesses: under the directory locks.
+        oidx.remove(sd.cookie.load(Ordering::Relaxed), src_is_dir);
+        if let (true, Some(dd), Some(di)) = (exchange, dd, di) {
+            let nidx_ref: &mut DirIndex = nidx.as_deref_mut().unwrap_or(&mut oidx);
+            nidx_ref.remove(dd.cookie.load(Ordering::Relaxed), di.is_dir());
+            self.move_dentry(dst, od, nd, &okey);
+            let c = oidx.insert(dst, di.is_dir());
+            dd.cookie.store(c, Ordering::Relaxed);
+        }
+        self.move_dentry(src, nd, od, &nkey);
+        {
+            let nidx_ref: &mut DirIndex = nidx.as_deref_mut().unwrap_or(&mut oidx);
+            let c = nidx_ref.insert(src, src_is_dir);
+            sd.cookie.store(c, Ordering::Relaxed);
+        }
+        self.vfs.rename_seq.write_end();
+        drop(rename_guard);
+        // Link counts of the parents (".." entries) and times.
+        if od != nd {
+            let moved_dirs_to_new = src_is_dir as i64 - (exchange && di.is_some_and(|d| d.is_dir())) as i64;
+            if moved_dirs_to_new != 0 {
+                odir.update_attr(|a| a.set_nlink((a.get().nlink as i64 - moved_dirs_to_new) as u32));
+                ndir.update_attr(|a| a.set_nlink((a.get().nlink as i64 + moved_dirs_to_new) as u32));
+            }
+        }
+        for dir in [odir, ndir] {
+            dir.update_attr(|a| {
+                a.set_mtime(t);
+                a.set_ctime(t);
+            });
+        }
+        si.update_attr(|a| a.set_ctime(t));
+        if let (true, Some(di)) = (exchange, di) {
+            di.update_attr(|a| a.set_ctime(t));
+        }
+        drop(nidx);
+        drop(oidx);
+        for d in to_put {
+            self.vfs.dput(d);
+        }
+        Ok(())
+    }
+
+    /// Moves dentry `d` from directory `from` to `to` under name `key`,
+    /// moving its parent reference. Caller is inside the rename seqcount.
+    fn move_dentry(&self, d: *const Dentry, to: *const Dentry, from: *const Dentry, key: &NameKey<'_>) {
+        // SAFETY: `d` is pinned; both directories are locked.
+        let dr = unsafe { &*d };
+        if to != from {
+            self.vfs.dget(to);
+        }
+        self.vfs.d_move(dr, to, key);
+        if to != from {
+            self.vfs.dput(from);
+        }
+    }
+
+    pub(crate) fn sys_truncate_path(&self, path: &[u8], length: i64) -> SysResult<()> {
+        if length < 0 {
+            return Err(Errno::EINVAL);
+        }
+        let _g = self.vfs.collector.enter();
+        let found = self.lookup_at(&self.cred, AT_FDCWD, path, 0, WALK_FOLLOW)?;
+        let inode = found.inode();
+        if inode.is_dir() {
+            return Err(Errno::EISDIR);
+        }
+        if inode.file_type() != S_IFREG {
+            return Err(Errno::EINVAL);
+        }
+        let (m, u, g) = inode.perm_attr();
+        may_access(&self.cred, m, u, g, MAY_WRITE)?;
+        self.truncate_inode(inode, length as u64)
+    }
+}
+
+/// True if `a` is a proper ancestor of `b` (walks `b`'s parents; stable
+/// while the superblock's rename lock is held).
+fn is_ancestor(a: *const Dentry, b: *const Dentry) -> bool {
+    let mut p = b;
+    while !p.is_null() {
+        // SAFETY: parents of a live dentry are referenced by it.
+        let parent = unsafe { &*p }.parent_ptr();
+        if parent == a {
+            return true;
+        }
+        p = parent;
+    }
+    false
+}

@@ -1,0 +1,286 @@
+//! openat, close, close_range, dup, dup2, dup3.
+
+use super::Process;
+use crate::abi::*;
+use crate::cred::perm::{may_access, new_inode_owner, MAY_READ, MAY_WRITE};
+use crate::dcache::name::NameKey;
+use crate::dcache::walk::{Found, Last, PathPtr, WALK_ALLOW_NEGATIVE, WALK_DIRECTORY, WALK_FOLLOW};
+use crate::file::{FMODE_PATH, FMODE_READ, FMODE_WRITE};
+use crate::inode::InodeBody;
+use parking_lot::RwLock;
+
+/// Status flags an open file keeps (visible through F_GETFL).
+const KEPT_STATUS: i32 = O_ACCMODE | O_APPEND | O_NONBLOCK | O_DSYNC | O_DIRECT | O_LARGEFILE | O_NOATIME | O_SYNC | O_PATH;
+
+impl Process {
+    pub(crate) fn sys_openat(&self, dirfd: Fd, path: &[u8], flags: i32, mode: u32) -> SysResult<Fd> {
+        if flags & O_TMPFILE == O_TMPFILE {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let flags = if flags & O_PATH != 0 { flags & (O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) } else { flags };
+        if flags & O_ACCMODE == O_ACCMODE && flags & O_PATH == 0 {
+            return Err(Errno::EINVAL);
+        }
+        if !self.cred.is_root() && self.vfs.open_files.read_approx() as u64 >= self.vfs.config.max_files {
+            return Err(Errno::ENFILE);
+        }
+        let _guard = self.vfs.collector.enter();
+        let (file, created) = loop {
+            let (found, created) = if flags & O_CREAT != 0 && flags & O_PATH == 0 {
+                self.open_create(dirfd, path, flags, mode, 0)?
+            } else {
+                let walk_flags = if flags & O_NOFOLLOW != 0 { 0 } else { WALK_FOLLOW } | if flags & O_DIRECTORY != 0 { WALK_DIRECTORY } else { 0 };
+                (self.lookup_at(&self.cred, dirfd, path, AT_SYMLINK_NOFOLLOW, walk_flags)?, false)
+            };
+            if let Some(f) = self.open_found(&found, flags, created)? {
+                break (f, created);
+            }
+            // The dentry changed between the walk and taking a reference:
+            // walk again.
+        };
+        let _ = created;
+        if flags & O_TRUNC != 0 && flags & O_PATH == 0 && !file.file().inode().is_dir() {
+            if let Err(e) = self.truncate_inode(file.file().inode(), 0) {
+                self.vfs.fput(file);
+                return Err(e);
+            }
+        }
+        match self.files.install(file, flags & O_CLOEXEC != 0, 0) {
+            Ok(fd) => Ok(fd),
+            Err((e, file)) => {
+                self.vfs.fput(file);
+                Err(e)
+            }
+        }
+    }
+
+    /// The O_CREAT path: find or create the last component. Returns the
+    /// result and whether this call created it.
+    fn open_create(&self, dirfd: Fd, path: &[u8], flags: i32, mode: u32, depth: u32) -> SysResult<(Found, bool)> {
+        let parent = self.parent_at(dirfd, path)?;
+        let name = match parent.last {
+            Last::Name(n) => n,
+            _ => return Err(Errno::EISDIR),
+        };
+        if parent.trailing_slash {
+            return Err(Errno::EISDIR);
+        }
+        let dir_d = parent.dir.path.dentry;
+        let dir = parent.dir.inode();
+        let key = NameKey::new(name);
+        let index = dir.dir_index().ok_or(Errno::ENOTDIR)?;
+        let mut locked = index.write();
+        if locked.dead {
+            return Err(Errno::ENOENT);
+        }
+        let existing = self.vfs.lookup_exact(dir_d, &key);
+        // SAFETY: found under the bucket lock with the directory locked: live.
+        let existing_inode = if existing.is_null() { core::ptr::null() } else { unsafe { &*existing }.inode_ptr() };
+        if !existing_inode.is_null() {
+            if flags & O_EXCL != 0 {
+                return Err(Errno::EEXIST);
+            }
+            // SAFETY: a positive dentry keeps its inode.
+            let ei = unsafe { &*existing_inode };
+            if s_islnk(ei.file_type()) {
+                if flags & O_NOFOLLOW != 0 {
+                    return Err(Errno::ELOOP);
+                }
+                if depth >= MAXSYMLINKS {
+                    return Err(Errno::ELOOP);
+                }
+                let target = ei.symlink_target().unwrap_or(&[]).to_vec();
+                drop(locked);
+                // Create (or open) the link's target, relative to the link's
+                // directory; absolute targets start at the process root.
+                return self.open_create_from(parent.dir.path, &target, flags, mode, depth + 1);
+            }
+            if ei.is_dir() {
+                return Err(Errno::EISDIR);
+            }
+            // SAFETY: live under the directory lock.
+            let seq = unsafe { &*existing }.seq.read_begin();
+            let found = Found { path: PathPtr { mnt: parent.dir.path.mnt, dentry: existing }, seq, inode: existing_inode };
+            return Ok((found, false));
+        }
+        self.may_modify_dir(dir)?;
+        let perm = mode & S_IALLUGO;
+        let (uid, gid, m) = new_inode_owner(&self.cred, dir.perm_attr().0, dir.perm_attr().2, S_IFREG | perm);
+        let m = (m & !self.umask_bits()) | S_IFREG;
+        let d = self.create_locked(&mut locked, dir_d, dir, &key, m, uid, gid, 0, InodeBody::Regular(RwLock::new(Default::default())))?;
+        // SAFETY: the new dentry is pinned by the namespace reference.
+        let dr = unsafe { &*d };
+        let found = Found { path: PathPtr { mnt: parent.dir.path.mnt, dentry: d }, seq: dr.seq.read_begin(), inode: dr.inode_ptr() };
+        Ok((found, true))
+    }
+
+    fn open_create_from(&self, dir: PathPtr, target: &[u8], flags: i32, mode: u32, depth: u32) -> SysResult<(Found, bool)> {
+        // Resolve relative to the link's directory by walking from there.
+        let (root, _) = self.fs.get();
+        let start = if target.first() == Some(&b'/') { root } else { dir };
+        let found = self.vfs.walk(&self.cred, root, start, target, WALK_FOLLOW | WALK_ALLOW_NEGATIVE)?;
+        if !found.inode.is_null() {
+            if flags & O_EXCL != 0 {
+                return Err(Errno::EEXIST);
+            }
+            if found.inode().is_dir() {
+                return Err(Errno::EISDIR);
+            }
+            return Ok((found, false));
+        }
+        // A dangling link: create its target through the ordinary path,
+        // relative to the directory that holds the negative entry.
+        // SAFETY: under the caller's guard.
+        let parent_d = unsafe { &*found.path.dentry }.parent_ptr();
+        let parent = PathPtr { mnt: found.path.mnt, dentry: parent_d };
+        // SAFETY: as above.
+        let name = unsafe { &*found.path.dentry }.name();
+        self.open_create_in(parent, &name, flags, mode, depth)
+    }
+
+    fn open_create_in(&self, dir: PathPtr, name: &[u8], flags: i32, mode: u32, depth: u32) -> SysResult<(Found, bool)> {
+        // Re-enter `open_create` with a one-component path relative to
+        // `dir`, through a temporary view of the directory as the cwd.
+        let (root, _) = self.fs.get();
+        let dir_found = self.vfs.walk(&self.cred, root, dir, b".", WALK_FOLLOW | WALK_DIRECTORY)?;
+        let parent = crate::dcache::walk::Parent { dir: dir_found, last: Last::Name(name), trailing_slash: false };
+        self.open_create_parent(parent, flags, mode, depth)
+    }
+
+    fn open_create_parent(&self, parent: crate::dcache::walk::Parent<'_>, flags: i32, mode: u32, depth: u32) -> SysResult<(Found, bool)> {
+        let Last::Name(name) = parent.last else { return Err(Errno::EISDIR) };
+        let dir_d = parent.dir.path.dentry;
+        let dir = parent.dir.inode();
+        let key = NameKey::new(name);
+        let index = dir.dir_index().ok_or(Errno::ENOTDIR)?;
+        let mut locked = index.write();
+        if locked.dead {
+            return Err(Errno::ENOENT);
+        }
+        let existing = self.vfs.lookup_exact(dir_d, &key);
+        // SAFETY: live under the bucket and directory locks.
+        if !existing.is_null() && !unsafe { &*existing }.inode_ptr().is_null() {
+            drop(locked);
+            // Someone created it meanwhile: open whatever is there now.
+            return self.open_create_from(parent.dir.path, name, flags & !O_EXCL, mode, depth + 1);
+        }
+        self.may_modify_dir(dir)?;
+        let (uid, gid, m) = new_inode_owner(&self.cred, dir.perm_attr().0, dir.perm_attr().2, S_IFREG | (mode & S_IALLUGO));
+        let m = (m & !self.umask_bits()) | S_IFREG;
+        let d = self.create_locked(&mut locked, dir_d, dir, &key, m, uid, gid, 0, InodeBody::Regular(RwLock::new(Default::default())))?;
+        // SAFETY: pinned by the namespace reference.
+        let dr = unsafe { &*d };
+        Ok((Found { path: PathPtr { mnt: parent.dir.path.mnt, dentry: d }, seq: dr.seq.read_begin(), inode: dr.inode_ptr() }, true))
+    }
+
+    /// Checks and takes the references for opening `found`. `Ok(None)`: the
+    /// dentry changed under us, walk again.
+    fn open_found(&self, found: &Found, flags: i32, created: bool) -> SysResult<Option<crate::file::FileRef>> {
+        if found.inode.is_null() {
+            return Err(Errno::ENOENT);
+        }
+        let inode = found.inode();
+        let ty = inode.file_type();
+        let acc = flags & O_ACCMODE;
+        let fmode = if flags & O_PATH != 0 {
+            FMODE_PATH
+        } else {
+            if ty == S_IFLNK {
+                return Err(Errno::ELOOP);
+            }
+            if ty == S_IFDIR && (acc != O_RDONLY || flags & O_TRUNC != 0) {
+                return Err(Errno::EISDIR);
+            }
+            let mut want = 0;
+            if acc == O_RDONLY || acc == O_RDWR {
+                want |= MAY_READ;
+            }
+            if acc == O_WRONLY || acc == O_RDWR || flags & O_TRUNC != 0 {
+                want |= MAY_WRITE;
+            }
+            if !created {
+                let (mode, uid, gid) = inode.perm_attr();
+                may_access(&self.cred, mode, uid, gid, want)?;
+            }
+            match ty {
+                S_IFIFO => {
+                    // FIFO data transfer arrives with pipes; until then only
+                    // opens that would not block are allowed.
+                    if !(acc == O_RDWR || (acc == O_RDONLY && flags & O_NONBLOCK != 0)) {
+                        return Err(Errno::ENXIO);
+                    }
+                }
+                S_IFCHR | S_IFBLK | S_IFSOCK => return Err(Errno::ENXIO),
+                _ => {}
+            }
+            (if want & MAY_READ != 0 { FMODE_READ } else { 0 }) | (if acc != O_RDONLY { FMODE_WRITE } else { 0 })
+        };
+        if !self.vfs.dget_validated(found.path.dentry, found.seq) {
+            return Ok(None);
+        }
+        if !self.vfs.mntget_rcu(found.path.mnt) {
+            self.vfs.dput(found.path.dentry);
+            return Ok(None);
+        }
+        let status = flags & KEPT_STATUS;
+        Ok(Some(self.vfs.alloc_file(found.path.mnt, found.path.dentry, found.inode, fmode, status)))
+    }
+
+    pub(crate) fn sys_close(&self, fd: Fd) -> SysResult<()> {
+        let f = self.files.remove(fd)?;
+        self.vfs.fput(f);
+        Ok(())
+    }
+
+    pub(crate) fn sys_close_range(&self, first: u32, last: u32, flags: u32) -> SysResult<()> {
+        if flags & !(CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC) != 0 || first > last {
+            return Err(Errno::EINVAL);
+        }
+        for fd in self.files.open_in(first as usize, last as usize) {
+            if flags & CLOSE_RANGE_CLOEXEC != 0 {
+                self.files.set_cloexec(fd, true)?;
+            } else if let Ok(f) = self.files.remove(fd) {
+                self.vfs.fput(f);
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn sys_dup(&self, fd: Fd) -> SysResult<Fd> {
+        let f = self.fd_file(fd)?;
+        self.files.install(f, false, 0).map_err(|(e, f)| {
+            self.vfs.fput(f);
+            e
+        })
+    }
+
+    pub(crate) fn sys_dup3(&self, oldfd: Fd, newfd: Fd, flags: i32, is_dup2: bool) -> SysResult<Fd> {
+        if flags & !O_CLOEXEC != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let f = self.fd_file(oldfd)?;
+        if oldfd == newfd {
+            self.vfs.fput(f);
+            return if is_dup2 { Ok(newfd) } else { Err(Errno::EINVAL) };
+        }
+        if newfd < 0 || newfd as usize >= self.files.limit() {
+            self.vfs.fput(f);
+            return Err(Errno::EBADF);
+        }
+        let old = self.files.replace(newfd, f, flags & O_CLOEXEC != 0)?;
+        if let Some(old) = old {
+            self.vfs.fput(old);
+        }
+        Ok(newfd)
+    }
+
+    /// Whether `fd` is close-on-exec (for embedders and tests).
+    pub fn fd_cloexec(&self, fd: Fd) -> SysResult<bool> {
+        self.files.is_cloexec(fd)
+    }
+
+    /// The file status flags of `fd` (F_GETFL).
+    pub fn fd_status_flags(&self, fd: Fd) -> SysResult<i32> {
+        self.with_file(fd, true, |f| Ok(f.status()))
+    }
+}

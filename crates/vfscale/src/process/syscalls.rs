@@ -1,0 +1,146 @@
+//! `ProcessApi` for `Process`: each method forwards to the `sys_*`
+//! implementation in the module of its family.
+
+use super::{Process, ProcessApi};
+use crate::abi::*;
+
+impl ProcessApi for Process {
+    fn openat(&self, dirfd: Fd, path: &[u8], flags: i32, mode: u32) -> SysResult<Fd> {
+        self.sys_openat(dirfd, path, flags, mode)
+    }
+    fn close(&self, fd: Fd) -> SysResult<()> {
+        self.sys_close(fd)
+    }
+    fn close_range(&self, first: u32, last: u32, flags: u32) -> SysResult<()> {
+        self.sys_close_range(first, last, flags)
+    }
+    fn dup(&self, fd: Fd) -> SysResult<Fd> {
+        self.sys_dup(fd)
+    }
+    fn dup2(&self, oldfd: Fd, newfd: Fd) -> SysResult<Fd> {
+        self.sys_dup3(oldfd, newfd, 0, true)
+    }
+    fn dup3(&self, oldfd: Fd, newfd: Fd, flags: i32) -> SysResult<Fd> {
+        self.sys_dup3(oldfd, newfd, flags, false)
+    }
+    fn read(&self, fd: Fd, buf: &mut [u8]) -> SysResult<usize> {
+        self.sys_read(fd, buf)
+    }
+    fn write(&self, fd: Fd, buf: &[u8]) -> SysResult<usize> {
+        self.sys_write(fd, buf)
+    }
+    fn pread(&self, fd: Fd, buf: &mut [u8], offset: i64) -> SysResult<usize> {
+        self.sys_pread(fd, buf, offset)
+    }
+    fn pwrite(&self, fd: Fd, buf: &[u8], offset: i64) -> SysResult<usize> {
+        self.sys_pwrite(fd, buf, offset)
+    }
+    fn readv(&self, fd: Fd, bufs: &mut [&mut [u8]]) -> SysResult<usize> {
+        self.sys_readv(fd, bufs)
+    }
+    fn writev(&self, fd: Fd, bufs: &[&[u8]]) -> SysResult<usize> {
+        self.sys_writev(fd, bufs)
+    }
+    fn lseek(&self, fd: Fd, offset: i64, whence: i32) -> SysResult<i64> {
+        self.sys_lseek(fd, offset, whence)
+    }
+    fn ftruncate(&self, fd: Fd, length: i64) -> SysResult<()> {
+        self.sys_ftruncate(fd, length)
+    }
+    fn truncate(&self, path: &[u8], length: i64) -> SysResult<()> {
+        self.sys_truncate_path(path, length)
+    }
+    fn fsync(&self, fd: Fd) -> SysResult<()> {
+        self.sys_fsync(fd)
+    }
+    fn fdatasync(&self, fd: Fd) -> SysResult<()> {
+        self.sys_fsync(fd)
+    }
+    fn fstat(&self, fd: Fd) -> SysResult<Stat> {
+        self.sys_fstat(fd)
+    }
+    fn fstatat(&self, dirfd: Fd, path: &[u8], flags: i32) -> SysResult<Stat> {
+        self.sys_fstatat(dirfd, path, flags)
+    }
+    fn statx(&self, dirfd: Fd, path: &[u8], flags: i32, mask: u32) -> SysResult<Statx> {
+        self.sys_statx(dirfd, path, flags, mask)
+    }
+    fn faccessat(&self, dirfd: Fd, path: &[u8], mode: i32, flags: i32) -> SysResult<()> {
+        self.sys_faccessat(dirfd, path, mode, flags)
+    }
+    fn fchmodat(&self, dirfd: Fd, path: &[u8], mode: u32, flags: i32) -> SysResult<()> {
+        self.sys_fchmodat(dirfd, path, mode, flags)
+    }
+    fn fchmod(&self, fd: Fd, mode: u32) -> SysResult<()> {
+        self.sys_fchmod(fd, mode)
+    }
+    fn fchownat(&self, dirfd: Fd, path: &[u8], uid: u32, gid: u32, flags: i32) -> SysResult<()> {
+        self.sys_fchownat(dirfd, path, uid, gid, flags)
+    }
+    fn fchown(&self, fd: Fd, uid: u32, gid: u32) -> SysResult<()> {
+        self.sys_fchown(fd, uid, gid)
+    }
+    fn utimensat(&self, dirfd: Fd, path: &[u8], times: Option<[Timespec; 2]>, flags: i32) -> SysResult<()> {
+        self.sys_utimensat(dirfd, path, times, flags)
+    }
+    fn futimens(&self, fd: Fd, times: Option<[Timespec; 2]>) -> SysResult<()> {
+        self.sys_futimens(fd, times)
+    }
+    fn statfs(&self, path: &[u8]) -> SysResult<Statfs> {
+        self.sys_statfs(path)
+    }
+    fn fstatfs(&self, fd: Fd) -> SysResult<Statfs> {
+        self.sys_fstatfs(fd)
+    }
+    fn mkdirat(&self, dirfd: Fd, path: &[u8], mode: u32) -> SysResult<()> {
+        self.sys_mkdirat(dirfd, path, mode)
+    }
+    fn mknodat(&self, dirfd: Fd, path: &[u8], mode: u32, dev: u64) -> SysResult<()> {
+        self.sys_mknodat(dirfd, path, mode, dev)
+    }
+    fn unlinkat(&self, dirfd: Fd, path: &[u8], flags: i32) -> SysResult<()> {
+        self.sys_unlinkat(dirfd, path, flags)
+    }
+    fn renameat2(&self, olddirfd: Fd, oldpath: &[u8], newdirfd: Fd, newpath: &[u8], flags: u32) -> SysResult<()> {
+        self.sys_renameat2(olddirfd, oldpath, newdirfd, newpath, flags)
+    }
+    fn linkat(&self, olddirfd: Fd, oldpath: &[u8], newdirfd: Fd, newpath: &[u8], flags: i32) -> SysResult<()> {
+        self.sys_linkat(olddirfd, oldpath, newdirfd, newpath, flags)
+    }
+    fn symlinkat(&self, target: &[u8], newdirfd: Fd, linkpath: &[u8]) -> SysResult<()> {
+        self.sys_symlinkat(target, newdirfd, linkpath)
+    }
+    fn readlinkat(&self, dirfd: Fd, path: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+        self.sys_readlinkat(dirfd, path, buf)
+    }
+    fn getdents64(&self, fd: Fd, buf: &mut [u8]) -> SysResult<usize> {
+        self.sys_getdents64(fd, buf)
+    }
+    fn chdir(&self, path: &[u8]) -> SysResult<()> {
+        self.sys_chdir(path)
+    }
+    fn fchdir(&self, fd: Fd) -> SysResult<()> {
+        self.sys_fchdir(fd)
+    }
+    fn getcwd(&self) -> SysResult<Vec<u8>> {
+        self.sys_getcwd()
+    }
+    fn chroot(&self, path: &[u8]) -> SysResult<()> {
+        self.sys_chroot(path)
+    }
+    fn umask(&self, mask: u32) -> u32 {
+        self.sys_umask(mask)
+    }
+    fn mount(&self, source: &[u8], target: &[u8], fstype: &[u8], flags: u64) -> SysResult<()> {
+        self.sys_mount(source, target, fstype, flags)
+    }
+    fn umount2(&self, target: &[u8], flags: i32) -> SysResult<()> {
+        self.sys_umount2(target, flags)
+    }
+    fn fork(&self) -> SysResult<Self> {
+        self.sys_fork()
+    }
+    fn exit(mut self) {
+        self.release_everything();
+    }
+}

@@ -1,0 +1,261 @@
+//! The VFS instance: the dentry hash, the mount table, the epoch collector,
+//! statistics and limits shared by every process of one namespace.
+//!
+//! Invariants:
+//! - Every dentry, inode, mount and superblock reachable by a lock-free walk
+//!   is freed only through `collector`, so holding a guard keeps them
+//!   readable.
+//! - `rename_seq` is written (under `rename_seq_lock`) by every rename that
+//!   moves a dentry; walks that went through ".." validate it at their end.
+//! - `VfsInner` is dropped only after every `Process` (each holds an `Arc`),
+//!   so its `Drop` can tear down the mount tree single-threaded.
+
+use crate::abi::*;
+use crate::cred::Cred;
+use crate::dcache::dentry::Dentry;
+use crate::dcache::hash::ChainTable;
+use crate::dcache::name::NameKey;
+use crate::dcache::DEFAULT_MAX_UNUSED_DENTRIES;
+use crate::dir::index::DirIndex;
+use crate::fs::tmpfs::Tmpfs;
+use crate::fs::{Filesystem, FsLimits, SuperBlock};
+use crate::inode::{Inode, InodeBody};
+use crate::mount::MountTable;
+use crate::process::Process;
+use crate::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::counter::{ApproxCounter, ShardedCounter};
+use crate::sync::ino_batch::InoAllocator;
+use crate::sync::seqcount::SeqCount;
+use crate::dcache::lru::DentryLru;
+use parking_lot::{Mutex, RwLock};
+use seize::Collector;
+use std::sync::Arc;
+
+/// Tunables of a VFS instance.
+#[derive(Clone, Debug)]
+pub struct VfsConfig {
+    /// log2 of the dentry hash table's bucket count.
+    pub hash_bits: u32,
+    /// Unused (negative) dentries kept per superblock before reclaim.
+    pub max_unused_dentries: usize,
+    /// System-wide open-file limit (ENFILE).
+    pub max_files: u64,
+    /// Per-process descriptor limit (EMFILE) for new processes.
+    pub fd_limit: usize,
+    /// Limits of each new tmpfs instance.
+    pub tmpfs_limits: FsLimits,
+}
+
+impl Default for VfsConfig {
+    fn default() -> Self {
+        VfsConfig {
+            hash_bits: 18,
+            max_unused_dentries: DEFAULT_MAX_UNUSED_DENTRIES,
+            max_files: 1 << 24,
+            fd_limit: 1024,
+            tmpfs_limits: FsLimits { max_bytes: 1 << 40, max_inodes: 1 << 32 },
+        }
+    }
+}
+
+/// Live object counts (sums of sharded counters).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ObjectCounts {
+    pub dentries: i64,
+    pub inodes: i64,
+    pub files: i64,
+    pub mounts: i64,
+}
+
+#[derive(Default)]
+pub(crate) struct Stats {
+    pub dentries: ShardedCounter,
+    pub inodes: ShardedCounter,
+    pub files: ShardedCounter,
+    pub mounts: ShardedCounter,
+}
+
+pub struct VfsInner {
+    pub(crate) collector: Collector,
+    pub(crate) dcache: ChainTable<Dentry>,
+    pub(crate) rename_seq: SeqCount,
+    pub(crate) rename_seq_lock: Mutex<()>,
+    pub(crate) mounts: MountTable,
+    pub(crate) stats: Stats,
+    pub(crate) open_files: ApproxCounter,
+    pub(crate) config: VfsConfig,
+    next_dev: AtomicU64,
+}
+
+/// A namespace: the handle embedders keep. Cheap to clone.
+#[derive(Clone)]
+pub struct Vfs {
+    pub(crate) inner: Arc<VfsInner>,
+}
+
+impl Default for Vfs {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Vfs {
+    /// A namespace whose root is a fresh tmpfs (mode 0755, owned by root).
+    pub fn new() -> Vfs {
+        Self::with_config(VfsConfig::default())
+    }
+
+    pub fn with_config(config: VfsConfig) -> Vfs {
+        let inner = Arc::new(VfsInner {
+            collector: Collector::new(),
+            dcache: ChainTable::with_bucket_bits(config.hash_bits),
+            rename_seq: SeqCount::new(),
+            rename_seq_lock: Mutex::new(()),
+            mounts: MountTable::default(),
+            stats: Stats::default(),
+            open_files: ApproxCounter::new(),
+            config,
+            next_dev: AtomicU64::new(1),
+        });
+        let sb = inner.new_superblock(Box::new(Tmpfs), S_IFDIR | 0o755);
+        let root = sb.root();
+        inner.dget(root);
+        let m = inner.new_mount(sb, root);
+        inner.mounts.lock.lock().push(m as usize);
+        // Release: pairs with the acquire in `MountTable::root`.
+        inner.mounts.root.store(m as *mut _, Ordering::Release);
+        Vfs { inner }
+    }
+
+    /// A process with `cred`, rooted at the namespace root.
+    pub fn process(&self, cred: Cred) -> Process {
+        Process::new(self.inner.clone(), cred)
+    }
+
+    /// A root-credential process.
+    pub fn root_process(&self) -> Process {
+        self.process(Cred::root())
+    }
+
+    /// Live dentries, inodes, open files and mounts.
+    pub fn object_counts(&self) -> ObjectCounts {
+        let s = &self.inner.stats;
+        ObjectCounts { dentries: s.dentries.sum(), inodes: s.inodes.sum(), files: s.files.sum(), mounts: s.mounts.sum() }
+    }
+
+    /// Reclaims every unused cached dentry of every mounted instance.
+    pub fn drop_caches(&self) -> usize {
+        let v = &self.inner;
+        let sbs: Vec<*const SuperBlock> = v
+            .mounts
+            .lock
+            .lock()
+            .iter()
+            // SAFETY: attached mounts are live under the table lock.
+            .map(|&m| unsafe { &*(m as *const crate::mount::Mount) }.sb() as *const SuperBlock)
+            .collect();
+        let _guard = v.collector.enter();
+        let mut freed = 0;
+        for sb in sbs {
+            // SAFETY: the guard keeps a superblock of a mount we just saw
+            // allocated (superblocks are freed through the collector).
+            let sb = unsafe { &*sb };
+            loop {
+                let n = v.shrink_lru(sb, 1024);
+                freed += n;
+                if n == 0 {
+                    break;
+                }
+            }
+        }
+        freed
+    }
+}
+
+impl VfsInner {
+    /// A new filesystem instance with an empty root directory.
+    pub(crate) fn new_superblock(&self, fs: Box<dyn Filesystem>, root_mode: u32) -> Arc<SuperBlock> {
+        let sb = Arc::new(SuperBlock {
+            dev: self.next_dev.fetch_add(1, Ordering::Relaxed),
+            fs,
+            root: AtomicPtr::new(core::ptr::null_mut()),
+            ino_alloc: InoAllocator::new(2),
+            rename_lock: Mutex::new(()),
+            lru: DentryLru::default(),
+            used_blocks: ApproxCounter::new(),
+            used_inodes: ApproxCounter::new(),
+            limits: self.config.tmpfs_limits,
+            vfs: self as *const VfsInner,
+            active_mounts: AtomicUsize::new(0),
+        });
+        let inode = self.alloc_inode(&sb, 1, root_mode, 0, 0, 0, InodeBody::Directory(RwLock::new(DirIndex::new())));
+        let root = Box::into_raw(Box::new(Dentry::new(&*sb, core::ptr::null(), &NameKey::new(b"/"), inode, 1)));
+        self.stats.dentries.inc();
+        // Release: pairs with the acquire in `SuperBlock::root`.
+        sb.root.store(root, Ordering::Release);
+        sb
+    }
+
+    /// Allocates an inode with one reference (the caller's, normally handed
+    /// to the dentry that names it).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn alloc_inode(&self, sb: &SuperBlock, ino: u64, mode: u32, uid: u32, gid: u32, rdev: u64, body: InodeBody) -> *const Inode {
+        let _ = sb.reserve_inode();
+        let inode = Inode::new(sb, ino, mode, uid, gid, rdev, body);
+        inode.refcount.get();
+        self.stats.inodes.inc();
+        Box::into_raw(Box::new(inode))
+    }
+
+    /// Frees the whole tree of an instance whose last mount is gone: every
+    /// dentry (named or negative) and inode, through the collector.
+    pub(crate) fn kill_superblock(&self, sb: &SuperBlock) {
+        let _guard = self.collector.enter();
+        while self.shrink_lru(sb, 4096) > 0 {}
+        let mut stack = vec![sb.root()];
+        while let Some(d) = stack.pop() {
+            // SAFETY: nothing outside this teardown can reach the tree any
+            // more (no mount), and freeing goes through the collector.
+            let dr = unsafe { &*d };
+            let inode = dr.inode_ptr();
+            if !inode.is_null() {
+                // SAFETY: a positive dentry keeps its inode.
+                if let Some(index) = unsafe { &*inode }.dir_index() {
+                    let index = index.read();
+                    stack.extend(index.iter_from(0).map(|(_, c)| c));
+                }
+            }
+            if dr.is_hashed() {
+                self.unhash(dr);
+            }
+            if !inode.is_null() {
+                self.iput(inode);
+            }
+            self.stats.dentries.dec();
+            // SAFETY: unhashed and unreachable; readers hold guards.
+            unsafe { self.collector.retire(d as *mut Dentry, seize::reclaim::boxed) };
+        }
+    }
+}
+
+impl Drop for VfsInner {
+    fn drop(&mut self) {
+        // Detach every mount, children first, then the root's attachment.
+        loop {
+            let mut list = self.mounts.lock.lock();
+            let root = self.mounts.root() as usize;
+            let Some(&leaf) = list.iter().find(|&&m| m != root && self.mounts.children_of(&list, m as *const _).is_empty()) else {
+                break;
+            };
+            self.detach_mount(&mut list, leaf as *const _);
+        }
+        let root = self.mounts.root();
+        if !root.is_null() {
+            self.mounts.lock.lock().clear();
+            self.mntput(root);
+        }
+        // SAFETY: we hold the last reference to the VFS: no thread is inside
+        // a guard of this collector.
+        unsafe { self.collector.reclaim_all() };
+    }
+}
