@@ -3,6 +3,7 @@
 
 pub mod abi;
 pub mod cred;
+pub mod fs;
 pub mod process;
 
 pub use abi::{Errno, SysResult};

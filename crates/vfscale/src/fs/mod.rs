@@ -1,0 +1,3 @@
+//! Filesystem implementations that plug into the VFS core.
+
+pub mod tmpfs;

@@ -1,0 +1,3 @@
+//! tmpfs: the in-memory filesystem.
+
+pub mod data;
