@@ -14,6 +14,7 @@ use crate::abi::*;
 use crate::cred::Cred;
 use crate::dcache::dentry::Dentry;
 use crate::dcache::hash::ChainTable;
+use crate::dcache::lru::DentryLru;
 use crate::dcache::name::NameKey;
 use crate::dcache::DEFAULT_MAX_UNUSED_DENTRIES;
 use crate::dir::index::DirIndex;
@@ -26,7 +27,6 @@ use crate::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use crate::sync::counter::{ApproxCounter, ShardedCounter};
 use crate::sync::ino_batch::InoAllocator;
 use crate::sync::seqcount::SeqCount;
-use crate::dcache::lru::DentryLru;
 use parking_lot::{Mutex, RwLock};
 use seize::Collector;
 use std::sync::Arc;
@@ -53,7 +53,10 @@ impl Default for VfsConfig {
             max_unused_dentries: DEFAULT_MAX_UNUSED_DENTRIES,
             max_files: 1 << 24,
             fd_limit: 1024,
-            tmpfs_limits: FsLimits { max_bytes: 1 << 40, max_inodes: 1 << 32 },
+            tmpfs_limits: FsLimits {
+                max_bytes: 1 << 40,
+                max_inodes: 1 << 32,
+            },
         }
     }
 }
@@ -140,7 +143,12 @@ impl Vfs {
     /// Live dentries, inodes, open files and mounts.
     pub fn object_counts(&self) -> ObjectCounts {
         let s = &self.inner.stats;
-        ObjectCounts { dentries: s.dentries.sum(), inodes: s.inodes.sum(), files: s.files.sum(), mounts: s.mounts.sum() }
+        ObjectCounts {
+            dentries: s.dentries.sum(),
+            inodes: s.inodes.sum(),
+            files: s.files.sum(),
+            mounts: s.mounts.sum(),
+        }
     }
 
     /// Reclaims every unused cached dentry of every mounted instance.
@@ -174,7 +182,11 @@ impl Vfs {
 
 impl VfsInner {
     /// A new filesystem instance with an empty root directory.
-    pub(crate) fn new_superblock(&self, fs: Box<dyn Filesystem>, root_mode: u32) -> Arc<SuperBlock> {
+    pub(crate) fn new_superblock(
+        &self,
+        fs: Box<dyn Filesystem>,
+        root_mode: u32,
+    ) -> Arc<SuperBlock> {
         let sb = Arc::new(SuperBlock {
             dev: self.next_dev.fetch_add(1, Ordering::Relaxed),
             fs,
@@ -185,11 +197,24 @@ impl VfsInner {
             used_blocks: ApproxCounter::new(),
             used_inodes: ApproxCounter::new(),
             limits: self.config.tmpfs_limits,
-            vfs: self as *const VfsInner,
             active_mounts: AtomicUsize::new(0),
         });
-        let inode = self.alloc_inode(&sb, 1, root_mode, 0, 0, 0, InodeBody::Directory(RwLock::new(DirIndex::new())));
-        let root = Box::into_raw(Box::new(Dentry::new(&*sb, core::ptr::null(), &NameKey::new(b"/"), inode, 1)));
+        let inode = self.alloc_inode(
+            &sb,
+            1,
+            root_mode,
+            0,
+            0,
+            0,
+            InodeBody::Directory(RwLock::new(DirIndex::new())),
+        );
+        let root = Box::into_raw(Box::new(Dentry::new(
+            &*sb,
+            core::ptr::null(),
+            &NameKey::new(b"/"),
+            inode,
+            1,
+        )));
         self.stats.dentries.inc();
         // Release: pairs with the acquire in `SuperBlock::root`.
         sb.root.store(root, Ordering::Release);
@@ -199,7 +224,16 @@ impl VfsInner {
     /// Allocates an inode with one reference (the caller's, normally handed
     /// to the dentry that names it).
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn alloc_inode(&self, sb: &SuperBlock, ino: u64, mode: u32, uid: u32, gid: u32, rdev: u64, body: InodeBody) -> *const Inode {
+    pub(crate) fn alloc_inode(
+        &self,
+        sb: &SuperBlock,
+        ino: u64,
+        mode: u32,
+        uid: u32,
+        gid: u32,
+        rdev: u64,
+        body: InodeBody,
+    ) -> *const Inode {
         let _ = sb.reserve_inode();
         let inode = Inode::new(sb, ino, mode, uid, gid, rdev, body);
         inode.refcount.get();
@@ -233,7 +267,10 @@ impl VfsInner {
             }
             self.stats.dentries.dec();
             // SAFETY: unhashed and unreachable; readers hold guards.
-            unsafe { self.collector.retire(d as *mut Dentry, seize::reclaim::boxed) };
+            unsafe {
+                self.collector
+                    .retire(d as *mut Dentry, seize::reclaim::boxed)
+            };
         }
     }
 }
@@ -244,7 +281,10 @@ impl Drop for VfsInner {
         loop {
             let mut list = self.mounts.lock.lock();
             let root = self.mounts.root() as usize;
-            let Some(&leaf) = list.iter().find(|&&m| m != root && self.mounts.children_of(&list, m as *const _).is_empty()) else {
+            let Some(&leaf) = list
+                .iter()
+                .find(|&&m| m != root && self.mounts.children_of(&list, m as *const _).is_empty())
+            else {
                 break;
             };
             self.detach_mount(&mut list, leaf as *const _);

@@ -65,9 +65,15 @@ pub struct Dentry {
 }
 
 const _: () = {
-    assert!(offset_of!(Dentry, name_ext) + 8 <= 64, "lookup fields fit line 0");
+    assert!(
+        offset_of!(Dentry, name_ext) + 8 <= 64,
+        "lookup fields fit line 0"
+    );
     assert!(offset_of!(Dentry, name_inline) == 64);
-    assert!(offset_of!(Dentry, refcount) == 128, "write-hot fields start line 2");
+    assert!(
+        offset_of!(Dentry, refcount) == 128,
+        "write-hot fields start line 2"
+    );
     assert!(size_of::<Dentry>() == 192, "a dentry is three cache lines");
 };
 
@@ -86,7 +92,13 @@ unsafe impl ChainNode for Dentry {
 
 impl Dentry {
     /// A new, unhashed dentry. `refcount` is the caller's initial references.
-    pub(crate) fn new(sb: *const SuperBlock, parent: *const Dentry, name: &NameKey<'_>, inode: *const Inode, refcount: u32) -> Dentry {
+    pub(crate) fn new(
+        sb: *const SuperBlock,
+        parent: *const Dentry,
+        name: &NameKey<'_>,
+        inode: *const Inode,
+        refcount: u32,
+    ) -> Dentry {
         let d = Dentry {
             seq: SeqCount::new(),
             flags: AtomicU32::new(0),
@@ -141,7 +153,8 @@ impl Dentry {
         let len = key.bytes.len();
         if len <= INLINE_NAME_LEN {
             // Relaxed: validated by the caller's seq check.
-            (0..len.div_ceil(8)).all(|i| self.name_inline[i].load(Ordering::Relaxed) == name_word(key.bytes, i))
+            (0..len.div_ceil(8))
+                .all(|i| self.name_inline[i].load(Ordering::Relaxed) == name_word(key.bytes, i))
         } else {
             // Acquire pairs with the AcqRel swap in `store_name`, so the
             // buffer's bytes are visible.

@@ -20,7 +20,12 @@ unsafe impl<N> Send for ChainTable<N> {}
 unsafe impl<N> Sync for ChainTable<N> {}
 impl<N: ChainNode> ChainTable<N> {
     pub fn with_bucket_bits(bits: u32) -> Self {
-        let buckets = (0..1usize << bits).map(|_| Bucket { head: AtomicUsize::new(0), _p: PhantomData }).collect();
+        let buckets = (0..1usize << bits)
+            .map(|_| Bucket {
+                head: AtomicUsize::new(0),
+                _p: PhantomData,
+            })
+            .collect();
         ChainTable { buckets, bits }
     }
     pub fn bucket(&self, hash: u64) -> &Bucket<N> {
@@ -34,7 +39,12 @@ impl<N: ChainNode> Bucket<N> {
     pub fn lock(&self) -> BucketGuard<'_, N> {
         loop {
             let h = self.head.load(Ordering::Relaxed);
-            if h & 1 == 0 && self.head.compare_exchange_weak(h, h | 1, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+            if h & 1 == 0
+                && self
+                    .head
+                    .compare_exchange_weak(h, h | 1, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
                 return BucketGuard { b: self };
             }
             spin_hint();
@@ -51,7 +61,9 @@ impl<N: ChainNode> BucketGuard<'_, N> {
     /// # Safety
     /// node valid, not in any chain.
     pub unsafe fn push_front(&mut self, node: *const N) {
-        (*node).chain_next().store(self.first() as *mut N, Ordering::Relaxed);
+        (*node)
+            .chain_next()
+            .store(self.first() as *mut N, Ordering::Relaxed);
         self.b.head.store(node as usize | 1, Ordering::Release);
     }
     /// # Safety
@@ -66,7 +78,10 @@ impl<N: ChainNode> BucketGuard<'_, N> {
         while !p.is_null() {
             let next = (*p).chain_next().load(Ordering::Relaxed);
             if next as *const N == node {
-                (*p).chain_next().store((*node).chain_next().load(Ordering::Relaxed), Ordering::Release);
+                (*p).chain_next().store(
+                    (*node).chain_next().load(Ordering::Relaxed),
+                    Ordering::Release,
+                );
                 return true;
             }
             p = next;

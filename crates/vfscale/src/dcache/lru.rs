@@ -28,7 +28,13 @@ pub struct DentryLru {
 
 impl Default for DentryLru {
     fn default() -> Self {
-        DentryLru { inner: Mutex::new(LruList { head: ptr::null(), tail: ptr::null(), len: 0 }) }
+        DentryLru {
+            inner: Mutex::new(LruList {
+                head: ptr::null(),
+                tail: ptr::null(),
+                len: 0,
+            }),
+        }
     }
 }
 
@@ -41,9 +47,11 @@ impl LruList {
         }
         d.set_flag(D_ON_LRU);
         d.lru_prev.store(ptr::null_mut(), Ordering::Relaxed);
-        d.lru_next.store(self.head as *mut Dentry, Ordering::Relaxed);
+        d.lru_next
+            .store(self.head as *mut Dentry, Ordering::Relaxed);
         if let Some(h) = unsafe_ref(self.head) {
-            h.lru_prev.store(d as *const Dentry as *mut Dentry, Ordering::Relaxed);
+            h.lru_prev
+                .store(d as *const Dentry as *mut Dentry, Ordering::Relaxed);
         } else {
             self.tail = d;
         }

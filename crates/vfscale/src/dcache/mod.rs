@@ -72,7 +72,11 @@ impl VfsInner {
 
     /// Exact lookup with the bucket locked; returns null if absent. Caller
     /// holds an epoch guard.
-    fn lookup_in_locked_bucket(guard_first: *const Dentry, parent: *const Dentry, key: &NameKey<'_>) -> *const Dentry {
+    fn lookup_in_locked_bucket(
+        guard_first: *const Dentry,
+        parent: *const Dentry,
+        key: &NameKey<'_>,
+    ) -> *const Dentry {
         let mut p = guard_first;
         while !p.is_null() {
             // SAFETY: under the bucket lock, chain nodes are live.
@@ -90,7 +94,12 @@ impl VfsInner {
     /// shared; asks the backend when the dcache is not authoritative; caches
     /// the answer (possibly as a negative dentry). Returns the dentry and a
     /// `seq` to validate; no reference is taken. Caller holds an epoch guard.
-    pub(crate) fn lookup_slow(&self, parent: *const Dentry, dir: &Inode, key: &NameKey<'_>) -> crate::abi::SysResult<(*const Dentry, u32)> {
+    pub(crate) fn lookup_slow(
+        &self,
+        parent: *const Dentry,
+        dir: &Inode,
+        key: &NameKey<'_>,
+    ) -> crate::abi::SysResult<(*const Dentry, u32)> {
         let index = dir.dir_index().ok_or(crate::abi::Errno::ENOTDIR)?;
         let locked = index.read();
         if locked.dead {
@@ -110,7 +119,13 @@ impl VfsInner {
                 return Ok((found, seq));
             }
         }
-        let inode = if sb.fs.dcache_is_authoritative() { core::ptr::null() } else { sb.fs.lookup(sb, dir, key.bytes)?.unwrap_or(core::ptr::null()) };
+        let inode = if sb.fs.dcache_is_authoritative() {
+            core::ptr::null()
+        } else {
+            sb.fs
+                .lookup(sb, dir, key.bytes)?
+                .unwrap_or(core::ptr::null())
+        };
         let (d, inserted) = self.insert_dentry(sb, parent, key, inode, 0);
         if inserted {
             // A fresh dentry at count zero: cached, reclaimable.
@@ -130,7 +145,14 @@ impl VfsInner {
     /// dentry and whether it is new. A new one starts with `refs` references
     /// and takes one on `parent` (which the caller keeps alive). Existing
     /// ones get no reference.
-    pub(crate) fn insert_dentry(&self, sb: &SuperBlock, parent: *const Dentry, key: &NameKey<'_>, inode: *const Inode, refs: u32) -> (*const Dentry, bool) {
+    pub(crate) fn insert_dentry(
+        &self,
+        sb: &SuperBlock,
+        parent: *const Dentry,
+        key: &NameKey<'_>,
+        inode: *const Inode,
+        refs: u32,
+    ) -> (*const Dentry, bool) {
         let mut b = self.bucket_of(parent, key.hash).lock();
         let found = Self::lookup_in_locked_bucket(b.first(), parent, key);
         if !found.is_null() {
@@ -165,7 +187,9 @@ impl VfsInner {
     /// Removes a hashed dentry's name (unlink, rmdir, the target of a
     /// rename). Caller holds the parent's directory lock exclusively.
     pub(crate) fn unhash(&self, d: &Dentry) {
-        let mut b = self.bucket_of(d.parent_ptr(), (d.hash_len() >> 32) as u32).lock();
+        let mut b = self
+            .bucket_of(d.parent_ptr(), (d.hash_len() >> 32) as u32)
+            .lock();
         d.seq.write_begin();
         d.clear_flag(D_HASHED);
         // SAFETY: `d` is in this bucket's chain: its parent and name have not
@@ -181,7 +205,9 @@ impl VfsInner {
     /// has moved the parent reference.
     pub(crate) fn d_move(&self, d: &Dentry, new_parent: *const Dentry, key: &NameKey<'_>) {
         {
-            let mut b = self.bucket_of(d.parent_ptr(), (d.hash_len() >> 32) as u32).lock();
+            let mut b = self
+                .bucket_of(d.parent_ptr(), (d.hash_len() >> 32) as u32)
+                .lock();
             // SAFETY: as in `unhash`.
             let removed = unsafe { b.remove(d) };
             debug_assert!(removed);
@@ -270,7 +296,10 @@ impl VfsInner {
         self.stats.dentries.dec();
         // SAFETY: `d` is unhashed, off the LRU and dead: no new reader can
         // reach it; current readers hold guards.
-        unsafe { self.collector.retire(d as *mut Dentry, seize::reclaim::boxed) };
+        unsafe {
+            self.collector
+                .retire(d as *mut Dentry, seize::reclaim::boxed)
+        };
         (!parent.is_null()).then_some(parent as *const Dentry)
     }
 
@@ -308,7 +337,9 @@ impl VfsInner {
                 // SAFETY: on the LRU, hence not freed (LRU invariant).
                 let d = unsafe { &*p };
                 lru.remove(d);
-                let mut b = self.bucket_of(d.parent_ptr(), (d.hash_len() >> 32) as u32).lock();
+                let mut b = self
+                    .bucket_of(d.parent_ptr(), (d.hash_len() >> 32) as u32)
+                    .lock();
                 if !d.is_hashed() || !d.refcount.try_kill() {
                     // In use again: its last put re-adds it.
                     continue;
@@ -345,7 +376,10 @@ impl VfsInner {
             self.stats.inodes.dec();
             // SAFETY: no dentry refers to the inode any more; lock-free
             // readers that loaded it hold guards.
-            unsafe { self.collector.retire(inode as *mut Inode, seize::reclaim::boxed) };
+            unsafe {
+                self.collector
+                    .retire(inode as *mut Inode, seize::reclaim::boxed)
+            };
         }
     }
 }

@@ -15,7 +15,10 @@ pub struct NameKey<'a> {
 
 impl<'a> NameKey<'a> {
     pub fn new(bytes: &'a [u8]) -> Self {
-        NameKey { bytes, hash: name_hash(bytes) }
+        NameKey {
+            bytes,
+            hash: name_hash(bytes),
+        }
     }
 
     /// hash in the high half, length in the low half: what `Dentry::hash_len`
@@ -31,6 +34,9 @@ const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
 #[inline]
 pub fn name_word(bytes: &[u8], i: usize) -> u64 {
     let start = i * 8;
+    if start >= bytes.len() {
+        return 0;
+    }
     let end = (start + 8).min(bytes.len());
     let mut w = [0u8; 8];
     w[..end - start].copy_from_slice(&bytes[start..end]);
@@ -63,7 +69,10 @@ mod tests {
         assert_eq!(name_hash(b"abc"), name_hash(b"abc"));
         assert_ne!(name_hash(b"abc"), name_hash(b"abd"));
         assert_ne!(name_hash(b"a"), name_hash(b"a\0"));
-        assert_eq!(name_word(b"abcdefghij", 1), u64::from_le_bytes(*b"ij\0\0\0\0\0\0"));
+        assert_eq!(
+            name_word(b"abcdefghij", 1),
+            u64::from_le_bytes(*b"ij\0\0\0\0\0\0")
+        );
         let k = NameKey::new(b"xyz");
         assert_eq!(k.hash_len() & 0xffff_ffff, 3);
     }

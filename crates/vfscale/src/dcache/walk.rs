@@ -119,7 +119,9 @@ impl Segments {
     /// True if any segment still holds a component.
     fn has_more(&self) -> bool {
         // SAFETY: see `slice`.
-        self.stack.iter().any(|&(p, n)| unsafe { slice(p, n) }.iter().any(|&b| b != b'/'))
+        self.stack
+            .iter()
+            .any(|&(p, n)| unsafe { slice(p, n) }.iter().any(|&b| b != b'/'))
     }
 }
 
@@ -134,7 +136,14 @@ impl VfsInner {
     /// Resolves `path` from `start` (used for relative paths) with `root` as
     /// the process root. The caller holds an epoch guard for as long as it
     /// uses the result.
-    pub(crate) fn walk(&self, cred: &Cred, root: PathPtr, start: PathPtr, path: &[u8], flags: u32) -> SysResult<Found> {
+    pub(crate) fn walk(
+        &self,
+        cred: &Cred,
+        root: PathPtr,
+        start: PathPtr,
+        path: &[u8],
+        flags: u32,
+    ) -> SysResult<Found> {
         check_path(path)?;
         if path.is_empty() {
             return Err(Errno::ENOENT);
@@ -155,7 +164,13 @@ impl VfsInner {
     }
 
     /// Splits off the last component and resolves the directory before it.
-    pub(crate) fn walk_parent<'p>(&self, cred: &Cred, root: PathPtr, start: PathPtr, path: &'p [u8]) -> SysResult<Parent<'p>> {
+    pub(crate) fn walk_parent<'p>(
+        &self,
+        cred: &Cred,
+        root: PathPtr,
+        start: PathPtr,
+        path: &'p [u8],
+    ) -> SysResult<Parent<'p>> {
         check_path(path)?;
         if path.is_empty() {
             return Err(Errno::ENOENT);
@@ -164,7 +179,11 @@ impl VfsInner {
         let trailing_slash = trimmed_len < path.len();
         if trimmed_len == 0 {
             let dir = self.walk(cred, root, start, b"/", WALK_FOLLOW | WALK_DIRECTORY)?;
-            return Ok(Parent { dir, last: Last::Root, trailing_slash: false });
+            return Ok(Parent {
+                dir,
+                last: Last::Root,
+                trailing_slash: false,
+            });
         }
         let trimmed = &path[..trimmed_len];
         let (dir_part, name) = match trimmed.iter().rposition(|&b| b == b'/') {
@@ -184,7 +203,11 @@ impl VfsInner {
             b".." => Last::DotDot,
             n => Last::Name(n),
         };
-        Ok(Parent { dir, last, trailing_slash })
+        Ok(Parent {
+            dir,
+            last,
+            trailing_slash,
+        })
     }
 
     /// The start location itself as a walk result (empty dir part).
@@ -201,10 +224,21 @@ impl VfsInner {
         if !unsafe { &*inode }.is_dir() {
             return Err(Errno::ENOTDIR);
         }
-        Ok(Found { path: start, seq, inode })
+        Ok(Found {
+            path: start,
+            seq,
+            inode,
+        })
     }
 
-    fn walk_once(&self, cred: &Cred, root: PathPtr, start: PathPtr, path: &[u8], flags: u32) -> Result<Found, WalkError> {
+    fn walk_once(
+        &self,
+        cred: &Cred,
+        root: PathPtr,
+        start: PathPtr,
+        path: &[u8],
+        flags: u32,
+    ) -> Result<Found, WalkError> {
         let rename_seq = self.rename_seq.read_begin();
         let mount_seq = self.mounts.seq.read_begin();
         let mut needs_global_check = false;
@@ -222,7 +256,9 @@ impl VfsInner {
             return Err(Errno::ENOENT.into());
         }
         let mut links = 0u32;
-        let mut segs = Segments { stack: vec![(path.as_ptr(), path.len())] };
+        let mut segs = Segments {
+            stack: vec![(path.as_ptr(), path.len())],
+        };
         let mut must_be_dir = false;
         loop {
             // Next component from the top segment, popping exhausted ones.
@@ -244,12 +280,25 @@ impl VfsInner {
             let Some(comp) = comp else {
                 // Path exhausted: `cur` is the result (root, ".", "..", or a
                 // followed symlink's directory).
-                let f = Found { path: cur, seq: cur_seq, inode: cur_inode };
-                return self.finish(f, flags | if must_be_dir { WALK_DIRECTORY } else { 0 }, needs_global_check, rename_seq, mount_seq);
+                let f = Found {
+                    path: cur,
+                    seq: cur_seq,
+                    inode: cur_inode,
+                };
+                return self.finish(
+                    f,
+                    flags | if must_be_dir { WALK_DIRECTORY } else { 0 },
+                    needs_global_check,
+                    rename_seq,
+                    mount_seq,
+                );
             };
             // Trailing slash after this component, with nothing else after.
             // SAFETY: see `slice`.
-            let rest_top = segs.top().map(|t| unsafe { slice(t.0, t.1) }).unwrap_or(&[]);
+            let rest_top = segs
+                .top()
+                .map(|t| unsafe { slice(t.0, t.1) })
+                .unwrap_or(&[]);
             let is_last = !segs.has_more();
             if is_last && !rest_top.is_empty() {
                 must_be_dir = true;
@@ -266,8 +315,18 @@ impl VfsInner {
             }
             if comp == b"." {
                 if is_last {
-                    let f = Found { path: cur, seq: cur_seq, inode: cur_inode };
-                    return self.finish(f, flags | if must_be_dir { WALK_DIRECTORY } else { 0 }, needs_global_check, rename_seq, mount_seq);
+                    let f = Found {
+                        path: cur,
+                        seq: cur_seq,
+                        inode: cur_inode,
+                    };
+                    return self.finish(
+                        f,
+                        flags | if must_be_dir { WALK_DIRECTORY } else { 0 },
+                        needs_global_check,
+                        rename_seq,
+                        mount_seq,
+                    );
                 }
                 continue;
             }
@@ -281,8 +340,18 @@ impl VfsInner {
                     return Err(WalkError::Retry);
                 }
                 if is_last {
-                    let f = Found { path: cur, seq: cur_seq, inode: cur_inode };
-                    return self.finish(f, flags | if must_be_dir { WALK_DIRECTORY } else { 0 }, needs_global_check, rename_seq, mount_seq);
+                    let f = Found {
+                        path: cur,
+                        seq: cur_seq,
+                        inode: cur_inode,
+                    };
+                    return self.finish(
+                        f,
+                        flags | if must_be_dir { WALK_DIRECTORY } else { 0 },
+                        needs_global_check,
+                        rename_seq,
+                        mount_seq,
+                    );
                 }
                 continue;
             }
@@ -307,7 +376,14 @@ impl VfsInner {
             }
             if child_inode.is_null() {
                 if is_last && flags & WALK_ALLOW_NEGATIVE != 0 {
-                    let f = Found { path: PathPtr { mnt: cur.mnt, dentry: child }, seq: child_seq, inode: child_inode };
+                    let f = Found {
+                        path: PathPtr {
+                            mnt: cur.mnt,
+                            dentry: child,
+                        },
+                        seq: child_seq,
+                        inode: child_inode,
+                    };
                     return self.finish(f, flags, needs_global_check, rename_seq, mount_seq);
                 }
                 return Err(Errno::ENOENT.into());
@@ -333,7 +409,10 @@ impl VfsInner {
                 segs.stack.push((target.as_ptr(), target.len()));
                 continue;
             }
-            let mut next = PathPtr { mnt: cur.mnt, dentry: child };
+            let mut next = PathPtr {
+                mnt: cur.mnt,
+                dentry: child,
+            };
             let mut next_seq = child_seq;
             let mut next_inode = child_inode;
             if child_flags & D_MOUNTED != 0 {
@@ -350,14 +429,33 @@ impl VfsInner {
             cur_seq = next_seq;
             cur_inode = next_inode;
             if is_last {
-                let f = Found { path: cur, seq: cur_seq, inode: cur_inode };
-                return self.finish(f, flags | if must_be_dir { WALK_DIRECTORY } else { 0 }, needs_global_check, rename_seq, mount_seq);
+                let f = Found {
+                    path: cur,
+                    seq: cur_seq,
+                    inode: cur_inode,
+                };
+                return self.finish(
+                    f,
+                    flags | if must_be_dir { WALK_DIRECTORY } else { 0 },
+                    needs_global_check,
+                    rename_seq,
+                    mount_seq,
+                );
             }
         }
     }
 
-    fn finish(&self, f: Found, flags: u32, global: bool, rename_seq: u32, mount_seq: u32) -> Result<Found, WalkError> {
-        if global && (self.rename_seq.read_retry(rename_seq) || self.mounts.seq.read_retry(mount_seq)) {
+    fn finish(
+        &self,
+        f: Found,
+        flags: u32,
+        global: bool,
+        rename_seq: u32,
+        mount_seq: u32,
+    ) -> Result<Found, WalkError> {
+        if global
+            && (self.rename_seq.read_retry(rename_seq) || self.mounts.seq.read_retry(mount_seq))
+        {
             return Err(WalkError::Retry);
         }
         if flags & WALK_DIRECTORY != 0 && !f.inode.is_null() && !f.inode().is_dir() {
@@ -381,7 +479,10 @@ impl VfsInner {
                 if parent.is_null() {
                     return cur;
                 }
-                cur = PathPtr { mnt: parent, dentry: m.mountpoint_ptr() };
+                cur = PathPtr {
+                    mnt: parent,
+                    dentry: m.mountpoint_ptr(),
+                };
                 continue;
             }
             // SAFETY: as in `walk_once`.
@@ -389,7 +490,10 @@ impl VfsInner {
             if parent.is_null() {
                 return cur;
             }
-            return PathPtr { mnt: cur.mnt, dentry: parent };
+            return PathPtr {
+                mnt: cur.mnt,
+                dentry: parent,
+            };
         }
     }
 
@@ -401,7 +505,10 @@ impl VfsInner {
                 return p;
             }
             // SAFETY: the caller holds a guard; mounts are retired.
-            p = PathPtr { mnt: child, dentry: unsafe { &*child }.root };
+            p = PathPtr {
+                mnt: child,
+                dentry: unsafe { &*child }.root,
+            };
         }
     }
 }

@@ -44,7 +44,12 @@ impl Default for DirIndex {
 
 impl DirIndex {
     pub fn new() -> DirIndex {
-        DirIndex { children: BTreeMap::new(), next_cookie: FIRST_CHILD_COOKIE, nsubdirs: 0, dead: false }
+        DirIndex {
+            children: BTreeMap::new(),
+            next_cookie: FIRST_CHILD_COOKIE,
+            nsubdirs: 0,
+            dead: false,
+        }
     }
 
     /// Adds a child and returns its cookie.
@@ -73,6 +78,8 @@ impl DirIndex {
 
     /// Children with cookie >= `from`, in cookie order.
     pub fn iter_from(&self, from: u64) -> impl Iterator<Item = (u64, *const Dentry)> + '_ {
-        self.children.range(from.max(FIRST_CHILD_COOKIE)..).map(|(&c, &d)| (c, d.0))
+        self.children
+            .range(from.max(FIRST_CHILD_COOKIE)..)
+            .map(|(&c, &d)| (c, d.0))
     }
 }

@@ -42,7 +42,10 @@ pub struct OpenFile {
 }
 
 const _: () = {
-    assert!(offset_of!(OpenFile, refcount) == 64, "refcount on its own line");
+    assert!(
+        offset_of!(OpenFile, refcount) == 64,
+        "refcount on its own line"
+    );
     assert!(size_of::<OpenFile>() == 128);
 };
 
@@ -85,7 +88,14 @@ impl FileRef {
 impl VfsInner {
     /// A new open file with one reference; takes over the caller's dentry
     /// and mount references.
-    pub(crate) fn alloc_file(&self, mnt: *const Mount, dentry: *const Dentry, inode: *const Inode, fmode: u32, status: i32) -> FileRef {
+    pub(crate) fn alloc_file(
+        &self,
+        mnt: *const Mount,
+        dentry: *const Dentry,
+        inode: *const Inode,
+        fmode: u32,
+        status: i32,
+    ) -> FileRef {
         self.stats.files.inc();
         self.open_files.add(1);
         FileRef(Box::into_raw(Box::new(OpenFile {
@@ -142,15 +152,28 @@ struct FdSlots {
 
 impl FdTable {
     pub fn new(limit: usize) -> FdTable {
-        FdTable { slots: Mutex::new(FdSlots { slots: Vec::new(), limit, first_free: 0 }) }
+        FdTable {
+            slots: Mutex::new(FdSlots {
+                slots: Vec::new(),
+                limit,
+                first_free: 0,
+            }),
+        }
     }
 
     /// Installs `file` at the lowest free descriptor >= `min`.
-    pub(crate) fn install(&self, file: FileRef, cloexec: bool, min: usize) -> Result<Fd, (Errno, FileRef)> {
+    pub(crate) fn install(
+        &self,
+        file: FileRef,
+        cloexec: bool,
+        min: usize,
+    ) -> Result<Fd, (Errno, FileRef)> {
         let mut t = self.slots.lock();
         let start = min.max(t.first_free);
         let fd = (start..t.limit).find(|&i| t.slots.get(i).is_none_or(|s| s.is_none()));
-        let Some(fd) = fd else { return Err((Errno::EMFILE, file)) };
+        let Some(fd) = fd else {
+            return Err((Errno::EMFILE, file));
+        };
         if t.slots.len() <= fd {
             t.slots.resize_with(fd + 1, || None);
         }
@@ -164,7 +187,11 @@ impl FdTable {
     /// A new reference to the file at `fd`.
     pub(crate) fn get(&self, vfs: &VfsInner, fd: Fd) -> SysResult<FileRef> {
         let t = self.slots.lock();
-        match usize::try_from(fd).ok().and_then(|i| t.slots.get(i)).and_then(|s| s.as_ref()) {
+        match usize::try_from(fd)
+            .ok()
+            .and_then(|i| t.slots.get(i))
+            .and_then(|s| s.as_ref())
+        {
             Some(s) => Ok(vfs.fget(&s.file)),
             None => Err(Errno::EBADF),
         }
@@ -174,13 +201,22 @@ impl FdTable {
     pub(crate) fn remove(&self, fd: Fd) -> SysResult<FileRef> {
         let mut t = self.slots.lock();
         let i = usize::try_from(fd).map_err(|_| Errno::EBADF)?;
-        let slot = t.slots.get_mut(i).and_then(|s| s.take()).ok_or(Errno::EBADF)?;
+        let slot = t
+            .slots
+            .get_mut(i)
+            .and_then(|s| s.take())
+            .ok_or(Errno::EBADF)?;
         t.first_free = t.first_free.min(i);
         Ok(slot.file)
     }
 
     /// Puts `file` at exactly `fd`, returning what was there.
-    pub(crate) fn replace(&self, fd: Fd, file: FileRef, cloexec: bool) -> SysResult<Option<FileRef>> {
+    pub(crate) fn replace(
+        &self,
+        fd: Fd,
+        file: FileRef,
+        cloexec: bool,
+    ) -> SysResult<Option<FileRef>> {
         let mut t = self.slots.lock();
         let i = usize::try_from(fd).map_err(|_| Errno::EBADF)?;
         if i >= t.limit {
@@ -207,20 +243,43 @@ impl FdTable {
 
     pub(crate) fn is_cloexec(&self, fd: Fd) -> SysResult<bool> {
         let t = self.slots.lock();
-        usize::try_from(fd).ok().and_then(|i| t.slots.get(i)).and_then(|s| s.as_ref()).map(|s| s.cloexec).ok_or(Errno::EBADF)
+        usize::try_from(fd)
+            .ok()
+            .and_then(|i| t.slots.get(i))
+            .and_then(|s| s.as_ref())
+            .map(|s| s.cloexec)
+            .ok_or(Errno::EBADF)
     }
 
     /// Descriptors in use within [first, last].
     pub(crate) fn open_in(&self, first: usize, last: usize) -> Vec<Fd> {
         let t = self.slots.lock();
-        (first..=last.min(t.slots.len().saturating_sub(1))).filter(|&i| t.slots.get(i).is_some_and(|s| s.is_some())).map(|i| i as Fd).collect()
+        (first..=last.min(t.slots.len().saturating_sub(1)))
+            .filter(|&i| t.slots.get(i).is_some_and(|s| s.is_some()))
+            .map(|i| i as Fd)
+            .collect()
     }
 
     /// A copy for fork: every slot's file gains a reference.
     pub(crate) fn duplicate(&self, vfs: &VfsInner) -> FdTable {
         let t = self.slots.lock();
-        let slots = t.slots.iter().map(|s| s.as_ref().map(|s| Slot { file: vfs.fget(&s.file), cloexec: s.cloexec })).collect();
-        FdTable { slots: Mutex::new(FdSlots { slots, limit: t.limit, first_free: t.first_free }) }
+        let slots = t
+            .slots
+            .iter()
+            .map(|s| {
+                s.as_ref().map(|s| Slot {
+                    file: vfs.fget(&s.file),
+                    cloexec: s.cloexec,
+                })
+            })
+            .collect();
+        FdTable {
+            slots: Mutex::new(FdSlots {
+                slots,
+                limit: t.limit,
+                first_free: t.first_free,
+            }),
+        }
     }
 
     /// Empties the table, returning every reference for the caller to put.

@@ -21,7 +21,6 @@ use crate::inode::Inode;
 use crate::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use crate::sync::counter::ApproxCounter;
 use crate::sync::ino_batch::InoAllocator;
-use crate::vfs::VfsInner;
 use parking_lot::Mutex;
 
 /// What a backend supplies to the VFS.
@@ -55,13 +54,12 @@ pub struct SuperBlock {
     pub(crate) used_blocks: ApproxCounter,
     pub(crate) used_inodes: ApproxCounter,
     pub(crate) limits: FsLimits,
-    pub(crate) vfs: *const VfsInner,
     /// Mounts of this instance; the last one to go tears the tree down.
     pub(crate) active_mounts: AtomicUsize,
 }
 
-// SAFETY: the raw pointers are to the root dentry (owned by this superblock)
-// and to the VFS, which outlives every superblock; everything else is Sync.
+// SAFETY: the raw pointer is to the root dentry, owned by this superblock;
+// everything else is Sync.
 unsafe impl Send for SuperBlock {}
 // SAFETY: as above.
 unsafe impl Sync for SuperBlock {}
@@ -72,12 +70,6 @@ impl SuperBlock {
     pub fn root(&self) -> *const Dentry {
         // Acquire: pairs with the release store at creation.
         self.root.load(Ordering::Acquire)
-    }
-
-    pub(crate) fn vfs(&self) -> &VfsInner {
-        // SAFETY: the VFS outlives every superblock (it tears them down in
-        // its own Drop).
-        unsafe { &*self.vfs }
     }
 
     /// Reserves one inode against the instance limit (ENOSPC when full).
@@ -97,7 +89,10 @@ impl SuperBlock {
     /// is ENOSPC (checked against the cheap approximate sum, as Linux does).
     pub(crate) fn charge_blocks(&self, delta_512: i64) -> SysResult<()> {
         let delta_pages = delta_512 / 8;
-        if delta_pages > 0 && (self.used_blocks.read_approx() + delta_pages) as u64 > self.limits.max_bytes / BLOCK_SIZE {
+        if delta_pages > 0
+            && (self.used_blocks.read_approx() + delta_pages) as u64
+                > self.limits.max_bytes / BLOCK_SIZE
+        {
             return Err(Errno::ENOSPC);
         }
         self.used_blocks.add(delta_pages);

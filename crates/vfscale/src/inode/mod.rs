@@ -53,12 +53,18 @@ struct AtomicTime {
 
 impl AtomicTime {
     fn new(t: Timespec) -> Self {
-        AtomicTime { sec: AtomicI64::new(t.sec), nsec: AtomicI64::new(t.nsec) }
+        AtomicTime {
+            sec: AtomicI64::new(t.sec),
+            nsec: AtomicI64::new(t.nsec),
+        }
     }
     // Relaxed: both accessors run inside the inode's seqcount sections, whose
     // fences order them (see SeqCount).
     fn load(&self) -> Timespec {
-        Timespec { sec: self.sec.load(Ordering::Relaxed), nsec: self.nsec.load(Ordering::Relaxed) }
+        Timespec {
+            sec: self.sec.load(Ordering::Relaxed),
+            nsec: self.nsec.load(Ordering::Relaxed),
+        }
     }
     fn store(&self, t: Timespec) {
         self.sec.store(t.sec, Ordering::Relaxed);
@@ -102,7 +108,10 @@ pub struct Inode {
 }
 
 const _: () = {
-    assert!(offset_of!(Inode, refcount) >= 128, "write-hot fields must not share the attribute lines");
+    assert!(
+        offset_of!(Inode, refcount) >= 128,
+        "write-hot fields must not share the attribute lines"
+    );
     assert!(offset_of!(Inode, sb) < 128);
     assert!(size_of::<Inode>() == 192, "an inode is three cache lines");
 };
@@ -116,14 +125,28 @@ unsafe impl Sync for Inode {}
 
 /// Current wall-clock time.
 pub fn now() -> Timespec {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: clock_gettime writes only into the timespec we pass.
     unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    Timespec { sec: ts.tv_sec, nsec: ts.tv_nsec }
+    Timespec {
+        sec: ts.tv_sec,
+        nsec: ts.tv_nsec,
+    }
 }
 
 impl Inode {
-    pub(crate) fn new(sb: *const SuperBlock, ino: u64, mode: u32, uid: u32, gid: u32, rdev: u64, body: InodeBody) -> Inode {
+    pub(crate) fn new(
+        sb: *const SuperBlock,
+        ino: u64,
+        mode: u32,
+        uid: u32,
+        gid: u32,
+        rdev: u64,
+        body: InodeBody,
+    ) -> Inode {
         let t = now();
         let nlink = if s_isdir(mode) { 2 } else { 1 };
         Inode {
@@ -261,7 +284,9 @@ impl AttrWriter<'_> {
     }
     pub fn set_mode(&mut self, mode: u32) {
         let ty = self.inode.mode.load(Ordering::Relaxed) & S_IFMT;
-        self.inode.mode.store(ty | (mode & !S_IFMT), Ordering::Relaxed);
+        self.inode
+            .mode
+            .store(ty | (mode & !S_IFMT), Ordering::Relaxed);
     }
     pub fn set_uid(&mut self, uid: u32) {
         self.inode.uid.store(uid, Ordering::Relaxed);

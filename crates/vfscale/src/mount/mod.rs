@@ -39,6 +39,11 @@ unsafe impl Send for Mount {}
 unsafe impl Sync for Mount {}
 
 impl Mount {
+    /// A unique id (as /proc/self/mountinfo's).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
     pub fn sb(&self) -> &SuperBlock {
         // SAFETY: the mount owns a strong count until it is freed.
         unsafe { &*self.sb }
@@ -89,7 +94,10 @@ impl Default for MountTable {
 impl MountTable {
     /// The mount on (mnt, dentry), or null. Lock-free.
     pub(crate) fn lookup(&self, mnt: *const Mount, dentry: *const Dentry) -> *const Mount {
-        self.hash.pin().get(&(mnt as usize, dentry as usize)).map_or(core::ptr::null(), |&m| m as *const Mount)
+        self.hash
+            .pin()
+            .get(&(mnt as usize, dentry as usize))
+            .map_or(core::ptr::null(), |&m| m as *const Mount)
     }
 
     pub fn root(&self) -> *const Mount {
@@ -125,15 +133,25 @@ impl VfsInner {
 
     /// Attaches `child` on (parent, mountpoint); takes the references the
     /// attachment holds. Caller holds the table lock (passes its list).
-    pub(crate) fn attach_mount(&self, list: &mut Vec<usize>, child: *const Mount, parent: *const Mount, mountpoint: *const Dentry) {
+    pub(crate) fn attach_mount(
+        &self,
+        list: &mut Vec<usize>,
+        child: *const Mount,
+        parent: *const Mount,
+        mountpoint: *const Dentry,
+    ) {
         // SAFETY: the caller keeps all three alive.
         let (c, mp) = unsafe { (&*child, &*mountpoint) };
         self.mntget(parent);
         self.dget(mountpoint);
         self.mounts.seq.write_begin();
         c.parent.store(parent as *mut Mount, Ordering::Release);
-        c.mountpoint.store(mountpoint as *mut Dentry, Ordering::Release);
-        self.mounts.hash.pin().insert((parent as usize, mountpoint as usize), child as usize);
+        c.mountpoint
+            .store(mountpoint as *mut Dentry, Ordering::Release);
+        self.mounts
+            .hash
+            .pin()
+            .insert((parent as usize, mountpoint as usize), child as usize);
         mp.set_flag(D_MOUNTED);
         self.mounts.seq.write_end();
         list.push(child as usize);
@@ -147,12 +165,17 @@ impl VfsInner {
         let parent = c.parent_ptr();
         let mp = c.mountpoint_ptr();
         self.mounts.seq.write_begin();
-        self.mounts.hash.pin().remove(&(parent as usize, mp as usize));
+        self.mounts
+            .hash
+            .pin()
+            .remove(&(parent as usize, mp as usize));
         // SAFETY: the attachment holds a reference on the mountpoint.
-        let still_mounted = list.iter().any(|&m| m != child as usize && {
-            // SAFETY: attached mounts are live.
-            let o = unsafe { &*(m as *const Mount) };
-            o.mountpoint_ptr() == mp && o.parent_ptr() == parent
+        let still_mounted = list.iter().any(|&m| {
+            m != child as usize && {
+                // SAFETY: attached mounts are live.
+                let o = unsafe { &*(m as *const Mount) };
+                o.mountpoint_ptr() == mp && o.parent_ptr() == parent
+            }
         });
         if !still_mounted {
             unsafe { &*mp }.clear_flag(D_MOUNTED);
@@ -198,9 +221,15 @@ impl VfsInner {
         // The superblock struct itself may still be read by walkers holding
         // guards: free it through the collector.
         // SAFETY: boxed here, reclaimed once by `reclaim::boxed`.
-        unsafe { self.collector.retire(Box::into_raw(Box::new(sb)), seize::reclaim::boxed) };
+        unsafe {
+            self.collector
+                .retire(Box::into_raw(Box::new(sb)), seize::reclaim::boxed)
+        };
         self.stats.mounts.dec();
         // SAFETY: detached and dead: unreachable for new walkers.
-        unsafe { self.collector.retire(m as *mut Mount, seize::reclaim::boxed) };
+        unsafe {
+            self.collector
+                .retire(m as *mut Mount, seize::reclaim::boxed)
+        };
     }
 }

@@ -37,7 +37,9 @@ fn inode_dev(inode: &Inode) -> u64 {
 
 impl Process {
     pub(crate) fn sys_fstat(&self, fd: Fd) -> SysResult<Stat> {
-        self.with_file(fd, true, |f| Ok(stat_of(&f.inode().attr(), inode_dev(f.inode()))))
+        self.with_file(fd, true, |f| {
+            Ok(stat_of(&f.inode().attr(), inode_dev(f.inode())))
+        })
     }
 
     pub(crate) fn sys_fstatat(&self, dirfd: Fd, path: &[u8], flags: i32) -> SysResult<Stat> {
@@ -50,8 +52,17 @@ impl Process {
         Ok(stat_of(&inode.attr(), inode_dev(inode)))
     }
 
-    pub(crate) fn sys_statx(&self, dirfd: Fd, path: &[u8], flags: i32, mask: u32) -> SysResult<Statx> {
-        if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | AT_NO_AUTOMOUNT | AT_STATX_SYNC_TYPE) != 0 || flags & AT_STATX_SYNC_TYPE == AT_STATX_SYNC_TYPE {
+    pub(crate) fn sys_statx(
+        &self,
+        dirfd: Fd,
+        path: &[u8],
+        flags: i32,
+        mask: u32,
+    ) -> SysResult<Statx> {
+        if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | AT_NO_AUTOMOUNT | AT_STATX_SYNC_TYPE)
+            != 0
+            || flags & AT_STATX_SYNC_TYPE == AT_STATX_SYNC_TYPE
+        {
             return Err(Errno::EINVAL);
         }
         if mask & 0x8000_0000 != 0 {
@@ -83,8 +94,16 @@ impl Process {
         })
     }
 
-    pub(crate) fn sys_faccessat(&self, dirfd: Fd, path: &[u8], mode: i32, flags: i32) -> SysResult<()> {
-        if mode & !(R_OK | W_OK | X_OK) != 0 || flags & !(AT_EACCESS | AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+    pub(crate) fn sys_faccessat(
+        &self,
+        dirfd: Fd,
+        path: &[u8],
+        mode: i32,
+        flags: i32,
+    ) -> SysResult<()> {
+        if mode & !(R_OK | W_OK | X_OK) != 0
+            || flags & !(AT_EACCESS | AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0
+        {
             return Err(Errno::EINVAL);
         }
         let real;
@@ -119,7 +138,13 @@ impl Process {
         Ok(())
     }
 
-    pub(crate) fn sys_fchmodat(&self, dirfd: Fd, path: &[u8], mode: u32, flags: i32) -> SysResult<()> {
+    pub(crate) fn sys_fchmodat(
+        &self,
+        dirfd: Fd,
+        path: &[u8],
+        mode: u32,
+        flags: i32,
+    ) -> SysResult<()> {
         if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
             return Err(Errno::EINVAL);
         }
@@ -154,7 +179,14 @@ impl Process {
         Ok(())
     }
 
-    pub(crate) fn sys_fchownat(&self, dirfd: Fd, path: &[u8], uid: u32, gid: u32, flags: i32) -> SysResult<()> {
+    pub(crate) fn sys_fchownat(
+        &self,
+        dirfd: Fd,
+        path: &[u8],
+        uid: u32,
+        gid: u32,
+        flags: i32,
+    ) -> SysResult<()> {
         if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
             return Err(Errno::EINVAL);
         }
@@ -170,7 +202,8 @@ impl Process {
     fn utimes_inode(&self, inode: &Inode, times: Option<[Timespec; 2]>) -> SysResult<()> {
         let [at, mt] = times.unwrap_or([Timespec::NOW, Timespec::NOW]);
         for t in [at, mt] {
-            if t.nsec != UTIME_NOW && t.nsec != UTIME_OMIT && !(0..1_000_000_000).contains(&t.nsec) {
+            if t.nsec != UTIME_NOW && t.nsec != UTIME_OMIT && !(0..1_000_000_000).contains(&t.nsec)
+            {
                 return Err(Errno::EINVAL);
             }
         }
@@ -195,7 +228,13 @@ impl Process {
         Ok(())
     }
 
-    pub(crate) fn sys_utimensat(&self, dirfd: Fd, path: &[u8], times: Option<[Timespec; 2]>, flags: i32) -> SysResult<()> {
+    pub(crate) fn sys_utimensat(
+        &self,
+        dirfd: Fd,
+        path: &[u8],
+        times: Option<[Timespec; 2]>,
+        flags: i32,
+    ) -> SysResult<()> {
         if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
             return Err(Errno::EINVAL);
         }

@@ -29,7 +29,13 @@ impl Process {
     fn set_dir(&self, set_root: bool, dirfd: Fd, path: &[u8], at_flags: i32) -> SysResult<()> {
         let _g = self.vfs.collector.enter();
         let new = loop {
-            let found = self.lookup_at(&self.cred, dirfd, path, at_flags, WALK_FOLLOW | WALK_DIRECTORY)?;
+            let found = self.lookup_at(
+                &self.cred,
+                dirfd,
+                path,
+                at_flags,
+                WALK_FOLLOW | WALK_DIRECTORY,
+            )?;
             if let Some(p) = self.grab_dir(&found)? {
                 break p;
             }
@@ -45,9 +51,7 @@ impl Process {
     }
 
     pub(crate) fn sys_fchdir(&self, fd: Fd) -> SysResult<()> {
-        let f = self.fd_file(fd)?;
-        drop(f.file());
-        self.vfs.fput(f);
+        self.vfs.fput(self.fd_file(fd)?);
         self.set_dir(false, fd, b"", AT_EMPTY_PATH)
     }
 
@@ -56,7 +60,8 @@ impl Process {
             // Resolve first so a bad path reports its own error, as Linux
             // checks the capability after the lookup.
             let _g = self.vfs.collector.enter();
-            let found = self.lookup_at(&self.cred, AT_FDCWD, path, 0, WALK_FOLLOW | WALK_DIRECTORY)?;
+            let found =
+                self.lookup_at(&self.cred, AT_FDCWD, path, 0, WALK_FOLLOW | WALK_DIRECTORY)?;
             let (m, u, g) = found.inode().perm_attr();
             may_access(&self.cred, m, u, g, MAY_EXEC)?;
             return Err(Errno::EPERM);
@@ -87,12 +92,18 @@ impl Process {
                     parts.push(b"(unreachable)".to_vec());
                     break;
                 }
-                cur = PathPtr { mnt: parent, dentry: m.mountpoint_ptr() };
+                cur = PathPtr {
+                    mnt: parent,
+                    dentry: m.mountpoint_ptr(),
+                };
                 continue;
             }
             let d = unsafe { &*cur.dentry };
             parts.push(d.name());
-            cur = PathPtr { mnt: cur.mnt, dentry: d.parent_ptr() };
+            cur = PathPtr {
+                mnt: cur.mnt,
+                dentry: d.parent_ptr(),
+            };
         }
         let mut out = Vec::new();
         for p in parts.iter().rev() {
@@ -121,14 +132,26 @@ impl Process {
             self.vfs.mntget(p.mnt);
         }
         let fs = FsContext::new(root, cwd, self.umask_bits());
-        Ok(Process { vfs: self.vfs.clone(), cred: self.cred.clone(), fs: Arc::new(fs), files: Arc::new(self.files.duplicate(&self.vfs)), exited: false })
+        Ok(Process {
+            vfs: self.vfs.clone(),
+            cred: self.cred.clone(),
+            fs: Arc::new(fs),
+            files: Arc::new(self.files.duplicate(&self.vfs)),
+            exited: false,
+        })
     }
 
     /// A thread of this process: shares the fd table and fs context
     /// (CLONE_FILES | CLONE_FS), for embedders that run one process on
     /// several threads.
     pub fn clone_thread(&self) -> Process {
-        Process { vfs: self.vfs.clone(), cred: self.cred.clone(), fs: self.fs.clone(), files: self.files.clone(), exited: false }
+        Process {
+            vfs: self.vfs.clone(),
+            cred: self.cred.clone(),
+            fs: self.fs.clone(),
+            files: self.files.clone(),
+            exited: false,
+        }
     }
 
     /// A process with the same root, cwd, umask and descriptors but other

@@ -18,15 +18,16 @@ impl Process {
             let mut pos = file.pos.lock();
             let locked = index.read();
             let mut used = 0;
-            let mut emit = |ino: u64, next: u64, dtype: u8, name: &[u8], used: &mut usize| -> bool {
-                match put_dirent64(buf, *used, ino, next as i64, dtype, name) {
-                    Some(n) => {
-                        *used += n;
-                        true
+            let mut emit =
+                |ino: u64, next: u64, dtype: u8, name: &[u8], used: &mut usize| -> bool {
+                    match put_dirent64(buf, *used, ino, next as i64, dtype, name) {
+                        Some(n) => {
+                            *used += n;
+                            true
+                        }
+                        None => false,
                     }
-                    None => false,
-                }
-            };
+                };
             if locked.dead {
                 return Ok(0);
             }
@@ -41,9 +42,17 @@ impl Process {
                 // referenced by their children.
                 let d = unsafe { &*file.dentry };
                 let parent = d.parent_ptr();
-                let pino = if parent.is_null() { inode.ino() } else { unsafe { &*(*parent).inode_ptr() }.ino() };
+                let pino = if parent.is_null() {
+                    inode.ino()
+                } else {
+                    unsafe { &*(*parent).inode_ptr() }.ino()
+                };
                 if !emit(pino, FIRST_CHILD_COOKIE, DT_DIR, b"..", &mut used) {
-                    return if used == 0 { Err(Errno::EINVAL) } else { Ok(used) };
+                    return if used == 0 {
+                        Err(Errno::EINVAL)
+                    } else {
+                        Ok(used)
+                    };
                 }
                 *pos = FIRST_CHILD_COOKIE;
             }
@@ -55,7 +64,13 @@ impl Process {
                 let ci = unsafe { &*c.inode_ptr() };
                 name.clear();
                 c.name_into(&mut name);
-                if !emit(ci.ino(), cookie + 1, mode_to_dtype(ci.file_type()), &name, &mut used) {
+                if !emit(
+                    ci.ino(),
+                    cookie + 1,
+                    mode_to_dtype(ci.file_type()),
+                    &name,
+                    &mut used,
+                ) {
                     if used == 0 {
                         return Err(Errno::EINVAL);
                     }

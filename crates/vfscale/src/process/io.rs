@@ -38,7 +38,12 @@ impl Process {
         r
     }
 
-    fn read_file(&self, file: &OpenFile, bufs: &mut [&mut [u8]], offset: Option<i64>) -> SysResult<usize> {
+    fn read_file(
+        &self,
+        file: &OpenFile,
+        bufs: &mut [&mut [u8]],
+        offset: Option<i64>,
+    ) -> SysResult<usize> {
         let inode = file.inode();
         let data = match inode.file_type() {
             S_IFDIR => return Err(Errno::EISDIR),
@@ -50,7 +55,11 @@ impl Process {
                 return Err(Errno::EINVAL);
             }
         }
-        let mut pos_guard = if offset.is_none() { Some(file.pos.lock()) } else { None };
+        let mut pos_guard = if offset.is_none() {
+            Some(file.pos.lock())
+        } else {
+            None
+        };
         let mut pos = offset.map_or_else(|| **pos_guard.as_ref().unwrap(), |o| o as u64);
         let mut total = 0;
         {
@@ -93,12 +102,27 @@ impl Process {
             }
         }
         let len: usize = bufs.iter().map(|b| b.len()).sum();
-        let mut pos_guard = if offset.is_none() { Some(file.pos.lock()) } else { None };
+        let mut pos_guard = if offset.is_none() {
+            Some(file.pos.lock())
+        } else {
+            None
+        };
         let mut d = data.write();
         let append = file.status() & O_APPEND != 0;
-        let mut pos = if append { d.len() } else { offset.map_or_else(|| **pos_guard.as_ref().unwrap(), |o| o as u64) };
-        if pos.checked_add(len as u64).is_none_or(|e| e > i64::MAX as u64) {
-            return Err(if offset.is_some() { Errno::EINVAL } else { Errno::EFBIG });
+        let mut pos = if append {
+            d.len()
+        } else {
+            offset.map_or_else(|| **pos_guard.as_ref().unwrap(), |o| o as u64)
+        };
+        if pos
+            .checked_add(len as u64)
+            .is_none_or(|e| e > i64::MAX as u64)
+        {
+            return Err(if offset.is_some() {
+                Errno::EINVAL
+            } else {
+                Errno::EFBIG
+            });
         }
         if len == 0 {
             return Ok(0);
@@ -197,7 +221,10 @@ impl Process {
                 // Directory positions are readdir cookies.
                 match whence {
                     SEEK_SET if offset >= 0 => offset,
-                    SEEK_CUR => (*pos as i64).checked_add(offset).filter(|&p| p >= 0).ok_or(Errno::EINVAL)?,
+                    SEEK_CUR => (*pos as i64)
+                        .checked_add(offset)
+                        .filter(|&p| p >= 0)
+                        .ok_or(Errno::EINVAL)?,
                     _ => return Err(Errno::EINVAL),
                 }
             } else {
@@ -211,7 +238,11 @@ impl Process {
                             return Err(Errno::ENXIO);
                         }
                         let data = inode.file_data().ok_or(Errno::EINVAL)?.read();
-                        let r = if whence == SEEK_DATA { data.seek_data(offset as u64) } else { data.seek_hole(offset as u64) };
+                        let r = if whence == SEEK_DATA {
+                            data.seek_data(offset as u64)
+                        } else {
+                            data.seek_hole(offset as u64)
+                        };
                         r? as i64
                     }
                     _ => return Err(Errno::EINVAL),

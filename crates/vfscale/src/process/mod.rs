@@ -66,8 +66,14 @@ impl FsContext {
             // Relaxed: ordered by the seqcount; the pointees are kept
             // allocated by the caller's guard.
             let r = (
-                PathPtr { mnt: self.root_mnt.load(Ordering::Relaxed), dentry: self.root_dentry.load(Ordering::Relaxed) },
-                PathPtr { mnt: self.cwd_mnt.load(Ordering::Relaxed), dentry: self.cwd_dentry.load(Ordering::Relaxed) },
+                PathPtr {
+                    mnt: self.root_mnt.load(Ordering::Relaxed),
+                    dentry: self.root_dentry.load(Ordering::Relaxed),
+                },
+                PathPtr {
+                    mnt: self.cwd_mnt.load(Ordering::Relaxed),
+                    dentry: self.cwd_dentry.load(Ordering::Relaxed),
+                },
             );
             if !self.seq.read_retry(s) {
                 return r;
@@ -79,9 +85,16 @@ impl FsContext {
     /// over) and returns the old one (whose references the caller puts).
     fn set(&self, which_root: bool, new: PathPtr) -> PathPtr {
         let _l = self.lock.lock();
-        let (m, d) = if which_root { (&self.root_mnt, &self.root_dentry) } else { (&self.cwd_mnt, &self.cwd_dentry) };
+        let (m, d) = if which_root {
+            (&self.root_mnt, &self.root_dentry)
+        } else {
+            (&self.cwd_mnt, &self.cwd_dentry)
+        };
         self.seq.write_begin();
-        let old = PathPtr { mnt: m.swap(new.mnt as *mut _, Ordering::Relaxed), dentry: d.swap(new.dentry as *mut _, Ordering::Relaxed) };
+        let old = PathPtr {
+            mnt: m.swap(new.mnt as *mut _, Ordering::Relaxed),
+            dentry: d.swap(new.dentry as *mut _, Ordering::Relaxed),
+        };
         self.seq.write_end();
         old
     }
@@ -100,13 +113,22 @@ impl Process {
     pub(crate) fn new(vfs: Arc<VfsInner>, cred: Cred) -> Process {
         let m = vfs.mounts.root();
         // SAFETY: the root mount lives as long as the VFS.
-        let root = PathPtr { mnt: m, dentry: unsafe { &*m }.root };
+        let root = PathPtr {
+            mnt: m,
+            dentry: unsafe { &*m }.root,
+        };
         for _ in 0..2 {
             vfs.mntget(root.mnt);
             vfs.dget(root.dentry);
         }
         let files = Arc::new(FdTable::new(vfs.config.fd_limit));
-        Process { fs: Arc::new(FsContext::new(root, root, 0o022)), cred: Arc::new(cred), files, vfs, exited: false }
+        Process {
+            fs: Arc::new(FsContext::new(root, root, 0o022)),
+            cred: Arc::new(cred),
+            files,
+            vfs,
+            exited: false,
+        }
     }
 
     /// The process's credentials.
@@ -126,7 +148,9 @@ impl Process {
     /// A process with other credentials sharing nothing but the namespace
     /// root (like a fresh login).
     pub fn vfs(&self) -> crate::Vfs {
-        crate::Vfs { inner: self.vfs.clone() }
+        crate::Vfs {
+            inner: self.vfs.clone(),
+        }
     }
 
     fn umask_bits(&self) -> u32 {
@@ -143,14 +167,27 @@ impl Process {
             return Ok((cwd, unsafe { &*cwd.dentry }.inode_ptr()));
         }
         let f = self.files.get(&self.vfs, dirfd)?;
-        let r = (PathPtr { mnt: f.file().mnt, dentry: f.file().dentry }, f.file().inode);
+        let r = (
+            PathPtr {
+                mnt: f.file().mnt,
+                dentry: f.file().dentry,
+            },
+            f.file().inode,
+        );
         self.vfs.fput(f);
         Ok(r)
     }
 
     /// Resolves `path` relative to `dirfd` with *at-style flags
     /// (AT_SYMLINK_NOFOLLOW, AT_EMPTY_PATH). Caller holds a guard.
-    fn lookup_at(&self, cred: &Cred, dirfd: Fd, path: &[u8], at_flags: i32, walk_flags: u32) -> SysResult<Found> {
+    fn lookup_at(
+        &self,
+        cred: &Cred,
+        dirfd: Fd,
+        path: &[u8],
+        at_flags: i32,
+        walk_flags: u32,
+    ) -> SysResult<Found> {
         let (root, cwd) = self.fs.get();
         if path.is_empty() {
             if at_flags & AT_EMPTY_PATH == 0 {
@@ -159,10 +196,22 @@ impl Process {
             let (p, inode) = self.dirfd_path(dirfd, cwd)?;
             // SAFETY: as in `dirfd_path`.
             let seq = unsafe { &*p.dentry }.seq.read_begin();
-            return Ok(Found { path: p, seq, inode });
+            return Ok(Found {
+                path: p,
+                seq,
+                inode,
+            });
         }
-        let start = if path[0] == b'/' { cwd } else { self.start_dir(dirfd, cwd)? };
-        let follow = if at_flags & AT_SYMLINK_NOFOLLOW != 0 { 0 } else { WALK_FOLLOW };
+        let start = if path[0] == b'/' {
+            cwd
+        } else {
+            self.start_dir(dirfd, cwd)?
+        };
+        let follow = if at_flags & AT_SYMLINK_NOFOLLOW != 0 {
+            0
+        } else {
+            WALK_FOLLOW
+        };
         self.vfs.walk(cred, root, start, path, walk_flags | follow)
     }
 
@@ -180,7 +229,11 @@ impl Process {
     /// Splits `path` into its parent directory and last component.
     fn parent_at<'p>(&self, dirfd: Fd, path: &'p [u8]) -> SysResult<Parent<'p>> {
         let (root, cwd) = self.fs.get();
-        let start = if path.first() == Some(&b'/') || path.is_empty() { cwd } else { self.start_dir(dirfd, cwd)? };
+        let start = if path.first() == Some(&b'/') || path.is_empty() {
+            cwd
+        } else {
+            self.start_dir(dirfd, cwd)?
+        };
         self.vfs.walk_parent(&self.cred, root, start, path)
     }
 
@@ -206,8 +259,17 @@ impl Process {
     }
 
     /// Runs `op` on the file at `fd` and puts the reference afterwards.
-    fn with_file<R>(&self, fd: Fd, allow_path: bool, op: impl FnOnce(&crate::file::OpenFile) -> SysResult<R>) -> SysResult<R> {
-        let f = if allow_path { self.fd_file(fd)? } else { self.fd_file_nopath(fd)? };
+    fn with_file<R>(
+        &self,
+        fd: Fd,
+        allow_path: bool,
+        op: impl FnOnce(&crate::file::OpenFile) -> SysResult<R>,
+    ) -> SysResult<R> {
+        let f = if allow_path {
+            self.fd_file(fd)?
+        } else {
+            self.fd_file_nopath(fd)?
+        };
         let r = op(f.file());
         self.vfs.fput(f);
         r

@@ -7,7 +7,13 @@ use crate::fs::tmpfs::Tmpfs;
 use crate::mount::Mount;
 
 impl Process {
-    pub(crate) fn sys_mount(&self, source: &[u8], target: &[u8], fstype: &[u8], flags: u64) -> SysResult<()> {
+    pub(crate) fn sys_mount(
+        &self,
+        source: &[u8],
+        target: &[u8],
+        fstype: &[u8],
+        flags: u64,
+    ) -> SysResult<()> {
         if !self.cred.is_root() {
             return Err(Errno::EPERM);
         }
@@ -17,7 +23,11 @@ impl Process {
         let (sb, root) = if flags & MS_BIND != 0 {
             let src = self.lookup_at(&self.cred, AT_FDCWD, source, 0, WALK_FOLLOW)?;
             if src.inode().is_dir() != tgt.inode().is_dir() {
-                return Err(if tgt.inode().is_dir() { Errno::ENOTDIR } else { Errno::EISDIR });
+                return Err(if tgt.inode().is_dir() {
+                    Errno::ENOTDIR
+                } else {
+                    Errno::EISDIR
+                });
             }
             if !self.vfs.dget_validated(src.path.dentry, src.seq) {
                 return Err(Errno::ENOENT);
@@ -45,20 +55,33 @@ impl Process {
             return Err(Errno::ENOENT);
         }
         let m = self.vfs.new_mount(sb, root);
-        self.vfs.attach_mount(&mut list, m, tgt.path.mnt, tgt.path.dentry);
+        self.vfs
+            .attach_mount(&mut list, m, tgt.path.mnt, tgt.path.dentry);
         Ok(())
     }
 
     pub(crate) fn sys_umount2(&self, target: &[u8], flags: i32) -> SysResult<()> {
-        if flags & !(MNT_FORCE | MNT_DETACH | MNT_EXPIRE | UMOUNT_NOFOLLOW) != 0 || (flags & MNT_EXPIRE != 0 && flags & (MNT_FORCE | MNT_DETACH) != 0) {
+        if flags & !(MNT_FORCE | MNT_DETACH | MNT_EXPIRE | UMOUNT_NOFOLLOW) != 0
+            || (flags & MNT_EXPIRE != 0 && flags & (MNT_FORCE | MNT_DETACH) != 0)
+        {
             return Err(Errno::EINVAL);
         }
         if !self.cred.is_root() {
             return Err(Errno::EPERM);
         }
         let _g = self.vfs.collector.enter();
-        let walk = if flags & UMOUNT_NOFOLLOW != 0 { 0 } else { WALK_FOLLOW };
-        let found = self.lookup_at(&self.cred, AT_FDCWD, target, if walk == 0 { AT_SYMLINK_NOFOLLOW } else { 0 }, walk)?;
+        let walk = if flags & UMOUNT_NOFOLLOW != 0 {
+            0
+        } else {
+            WALK_FOLLOW
+        };
+        let found = self.lookup_at(
+            &self.cred,
+            AT_FDCWD,
+            target,
+            if walk == 0 { AT_SYMLINK_NOFOLLOW } else { 0 },
+            walk,
+        )?;
         let mut list = self.vfs.mounts.lock.lock();
         let m = found.path.mnt;
         // SAFETY: guarded; attached while we hold the table lock (checked).

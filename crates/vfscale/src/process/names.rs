@@ -21,7 +21,18 @@ impl Process {
     /// Creates a node named `key` in the locked directory `dir` (dentry
     /// `dir_d`) and returns its dentry, pinned by the namespace reference.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn create_locked(&self, index: &mut RwLockWriteGuard<'_, DirIndex>, dir_d: *const Dentry, dir: &Inode, key: &NameKey<'_>, mode: u32, uid: u32, gid: u32, rdev: u64, body: InodeBody) -> SysResult<*const Dentry> {
+    pub(crate) fn create_locked(
+        &self,
+        index: &mut RwLockWriteGuard<'_, DirIndex>,
+        dir_d: *const Dentry,
+        dir: &Inode,
+        key: &NameKey<'_>,
+        mode: u32,
+        uid: u32,
+        gid: u32,
+        rdev: u64,
+        body: InodeBody,
+    ) -> SysResult<*const Dentry> {
         let sb = unsafe { &*dir.sb };
         if sb.used_inodes.read_approx() as u64 >= sb.limits.max_inodes {
             return Err(Errno::ENOSPC);
@@ -41,7 +52,12 @@ impl Process {
     /// over): instantiates a cached negative dentry or inserts a new one.
     /// Caller holds the directory lock exclusively and has checked the name
     /// is free.
-    fn bind_name(&self, dir_d: *const Dentry, key: &NameKey<'_>, inode: *const Inode) -> *const Dentry {
+    fn bind_name(
+        &self,
+        dir_d: *const Dentry,
+        key: &NameKey<'_>,
+        inode: *const Inode,
+    ) -> *const Dentry {
         // SAFETY (whole function): the directory lock keeps `dir_d` live;
         // dentries found under the bucket lock are live.
         let sb = unsafe { &*(*dir_d).sb };
@@ -74,7 +90,11 @@ impl Process {
 
     /// Resolves the parent of a name to create and locks it: the common
     /// prologue of mkdir, mknod, symlink and link.
-    fn create_prologue<R>(&self, parent: &Parent<'_>, op: impl FnOnce(&mut RwLockWriteGuard<'_, DirIndex>, &Inode, &NameKey<'_>) -> SysResult<R>) -> SysResult<R> {
+    fn create_prologue<R>(
+        &self,
+        parent: &Parent<'_>,
+        op: impl FnOnce(&mut RwLockWriteGuard<'_, DirIndex>, &Inode, &NameKey<'_>) -> SysResult<R>,
+    ) -> SysResult<R> {
         let name = match parent.last {
             Last::Name(n) => n,
             _ => return Err(Errno::EEXIST),
@@ -99,9 +119,25 @@ impl Process {
         let _g = self.vfs.collector.enter();
         let parent = self.parent_at(dirfd, path)?;
         self.create_prologue(&parent, |idx, dir, key| {
-            let (uid, gid, m) = new_inode_owner(&self.cred, dir.perm_attr().0, dir.perm_attr().2, S_IFDIR | (mode & (0o777 | S_ISVTX)));
+            let (uid, gid, m) = new_inode_owner(
+                &self.cred,
+                dir.perm_attr().0,
+                dir.perm_attr().2,
+                S_IFDIR | (mode & (0o777 | S_ISVTX)),
+            );
             let m = (m & !(self.umask_bits() & 0o777)) | S_IFDIR;
-            self.create_locked(idx, parent.dir.path.dentry, dir, key, m, uid, gid, 0, InodeBody::Directory(RwLock::new(DirIndex::new()))).map(drop)
+            self.create_locked(
+                idx,
+                parent.dir.path.dentry,
+                dir,
+                key,
+                m,
+                uid,
+                gid,
+                0,
+                InodeBody::Directory(RwLock::new(DirIndex::new())),
+            )
+            .map(drop)
         })
     }
 
@@ -121,18 +157,51 @@ impl Process {
         let _g = self.vfs.collector.enter();
         let parent = self.parent_at(dirfd, path)?;
         if parent.trailing_slash {
-            return Err(if matches!(parent.last, Last::Name(_)) { Errno::ENOENT } else { Errno::EEXIST });
+            return Err(if matches!(parent.last, Last::Name(_)) {
+                Errno::ENOENT
+            } else {
+                Errno::EEXIST
+            });
         }
         self.create_prologue(&parent, |idx, dir, key| {
-            let (uid, gid, m) = new_inode_owner(&self.cred, dir.perm_attr().0, dir.perm_attr().2, ty | (mode & S_IALLUGO));
+            let (uid, gid, m) = new_inode_owner(
+                &self.cred,
+                dir.perm_attr().0,
+                dir.perm_attr().2,
+                ty | (mode & S_IALLUGO),
+            );
             let m = (m & !self.umask_bits()) | ty;
-            let body = if ty == S_IFREG { InodeBody::Regular(RwLock::new(Default::default())) } else { InodeBody::Special };
-            let rdev = if matches!(ty, S_IFCHR | S_IFBLK) { dev } else { 0 };
-            self.create_locked(idx, parent.dir.path.dentry, dir, key, m, uid, gid, rdev, body).map(drop)
+            let body = if ty == S_IFREG {
+                InodeBody::Regular(RwLock::new(Default::default()))
+            } else {
+                InodeBody::Special
+            };
+            let rdev = if matches!(ty, S_IFCHR | S_IFBLK) {
+                dev
+            } else {
+                0
+            };
+            self.create_locked(
+                idx,
+                parent.dir.path.dentry,
+                dir,
+                key,
+                m,
+                uid,
+                gid,
+                rdev,
+                body,
+            )
+            .map(drop)
         })
     }
 
-    pub(crate) fn sys_symlinkat(&self, target: &[u8], newdirfd: Fd, linkpath: &[u8]) -> SysResult<()> {
+    pub(crate) fn sys_symlinkat(
+        &self,
+        target: &[u8],
+        newdirfd: Fd,
+        linkpath: &[u8],
+    ) -> SysResult<()> {
         crate::dcache::walk::check_path(target)?;
         if target.is_empty() {
             return Err(Errno::ENOENT);
@@ -140,11 +209,30 @@ impl Process {
         let _g = self.vfs.collector.enter();
         let parent = self.parent_at(newdirfd, linkpath)?;
         if parent.trailing_slash {
-            return Err(if matches!(parent.last, Last::Name(_)) { Errno::ENOENT } else { Errno::EEXIST });
+            return Err(if matches!(parent.last, Last::Name(_)) {
+                Errno::ENOENT
+            } else {
+                Errno::EEXIST
+            });
         }
         self.create_prologue(&parent, |idx, dir, key| {
-            let (uid, gid, _) = new_inode_owner(&self.cred, dir.perm_attr().0, dir.perm_attr().2, S_IFLNK | 0o777);
-            let d = self.create_locked(idx, parent.dir.path.dentry, dir, key, S_IFLNK | 0o777, uid, gid, 0, InodeBody::Symlink(target.into()))?;
+            let (uid, gid, _) = new_inode_owner(
+                &self.cred,
+                dir.perm_attr().0,
+                dir.perm_attr().2,
+                S_IFLNK | 0o777,
+            );
+            let d = self.create_locked(
+                idx,
+                parent.dir.path.dentry,
+                dir,
+                key,
+                S_IFLNK | 0o777,
+                uid,
+                gid,
+                0,
+                InodeBody::Symlink(target.into()),
+            )?;
             // SAFETY: pinned by the namespace reference.
             let inode = unsafe { &*(*d).inode_ptr() };
             inode.update_attr(|a| a.set_size(target.len() as u64, 0));
@@ -152,12 +240,23 @@ impl Process {
         })
     }
 
-    pub(crate) fn sys_linkat(&self, olddirfd: Fd, oldpath: &[u8], newdirfd: Fd, newpath: &[u8], flags: i32) -> SysResult<()> {
+    pub(crate) fn sys_linkat(
+        &self,
+        olddirfd: Fd,
+        oldpath: &[u8],
+        newdirfd: Fd,
+        newpath: &[u8],
+        flags: i32,
+    ) -> SysResult<()> {
         if flags & !(AT_SYMLINK_FOLLOW | AT_EMPTY_PATH) != 0 {
             return Err(Errno::EINVAL);
         }
         let _g = self.vfs.collector.enter();
-        let at = if flags & AT_SYMLINK_FOLLOW != 0 { flags & AT_EMPTY_PATH } else { (flags & AT_EMPTY_PATH) | AT_SYMLINK_NOFOLLOW };
+        let at = if flags & AT_SYMLINK_FOLLOW != 0 {
+            flags & AT_EMPTY_PATH
+        } else {
+            (flags & AT_EMPTY_PATH) | AT_SYMLINK_NOFOLLOW
+        };
         let old = self.lookup_at(&self.cred, olddirfd, oldpath, at, 0)?;
         let parent = self.parent_at(newdirfd, newpath)?;
         let inode = old.inode();
@@ -165,11 +264,17 @@ impl Process {
             return Err(Errno::EPERM);
         }
         if parent.trailing_slash {
-            return Err(if matches!(parent.last, Last::Name(_)) { Errno::ENOENT } else { Errno::EEXIST });
+            return Err(if matches!(parent.last, Last::Name(_)) {
+                Errno::ENOENT
+            } else {
+                Errno::EEXIST
+            });
         }
         if old.path.mnt != parent.dir.path.mnt {
             // Different mounts: EXDEV (even of the same superblock, as Linux).
-            let Last::Name(_) = parent.last else { return Err(Errno::EEXIST) };
+            let Last::Name(_) = parent.last else {
+                return Err(Errno::EEXIST);
+            };
             return Err(Errno::EXDEV);
         }
         self.create_prologue(&parent, |idx, dir, key| {
@@ -203,7 +308,13 @@ impl Process {
         let name = match parent.last {
             Last::Name(n) => n,
             Last::Dot => return Err(if rmdir { Errno::EINVAL } else { Errno::EISDIR }),
-            Last::DotDot => return Err(if rmdir { Errno::ENOTEMPTY } else { Errno::EISDIR }),
+            Last::DotDot => {
+                return Err(if rmdir {
+                    Errno::ENOTEMPTY
+                } else {
+                    Errno::EISDIR
+                })
+            }
             Last::Root => return Err(if rmdir { Errno::EBUSY } else { Errno::EISDIR }),
         };
         let dir_d = parent.dir.path.dentry;
@@ -216,7 +327,9 @@ impl Process {
         let key = NameKey::new(name);
         let victim = self.vfs.lookup_exact(dir_d, &key);
         // SAFETY: live under the bucket and directory locks.
-        let vd = (!victim.is_null()).then(|| unsafe { &*victim }).ok_or(Errno::ENOENT)?;
+        let vd = (!victim.is_null())
+            .then(|| unsafe { &*victim })
+            .ok_or(Errno::ENOENT)?;
         let vi = vd.inode_ptr();
         if vi.is_null() {
             return Err(Errno::ENOENT);
@@ -263,7 +376,14 @@ impl Process {
     /// Removes a positive child's name (unlink, rmdir, rename's victim): the
     /// caller then drops the namespace reference with `dput`. For a
     /// directory victim the caller passes its locked (empty) index.
-    fn remove_name(&self, index: &mut DirIndex, dir: &Inode, vd: &Dentry, vi: &Inode, victim_index: Option<RwLockWriteGuard<'_, DirIndex>>) {
+    fn remove_name(
+        &self,
+        index: &mut DirIndex,
+        dir: &Inode,
+        vd: &Dentry,
+        vi: &Inode,
+        victim_index: Option<RwLockWriteGuard<'_, DirIndex>>,
+    ) {
         let is_dir = vi.is_dir();
         self.vfs.unhash(vd);
         // Relaxed: written under the directory lock we hold.
@@ -292,20 +412,44 @@ impl Process {
         });
     }
 
-    pub(crate) fn sys_readlinkat(&self, dirfd: Fd, path: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+    pub(crate) fn sys_readlinkat(
+        &self,
+        dirfd: Fd,
+        path: &[u8],
+        buf: &mut [u8],
+    ) -> SysResult<usize> {
         if buf.is_empty() {
             return Err(Errno::EINVAL);
         }
         let _g = self.vfs.collector.enter();
-        let found = self.lookup_at(&self.cred, dirfd, path, AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH, 0)?;
-        let target = found.inode().symlink_target().ok_or(if path.is_empty() { Errno::ENOENT } else { Errno::EINVAL })?;
+        let found = self.lookup_at(
+            &self.cred,
+            dirfd,
+            path,
+            AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH,
+            0,
+        )?;
+        let target = found.inode().symlink_target().ok_or(if path.is_empty() {
+            Errno::ENOENT
+        } else {
+            Errno::EINVAL
+        })?;
         let n = target.len().min(buf.len());
         buf[..n].copy_from_slice(&target[..n]);
         Ok(n)
     }
 
-    pub(crate) fn sys_renameat2(&self, olddirfd: Fd, oldpath: &[u8], newdirfd: Fd, newpath: &[u8], flags: u32) -> SysResult<()> {
-        if flags & !(RENAME_NOREPLACE | RENAME_EXCHANGE) != 0 || flags == RENAME_NOREPLACE | RENAME_EXCHANGE {
+    pub(crate) fn sys_renameat2(
+        &self,
+        olddirfd: Fd,
+        oldpath: &[u8],
+        newdirfd: Fd,
+        newpath: &[u8],
+        flags: u32,
+    ) -> SysResult<()> {
+        if flags & !(RENAME_NOREPLACE | RENAME_EXCHANGE) != 0
+            || flags == RENAME_NOREPLACE | RENAME_EXCHANGE
+        {
             return Err(Errno::EINVAL);
         }
         let exchange = flags & RENAME_EXCHANGE != 0;
@@ -313,7 +457,13 @@ impl Process {
         let op = self.parent_at(olddirfd, oldpath)?;
         let np = self.parent_at(newdirfd, newpath)?;
         let (Last::Name(old_name), Last::Name(new_name)) = (op.last, np.last) else {
-            return Err(if flags & RENAME_NOREPLACE != 0 && !matches!(np.last, Last::Name(_)) { Errno::EEXIST } else { Errno::EBUSY });
+            return Err(
+                if flags & RENAME_NOREPLACE != 0 && !matches!(np.last, Last::Name(_)) {
+                    Errno::EEXIST
+                } else {
+                    Errno::EBUSY
+                },
+            );
         };
         if op.dir.path.mnt != np.dir.path.mnt {
             return Err(Errno::EXDEV);
@@ -326,8 +476,17 @@ impl Process {
         let (mut oidx, mut nidx) = if od == nd {
             (odir.dir_index().ok_or(Errno::ENOTDIR)?.write(), None)
         } else {
-            let o_first = if is_ancestor(od, nd) { true } else if is_ancestor(nd, od) { false } else { (od as usize) < (nd as usize) };
-            let (oi, ni) = (odir.dir_index().ok_or(Errno::ENOTDIR)?, ndir.dir_index().ok_or(Errno::ENOTDIR)?);
+            let o_first = if is_ancestor(od, nd) {
+                true
+            } else if is_ancestor(nd, od) {
+                false
+            } else {
+                (od as usize) < (nd as usize)
+            };
+            let (oi, ni) = (
+                odir.dir_index().ok_or(Errno::ENOTDIR)?,
+                ndir.dir_index().ok_or(Errno::ENOTDIR)?,
+            );
             if o_first {
                 let a = oi.write();
                 (a, Some(ni.write()))
@@ -342,7 +501,9 @@ impl Process {
         let (okey, nkey) = (NameKey::new(old_name), NameKey::new(new_name));
         let src = self.vfs.lookup_exact(od, &okey);
         // SAFETY: live under the bucket and directory locks.
-        let sd = (!src.is_null()).then(|| unsafe { &*src }).ok_or(Errno::ENOENT)?;
+        let sd = (!src.is_null())
+            .then(|| unsafe { &*src })
+            .ok_or(Errno::ENOENT)?;
         let si = sd.inode_ptr();
         if si.is_null() {
             return Err(Errno::ENOENT);
@@ -352,8 +513,14 @@ impl Process {
         let dst = self.vfs.lookup_exact(nd, &nkey);
         // SAFETY: as above.
         let dd = (!dst.is_null()).then(|| unsafe { &*dst });
-        let di = dd.map(|d| d.inode_ptr()).filter(|p| !p.is_null()).map(|p| unsafe { &*p });
-        if !si.is_dir() && (op.trailing_slash || np.trailing_slash) && !(exchange && di.is_some_and(|d| d.is_dir())) {
+        let di = dd
+            .map(|d| d.inode_ptr())
+            .filter(|p| !p.is_null())
+            .map(|p| unsafe { &*p });
+        if !si.is_dir()
+            && (op.trailing_slash || np.trailing_slash)
+            && !(exchange && di.is_some_and(|d| d.is_dir()))
+        {
             return Err(Errno::ENOTDIR);
         }
         if exchange && di.is_none() {
@@ -450,10 +617,15 @@ impl Process {
         drop(rename_guard);
         // Link counts of the parents (".." entries) and times.
         if od != nd {
-            let moved_dirs_to_new = src_is_dir as i64 - (exchange && di.is_some_and(|d| d.is_dir())) as i64;
+            let moved_dirs_to_new =
+                src_is_dir as i64 - (exchange && di.is_some_and(|d| d.is_dir())) as i64;
             if moved_dirs_to_new != 0 {
-                odir.update_attr(|a| a.set_nlink((a.get().nlink as i64 - moved_dirs_to_new) as u32));
-                ndir.update_attr(|a| a.set_nlink((a.get().nlink as i64 + moved_dirs_to_new) as u32));
+                odir.update_attr(|a| {
+                    a.set_nlink((a.get().nlink as i64 - moved_dirs_to_new) as u32)
+                });
+                ndir.update_attr(|a| {
+                    a.set_nlink((a.get().nlink as i64 + moved_dirs_to_new) as u32)
+                });
             }
         }
         for dir in [odir, ndir] {
@@ -476,7 +648,13 @@ impl Process {
 
     /// Moves dentry `d` from directory `from` to `to` under name `key`,
     /// moving its parent reference. Caller is inside the rename seqcount.
-    fn move_dentry(&self, d: *const Dentry, to: *const Dentry, from: *const Dentry, key: &NameKey<'_>) {
+    fn move_dentry(
+        &self,
+        d: *const Dentry,
+        to: *const Dentry,
+        from: *const Dentry,
+        key: &NameKey<'_>,
+    ) {
         // SAFETY: `d` is pinned; both directories are locked.
         let dr = unsafe { &*d };
         if to != from {

@@ -10,18 +10,38 @@ use crate::inode::InodeBody;
 use parking_lot::RwLock;
 
 /// Status flags an open file keeps (visible through F_GETFL).
-const KEPT_STATUS: i32 = O_ACCMODE | O_APPEND | O_NONBLOCK | O_DSYNC | O_DIRECT | O_LARGEFILE | O_NOATIME | O_SYNC | O_PATH;
+const KEPT_STATUS: i32 = O_ACCMODE
+    | O_APPEND
+    | O_NONBLOCK
+    | O_DSYNC
+    | O_DIRECT
+    | O_LARGEFILE
+    | O_NOATIME
+    | O_SYNC
+    | O_PATH;
 
 impl Process {
-    pub(crate) fn sys_openat(&self, dirfd: Fd, path: &[u8], flags: i32, mode: u32) -> SysResult<Fd> {
+    pub(crate) fn sys_openat(
+        &self,
+        dirfd: Fd,
+        path: &[u8],
+        flags: i32,
+        mode: u32,
+    ) -> SysResult<Fd> {
         if flags & O_TMPFILE == O_TMPFILE {
             return Err(Errno::EOPNOTSUPP);
         }
-        let flags = if flags & O_PATH != 0 { flags & (O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) } else { flags };
+        let flags = if flags & O_PATH != 0 {
+            flags & (O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        } else {
+            flags
+        };
         if flags & O_ACCMODE == O_ACCMODE && flags & O_PATH == 0 {
             return Err(Errno::EINVAL);
         }
-        if !self.cred.is_root() && self.vfs.open_files.read_approx() as u64 >= self.vfs.config.max_files {
+        if !self.cred.is_root()
+            && self.vfs.open_files.read_approx() as u64 >= self.vfs.config.max_files
+        {
             return Err(Errno::ENFILE);
         }
         let _guard = self.vfs.collector.enter();
@@ -29,8 +49,19 @@ impl Process {
             let (found, created) = if flags & O_CREAT != 0 && flags & O_PATH == 0 {
                 self.open_create(dirfd, path, flags, mode, 0)?
             } else {
-                let walk_flags = if flags & O_NOFOLLOW != 0 { 0 } else { WALK_FOLLOW } | if flags & O_DIRECTORY != 0 { WALK_DIRECTORY } else { 0 };
-                (self.lookup_at(&self.cred, dirfd, path, AT_SYMLINK_NOFOLLOW, walk_flags)?, false)
+                let walk_flags = if flags & O_NOFOLLOW != 0 {
+                    0
+                } else {
+                    WALK_FOLLOW
+                } | if flags & O_DIRECTORY != 0 {
+                    WALK_DIRECTORY
+                } else {
+                    0
+                };
+                (
+                    self.lookup_at(&self.cred, dirfd, path, AT_SYMLINK_NOFOLLOW, walk_flags)?,
+                    false,
+                )
             };
             if let Some(f) = self.open_found(&found, flags, created)? {
                 break (f, created);
@@ -56,7 +87,14 @@ impl Process {
 
     /// The O_CREAT path: find or create the last component. Returns the
     /// result and whether this call created it.
-    fn open_create(&self, dirfd: Fd, path: &[u8], flags: i32, mode: u32, depth: u32) -> SysResult<(Found, bool)> {
+    fn open_create(
+        &self,
+        dirfd: Fd,
+        path: &[u8],
+        flags: i32,
+        mode: u32,
+        depth: u32,
+    ) -> SysResult<(Found, bool)> {
         let parent = self.parent_at(dirfd, path)?;
         let name = match parent.last {
             Last::Name(n) => n,
@@ -75,7 +113,11 @@ impl Process {
         }
         let existing = self.vfs.lookup_exact(dir_d, &key);
         // SAFETY: found under the bucket lock with the directory locked: live.
-        let existing_inode = if existing.is_null() { core::ptr::null() } else { unsafe { &*existing }.inode_ptr() };
+        let existing_inode = if existing.is_null() {
+            core::ptr::null()
+        } else {
+            unsafe { &*existing }.inode_ptr()
+        };
         if !existing_inode.is_null() {
             if flags & O_EXCL != 0 {
                 return Err(Errno::EEXIST);
@@ -100,25 +142,71 @@ impl Process {
             }
             // SAFETY: live under the directory lock.
             let seq = unsafe { &*existing }.seq.read_begin();
-            let found = Found { path: PathPtr { mnt: parent.dir.path.mnt, dentry: existing }, seq, inode: existing_inode };
+            let found = Found {
+                path: PathPtr {
+                    mnt: parent.dir.path.mnt,
+                    dentry: existing,
+                },
+                seq,
+                inode: existing_inode,
+            };
             return Ok((found, false));
         }
         self.may_modify_dir(dir)?;
         let perm = mode & S_IALLUGO;
-        let (uid, gid, m) = new_inode_owner(&self.cred, dir.perm_attr().0, dir.perm_attr().2, S_IFREG | perm);
+        let (uid, gid, m) = new_inode_owner(
+            &self.cred,
+            dir.perm_attr().0,
+            dir.perm_attr().2,
+            S_IFREG | perm,
+        );
         let m = (m & !self.umask_bits()) | S_IFREG;
-        let d = self.create_locked(&mut locked, dir_d, dir, &key, m, uid, gid, 0, InodeBody::Regular(RwLock::new(Default::default())))?;
+        let d = self.create_locked(
+            &mut locked,
+            dir_d,
+            dir,
+            &key,
+            m,
+            uid,
+            gid,
+            0,
+            InodeBody::Regular(RwLock::new(Default::default())),
+        )?;
         // SAFETY: the new dentry is pinned by the namespace reference.
         let dr = unsafe { &*d };
-        let found = Found { path: PathPtr { mnt: parent.dir.path.mnt, dentry: d }, seq: dr.seq.read_begin(), inode: dr.inode_ptr() };
+        let found = Found {
+            path: PathPtr {
+                mnt: parent.dir.path.mnt,
+                dentry: d,
+            },
+            seq: dr.seq.read_begin(),
+            inode: dr.inode_ptr(),
+        };
         Ok((found, true))
     }
 
-    fn open_create_from(&self, dir: PathPtr, target: &[u8], flags: i32, mode: u32, depth: u32) -> SysResult<(Found, bool)> {
+    fn open_create_from(
+        &self,
+        dir: PathPtr,
+        target: &[u8],
+        flags: i32,
+        mode: u32,
+        depth: u32,
+    ) -> SysResult<(Found, bool)> {
         // Resolve relative to the link's directory by walking from there.
         let (root, _) = self.fs.get();
-        let start = if target.first() == Some(&b'/') { root } else { dir };
-        let found = self.vfs.walk(&self.cred, root, start, target, WALK_FOLLOW | WALK_ALLOW_NEGATIVE)?;
+        let start = if target.first() == Some(&b'/') {
+            root
+        } else {
+            dir
+        };
+        let found = self.vfs.walk(
+            &self.cred,
+            root,
+            start,
+            target,
+            WALK_FOLLOW | WALK_ALLOW_NEGATIVE,
+        )?;
         if !found.inode.is_null() {
             if flags & O_EXCL != 0 {
                 return Err(Errno::EEXIST);
@@ -132,23 +220,47 @@ impl Process {
         // relative to the directory that holds the negative entry.
         // SAFETY: under the caller's guard.
         let parent_d = unsafe { &*found.path.dentry }.parent_ptr();
-        let parent = PathPtr { mnt: found.path.mnt, dentry: parent_d };
+        let parent = PathPtr {
+            mnt: found.path.mnt,
+            dentry: parent_d,
+        };
         // SAFETY: as above.
         let name = unsafe { &*found.path.dentry }.name();
         self.open_create_in(parent, &name, flags, mode, depth)
     }
 
-    fn open_create_in(&self, dir: PathPtr, name: &[u8], flags: i32, mode: u32, depth: u32) -> SysResult<(Found, bool)> {
+    fn open_create_in(
+        &self,
+        dir: PathPtr,
+        name: &[u8],
+        flags: i32,
+        mode: u32,
+        depth: u32,
+    ) -> SysResult<(Found, bool)> {
         // Re-enter `open_create` with a one-component path relative to
         // `dir`, through a temporary view of the directory as the cwd.
         let (root, _) = self.fs.get();
-        let dir_found = self.vfs.walk(&self.cred, root, dir, b".", WALK_FOLLOW | WALK_DIRECTORY)?;
-        let parent = crate::dcache::walk::Parent { dir: dir_found, last: Last::Name(name), trailing_slash: false };
+        let dir_found = self
+            .vfs
+            .walk(&self.cred, root, dir, b".", WALK_FOLLOW | WALK_DIRECTORY)?;
+        let parent = crate::dcache::walk::Parent {
+            dir: dir_found,
+            last: Last::Name(name),
+            trailing_slash: false,
+        };
         self.open_create_parent(parent, flags, mode, depth)
     }
 
-    fn open_create_parent(&self, parent: crate::dcache::walk::Parent<'_>, flags: i32, mode: u32, depth: u32) -> SysResult<(Found, bool)> {
-        let Last::Name(name) = parent.last else { return Err(Errno::EISDIR) };
+    fn open_create_parent(
+        &self,
+        parent: crate::dcache::walk::Parent<'_>,
+        flags: i32,
+        mode: u32,
+        depth: u32,
+    ) -> SysResult<(Found, bool)> {
+        let Last::Name(name) = parent.last else {
+            return Err(Errno::EISDIR);
+        };
         let dir_d = parent.dir.path.dentry;
         let dir = parent.dir.inode();
         let key = NameKey::new(name);
@@ -165,17 +277,47 @@ impl Process {
             return self.open_create_from(parent.dir.path, name, flags & !O_EXCL, mode, depth + 1);
         }
         self.may_modify_dir(dir)?;
-        let (uid, gid, m) = new_inode_owner(&self.cred, dir.perm_attr().0, dir.perm_attr().2, S_IFREG | (mode & S_IALLUGO));
+        let (uid, gid, m) = new_inode_owner(
+            &self.cred,
+            dir.perm_attr().0,
+            dir.perm_attr().2,
+            S_IFREG | (mode & S_IALLUGO),
+        );
         let m = (m & !self.umask_bits()) | S_IFREG;
-        let d = self.create_locked(&mut locked, dir_d, dir, &key, m, uid, gid, 0, InodeBody::Regular(RwLock::new(Default::default())))?;
+        let d = self.create_locked(
+            &mut locked,
+            dir_d,
+            dir,
+            &key,
+            m,
+            uid,
+            gid,
+            0,
+            InodeBody::Regular(RwLock::new(Default::default())),
+        )?;
         // SAFETY: pinned by the namespace reference.
         let dr = unsafe { &*d };
-        Ok((Found { path: PathPtr { mnt: parent.dir.path.mnt, dentry: d }, seq: dr.seq.read_begin(), inode: dr.inode_ptr() }, true))
+        Ok((
+            Found {
+                path: PathPtr {
+                    mnt: parent.dir.path.mnt,
+                    dentry: d,
+                },
+                seq: dr.seq.read_begin(),
+                inode: dr.inode_ptr(),
+            },
+            true,
+        ))
     }
 
     /// Checks and takes the references for opening `found`. `Ok(None)`: the
     /// dentry changed under us, walk again.
-    fn open_found(&self, found: &Found, flags: i32, created: bool) -> SysResult<Option<crate::file::FileRef>> {
+    fn open_found(
+        &self,
+        found: &Found,
+        flags: i32,
+        created: bool,
+    ) -> SysResult<Option<crate::file::FileRef>> {
         if found.inode.is_null() {
             return Err(Errno::ENOENT);
         }
@@ -213,7 +355,8 @@ impl Process {
                 S_IFCHR | S_IFBLK | S_IFSOCK => return Err(Errno::ENXIO),
                 _ => {}
             }
-            (if want & MAY_READ != 0 { FMODE_READ } else { 0 }) | (if acc != O_RDONLY { FMODE_WRITE } else { 0 })
+            (if want & MAY_READ != 0 { FMODE_READ } else { 0 })
+                | (if acc != O_RDONLY { FMODE_WRITE } else { 0 })
         };
         if !self.vfs.dget_validated(found.path.dentry, found.seq) {
             return Ok(None);
@@ -223,7 +366,13 @@ impl Process {
             return Ok(None);
         }
         let status = flags & KEPT_STATUS;
-        Ok(Some(self.vfs.alloc_file(found.path.mnt, found.path.dentry, found.inode, fmode, status)))
+        Ok(Some(self.vfs.alloc_file(
+            found.path.mnt,
+            found.path.dentry,
+            found.inode,
+            fmode,
+            status,
+        )))
     }
 
     pub(crate) fn sys_close(&self, fd: Fd) -> SysResult<()> {
@@ -254,14 +403,24 @@ impl Process {
         })
     }
 
-    pub(crate) fn sys_dup3(&self, oldfd: Fd, newfd: Fd, flags: i32, is_dup2: bool) -> SysResult<Fd> {
+    pub(crate) fn sys_dup3(
+        &self,
+        oldfd: Fd,
+        newfd: Fd,
+        flags: i32,
+        is_dup2: bool,
+    ) -> SysResult<Fd> {
         if flags & !O_CLOEXEC != 0 {
             return Err(Errno::EINVAL);
         }
         let f = self.fd_file(oldfd)?;
         if oldfd == newfd {
             self.vfs.fput(f);
-            return if is_dup2 { Ok(newfd) } else { Err(Errno::EINVAL) };
+            return if is_dup2 {
+                Ok(newfd)
+            } else {
+                Err(Errno::EINVAL)
+            };
         }
         if newfd < 0 || newfd as usize >= self.files.limit() {
             self.vfs.fput(f);

@@ -80,7 +80,13 @@ impl ProcessApi for Process {
     fn fchown(&self, fd: Fd, uid: u32, gid: u32) -> SysResult<()> {
         self.sys_fchown(fd, uid, gid)
     }
-    fn utimensat(&self, dirfd: Fd, path: &[u8], times: Option<[Timespec; 2]>, flags: i32) -> SysResult<()> {
+    fn utimensat(
+        &self,
+        dirfd: Fd,
+        path: &[u8],
+        times: Option<[Timespec; 2]>,
+        flags: i32,
+    ) -> SysResult<()> {
         self.sys_utimensat(dirfd, path, times, flags)
     }
     fn futimens(&self, fd: Fd, times: Option<[Timespec; 2]>) -> SysResult<()> {
@@ -101,10 +107,24 @@ impl ProcessApi for Process {
     fn unlinkat(&self, dirfd: Fd, path: &[u8], flags: i32) -> SysResult<()> {
         self.sys_unlinkat(dirfd, path, flags)
     }
-    fn renameat2(&self, olddirfd: Fd, oldpath: &[u8], newdirfd: Fd, newpath: &[u8], flags: u32) -> SysResult<()> {
+    fn renameat2(
+        &self,
+        olddirfd: Fd,
+        oldpath: &[u8],
+        newdirfd: Fd,
+        newpath: &[u8],
+        flags: u32,
+    ) -> SysResult<()> {
         self.sys_renameat2(olddirfd, oldpath, newdirfd, newpath, flags)
     }
-    fn linkat(&self, olddirfd: Fd, oldpath: &[u8], newdirfd: Fd, newpath: &[u8], flags: i32) -> SysResult<()> {
+    fn linkat(
+        &self,
+        olddirfd: Fd,
+        oldpath: &[u8],
+        newdirfd: Fd,
+        newpath: &[u8],
+        flags: i32,
+    ) -> SysResult<()> {
         self.sys_linkat(olddirfd, oldpath, newdirfd, newpath, flags)
     }
     fn symlinkat(&self, target: &[u8], newdirfd: Fd, linkpath: &[u8]) -> SysResult<()> {

@@ -14,13 +14,19 @@ impl RefCount {
         self.0.fetch_sub(1, Ordering::Release) == 1
     }
     pub fn try_kill(&self) -> bool {
-        self.0.compare_exchange(0, DEAD, Ordering::Acquire, Ordering::Relaxed).is_ok()
+        self.0
+            .compare_exchange(0, DEAD, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
     }
     pub fn is_dead(&self) -> bool {
         self.0.load(Ordering::Relaxed) >= DEAD_ZONE_START
     }
     pub fn count(&self) -> u32 {
         let c = self.0.load(Ordering::Relaxed);
-        if c >= DEAD_ZONE_START { 0 } else { c }
+        if c >= DEAD_ZONE_START {
+            0
+        } else {
+            c
+        }
     }
 }

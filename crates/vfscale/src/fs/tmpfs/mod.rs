@@ -19,7 +19,12 @@ impl Filesystem for Tmpfs {
         true
     }
 
-    fn lookup(&self, _sb: &SuperBlock, _dir: &Inode, _name: &[u8]) -> SysResult<Option<*const Inode>> {
+    fn lookup(
+        &self,
+        _sb: &SuperBlock,
+        _dir: &Inode,
+        _name: &[u8],
+    ) -> SysResult<Option<*const Inode>> {
         Ok(None)
     }
 }
