@@ -31,16 +31,16 @@ impl<'a> NameKey<'a> {
 const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
 
 /// Little-endian word `i` of `bytes`, zero-padded past the end.
-#[inline]
+#[inline(always)]
 pub fn name_word(bytes: &[u8], i: usize) -> u64 {
     let start = i * 8;
-    if start >= bytes.len() {
-        return 0;
+    match bytes.get(start..start + 8) {
+        Some(w) => u64::from_le_bytes(w.try_into().unwrap()),
+        None => {
+            let tail = bytes.get(start..).unwrap_or(&[]);
+            tail.iter().rev().fold(0u64, |w, &b| (w << 8) | b as u64)
+        }
     }
-    let end = (start + 8).min(bytes.len());
-    let mut w = [0u8; 8];
-    w[..end - start].copy_from_slice(&bytes[start..end]);
-    u64::from_le_bytes(w)
 }
 
 pub fn name_hash(bytes: &[u8]) -> u32 {

@@ -106,21 +106,57 @@ pub fn check_path(path: &[u8]) -> SysResult<()> {
 
 /// Pending path text: a stack of segments (the original path and the
 /// targets of symlinks being followed). Targets live in inodes kept
-/// allocated by the walk's guard.
+/// allocated by the walk's guard. The first few live inline, so a walk
+/// that follows no deep symlink chain allocates nothing.
 struct Segments {
-    stack: Vec<(*const u8, usize)>,
+    inline: [(*const u8, usize); INLINE_SEGMENTS],
+    len: usize,
+    spill: Vec<(*const u8, usize)>,
 }
 
+const INLINE_SEGMENTS: usize = 4;
+
 impl Segments {
+    fn new(path: &[u8]) -> Segments {
+        let mut inline = [(core::ptr::null(), 0); INLINE_SEGMENTS];
+        inline[0] = (path.as_ptr(), path.len());
+        Segments {
+            inline,
+            len: 1,
+            spill: Vec::new(),
+        }
+    }
+
     fn top(&mut self) -> Option<&mut (*const u8, usize)> {
-        self.stack.last_mut()
+        if let Some(t) = self.spill.last_mut() {
+            return Some(t);
+        }
+        self.inline[..self.len].last_mut()
+    }
+
+    fn pop(&mut self) {
+        if self.spill.pop().is_none() {
+            self.len -= 1;
+        }
+    }
+
+    /// Pushes a symlink target; the caller bounds the depth by MAXSYMLINKS.
+    fn push(&mut self, target: &[u8]) {
+        let seg = (target.as_ptr(), target.len());
+        if self.len < INLINE_SEGMENTS && self.spill.is_empty() {
+            self.inline[self.len] = seg;
+            self.len += 1;
+        } else {
+            self.spill.push(seg);
+        }
     }
 
     /// True if any segment still holds a component.
     fn has_more(&self) -> bool {
         // SAFETY: see `slice`.
-        self.stack
+        self.inline[..self.len]
             .iter()
+            .chain(&self.spill)
             .any(|&(p, n)| unsafe { slice(p, n) }.iter().any(|&b| b != b'/'))
     }
 }
@@ -256,9 +292,7 @@ impl VfsInner {
             return Err(Errno::ENOENT.into());
         }
         let mut links = 0u32;
-        let mut segs = Segments {
-            stack: vec![(path.as_ptr(), path.len())],
-        };
+        let mut segs = Segments::new(path);
         let mut must_be_dir = false;
         loop {
             // Next component from the top segment, popping exhausted ones.
@@ -269,7 +303,7 @@ impl VfsInner {
                 let skip = s.iter().position(|&b| b != b'/').unwrap_or(s.len());
                 let s = &s[skip..];
                 if s.is_empty() {
-                    segs.stack.pop();
+                    segs.pop();
                     continue;
                 }
                 let end = s.iter().position(|&b| b == b'/').unwrap_or(s.len());
@@ -406,7 +440,7 @@ impl VfsInner {
                     cur_inode = cur_d.inode_ptr();
                     needs_global_check = true;
                 }
-                segs.stack.push((target.as_ptr(), target.len()));
+                segs.push(target);
                 continue;
             }
             let mut next = PathPtr {

@@ -1,0 +1,31 @@
+//! Quick stat-same measurement (the bench crate has the real harness).
+use std::time::Instant;
+use vfscale::{abi::*, ProcessApi, Vfs};
+
+fn main() {
+    let vfs = Vfs::new();
+    let p = vfs.root_process();
+    let fd = p.open(b"/file", O_CREAT | O_WRONLY, 0o644).unwrap();
+    p.close(fd).unwrap();
+    let iters = 20_000_000u64;
+    for threads in [1usize, 2] {
+        let start = Instant::now();
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                let p = vfs.root_process();
+                s.spawn(move || {
+                    for _ in 0..iters {
+                        std::hint::black_box(p.stat(b"/file").unwrap());
+                    }
+                });
+            }
+        });
+        let secs = start.elapsed().as_secs_f64();
+        let total = iters as f64 * threads as f64;
+        println!(
+            "threads={threads} ns/op(per thread)={:.1} Mops/s total={:.1}",
+            secs * 1e9 / iters as f64,
+            total / secs / 1e6
+        );
+    }
+}
