@@ -4,6 +4,7 @@
 pub mod abi;
 pub mod cred;
 pub mod process;
+pub mod sync;
 
 pub use abi::{Errno, SysResult};
 pub use cred::Cred;
