@@ -3,6 +3,7 @@
 
 pub mod abi;
 pub mod cred;
+pub mod dcache;
 pub mod process;
 pub mod sync;
 

@@ -10,11 +10,13 @@
 //! - every ordering weaker than `SeqCst` says what it pairs with.
 
 pub mod atomic;
+pub mod bitlock;
 pub mod counter;
 pub mod ino_batch;
 pub mod refcount;
 pub mod seqcount;
 
+pub use bitlock::{Bucket, BucketGuard, ChainIter, ChainNode};
 pub use counter::{shard_index, ApproxCounter, ShardedCounter};
 pub use ino_batch::InoAllocator;
 pub use refcount::RefCount;

@@ -1,0 +1,3 @@
+//! The dentry cache.
+
+pub mod hash;
