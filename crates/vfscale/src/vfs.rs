@@ -236,7 +236,8 @@ impl VfsInner {
     ) -> *const Inode {
         let _ = sb.reserve_inode();
         let inode = Inode::new(sb, ino, mode, uid, gid, rdev, body);
-        inode.refcount.get();
+        let fresh = inode.refcount.get();
+        debug_assert!(fresh);
         self.stats.inodes.inc();
         Box::into_raw(Box::new(inode))
     }

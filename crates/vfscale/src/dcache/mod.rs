@@ -192,10 +192,9 @@ impl VfsInner {
             .lock();
         d.seq.write_begin();
         d.clear_flag(D_HASHED);
-        // SAFETY: `d` is in this bucket's chain: its parent and name have not
-        // changed since it was linked here (both change only under the
-        // directory lock the caller holds).
-        let removed = unsafe { b.remove(d) };
+        // `d` is in this bucket's chain: its parent and name change only
+        // under the directory lock the caller holds.
+        let removed = b.remove(d);
         debug_assert!(removed);
         d.seq.write_end();
     }
@@ -208,8 +207,7 @@ impl VfsInner {
             let mut b = self
                 .bucket_of(d.parent_ptr(), (d.hash_len() >> 32) as u32)
                 .lock();
-            // SAFETY: as in `unhash`.
-            let removed = unsafe { b.remove(d) };
+            let removed = b.remove(d);
             debug_assert!(removed);
         }
         d.seq.write_begin();
@@ -346,9 +344,9 @@ impl VfsInner {
                 }
                 d.seq.write_begin();
                 d.clear_flag(D_HASHED);
-                // SAFETY: hashed with an unchanged (parent, name): it is in
-                // this chain (a dentry at count zero is not renamed).
-                let removed = unsafe { b.remove(p) };
+                // Hashed with an unchanged (parent, name), so it is in this
+                // chain (a dentry at count zero is not renamed).
+                let removed = b.remove(p);
                 debug_assert!(removed);
                 d.seq.write_end();
                 drop(b);

@@ -1,32 +1,261 @@
-//! Stand-in.
-use super::atomic::*;
-const DEAD_ZONE_START: u32 = 0xC000_0000;
-const DEAD: u32 = 0xE000_0000;
+//! A reference count with a dead zone: one atomic add per get, one atomic
+//! subtract per put, no lock and no "stuck locked" mode (DESIGN.md §3 rule 4;
+//! the design of Linux's `rcuref_t`/`file_ref_t` and gVisor's speculative
+//! references).
+//!
+//! The `u32` word is split into zones:
+//!
+//! ```text
+//! 0x0000_0000 ..= 0x7FFF_FFFF  live: the number of references (0 = cached,
+//!                              unreferenced, still revivable by `get`)
+//! 0x8000_0000 ..= 0xBFFF_FFFF  saturated: too many gets; the object is
+//!                              pinned forever (leaked), never killed
+//! 0xC000_0000 ..= 0xFFFF_FFFF  dead: killed by `try_kill`; `get` fails
+//! ```
+//!
+//! Invariants:
+//! - a `get` is one unconditional `fetch_add`; the caller must already hold a
+//!   pointer that keeps the memory valid (an epoch guard or a reference), so
+//!   the add may land on a dead object: the dead zone is wide enough to
+//!   absorb every such add ([`DEAD`] sits about 2^29 below the wrap and 2^29
+//!   above the zone's start), and a failed get parks the word back at
+//!   `DEAD`, so failed gets cannot accumulate;
+//! - only `try_kill` moves the word into the dead zone, and only from 0, so a
+//!   successful `get` and a successful `try_kill` exclude each other by the
+//!   modification order of the one word;
+//! - the word never leaves the dead zone, and never leaves the saturated zone
+//!   except towards its middle.
+
+use super::atomic::{AtomicU32, Ordering::*};
+
+/// First value of the saturated zone.
+pub const SATURATED_START: u32 = 0x8000_0000;
+/// The middle of the saturated zone, where a saturated count is parked.
+pub const SATURATED: u32 = 0xA000_0000;
+/// First value of the dead zone: any count at or above it is dead.
+pub const DEAD_ZONE_START: u32 = 0xC000_0000;
+/// The middle of the dead zone, stored by a successful `try_kill`.
+pub const DEAD: u32 = 0xE000_0000;
+
+const _: () = assert!(SATURATED_START < SATURATED && SATURATED < DEAD_ZONE_START);
+const _: () = assert!(DEAD_ZONE_START < DEAD);
+// Failed gets drift upwards from DEAD; leave them 2^29 - 1 adds of room
+// before the word would wrap to 0 (a resurrection).
+const _: () = assert!(u32::MAX - DEAD >= (1 << 29) - 1);
+const _: () = assert!(DEAD - DEAD_ZONE_START >= 1 << 29);
+
+/// A single-add reference count with a dead zone. See the module docs.
 pub struct RefCount(AtomicU32);
+
 impl RefCount {
+    /// A live count holding `initial` references (0: cached, unreferenced).
     pub fn new(initial: u32) -> RefCount {
+        debug_assert!(
+            initial < SATURATED_START,
+            "initial count {initial:#x} not live"
+        );
         RefCount(AtomicU32::new(initial))
     }
+
+    /// Takes a reference: exactly one `fetch_add`. Returns false if the
+    /// object is dead (the count is left in the dead zone, so no undo is
+    /// needed). Succeeds from 0: a cached object is revived until killed.
+    ///
+    /// The caller must hold a pointer that keeps the memory valid.
+    #[must_use]
+    #[inline]
     pub fn get(&self) -> bool {
-        self.0.fetch_add(1, Ordering::Relaxed) < DEAD_ZONE_START
+        // Relaxed: the reference protects nothing that the caller's pointer
+        // protection (epoch guard) does not already protect; exclusion with
+        // `try_kill` comes from both being RMWs on this one word.
+        let old = self.0.fetch_add(1, Relaxed);
+        // The new value is still live (so `old` is below the last live one).
+        if old < SATURATED_START - 1 {
+            return true;
+        }
+        self.get_slow(old)
     }
+
+    /// `old` was the last live value (this get saturated the count), a
+    /// saturated value, or a dead one.
+    #[cold]
+    fn get_slow(&self, old: u32) -> bool {
+        let (park, alive) = if old >= DEAD_ZONE_START {
+            (DEAD, false)
+        } else {
+            (SATURATED, true)
+        };
+        // Pull the count back to the middle of its zone so repeated adds can
+        // never walk out of it. A compare-exchange, not a store: under
+        // type-stable reuse the object may already have been re-initialised
+        // with a live count, which a blind store would clobber. Losing the
+        // race only means another thread's add landed since; it will park it.
+        // Relaxed: nothing is published by parking; it pairs with nothing.
+        let _ = self
+            .0
+            .compare_exchange(old.wrapping_add(1), park, Relaxed, Relaxed);
+        alive
+    }
+
+    /// Drops a reference: exactly one `fetch_sub`. Returns true if this put
+    /// moved the count from 1 to 0; the caller then decides whether to keep
+    /// the object cached or to `try_kill` it. A saturated count stays
+    /// saturated and returns false.
+    #[must_use]
+    #[inline]
     pub fn put(&self) -> bool {
-        self.0.fetch_sub(1, Ordering::Release) == 1
+        // Release: pairs with the Acquire of a successful `try_kill`, so all
+        // of this holder's accesses to the object happen before its teardown
+        // (also through later gets and puts: RMWs continue the release
+        // sequence).
+        let old = self.0.fetch_sub(1, Release);
+        if old < SATURATED_START {
+            debug_assert!(old != 0, "RefCount::put underflow");
+            return old == 1;
+        }
+        self.put_slow(old)
     }
+
+    #[cold]
+    fn put_slow(&self, old: u32) -> bool {
+        debug_assert!(old < DEAD_ZONE_START, "RefCount::put on a dead object");
+        // Saturated: the object is leaked; park the count in the middle of
+        // the zone (same reasoning and ordering as in `get_slow`).
+        let _ = self
+            .0
+            .compare_exchange(old.wrapping_sub(1), SATURATED, Relaxed, Relaxed);
+        false
+    }
+
+    /// Kills an unreferenced object: one compare-exchange 0 → [`DEAD`].
+    /// True iff this call killed it; the caller then owns the teardown.
+    /// False if it is referenced (possibly revived), saturated, or dead.
+    #[must_use]
+    #[inline]
     pub fn try_kill(&self) -> bool {
-        self.0
-            .compare_exchange(0, DEAD, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
+        // Acquire on success: pairs with the Release of every put, so the
+        // teardown happens after every former holder's last access.
+        // Relaxed on failure: nothing is learned or done.
+        self.0.compare_exchange(0, DEAD, Acquire, Relaxed).is_ok()
     }
+
+    /// True once killed. A snapshot with no ordering (Relaxed): only the
+    /// `try_kill` winner may act on the death.
+    #[inline]
     pub fn is_dead(&self) -> bool {
-        self.0.load(Ordering::Relaxed) >= DEAD_ZONE_START
+        self.0.load(Relaxed) >= DEAD_ZONE_START
     }
+
+    /// True if the count overflowed into the saturated zone (the object will
+    /// never be freed). Snapshot (Relaxed), for diagnostics.
+    #[inline]
+    pub fn is_saturated(&self) -> bool {
+        (SATURATED_START..DEAD_ZONE_START).contains(&self.0.load(Relaxed))
+    }
+
+    /// A snapshot of the number of references (Relaxed; stale at once under
+    /// concurrency): 0 when dead, the raw word when saturated.
+    #[inline]
     pub fn count(&self) -> u32 {
-        let c = self.0.load(Ordering::Relaxed);
-        if c >= DEAD_ZONE_START {
+        let v = self.0.load(Relaxed);
+        if v >= DEAD_ZONE_START {
             0
         } else {
-            c
+            v
         }
+    }
+
+    #[cfg(all(test, not(loom)))]
+    fn raw(&self) -> u32 {
+        // Relaxed: a test snapshot; pairs with nothing.
+        self.0.load(Relaxed)
+    }
+}
+
+impl core::fmt::Debug for RefCount {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        if self.is_dead() {
+            f.write_str("RefCount(dead)")
+        } else {
+            write!(f, "RefCount({})", self.count())
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn get_put_count() {
+        let r = RefCount::new(1);
+        assert!(r.get());
+        assert_eq!(r.count(), 2);
+        assert!(!r.put());
+        assert!(r.put(), "1 -> 0 must report the last put");
+        assert_eq!(r.count(), 0);
+        assert!(!r.is_dead());
+    }
+
+    #[test]
+    fn get_revives_zero_until_killed() {
+        let r = RefCount::new(0);
+        assert!(r.get(), "a cached object at zero is revivable");
+        assert!(!r.try_kill(), "cannot kill a referenced object");
+        assert!(r.put());
+        assert!(r.try_kill());
+        assert!(r.is_dead());
+        assert_eq!(r.count(), 0);
+        assert!(!r.try_kill(), "only one kill");
+        assert!(!r.get(), "get on a dead object fails");
+    }
+
+    #[test]
+    fn failed_gets_stay_parked_in_dead_zone() {
+        let r = RefCount::new(0);
+        assert!(r.try_kill());
+        for _ in 0..10_000 {
+            assert!(!r.get());
+        }
+        assert_eq!(r.raw(), DEAD, "uncontended failed gets re-park at DEAD");
+        assert!(r.is_dead());
+    }
+
+    #[test]
+    fn saturation_pins_the_object() {
+        let r = RefCount::new(SATURATED_START - 1);
+        assert!(!r.is_saturated());
+        assert!(r.get(), "a saturated get still hands out a reference");
+        assert!(r.is_saturated());
+        assert_eq!(r.raw(), SATURATED);
+        for _ in 0..1000 {
+            assert!(!r.put(), "a saturated count never reaches zero");
+        }
+        assert_eq!(r.raw(), SATURATED);
+        assert!(!r.try_kill());
+        assert!(!r.is_dead());
+    }
+
+    #[test]
+    fn concurrent_get_put_balance() {
+        let r = Arc::new(RefCount::new(1));
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let r = Arc::clone(&r);
+                std::thread::spawn(move || {
+                    for _ in 0..50_000 {
+                        assert!(r.get());
+                        assert!(!r.put(), "the initial reference keeps it above zero");
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(r.count(), 1);
+        assert!(r.put());
+        assert!(r.try_kill());
     }
 }

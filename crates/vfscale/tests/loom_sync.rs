@@ -1,0 +1,396 @@
+//! Loom models of the `sync` protocols: every interleaving and every
+//! weak-memory outcome loom can produce, within `LOOM_MAX_PREEMPTIONS`.
+//! Run with `scripts/loom.sh`.
+//!
+//! Data that the protocols publish live in `loom::cell::UnsafeCell`s: loom
+//! reports any access to them that is not ordered by happens-before, which
+//! is how these models check the orderings, not only the outcomes. Harness
+//! flags use Relaxed on purpose, so they add no synchronisation that could
+//! hide a missing ordering in the code under test. Each model also asserts
+//! the set of outcomes it saw across executions, so a model that loom
+//! stopped exploring (see [`Ticks`]) fails instead of passing vacuously.
+#![cfg(loom)]
+
+use loom::cell::UnsafeCell;
+use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering::*};
+use loom::sync::Arc;
+use loom::thread;
+use std::collections::HashSet;
+use std::hash::Hash;
+use vfscale::dcache::hash::{Bucket, ChainNode, ChainTable};
+use vfscale::sync::{RefCount, SeqCount};
+
+/// Runs `model` under loom and returns the distinct outcomes it produced.
+fn outcomes<T, F>(model: F) -> HashSet<T>
+where
+    T: Eq + Hash + Send + 'static,
+    F: Fn() -> T + Sync + Send + 'static,
+{
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(HashSet::new()));
+    let sink = std::sync::Arc::clone(&seen);
+    loom::model(move || {
+        let outcome = model();
+        sink.lock().unwrap().insert(outcome);
+    });
+    let set = std::mem::take(&mut *seen.lock().unwrap());
+    set
+}
+
+// ---------------------------------------------------------------- refcount
+
+/// A refcounted object whose teardown writes its payload.
+struct Obj {
+    rc: RefCount,
+    payload: UnsafeCell<u64>,
+    freed: AtomicBool,
+    kills: AtomicUsize,
+}
+
+// SAFETY: `payload` is read by reference holders and written only by the
+// `try_kill` winner; loom checks that those accesses are ordered.
+unsafe impl Sync for Obj {}
+
+impl Obj {
+    fn new(count: u32) -> Obj {
+        Obj {
+            rc: RefCount::new(count),
+            payload: UnsafeCell::new(7),
+            freed: AtomicBool::new(false),
+            kills: AtomicUsize::new(0),
+        }
+    }
+
+    /// A holder's access to the object.
+    fn use_it(&self) {
+        assert!(
+            !self.freed.load(Relaxed),
+            "a reference holder saw a freed object"
+        );
+        // SAFETY: we hold a reference, so no teardown runs concurrently
+        // (loom reports it if one does).
+        let v = self.payload.with(|p| unsafe { *p });
+        assert_eq!(v, 7, "a reference holder saw a torn-down payload");
+    }
+
+    /// Drops a reference; the last put tries to kill and tears down.
+    fn release(&self) {
+        if self.rc.put() && self.rc.try_kill() {
+            // SAFETY: the kill winner is the only accessor from now on.
+            self.payload.with_mut(|p| unsafe { *p = 0xDEAD });
+            assert!(!self.freed.swap(true, Relaxed), "double free");
+            self.kills.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// Returns whether the get succeeded.
+    fn try_get_and_use(&self) -> bool {
+        if self.rc.get() {
+            self.use_it();
+            self.release();
+            true
+        } else {
+            assert!(self.rc.is_dead(), "get failed on a live object");
+            false
+        }
+    }
+
+    fn check_end(&self) {
+        assert_eq!(self.kills.load(Relaxed), 1, "exactly one kill");
+        assert!(self.freed.load(Relaxed));
+        assert!(self.rc.is_dead());
+        assert!(!self.rc.get(), "a killed object stays dead");
+    }
+}
+
+/// The owner drops the last reference while another thread takes one.
+#[test]
+fn refcount_last_put_vs_get() {
+    let seen = outcomes(|| {
+        let obj = Arc::new(Obj::new(1));
+        let o = Arc::clone(&obj);
+        let owner = thread::spawn(move || {
+            o.use_it();
+            o.release();
+        });
+        let o = Arc::clone(&obj);
+        let getter = thread::spawn(move || o.try_get_and_use());
+        owner.join().unwrap();
+        let got = getter.join().unwrap();
+        obj.check_end();
+        got
+    });
+    assert_eq!(seen, HashSet::from([true, false]));
+}
+
+/// Two getters race with the owner's last put.
+#[test]
+fn refcount_last_put_vs_two_gets() {
+    let seen = outcomes(|| {
+        let obj = Arc::new(Obj::new(1));
+        let o = Arc::clone(&obj);
+        let owner = thread::spawn(move || {
+            o.use_it();
+            o.release();
+        });
+        let getters: Vec<_> = (0..2)
+            .map(|_| {
+                let o = Arc::clone(&obj);
+                thread::spawn(move || o.try_get_and_use())
+            })
+            .collect();
+        owner.join().unwrap();
+        let got: Vec<bool> = getters.into_iter().map(|t| t.join().unwrap()).collect();
+        obj.check_end();
+        (got[0], got[1])
+    });
+    assert_eq!(seen.len(), 4, "every success/failure combination: {seen:?}");
+}
+
+/// A cached object at zero: reclaim tries to kill it while a lookup
+/// revives it.
+#[test]
+fn refcount_reclaim_vs_revive() {
+    let seen = outcomes(|| {
+        let obj = Arc::new(Obj::new(0));
+        let o = Arc::clone(&obj);
+        let reclaim = thread::spawn(move || {
+            if o.rc.try_kill() {
+                // SAFETY: the kill winner is the only accessor from now on.
+                o.payload.with_mut(|p| unsafe { *p = 0xDEAD });
+                assert!(!o.freed.swap(true, Relaxed), "double free");
+                o.kills.fetch_add(1, Relaxed);
+            }
+        });
+        let o = Arc::clone(&obj);
+        let lookup = thread::spawn(move || o.try_get_and_use());
+        reclaim.join().unwrap();
+        let revived = lookup.join().unwrap();
+        obj.check_end();
+        revived
+    });
+    assert_eq!(seen, HashSet::from([true, false]));
+}
+
+// ---------------------------------------------------------------- seqcount
+
+/// A writer updates a pair inside write sections; a reader must never
+/// accept a pair from two different sections.
+#[test]
+fn seqcount_no_torn_read() {
+    let seen = outcomes(|| {
+        let shared = Arc::new((SeqCount::new(), AtomicU32::new(0), AtomicU32::new(0)));
+        let s = Arc::clone(&shared);
+        let writer = thread::spawn(move || {
+            let (seq, a, b) = &*s;
+            for v in 1..=2 {
+                let _g = seq.write_guard();
+                // Relaxed: data under a seqcount (the protocol under test
+                // supplies the ordering).
+                a.store(v, Relaxed);
+                b.store(v, Relaxed);
+            }
+        });
+        let (seq, a, b) = &*shared;
+        let accepted = loop {
+            let start = seq.read_begin();
+            let (x, y) = (a.load(Relaxed), b.load(Relaxed));
+            if !seq.read_retry(start) {
+                assert_eq!(x, y, "accepted a torn pair");
+                break x;
+            }
+        };
+        writer.join().unwrap();
+        assert_eq!(seq.raw(), 4);
+        accepted
+    });
+    assert_eq!(
+        seen,
+        HashSet::from([0, 1, 2]),
+        "the reader accepts each state"
+    );
+}
+
+// ------------------------------------------------------------- hash chains
+
+/// A node's key, written only at creation.
+struct Key(UnsafeCell<u64>);
+
+// SAFETY: the key is never written after creation; loom checks that every
+// read happens after the creating write.
+unsafe impl Sync for Key {}
+
+struct Node {
+    next: AtomicPtr<Node>,
+    key: Key,
+}
+
+// SAFETY: `next` is the node's own link, used only by the chain code.
+unsafe impl ChainNode for Node {
+    fn chain_next(&self) -> &AtomicPtr<Node> {
+        &self.next
+    }
+}
+
+impl Node {
+    fn boxed(key: u64) -> *mut Node {
+        Box::into_raw(Box::new(Node {
+            next: AtomicPtr::new(std::ptr::null_mut()),
+            key: Key(UnsafeCell::new(key)),
+        }))
+    }
+
+    fn key(&self) -> u64 {
+        // SAFETY: never written after creation (loom checks the ordering).
+        self.key.0.with(|k| unsafe { *k })
+    }
+}
+
+/// Scheduling points for loom's DPOR. Loom 0.7 drops interleavings when a
+/// thread's load precedes its store to a location another thread only reads
+/// (tokio-rs/loom#166, #392): a lock's load-then-CAS against a lock-free
+/// reader is exactly that, and the chain models ran a single execution.
+/// Both sides tick this counter between steps; the ticks conflict, so DPOR
+/// explores writer steps at every point of the reader's scan. Relaxed RMWs
+/// create no happens-before, so they cannot hide a missing ordering.
+#[derive(Default)]
+struct Ticks(AtomicUsize);
+
+impl Ticks {
+    fn tick(&self) {
+        self.0.fetch_add(1, Relaxed);
+    }
+}
+
+/// Scans a bucket lock-free and returns the keys seen, ticking between
+/// steps (see [`Ticks`]).
+fn scan(bucket: &Bucket<Node>, ticks: &Ticks) -> Vec<u64> {
+    ticks.tick();
+    // SAFETY: the models free nodes only after every thread has joined.
+    let mut chain = unsafe { bucket.iter_lockfree() };
+    let mut keys = Vec::new();
+    loop {
+        ticks.tick();
+        let Some(node) = chain.next() else { break };
+        keys.push(node.key());
+        assert!(keys.len() < 16, "reader looped");
+    }
+    keys
+}
+
+/// Frees every node on the bucket's chain (after all threads joined).
+fn free_chain(bucket: &Bucket<Node>) {
+    let nodes: Vec<*mut Node> = bucket
+        .lock()
+        .iter()
+        .map(|n| n as *const Node as *mut Node)
+        .collect();
+    for n in nodes {
+        // SAFETY: created by `Node::boxed`, no thread can reach it any more.
+        drop(unsafe { Box::from_raw(n) });
+    }
+}
+
+/// Chain A → B → C. A writer removes B and pushes a new node D (created in
+/// the writer) while a reader scans: the reader must see A and C, which are
+/// present throughout, and only well-formed nodes.
+#[test]
+fn chain_reader_vs_remove_and_insert() {
+    let seen = outcomes(|| {
+        let shared = Arc::new((ChainTable::<Node>::with_bucket_bits(0), Ticks::default()));
+        let (a, b, c) = (Node::boxed(1), Node::boxed(2), Node::boxed(3));
+        {
+            let mut g = shared.0.bucket(0).lock();
+            // SAFETY: fresh nodes, freed only after every thread has joined.
+            unsafe {
+                g.push_front(c);
+                g.push_front(b);
+                g.push_front(a);
+            }
+        }
+        let sh = Arc::clone(&shared);
+        let writer = thread::spawn(move || {
+            let (table, ticks) = &*sh;
+            let bucket = table.bucket(0);
+            ticks.tick();
+            {
+                let mut g = bucket.lock();
+                let b = g.iter().find(|n| n.key() == 2).unwrap() as *const Node;
+                assert!(g.remove(b));
+            }
+            ticks.tick();
+            // SAFETY: a fresh node, freed only after every thread has joined.
+            unsafe { bucket.lock().push_front(Node::boxed(4)) };
+        });
+        let (table, ticks) = &*shared;
+        let seen = scan(table.bucket(0), ticks);
+        assert!(
+            seen.contains(&1) && seen.contains(&3),
+            "missed a node: {seen:?}"
+        );
+        assert!(
+            seen.iter().all(|k| (1..=4).contains(k)),
+            "garbage: {seen:?}"
+        );
+        writer.join().unwrap();
+
+        let after: Vec<u64> = table.bucket(0).lock().iter().map(Node::key).collect();
+        assert_eq!(after, [4, 1, 3]);
+        free_chain(table.bucket(0));
+        // SAFETY: `b` was removed and no thread can reach it any more.
+        drop(unsafe { Box::from_raw(b) });
+        seen
+    });
+    let want = [vec![1, 2, 3], vec![1, 3], vec![4, 1, 3]];
+    assert_eq!(seen, HashSet::from(want));
+}
+
+/// A node is moved (rename) from chain X to chain Y, whose first node was
+/// created by a third thread. A reader standing on the moved node is
+/// diverted into Y and must find Y's node fully initialised: this checks
+/// the Release store of the moved node's link in `push_front`.
+#[test]
+fn chain_reader_diverted_by_move() {
+    let seen = outcomes(|| {
+        let shared = Arc::new((
+            Bucket::<Node>::new(),
+            Bucket::<Node>::new(),
+            Ticks::default(),
+        ));
+        let moved = Node::boxed(10);
+        // SAFETY: a fresh node, freed only after every thread has joined.
+        unsafe { shared.0.lock().push_front(moved) };
+
+        let sh = Arc::clone(&shared);
+        let creator = thread::spawn(move || {
+            sh.2.tick();
+            // SAFETY: a fresh node, freed only after every thread has joined.
+            unsafe { sh.1.lock().push_front(Node::boxed(20)) };
+        });
+        let sh = Arc::clone(&shared);
+        let mover = thread::spawn(move || {
+            let (x, y, ticks) = &*sh;
+            ticks.tick();
+            let m = x.lock().iter().next().unwrap() as *const Node;
+            assert!(x.lock().remove(m));
+            ticks.tick();
+            // SAFETY: `m` is on no chain now; freed only after the join.
+            unsafe { y.lock().push_front(m) };
+        });
+        let (x, y, ticks) = &*shared;
+        let seen = scan(x, ticks);
+        assert!(
+            matches!(seen[..], [] | [10] | [10, 20]),
+            "unexpected: {seen:?}"
+        );
+        creator.join().unwrap();
+        mover.join().unwrap();
+
+        assert!(x.first().is_null());
+        let keys: Vec<u64> = y.lock().iter().map(Node::key).collect();
+        assert!(keys == [10, 20] || keys == [20, 10], "unexpected: {keys:?}");
+        free_chain(y);
+        seen
+    });
+    let want = [vec![], vec![10], vec![10, 20]];
+    assert_eq!(seen, HashSet::from(want), "the reader is diverted into Y");
+}
