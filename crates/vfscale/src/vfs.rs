@@ -26,8 +26,8 @@ use crate::process::Process;
 use crate::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use crate::sync::counter::{ApproxCounter, ShardedCounter};
 use crate::sync::ino_batch::InoAllocator;
+use crate::sync::lock::{Mutex, RwLock};
 use crate::sync::seqcount::SeqCount;
-use parking_lot::{Mutex, RwLock};
 use seize::Collector;
 use std::sync::Arc;
 

@@ -9,8 +9,8 @@
 
 use super::dentry::{Dentry, D_ON_LRU};
 use crate::sync::atomic::Ordering;
+use crate::sync::lock::{Mutex, MutexGuard};
 use core::ptr;
-use parking_lot::{Mutex, MutexGuard};
 
 pub struct LruList {
     head: *const Dentry,

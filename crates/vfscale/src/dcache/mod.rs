@@ -60,7 +60,7 @@ impl VfsInner {
             let d = unsafe { &*p };
             if d.hash_len() == hl {
                 let seq = d.seq.read_begin_raw() & !1;
-                if d.parent_ptr() == parent as *mut Dentry && d.name_eq(key) {
+                if std::ptr::eq(d.parent_ptr(), parent) && d.name_eq(key) {
                     return RcuLookup::Found(p, seq);
                 }
             }
@@ -81,7 +81,7 @@ impl VfsInner {
         while !p.is_null() {
             // SAFETY: under the bucket lock, chain nodes are live.
             let d = unsafe { &*p };
-            if d.parent_ptr() == parent as *mut Dentry && d.name_eq(key) {
+            if std::ptr::eq(d.parent_ptr(), parent) && d.name_eq(key) {
                 return p;
             }
             p = d.chain_next_ptr();
@@ -298,7 +298,7 @@ impl VfsInner {
             self.collector
                 .retire(d as *mut Dentry, seize::reclaim::boxed)
         };
-        (!parent.is_null()).then_some(parent as *const Dentry)
+        (!parent.is_null()).then_some(parent)
     }
 
     /// Puts an unused hashed dentry on its superblock's LRU, shrinking the

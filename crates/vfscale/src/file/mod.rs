@@ -14,10 +14,10 @@ use crate::dcache::dentry::Dentry;
 use crate::inode::Inode;
 use crate::mount::Mount;
 use crate::sync::atomic::{AtomicU32, Ordering};
+use crate::sync::lock::Mutex;
 use crate::sync::refcount::RefCount;
 use crate::vfs::VfsInner;
 use core::mem::{offset_of, size_of};
-use parking_lot::Mutex;
 
 /// The description may be read from.
 pub const FMODE_READ: u32 = 1;

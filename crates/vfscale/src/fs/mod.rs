@@ -21,7 +21,7 @@ use crate::inode::Inode;
 use crate::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use crate::sync::counter::ApproxCounter;
 use crate::sync::ino_batch::InoAllocator;
-use parking_lot::Mutex;
+use crate::sync::lock::Mutex;
 
 /// What a backend supplies to the VFS.
 pub trait Filesystem: Send + Sync {

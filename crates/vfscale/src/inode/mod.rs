@@ -22,10 +22,10 @@ use crate::dir::index::DirIndex;
 use crate::fs::tmpfs::data::FileData;
 use crate::fs::SuperBlock;
 use crate::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+use crate::sync::lock::{Mutex, RwLock};
 use crate::sync::refcount::RefCount;
 use crate::sync::seqcount::SeqCount;
 use core::mem::{offset_of, size_of};
-use parking_lot::{Mutex, RwLock};
 
 /// A plain copy of an inode's attributes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -16,10 +16,10 @@
 use crate::dcache::dentry::{Dentry, D_MOUNTED};
 use crate::fs::SuperBlock;
 use crate::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use crate::sync::lock::Mutex;
 use crate::sync::refcount::RefCount;
 use crate::sync::seqcount::SeqCount;
 use crate::vfs::VfsInner;
-use parking_lot::Mutex;
 use std::sync::Arc;
 
 pub struct Mount {

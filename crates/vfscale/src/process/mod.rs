@@ -30,9 +30,9 @@ use crate::dcache::walk::{Found, Parent, PathPtr, WALK_FOLLOW};
 use crate::file::{FdTable, FileRef};
 use crate::inode::Inode;
 use crate::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use crate::sync::lock::Mutex;
 use crate::sync::seqcount::SeqCount;
 use crate::vfs::VfsInner;
-use parking_lot::Mutex;
 use std::sync::Arc;
 
 /// Root, cwd and umask (Linux's fs_struct), shareable between threads.

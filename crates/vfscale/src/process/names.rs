@@ -15,7 +15,7 @@ use crate::dcache::walk::{Last, Parent, WALK_FOLLOW};
 use crate::dir::index::DirIndex;
 use crate::inode::{now, Inode, InodeBody};
 use crate::sync::atomic::Ordering;
-use parking_lot::{RwLock, RwLockWriteGuard};
+use crate::sync::lock::{RwLock, RwLockWriteGuard};
 
 impl Process {
     /// Creates a node named `key` in the locked directory `dir` (dentry

@@ -7,7 +7,7 @@ use crate::dcache::name::NameKey;
 use crate::dcache::walk::{Found, Last, PathPtr, WALK_ALLOW_NEGATIVE, WALK_DIRECTORY, WALK_FOLLOW};
 use crate::file::{FMODE_PATH, FMODE_READ, FMODE_WRITE};
 use crate::inode::InodeBody;
-use parking_lot::RwLock;
+use crate::sync::lock::RwLock;
 
 /// Status flags an open file keeps (visible through F_GETFL).
 const KEPT_STATUS: i32 = O_ACCMODE
@@ -345,13 +345,12 @@ impl Process {
                 may_access(&self.cred, mode, uid, gid, want)?;
             }
             match ty {
-                S_IFIFO => {
+                S_IFIFO
                     // FIFO data transfer arrives with pipes; until then only
                     // opens that would not block are allowed.
-                    if !(acc == O_RDWR || (acc == O_RDONLY && flags & O_NONBLOCK != 0)) {
+                    if !(acc == O_RDWR || (acc == O_RDONLY && flags & O_NONBLOCK != 0)) => {
                         return Err(Errno::ENXIO);
                     }
-                }
                 S_IFCHR | S_IFBLK | S_IFSOCK => return Err(Errno::ENXIO),
                 _ => {}
             }

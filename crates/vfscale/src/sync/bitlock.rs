@@ -130,6 +130,7 @@ impl<N: ChainNode> Bucket<N> {
     /// Hold it briefly: lock-free readers do not wait, but writers of every
     /// name hashing to this bucket do.
     pub fn lock(&self) -> BucketGuard<'_, N> {
+        super::opcount::note_lock();
         let mut spins = 0u32;
         loop {
             if let Some(guard) = self.try_lock() {

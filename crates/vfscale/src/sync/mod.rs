@@ -13,6 +13,8 @@ pub mod atomic;
 pub mod bitlock;
 pub mod counter;
 pub mod ino_batch;
+pub mod lock;
+pub mod opcount;
 pub mod refcount;
 pub mod seqcount;
 

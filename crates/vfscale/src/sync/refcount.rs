@@ -65,6 +65,7 @@ impl RefCount {
     #[must_use]
     #[inline]
     pub fn get(&self) -> bool {
+        super::opcount::note_refcount_op();
         // Relaxed: the reference protects nothing that the caller's pointer
         // protection (epoch guard) does not already protect; exclusion with
         // `try_kill` comes from both being RMWs on this one word.
@@ -104,6 +105,7 @@ impl RefCount {
     #[must_use]
     #[inline]
     pub fn put(&self) -> bool {
+        super::opcount::note_refcount_op();
         // Release: pairs with the Acquire of a successful `try_kill`, so all
         // of this holder's accesses to the object happen before its teardown
         // (also through later gets and puts: RMWs continue the release
@@ -133,6 +135,7 @@ impl RefCount {
     #[must_use]
     #[inline]
     pub fn try_kill(&self) -> bool {
+        super::opcount::note_refcount_op();
         // Acquire on success: pairs with the Release of every put, so the
         // teardown happens after every former holder's last access.
         // Relaxed on failure: nothing is learned or done.
