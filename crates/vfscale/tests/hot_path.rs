@@ -16,7 +16,12 @@ fn delta(before: OpCounts) -> OpCounts {
 
 #[test]
 fn cached_path_lookups_take_no_reference_and_no_lock() {
-    const { assert!(ENABLED, "the test suite must build vfscale with op-counters") };
+    const {
+        assert!(
+            ENABLED,
+            "the test suite must build vfscale with op-counters"
+        )
+    };
     let vfs = Vfs::new();
     let p = vfs.root_process();
     p.mkdir(b"/a", 0o755).unwrap();

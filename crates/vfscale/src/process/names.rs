@@ -533,8 +533,14 @@ impl Process {
         if si.is_dir() && (nd == src || is_ancestor(src, nd)) {
             return Err(Errno::EINVAL);
         }
-        if exchange && di.is_some_and(|d| d.is_dir()) && (od == dst || is_ancestor(dst, od)) {
-            return Err(Errno::EINVAL);
+        // The target is the source's directory or above it: Linux's
+        // lock_rename "trap" (it cannot be empty, and we hold its lock).
+        if di.is_some_and(|d| d.is_dir()) && (od == dst || is_ancestor(dst, od)) {
+            return Err(if exchange {
+                Errno::EINVAL
+            } else {
+                Errno::ENOTEMPTY
+            });
         }
         if let Some(di) = di {
             if core::ptr::eq(si, di) {
