@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Every test of the project: formatting, lints, unit/integration/property/
+# stress tests of the whole workspace, and the loom models.
+# This is the README's test command; .ci/run calls it unchanged.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+command -v cargo >/dev/null 2>&1 || { echo "cargo (stable Rust, via rustup) is required" >&2; exit 1; }
+rustup component add rustfmt clippy >/dev/null 2>&1 || true
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+step "cargo clippy -D warnings"
+cargo clippy --workspace --all-targets -- -D warnings
+step "cargo test (workspace)"
+cargo test --workspace
+step "loom models"
+scripts/loom.sh
