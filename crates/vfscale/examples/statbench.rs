@@ -1,4 +1,6 @@
 //! Quick stat-same measurement (the bench crate has the real harness).
+//! Usage: statbench [ITERS] [THREADS,...]   (e.g. `statbench 100000 1` under
+//! `valgrind --tool=callgrind` for an instruction count per stat).
 use std::time::Instant;
 use vfscale::{abi::*, ProcessApi, Vfs};
 
@@ -7,8 +9,10 @@ fn main() {
     let p = vfs.root_process();
     let fd = p.open(b"/file", O_CREAT | O_WRONLY, 0o644).unwrap();
     p.close(fd).unwrap();
-    let iters = 20_000_000u64;
-    for threads in [1usize, 2] {
+    let mut args = std::env::args().skip(1);
+    let iters: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(20_000_000);
+    let thread_counts: Vec<usize> = args.next().map(|a| a.split(',').map(|t| t.parse().unwrap()).collect()).unwrap_or(vec![1, 2]);
+    for threads in thread_counts {
         let start = Instant::now();
         std::thread::scope(|s| {
             for _ in 0..threads {

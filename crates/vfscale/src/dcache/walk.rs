@@ -98,10 +98,26 @@ pub fn check_path(path: &[u8]) -> SysResult<()> {
     if path.len() >= PATH_MAX {
         return Err(Errno::ENAMETOOLONG);
     }
-    if path.contains(&0) {
+    if has_nul(path) {
         return Err(Errno::EINVAL);
     }
     Ok(())
+}
+
+/// Word-at-a-time NUL search: a short path costs a few instructions, not a
+/// call into memchr.
+#[inline(always)]
+fn has_nul(bytes: &[u8]) -> bool {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_ne_bytes(c.try_into().unwrap());
+        if w.wrapping_sub(LO) & !w & HI != 0 {
+            return true;
+        }
+    }
+    chunks.remainder().contains(&0)
 }
 
 /// Pending path text: a stack of segments (the original path and the
@@ -132,6 +148,11 @@ impl Segments {
             return Some(t);
         }
         self.inline[..self.len].last_mut()
+    }
+
+    /// Segments on the stack.
+    fn depth(&self) -> usize {
+        self.len + self.spill.len()
     }
 
     fn pop(&mut self) {
@@ -267,6 +288,7 @@ impl VfsInner {
         })
     }
 
+    #[inline(always)]
     fn walk_once(
         &self,
         cred: &Cred,
@@ -300,40 +322,31 @@ impl VfsInner {
                 let Some(top) = segs.top() else { break None };
                 // SAFETY: see `slice`.
                 let s = unsafe { slice(top.0, top.1) };
-                let skip = s.iter().position(|&b| b != b'/').unwrap_or(s.len());
-                let s = &s[skip..];
-                if s.is_empty() {
+                let mut start = 0;
+                while start < s.len() && s[start] == b'/' {
+                    start += 1;
+                }
+                if start == s.len() {
                     segs.pop();
                     continue;
                 }
-                let end = s.iter().position(|&b| b == b'/').unwrap_or(s.len());
-                let (comp, rest) = s.split_at(end);
+                let mut end = start;
+                while end < s.len() && s[end] != b'/' {
+                    end += 1;
+                }
+                let rest = &s[end..];
                 *top = (rest.as_ptr(), rest.len());
-                break Some(comp);
+                break Some((&s[start..end], rest));
             };
-            let Some(comp) = comp else {
+            let Some((comp, rest_top)) = comp else {
                 // Path exhausted: `cur` is the result (root, ".", "..", or a
                 // followed symlink's directory).
-                let f = Found {
-                    path: cur,
-                    seq: cur_seq,
-                    inode: cur_inode,
-                };
-                return self.finish(
-                    f,
-                    flags | if must_be_dir { WALK_DIRECTORY } else { 0 },
-                    needs_global_check,
-                    rename_seq,
-                    mount_seq,
-                );
+                let f = Found { path: cur, seq: cur_seq, inode: cur_inode };
+                return self.finish(f, flags | if must_be_dir { WALK_DIRECTORY } else { 0 }, needs_global_check, rename_seq, mount_seq);
             };
-            // Trailing slash after this component, with nothing else after.
-            // SAFETY: see `slice`.
-            let rest_top = segs
-                .top()
-                .map(|t| unsafe { slice(t.0, t.1) })
-                .unwrap_or(&[]);
-            let is_last = !segs.has_more();
+            // Last component: nothing but slashes after it in this segment
+            // (a trailing slash) and nothing in the segments below.
+            let is_last = rest_top.iter().all(|&b| b == b'/') && (segs.depth() == 1 || !segs.has_more());
             if is_last && !rest_top.is_empty() {
                 must_be_dir = true;
             }
@@ -343,9 +356,11 @@ impl VfsInner {
             if !dir.is_dir() {
                 return Err(Errno::ENOTDIR.into());
             }
-            let (mode, uid, gid) = dir.perm_attr();
-            if !cred.is_root() && !may_search_fast(mode) {
-                may_access(cred, mode, uid, gid, MAY_EXEC)?;
+            if !cred.is_root() {
+                let (mode, uid, gid) = dir.perm_attr();
+                if !may_search_fast(mode) {
+                    may_access(cred, mode, uid, gid, MAY_EXEC)?;
+                }
             }
             if comp == b"." {
                 if is_last {
@@ -479,6 +494,7 @@ impl VfsInner {
         }
     }
 
+    #[inline(always)]
     fn finish(
         &self,
         f: Found,
