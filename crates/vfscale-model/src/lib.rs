@@ -18,6 +18,8 @@
 //!   descriptors and releases its root and cwd.
 
 mod node;
+#[cfg(feature = "proptest")]
+pub mod ops;
 mod perm;
 mod state;
 mod sys;
