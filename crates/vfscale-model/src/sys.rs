@@ -1463,8 +1463,9 @@ impl State {
         if d.dead {
             return Err(Errno::ENOENT);
         }
-        // "." at 0, ".." at 1, then the entries in cookie order from `pos`;
-        // each record's d_off is the position just past it.
+        // "." at 0, ".." at 1, then the entries in ascending cookie order
+        // from `pos` (the project's stable-cookie scheme; Linux 6.18 tmpfs
+        // lists newest first and ends with d_off = INT_MAX).
         let parent_ino = d.parent.ino;
         let start = pos;
         let dots = [(0i64, loc.node.ino, &b"."[..]), (1, parent_ino, &b".."[..])];
@@ -1477,18 +1478,22 @@ impl State {
                 &name[..],
             )
         });
-        let entries = dots
+        let mut entries = dots
             .into_iter()
             .filter(|e| e.0 >= start)
             .map(|(p, ino, name)| (p, ino, DT_DIR, name))
-            .chain(children);
+            .chain(children)
+            .peekable();
         let mut at = 0;
         let mut first_too_big = false;
-        for (p, ino, dtype, name) in entries {
-            match put_dirent64(buf, at, ino, p + 1, dtype, name) {
+        while let Some((p, ino, dtype, name)) = entries.next() {
+            // d_off: the cookie of the next entry, or just past this one at
+            // the end (where an entry created later would be found).
+            let next = entries.peek().map_or(p + 1, |e| e.0);
+            match put_dirent64(buf, at, ino, next, dtype, name) {
                 Some(k) => {
                     at += k;
-                    pos = p + 1;
+                    pos = next;
                 }
                 None => {
                     first_too_big = at == 0;

@@ -931,3 +931,54 @@ fn lifetimes_free_everything() {
     p.chdir(b"/").unwrap();
     assert_eq!(fs.inode_count(), base);
 }
+
+/// Cases checked against Linux 6.18 on a real tmpfs while writing the model.
+#[test]
+fn kernel_checked_corner_cases() {
+    let (_fs, p) = root();
+    p.mkdir(b"/d", 0o755).unwrap();
+    p.mkdir(b"/d/s", 0o755).unwrap();
+    create(&p, b"/f", b"");
+    let x = RENAME_EXCHANGE;
+    assert_eq!(
+        p.renameat2(AT_FDCWD, b"/d", AT_FDCWD, b"/d/s", x),
+        E(Errno::EINVAL)
+    );
+    assert_eq!(
+        p.renameat2(AT_FDCWD, b"/d/s", AT_FDCWD, b"/d", x),
+        E(Errno::EINVAL)
+    );
+    assert_eq!(
+        p.renameat2(AT_FDCWD, b"/f", AT_FDCWD, b"/d/.", RENAME_NOREPLACE),
+        E(Errno::EEXIST)
+    );
+    assert_eq!(
+        p.open(b"/pnew", O_PATH | O_CREAT, 0o644).unwrap_err(),
+        Errno::ENOENT
+    );
+    let fd = p.open(b"/f", O_RDWR, 0).unwrap();
+    assert_eq!(p.lseek(fd, 0, SEEK_DATA).unwrap_err(), Errno::ENXIO);
+    assert_eq!(p.lseek(fd, 0, SEEK_HOLE).unwrap_err(), Errno::ENXIO);
+    assert_eq!(
+        p.statx(AT_FDCWD, b"/f", AT_STATX_SYNC_TYPE, 0x7ff)
+            .unwrap_err(),
+        Errno::EINVAL
+    );
+    assert_eq!(
+        p.statx(AT_FDCWD, b"/f", 0, 0x8000_0000).unwrap_err(),
+        Errno::EINVAL
+    );
+    assert_eq!(p.umount2(b"/d", 0x10), E(Errno::EINVAL));
+    assert_eq!(p.umount2(b"/d", 0), E(Errno::EINVAL));
+    assert_eq!(p.mount(b"", b"/d", b"", MS_BIND), E(Errno::EINVAL));
+    assert_eq!(p.readlink(b"/f").unwrap_err(), Errno::EINVAL);
+    assert_eq!(p.readlink(b"").unwrap_err(), Errno::ENOENT);
+    assert_eq!(p.stat(b"/").unwrap().size, 80, "40 + 20 per entry");
+    p.symlink(&[b'x'; 127], b"/s127").unwrap();
+    p.symlink(&[b'x'; 128], b"/s128").unwrap();
+    assert_eq!(p.lstat(b"/s127").unwrap().blocks, 0);
+    assert_eq!(p.lstat(b"/s128").unwrap().blocks, 8);
+    let d = p.open(b"/d", O_RDONLY, 0).unwrap();
+    assert_eq!(p.readv(d, &mut []).unwrap(), 0);
+    assert_eq!(p.read(d, &mut []).unwrap_err(), Errno::EISDIR);
+}
