@@ -1,0 +1,957 @@
+//! Operation-sequence harness for property tests: an `Op` per `ProcessApi`
+//! call over a small name alphabet, a proptest strategy that generates them,
+//! and `apply`, which runs one op on any `ProcessApi` and reduces the result
+//! to a comparable `Outcome`.
+//!
+//! Invariants:
+//! - `apply` is a pure function of (the process's state, the op, the
+//!   `FdMap`): two implementations with the same semantics produce equal
+//!   outcome sequences and equal `FdMap`s;
+//! - an `Outcome` keeps only what both sides must agree on: errno, counts,
+//!   bytes, offsets, and stat's mode, nlink, uid, gid, size, rdev (and
+//!   blocks for regular files); inode and device numbers and timestamps are
+//!   dropped;
+//! - descriptors are named symbolically (`FdArg::Slot`) by their position
+//!   among the descriptors the sequence itself has seen opened, so a
+//!   generated op usually hits an open descriptor; both sides allocate the
+//!   lowest free number, so raw numbers are compared as well.
+
+use proptest::prelude::*;
+use std::fmt;
+use vfscale::abi::*;
+use vfscale::{Cred, Errno, Fd, ProcessApi};
+
+/// A path or name argument (printed as an escaped string).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Bytes(pub Vec<u8>);
+
+impl fmt::Debug for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.len() > 40 {
+            return write!(
+                f,
+                "b\"{}…\"({} bytes)",
+                self.0[..8].escape_ascii(),
+                self.0.len()
+            );
+        }
+        write!(f, "b\"{}\"", self.0.escape_ascii())
+    }
+}
+
+impl From<&[u8]> for Bytes {
+    fn from(b: &[u8]) -> Self {
+        Bytes(b.to_vec())
+    }
+}
+
+/// A descriptor argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FdArg {
+    /// AT_FDCWD.
+    Cwd,
+    /// The k-th (modulo) descriptor in the `FdMap`; -1 if it is empty.
+    Slot(u8),
+    /// A raw number (possibly invalid).
+    Raw(Fd),
+}
+
+/// The descriptors a sequence has seen opened and not closed, in the order
+/// they appeared (the same on both sides as long as outcomes agree).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FdMap {
+    pub open: Vec<Fd>,
+}
+
+impl FdMap {
+    /// The raw descriptor for `arg`.
+    pub fn resolve(&self, arg: FdArg) -> Fd {
+        match arg {
+            FdArg::Cwd => AT_FDCWD,
+            FdArg::Raw(fd) => fd,
+            FdArg::Slot(k) if self.open.is_empty() => {
+                let _ = k;
+                -1
+            }
+            FdArg::Slot(k) => self.open[k as usize % self.open.len()],
+        }
+    }
+
+    fn opened(&mut self, fd: Fd) {
+        if !self.open.contains(&fd) {
+            self.open.push(fd);
+        }
+    }
+
+    fn closed(&mut self, fd: Fd) {
+        self.open.retain(|&f| f != fd);
+    }
+}
+
+/// One `ProcessApi` call with its arguments.
+#[derive(Clone, Debug)]
+pub enum Op {
+    Open {
+        dirfd: FdArg,
+        path: Bytes,
+        flags: i32,
+        mode: u32,
+    },
+    Close(FdArg),
+    CloseRange {
+        first: u32,
+        last: u32,
+        flags: u32,
+    },
+    Dup(FdArg),
+    Dup2(FdArg, FdArg),
+    Dup3(FdArg, FdArg, i32),
+    Read {
+        fd: FdArg,
+        len: usize,
+    },
+    Write {
+        fd: FdArg,
+        data: Bytes,
+    },
+    Pread {
+        fd: FdArg,
+        len: usize,
+        off: i64,
+    },
+    Pwrite {
+        fd: FdArg,
+        data: Bytes,
+        off: i64,
+    },
+    Readv {
+        fd: FdArg,
+        lens: Vec<usize>,
+    },
+    Writev {
+        fd: FdArg,
+        data: Vec<Bytes>,
+    },
+    Lseek {
+        fd: FdArg,
+        off: i64,
+        whence: i32,
+    },
+    Ftruncate {
+        fd: FdArg,
+        len: i64,
+    },
+    Truncate {
+        path: Bytes,
+        len: i64,
+    },
+    Fsync(FdArg),
+    Fdatasync(FdArg),
+    Fstat(FdArg),
+    Fstatat {
+        dirfd: FdArg,
+        path: Bytes,
+        flags: i32,
+    },
+    Statx {
+        dirfd: FdArg,
+        path: Bytes,
+        flags: i32,
+        mask: u32,
+    },
+    Faccessat {
+        dirfd: FdArg,
+        path: Bytes,
+        mode: i32,
+        flags: i32,
+    },
+    Fchmodat {
+        dirfd: FdArg,
+        path: Bytes,
+        mode: u32,
+        flags: i32,
+    },
+    Fchmod {
+        fd: FdArg,
+        mode: u32,
+    },
+    Fchownat {
+        dirfd: FdArg,
+        path: Bytes,
+        uid: u32,
+        gid: u32,
+        flags: i32,
+    },
+    Fchown {
+        fd: FdArg,
+        uid: u32,
+        gid: u32,
+    },
+    Utimensat {
+        dirfd: FdArg,
+        path: Bytes,
+        times: Option<[Timespec; 2]>,
+        flags: i32,
+    },
+    Futimens {
+        fd: FdArg,
+        times: Option<[Timespec; 2]>,
+    },
+    Statfs(Bytes),
+    Fstatfs(FdArg),
+    Mkdirat {
+        dirfd: FdArg,
+        path: Bytes,
+        mode: u32,
+    },
+    Mknodat {
+        dirfd: FdArg,
+        path: Bytes,
+        mode: u32,
+        dev: u64,
+    },
+    Unlinkat {
+        dirfd: FdArg,
+        path: Bytes,
+        flags: i32,
+    },
+    Renameat2 {
+        olddirfd: FdArg,
+        old: Bytes,
+        newdirfd: FdArg,
+        new: Bytes,
+        flags: u32,
+    },
+    Linkat {
+        olddirfd: FdArg,
+        old: Bytes,
+        newdirfd: FdArg,
+        new: Bytes,
+        flags: i32,
+    },
+    Symlinkat {
+        target: Bytes,
+        dirfd: FdArg,
+        path: Bytes,
+    },
+    Readlinkat {
+        dirfd: FdArg,
+        path: Bytes,
+        len: usize,
+    },
+    Getdents64 {
+        fd: FdArg,
+        len: usize,
+    },
+    Chdir(Bytes),
+    Fchdir(FdArg),
+    Getcwd,
+    Chroot(Bytes),
+    Umask(u32),
+    Mount {
+        source: Bytes,
+        target: Bytes,
+        fstype: Bytes,
+        flags: u64,
+    },
+    Umount2 {
+        target: Bytes,
+        flags: i32,
+    },
+    /// fork; the child runs these ops (with a copy of the FdMap), then exits.
+    Fork(Vec<Op>),
+}
+
+/// The parts of a stat result both sides must agree on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatSummary {
+    pub mode: u32,
+    pub nlink: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub size: i64,
+    pub rdev: u64,
+    /// st_blocks, for regular files only.
+    pub blocks: Option<i64>,
+}
+
+impl From<&Stat> for StatSummary {
+    fn from(s: &Stat) -> Self {
+        StatSummary {
+            mode: s.mode,
+            nlink: s.nlink,
+            uid: s.uid,
+            gid: s.gid,
+            size: s.size,
+            rdev: s.rdev,
+            blocks: s_isreg(s.mode).then_some(s.blocks),
+        }
+    }
+}
+
+impl From<&Statx> for StatSummary {
+    fn from(s: &Statx) -> Self {
+        let mode = s.mode as u32;
+        StatSummary {
+            mode,
+            nlink: s.nlink,
+            uid: s.uid,
+            gid: s.gid,
+            size: s.size as i64,
+            rdev: ((s.rdev_major as u64) << 8)
+                | (s.rdev_minor as u64 & 0xff)
+                | ((s.rdev_minor as u64 & !0xff) << 12),
+            blocks: s_isreg(mode).then_some(s.blocks as i64),
+        }
+    }
+}
+
+/// The comparable result of one op.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Unit,
+    Fd(Fd),
+    Count(usize),
+    Data(Bytes),
+    Offset(i64),
+    Mask(u32),
+    Stat(StatSummary),
+    /// statx: the summary and the STATX_BASIC_STATS part of the mask.
+    Statx(StatSummary, u32),
+    Statfs {
+        f_type: i64,
+        f_bsize: i64,
+        f_namelen: i64,
+    },
+    /// getdents64: (name, d_type) in order.
+    Dirents(Vec<(Bytes, u8)>),
+    /// fork: the child's outcomes.
+    Child(Vec<Outcome>),
+    Err(Errno),
+}
+
+fn unit(r: SysResult<()>) -> Outcome {
+    r.map_or_else(Outcome::Err, |()| Outcome::Unit)
+}
+
+fn stat(r: SysResult<Stat>) -> Outcome {
+    r.map_or_else(Outcome::Err, |s| Outcome::Stat((&s).into()))
+}
+
+/// Runs `op` on `p`, keeping `fds` up to date.
+pub fn apply<P: ProcessApi>(p: &P, op: &Op, fds: &mut FdMap) -> Outcome {
+    use Outcome as O;
+    let before = fds.clone();
+    let fd = |a: &FdArg| before.resolve(*a);
+    match op {
+        Op::Open {
+            dirfd,
+            path,
+            flags,
+            mode,
+        } => match p.openat(fd(dirfd), &path.0, *flags, *mode) {
+            Ok(n) => {
+                fds.opened(n);
+                O::Fd(n)
+            }
+            Err(e) => O::Err(e),
+        },
+        Op::Close(a) => {
+            let n = fd(a);
+            let r = p.close(n);
+            if r.is_ok() {
+                fds.closed(n);
+            }
+            unit(r)
+        }
+        Op::CloseRange { first, last, flags } => {
+            let r = p.close_range(*first, *last, *flags);
+            if r.is_ok() && flags & CLOSE_RANGE_CLOEXEC == 0 {
+                fds.open
+                    .retain(|&f| !(f as u32 >= *first && f as u32 <= *last));
+            }
+            unit(r)
+        }
+        Op::Dup(a) => match p.dup(fd(a)) {
+            Ok(n) => {
+                fds.opened(n);
+                O::Fd(n)
+            }
+            Err(e) => O::Err(e),
+        },
+        Op::Dup2(a, b) | Op::Dup3(a, b, _) => {
+            let r = match op {
+                Op::Dup3(_, _, flags) => p.dup3(fd(a), fd(b), *flags),
+                _ => p.dup2(fd(a), fd(b)),
+            };
+            match r {
+                Ok(n) => {
+                    fds.opened(n);
+                    O::Fd(n)
+                }
+                Err(e) => O::Err(e),
+            }
+        }
+        Op::Read { fd: a, len } => {
+            let mut buf = vec![0u8; *len];
+            p.read(fd(a), &mut buf)
+                .map_or_else(O::Err, |n| O::Data(Bytes(buf[..n].to_vec())))
+        }
+        Op::Write { fd: a, data } => p.write(fd(a), &data.0).map_or_else(O::Err, O::Count),
+        Op::Pread { fd: a, len, off } => {
+            let mut buf = vec![0u8; *len];
+            p.pread(fd(a), &mut buf, *off)
+                .map_or_else(O::Err, |n| O::Data(Bytes(buf[..n].to_vec())))
+        }
+        Op::Pwrite { fd: a, data, off } => {
+            p.pwrite(fd(a), &data.0, *off).map_or_else(O::Err, O::Count)
+        }
+        Op::Readv { fd: a, lens } => {
+            let mut bufs: Vec<Vec<u8>> = lens.iter().map(|&l| vec![0u8; l]).collect();
+            let mut refs: Vec<&mut [u8]> = bufs.iter_mut().map(|b| &mut b[..]).collect();
+            match p.readv(fd(a), &mut refs) {
+                Ok(n) => O::Data(Bytes(bufs.concat()[..n].to_vec())),
+                Err(e) => O::Err(e),
+            }
+        }
+        Op::Writev { fd: a, data } => {
+            let refs: Vec<&[u8]> = data.iter().map(|b| &b.0[..]).collect();
+            p.writev(fd(a), &refs).map_or_else(O::Err, O::Count)
+        }
+        Op::Lseek { fd: a, off, whence } => {
+            p.lseek(fd(a), *off, *whence).map_or_else(O::Err, O::Offset)
+        }
+        Op::Ftruncate { fd: a, len } => unit(p.ftruncate(fd(a), *len)),
+        Op::Truncate { path, len } => unit(p.truncate(&path.0, *len)),
+        Op::Fsync(a) => unit(p.fsync(fd(a))),
+        Op::Fdatasync(a) => unit(p.fdatasync(fd(a))),
+        Op::Fstat(a) => stat(p.fstat(fd(a))),
+        Op::Fstatat { dirfd, path, flags } => stat(p.fstatat(fd(dirfd), &path.0, *flags)),
+        Op::Statx {
+            dirfd,
+            path,
+            flags,
+            mask,
+        } => match p.statx(fd(dirfd), &path.0, *flags, *mask) {
+            Ok(s) => O::Statx((&s).into(), s.mask & STATX_BASIC_STATS),
+            Err(e) => O::Err(e),
+        },
+        Op::Faccessat {
+            dirfd,
+            path,
+            mode,
+            flags,
+        } => unit(p.faccessat(fd(dirfd), &path.0, *mode, *flags)),
+        Op::Fchmodat {
+            dirfd,
+            path,
+            mode,
+            flags,
+        } => unit(p.fchmodat(fd(dirfd), &path.0, *mode, *flags)),
+        Op::Fchmod { fd: a, mode } => unit(p.fchmod(fd(a), *mode)),
+        Op::Fchownat {
+            dirfd,
+            path,
+            uid,
+            gid,
+            flags,
+        } => unit(p.fchownat(fd(dirfd), &path.0, *uid, *gid, *flags)),
+        Op::Fchown { fd: a, uid, gid } => unit(p.fchown(fd(a), *uid, *gid)),
+        Op::Utimensat {
+            dirfd,
+            path,
+            times,
+            flags,
+        } => unit(p.utimensat(fd(dirfd), &path.0, *times, *flags)),
+        Op::Futimens { fd: a, times } => unit(p.futimens(fd(a), *times)),
+        Op::Statfs(path) => p.statfs(&path.0).map_or_else(O::Err, |s| O::Statfs {
+            f_type: s.f_type,
+            f_bsize: s.f_bsize,
+            f_namelen: s.f_namelen,
+        }),
+        Op::Fstatfs(a) => p.fstatfs(fd(a)).map_or_else(O::Err, |s| O::Statfs {
+            f_type: s.f_type,
+            f_bsize: s.f_bsize,
+            f_namelen: s.f_namelen,
+        }),
+        Op::Mkdirat { dirfd, path, mode } => unit(p.mkdirat(fd(dirfd), &path.0, *mode)),
+        Op::Mknodat {
+            dirfd,
+            path,
+            mode,
+            dev,
+        } => unit(p.mknodat(fd(dirfd), &path.0, *mode, *dev)),
+        Op::Unlinkat { dirfd, path, flags } => unit(p.unlinkat(fd(dirfd), &path.0, *flags)),
+        Op::Renameat2 {
+            olddirfd,
+            old,
+            newdirfd,
+            new,
+            flags,
+        } => unit(p.renameat2(fd(olddirfd), &old.0, fd(newdirfd), &new.0, *flags)),
+        Op::Linkat {
+            olddirfd,
+            old,
+            newdirfd,
+            new,
+            flags,
+        } => unit(p.linkat(fd(olddirfd), &old.0, fd(newdirfd), &new.0, *flags)),
+        Op::Symlinkat {
+            target,
+            dirfd,
+            path,
+        } => unit(p.symlinkat(&target.0, fd(dirfd), &path.0)),
+        Op::Readlinkat { dirfd, path, len } => {
+            let mut buf = vec![0u8; *len];
+            p.readlinkat(fd(dirfd), &path.0, &mut buf)
+                .map_or_else(O::Err, |n| O::Data(Bytes(buf[..n].to_vec())))
+        }
+        Op::Getdents64 { fd: a, len } => {
+            let mut buf = vec![0u8; *len];
+            match p.getdents64(fd(a), &mut buf) {
+                Ok(n) => O::Dirents(
+                    parse_dirents64(&buf[..n])
+                        .into_iter()
+                        .map(|d| (Bytes(d.name), d.dtype))
+                        .collect(),
+                ),
+                Err(e) => O::Err(e),
+            }
+        }
+        Op::Chdir(path) => unit(p.chdir(&path.0)),
+        Op::Fchdir(a) => unit(p.fchdir(fd(a))),
+        Op::Getcwd => p.getcwd().map_or_else(O::Err, |b| O::Data(Bytes(b))),
+        Op::Chroot(path) => unit(p.chroot(&path.0)),
+        Op::Umask(m) => O::Mask(p.umask(*m)),
+        Op::Mount {
+            source,
+            target,
+            fstype,
+            flags,
+        } => unit(p.mount(&source.0, &target.0, &fstype.0, *flags)),
+        Op::Umount2 { target, flags } => unit(p.umount2(&target.0, *flags)),
+        Op::Fork(child_ops) => match p.fork() {
+            Ok(child) => {
+                let mut child_fds = fds.clone();
+                let out = child_ops
+                    .iter()
+                    .map(|o| apply(&child, o, &mut child_fds))
+                    .collect();
+                child.exit();
+                O::Child(out)
+            }
+            Err(e) => O::Err(e),
+        },
+    }
+}
+
+/// One step of a multi-process scenario: which process runs which op.
+#[derive(Clone, Debug)]
+pub struct Step {
+    pub proc: usize,
+    pub op: Op,
+}
+
+/// The credentials of the processes of a scenario: root, a user in group
+/// 100, and a user whose primary group is 100.
+pub fn scenario_creds() -> Vec<Cred> {
+    vec![
+        Cred::root(),
+        Cred::user(1000, 1000, &[100]),
+        Cred::user(1001, 100, &[]),
+    ]
+}
+
+/// Steps that give the non-root processes somewhere to work: "/" becomes
+/// 0777, and /a (0777) and /b (1777, sticky) exist.
+pub fn prelude() -> Vec<Step> {
+    let op = |op| Step { proc: 0, op };
+    vec![
+        op(Op::Fchmodat {
+            dirfd: FdArg::Cwd,
+            path: b"/"[..].into(),
+            mode: 0o777,
+            flags: 0,
+        }),
+        op(Op::Mkdirat {
+            dirfd: FdArg::Cwd,
+            path: b"/a"[..].into(),
+            mode: 0o777,
+        }),
+        op(Op::Fchmodat {
+            dirfd: FdArg::Cwd,
+            path: b"/a"[..].into(),
+            mode: 0o777,
+            flags: 0,
+        }),
+        op(Op::Mkdirat {
+            dirfd: FdArg::Cwd,
+            path: b"/b"[..].into(),
+            mode: 0o777,
+        }),
+        op(Op::Fchmodat {
+            dirfd: FdArg::Cwd,
+            path: b"/b"[..].into(),
+            mode: 0o1777,
+            flags: 0,
+        }),
+    ]
+}
+
+/// Runs `steps` on `procs` (one `FdMap` each) and returns every outcome.
+pub fn run<P: ProcessApi>(procs: &[P], steps: &[Step]) -> Vec<Outcome> {
+    let mut maps = vec![FdMap::default(); procs.len()];
+    steps
+        .iter()
+        .map(|s| {
+            let i = s.proc % procs.len();
+            apply(&procs[i], &s.op, &mut maps[i])
+        })
+        .collect()
+}
+
+// ---------------- strategies ----------------
+
+fn component() -> impl Strategy<Value = &'static [u8]> {
+    prop_oneof![
+        8 => prop::sample::select(vec![&b"a"[..], b"b"]),
+        4 => prop::sample::select(vec![&b"c"[..], b"d"]),
+        2 => Just(&b"l"[..]),
+        1 => Just(&b"."[..]),
+        1 => Just(&b".."[..]),
+    ]
+}
+
+/// A path of up to 3 components over a, b, c, d and the symlink name l,
+/// with occasional ".", "..", trailing slash, relative form, and rare
+/// oddities (empty, "/", a 256-byte component, a NUL byte).
+pub fn path_strategy() -> impl Strategy<Value = Bytes> {
+    let normal = (
+        prop_oneof![2 => 1usize..=2, 1 => Just(3usize)]
+            .prop_flat_map(|n| prop::collection::vec(component(), n)),
+        prop::bool::weighted(0.75),
+        prop::bool::weighted(0.1),
+    )
+        .prop_map(|(comps, absolute, trailing)| {
+            let mut p = Vec::new();
+            if absolute {
+                p.push(b'/');
+            }
+            p.extend(comps.join(&b'/'));
+            if trailing {
+                p.push(b'/');
+            }
+            Bytes(p)
+        });
+    let known = (
+        prop::sample::select(vec![&b"/a/"[..], b"/b/", b"/a/c/", b""]),
+        prop::sample::select(vec![&b"c"[..], b"d", b"e", b"l"]),
+    )
+        .prop_map(|(dir, name)| Bytes([dir, name].concat()));
+    prop_oneof![
+        20 => known,
+        20 => normal,
+        1 => Just(Bytes(Vec::new())),
+        1 => Just(Bytes(b"/".to_vec())),
+        1 => Just(Bytes({
+            let mut p = b"/a/".to_vec();
+            p.extend(std::iter::repeat_n(b'x', 256));
+            p
+        })),
+        1 => Just(Bytes(b"/a\0b".to_vec())),
+    ]
+}
+
+fn fd_arg() -> impl Strategy<Value = FdArg> {
+    prop_oneof![
+        8 => (0u8..8).prop_map(FdArg::Slot),
+        1 => Just(FdArg::Cwd),
+        1 => prop::sample::select(vec![-1, 0, 3, 100]).prop_map(FdArg::Raw),
+    ]
+}
+
+fn dirfd_arg() -> impl Strategy<Value = FdArg> {
+    prop_oneof![6 => Just(FdArg::Cwd), 2 => (0u8..8).prop_map(FdArg::Slot), 1 => Just(FdArg::Raw(-1))]
+}
+
+fn data() -> impl Strategy<Value = Bytes> {
+    prop::collection::vec(b'a'..=b'e', 0..12).prop_map(Bytes)
+}
+
+fn mode() -> impl Strategy<Value = u32> {
+    prop::sample::select(vec![
+        0o777, 0o755, 0o644, 0o600, 0o000, 0o4755, 0o2755, 0o2775, 0o1777, 0o700, 0o070, 0o007,
+    ])
+}
+
+fn open_flags() -> impl Strategy<Value = i32> {
+    let extra = prop::sample::subsequence(
+        vec![
+            O_EXCL,
+            O_TRUNC,
+            O_APPEND,
+            O_DIRECTORY,
+            O_NOFOLLOW,
+            O_CLOEXEC,
+        ],
+        0..=2,
+    );
+    (
+        prop::sample::select(vec![O_RDONLY, O_WRONLY, O_RDWR]),
+        prop::bool::weighted(0.6),
+        extra,
+        0u8..20,
+    )
+        .prop_map(|(acc, creat, extra, special)| {
+            let mut f = acc | extra.into_iter().fold(0, |a, b| a | b);
+            if creat {
+                f |= O_CREAT;
+            }
+            match special {
+                0 => f |= O_PATH,
+                1 => f = O_TMPFILE | O_RDWR,
+                2 => f |= 3,
+                _ => {}
+            }
+            f
+        })
+}
+
+fn offset() -> impl Strategy<Value = i64> {
+    prop_oneof![
+        8 => 0i64..64,
+        2 => prop::sample::select(vec![4095, 4096, 4097, 8192]),
+        1 => prop::sample::select(vec![-1, 1 << 40, i64::MAX]),
+    ]
+}
+
+fn at_flags() -> impl Strategy<Value = i32> {
+    prop::sample::select(vec![
+        0,
+        0,
+        AT_SYMLINK_NOFOLLOW,
+        AT_EMPTY_PATH,
+        AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW,
+        0x8000,
+    ])
+}
+
+fn ids() -> impl Strategy<Value = (u32, u32)> {
+    let v = vec![0, 100, 1000, 1001, u32::MAX];
+    (prop::sample::select(v.clone()), prop::sample::select(v))
+}
+
+fn times() -> impl Strategy<Value = Option<[Timespec; 2]>> {
+    let t = prop::sample::select(vec![
+        Timespec::NOW,
+        Timespec::OMIT,
+        Timespec::new(1000, 0),
+        Timespec::new(0, 1_000_000_000),
+    ]);
+    prop_oneof![1 => Just(None), 3 => (t.clone(), t).prop_map(|(a, m)| Some([a, m]))]
+}
+
+/// An op that does not fork (the body of a forked child).
+fn leaf_op() -> BoxedStrategy<Op> {
+    let files = prop_oneof![
+        8 => (dirfd_arg(), path_strategy(), open_flags(), mode())
+            .prop_map(|(dirfd, path, flags, mode)| Op::Open {
+                dirfd,
+                path,
+                flags,
+                mode
+            })
+            .boxed(),
+        3 => prop::sample::select(vec![&b"/a"[..], b"/b", b".", b"/", b"/a/c"])
+            .prop_map(|path| Op::Open {
+                dirfd: FdArg::Cwd,
+                path: path.into(),
+                flags: O_RDONLY | O_DIRECTORY,
+                mode: 0
+            })
+            .boxed(),
+        3 => (
+            prop::sample::select(vec![&b"/a/"[..], b"/b/"]),
+            prop::sample::select(vec![&b"c"[..], b"d", b"e"])
+        )
+            .prop_map(|(dir, name)| Op::Open {
+                dirfd: FdArg::Cwd,
+                path: Bytes([dir, name].concat()),
+                flags: O_CREAT | O_RDWR,
+                mode: 0o644
+            })
+            .boxed(),
+        1 => fd_arg().prop_map(Op::Close).boxed(),
+        1 => (
+            0u32..6,
+            prop::sample::select(vec![0u32, 2, 5, u32::MAX]),
+            prop::sample::select(vec![0u32, 0, CLOSE_RANGE_CLOEXEC, 1])
+        )
+            .prop_map(|(first, last, flags)| Op::CloseRange { first, last, flags })
+            .boxed(),
+        1 => fd_arg().prop_map(Op::Dup).boxed(),
+        1 => (fd_arg(), fd_arg())
+            .prop_map(|(a, b)| Op::Dup2(a, b))
+            .boxed(),
+        1 => (
+            fd_arg(),
+            fd_arg(),
+            prop::sample::select(vec![0, O_CLOEXEC, 1])
+        )
+            .prop_map(|(a, b, f)| Op::Dup3(a, b, f))
+            .boxed(),
+        1 => fd_arg().prop_map(Op::Fsync).boxed(),
+        1 => fd_arg().prop_map(Op::Fdatasync).boxed(),
+    ];
+    let io = prop_oneof![
+        (fd_arg(), 0usize..24)
+            .prop_map(|(fd, len)| Op::Read { fd, len })
+            .boxed(),
+        (fd_arg(), data())
+            .prop_map(|(fd, data)| Op::Write { fd, data })
+            .boxed(),
+        (fd_arg(), 0usize..24, offset())
+            .prop_map(|(fd, len, off)| Op::Pread { fd, len, off })
+            .boxed(),
+        (fd_arg(), data(), offset())
+            .prop_map(|(fd, data, off)| Op::Pwrite { fd, data, off })
+            .boxed(),
+        (fd_arg(), prop::collection::vec(0usize..8, 0..4))
+            .prop_map(|(fd, lens)| Op::Readv { fd, lens })
+            .boxed(),
+        (fd_arg(), prop::collection::vec(data(), 0..4))
+            .prop_map(|(fd, data)| Op::Writev { fd, data })
+            .boxed(),
+        (fd_arg(), offset(), -1i32..=5)
+            .prop_map(|(fd, off, whence)| Op::Lseek { fd, off, whence })
+            .boxed(),
+        (fd_arg(), offset())
+            .prop_map(|(fd, len)| Op::Ftruncate { fd, len })
+            .boxed(),
+        (path_strategy(), offset())
+            .prop_map(|(path, len)| Op::Truncate { path, len })
+            .boxed(),
+    ];
+    let attrs = prop_oneof![
+        fd_arg().prop_map(Op::Fstat).boxed(),
+        (dirfd_arg(), path_strategy(), at_flags())
+            .prop_map(|(dirfd, path, flags)| Op::Fstatat { dirfd, path, flags })
+            .boxed(),
+        (dirfd_arg(), path_strategy(), at_flags())
+            .prop_map(|(dirfd, path, flags)| Op::Statx {
+                dirfd,
+                path,
+                flags,
+                mask: STATX_BASIC_STATS
+            })
+            .boxed(),
+        (
+            dirfd_arg(),
+            path_strategy(),
+            0i32..=8,
+            prop::sample::select(vec![0, AT_EACCESS, AT_SYMLINK_NOFOLLOW, AT_EMPTY_PATH])
+        )
+            .prop_map(|(dirfd, path, mode, flags)| Op::Faccessat {
+                dirfd,
+                path,
+                mode,
+                flags
+            })
+            .boxed(),
+        (dirfd_arg(), path_strategy(), mode(), at_flags())
+            .prop_map(|(dirfd, path, mode, flags)| Op::Fchmodat {
+                dirfd,
+                path,
+                mode,
+                flags
+            })
+            .boxed(),
+        (fd_arg(), mode())
+            .prop_map(|(fd, mode)| Op::Fchmod { fd, mode })
+            .boxed(),
+        (dirfd_arg(), path_strategy(), ids(), at_flags())
+            .prop_map(|(dirfd, path, (uid, gid), flags)| Op::Fchownat {
+                dirfd,
+                path,
+                uid,
+                gid,
+                flags
+            })
+            .boxed(),
+        (fd_arg(), ids())
+            .prop_map(|(fd, (uid, gid))| Op::Fchown { fd, uid, gid })
+            .boxed(),
+        (dirfd_arg(), path_strategy(), times(), at_flags())
+            .prop_map(|(dirfd, path, times, flags)| Op::Utimensat {
+                dirfd,
+                path,
+                times,
+                flags
+            })
+            .boxed(),
+        (fd_arg(), times())
+            .prop_map(|(fd, times)| Op::Futimens { fd, times })
+            .boxed(),
+        path_strategy().prop_map(Op::Statfs).boxed(),
+        fd_arg().prop_map(Op::Fstatfs).boxed(),
+    ];
+    let names = prop_oneof![
+        4 => (dirfd_arg(), path_strategy(), mode()).prop_map(|(dirfd, path, mode)| Op::Mkdirat { dirfd, path, mode }).boxed(),
+        1 => (dirfd_arg(), path_strategy(), prop::sample::select(vec![S_IFIFO | 0o644, S_IFREG | 0o600, 0o644, S_IFCHR, S_IFCHR | 0o600, S_IFDIR | 0o755, S_IFSOCK | 0o755]), prop::sample::select(vec![0u64, 0x0103]))
+            .prop_map(|(dirfd, path, mode, dev)| Op::Mknodat { dirfd, path, mode, dev }).boxed(),
+        3 => (dirfd_arg(), path_strategy(), prop::sample::select(vec![0, 0, AT_REMOVEDIR, 1]))
+            .prop_map(|(dirfd, path, flags)| Op::Unlinkat { dirfd, path, flags }).boxed(),
+        3 => (dirfd_arg(), path_strategy(), dirfd_arg(), path_strategy(), prop::sample::select(vec![0u32, 0, 0, RENAME_NOREPLACE, RENAME_EXCHANGE, RENAME_WHITEOUT, RENAME_EXCHANGE | RENAME_NOREPLACE]))
+            .prop_map(|(olddirfd, old, newdirfd, new, flags)| Op::Renameat2 { olddirfd, old, newdirfd, new, flags }).boxed(),
+        2 => (dirfd_arg(), path_strategy(), dirfd_arg(), path_strategy(), prop::sample::select(vec![0, 0, AT_SYMLINK_FOLLOW, AT_EMPTY_PATH, 1]))
+            .prop_map(|(olddirfd, old, newdirfd, new, flags)| Op::Linkat { olddirfd, old, newdirfd, new, flags }).boxed(),
+        2 => (path_strategy(), dirfd_arg(), prop::sample::select(vec![&b"/a/l"[..], b"/l", b"l", b"/b/l"]))
+            .prop_map(|(target, dirfd, path)| Op::Symlinkat { target, dirfd, path: path.into() }).boxed(),
+        1 => (dirfd_arg(), path_strategy(), prop::sample::select(vec![0usize, 2, 64]))
+            .prop_map(|(dirfd, path, len)| Op::Readlinkat { dirfd, path, len }).boxed(),
+        2 => (fd_arg(), prop::sample::select(vec![0usize, 10, 24, 48, 100, 4096]))
+            .prop_map(|(fd, len)| Op::Getdents64 { fd, len }).boxed(),
+    ];
+    let context = prop_oneof![
+        4 => path_strategy().prop_map(Op::Chdir).boxed(),
+        1 => fd_arg().prop_map(Op::Fchdir).boxed(),
+        2 => Just(Op::Getcwd),
+        1 => path_strategy().prop_map(Op::Chroot).boxed(),
+        1 => prop::sample::select(vec![0o022u32, 0o077, 0, 0o7777]).prop_map(Op::Umask).boxed(),
+        1 => (
+            prop::sample::select(vec![&b""[..], b"/a", b"/b/c", b"none"]),
+            path_strategy(),
+            prop::sample::select(vec![&b"tmpfs"[..], b"tmpfs", b"ext4"]),
+            prop::sample::select(vec![0u64, 0, MS_BIND, MS_BIND | MS_REC, MS_NOEXEC, MS_NOSUID | MS_NODEV])
+        )
+            .prop_map(|(source, target, fstype, flags)| Op::Mount {
+                source: source.into(),
+                target,
+                fstype: fstype.into(),
+                flags
+            }).boxed(),
+        1 => (path_strategy(), prop::sample::select(vec![0, 0, MNT_DETACH, UMOUNT_NOFOLLOW, MNT_EXPIRE, 0x10]))
+            .prop_map(|(target, flags)| Op::Umount2 { target, flags }).boxed(),
+    ];
+    prop_oneof![9 => files.boxed(), 4 => io.boxed(), 4 => attrs.boxed(), 6 => names.boxed(), 2 => context.boxed()].boxed()
+}
+
+/// Any op, forks included (a child runs up to 4 leaf ops).
+pub fn op_strategy() -> BoxedStrategy<Op> {
+    prop_oneof![
+        30 => leaf_op(),
+        1 => prop::collection::vec(leaf_op(), 0..4).prop_map(Op::Fork).boxed(),
+    ]
+    .boxed()
+}
+
+/// A scenario of `len` steps spread over `procs` processes.
+pub fn steps_strategy(
+    procs: usize,
+    len: std::ops::Range<usize>,
+) -> impl Strategy<Value = Vec<Step>> {
+    prop::collection::vec(
+        (0..procs, op_strategy()).prop_map(|(proc, op)| Step { proc, op }),
+        len,
+    )
+}

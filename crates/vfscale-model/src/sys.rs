@@ -1,0 +1,1794 @@
+//! The system calls, one `State` method each, written after the Linux code
+//! paths they model (function names in the comments are Linux's), with the
+//! checks in Linux's order so that the first failing check decides the
+//! errno exactly as it would on Linux (reference: Linux 6.12+ with tmpfs).
+//!
+//! Invariants: a call either fails with no effect on the state, or succeeds
+//! with all of its effects; every call runs under the one model lock.
+
+use crate::node::*;
+use crate::perm::*;
+use crate::state::*;
+use crate::walk::*;
+use std::sync::Arc;
+use vfscale::abi::*;
+use vfscale::{Cred, Fd};
+
+const O_PATH_FLAGS: i32 = O_DIRECTORY | O_NOFOLLOW | O_PATH | O_CLOEXEC;
+const O_TMPFILE_BIT: i32 = O_TMPFILE & !O_DIRECTORY;
+/// readv/writev: most iovecs per call (UIO_MAXIOV).
+const UIO_MAXIOV: usize = 1024;
+
+// statfs f_flags (ST_*).
+const ST_NOSUID: i64 = 2;
+const ST_NODEV: i64 = 4;
+const ST_NOEXEC: i64 = 8;
+const ST_VALID: i64 = 0x20;
+const ST_NOATIME: i64 = 1024;
+const ST_NODIRATIME: i64 = 2048;
+const ST_RELATIME: i64 = 4096;
+
+// mount(2) flags that the abi module does not name.
+const MS_SYNCHRONOUS: u64 = 16;
+const MS_NOSYMFOLLOW: u64 = 256;
+const MS_NOATIME: u64 = 1024;
+const MS_NODIRATIME: u64 = 2048;
+const MS_MOVE: u64 = 8192;
+const MS_UNBINDABLE: u64 = 1 << 17;
+const MS_PRIVATE: u64 = 1 << 18;
+const MS_SLAVE: u64 = 1 << 19;
+const MS_SHARED: u64 = 1 << 20;
+const MS_RELATIME: u64 = 1 << 21;
+const MS_STRICTATIME: u64 = 1 << 24;
+const MS_PROPAGATION: u64 = MS_UNBINDABLE | MS_PRIVATE | MS_SLAVE | MS_SHARED;
+
+/// What an open file description allows, from the access mode
+/// (OPEN_FMODE: 3 allows neither read nor write).
+fn acc_rw(flags: i32) -> (bool, bool) {
+    match flags & O_ACCMODE {
+        O_RDONLY => (true, false),
+        O_WRONLY => (false, true),
+        O_RDWR => (true, true),
+        _ => (false, false),
+    }
+}
+
+/// The permission an open needs (ACC_MODE: 3 needs read and write).
+fn acc_mask(flags: i32) -> u32 {
+    match flags & O_ACCMODE {
+        O_RDONLY => MAY_READ,
+        O_WRONLY => MAY_WRITE,
+        _ => MAY_READ | MAY_WRITE,
+    }
+}
+
+/// rw_verify_area: a range whose end overflows loff_t is EINVAL.
+fn verify_range(pos: i64, count: usize) -> SysResult<()> {
+    if pos as i128 + count as i128 > i64::MAX as i128 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
+}
+
+/// utimensat's nsec_valid.
+fn nsec_valid(ns: i64) -> bool {
+    ns == UTIME_NOW || ns == UTIME_OMIT || (0..=999_999_999).contains(&ns)
+}
+
+fn mp_key_of(st: &State, dir: NodeId, name: &[u8], child: NodeId) -> MpKey {
+    st.child_key(dir, name, child)
+}
+
+impl State {
+    // ================= helpers shared by several calls =================
+
+    /// vfs_prepare_mode: strip S_ISGID where the caller may not set it on a
+    /// non-directory in a setgid directory, apply the umask, keep
+    /// `mask_perms`, add `type_bits`.
+    fn prepare_mode(
+        &self,
+        ctx: &Ctx,
+        dir: NodeId,
+        mode: u32,
+        mask_perms: u32,
+        type_bits: u32,
+    ) -> u32 {
+        let d = self.node(dir);
+        let mut mode = mode;
+        if mode & (S_ISGID | S_IXGRP) == S_ISGID | S_IXGRP
+            && !s_isdir(mode)
+            && d.mode & S_ISGID != 0
+            && !in_group_or_root(&ctx.cred, d.gid)
+        {
+            mode &= !S_ISGID;
+        }
+        mode &= !self.proc(ctx.pid).umask;
+        (mode & mask_perms) | type_bits
+    }
+
+    /// Creates an inode named `name` in `dir` (inode_init_owner + the tmpfs
+    /// mknod bookkeeping). `mode` includes the type.
+    fn create_node(
+        &mut self,
+        ctx: &Ctx,
+        dir: NodeId,
+        name: &[u8],
+        mode: u32,
+        rdev: u64,
+        kind: Kind,
+    ) -> NodeId {
+        let (uid, gid, mode) = self.init_owner(ctx, dir, mode);
+        let id = self.alloc_ino(dir.dev);
+        let t = now();
+        let mut n = Node::new(id, mode, uid, gid, kind, t);
+        n.rdev = rdev;
+        if n.is_dir() {
+            n.nlink = 2;
+            self.node_mut(dir).nlink += 1;
+            self.pin(dir);
+        }
+        self.nodes.insert(id, n);
+        let d = self.node_mut(dir);
+        d.dir_mut().insert(name, id, None);
+        d.mtime = t;
+        d.ctime = t;
+        id
+    }
+
+    /// inode_init_owner: fsuid owns it; the group is the directory's if the
+    /// directory is setgid (and a new directory inherits S_ISGID), else fsgid.
+    fn init_owner(&self, ctx: &Ctx, dir: NodeId, mode: u32) -> (u32, u32, u32) {
+        let d = self.node(dir);
+        if d.mode & S_ISGID != 0 {
+            let mode = if s_isdir(mode) { mode | S_ISGID } else { mode };
+            (ctx.cred.fsuid, d.gid, mode)
+        } else {
+            (ctx.cred.fsuid, ctx.cred.fsgid, mode)
+        }
+    }
+
+    /// may_create's permission part (the directory is known to be alive).
+    fn may_create(&self, ctx: &Ctx, dir: NodeId) -> SysResult<()> {
+        if self.node(dir).is_dead_dir() {
+            return Err(Errno::ENOENT);
+        }
+        permission(&ctx.cred, self.node(dir), MAY_WRITE | MAY_EXEC)
+    }
+
+    /// may_delete.
+    fn may_delete(&self, ctx: &Ctx, dir: NodeId, victim: NodeId, isdir: bool) -> SysResult<()> {
+        let d = self.node(dir);
+        let v = self.node(victim);
+        permission(&ctx.cred, d, MAY_WRITE | MAY_EXEC)?;
+        if sticky_denies(&ctx.cred, d, v) {
+            return Err(Errno::EPERM);
+        }
+        if isdir {
+            if !v.is_dir() {
+                return Err(Errno::ENOTDIR);
+            }
+        } else if v.is_dir() {
+            return Err(Errno::EISDIR);
+        }
+        if d.is_dead_dir() {
+            return Err(Errno::ENOENT);
+        }
+        Ok(())
+    }
+
+    fn is_mountpoint(&self, key: &MpKey) -> bool {
+        self.mp_count.contains_key(key)
+    }
+
+    /// filename_create: walks to the parent of a name to create; "." ".."
+    /// and "/" are EEXIST, an existing name EEXIST, and a trailing slash on
+    /// a missing name ENOENT unless a directory is being made.
+    fn filename_create(
+        &mut self,
+        ctx: &Ctx,
+        dirfd: Fd,
+        path: &[u8],
+        want_dir: bool,
+    ) -> SysResult<(Loc, Vec<u8>)> {
+        let p = self.resolve_parent(ctx, dirfd, path)?;
+        let Last::Normal(name) = p.last else {
+            return Err(Errno::EEXIST);
+        };
+        if self.lookup_maybe(p.dir.node, &name)?.is_some() {
+            return Err(Errno::EEXIST);
+        }
+        if p.trailing && !want_dir {
+            return Err(Errno::ENOENT);
+        }
+        Ok((p.dir, name))
+    }
+
+    /// do_truncate on a regular file: drops suid/sgid for a non-root
+    /// caller, sets the size, and updates mtime and ctime if `times` or if
+    /// the size changed.
+    fn do_truncate(&mut self, cred: &Cred, id: NodeId, len: u64, times: bool) {
+        let kill = kill_privs_mask(cred, self.node(id));
+        let n = self.node_mut(id);
+        n.mode &= !kill;
+        let old = n.data().size;
+        n.data_mut().truncate(len);
+        if times || old != len {
+            let t = now();
+            n.mtime = t;
+            n.ctime = t;
+        }
+    }
+
+    fn unlink_name(&mut self, dir: NodeId, name: &[u8]) -> NodeId {
+        let t = now();
+        let d = self.node_mut(dir);
+        let (_, victim) = d.dir_mut().remove(name).expect("model: name");
+        d.mtime = t;
+        d.ctime = t;
+        let v = self.node_mut(victim);
+        v.ctime = t;
+        if v.is_dir() {
+            v.nlink = 0;
+            v.dir_mut().dead = true;
+            self.node_mut(dir).nlink -= 1;
+        } else {
+            v.nlink -= 1;
+        }
+        victim
+    }
+
+    fn statfs_of(&self, loc: Loc) -> Statfs {
+        let m = self.mount(loc.mnt);
+        let mut flags = ST_VALID;
+        if m.flags.nosuid {
+            flags |= ST_NOSUID;
+        }
+        if m.flags.nodev {
+            flags |= ST_NODEV;
+        }
+        if m.flags.noexec {
+            flags |= ST_NOEXEC;
+        }
+        if m.flags.nodiratime {
+            flags |= ST_NODIRATIME;
+        }
+        flags |= match m.flags.atime {
+            AtimeMode::Relatime => ST_RELATIME,
+            AtimeMode::NoAtime => ST_NOATIME,
+            AtimeMode::Strict => 0,
+        };
+        Statfs {
+            f_type: TMPFS_MAGIC,
+            f_bsize: PAGE as i64,
+            f_blocks: 0,
+            f_bfree: 0,
+            f_bavail: 0,
+            f_files: 0,
+            f_ffree: 0,
+            f_fsid: [m.dev as i32, 0],
+            f_namelen: NAME_MAX as i64,
+            f_frsize: PAGE as i64,
+            f_flags: flags,
+        }
+    }
+
+    fn enfile(&self, cred: &Cred) -> SysResult<()> {
+        if self.nr_files >= self.max_files && !cred.is_root() {
+            return Err(Errno::ENFILE);
+        }
+        Ok(())
+    }
+
+    fn open_file(&mut self, ctx: &Ctx, loc: Loc, flags: i32, path_only: bool) -> FileId {
+        let (readable, writable) = if path_only {
+            (false, false)
+        } else {
+            acc_rw(flags)
+        };
+        let cred_id = self.proc(ctx.pid).cred_id;
+        self.new_file(OpenFile {
+            loc,
+            readable,
+            writable,
+            append: flags & O_APPEND != 0 && !path_only,
+            noatime: flags & O_NOATIME != 0 && !path_only,
+            path_only,
+            pos: 0,
+            cred_id,
+            refs: 1,
+        })
+    }
+
+    // ================= open files =================
+
+    pub fn sys_openat(
+        &mut self,
+        pid: Pid,
+        dirfd: Fd,
+        path: &[u8],
+        flags: i32,
+        mode: u32,
+    ) -> SysResult<Fd> {
+        let ctx = self.ctx(pid);
+        // build_open_how: unknown bits dropped, O_PATH keeps only its few.
+        let mut flags = flags & O_VALID;
+        if flags & O_PATH != 0 {
+            flags &= O_PATH_FLAGS;
+        }
+        let will_create = flags & (O_CREAT | O_TMPFILE_BIT) != 0;
+        let mode = if will_create { mode & S_IALLUGO } else { 0 };
+        // build_open_flags
+        if flags & (O_DIRECTORY | O_CREAT) == O_DIRECTORY | O_CREAT {
+            return Err(Errno::EINVAL);
+        }
+        if flags & O_TMPFILE_BIT != 0
+            && (flags & O_DIRECTORY == 0 || acc_mask(flags) & MAY_WRITE == 0)
+        {
+            return Err(Errno::EINVAL);
+        }
+        check_path(path, false)?;
+        let fd = self.alloc_fd(pid, 0)?;
+        self.enfile(&ctx.cred)?;
+        let cloexec = flags & O_CLOEXEC != 0;
+        let start = self.start_loc(&ctx, dirfd, path)?;
+
+        if flags & O_PATH != 0 {
+            // do_o_path: no permission check on the file itself.
+            let loc = self.walk_full(&ctx, start, path, flags & O_NOFOLLOW == 0)?;
+            if flags & O_DIRECTORY != 0 && !self.is_dir(loc.node) {
+                return Err(Errno::ENOTDIR);
+            }
+            let f = self.open_file(&ctx, loc, flags, true);
+            self.install_fd(pid, fd, f, cloexec);
+            return Ok(fd);
+        }
+
+        if flags & O_TMPFILE_BIT != 0 {
+            // do_tmpfile + vfs_tmpfile: an unnamed file in the directory.
+            let dir = self.walk_full(&ctx, start, path, flags & O_NOFOLLOW == 0)?;
+            if !self.is_dir(dir.node) {
+                return Err(Errno::ENOTDIR);
+            }
+            permission(&ctx.cred, self.node(dir.node), MAY_WRITE | MAY_EXEC)?;
+            let mode = self.prepare_mode(&ctx, dir.node, mode | S_IFREG, S_IALLUGO | S_IFMT, 0);
+            let (uid, gid, mode) = self.init_owner(&ctx, dir.node, mode);
+            let id = self.alloc_ino(dir.node.dev);
+            let mut n = Node::new(id, mode, uid, gid, Kind::Reg(FileData::default()), now());
+            n.nlink = 0;
+            n.linkable = flags & O_EXCL == 0;
+            self.nodes.insert(id, n);
+            let loc = Loc {
+                mnt: dir.mnt,
+                node: id,
+            };
+            let f = self.open_file(&ctx, loc, flags, false);
+            self.install_fd(pid, fd, f, cloexec);
+            return Ok(fd);
+        }
+
+        // path_openat: walk to the last component, create or follow it.
+        let creat = flags & O_CREAT != 0;
+        let excl = creat && flags & O_EXCL != 0;
+        let follow = flags & O_NOFOLLOW == 0 && !excl;
+        let mut must_dir = flags & O_DIRECTORY != 0;
+        let mut links = 0;
+        let mut start = start;
+        let mut path = path.to_vec();
+        let mut created = false;
+        let loc = loop {
+            let p = self.walk_parent(&ctx, start, &path, &mut links)?;
+            self.touch_mnt(p.dir.mnt);
+            let name = match &p.last {
+                Last::Root | Last::Dot => break p.dir,
+                Last::DotDot => break self.dotdot(&ctx, p.dir)?,
+                Last::Normal(name) => name.clone(),
+            };
+            let next = if !creat {
+                must_dir |= p.trailing;
+                match self.resolve_last(&ctx, &p, follow, &mut links)? {
+                    Ok((loc, _)) => break loc,
+                    Err(next) => next,
+                }
+            } else {
+                // open_last_lookups, create side: trailing slash is EISDIR.
+                if p.trailing {
+                    return Err(Errno::EISDIR);
+                }
+                let dir = p.dir.node;
+                // lookup_open
+                if self.node(dir).is_dead_dir() {
+                    return Err(Errno::ENOENT);
+                }
+                if let Some(child) = self.node(dir).dir().get(&name) {
+                    let key = mp_key_of(self, dir, &name, child);
+                    let (loc, _) = self.traverse(
+                        Loc {
+                            mnt: p.dir.mnt,
+                            node: child,
+                        },
+                        key,
+                    );
+                    if self.node(loc.node).is_symlink() && follow {
+                        if links >= MAXSYMLINKS {
+                            return Err(Errno::ELOOP);
+                        }
+                        links += 1;
+                        self.touch_atime(loc.mnt, loc.node);
+                        self.node(loc.node).link_target().to_vec()
+                    } else {
+                        break loc;
+                    }
+                } else {
+                    let create_err = permission(&ctx.cred, self.node(dir), MAY_WRITE | MAY_EXEC);
+                    if name.len() > NAME_MAX {
+                        return Err(Errno::ENAMETOOLONG);
+                    }
+                    create_err?;
+                    let m = self.prepare_mode(&ctx, dir, mode | S_IFREG, S_IALLUGO | S_IFMT, 0);
+                    let id =
+                        self.create_node(&ctx, dir, &name, m, 0, Kind::Reg(FileData::default()));
+                    created = true;
+                    break Loc {
+                        mnt: p.dir.mnt,
+                        node: id,
+                    };
+                }
+            };
+            path = next;
+            start = p.dir;
+        };
+
+        // do_open
+        let n = self.node(loc.node);
+        if creat {
+            if excl && !created {
+                return Err(Errno::EEXIST);
+            }
+            if n.is_dir() {
+                return Err(Errno::EISDIR);
+            }
+        }
+        if must_dir && !n.is_dir() {
+            return Err(Errno::ENOTDIR);
+        }
+        let mut acc = if created { 0 } else { acc_mask(flags) };
+        if !created && flags & O_TRUNC != 0 {
+            acc |= MAY_WRITE;
+        }
+        let do_trunc = !created && n.is_reg() && flags & O_TRUNC != 0;
+        // may_open
+        match n.mode & S_IFMT {
+            S_IFLNK => return Err(Errno::ELOOP),
+            S_IFDIR if acc & MAY_WRITE != 0 => return Err(Errno::EISDIR),
+            S_IFCHR | S_IFBLK if self.mount(loc.mnt).flags.nodev => return Err(Errno::EACCES),
+            _ => {}
+        }
+        permission(&ctx.cred, n, acc)?;
+        if flags & O_NOATIME != 0 && !owner_or_root(&ctx.cred, n) {
+            return Err(Errno::EPERM);
+        }
+        // vfs_open: the model has no pipes, sockets or device drivers.
+        if !n.is_reg() && !n.is_dir() {
+            return Err(Errno::ENXIO);
+        }
+        if do_trunc {
+            self.do_truncate(&ctx.cred, loc.node, 0, true);
+        }
+        let f = self.open_file(&ctx, loc, flags, false);
+        self.install_fd(pid, fd, f, cloexec);
+        Ok(fd)
+    }
+
+    pub fn sys_close(&mut self, pid: Pid, fd: Fd) -> SysResult<()> {
+        self.close_fd(pid, fd)
+    }
+
+    pub fn sys_close_range(
+        &mut self,
+        pid: Pid,
+        first: u32,
+        last: u32,
+        flags: u32,
+    ) -> SysResult<()> {
+        if flags & !(CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC) != 0 || first > last {
+            return Err(Errno::EINVAL);
+        }
+        let n = self.proc(pid).fds.len();
+        let end = (last as usize).min(n.saturating_sub(1));
+        for i in first as usize..=end {
+            if i >= self.proc(pid).fds.len() {
+                break;
+            }
+            if flags & CLOSE_RANGE_CLOEXEC != 0 {
+                if let Some(e) = self.proc_mut(pid).fds[i].as_mut() {
+                    e.cloexec = true;
+                }
+            } else if self.proc(pid).fds[i].is_some() {
+                self.close_fd(pid, i as Fd)?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn sys_dup(&mut self, pid: Pid, fd: Fd) -> SysResult<Fd> {
+        let f = self.fd_raw(pid, fd)?;
+        let new = self.alloc_fd(pid, 0)?;
+        self.file_mut(f).refs += 1;
+        self.install_fd(pid, new, f, false);
+        Ok(new)
+    }
+
+    pub fn sys_dup2(&mut self, pid: Pid, oldfd: Fd, newfd: Fd) -> SysResult<Fd> {
+        if oldfd == newfd {
+            self.fd_raw(pid, oldfd)?;
+            return Ok(newfd);
+        }
+        self.sys_dup3(pid, oldfd, newfd, 0)
+    }
+
+    pub fn sys_dup3(&mut self, pid: Pid, oldfd: Fd, newfd: Fd, flags: i32) -> SysResult<Fd> {
+        if flags & !O_CLOEXEC != 0 || oldfd == newfd {
+            return Err(Errno::EINVAL);
+        }
+        // newfd is unsigned in the syscall: negative is past any limit.
+        if newfd < 0 || newfd as usize >= self.proc(pid).fd_limit {
+            return Err(Errno::EBADF);
+        }
+        let f = self.fd_raw(pid, oldfd)?;
+        self.file_mut(f).refs += 1;
+        self.install_fd(pid, newfd, f, flags & O_CLOEXEC != 0);
+        Ok(newfd)
+    }
+
+    // ================= data =================
+
+    /// Reads at `pos` from regular file `f` (no position update).
+    fn read_at(&mut self, f: FileId, pos: i64, buf: &mut [u8]) -> SysResult<usize> {
+        verify_range(pos, buf.len())?;
+        let file = self.file(f);
+        let (loc, noatime) = (file.loc, file.noatime);
+        if self.is_dir(loc.node) {
+            return Err(Errno::EISDIR);
+        }
+        let n = self.node(loc.node).data().read(pos as u64, buf);
+        if !noatime {
+            self.touch_atime(loc.mnt, loc.node);
+        }
+        Ok(n)
+    }
+
+    /// Writes at `pos` (or at EOF for O_APPEND) to regular file `f`;
+    /// returns (bytes, end position).
+    fn write_at(&mut self, ctx: &Ctx, f: FileId, pos: i64, data: &[u8]) -> SysResult<(usize, i64)> {
+        verify_range(pos, data.len())?;
+        if data.is_empty() {
+            return Ok((0, pos));
+        }
+        let file = self.file(f);
+        let id = file.loc.node;
+        let pos = if file.append {
+            self.node(id).data().size as i64
+        } else {
+            pos
+        };
+        if pos == i64::MAX {
+            return Err(Errno::EFBIG);
+        }
+        let len = data.len().min((i64::MAX - pos) as usize);
+        let kill = kill_privs_mask(&ctx.cred, self.node(id));
+        let t = now();
+        let n = self.node_mut(id);
+        n.mode &= !kill;
+        n.mtime = t;
+        n.ctime = t;
+        n.data_mut().write(pos as u64, &data[..len]);
+        Ok((len, pos + len as i64))
+    }
+
+    fn readable_file(&self, pid: Pid, fd: Fd) -> SysResult<FileId> {
+        let f = self.fd_get(pid, fd)?;
+        if !self.file(f).readable {
+            return Err(Errno::EBADF);
+        }
+        Ok(f)
+    }
+
+    fn writable_file(&self, pid: Pid, fd: Fd) -> SysResult<FileId> {
+        let f = self.fd_get(pid, fd)?;
+        if !self.file(f).writable {
+            return Err(Errno::EBADF);
+        }
+        Ok(f)
+    }
+
+    pub fn sys_read(&mut self, pid: Pid, fd: Fd, buf: &mut [u8]) -> SysResult<usize> {
+        let f = self.readable_file(pid, fd)?;
+        let pos = self.file(f).pos;
+        let n = self.read_at(f, pos, buf)?;
+        self.file_mut(f).pos = pos + n as i64;
+        Ok(n)
+    }
+
+    pub fn sys_write(&mut self, pid: Pid, fd: Fd, buf: &[u8]) -> SysResult<usize> {
+        let ctx = self.ctx(pid);
+        let f = self.writable_file(pid, fd)?;
+        let pos = self.file(f).pos;
+        let (n, end) = self.write_at(&ctx, f, pos, buf)?;
+        if n > 0 {
+            self.file_mut(f).pos = end;
+        }
+        Ok(n)
+    }
+
+    pub fn sys_pread(&mut self, pid: Pid, fd: Fd, buf: &mut [u8], offset: i64) -> SysResult<usize> {
+        if offset < 0 {
+            return Err(Errno::EINVAL);
+        }
+        let f = self.readable_file(pid, fd)?;
+        self.read_at(f, offset, buf)
+    }
+
+    pub fn sys_pwrite(&mut self, pid: Pid, fd: Fd, buf: &[u8], offset: i64) -> SysResult<usize> {
+        if offset < 0 {
+            return Err(Errno::EINVAL);
+        }
+        let ctx = self.ctx(pid);
+        let f = self.writable_file(pid, fd)?;
+        // With O_APPEND Linux appends and ignores the offset; the file
+        // position is not moved either way.
+        Ok(self.write_at(&ctx, f, offset, buf)?.0)
+    }
+
+    pub fn sys_readv(&mut self, pid: Pid, fd: Fd, bufs: &mut [&mut [u8]]) -> SysResult<usize> {
+        let f = self.readable_file(pid, fd)?;
+        if bufs.len() > UIO_MAXIOV {
+            return Err(Errno::EINVAL);
+        }
+        let total: usize = bufs.iter().map(|b| b.len()).sum();
+        if total == 0 {
+            return Ok(0);
+        }
+        let pos = self.file(f).pos;
+        let mut tmp = vec![0u8; total];
+        let n = self.read_at(f, pos, &mut tmp)?;
+        let mut at = 0;
+        for b in bufs.iter_mut() {
+            if at >= n {
+                break;
+            }
+            let k = b.len().min(n - at);
+            b[..k].copy_from_slice(&tmp[at..at + k]);
+            at += k;
+        }
+        self.file_mut(f).pos = pos + n as i64;
+        Ok(n)
+    }
+
+    pub fn sys_writev(&mut self, pid: Pid, fd: Fd, bufs: &[&[u8]]) -> SysResult<usize> {
+        let ctx = self.ctx(pid);
+        let f = self.writable_file(pid, fd)?;
+        if bufs.len() > UIO_MAXIOV {
+            return Err(Errno::EINVAL);
+        }
+        let data: Vec<u8> = bufs.concat();
+        if data.is_empty() {
+            return Ok(0);
+        }
+        let pos = self.file(f).pos;
+        let (n, end) = self.write_at(&ctx, f, pos, &data)?;
+        self.file_mut(f).pos = end;
+        Ok(n)
+    }
+
+    pub fn sys_lseek(&mut self, pid: Pid, fd: Fd, offset: i64, whence: i32) -> SysResult<i64> {
+        let f = self.fd_get(pid, fd)?;
+        if !(SEEK_SET..=SEEK_HOLE).contains(&whence) {
+            return Err(Errno::EINVAL);
+        }
+        let file = self.file(f);
+        let pos = file.pos;
+        let n = self.node(file.loc.node);
+        let new = if n.is_dir() {
+            // offset_dir_llseek: SEEK_SET and SEEK_CUR to any position >= 0.
+            let new = match whence {
+                SEEK_SET => offset,
+                SEEK_CUR => pos.wrapping_add(offset),
+                _ => return Err(Errno::EINVAL),
+            };
+            if new < 0 {
+                return Err(Errno::EINVAL);
+            }
+            new
+        } else {
+            // shmem_file_llseek / generic_file_llseek_size
+            let size = n.data().size;
+            match whence {
+                SEEK_SET => offset,
+                SEEK_CUR if offset == 0 => return Ok(pos),
+                SEEK_CUR => pos.wrapping_add(offset),
+                SEEK_END => offset.wrapping_add(size as i64),
+                _ => {
+                    if offset < 0 {
+                        return Err(Errno::ENXIO);
+                    }
+                    let r = if whence == SEEK_DATA {
+                        n.data().seek_data(offset as u64)
+                    } else {
+                        n.data().seek_hole(offset as u64)
+                    };
+                    r.ok_or(Errno::ENXIO)? as i64
+                }
+            }
+        };
+        if new < 0 {
+            return Err(Errno::EINVAL);
+        }
+        self.file_mut(f).pos = new;
+        Ok(new)
+    }
+
+    pub fn sys_ftruncate(&mut self, pid: Pid, fd: Fd, length: i64) -> SysResult<()> {
+        if length < 0 {
+            return Err(Errno::EINVAL);
+        }
+        let ctx = self.ctx(pid);
+        let f = self.fd_get(pid, fd)?;
+        let file = self.file(f);
+        let id = file.loc.node;
+        if !self.node(id).is_reg() || !file.writable {
+            return Err(Errno::EINVAL);
+        }
+        self.do_truncate(&ctx.cred, id, length as u64, true);
+        Ok(())
+    }
+
+    pub fn sys_truncate(&mut self, pid: Pid, path: &[u8], length: i64) -> SysResult<()> {
+        if length < 0 {
+            return Err(Errno::EINVAL);
+        }
+        let ctx = self.ctx(pid);
+        let loc = self.resolve_at(&ctx, AT_FDCWD, path, true, false)?;
+        let n = self.node(loc.node);
+        if n.is_dir() {
+            return Err(Errno::EISDIR);
+        }
+        if !n.is_reg() {
+            return Err(Errno::EINVAL);
+        }
+        permission(&ctx.cred, n, MAY_WRITE)?;
+        self.do_truncate(&ctx.cred, loc.node, length as u64, false);
+        Ok(())
+    }
+
+    pub fn sys_fsync(&mut self, pid: Pid, fd: Fd) -> SysResult<()> {
+        self.fd_get(pid, fd).map(|_| ())
+    }
+
+    // ================= attributes =================
+
+    pub fn sys_fstat(&mut self, pid: Pid, fd: Fd) -> SysResult<Stat> {
+        let f = self.fd_raw(pid, fd)?;
+        Ok(self.node(self.file(f).loc.node).stat())
+    }
+
+    pub fn sys_fstatat(&mut self, pid: Pid, dirfd: Fd, path: &[u8], flags: i32) -> SysResult<Stat> {
+        if flags & !(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_EMPTY_PATH | AT_STATX_SYNC_TYPE)
+            != 0
+        {
+            return Err(Errno::EINVAL);
+        }
+        let ctx = self.ctx(pid);
+        let follow = flags & AT_SYMLINK_NOFOLLOW == 0;
+        let loc = self.resolve_at(&ctx, dirfd, path, follow, flags & AT_EMPTY_PATH != 0)?;
+        Ok(self.node(loc.node).stat())
+    }
+
+    pub fn sys_statx(
+        &mut self,
+        pid: Pid,
+        dirfd: Fd,
+        path: &[u8],
+        flags: i32,
+        mask: u32,
+    ) -> SysResult<Statx> {
+        if mask & 0x8000_0000 != 0 || flags & AT_STATX_SYNC_TYPE == AT_STATX_SYNC_TYPE {
+            return Err(Errno::EINVAL);
+        }
+        if flags & !(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_EMPTY_PATH | AT_STATX_SYNC_TYPE)
+            != 0
+        {
+            return Err(Errno::EINVAL);
+        }
+        let ctx = self.ctx(pid);
+        let follow = flags & AT_SYMLINK_NOFOLLOW == 0;
+        let loc = self.resolve_at(&ctx, dirfd, path, follow, flags & AT_EMPTY_PATH != 0)?;
+        Ok(self.node(loc.node).statx())
+    }
+
+    pub fn sys_faccessat(
+        &mut self,
+        pid: Pid,
+        dirfd: Fd,
+        path: &[u8],
+        mode: i32,
+        flags: i32,
+    ) -> SysResult<()> {
+        if mode & !7 != 0 || flags & !(AT_EACCESS | AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let mut ctx = self.ctx(pid);
+        if flags & AT_EACCESS == 0 {
+            // access_override_creds: the walk and the check use real ids.
+            ctx.cred = Arc::new(ctx.cred.with_real_ids());
+        }
+        let follow = flags & AT_SYMLINK_NOFOLLOW == 0;
+        let loc = self.resolve_at(&ctx, dirfd, path, follow, flags & AT_EMPTY_PATH != 0)?;
+        let n = self.node(loc.node);
+        if mode & X_OK != 0 && n.is_reg() && self.mount(loc.mnt).flags.noexec {
+            return Err(Errno::EACCES);
+        }
+        permission(&ctx.cred, n, mode as u32)
+    }
+
+    /// chmod_common.
+    fn chmod(&mut self, ctx: &Ctx, id: NodeId, mode: u32) -> SysResult<()> {
+        let n = self.node(id);
+        if n.is_symlink() {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        if !owner_or_root(&ctx.cred, n) {
+            return Err(Errno::EPERM);
+        }
+        let mut m = (mode & S_IALLUGO) | (n.mode & S_IFMT);
+        if !in_group_or_root(&ctx.cred, n.gid) {
+            m &= !S_ISGID;
+        }
+        let n = self.node_mut(id);
+        n.mode = m;
+        n.ctime = now();
+        Ok(())
+    }
+
+    pub fn sys_fchmodat(
+        &mut self,
+        pid: Pid,
+        dirfd: Fd,
+        path: &[u8],
+        mode: u32,
+        flags: i32,
+    ) -> SysResult<()> {
+        if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let ctx = self.ctx(pid);
+        let follow = flags & AT_SYMLINK_NOFOLLOW == 0;
+        let loc = self.resolve_at(&ctx, dirfd, path, follow, flags & AT_EMPTY_PATH != 0)?;
+        self.chmod(&ctx, loc.node, mode)
+    }
+
+    pub fn sys_fchmod(&mut self, pid: Pid, fd: Fd, mode: u32) -> SysResult<()> {
+        let ctx = self.ctx(pid);
+        let f = self.fd_get(pid, fd)?;
+        let id = self.file(f).loc.node;
+        self.chmod(&ctx, id, mode)
+    }
+
+    /// chown_common + notify_change + setattr_prepare + setattr_copy.
+    fn chown(&mut self, ctx: &Ctx, id: NodeId, uid: u32, gid: u32) -> SysResult<()> {
+        let cred = &ctx.cred;
+        let n = self.node(id);
+        let new_uid = (uid != u32::MAX).then_some(uid);
+        let new_gid = (gid != u32::MAX).then_some(gid);
+        // ATTR_KILL_SUID / ATTR_KILL_SGID on non-directories.
+        let mut new_mode = None;
+        if !n.is_dir() {
+            if n.mode & S_ISUID != 0 {
+                new_mode = Some(n.mode & !S_ISUID);
+            }
+            if should_drop_sgid(cred, n) {
+                new_mode = Some(new_mode.unwrap_or(n.mode) & !S_ISGID);
+            }
+        }
+        if let Some(u) = new_uid {
+            if !((cred.fsuid == n.uid && u == n.uid) || cred.is_root()) {
+                return Err(Errno::EPERM);
+            }
+        }
+        if let Some(g) = new_gid {
+            let owner_ok = cred.fsuid == n.uid && (g == n.gid || cred.in_group(g));
+            if !(owner_ok || cred.is_root()) {
+                return Err(Errno::EPERM);
+            }
+        }
+        let final_gid = new_gid.unwrap_or(n.gid);
+        if let Some(m) = new_mode.as_mut() {
+            if !owner_or_root(cred, n) {
+                return Err(Errno::EPERM);
+            }
+            if !in_group_or_root(cred, final_gid) {
+                *m &= !S_ISGID;
+            }
+        }
+        let n = self.node_mut(id);
+        if let Some(u) = new_uid {
+            n.uid = u;
+        }
+        n.gid = final_gid;
+        if let Some(m) = new_mode {
+            n.mode = m;
+        }
+        n.ctime = now();
+        Ok(())
+    }
+
+    pub fn sys_fchownat(
+        &mut self,
+        pid: Pid,
+        dirfd: Fd,
+        path: &[u8],
+        uid: u32,
+        gid: u32,
+        flags: i32,
+    ) -> SysResult<()> {
+        if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let ctx = self.ctx(pid);
+        let follow = flags & AT_SYMLINK_NOFOLLOW == 0;
+        let loc = self.resolve_at(&ctx, dirfd, path, follow, flags & AT_EMPTY_PATH != 0)?;
+        self.chown(&ctx, loc.node, uid, gid)
+    }
+
+    pub fn sys_fchown(&mut self, pid: Pid, fd: Fd, uid: u32, gid: u32) -> SysResult<()> {
+        let ctx = self.ctx(pid);
+        let f = self.fd_get(pid, fd)?;
+        let id = self.file(f).loc.node;
+        self.chown(&ctx, id, uid, gid)
+    }
+
+    /// vfs_utimes.
+    fn utimes(&mut self, ctx: &Ctx, id: NodeId, times: Option<[Timespec; 2]>) -> SysResult<()> {
+        let mut times = times;
+        if let Some(t) = times {
+            if !nsec_valid(t[0].nsec) || !nsec_valid(t[1].nsec) {
+                return Err(Errno::EINVAL);
+            }
+            if t[0].nsec == UTIME_NOW && t[1].nsec == UTIME_NOW {
+                times = None;
+            }
+        }
+        let n = self.node(id);
+        match times {
+            // ATTR_TOUCH: owner, root, or write permission.
+            None => {
+                if !owner_or_root(&ctx.cred, n) {
+                    permission(&ctx.cred, n, MAY_WRITE)?;
+                }
+            }
+            // ATTR_TIMES_SET: owner or root only.
+            Some(_) => {
+                if !owner_or_root(&ctx.cred, n) {
+                    return Err(Errno::EPERM);
+                }
+            }
+        }
+        let t = now();
+        let pick = |ts: Timespec, old: Timespec| match ts.nsec {
+            UTIME_NOW => t,
+            UTIME_OMIT => old,
+            _ => ts,
+        };
+        let n = self.node_mut(id);
+        let [a, m] = times.unwrap_or([Timespec::NOW, Timespec::NOW]);
+        n.atime = pick(a, n.atime);
+        n.mtime = pick(m, n.mtime);
+        n.ctime = t;
+        Ok(())
+    }
+
+    pub fn sys_utimensat(
+        &mut self,
+        pid: Pid,
+        dirfd: Fd,
+        path: &[u8],
+        times: Option<[Timespec; 2]>,
+        flags: i32,
+    ) -> SysResult<()> {
+        if let Some([a, m]) = times {
+            // "Nothing to do, we must not even check the path."
+            if a.nsec == UTIME_OMIT && m.nsec == UTIME_OMIT {
+                return Ok(());
+            }
+        }
+        if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let ctx = self.ctx(pid);
+        let follow = flags & AT_SYMLINK_NOFOLLOW == 0;
+        let loc = self.resolve_at(&ctx, dirfd, path, follow, flags & AT_EMPTY_PATH != 0)?;
+        self.utimes(&ctx, loc.node, times)
+    }
+
+    pub fn sys_futimens(
+        &mut self,
+        pid: Pid,
+        fd: Fd,
+        times: Option<[Timespec; 2]>,
+    ) -> SysResult<()> {
+        if let Some([a, m]) = times {
+            if a.nsec == UTIME_OMIT && m.nsec == UTIME_OMIT {
+                return Ok(());
+            }
+        }
+        let ctx = self.ctx(pid);
+        let f = self.fd_get(pid, fd)?;
+        let id = self.file(f).loc.node;
+        self.utimes(&ctx, id, times)
+    }
+
+    pub fn sys_statfs(&mut self, pid: Pid, path: &[u8]) -> SysResult<Statfs> {
+        let ctx = self.ctx(pid);
+        let loc = self.resolve_at(&ctx, AT_FDCWD, path, true, false)?;
+        Ok(self.statfs_of(loc))
+    }
+
+    pub fn sys_fstatfs(&mut self, pid: Pid, fd: Fd) -> SysResult<Statfs> {
+        let f = self.fd_raw(pid, fd)?;
+        Ok(self.statfs_of(self.file(f).loc))
+    }
+
+    // ================= names =================
+
+    pub fn sys_mkdirat(&mut self, pid: Pid, dirfd: Fd, path: &[u8], mode: u32) -> SysResult<()> {
+        let ctx = self.ctx(pid);
+        let (dir, name) = self.filename_create(&ctx, dirfd, path, true)?;
+        self.may_create(&ctx, dir.node)?;
+        let mode = self.prepare_mode(&ctx, dir.node, mode, 0o777 | S_ISVTX, 0);
+        if self.node(dir.node).nlink >= LINK_MAX {
+            return Err(Errno::EMLINK);
+        }
+        let kind = Kind::Dir(DirData::new(dir.node, &name));
+        self.create_node(&ctx, dir.node, &name, S_IFDIR | mode, 0, kind);
+        Ok(())
+    }
+
+    pub fn sys_mknodat(
+        &mut self,
+        pid: Pid,
+        dirfd: Fd,
+        path: &[u8],
+        mode: u32,
+        dev: u64,
+    ) -> SysResult<()> {
+        // glibc: a dev_t that does not fit the syscall's 32 bits is EINVAL.
+        if dev > u32::MAX as u64 {
+            return Err(Errno::EINVAL);
+        }
+        // may_mknod
+        let ty = mode & S_IFMT;
+        match ty {
+            0 | S_IFREG | S_IFCHR | S_IFBLK | S_IFIFO | S_IFSOCK => {}
+            S_IFDIR => return Err(Errno::EPERM),
+            _ => return Err(Errno::EINVAL),
+        }
+        let ctx = self.ctx(pid);
+        let (dir, name) = self.filename_create(&ctx, dirfd, path, false)?;
+        self.may_create(&ctx, dir.node)?;
+        let (kind, ty, rdev) = match ty {
+            0 | S_IFREG => (Kind::Reg(FileData::default()), S_IFREG, 0),
+            S_IFCHR | S_IFBLK => {
+                // A whiteout (char 0:0) needs no privilege.
+                let whiteout = ty == S_IFCHR && dev == 0;
+                if !whiteout && !ctx.cred.is_root() {
+                    return Err(Errno::EPERM);
+                }
+                let k = if ty == S_IFCHR { Kind::Chr } else { Kind::Blk };
+                (k, ty, dev)
+            }
+            S_IFIFO => (Kind::Fifo, ty, 0),
+            _ => (Kind::Sock, ty, 0),
+        };
+        let m = self.prepare_mode(&ctx, dir.node, mode & S_IALLUGO, S_IALLUGO, ty);
+        self.create_node(&ctx, dir.node, &name, m, rdev, kind);
+        Ok(())
+    }
+
+    pub fn sys_unlinkat(&mut self, pid: Pid, dirfd: Fd, path: &[u8], flags: i32) -> SysResult<()> {
+        if flags & !AT_REMOVEDIR != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let ctx = self.ctx(pid);
+        let p = self.resolve_parent(&ctx, dirfd, path)?;
+        let dir = p.dir.node;
+        if flags & AT_REMOVEDIR != 0 {
+            // do_rmdir
+            let name = match p.last {
+                Last::DotDot => return Err(Errno::ENOTEMPTY),
+                Last::Dot => return Err(Errno::EINVAL),
+                Last::Root => return Err(Errno::EBUSY),
+                Last::Normal(n) => n,
+            };
+            let victim = self.lookup(dir, &name)?;
+            self.may_delete(&ctx, dir, victim, true)?;
+            if self.is_mountpoint(&MpKey::Dir(victim)) {
+                return Err(Errno::EBUSY);
+            }
+            if !self.node(victim).dir().is_empty() {
+                return Err(Errno::ENOTEMPTY);
+            }
+            self.unlink_name(dir, &name);
+            self.maybe_free(victim);
+            return Ok(());
+        }
+        // do_unlinkat
+        let Last::Normal(name) = p.last else {
+            return Err(Errno::EISDIR);
+        };
+        let victim = self.lookup(dir, &name)?;
+        if p.trailing {
+            return Err(if self.is_dir(victim) {
+                Errno::EISDIR
+            } else {
+                Errno::ENOTDIR
+            });
+        }
+        self.may_delete(&ctx, dir, victim, false)?;
+        if self.is_mountpoint(&MpKey::Name(dir, name.clone())) {
+            return Err(Errno::EBUSY);
+        }
+        self.unlink_name(dir, &name);
+        self.maybe_free(victim);
+        Ok(())
+    }
+
+    /// The child of `anc` on the way down to `d`, if `anc` is a proper
+    /// ancestor of `d` (lock_rename's "trap").
+    fn child_towards(&self, anc: NodeId, mut d: NodeId) -> Option<NodeId> {
+        loop {
+            let p = self.node(d).dir().parent;
+            if p == anc {
+                return Some(d);
+            }
+            if p == d {
+                return None;
+            }
+            d = p;
+        }
+    }
+
+    pub fn sys_renameat2(
+        &mut self,
+        pid: Pid,
+        olddirfd: Fd,
+        oldpath: &[u8],
+        newdirfd: Fd,
+        newpath: &[u8],
+        flags: u32,
+    ) -> SysResult<()> {
+        if flags & !(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let exchange = flags & RENAME_EXCHANGE != 0;
+        let noreplace = flags & RENAME_NOREPLACE != 0;
+        if (noreplace || flags & RENAME_WHITEOUT != 0) && exchange {
+            return Err(Errno::EINVAL);
+        }
+        let ctx = self.ctx(pid);
+        let old = self.resolve_parent(&ctx, olddirfd, oldpath)?;
+        let new = self.resolve_parent(&ctx, newdirfd, newpath)?;
+        if old.dir.mnt != new.dir.mnt {
+            return Err(Errno::EXDEV);
+        }
+        let Last::Normal(old_name) = old.last.clone() else {
+            return Err(Errno::EBUSY);
+        };
+        let Last::Normal(new_name) = new.last.clone() else {
+            return Err(if noreplace {
+                Errno::EEXIST
+            } else {
+                Errno::EBUSY
+            });
+        };
+        let (od, nd) = (old.dir.node, new.dir.node);
+        let src = self.lookup(od, &old_name)?;
+        let tgt = self.lookup_maybe(nd, &new_name)?;
+        if noreplace && tgt.is_some() {
+            return Err(Errno::EEXIST);
+        }
+        if exchange {
+            let Some(t) = tgt else {
+                return Err(Errno::ENOENT);
+            };
+            if !self.is_dir(t) && new.trailing {
+                return Err(Errno::ENOTDIR);
+            }
+        }
+        let is_dir = self.is_dir(src);
+        if !is_dir && (old.trailing || (!exchange && new.trailing)) {
+            return Err(Errno::ENOTDIR);
+        }
+        if od != nd {
+            if let Some(trap) = self.child_towards(od, nd) {
+                if trap == src {
+                    return Err(Errno::EINVAL);
+                }
+            } else if let Some(trap) = self.child_towards(nd, od) {
+                if Some(trap) == tgt {
+                    return Err(if exchange {
+                        Errno::EINVAL
+                    } else {
+                        Errno::ENOTEMPTY
+                    });
+                }
+            }
+        }
+        // vfs_rename
+        if Some(src) == tgt {
+            return Ok(());
+        }
+        self.may_delete(&ctx, od, src, is_dir)?;
+        let new_is_dir = tgt.is_some_and(|t| self.is_dir(t));
+        match tgt {
+            None => self.may_create(&ctx, nd)?,
+            Some(t) => self.may_delete(&ctx, nd, t, if exchange { new_is_dir } else { is_dir })?,
+        }
+        if od != nd {
+            if is_dir {
+                permission(&ctx.cred, self.node(src), MAY_WRITE)?;
+            }
+            if exchange && new_is_dir {
+                permission(&ctx.cred, self.node(tgt.unwrap()), MAY_WRITE)?;
+            }
+        }
+        let old_key = mp_key_of(self, od, &old_name, src);
+        let new_busy = tgt.is_some_and(|t| {
+            let k = mp_key_of(self, nd, &new_name, t);
+            self.is_mountpoint(&k)
+        });
+        if self.is_mountpoint(&old_key) || new_busy {
+            return Err(Errno::EBUSY);
+        }
+        if od != nd {
+            if is_dir && !new_is_dir && self.node(nd).nlink >= LINK_MAX {
+                return Err(Errno::EMLINK);
+            }
+            if exchange && !is_dir && new_is_dir && self.node(od).nlink >= LINK_MAX {
+                return Err(Errno::EMLINK);
+            }
+        }
+        if exchange {
+            self.do_exchange(od, &old_name, src, nd, &new_name, tgt.unwrap());
+            return Ok(());
+        }
+        // shmem_rename2
+        if let Some(t) = tgt {
+            if self.is_dir(t) && !self.node(t).dir().is_empty() {
+                return Err(Errno::ENOTEMPTY);
+            }
+        }
+        let t = now();
+        self.node_mut(od).dir_mut().remove(&old_name);
+        if flags & RENAME_WHITEOUT != 0 {
+            // shmem_whiteout: a char 0:0 device takes the old name.
+            let mode = S_IFCHR;
+            self.create_node(&ctx, od, &old_name, mode, 0, Kind::Chr);
+        }
+        let mut cookie = None;
+        if let Some(victim) = tgt {
+            cookie = self.node(nd).dir().by_name.get(&new_name).map(|e| e.0);
+            self.unlink_name(nd, &new_name);
+            self.maybe_free(victim);
+        }
+        if is_dir {
+            self.node_mut(od).nlink -= 1;
+            self.node_mut(nd).nlink += 1;
+            let d = self.node_mut(src).dir_mut();
+            d.parent = nd;
+            d.name = new_name.clone();
+            if od != nd {
+                self.pin(nd);
+                self.unpin(od);
+            }
+        }
+        self.node_mut(nd).dir_mut().insert(&new_name, src, cookie);
+        for d in [od, nd] {
+            let n = self.node_mut(d);
+            n.mtime = t;
+            n.ctime = t;
+        }
+        self.node_mut(src).ctime = t;
+        Ok(())
+    }
+
+    /// RENAME_EXCHANGE: the two names swap inodes and keep their cookies.
+    fn do_exchange(
+        &mut self,
+        od: NodeId,
+        old_name: &[u8],
+        src: NodeId,
+        nd: NodeId,
+        new_name: &[u8],
+        tgt: NodeId,
+    ) {
+        let t = now();
+        self.node_mut(od).dir_mut().replace(old_name, tgt);
+        self.node_mut(nd).dir_mut().replace(new_name, src);
+        let (src_dir, tgt_dir) = (self.is_dir(src), self.is_dir(tgt));
+        if od != nd && src_dir != tgt_dir {
+            if src_dir {
+                self.node_mut(od).nlink -= 1;
+                self.node_mut(nd).nlink += 1;
+            } else {
+                self.node_mut(nd).nlink -= 1;
+                self.node_mut(od).nlink += 1;
+            }
+        }
+        for (id, parent, name) in [(src, nd, new_name), (tgt, od, old_name)] {
+            if self.is_dir(id) {
+                let old_parent = self.node(id).dir().parent;
+                let d = self.node_mut(id).dir_mut();
+                d.parent = parent;
+                d.name = name.to_vec();
+                if old_parent != parent {
+                    self.pin(parent);
+                    self.unpin(old_parent);
+                }
+            }
+        }
+        for d in [od, nd] {
+            let n = self.node_mut(d);
+            n.mtime = t;
+            n.ctime = t;
+        }
+        self.node_mut(src).ctime = t;
+        self.node_mut(tgt).ctime = t;
+    }
+
+    pub fn sys_linkat(
+        &mut self,
+        pid: Pid,
+        olddirfd: Fd,
+        oldpath: &[u8],
+        newdirfd: Fd,
+        newpath: &[u8],
+        flags: i32,
+    ) -> SysResult<()> {
+        if flags & !(AT_SYMLINK_FOLLOW | AT_EMPTY_PATH) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let ctx = self.ctx(pid);
+        let empty_ok = flags & AT_EMPTY_PATH != 0;
+        check_path(oldpath, empty_ok)?;
+        // LOOKUP_LINKAT_EMPTY: a dirfd opened under other credentials is
+        // ENOENT unless CAP_DAC_READ_SEARCH.
+        if empty_ok && oldpath.first() != Some(&b'/') && olddirfd != AT_FDCWD {
+            let f = self.fd_raw(pid, olddirfd)?;
+            if self.file(f).cred_id != self.proc(pid).cred_id && !ctx.cred.is_root() {
+                return Err(Errno::ENOENT);
+            }
+        }
+        let old = self.resolve_at(
+            &ctx,
+            olddirfd,
+            oldpath,
+            flags & AT_SYMLINK_FOLLOW != 0,
+            empty_ok,
+        )?;
+        let (dir, name) = self.filename_create(&ctx, newdirfd, newpath, false)?;
+        if old.mnt != dir.mnt {
+            return Err(Errno::EXDEV);
+        }
+        // vfs_link
+        self.may_create(&ctx, dir.node)?;
+        let n = self.node(old.node);
+        if n.is_dir() {
+            return Err(Errno::EPERM);
+        }
+        if n.nlink == 0 && !n.linkable {
+            return Err(Errno::ENOENT);
+        }
+        if n.nlink >= LINK_MAX {
+            return Err(Errno::EMLINK);
+        }
+        let t = now();
+        let n = self.node_mut(old.node);
+        n.nlink += 1;
+        n.linkable = false;
+        n.ctime = t;
+        let d = self.node_mut(dir.node);
+        d.dir_mut().insert(&name, old.node, None);
+        d.mtime = t;
+        d.ctime = t;
+        Ok(())
+    }
+
+    pub fn sys_symlinkat(
+        &mut self,
+        pid: Pid,
+        target: &[u8],
+        newdirfd: Fd,
+        linkpath: &[u8],
+    ) -> SysResult<()> {
+        check_path(target, false)?;
+        let ctx = self.ctx(pid);
+        let (dir, name) = self.filename_create(&ctx, newdirfd, linkpath, false)?;
+        self.may_create(&ctx, dir.node)?;
+        self.create_node(
+            &ctx,
+            dir.node,
+            &name,
+            S_IFLNK | 0o777,
+            0,
+            Kind::Symlink(target.to_vec()),
+        );
+        Ok(())
+    }
+
+    pub fn sys_readlinkat(
+        &mut self,
+        pid: Pid,
+        dirfd: Fd,
+        path: &[u8],
+        buf: &mut [u8],
+    ) -> SysResult<usize> {
+        if buf.is_empty() {
+            return Err(Errno::EINVAL);
+        }
+        let ctx = self.ctx(pid);
+        let loc = self.resolve_at(&ctx, dirfd, path, false, true)?;
+        let n = self.node(loc.node);
+        if !n.is_symlink() {
+            return Err(if path.is_empty() {
+                Errno::ENOENT
+            } else {
+                Errno::EINVAL
+            });
+        }
+        let t = n.link_target();
+        let k = t.len().min(buf.len());
+        buf[..k].copy_from_slice(&t[..k]);
+        self.touch_atime(loc.mnt, loc.node);
+        Ok(k)
+    }
+
+    pub fn sys_getdents64(&mut self, pid: Pid, fd: Fd, buf: &mut [u8]) -> SysResult<usize> {
+        let f = self.fd_get(pid, fd)?;
+        let file = self.file(f);
+        let (loc, mut pos) = (file.loc, file.pos);
+        let n = self.node(loc.node);
+        if !n.is_dir() {
+            return Err(Errno::ENOTDIR);
+        }
+        let d = n.dir();
+        if d.dead {
+            return Err(Errno::ENOENT);
+        }
+        // "." at 0, ".." at 1, then the entries in ascending cookie order
+        // from `pos` (the project's stable-cookie scheme; Linux 6.18 tmpfs
+        // lists newest first and ends with d_off = INT_MAX).
+        let parent_ino = d.parent.ino;
+        let start = pos;
+        let dots = [(0i64, loc.node.ino, &b"."[..]), (1, parent_ino, &b".."[..])];
+        let children = d.by_cookie.range(pos.max(2) as u64..).map(|(&c, name)| {
+            let c_node = self.node(d.get(name).expect("model: cookie without name"));
+            (
+                c as i64,
+                c_node.id.ino,
+                mode_to_dtype(c_node.mode),
+                &name[..],
+            )
+        });
+        let mut entries = dots
+            .into_iter()
+            .filter(|e| e.0 >= start)
+            .map(|(p, ino, name)| (p, ino, DT_DIR, name))
+            .chain(children)
+            .peekable();
+        let mut at = 0;
+        let mut first_too_big = false;
+        while let Some((p, ino, dtype, name)) = entries.next() {
+            // d_off: the cookie of the next entry, or just past this one at
+            // the end (where an entry created later would be found).
+            let next = entries.peek().map_or(p + 1, |e| e.0);
+            match put_dirent64(buf, at, ino, next, dtype, name) {
+                Some(k) => {
+                    at += k;
+                    pos = next;
+                }
+                None => {
+                    first_too_big = at == 0;
+                    break;
+                }
+            }
+        }
+        self.file_mut(f).pos = pos;
+        self.touch_atime(loc.mnt, loc.node);
+        if first_too_big {
+            return Err(Errno::EINVAL);
+        }
+        Ok(at)
+    }
+
+    // ================= process context =================
+
+    fn set_cwd(&mut self, pid: Pid, loc: Loc) {
+        self.loc_get(loc);
+        let old = std::mem::replace(&mut self.proc_mut(pid).cwd, loc);
+        self.loc_put(old);
+    }
+
+    pub fn sys_chdir(&mut self, pid: Pid, path: &[u8]) -> SysResult<()> {
+        let ctx = self.ctx(pid);
+        let loc = self.resolve_at(&ctx, AT_FDCWD, path, true, false)?;
+        if !self.is_dir(loc.node) {
+            return Err(Errno::ENOTDIR);
+        }
+        permission(&ctx.cred, self.node(loc.node), MAY_EXEC)?;
+        self.set_cwd(pid, loc);
+        Ok(())
+    }
+
+    pub fn sys_fchdir(&mut self, pid: Pid, fd: Fd) -> SysResult<()> {
+        let ctx = self.ctx(pid);
+        let f = self.fd_raw(pid, fd)?;
+        let loc = self.file(f).loc;
+        if !self.is_dir(loc.node) {
+            return Err(Errno::ENOTDIR);
+        }
+        permission(&ctx.cred, self.node(loc.node), MAY_EXEC)?;
+        self.set_cwd(pid, loc);
+        Ok(())
+    }
+
+    pub fn sys_getcwd(&mut self, pid: Pid) -> SysResult<Vec<u8>> {
+        let ctx = self.ctx(pid);
+        self.getcwd(&ctx)
+    }
+
+    pub fn sys_chroot(&mut self, pid: Pid, path: &[u8]) -> SysResult<()> {
+        let ctx = self.ctx(pid);
+        let loc = self.resolve_at(&ctx, AT_FDCWD, path, true, false)?;
+        if !self.is_dir(loc.node) {
+            return Err(Errno::ENOTDIR);
+        }
+        permission(&ctx.cred, self.node(loc.node), MAY_EXEC)?;
+        if !ctx.cred.is_root() {
+            return Err(Errno::EPERM);
+        }
+        self.loc_get(loc);
+        let old = std::mem::replace(&mut self.proc_mut(pid).root, loc);
+        self.loc_put(old);
+        Ok(())
+    }
+
+    pub fn sys_umask(&mut self, pid: Pid, mask: u32) -> u32 {
+        std::mem::replace(&mut self.proc_mut(pid).umask, mask & 0o777)
+    }
+
+    // ================= mounts =================
+
+    /// lock_mount: the topmost mount stacked on `loc`; ENOENT if a dentry
+    /// on the way was removed.
+    fn lock_mount(&self, mut loc: Loc, mut key: MpKey) -> SysResult<(Loc, MpKey)> {
+        loop {
+            if self.node(loc.node).is_dead_dir() || self.node(loc.node).nlink == 0 {
+                return Err(Errno::ENOENT);
+            }
+            match self.mounted_on.get(&(loc.mnt, key.clone())) {
+                None => return Ok((loc, key)),
+                Some(&m) => {
+                    let mnt = self.mount(m);
+                    loc = Loc {
+                        mnt: m,
+                        node: mnt.root,
+                    };
+                    key = mnt.root_key.clone();
+                }
+            }
+        }
+    }
+
+    /// copy_tree / clone_mnt: a copy of mount `src` rooted at `root`, with
+    /// (if `recurse`) copies of the mounts below it whose mountpoints lie
+    /// inside the copied subtree. Returns the new (unattached) mount.
+    fn clone_tree(
+        &mut self,
+        src: MountId,
+        root: NodeId,
+        root_key: MpKey,
+        recurse: bool,
+    ) -> MountId {
+        let (dev, flags) = {
+            let m = self.mount(src);
+            (m.dev, m.flags)
+        };
+        let id = self.next_mount;
+        self.next_mount += 1;
+        self.new_mount_keyed(id, dev, root, root_key.clone(), None, flags);
+        if recurse {
+            let children = self.mount(src).children.clone();
+            for c in children {
+                let (pkey, croot, ckey) = {
+                    let cm = self.mount(c);
+                    (
+                        cm.parent.clone().expect("model: child").1,
+                        cm.root,
+                        cm.root_key.clone(),
+                    )
+                };
+                let inside = match &pkey {
+                    MpKey::Dir(d) => self.is_subdir(*d, root),
+                    MpKey::Name(p, _) => pkey == root_key || self.is_subdir(*p, root),
+                };
+                if inside {
+                    let copy = self.clone_tree(c, croot, ckey, true);
+                    self.attach(copy, id, pkey);
+                }
+            }
+        }
+        id
+    }
+
+    pub fn sys_mount(
+        &mut self,
+        pid: Pid,
+        source: &[u8],
+        target: &[u8],
+        fstype: &[u8],
+        flags: u64,
+    ) -> SysResult<()> {
+        // copy_mount_string: strndup_user(PATH_MAX).
+        for s in [source, fstype] {
+            if s.contains(&0) || s.len() >= PATH_MAX {
+                return Err(Errno::EINVAL);
+            }
+        }
+        let ctx = self.ctx(pid);
+        check_path(target, false)?;
+        let start = self.start_loc(&ctx, AT_FDCWD, target)?;
+        let (tloc, tkey) = self.walk_full_raw(&ctx, start, target, true)?;
+        if !ctx.cred.is_root() {
+            return Err(Errno::EPERM);
+        }
+        if flags & MS_REMOUNT != 0 {
+            // Model limitation: remount is not modelled.
+            return Err(Errno::EINVAL);
+        }
+        if flags & MS_BIND != 0 {
+            // do_loopback
+            if source.is_empty() {
+                return Err(Errno::EINVAL);
+            }
+            check_path(source, false)?;
+            let sstart = self.start_loc(&ctx, AT_FDCWD, source)?;
+            let (sloc, skey) = self.walk_full_raw(&ctx, sstart, source, true)?;
+            let (tloc, tkey) = self.lock_mount(tloc, tkey)?;
+            if !self.mount(tloc.mnt).attached || !self.mount(sloc.mnt).attached {
+                return Err(Errno::EINVAL);
+            }
+            if self.is_dir(tloc.node) != self.is_dir(sloc.node) {
+                return Err(Errno::ENOTDIR);
+            }
+            let m = self.clone_tree(sloc.mnt, sloc.node, skey, flags & MS_REC != 0);
+            self.attach(m, tloc.mnt, tkey);
+            return Ok(());
+        }
+        if flags & MS_PROPAGATION != 0 {
+            // do_change_type: every model mount is private; making one
+            // private again is all that is modelled.
+            if tloc.node != self.mount(tloc.mnt).root {
+                return Err(Errno::EINVAL);
+            }
+            if flags & MS_PROPAGATION == MS_PRIVATE {
+                return Ok(());
+            }
+            return Err(Errno::EINVAL);
+        }
+        if flags & MS_MOVE != 0 {
+            return Err(Errno::EINVAL);
+        }
+        // do_new_mount
+        if fstype != b"tmpfs" {
+            return Err(Errno::ENODEV);
+        }
+        if flags & (MS_RDONLY | MS_NOSYMFOLLOW) != 0 {
+            // Model limitation: read-only and nosymfollow mounts.
+            return Err(Errno::EINVAL);
+        }
+        let _ = MS_SYNCHRONOUS; // accepted, no effect on a memory filesystem
+        let mf = MntFlags {
+            noexec: flags & MS_NOEXEC != 0,
+            nodev: flags & MS_NODEV != 0,
+            nosuid: flags & MS_NOSUID != 0,
+            nodiratime: flags & MS_NODIRATIME != 0,
+            atime: if flags & MS_NOATIME != 0 {
+                AtimeMode::NoAtime
+            } else if flags & MS_STRICTATIME != 0 {
+                AtimeMode::Strict
+            } else {
+                let _ = MS_RELATIME;
+                AtimeMode::Relatime
+            },
+        };
+        let (tloc, tkey) = self.lock_mount(tloc, tkey)?;
+        if !self.mount(tloc.mnt).attached {
+            return Err(Errno::EINVAL);
+        }
+        if !self.is_dir(tloc.node) {
+            return Err(Errno::ENOTDIR);
+        }
+        // A new tmpfs root: mode 1777 owned by root (shmem's default).
+        let dev = self.new_fs(0o1777, ctx.cred.fsuid, ctx.cred.fsgid);
+        let root = self.fses[&dev].root;
+        self.new_mount(dev, root, Some((tloc.mnt, tkey)), mf);
+        Ok(())
+    }
+
+    pub fn sys_umount2(&mut self, pid: Pid, target: &[u8], flags: i32) -> SysResult<()> {
+        if flags & !(MNT_FORCE | MNT_DETACH | MNT_EXPIRE | UMOUNT_NOFOLLOW) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let ctx = self.ctx(pid);
+        check_path(target, false)?;
+        let start = self.start_loc(&ctx, AT_FDCWD, target)?;
+        let (loc, key) = self.walk_full_raw(&ctx, start, target, flags & UMOUNT_NOFOLLOW == 0)?;
+        // LOOKUP_MOUNTPOINT: enter what is mounted on the result.
+        let (loc, _) = self.traverse(loc, key);
+        // can_umount
+        if !ctx.cred.is_root() {
+            return Err(Errno::EPERM);
+        }
+        let id = loc.mnt;
+        let m = self.mount(id);
+        if loc.node != m.root || !m.attached || id == self.ns_root {
+            return Err(Errno::EINVAL);
+        }
+        // do_umount
+        let is_root_mnt = id == ctx.root.mnt;
+        if flags & MNT_EXPIRE != 0 {
+            if is_root_mnt || flags & (MNT_FORCE | MNT_DETACH) != 0 {
+                return Err(Errno::EINVAL);
+            }
+            if m.refs != 0 {
+                return Err(Errno::EBUSY);
+            }
+            if !m.expiry_mark {
+                self.mount_mut(id).expiry_mark = true;
+                return Err(Errno::EAGAIN);
+            }
+        }
+        if flags & MNT_DETACH != 0 {
+            self.detach_tree(id);
+            return Ok(());
+        }
+        // Model decision: Linux would remount the caller's root mount
+        // read-only here; the model reports it busy.
+        if is_root_mnt || !m.children.is_empty() || m.refs != 0 {
+            return Err(Errno::EBUSY);
+        }
+        self.detach_tree(id);
+        Ok(())
+    }
+
+    // ================= lifetime =================
+
+    pub fn sys_fork(&mut self, pid: Pid) -> Pid {
+        let p = self.proc(pid);
+        let (cred, root, cwd, umask, fds, limit) = (
+            p.cred.clone(),
+            p.root,
+            p.cwd,
+            p.umask,
+            p.fds.clone(),
+            p.fd_limit,
+        );
+        let child = self.new_proc(cred, root, cwd, umask);
+        for e in fds.iter().flatten() {
+            self.file_mut(e.file).refs += 1;
+        }
+        let c = self.proc_mut(child);
+        c.fds = fds;
+        c.fd_limit = limit;
+        child
+    }
+}
