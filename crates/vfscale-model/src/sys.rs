@@ -467,8 +467,13 @@ impl State {
         if flags & O_NOATIME != 0 && !owner_or_root(&ctx.cred, n) {
             return Err(Errno::EPERM);
         }
-        // vfs_open: the model has no pipes, sockets or device drivers.
-        if !n.is_reg() && !n.is_dir() {
+        // vfs_open: no pipes, sockets or device drivers yet. As vfscale
+        // documents (docs/COMPATIBILITY.md), a FIFO opens only where Linux
+        // would not block: O_RDWR, or O_RDONLY|O_NONBLOCK.
+        let fifo_ok = n.mode & S_IFMT == S_IFIFO
+            && (flags & O_ACCMODE == O_RDWR
+                || (flags & O_ACCMODE == O_RDONLY && flags & O_NONBLOCK != 0));
+        if !n.is_reg() && !n.is_dir() && !fifo_ok {
             return Err(Errno::ENXIO);
         }
         if do_trunc {

@@ -10,8 +10,14 @@ fn main() {
     let fd = p.open(b"/file", O_CREAT | O_WRONLY, 0o644).unwrap();
     p.close(fd).unwrap();
     let mut args = std::env::args().skip(1);
-    let iters: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(20_000_000);
-    let thread_counts: Vec<usize> = args.next().map(|a| a.split(',').map(|t| t.parse().unwrap()).collect()).unwrap_or(vec![1, 2]);
+    let iters: u64 = args
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(20_000_000);
+    let thread_counts: Vec<usize> = args
+        .next()
+        .map(|a| a.split(',').map(|t| t.parse().unwrap()).collect())
+        .unwrap_or(vec![1, 2]);
     for threads in thread_counts {
         let start = Instant::now();
         std::thread::scope(|s| {

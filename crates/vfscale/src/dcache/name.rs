@@ -21,6 +21,15 @@ impl<'a> NameKey<'a> {
         }
     }
 
+    /// A key for a component about to be looked up: ENAMETOOLONG past
+    /// NAME_MAX (Linux checks the last component only when it looks it up).
+    pub fn lookup(bytes: &'a [u8]) -> crate::abi::SysResult<Self> {
+        if bytes.len() > crate::abi::NAME_MAX {
+            return Err(crate::abi::Errno::ENAMETOOLONG);
+        }
+        Ok(Self::new(bytes))
+    }
+
     /// hash in the high half, length in the low half: what `Dentry::hash_len`
     /// stores, so one compare rejects most non-matches.
     pub fn hash_len(&self) -> u64 {

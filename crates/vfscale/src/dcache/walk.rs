@@ -247,14 +247,19 @@ impl VfsInner {
             Some(i) => (&trimmed[..i + 1], &trimmed[i + 1..]),
             None => (&b""[..], trimmed),
         };
-        if name.len() > NAME_MAX {
-            return Err(Errno::ENAMETOOLONG);
-        }
         let dir = if dir_part.is_empty() {
             self.walk_start(cred, start)?
         } else {
             self.walk(cred, root, start, dir_part, WALK_FOLLOW | WALK_DIRECTORY)?
         };
+        // Like link_path_walk, search permission on the directory holding
+        // the last component is checked before that component is used.
+        if !cred.is_root() {
+            let (mode, uid, gid) = dir.inode().perm_attr();
+            if !may_search_fast(mode) {
+                may_access(cred, mode, uid, gid, MAY_EXEC)?;
+            }
+        }
         let last = match name {
             b"." => Last::Dot,
             b".." => Last::DotDot,
@@ -341,12 +346,23 @@ impl VfsInner {
             let Some((comp, rest_top)) = comp else {
                 // Path exhausted: `cur` is the result (root, ".", "..", or a
                 // followed symlink's directory).
-                let f = Found { path: cur, seq: cur_seq, inode: cur_inode };
-                return self.finish(f, flags | if must_be_dir { WALK_DIRECTORY } else { 0 }, needs_global_check, rename_seq, mount_seq);
+                let f = Found {
+                    path: cur,
+                    seq: cur_seq,
+                    inode: cur_inode,
+                };
+                return self.finish(
+                    f,
+                    flags | if must_be_dir { WALK_DIRECTORY } else { 0 },
+                    needs_global_check,
+                    rename_seq,
+                    mount_seq,
+                );
             };
             // Last component: nothing but slashes after it in this segment
             // (a trailing slash) and nothing in the segments below.
-            let is_last = rest_top.iter().all(|&b| b == b'/') && (segs.depth() == 1 || !segs.has_more());
+            let is_last =
+                rest_top.iter().all(|&b| b == b'/') && (segs.depth() == 1 || !segs.has_more());
             if is_last && !rest_top.is_empty() {
                 must_be_dir = true;
             }

@@ -123,6 +123,9 @@ unsafe impl Send for Inode {}
 // SAFETY: as above.
 unsafe impl Sync for Inode {}
 
+/// What tmpfs adds to a directory's size per entry ("." and ".." count).
+pub const BOGO_DIRENT_SIZE: u64 = 20;
+
 /// Current wall-clock time.
 pub fn now() -> Timespec {
     let mut ts = libc::timespec {
@@ -149,13 +152,18 @@ impl Inode {
     ) -> Inode {
         let t = now();
         let nlink = if s_isdir(mode) { 2 } else { 1 };
+        let size = if s_isdir(mode) {
+            2 * BOGO_DIRENT_SIZE
+        } else {
+            0
+        };
         Inode {
             attr_seq: SeqCount::new(),
             mode: AtomicU32::new(mode),
             uid: AtomicU32::new(uid),
             gid: AtomicU32::new(gid),
             nlink: AtomicU32::new(nlink),
-            size: AtomicU64::new(0),
+            size: AtomicU64::new(size),
             blocks: AtomicU64::new(0),
             atime: AtomicTime::new(t),
             mtime: AtomicTime::new(t),
@@ -297,6 +305,13 @@ impl AttrWriter<'_> {
     pub fn set_nlink(&mut self, n: u32) {
         self.inode.nlink.store(n, Ordering::Relaxed);
     }
+    /// Adds `entries` (possibly negative) directory entries to the size.
+    pub fn add_dir_entries(&mut self, entries: i64) {
+        let size =
+            self.inode.size.load(Ordering::Relaxed) as i64 + entries * BOGO_DIRENT_SIZE as i64;
+        self.inode.size.store(size as u64, Ordering::Relaxed);
+    }
+
     pub fn set_size(&mut self, size: u64, blocks: u64) {
         self.inode.size.store(size, Ordering::Relaxed);
         self.inode.blocks.store(blocks, Ordering::Relaxed);

@@ -235,13 +235,14 @@ impl Process {
         times: Option<[Timespec; 2]>,
         flags: i32,
     ) -> SysResult<()> {
-        if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
-            return Err(Errno::EINVAL);
-        }
         if let Some([a, m]) = times {
             if a.nsec == UTIME_OMIT && m.nsec == UTIME_OMIT {
                 return Ok(());
             }
+        }
+        // Both omitted: nothing to do, not even a flag check (as Linux).
+        if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+            return Err(Errno::EINVAL);
         }
         let _g = self.vfs.collector.enter();
         let found = self.lookup_setattr(dirfd, path, flags)?;
@@ -249,6 +250,11 @@ impl Process {
     }
 
     pub(crate) fn sys_futimens(&self, fd: Fd, times: Option<[Timespec; 2]>) -> SysResult<()> {
+        if let Some([a, m]) = times {
+            if a.nsec == UTIME_OMIT && m.nsec == UTIME_OMIT {
+                return Ok(());
+            }
+        }
         self.with_file(fd, false, |f| self.utimes_inode(f.inode(), times))
     }
 

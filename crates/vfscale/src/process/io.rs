@@ -11,6 +11,9 @@ use crate::cred::perm::write_strip_mode;
 use crate::file::{OpenFile, FMODE_READ, FMODE_WRITE};
 use crate::inode::{now, Inode};
 
+/// Most iovecs one readv/writev accepts (Linux UIO_MAXIOV).
+const UIO_MAXIOV: usize = 1024;
+
 impl Process {
     fn readable(&self, fd: Fd) -> SysResult<crate::file::FileRef> {
         let f = self.fd_file_nopath(fd)?;
@@ -32,6 +35,10 @@ impl Process {
 
     /// Reads at `offset` (None: the file position, advanced).
     fn do_read(&self, fd: Fd, bufs: &mut [&mut [u8]], offset: Option<i64>) -> SysResult<usize> {
+        // Argument checks come before the descriptor's, as in Linux.
+        if offset.is_some_and(|o| o < 0) {
+            return Err(Errno::EINVAL);
+        }
         let f = self.readable(fd)?;
         let r = self.read_file(f.file(), bufs, offset);
         self.vfs.fput(f);
@@ -44,6 +51,7 @@ impl Process {
         bufs: &mut [&mut [u8]],
         offset: Option<i64>,
     ) -> SysResult<usize> {
+        verify_range(file, offset, bufs.iter().map(|b| b.len()).sum())?;
         let inode = file.inode();
         let data = match inode.file_type() {
             S_IFDIR => return Err(Errno::EISDIR),
@@ -83,6 +91,9 @@ impl Process {
     }
 
     fn do_write(&self, fd: Fd, bufs: &[&[u8]], offset: Option<i64>) -> SysResult<usize> {
+        if offset.is_some_and(|o| o < 0) {
+            return Err(Errno::EINVAL);
+        }
         let f = self.writable(fd)?;
         let r = self.write_file(f.file(), bufs, offset);
         self.vfs.fput(f);
@@ -90,6 +101,7 @@ impl Process {
     }
 
     fn write_file(&self, file: &OpenFile, bufs: &[&[u8]], offset: Option<i64>) -> SysResult<usize> {
+        verify_range(file, offset, bufs.iter().map(|b| b.len()).sum())?;
         let inode = file.inode();
         let data = match inode.file_type() {
             S_IFDIR => return Err(Errno::EISDIR),
@@ -198,6 +210,14 @@ impl Process {
     }
 
     pub(crate) fn sys_readv(&self, fd: Fd, bufs: &mut [&mut [u8]]) -> SysResult<usize> {
+        if bufs.len() > UIO_MAXIOV {
+            return Err(Errno::EINVAL);
+        }
+        if bufs.iter().all(|b| b.is_empty()) {
+            // Linux returns 0 for an empty vector before looking at the type.
+            self.vfs.fput(self.readable(fd)?);
+            return Ok(0);
+        }
         self.do_read(fd, bufs, None)
     }
 
@@ -210,6 +230,13 @@ impl Process {
     }
 
     pub(crate) fn sys_writev(&self, fd: Fd, bufs: &[&[u8]]) -> SysResult<usize> {
+        if bufs.len() > UIO_MAXIOV {
+            return Err(Errno::EINVAL);
+        }
+        if bufs.iter().all(|b| b.is_empty()) {
+            self.vfs.fput(self.writable(fd)?);
+            return Ok(0);
+        }
         self.do_write(fd, bufs, None)
     }
 
@@ -257,10 +284,10 @@ impl Process {
     }
 
     pub(crate) fn sys_ftruncate(&self, fd: Fd, length: i64) -> SysResult<()> {
+        if length < 0 {
+            return Err(Errno::EINVAL);
+        }
         self.with_file(fd, false, |file| {
-            if length < 0 {
-                return Err(Errno::EINVAL);
-            }
             if file.inode().file_type() != S_IFREG || file.fmode & FMODE_WRITE == 0 {
                 return Err(Errno::EINVAL);
             }
@@ -271,6 +298,16 @@ impl Process {
     pub(crate) fn sys_fsync(&self, fd: Fd) -> SysResult<()> {
         self.with_file(fd, false, |_| Ok(()))
     }
+}
+
+/// Linux's rw_verify_area: a range whose end overflows a file offset is
+/// EINVAL, before anything looks at the file's type.
+fn verify_range(file: &OpenFile, offset: Option<i64>, len: usize) -> SysResult<()> {
+    let pos = offset.unwrap_or_else(|| *file.pos.lock() as i64);
+    if pos.checked_add(len as i64).is_none() {
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
 }
 
 /// relatime: update atime only if it is not newer than mtime/ctime or is

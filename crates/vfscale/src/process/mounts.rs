@@ -14,13 +14,18 @@ impl Process {
         fstype: &[u8],
         flags: u64,
     ) -> SysResult<()> {
+        let _g = self.vfs.collector.enter();
+        // Linux resolves the target before checking the capability.
+        let tgt = self.lookup_at(&self.cred, AT_FDCWD, target, 0, WALK_FOLLOW)?;
         if !self.cred.is_root() {
             return Err(Errno::EPERM);
         }
-        let _g = self.vfs.collector.enter();
-        let tgt = self.lookup_at(&self.cred, AT_FDCWD, target, 0, WALK_FOLLOW)?;
         let mut list = self.vfs.mounts.lock.lock();
         let (sb, root) = if flags & MS_BIND != 0 {
+            // do_loopback: an empty source name is EINVAL, not ENOENT.
+            if source.is_empty() {
+                return Err(Errno::EINVAL);
+            }
             let src = self.lookup_at(&self.cred, AT_FDCWD, source, 0, WALK_FOLLOW)?;
             if src.inode().is_dir() != tgt.inode().is_dir() {
                 return Err(if tgt.inode().is_dir() {
@@ -66,9 +71,6 @@ impl Process {
         {
             return Err(Errno::EINVAL);
         }
-        if !self.cred.is_root() {
-            return Err(Errno::EPERM);
-        }
         let _g = self.vfs.collector.enter();
         let walk = if flags & UMOUNT_NOFOLLOW != 0 {
             0
@@ -82,6 +84,10 @@ impl Process {
             if walk == 0 { AT_SYMLINK_NOFOLLOW } else { 0 },
             walk,
         )?;
+        // The capability is checked after the lookup, as Linux's can_umount.
+        if !self.cred.is_root() {
+            return Err(Errno::EPERM);
+        }
         let mut list = self.vfs.mounts.lock.lock();
         let m = found.path.mnt;
         // SAFETY: guarded; attached while we hold the table lock (checked).
@@ -90,7 +96,8 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         if mr.parent_ptr().is_null() {
-            return Err(Errno::EBUSY);
+            // The namespace root has no parent to fall back to.
+            return Err(Errno::EINVAL);
         }
         let children = self.vfs.mounts.children_of(&list, m);
         if flags & MNT_DETACH == 0 {

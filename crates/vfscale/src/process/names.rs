@@ -83,6 +83,7 @@ impl Process {
                 let n = a.get().nlink;
                 a.set_nlink(n + 1);
             }
+            a.add_dir_entries(1);
             a.set_mtime(t);
             a.set_ctime(t);
         });
@@ -95,6 +96,26 @@ impl Process {
         parent: &Parent<'_>,
         op: impl FnOnce(&mut RwLockWriteGuard<'_, DirIndex>, &Inode, &NameKey<'_>) -> SysResult<R>,
     ) -> SysResult<R> {
+        self.create_prologue_checked(parent, false, || Ok(()), op)
+    }
+
+    fn create_dir_prologue<R>(
+        &self,
+        parent: &Parent<'_>,
+        op: impl FnOnce(&mut RwLockWriteGuard<'_, DirIndex>, &Inode, &NameKey<'_>) -> SysResult<R>,
+    ) -> SysResult<R> {
+        self.create_prologue_checked(parent, true, || Ok(()), op)
+    }
+
+    /// `create_prologue` with a check that Linux makes between "the name is
+    /// free" and the permission check on the directory (link's EXDEV).
+    fn create_prologue_checked<R>(
+        &self,
+        parent: &Parent<'_>,
+        creates_dir: bool,
+        before_permission: impl FnOnce() -> SysResult<()>,
+        op: impl FnOnce(&mut RwLockWriteGuard<'_, DirIndex>, &Inode, &NameKey<'_>) -> SysResult<R>,
+    ) -> SysResult<R> {
         let name = match parent.last {
             Last::Name(n) => n,
             _ => return Err(Errno::EEXIST),
@@ -105,12 +126,18 @@ impl Process {
         if locked.dead {
             return Err(Errno::ENOENT);
         }
-        let key = NameKey::new(name);
+        let key = NameKey::lookup(name)?;
         let existing = self.vfs.lookup_exact(parent.dir.path.dentry, &key);
         // SAFETY: live under the bucket and directory locks.
         if !existing.is_null() && !unsafe { &*existing }.inode_ptr().is_null() {
             return Err(Errno::EEXIST);
         }
+        // "name/" for a new non-directory (filename_create without
+        // LOOKUP_DIRECTORY): you asked for a directory that is not there.
+        if parent.trailing_slash && !creates_dir {
+            return Err(Errno::ENOENT);
+        }
+        before_permission()?;
         self.may_modify_dir(dir)?;
         op(&mut locked, dir, &key)
     }
@@ -118,7 +145,7 @@ impl Process {
     pub(crate) fn sys_mkdirat(&self, dirfd: Fd, path: &[u8], mode: u32) -> SysResult<()> {
         let _g = self.vfs.collector.enter();
         let parent = self.parent_at(dirfd, path)?;
-        self.create_prologue(&parent, |idx, dir, key| {
+        self.create_dir_prologue(&parent, |idx, dir, key| {
             let (uid, gid, m) = new_inode_owner(
                 &self.cred,
                 dir.perm_attr().0,
@@ -145,25 +172,21 @@ impl Process {
         let ty = match mode & S_IFMT {
             0 => S_IFREG,
             t @ (S_IFREG | S_IFIFO | S_IFSOCK) => t,
-            t @ (S_IFCHR | S_IFBLK) => {
-                if !self.cred.is_root() {
-                    return Err(Errno::EPERM);
-                }
-                t
-            }
+            t @ (S_IFCHR | S_IFBLK) => t,
             S_IFDIR => return Err(Errno::EPERM),
             _ => return Err(Errno::EINVAL),
         };
         let _g = self.vfs.collector.enter();
         let parent = self.parent_at(dirfd, path)?;
-        if parent.trailing_slash {
-            return Err(if matches!(parent.last, Last::Name(_)) {
-                Errno::ENOENT
-            } else {
-                Errno::EEXIST
-            });
-        }
         self.create_prologue(&parent, |idx, dir, key| {
+            // CAP_MKNOD, checked after the name (as vfs_mknod does); a 0:0
+            // character device is an overlayfs whiteout, which anyone may make.
+            if matches!(ty, S_IFCHR | S_IFBLK)
+                && !self.cred.is_root()
+                && !(ty == S_IFCHR && dev == 0)
+            {
+                return Err(Errno::EPERM);
+            }
             let (uid, gid, m) = new_inode_owner(
                 &self.cred,
                 dir.perm_attr().0,
@@ -208,13 +231,6 @@ impl Process {
         }
         let _g = self.vfs.collector.enter();
         let parent = self.parent_at(newdirfd, linkpath)?;
-        if parent.trailing_slash {
-            return Err(if matches!(parent.last, Last::Name(_)) {
-                Errno::ENOENT
-            } else {
-                Errno::EEXIST
-            });
-        }
         self.create_prologue(&parent, |idx, dir, key| {
             let (uid, gid, _) = new_inode_owner(
                 &self.cred,
@@ -235,7 +251,9 @@ impl Process {
             )?;
             // SAFETY: pinned by the namespace reference.
             let inode = unsafe { &*(*d).inode_ptr() };
-            inode.update_attr(|a| a.set_size(target.len() as u64, 0));
+            // tmpfs keeps targets under 128 bytes inline, longer ones in a page.
+            let blocks = if target.len() < 128 { 0 } else { 8 };
+            inode.update_attr(|a| a.set_size(target.len() as u64, blocks));
             Ok(())
         })
     }
@@ -260,24 +278,18 @@ impl Process {
         let old = self.lookup_at(&self.cred, olddirfd, oldpath, at, 0)?;
         let parent = self.parent_at(newdirfd, newpath)?;
         let inode = old.inode();
-        if inode.is_dir() {
-            return Err(Errno::EPERM);
-        }
-        if parent.trailing_slash {
-            return Err(if matches!(parent.last, Last::Name(_)) {
-                Errno::ENOENT
+        // Different mounts: EXDEV (even of the same superblock, as Linux).
+        let same_mount = || {
+            if old.path.mnt == parent.dir.path.mnt {
+                Ok(())
             } else {
-                Errno::EEXIST
-            });
-        }
-        if old.path.mnt != parent.dir.path.mnt {
-            // Different mounts: EXDEV (even of the same superblock, as Linux).
-            let Last::Name(_) = parent.last else {
-                return Err(Errno::EEXIST);
-            };
-            return Err(Errno::EXDEV);
-        }
-        self.create_prologue(&parent, |idx, dir, key| {
+                Err(Errno::EXDEV)
+            }
+        };
+        self.create_prologue_checked(&parent, false, same_mount, |idx, dir, key| {
+            if inode.is_dir() {
+                return Err(Errno::EPERM);
+            }
             let a = inode.attr();
             if a.nlink == 0 {
                 return Err(Errno::ENOENT);
@@ -324,7 +336,7 @@ impl Process {
         if locked.dead {
             return Err(Errno::ENOENT);
         }
-        let key = NameKey::new(name);
+        let key = NameKey::lookup(name)?;
         let victim = self.vfs.lookup_exact(dir_d, &key);
         // SAFETY: live under the bucket and directory locks.
         let vd = (!victim.is_null())
@@ -336,16 +348,22 @@ impl Process {
         }
         // SAFETY: a positive dentry keeps its inode.
         let vi = unsafe { &*vi };
+        // unlink("x/"): Linux answers from the victim's type at once.
+        if !rmdir && parent.trailing_slash {
+            return Err(if vi.is_dir() {
+                Errno::EISDIR
+            } else {
+                Errno::ENOTDIR
+            });
+        }
+        // may_delete: permission, sticky bit, then the type.
+        self.may_delete(dir, vi)?;
         if rmdir && !vi.is_dir() {
             return Err(Errno::ENOTDIR);
         }
         if !rmdir && vi.is_dir() {
             return Err(Errno::EISDIR);
         }
-        if !rmdir && parent.trailing_slash {
-            return Err(Errno::ENOTDIR);
-        }
-        self.may_delete(dir, vi)?;
         if vd.flags() & D_MOUNTED != 0 {
             return Err(Errno::EBUSY);
         }
@@ -407,6 +425,7 @@ impl Process {
                 let n = a.get().nlink;
                 a.set_nlink(n - 1);
             }
+            a.add_dir_entries(-1);
             a.set_mtime(t);
             a.set_ctime(t);
         });
@@ -498,7 +517,7 @@ impl Process {
         if oidx.dead || nidx.as_ref().is_some_and(|n| n.dead) {
             return Err(Errno::ENOENT);
         }
-        let (okey, nkey) = (NameKey::new(old_name), NameKey::new(new_name));
+        let okey = NameKey::lookup(old_name)?;
         let src = self.vfs.lookup_exact(od, &okey);
         // SAFETY: live under the bucket and directory locks.
         let sd = (!src.is_null())
@@ -510,6 +529,8 @@ impl Process {
         }
         // SAFETY: a positive dentry keeps its inode.
         let si = unsafe { &*si };
+        // The new name is looked up (and length-checked) after the old one.
+        let nkey = NameKey::lookup(new_name)?;
         let dst = self.vfs.lookup_exact(nd, &nkey);
         // SAFETY: as above.
         let dd = (!dst.is_null()).then(|| unsafe { &*dst });
@@ -625,6 +646,11 @@ impl Process {
         if od != nd {
             let moved_dirs_to_new =
                 src_is_dir as i64 - (exchange && di.is_some_and(|d| d.is_dir())) as i64;
+            if !exchange {
+                // A replaced victim's entry was already taken off `ndir`.
+                odir.update_attr(|a| a.add_dir_entries(-1));
+                ndir.update_attr(|a| a.add_dir_entries(1));
+            }
             if moved_dirs_to_new != 0 {
                 odir.update_attr(|a| {
                     a.set_nlink((a.get().nlink as i64 - moved_dirs_to_new) as u32)

@@ -36,6 +36,10 @@ impl Process {
         } else {
             flags
         };
+        // O_DIRECTORY | O_CREAT is nonsense, after O_PATH's masking (EINVAL since Linux 6.4).
+        if flags & (O_DIRECTORY | O_CREAT) == O_DIRECTORY | O_CREAT {
+            return Err(Errno::EINVAL);
+        }
         if flags & O_ACCMODE == O_ACCMODE && flags & O_PATH == 0 {
             return Err(Errno::EINVAL);
         }
@@ -98,6 +102,8 @@ impl Process {
         let parent = self.parent_at(dirfd, path)?;
         let name = match parent.last {
             Last::Name(n) => n,
+            // ".", ".." and "/" exist and are directories.
+            _ if flags & O_EXCL != 0 => return Err(Errno::EEXIST),
             _ => return Err(Errno::EISDIR),
         };
         if parent.trailing_slash {
@@ -105,7 +111,7 @@ impl Process {
         }
         let dir_d = parent.dir.path.dentry;
         let dir = parent.dir.inode();
-        let key = NameKey::new(name);
+        let key = NameKey::lookup(name)?;
         let index = dir.dir_index().ok_or(Errno::ENOTDIR)?;
         let mut locked = index.write();
         if locked.dead {
@@ -263,7 +269,7 @@ impl Process {
         };
         let dir_d = parent.dir.path.dentry;
         let dir = parent.dir.inode();
-        let key = NameKey::new(name);
+        let key = NameKey::lookup(name)?;
         let index = dir.dir_index().ok_or(Errno::ENOTDIR)?;
         let mut locked = index.write();
         if locked.dead {
@@ -410,6 +416,9 @@ impl Process {
         is_dup2: bool,
     ) -> SysResult<Fd> {
         if flags & !O_CLOEXEC != 0 {
+            return Err(Errno::EINVAL);
+        }
+        if oldfd == newfd && !is_dup2 {
             return Err(Errno::EINVAL);
         }
         let f = self.fd_file(oldfd)?;

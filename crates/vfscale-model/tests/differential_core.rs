@@ -1,0 +1,63 @@
+//! Differential property test: the same random multi-process operation
+//! sequences run on vfscale's `Process` and on the global-lock model; every
+//! step must give the same result and errno, and at the end vfscale's
+//! invariant checker must pass. Failures shrink to a minimal sequence.
+
+use proptest::prelude::*;
+use vfscale::{ProcessApi, Vfs};
+use vfscale_model::ops::{prelude, run, scenario_creds, steps_strategy, Op, Outcome, Step};
+use vfscale_model::ModelFs;
+
+/// Operations whose difference from the model is documented in
+/// docs/COMPATIBILITY.md; sequences containing them are not compared.
+fn documented_deviation(op: &Op) -> bool {
+    use vfscale::abi::*;
+    match op {
+        Op::Open { flags, .. } => {
+            flags & O_TMPFILE == O_TMPFILE
+                || (flags & O_PATH == 0 && flags & O_ACCMODE == O_ACCMODE)
+        }
+        Op::Renameat2 { flags, .. } => flags & RENAME_WHITEOUT != 0,
+        Op::Fork(ops) => ops.iter().any(documented_deviation),
+        _ => false,
+    }
+}
+
+fn compare(steps: &[Step]) -> Result<(), TestCaseError> {
+    let model = ModelFs::new();
+    let mprocs: Vec<_> = scenario_creds()
+        .into_iter()
+        .map(|c| model.process(c))
+        .collect();
+    let vfs = Vfs::new();
+    let vprocs: Vec<_> = scenario_creds()
+        .into_iter()
+        .map(|c| vfs.process(c))
+        .collect();
+    let mut all = prelude();
+    all.extend_from_slice(steps);
+    let expected: Vec<Outcome> = run(&mprocs, &all);
+    let got: Vec<Outcome> = run(&vprocs, &all);
+    for (i, (e, g)) in expected.iter().zip(&got).enumerate() {
+        prop_assert_eq!(e, g, "step {} of {}: {:?}", i, all.len(), all[i]);
+    }
+    for p in vprocs {
+        p.exit();
+    }
+    vfs.drop_caches();
+    if let Err(e) = vfs.check_invariants() {
+        return Err(TestCaseError::fail(format!(
+            "invariants after the sequence: {e}"
+        )));
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn core_matches_model(steps in steps_strategy(3, 1..60).prop_filter("documented deviation", |s| !s.iter().any(|st| documented_deviation(&st.op)))) {
+        compare(&steps)?;
+    }
+}
