@@ -555,6 +555,9 @@ impl State {
         if self.is_dir(loc.node) {
             return Err(Errno::EISDIR);
         }
+        if self.is_fifo(loc.node) {
+            return fifo_io(buf.len());
+        }
         let n = self.node(loc.node).data().read(pos as u64, buf);
         if !noatime {
             self.touch_atime(loc.mnt, loc.node);
@@ -571,6 +574,9 @@ impl State {
         }
         let file = self.file(f);
         let id = file.loc.node;
+        if self.is_fifo(id) {
+            return fifo_io(data.len()).map(|n| (n, pos));
+        }
         let pos = if file.append {
             self.node(id).data().size as i64
         } else {
@@ -629,6 +635,7 @@ impl State {
         if offset < 0 {
             return Err(Errno::EINVAL);
         }
+        self.no_fifo_positional(pid, fd)?;
         let f = self.readable_file(pid, fd)?;
         self.read_at(f, offset, buf)
     }
@@ -638,6 +645,7 @@ impl State {
             return Err(Errno::EINVAL);
         }
         let ctx = self.ctx(pid);
+        self.no_fifo_positional(pid, fd)?;
         let f = self.writable_file(pid, fd)?;
         // With O_APPEND Linux appends and ignores the offset; the file
         // position is not moved either way.
@@ -693,6 +701,9 @@ impl State {
         let file = self.file(f);
         let pos = file.pos;
         let n = self.node(file.loc.node);
+        if n.mode & S_IFMT == S_IFIFO {
+            return Err(Errno::ESPIPE);
+        }
         let new = if n.is_dir() {
             // offset_dir_llseek: SEEK_SET and SEEK_CUR to any position >= 0.
             let new = match whence {
@@ -766,7 +777,25 @@ impl State {
     }
 
     pub fn sys_fsync(&mut self, pid: Pid, fd: Fd) -> SysResult<()> {
-        self.fd_get(pid, fd).map(|_| ())
+        let f = self.fd_get(pid, fd)?;
+        // Pipes have no fsync operation.
+        if self.is_fifo(self.file(f).loc.node) {
+            return Err(Errno::EINVAL);
+        }
+        Ok(())
+    }
+
+    fn is_fifo(&self, id: NodeId) -> bool {
+        self.node(id).mode & S_IFMT == S_IFIFO
+    }
+
+    /// pread/pwrite on a pipe: ESPIPE (after the descriptor check).
+    fn no_fifo_positional(&self, pid: Pid, fd: Fd) -> SysResult<()> {
+        let f = self.fd_get(pid, fd)?;
+        if self.is_fifo(self.file(f).loc.node) {
+            return Err(Errno::ESPIPE);
+        }
+        Ok(())
     }
 
     // ================= attributes =================
@@ -1795,5 +1824,16 @@ impl State {
         c.fds = fds;
         c.fd_limit = limit;
         child
+    }
+}
+
+/// Data transfer on a FIFO before pipes exist (docs/COMPATIBILITY.md): an
+/// empty transfer is 0, anything else behaves as an empty, writer-less
+/// non-blocking pipe would: EAGAIN.
+fn fifo_io(len: usize) -> SysResult<usize> {
+    if len == 0 {
+        Ok(0)
+    } else {
+        Err(Errno::EAGAIN)
     }
 }

@@ -397,7 +397,13 @@ impl VfsInner {
             }
             if comp == b".." {
                 needs_global_check = true;
+                // Like Linux's step_into after "..": descend into whatever is
+                // mounted where ".." landed (even at the process root).
                 cur = self.follow_dotdot(root, cur);
+                // SAFETY: as above.
+                if unsafe { &*cur.dentry }.flags() & D_MOUNTED != 0 {
+                    cur = self.follow_mounts(cur);
+                }
                 cur_d = unsafe { &*cur.dentry };
                 cur_seq = cur_d.seq.read_begin();
                 cur_inode = cur_d.inode_ptr();

@@ -31,7 +31,6 @@ unsafe impl Sync for DentryPtr {}
 pub struct DirIndex {
     children: BTreeMap<u64, DentryPtr>,
     next_cookie: u64,
-    nsubdirs: u32,
     /// Set by rmdir: the directory takes no new names (lookups give ENOENT).
     pub(crate) dead: bool,
 }
@@ -47,25 +46,30 @@ impl DirIndex {
         DirIndex {
             children: BTreeMap::new(),
             next_cookie: FIRST_CHILD_COOKIE,
-            nsubdirs: 0,
             dead: false,
         }
     }
 
     /// Adds a child and returns its cookie.
-    pub fn insert(&mut self, d: *const Dentry, is_dir: bool) -> u64 {
+    pub fn insert(&mut self, d: *const Dentry) -> u64 {
         let cookie = self.next_cookie;
         self.next_cookie += 1;
         self.children.insert(cookie, DentryPtr(d));
-        self.nsubdirs += is_dir as u32;
         cookie
     }
 
     /// Removes the child filed under `cookie`.
-    pub fn remove(&mut self, cookie: u64, is_dir: bool) {
+    pub fn remove(&mut self, cookie: u64) {
         let removed = self.children.remove(&cookie);
         debug_assert!(removed.is_some(), "child index lost cookie {cookie}");
-        self.nsubdirs -= is_dir as u32;
+    }
+
+    /// Files `d` under a cookie that was handed out before and is free now
+    /// (a rename keeps a name's position in the listing).
+    pub fn insert_at(&mut self, cookie: u64, d: *const Dentry) {
+        debug_assert!((FIRST_CHILD_COOKIE..self.next_cookie).contains(&cookie));
+        let old = self.children.insert(cookie, DentryPtr(d));
+        debug_assert!(old.is_none(), "cookie {cookie} still in use");
     }
 
     pub fn is_empty(&self) -> bool {

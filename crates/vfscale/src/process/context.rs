@@ -79,6 +79,7 @@ impl Process {
             return Err(Errno::ENOENT);
         }
         let mut parts: Vec<Vec<u8>> = Vec::new();
+        let mut unreachable = false;
         let mut cur = cwd;
         loop {
             if cur == root {
@@ -88,8 +89,9 @@ impl Process {
             if cur.dentry == m.root {
                 let parent = m.parent_ptr();
                 if parent.is_null() {
-                    // Outside the process root (chroot moved below the cwd).
-                    parts.push(b"(unreachable)".to_vec());
+                    // Reached the top without meeting the process root: the
+                    // cwd is outside it (Linux prefixes "(unreachable)").
+                    unreachable = true;
                     break;
                 }
                 cur = PathPtr {
@@ -105,14 +107,16 @@ impl Process {
                 dentry: d.parent_ptr(),
             };
         }
-        let mut out = Vec::new();
+        let mut out = if unreachable {
+            b"(unreachable)".to_vec()
+        } else {
+            Vec::new()
+        };
         for p in parts.iter().rev() {
-            if p.as_slice() != b"(unreachable)" {
-                out.push(b'/');
-            }
+            out.push(b'/');
             out.extend_from_slice(p);
         }
-        if out.is_empty() {
+        if parts.is_empty() {
             out.push(b'/');
         }
         Ok(out)

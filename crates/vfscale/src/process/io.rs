@@ -56,6 +56,7 @@ impl Process {
         let data = match inode.file_type() {
             S_IFDIR => return Err(Errno::EISDIR),
             S_IFREG => inode.file_data().ok_or(Errno::EINVAL)?,
+            S_IFIFO => return fifo_io(bufs.iter().map(|b| b.len()).sum()),
             _ => return Err(Errno::EINVAL),
         };
         if let Some(o) = offset {
@@ -106,6 +107,7 @@ impl Process {
         let data = match inode.file_type() {
             S_IFDIR => return Err(Errno::EISDIR),
             S_IFREG => inode.file_data().ok_or(Errno::EINVAL)?,
+            S_IFIFO => return fifo_io(bufs.iter().map(|b| b.len()).sum()),
             _ => return Err(Errno::EINVAL),
         };
         if let Some(o) = offset {
@@ -206,6 +208,10 @@ impl Process {
     }
 
     pub(crate) fn sys_pread(&self, fd: Fd, buf: &mut [u8], offset: i64) -> SysResult<usize> {
+        if offset < 0 {
+            return Err(Errno::EINVAL);
+        }
+        self.no_fifo_positional(fd)?;
         self.do_read(fd, &mut [buf], Some(offset))
     }
 
@@ -226,6 +232,10 @@ impl Process {
     }
 
     pub(crate) fn sys_pwrite(&self, fd: Fd, buf: &[u8], offset: i64) -> SysResult<usize> {
+        if offset < 0 {
+            return Err(Errno::EINVAL);
+        }
+        self.no_fifo_positional(fd)?;
         self.do_write(fd, &[buf], Some(offset))
     }
 
@@ -243,6 +253,12 @@ impl Process {
     pub(crate) fn sys_lseek(&self, fd: Fd, offset: i64, whence: i32) -> SysResult<i64> {
         self.with_file(fd, false, |file| {
             let inode = file.inode();
+            if !(SEEK_SET..=SEEK_HOLE).contains(&whence) {
+                return Err(Errno::EINVAL);
+            }
+            if inode.file_type() == S_IFIFO {
+                return Err(Errno::ESPIPE);
+            }
             let mut pos = file.pos.lock();
             let new = if inode.is_dir() {
                 // Directory positions are readdir cookies.
@@ -258,8 +274,8 @@ impl Process {
                 let size = inode.attr().size as i64;
                 match whence {
                     SEEK_SET => offset,
-                    SEEK_CUR => (*pos as i64).checked_add(offset).ok_or(Errno::EOVERFLOW)?,
-                    SEEK_END => size.checked_add(offset).ok_or(Errno::EOVERFLOW)?,
+                    SEEK_CUR => (*pos as i64).checked_add(offset).ok_or(Errno::EINVAL)?,
+                    SEEK_END => size.checked_add(offset).ok_or(Errno::EINVAL)?,
                     SEEK_DATA | SEEK_HOLE => {
                         if offset < 0 {
                             return Err(Errno::ENXIO);
@@ -296,7 +312,25 @@ impl Process {
     }
 
     pub(crate) fn sys_fsync(&self, fd: Fd) -> SysResult<()> {
-        self.with_file(fd, false, |_| Ok(()))
+        // Pipes have no fsync operation.
+        self.with_file(fd, false, |f| {
+            if f.inode().file_type() == S_IFIFO {
+                Err(Errno::EINVAL)
+            } else {
+                Ok(())
+            }
+        })
+    }
+
+    /// pread/pwrite on a pipe: ESPIPE, after the descriptor check.
+    fn no_fifo_positional(&self, fd: Fd) -> SysResult<()> {
+        self.with_file(fd, false, |f| {
+            if f.inode().file_type() == S_IFIFO {
+                Err(Errno::ESPIPE)
+            } else {
+                Ok(())
+            }
+        })
     }
 }
 
@@ -308,6 +342,17 @@ fn verify_range(file: &OpenFile, offset: Option<i64>, len: usize) -> SysResult<(
         return Err(Errno::EINVAL);
     }
     Ok(())
+}
+
+/// Data transfer on a FIFO before pipes exist (docs/COMPATIBILITY.md): an
+/// empty transfer is 0, anything else behaves as an empty, writer-less
+/// non-blocking pipe would: EAGAIN.
+fn fifo_io(len: usize) -> SysResult<usize> {
+    if len == 0 {
+        Ok(0)
+    } else {
+        Err(Errno::EAGAIN)
+    }
 }
 
 /// relatime: update atime only if it is not newer than mtime/ctime or is

@@ -28,11 +28,8 @@ impl Process {
             }
             let src = self.lookup_at(&self.cred, AT_FDCWD, source, 0, WALK_FOLLOW)?;
             if src.inode().is_dir() != tgt.inode().is_dir() {
-                return Err(if tgt.inode().is_dir() {
-                    Errno::ENOTDIR
-                } else {
-                    Errno::EISDIR
-                });
+                // graft_tree: mismatched types are ENOTDIR either way.
+                return Err(Errno::ENOTDIR);
             }
             if !self.vfs.dget_validated(src.path.dentry, src.seq) {
                 return Err(Errno::ENOENT);

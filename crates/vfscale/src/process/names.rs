@@ -74,7 +74,7 @@ impl Process {
 
     /// Files a new positive child in the index and updates the directory.
     fn index_child(&self, index: &mut DirIndex, dir: &Inode, d: *const Dentry, is_dir: bool) {
-        let cookie = index.insert(d, is_dir);
+        let cookie = index.insert(d);
         // Relaxed: the cookie is read under the directory lock.
         unsafe { &*d }.cookie.store(cookie, Ordering::Relaxed);
         let t = now();
@@ -405,7 +405,7 @@ impl Process {
         let is_dir = vi.is_dir();
         self.vfs.unhash(vd);
         // Relaxed: written under the directory lock we hold.
-        index.remove(vd.cookie.load(Ordering::Relaxed), is_dir);
+        index.remove(vd.cookie.load(Ordering::Relaxed));
         let t = now();
         if let Some(mut vidx) = victim_index {
             vidx.dead = true;
@@ -475,18 +475,20 @@ impl Process {
         let _g = self.vfs.collector.enter();
         let op = self.parent_at(olddirfd, oldpath)?;
         let np = self.parent_at(newdirfd, newpath)?;
-        let (Last::Name(old_name), Last::Name(new_name)) = (op.last, np.last) else {
-            return Err(
-                if flags & RENAME_NOREPLACE != 0 && !matches!(np.last, Last::Name(_)) {
-                    Errno::EEXIST
-                } else {
-                    Errno::EBUSY
-                },
-            );
-        };
+        // Linux's order: mounts, then the old name, then the new one.
         if op.dir.path.mnt != np.dir.path.mnt {
             return Err(Errno::EXDEV);
         }
+        let Last::Name(old_name) = op.last else {
+            return Err(Errno::EBUSY);
+        };
+        let Last::Name(new_name) = np.last else {
+            return Err(if flags & RENAME_NOREPLACE != 0 {
+                Errno::EEXIST
+            } else {
+                Errno::EBUSY
+            });
+        };
         let (od, nd) = (op.dir.path.dentry, np.dir.path.dentry);
         let (odir, ndir) = (op.dir.inode(), np.dir.inode());
         let sb = unsafe { &*odir.sb };
@@ -538,50 +540,54 @@ impl Process {
             .map(|d| d.inode_ptr())
             .filter(|p| !p.is_null())
             .map(|p| unsafe { &*p });
-        if !si.is_dir()
-            && (op.trailing_slash || np.trailing_slash)
-            && !(exchange && di.is_some_and(|d| d.is_dir()))
-        {
-            return Err(Errno::ENOTDIR);
-        }
-        if exchange && di.is_none() {
-            return Err(Errno::ENOENT);
-        }
+        // do_renameat2's checks, in its order.
         if flags & RENAME_NOREPLACE != 0 && di.is_some() {
             return Err(Errno::EEXIST);
         }
-        // Moving a directory into itself or below itself.
-        if si.is_dir() && (nd == src || is_ancestor(src, nd)) {
+        if exchange {
+            let Some(di) = di else {
+                return Err(Errno::ENOENT);
+            };
+            if !di.is_dir() && np.trailing_slash {
+                return Err(Errno::ENOTDIR);
+            }
+        }
+        // Unless the source is a directory, trailing slashes are ENOTDIR.
+        if !si.is_dir() && (op.trailing_slash || (!exchange && np.trailing_slash)) {
+            return Err(Errno::ENOTDIR);
+        }
+        // The source is the new directory or above it (lock_rename's trap).
+        if nd == src || is_ancestor(src, nd) {
             return Err(Errno::EINVAL);
         }
-        // The target is the source's directory or above it: Linux's
-        // lock_rename "trap" (it cannot be empty, and we hold its lock).
-        if di.is_some_and(|d| d.is_dir()) && (od == dst || is_ancestor(dst, od)) {
+        // The target is the old directory or above it.
+        if dd.is_some() && (od == dst || is_ancestor(dst, od)) {
             return Err(if exchange {
                 Errno::EINVAL
             } else {
                 Errno::ENOTEMPTY
             });
         }
-        if let Some(di) = di {
-            if core::ptr::eq(si, di) {
-                return Ok(());
-            }
-            if !exchange {
-                if si.is_dir() && !di.is_dir() {
+        // vfs_rename: renaming onto another name of the same inode is a no-op.
+        if di.is_some_and(|di| core::ptr::eq(si, di)) {
+            return Ok(());
+        }
+        // may_delete on the source, then may_create or may_delete on the
+        // target (permission, sticky bit, then the types).
+        self.may_delete(odir, si)?;
+        match di {
+            None => self.may_modify_dir(ndir)?,
+            Some(di) => {
+                self.may_delete(ndir, di)?;
+                if !exchange && si.is_dir() && !di.is_dir() {
                     return Err(Errno::ENOTDIR);
                 }
-                if !si.is_dir() && di.is_dir() {
+                if !exchange && !si.is_dir() && di.is_dir() {
                     return Err(Errno::EISDIR);
                 }
             }
         }
-        // Permissions: remove from the old directory, add to the new one.
-        self.may_delete(odir, si)?;
-        match di {
-            Some(di) => self.may_delete(ndir, di)?,
-            None => self.may_modify_dir(ndir)?,
-        }
+        // A directory changing parents rewrites its "..": write permission.
         if od != nd {
             if si.is_dir() {
                 let (m, u, g) = si.perm_attr();
@@ -612,7 +618,12 @@ impl Process {
         let mut to_put: Vec<*const Dentry> = Vec::new();
         let rename_guard = self.vfs.rename_seq_lock.lock();
         self.vfs.rename_seq.write_begin();
+        // Listing positions belong to names: a replacing rename takes the
+        // victim's cookie, an exchange keeps both, a fresh name gets a new one.
+        let src_cookie = sd.cookie.load(Ordering::Relaxed);
+        let mut reused_cookie = None;
         if let (Some(dd), Some(di), false) = (dd, di, exchange) {
+            reused_cookie = Some(dd.cookie.load(Ordering::Relaxed));
             let nidx_ref: &mut DirIndex = nidx.as_deref_mut().unwrap_or(&mut oidx);
             self.remove_name(nidx_ref, ndir, dd, di, victim_index.take());
             to_put.push(dst);
@@ -624,22 +635,30 @@ impl Process {
                 to_put.push(dst);
             }
         }
-        let src_is_dir = si.is_dir();
         // Relaxed cookie accesses: under the directory locks.
-        oidx.remove(sd.cookie.load(Ordering::Relaxed), src_is_dir);
-        if let (true, Some(dd), Some(di)) = (exchange, dd, di) {
+        oidx.remove(src_cookie);
+        if let (true, Some(dd)) = (exchange, dd) {
+            let dst_cookie = dd.cookie.load(Ordering::Relaxed);
             let nidx_ref: &mut DirIndex = nidx.as_deref_mut().unwrap_or(&mut oidx);
-            nidx_ref.remove(dd.cookie.load(Ordering::Relaxed), di.is_dir());
+            nidx_ref.remove(dst_cookie);
             self.move_dentry(dst, od, nd, &okey);
-            let c = oidx.insert(dst, di.is_dir());
-            dd.cookie.store(c, Ordering::Relaxed);
+            oidx.insert_at(src_cookie, dst);
+            dd.cookie.store(src_cookie, Ordering::Relaxed);
+            reused_cookie = Some(dst_cookie);
         }
         self.move_dentry(src, nd, od, &nkey);
         {
             let nidx_ref: &mut DirIndex = nidx.as_deref_mut().unwrap_or(&mut oidx);
-            let c = nidx_ref.insert(src, src_is_dir);
+            let c = match reused_cookie {
+                Some(c) => {
+                    nidx_ref.insert_at(c, src);
+                    c
+                }
+                None => nidx_ref.insert(src),
+            };
             sd.cookie.store(c, Ordering::Relaxed);
         }
+        let src_is_dir = si.is_dir();
         self.vfs.rename_seq.write_end();
         drop(rename_guard);
         // Link counts of the parents (".." entries) and times.

@@ -4,7 +4,7 @@ use super::Process;
 use crate::abi::*;
 use crate::cred::perm::{may_access, new_inode_owner, MAY_READ, MAY_WRITE};
 use crate::dcache::name::NameKey;
-use crate::dcache::walk::{Found, Last, PathPtr, WALK_ALLOW_NEGATIVE, WALK_DIRECTORY, WALK_FOLLOW};
+use crate::dcache::walk::{Found, Last, Parent, PathPtr, WALK_DIRECTORY, WALK_FOLLOW};
 use crate::file::{FMODE_PATH, FMODE_READ, FMODE_WRITE};
 use crate::inode::InodeBody;
 use crate::sync::lock::RwLock;
@@ -51,7 +51,7 @@ impl Process {
         let _guard = self.vfs.collector.enter();
         let (file, created) = loop {
             let (found, created) = if flags & O_CREAT != 0 && flags & O_PATH == 0 {
-                self.open_create(dirfd, path, flags, mode, 0)?
+                self.open_create(dirfd, path, flags, mode)?
             } else {
                 let walk_flags = if flags & O_NOFOLLOW != 0 {
                     0
@@ -73,8 +73,13 @@ impl Process {
             // The dentry changed between the walk and taking a reference:
             // walk again.
         };
-        let _ = created;
-        if flags & O_TRUNC != 0 && flags & O_PATH == 0 && !file.file().inode().is_dir() {
+        // A file this call created is not truncated (Linux drops O_TRUNC
+        // for FMODE_CREATED), so its fresh set-id bits survive.
+        if !created
+            && flags & O_TRUNC != 0
+            && flags & O_PATH == 0
+            && file.file().inode().file_type() == S_IFREG
+        {
             if let Err(e) = self.truncate_inode(file.file().inode(), 0) {
                 self.vfs.fput(file);
                 return Err(e);
@@ -97,9 +102,21 @@ impl Process {
         path: &[u8],
         flags: i32,
         mode: u32,
-        depth: u32,
     ) -> SysResult<(Found, bool)> {
         let parent = self.parent_at(dirfd, path)?;
+        self.open_create_parent(parent, flags, mode, 0)
+    }
+
+    /// Finds or creates `parent.last` in `parent.dir`. A symlink there is
+    /// followed (unless O_EXCL/O_NOFOLLOW) by resolving its target's parent
+    /// the same way, up to MAXSYMLINKS times.
+    fn open_create_parent(
+        &self,
+        parent: Parent<'_>,
+        flags: i32,
+        mode: u32,
+        depth: u32,
+    ) -> SysResult<(Found, bool)> {
         let name = match parent.last {
             Last::Name(n) => n,
             // ".", ".." and "/" exist and are directories.
@@ -139,9 +156,16 @@ impl Process {
                 }
                 let target = ei.symlink_target().unwrap_or(&[]).to_vec();
                 drop(locked);
-                // Create (or open) the link's target, relative to the link's
-                // directory; absolute targets start at the process root.
-                return self.open_create_from(parent.dir.path, &target, flags, mode, depth + 1);
+                if target.is_empty() {
+                    return Err(Errno::ENOENT);
+                }
+                // The target resolves from the link's directory (or the
+                // process root when absolute).
+                let (root, _) = self.fs.get();
+                let next = self
+                    .vfs
+                    .walk_parent(&self.cred, root, parent.dir.path, &target)?;
+                return self.open_create_parent(next, flags, mode, depth + 1);
             }
             if ei.is_dir() {
                 return Err(Errno::EISDIR);
@@ -159,13 +183,9 @@ impl Process {
             return Ok((found, false));
         }
         self.may_modify_dir(dir)?;
-        let perm = mode & S_IALLUGO;
-        let (uid, gid, m) = new_inode_owner(
-            &self.cred,
-            dir.perm_attr().0,
-            dir.perm_attr().2,
-            S_IFREG | perm,
-        );
+        let (dir_mode, _, dir_gid) = dir.perm_attr();
+        let (uid, gid, m) =
+            new_inode_owner(&self.cred, dir_mode, dir_gid, S_IFREG | (mode & S_IALLUGO));
         let m = (m & !self.umask_bits()) | S_IFREG;
         let d = self.create_locked(
             &mut locked,
@@ -189,131 +209,6 @@ impl Process {
             inode: dr.inode_ptr(),
         };
         Ok((found, true))
-    }
-
-    fn open_create_from(
-        &self,
-        dir: PathPtr,
-        target: &[u8],
-        flags: i32,
-        mode: u32,
-        depth: u32,
-    ) -> SysResult<(Found, bool)> {
-        // Resolve relative to the link's directory by walking from there.
-        let (root, _) = self.fs.get();
-        let start = if target.first() == Some(&b'/') {
-            root
-        } else {
-            dir
-        };
-        let found = self.vfs.walk(
-            &self.cred,
-            root,
-            start,
-            target,
-            WALK_FOLLOW | WALK_ALLOW_NEGATIVE,
-        )?;
-        if !found.inode.is_null() {
-            if flags & O_EXCL != 0 {
-                return Err(Errno::EEXIST);
-            }
-            if found.inode().is_dir() {
-                return Err(Errno::EISDIR);
-            }
-            return Ok((found, false));
-        }
-        // A dangling link: create its target through the ordinary path,
-        // relative to the directory that holds the negative entry.
-        // SAFETY: under the caller's guard.
-        let parent_d = unsafe { &*found.path.dentry }.parent_ptr();
-        let parent = PathPtr {
-            mnt: found.path.mnt,
-            dentry: parent_d,
-        };
-        // SAFETY: as above.
-        let name = unsafe { &*found.path.dentry }.name();
-        self.open_create_in(parent, &name, flags, mode, depth)
-    }
-
-    fn open_create_in(
-        &self,
-        dir: PathPtr,
-        name: &[u8],
-        flags: i32,
-        mode: u32,
-        depth: u32,
-    ) -> SysResult<(Found, bool)> {
-        // Re-enter `open_create` with a one-component path relative to
-        // `dir`, through a temporary view of the directory as the cwd.
-        let (root, _) = self.fs.get();
-        let dir_found = self
-            .vfs
-            .walk(&self.cred, root, dir, b".", WALK_FOLLOW | WALK_DIRECTORY)?;
-        let parent = crate::dcache::walk::Parent {
-            dir: dir_found,
-            last: Last::Name(name),
-            trailing_slash: false,
-        };
-        self.open_create_parent(parent, flags, mode, depth)
-    }
-
-    fn open_create_parent(
-        &self,
-        parent: crate::dcache::walk::Parent<'_>,
-        flags: i32,
-        mode: u32,
-        depth: u32,
-    ) -> SysResult<(Found, bool)> {
-        let Last::Name(name) = parent.last else {
-            return Err(Errno::EISDIR);
-        };
-        let dir_d = parent.dir.path.dentry;
-        let dir = parent.dir.inode();
-        let key = NameKey::lookup(name)?;
-        let index = dir.dir_index().ok_or(Errno::ENOTDIR)?;
-        let mut locked = index.write();
-        if locked.dead {
-            return Err(Errno::ENOENT);
-        }
-        let existing = self.vfs.lookup_exact(dir_d, &key);
-        // SAFETY: live under the bucket and directory locks.
-        if !existing.is_null() && !unsafe { &*existing }.inode_ptr().is_null() {
-            drop(locked);
-            // Someone created it meanwhile: open whatever is there now.
-            return self.open_create_from(parent.dir.path, name, flags & !O_EXCL, mode, depth + 1);
-        }
-        self.may_modify_dir(dir)?;
-        let (uid, gid, m) = new_inode_owner(
-            &self.cred,
-            dir.perm_attr().0,
-            dir.perm_attr().2,
-            S_IFREG | (mode & S_IALLUGO),
-        );
-        let m = (m & !self.umask_bits()) | S_IFREG;
-        let d = self.create_locked(
-            &mut locked,
-            dir_d,
-            dir,
-            &key,
-            m,
-            uid,
-            gid,
-            0,
-            InodeBody::Regular(RwLock::new(Default::default())),
-        )?;
-        // SAFETY: pinned by the namespace reference.
-        let dr = unsafe { &*d };
-        Ok((
-            Found {
-                path: PathPtr {
-                    mnt: parent.dir.path.mnt,
-                    dentry: d,
-                },
-                seq: dr.seq.read_begin(),
-                inode: dr.inode_ptr(),
-            },
-            true,
-        ))
     }
 
     /// Checks and takes the references for opening `found`. `Ok(None)`: the
