@@ -1,0 +1,110 @@
+//! Helpers shared by the `api_*` integration tests.
+//!
+//! Every expected value in these tests is what Linux returns for the same
+//! call (checked on a 6.18 kernel, on tmpfs). Tests that vfscale fails are
+//! kept with `#[ignore = "BUG: ..."]`.
+
+#![allow(dead_code)]
+
+pub use vfscale::abi::*;
+pub use vfscale::{Cred, Errno, Process, ProcessApi, Vfs};
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// A fresh namespace and a root process in it.
+pub fn setup() -> (Vfs, Process) {
+    let vfs = Vfs::new();
+    let p = vfs.root_process();
+    (vfs, p)
+}
+
+/// A process of an ordinary user (uid, gid, no supplementary groups).
+pub fn user(vfs: &Vfs, uid: u32, gid: u32) -> Process {
+    vfs.process(Cred::user(uid, gid, &[]))
+}
+
+/// Creates (or truncates) `path` with `data`, mode 0644 before the umask.
+pub fn mkfile(p: &Process, path: &[u8], data: &[u8]) {
+    let fd = p
+        .open(path, O_CREAT | O_WRONLY | O_TRUNC, 0o644)
+        .unwrap_or_else(|e| panic!("create {}: {e:?}", String::from_utf8_lossy(path)));
+    assert_eq!(p.write(fd, data).unwrap(), data.len());
+    p.close(fd).unwrap();
+}
+
+/// The whole content of `path`.
+pub fn read_file(p: &Process, path: &[u8]) -> Vec<u8> {
+    let fd = p.open(path, O_RDONLY, 0).unwrap();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = p.read(fd, &mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+    p.close(fd).unwrap();
+    out
+}
+
+/// The names in a directory (without "." and ".."), sorted.
+pub fn names(p: &Process, path: &[u8]) -> Vec<Vec<u8>> {
+    let mut v: Vec<Vec<u8>> = p
+        .read_dir(path)
+        .unwrap()
+        .into_iter()
+        .map(|d| d.name)
+        .filter(|n| n != b"." && n != b"..")
+        .collect();
+    v.sort();
+    v
+}
+
+/// Sorted list of byte-string literals, to compare with `names`.
+pub fn sorted(list: &[&[u8]]) -> Vec<Vec<u8>> {
+    let mut v: Vec<Vec<u8>> = list.iter().map(|s| s.to_vec()).collect();
+    v.sort();
+    v
+}
+
+/// One getdents64 call with a buffer of `size` bytes, decoded.
+pub fn getdents(p: &Process, fd: Fd, size: usize) -> SysResult<Vec<Dirent>> {
+    let mut buf = vec![0u8; size];
+    let n = p.getdents64(fd, &mut buf)?;
+    Ok(parse_dirents64(&buf[..n]))
+}
+
+/// Sleeps long enough for the next timestamp to be strictly later.
+pub fn tick() {
+    std::thread::sleep(Duration::from_millis(15));
+}
+
+/// Drops the process, reclaims cached dentries and checks that only the
+/// namespace root is left: one dentry, one inode, no file, one mount.
+pub fn assert_baseline(vfs: &Vfs) {
+    vfs.drop_caches();
+    let c = vfs.object_counts();
+    assert_eq!(
+        (c.dentries, c.inodes, c.files, c.mounts),
+        (1, 1, 0, 1),
+        "{c:?}"
+    );
+}
+
+/// Runs `f` on another thread and fails the test if it does not finish
+/// within `secs` seconds (a deadlock turns into a failure, not a hang).
+pub fn with_timeout<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(Duration::from_secs(secs))
+        .expect("the call did not return (deadlock?)")
+}
+
+/// `st_mode`'s file type.
+pub fn ftype(st: &Stat) -> u32 {
+    st.mode & S_IFMT
+}
