@@ -2,16 +2,20 @@
 //! `vfscale` binary embeds as a subcommand) and turning them into a suite
 //! run, its tables on stdout, and the `--json` / `--report` files.
 //!
-//! Default timing, and why the default suite fits in ~3 minutes on 2 cores:
-//! every throughput point costs its warm-up plus its duration (plus
-//! setup, milliseconds). With DEFAULT_DURATION = 1 s and the warm-up of
-//! 0.2 s: 6 throughput workloads × 5 targets × 2 thread counts = 60 points
-//! ≈ 72 s; lockref-recovery = 2 windows × 3 targets that have chmod ≈ 7 s;
-//! readdir-large with 1,000,000 entries ≈ create + unlink (1 M operations
-//! each, 1–3 s per target) + 2 readdir points (1.2 s each) ≈ 5–8 s × 5
-//! targets ≈ 25–40 s. Total ≈ 105–120 s, under 3 minutes with margin for a
-//! slower host. `--quick` divides durations by 10 and entries by 10:
-//! ≈ 15 s in a release build.
+//! Default timing, and why the default suite fits in ~3 minutes on 2 cores.
+//! A throughput point costs its warm-up plus its duration (plus setup, a few
+//! milliseconds). With DEFAULT_DURATION = 1 s and a 0.2 s warm-up:
+//! - 6 throughput workloads × 5 targets × 2 thread counts = 60 points
+//!   × 1.2 s ≈ 72 s;
+//! - lockref-recovery: 2 windows (undisturbed, disturbed) × 3 targets with
+//!   chmod × 1.2 s ≈ 7 s;
+//! - readdir-large, 1,000,000 entries: create + unlink measured on the
+//!   reference 2-core machine at ≈ 5.4 s (vfscale), 14.6 s (kernel tmpfs),
+//!   2.1 s and 2.2 s (the peers), plus 2 readdir points × 1.2 s per target:
+//!   ≈ 24 s + 12 s + ~5 s for global-lock ≈ 41 s.
+//!
+//! Total ≈ 120 s, leaving a third of the 3 minutes for a slower host.
+//! `--quick` (100 ms points, 100,000 entries) takes ≈ 10 s in release.
 
 use crate::report;
 use crate::results::Results;

@@ -60,7 +60,8 @@ impl Workload for LockrefRecovery {
             ctl.start();
             let mut rounds = 0u64;
             let mut mode = 0o600;
-            while !ctl.stopped() {
+            // At least one round, however short the window.
+            loop {
                 let n = t.readdir(&mut th, &dir)?;
                 if n != 1 {
                     return Err(OpError::Failed(format!(
@@ -72,6 +73,9 @@ impl Workload for LockrefRecovery {
                 t.chmod(&mut th, &file, mode)?;
                 mode ^= 0o044;
                 rounds += 1;
+                if ctl.stopped() {
+                    break;
+                }
             }
             Ok(rounds)
         };
