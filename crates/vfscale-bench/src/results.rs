@@ -106,7 +106,8 @@ fn phase_of(p: &Params) -> &str {
 
 /// Turns the samples of `runs` repeated runs of one workload on one target
 /// into rows: for each point (threads, phase), the run with the median
-/// ops/s, with the minimum and maximum over all runs. Efficiency is left to
+/// ops/s (the lower middle one for an even count), with the minimum and
+/// maximum over all runs. Efficiency is left to
 /// `fill_efficiency`.
 pub fn aggregate(workload: &str, target: &str, runs: &[Vec<Sample>]) -> Vec<Row> {
     let mut keys: Vec<(usize, String)> = Vec::new();
