@@ -1,0 +1,125 @@
+//! readdir-large (seed 003): build one directory of `ctx.entries` empty
+//! files, list it fully over and over, then unlink every entry.
+//!
+//! Rows, told apart by params.phase:
+//! - "create": creates/s, one thread (timed once over all entries);
+//! - "readdir": dirents/s at every thread count, each thread doing full
+//!   passes concurrently (getdents64 with a 64 KiB buffer where the target
+//!   has getdents); ops counts dirents, params.passes the full listings;
+//! - "unlink": unlinks/s, one thread.
+//!
+//! Every pass's count is checked against `entries`, every create and unlink
+//! must succeed, and the directory must list empty at the end.
+//!
+//! In-process targets also report params.bytes_per_file on the create row:
+//! resident memory growth across the create phase divided by the entries
+//! (paths are prepared before the first reading).
+
+use super::{Ctx, Workload};
+use crate::harness::{self, timed_once};
+use crate::params;
+use crate::sys::resident_bytes;
+use crate::target::{Op, OpError, OpResult, Target};
+
+pub struct ReaddirLarge;
+
+fn check_count(got: u64, want: usize, dir: &dyn std::fmt::Debug) -> OpResult<()> {
+    if got == want as u64 {
+        Ok(())
+    } else {
+        Err(OpError::Failed(format!(
+            "readdir({dir:?}) listed {got} entries, expected {want}"
+        )))
+    }
+}
+
+impl Workload for ReaddirLarge {
+    fn name(&self) -> &'static str {
+        "readdir-large"
+    }
+    fn about(&self) -> &'static str {
+        "create N entries in one directory (1 thread), full readdir passes (dirents/s), unlink all (1 thread)"
+    }
+    fn needs(&self) -> &'static [Op] {
+        &[Op::Create, Op::Unlink, Op::Mkdir, Op::Rmdir, Op::Readdir]
+    }
+    fn run<T: Target>(&self, t: &T, ctx: &mut Ctx<'_>) -> OpResult<()> {
+        let n = ctx.entries;
+        let mut th = t.thread()?;
+        let dir = t.path("big");
+        t.mkdir(&mut th, &dir)?;
+
+        // Warm-up: the same create/unlink path in another directory.
+        ctx.progress("warm-up");
+        let warm_dir = t.path("warm");
+        t.mkdir(&mut th, &warm_dir)?;
+        let warm: Vec<_> = (0..(n / 100).clamp(100, 10_000))
+            .map(|i| t.path(&format!("warm/e{i}")))
+            .collect();
+        for p in &warm {
+            t.create(&mut th, p)?;
+        }
+        check_count(t.readdir(&mut th, &warm_dir)?, warm.len(), &warm_dir)?;
+        for p in &warm {
+            t.unlink(&mut th, p)?;
+        }
+        t.rmdir(&mut th, &warm_dir)?;
+        drop(warm);
+
+        let names: Vec<_> = (0..n).map(|i| t.path(&format!("big/e{i}"))).collect();
+        ctx.progress(&format!("create {n}"));
+        let before = t.in_process().then(resident_bytes).flatten();
+        let ((), secs) = timed_once(
+            || t.thread(),
+            |th| {
+                for p in &names {
+                    t.create(th, p)?;
+                }
+                Ok(())
+            },
+        )?;
+        let after = t.in_process().then(resident_bytes).flatten();
+        let mut params = params! {"phase" => "create", "entries" => n};
+        if let (Some(b), Some(a)) = (before, after) {
+            params.insert(
+                "bytes_per_file".into(),
+                serde_json::json!(a.saturating_sub(b) as f64 / n.max(1) as f64),
+            );
+        }
+        ctx.record(1, n as u64, secs, params);
+
+        for &threads in ctx.threads {
+            ctx.progress(&format!("readdir, {threads} threads"));
+            let m = harness::measure(
+                &ctx.spec(threads, 1),
+                |_| t.thread(),
+                |th| check_count(t.readdir(th, &dir)?, n, &dir),
+            )?;
+            ctx.record(
+                threads,
+                m.ops * n as u64,
+                m.secs,
+                params! {"phase" => "readdir", "entries" => n, "passes" => m.ops},
+            );
+        }
+
+        ctx.progress(&format!("unlink {n}"));
+        let ((), secs) = timed_once(
+            || t.thread(),
+            |th| {
+                for p in &names {
+                    t.unlink(th, p)?;
+                }
+                Ok(())
+            },
+        )?;
+        ctx.record(
+            1,
+            n as u64,
+            secs,
+            params! {"phase" => "unlink", "entries" => n},
+        );
+        check_count(t.readdir(&mut th, &dir)?, 0, &dir)?;
+        t.rmdir(&mut th, &dir)
+    }
+}

@@ -1,0 +1,179 @@
+//! Runs `vfscale bench --quick` (scaled down: 10 ms points, 2,000
+//! readdir-large entries, so a debug build finishes in seconds) with
+//! `--json` and `--report`, and checks what other tools read: every
+//! workload × target is measured or explicitly marked unsupported, every
+//! number is positive and finite, and the report bundle is complete.
+
+use serde_json::Value;
+use std::process::Command;
+
+const ENTRIES: u64 = 2000;
+
+fn num(row: &Value, key: &str) -> f64 {
+    row[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{key} missing in {row}"))
+}
+
+#[test]
+fn quick_suite_produces_complete_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let report = dir.path().join("report");
+    let out = Command::new(env!("CARGO_BIN_EXE_vfscale"))
+        .args(["bench", "--quick", "--duration", "10ms", "--entries"])
+        .arg(ENTRIES.to_string())
+        .arg("--json")
+        .arg(&json)
+        .arg("--report")
+        .arg(&report)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "bench failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["version"], 1);
+    let m = &v["machine"];
+    assert!(m["cpus"].as_u64().unwrap() >= 1);
+    for k in ["cpu_model", "kernel", "git_rev"] {
+        assert!(!m[k].as_str().unwrap().is_empty(), "machine.{k}");
+    }
+    assert!(
+        v["failed"].as_array().unwrap().is_empty(),
+        "{}",
+        v["failed"]
+    );
+
+    let rows = v["results"].as_array().unwrap();
+    let unsupported = v["unsupported"].as_array().unwrap();
+    let threads: Vec<u64> = v["config"]["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_u64().unwrap())
+        .collect();
+    assert_eq!(threads[0], 1);
+    let workloads = v["config"]["workloads"].as_array().unwrap();
+    let targets = v["config"]["targets"].as_array().unwrap();
+    assert_eq!(workloads.len(), 8, "the quick suite runs every workload");
+    assert!(targets.len() >= 2);
+
+    for w in workloads {
+        for t in targets {
+            let mine: Vec<&Value> = rows
+                .iter()
+                .filter(|r| r["workload"] == *w && r["target"] == *t)
+                .collect();
+            let na = unsupported
+                .iter()
+                .find(|n| n["workload"] == *w && n["target"] == *t);
+            match (mine.is_empty(), na) {
+                (true, Some(n)) => {
+                    assert!(!n["reason"].as_str().unwrap().is_empty());
+                    assert!(stdout.contains("n/a: "), "the table says n/a");
+                    continue;
+                }
+                (false, None) => {}
+                _ => panic!("{w} × {t}: rows {} and n/a {na:?}", mine.len()),
+            }
+            for r in &mine {
+                for k in [
+                    "secs",
+                    "ops_per_sec",
+                    "ns_per_op",
+                    "efficiency",
+                    "ops_per_sec_min",
+                    "ops_per_sec_max",
+                ] {
+                    let x = num(r, k);
+                    assert!(x.is_finite() && x > 0.0, "{w} × {t}: {k} = {x}");
+                }
+                assert!(r["ops"].as_u64().unwrap() > 0);
+                assert!(num(r, "ops_per_sec_min") <= num(r, "ops_per_sec"));
+                assert!(num(r, "ops_per_sec") <= num(r, "ops_per_sec_max"));
+            }
+            let phase = |r: &&Value| r["params"]["phase"].as_str().map(str::to_string);
+            match w.as_str().unwrap() {
+                "readdir-large" => {
+                    for p in ["create", "readdir", "unlink"] {
+                        let n = mine
+                            .iter()
+                            .filter(|r| phase(r).as_deref() == Some(p))
+                            .count();
+                        let want = if p == "readdir" { threads.len() } else { 1 };
+                        assert_eq!(n, want, "{t}: {p} rows");
+                    }
+                    for r in &mine {
+                        assert_eq!(r["params"]["entries"], ENTRIES);
+                    }
+                    if t == "vfscale" {
+                        let c = mine
+                            .iter()
+                            .find(|r| phase(r).as_deref() == Some("create"))
+                            .unwrap();
+                        let b = c["params"]["bytes_per_file"].as_f64().unwrap();
+                        assert!(b.is_finite() && b >= 0.0);
+                    }
+                }
+                "lockref-recovery" => {
+                    assert_eq!(mine.len(), 1);
+                    let p = &mine[0]["params"];
+                    let min = p["min_interval_ratio"].as_f64().unwrap();
+                    assert!(min.is_finite() && min > 0.0);
+                    let iv = p["intervals"].as_array().unwrap();
+                    assert!(!iv.is_empty() && iv.len() <= 10, "{iv:?}");
+                    assert!(p["disturber_ops_per_sec"].as_f64().unwrap() > 0.0);
+                }
+                _ => {
+                    let got: Vec<u64> = mine
+                        .iter()
+                        .map(|r| r["threads"].as_u64().unwrap())
+                        .collect();
+                    assert_eq!(got, threads, "{w} × {t}");
+                }
+            }
+        }
+    }
+
+    // vfscale and the kernel express every workload here.
+    for t in ["vfscale", "kernel"] {
+        assert!(
+            !unsupported.iter().any(|n| n["target"] == t),
+            "{t} is never n/a"
+        );
+    }
+
+    let md = std::fs::read_to_string(report.join("report.md")).unwrap();
+    assert!(md.contains("CPU:") && md.contains("vfscale revision:"));
+    let again: Value =
+        serde_json::from_str(&std::fs::read_to_string(report.join("results.json")).unwrap())
+            .unwrap();
+    assert_eq!(again["results"], v["results"]);
+    for w in workloads {
+        let w = w.as_str().unwrap();
+        assert!(md.contains(&format!("## {w}")));
+        for ext in ["svg", "png"] {
+            let p = report.join(format!("{w}.{ext}"));
+            assert!(
+                std::fs::metadata(&p).unwrap().len() > 1000,
+                "{}",
+                p.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn unknown_names_are_usage_errors() {
+    let out = Command::new(env!("CARGO_BIN_EXE_vfscale"))
+        .args(["bench", "no-such-workload"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown workload"));
+}
