@@ -1,0 +1,135 @@
+//! The generic adapter that makes any `ProcessApi` implementation a target:
+//! one shared filesystem instance (`S`), one process per thread made by
+//! `spawn`. vfscale itself and the global-lock reference model are both
+//! targets through it.
+
+use super::{count_dirents, failed, Kind, OpResult, Target, TargetId, GETDENTS_BUF};
+use std::fmt;
+use vfscale::abi::{O_CREAT, O_DIRECTORY, O_EXCL, O_RDONLY, O_WRONLY};
+use vfscale::ProcessApi;
+
+/// An absolute path inside the process's namespace.
+pub struct BytePath(Vec<u8>);
+
+impl fmt::Debug for BytePath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&String::from_utf8_lossy(&self.0), f)
+    }
+}
+
+/// A filesystem instance shared by all threads, and how to make a process
+/// over it.
+pub struct ProcessTarget<S, P> {
+    id: TargetId,
+    state: S,
+    spawn: fn(&S) -> P,
+}
+
+impl<S, P> ProcessTarget<S, P> {
+    pub fn new(id: TargetId, state: S, spawn: fn(&S) -> P) -> Self {
+        ProcessTarget { id, state, spawn }
+    }
+
+    /// The shared instance (for target-specific workloads).
+    pub fn state(&self) -> &S {
+        &self.state
+    }
+}
+
+/// One thread's process and getdents buffer.
+pub struct ProcThread<P> {
+    pub process: P,
+    buf: Vec<u8>,
+}
+
+impl<S: Sync, P: ProcessApi> Target for ProcessTarget<S, P> {
+    type Path = BytePath;
+    type Thread = ProcThread<P>;
+
+    fn id(&self) -> TargetId {
+        self.id
+    }
+
+    fn in_process(&self) -> bool {
+        true
+    }
+
+    fn path(&self, rel: &str) -> BytePath {
+        let mut p = Vec::with_capacity(rel.len() + 1);
+        p.push(b'/');
+        p.extend_from_slice(rel.as_bytes());
+        BytePath(p)
+    }
+
+    fn thread(&self) -> OpResult<ProcThread<P>> {
+        Ok(ProcThread {
+            process: (self.spawn)(&self.state),
+            buf: vec![0; GETDENTS_BUF],
+        })
+    }
+
+    #[inline]
+    fn stat(&self, th: &mut ProcThread<P>, p: &BytePath) -> OpResult<Kind> {
+        match th.process.stat(&p.0) {
+            Ok(st) => Ok(Kind::from_mode(st.mode)),
+            Err(e) => Err(failed("stat", p, &e)),
+        }
+    }
+
+    #[inline]
+    fn open_close(&self, th: &mut ProcThread<P>, p: &BytePath) -> OpResult<()> {
+        let fd = th
+            .process
+            .open(&p.0, O_RDONLY, 0)
+            .map_err(|e| failed("open", p, &e))?;
+        th.process.close(fd).map_err(|e| failed("close", p, &e))
+    }
+
+    #[inline]
+    fn create(&self, th: &mut ProcThread<P>, p: &BytePath) -> OpResult<()> {
+        let fd = th
+            .process
+            .open(&p.0, O_CREAT | O_EXCL | O_WRONLY, 0o644)
+            .map_err(|e| failed("open(O_CREAT|O_EXCL)", p, &e))?;
+        th.process.close(fd).map_err(|e| failed("close", p, &e))
+    }
+
+    #[inline]
+    fn unlink(&self, th: &mut ProcThread<P>, p: &BytePath) -> OpResult<()> {
+        th.process.unlink(&p.0).map_err(|e| failed("unlink", p, &e))
+    }
+
+    fn mkdir(&self, th: &mut ProcThread<P>, p: &BytePath) -> OpResult<()> {
+        th.process
+            .mkdir(&p.0, 0o755)
+            .map_err(|e| failed("mkdir", p, &e))
+    }
+
+    fn rmdir(&self, th: &mut ProcThread<P>, p: &BytePath) -> OpResult<()> {
+        th.process.rmdir(&p.0).map_err(|e| failed("rmdir", p, &e))
+    }
+
+    fn readdir(&self, th: &mut ProcThread<P>, p: &BytePath) -> OpResult<u64> {
+        let fd = th
+            .process
+            .open(&p.0, O_RDONLY | O_DIRECTORY, 0)
+            .map_err(|e| failed("open(O_DIRECTORY)", p, &e))?;
+        let mut n = 0;
+        let res = loop {
+            match th.process.getdents64(fd, &mut th.buf) {
+                Ok(0) => break Ok(n),
+                Ok(len) => n += count_dirents(&th.buf[..len]),
+                Err(e) => break Err(failed("getdents64", p, &e)),
+            }
+        };
+        th.process.close(fd).map_err(|e| failed("close", p, &e))?;
+        res
+    }
+
+    #[inline]
+    fn chmod(&self, th: &mut ProcThread<P>, p: &BytePath, mode: u32) -> OpResult<()> {
+        th.process
+            .chmod(&p.0, mode)
+            .map_err(|e| failed("chmod", p, &e))
+    }
+}
