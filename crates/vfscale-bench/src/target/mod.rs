@@ -210,7 +210,7 @@ macro_rules! targets {
 
 targets! {
     Vfscale(ProcessTarget<vfscale::Vfs, vfscale::Process>),
-    // TODO(global-lock): GlobalLock(ProcessTarget<vfscale_model::ModelFs, vfscale_model::ModelProcess>),
+    GlobalLock(ProcessTarget<vfscale_model::ModelFs, vfscale_model::ModelProcess>),
     Kernel(KernelTarget),
     #[cfg(feature = "peers")]
     VfsMemoryFs(peers::VfsMemoryFs),
@@ -273,10 +273,11 @@ impl TargetId {
                 vfscale::Vfs::new(),
                 vfscale::Vfs::root_process,
             ))),
-            TargetId::GlobalLock => {
-                // TODO(global-lock): Ok(AnyTarget::GlobalLock(ProcessTarget::new(self, vfscale_model::ModelFs::new(), |m| m.process(vfscale::Cred::root())))),
-                Err("vfscale-model is not wired into this build yet".into())
-            }
+            TargetId::GlobalLock => Ok(AnyTarget::GlobalLock(ProcessTarget::new(
+                self,
+                vfscale_model::ModelFs::new(),
+                |m| m.process(vfscale::Cred::root()),
+            ))),
             TargetId::Kernel => {
                 let dir = kernel.ok_or("no host directory was set up for the kernel target")?;
                 Ok(AnyTarget::Kernel(KernelTarget::new(dir, label)?))
