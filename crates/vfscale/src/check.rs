@@ -123,7 +123,7 @@ impl Vfs {
             for (cookie, cp) in index.iter_from(0) {
                 let c = unsafe { &*cp };
                 let name = c.name();
-                if c.parent_ptr() != dp as *mut Dentry {
+                if !std::ptr::eq(c.parent_ptr(), dp) {
                     return Err(format!(
                         "child {:?} does not point back to its directory",
                         String::from_utf8_lossy(&name)

@@ -121,7 +121,7 @@ fn run_stress(threads: usize, secs: f64, salt: u64) {
                         );
                     }
                     n += 1;
-                    if n % 64 == 0 && Instant::now() > deadline {
+                    if n.is_multiple_of(64) && Instant::now() > deadline {
                         stop.store(true, Ordering::Relaxed);
                     }
                 }

@@ -34,6 +34,25 @@ pub const D_MOUNTED: u32 = 1 << 1;
 /// The dentry is on its superblock's LRU list.
 pub const D_ON_LRU: u32 = 1 << 2;
 
+/// The bound inode is a directory (cached from the immutable type bits, so a
+/// walk need not read the inode's attribute line, which writers dirty).
+pub const D_TYPE_DIR: u32 = 1 << 3;
+/// The bound inode is a symbolic link.
+pub const D_TYPE_SYMLINK: u32 = 1 << 4;
+
+/// The type flags for `inode` (null: none).
+pub(crate) fn type_flags(inode: *const Inode) -> u32 {
+    if inode.is_null() {
+        return 0;
+    }
+    // SAFETY: callers pass an inode they hold a reference on.
+    match unsafe { &*inode }.file_type() {
+        crate::abi::S_IFDIR => D_TYPE_DIR,
+        crate::abi::S_IFLNK => D_TYPE_SYMLINK,
+        _ => 0,
+    }
+}
+
 /// Names up to this length live inside the dentry.
 pub const INLINE_NAME_LEN: usize = 64;
 const INLINE_WORDS: usize = INLINE_NAME_LEN / 8;
@@ -101,7 +120,7 @@ impl Dentry {
     ) -> Dentry {
         let d = Dentry {
             seq: SeqCount::new(),
-            flags: AtomicU32::new(0),
+            flags: AtomicU32::new(type_flags(inode)),
             hash_next: AtomicPtr::new(ptr::null_mut()),
             parent: AtomicPtr::new(parent as *mut Dentry),
             hash_len: AtomicU64::new(0),

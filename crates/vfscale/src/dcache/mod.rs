@@ -179,6 +179,7 @@ impl VfsInner {
         let sb = unsafe { &*d.sb };
         sb.lru.lock().remove(d);
         d.seq.write_begin();
+        d.set_flag(dentry::type_flags(inode));
         // Release: pairs with the acquire in `Dentry::inode_ptr`.
         d.inode.store(inode as *mut Inode, Ordering::Release);
         d.seq.write_end();

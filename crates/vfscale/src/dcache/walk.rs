@@ -18,7 +18,7 @@
 //! reference (`VfsInner::dget_validated`); callers that only read attributes
 //! (stat, access, readlink) take none.
 
-use super::dentry::{Dentry, D_MOUNTED};
+use super::dentry::{Dentry, D_MOUNTED, D_TYPE_DIR, D_TYPE_SYMLINK};
 use super::name::NameKey;
 use super::RcuLookup;
 use crate::abi::*;
@@ -366,12 +366,14 @@ impl VfsInner {
             if is_last && !rest_top.is_empty() {
                 must_be_dir = true;
             }
-            // The current inode must be a searchable directory.
-            // SAFETY: see above.
-            let dir = unsafe { &*cur_inode };
-            if !dir.is_dir() {
+            // The current inode must be a searchable directory. The type
+            // comes from the dentry: the inode's attribute line is written by
+            // every create in this directory, the dentry's is not.
+            if cur_d.flags() & D_TYPE_DIR == 0 {
                 return Err(Errno::ENOTDIR.into());
             }
+            // SAFETY: see above.
+            let dir = unsafe { &*cur_inode };
             if !cred.is_root() {
                 let (mode, uid, gid) = dir.perm_attr();
                 if !may_search_fast(mode) {
@@ -459,9 +461,9 @@ impl VfsInner {
                 }
                 return Err(Errno::ENOENT.into());
             }
-            let ci = unsafe { &*child_inode };
             let follow = !is_last || flags & WALK_FOLLOW != 0 || must_be_dir;
-            if follow && s_islnk(ci.file_type()) {
+            if follow && child_flags & D_TYPE_SYMLINK != 0 {
+                let ci = unsafe { &*child_inode };
                 links += 1;
                 if links > MAXSYMLINKS {
                     return Err(Errno::ELOOP.into());

@@ -1,10 +1,41 @@
-//! The blocking locks of the core: thin wrappers over parking_lot that
-//! report each acquisition to [`super::opcount`]. Every mutex and rwlock in
-//! the core is one of these, so the op counters see all lock traffic.
+//! The blocking locks of the core: parking_lot locks that spin briefly
+//! before parking, and report each acquisition to [`super::opcount`].
+//! Every mutex and rwlock in the core is one of these, so the op counters
+//! see all lock traffic.
+//!
+//! Why spin first: the core's critical sections (a directory's name change,
+//! an attribute update) last well under a microsecond, while parking and
+//! waking a thread costs several microseconds of futex calls. Measured on
+//! create-unlink in one shared directory with 2 threads: parking on every
+//! contended acquisition cut total throughput to a quarter of one thread's.
+//! The spin is bounded (about `SPIN_LIMIT` pause instructions, a few
+//! microseconds), after which the thread blocks as usual, so a preempted
+//! holder costs little.
 
 pub use parking_lot::{MutexGuard, RwLockReadGuard, RwLockWriteGuard};
 
 use super::opcount::note_lock;
+
+/// Pause instructions a contended acquisition spends before blocking.
+const SPIN_LIMIT: u32 = 4096;
+
+/// Retries `attempt` with exponential backoff up to `SPIN_LIMIT` pauses.
+#[inline]
+fn spin_then<G>(mut attempt: impl FnMut() -> Option<G>, block: impl FnOnce() -> G) -> G {
+    let mut spent = 0;
+    let mut step = 1;
+    while spent < SPIN_LIMIT {
+        for _ in 0..step {
+            core::hint::spin_loop();
+        }
+        spent += step;
+        step = (step * 2).min(64);
+        if let Some(g) = attempt() {
+            return g;
+        }
+    }
+    block()
+}
 
 #[derive(Debug, Default)]
 pub struct Mutex<T>(parking_lot::Mutex<T>);
@@ -17,7 +48,10 @@ impl<T> Mutex<T> {
     #[inline]
     pub fn lock(&self) -> MutexGuard<'_, T> {
         note_lock();
-        self.0.lock()
+        match self.0.try_lock() {
+            Some(g) => g,
+            None => spin_then(|| self.0.try_lock(), || self.0.lock()),
+        }
     }
 }
 
@@ -32,12 +66,18 @@ impl<T> RwLock<T> {
     #[inline]
     pub fn read(&self) -> RwLockReadGuard<'_, T> {
         note_lock();
-        self.0.read()
+        match self.0.try_read() {
+            Some(g) => g,
+            None => spin_then(|| self.0.try_read(), || self.0.read()),
+        }
     }
 
     #[inline]
     pub fn write(&self) -> RwLockWriteGuard<'_, T> {
         note_lock();
-        self.0.write()
+        match self.0.try_write() {
+            Some(g) => g,
+            None => spin_then(|| self.0.try_write(), || self.0.write()),
+        }
     }
 }
