@@ -199,6 +199,8 @@ impl VfsInner {
             limits: self.config.tmpfs_limits,
             active_mounts: AtomicUsize::new(0),
         });
+        sb.reserve_inode()
+            .expect("an empty instance has room for its root");
         let inode = self.alloc_inode(
             &sb,
             1,
@@ -222,7 +224,8 @@ impl VfsInner {
     }
 
     /// Allocates an inode with one reference (the caller's, normally handed
-    /// to the dentry that names it).
+    /// to the dentry that names it). The caller has reserved it with
+    /// `SuperBlock::reserve_inode`.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn alloc_inode(
         &self,
@@ -234,7 +237,6 @@ impl VfsInner {
         rdev: u64,
         body: InodeBody,
     ) -> *const Inode {
-        let _ = sb.reserve_inode();
         let inode = Inode::new(sb, ino, mode, uid, gid, rdev, body);
         let fresh = inode.refcount.get();
         debug_assert!(fresh);

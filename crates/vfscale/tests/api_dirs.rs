@@ -250,7 +250,6 @@ fn entries_removed_before_the_position_are_not_revisited() {
 }
 
 #[test]
-#[ignore = "BUG: getdents64 on a removed directory returns 0; Linux gives ENOENT"]
 fn getdents_on_a_removed_directory_is_enoent() {
     let (_vfs, p) = setup();
     p.mkdir(b"/d", 0o755).unwrap();

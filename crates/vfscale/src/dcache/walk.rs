@@ -302,9 +302,13 @@ impl VfsInner {
         path: &[u8],
         flags: u32,
     ) -> Result<Found, WalkError> {
-        let rename_seq = self.rename_seq.read_begin();
-        let mount_seq = self.mounts.seq.read_begin();
-        let mut needs_global_check = false;
+        // The global rename and mount seqcounts, sampled only when the walk
+        // first goes up, crosses a mount or jumps to the root: plain walks
+        // never read those (often written) lines.
+        let mut global: Option<(u32, u32)> = None;
+        let sample = |g: &mut Option<(u32, u32)>| {
+            g.get_or_insert_with(|| (self.rename_seq.read_begin(), self.mounts.seq.read_begin()));
+        };
         let mut cur = if path[0] == b'/' { root } else { start };
         // SAFETY (all dentry/inode derefs below): the caller holds an epoch
         // guard; everything reached from `root`/`start` is freed only
@@ -354,9 +358,7 @@ impl VfsInner {
                 return self.finish(
                     f,
                     flags | if must_be_dir { WALK_DIRECTORY } else { 0 },
-                    needs_global_check,
-                    rename_seq,
-                    mount_seq,
+                    global,
                 );
             };
             // Last component: nothing but slashes after it in this segment
@@ -390,15 +392,13 @@ impl VfsInner {
                     return self.finish(
                         f,
                         flags | if must_be_dir { WALK_DIRECTORY } else { 0 },
-                        needs_global_check,
-                        rename_seq,
-                        mount_seq,
+                        global,
                     );
                 }
                 continue;
             }
             if comp == b".." {
-                needs_global_check = true;
+                sample(&mut global);
                 // Like Linux's step_into after "..": descend into whatever is
                 // mounted where ".." landed (even at the process root).
                 cur = self.follow_dotdot(root, cur);
@@ -421,9 +421,7 @@ impl VfsInner {
                     return self.finish(
                         f,
                         flags | if must_be_dir { WALK_DIRECTORY } else { 0 },
-                        needs_global_check,
-                        rename_seq,
-                        mount_seq,
+                        global,
                     );
                 }
                 continue;
@@ -457,7 +455,7 @@ impl VfsInner {
                         seq: child_seq,
                         inode: child_inode,
                     };
-                    return self.finish(f, flags, needs_global_check, rename_seq, mount_seq);
+                    return self.finish(f, flags, global);
                 }
                 return Err(Errno::ENOENT.into());
             }
@@ -473,11 +471,11 @@ impl VfsInner {
                     return Err(Errno::ENOENT.into());
                 }
                 if target[0] == b'/' {
+                    sample(&mut global);
                     cur = root;
                     cur_d = unsafe { &*cur.dentry };
                     cur_seq = cur_d.seq.read_begin();
                     cur_inode = cur_d.inode_ptr();
-                    needs_global_check = true;
                 }
                 segs.push(target);
                 continue;
@@ -489,7 +487,7 @@ impl VfsInner {
             let mut next_seq = child_seq;
             let mut next_inode = child_inode;
             if child_flags & D_MOUNTED != 0 {
-                needs_global_check = true;
+                sample(&mut global);
                 next = self.follow_mounts(next);
                 if next.dentry != child {
                     let nd = unsafe { &*next.dentry };
@@ -510,27 +508,18 @@ impl VfsInner {
                 return self.finish(
                     f,
                     flags | if must_be_dir { WALK_DIRECTORY } else { 0 },
-                    needs_global_check,
-                    rename_seq,
-                    mount_seq,
+                    global,
                 );
             }
         }
     }
 
     #[inline(always)]
-    fn finish(
-        &self,
-        f: Found,
-        flags: u32,
-        global: bool,
-        rename_seq: u32,
-        mount_seq: u32,
-    ) -> Result<Found, WalkError> {
-        if global
-            && (self.rename_seq.read_retry(rename_seq) || self.mounts.seq.read_retry(mount_seq))
-        {
-            return Err(WalkError::Retry);
+    fn finish(&self, f: Found, flags: u32, global: Option<(u32, u32)>) -> Result<Found, WalkError> {
+        if let Some((rename_seq, mount_seq)) = global {
+            if self.rename_seq.read_retry(rename_seq) || self.mounts.seq.read_retry(mount_seq) {
+                return Err(WalkError::Retry);
+            }
         }
         if flags & WALK_DIRECTORY != 0 && !f.inode.is_null() && !f.inode().is_dir() {
             return Err(Errno::ENOTDIR.into());

@@ -64,6 +64,13 @@ impl DirIndex {
         debug_assert!(removed.is_some(), "child index lost cookie {cookie}");
     }
 
+    /// Hands out a cookie now for a child filed later with `insert_at`.
+    pub fn reserve_cookie(&mut self) -> u64 {
+        let cookie = self.next_cookie;
+        self.next_cookie += 1;
+        cookie
+    }
+
     /// Files `d` under a cookie that was handed out before and is free now
     /// (a rename keeps a name's position in the listing).
     pub fn insert_at(&mut self, cookie: u64, d: *const Dentry) {

@@ -35,7 +35,10 @@ pub struct OpenFile {
     pub(crate) fmode: u32,
     /// Status flags settable after open (O_APPEND, O_NONBLOCK, ...).
     pub(crate) status: AtomicU32,
-    _line0_end: [u8; 32],
+    /// Identity of the credentials that opened it (`Arc` address), for
+    /// linkat(AT_EMPTY_PATH)'s same-credentials rule.
+    pub(crate) opener: usize,
+    _line0_end: [u8; 24],
     // ---- line 1: write-hot ----
     pub(crate) refcount: RefCount,
     pub(crate) pos: Mutex<u64>,
@@ -95,6 +98,7 @@ impl VfsInner {
         inode: *const Inode,
         fmode: u32,
         status: i32,
+        opener: usize,
     ) -> FileRef {
         self.stats.files.inc();
         self.open_files.add(1);
@@ -104,7 +108,8 @@ impl VfsInner {
             inode,
             fmode,
             status: AtomicU32::new(status as u32),
-            _line0_end: [0; 32],
+            opener,
+            _line0_end: [0; 24],
             refcount: RefCount::new(1),
             pos: Mutex::new(0),
         })))
@@ -182,6 +187,13 @@ impl FdTable {
             t.first_free = fd + 1;
         }
         Ok(fd as Fd)
+    }
+
+    /// True if a descriptor below the limit is free.
+    pub(crate) fn has_free_slot(&self) -> bool {
+        let t = self.slots.lock();
+        let first = t.first_free;
+        (first..t.limit).any(|i| t.slots.get(i).is_none_or(|s| s.is_none()))
     }
 
     /// A new reference to the file at `fd`.

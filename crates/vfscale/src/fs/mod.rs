@@ -73,8 +73,14 @@ impl SuperBlock {
     }
 
     /// Reserves one inode against the instance limit (ENOSPC when full).
+    /// Hard links take one each, as in tmpfs. The check is exact near the
+    /// limit and a cheap approximate read elsewhere (percpu_counter_compare).
     pub(crate) fn reserve_inode(&self) -> SysResult<()> {
-        if self.used_inodes.read_approx() as u64 >= self.limits.max_inodes {
+        if self
+            .used_inodes
+            .compare(self.limits.max_inodes as i64)
+            .is_ge()
+        {
             return Err(Errno::ENOSPC);
         }
         self.used_inodes.add(1);
@@ -86,13 +92,11 @@ impl SuperBlock {
     }
 
     /// Accounts a change of allocated 512-byte blocks; growth past the limit
-    /// is ENOSPC (checked against the cheap approximate sum, as Linux does).
+    /// is ENOSPC (exact near the limit, like `reserve_inode`).
     pub(crate) fn charge_blocks(&self, delta_512: i64) -> SysResult<()> {
         let delta_pages = delta_512 / 8;
-        if delta_pages > 0
-            && (self.used_blocks.read_approx() + delta_pages) as u64
-                > self.limits.max_bytes / BLOCK_SIZE
-        {
+        let max_pages = (self.limits.max_bytes / BLOCK_SIZE) as i64;
+        if delta_pages > 0 && self.used_blocks.compare(max_pages - delta_pages).is_gt() {
             return Err(Errno::ENOSPC);
         }
         self.used_blocks.add(delta_pages);
@@ -115,7 +119,7 @@ impl SuperBlock {
             f_fsid: [self.dev as i32, (self.dev >> 32) as i32],
             f_namelen: NAME_MAX as i64,
             f_frsize: BLOCK_SIZE as i64,
-            f_flags: 0x20, // ST_RELATIME
+            f_flags: 0x1020, // ST_VALID | ST_RELATIME
         }
     }
 }

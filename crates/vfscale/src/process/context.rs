@@ -138,7 +138,8 @@ impl Process {
         let fs = FsContext::new(root, cwd, self.umask_bits());
         Ok(Process {
             vfs: self.vfs.clone(),
-            cred: self.cred.clone(),
+            // A child gets its own copy of the credentials (copy_creds).
+            cred: Arc::new((*self.cred).clone()),
             fs: Arc::new(fs),
             files: Arc::new(self.files.duplicate(&self.vfs)),
             exited: false,

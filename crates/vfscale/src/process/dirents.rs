@@ -29,7 +29,7 @@ impl Process {
                     }
                 };
             if locked.dead {
-                return Ok(0);
+                return Err(Errno::ENOENT);
             }
             if *pos == 0 {
                 if !emit(inode.ino(), 1, DT_DIR, b".", &mut used) {

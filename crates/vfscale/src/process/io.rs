@@ -9,6 +9,7 @@ use super::Process;
 use crate::abi::*;
 use crate::cred::perm::write_strip_mode;
 use crate::file::{OpenFile, FMODE_READ, FMODE_WRITE};
+use crate::fs::BLOCK_SIZE;
 use crate::inode::{now, Inode};
 
 /// Most iovecs one readv/writev accepts (Linux UIO_MAXIOV).
@@ -141,22 +142,35 @@ impl Process {
         if len == 0 {
             return Ok(0);
         }
+        // SAFETY: an inode's superblock outlives it.
         let sb = unsafe { &*inode.sb };
-        let before = d.blocks_512();
+        // Page by page, charging each new page: when the instance is full
+        // the write stops there and returns what it wrote (ENOSPC only if
+        // nothing fit), as tmpfs does.
         let mut total = 0;
-        for b in bufs {
-            let n = d.write_at(pos, b)?;
-            pos += n as u64;
-            total += n;
-        }
-        let after = d.blocks_512();
-        if let Err(e) = sb.charge_blocks(after as i64 - before as i64) {
-            // Out of space: undo the growth beyond the old size.
-            let old_len = inode.attr().size;
-            if pos > old_len {
-                d.set_len(old_len.max(pos - total as u64));
+        'bufs: for b in bufs {
+            let mut rest = *b;
+            while !rest.is_empty() {
+                let in_page = (BLOCK_SIZE - pos % BLOCK_SIZE) as usize;
+                let (piece, tail) = rest.split_at(in_page.min(rest.len()));
+                let (len_before, blocks_before) = (d.len(), d.blocks_512());
+                d.write_at(pos, piece)?;
+                if let Err(e) = sb.charge_blocks(d.blocks_512() as i64 - blocks_before as i64) {
+                    // Undo this page's allocation and any growth.
+                    let page = pos - pos % BLOCK_SIZE;
+                    d.punch_hole(page, BLOCK_SIZE);
+                    if d.len() > len_before {
+                        d.set_len(len_before);
+                    }
+                    if total == 0 {
+                        return Err(e);
+                    }
+                    break 'bufs;
+                }
+                pos += piece.len() as u64;
+                total += piece.len();
+                rest = tail;
             }
-            return Err(e);
         }
         let size = d.len();
         let blocks = d.blocks_512();

@@ -16,6 +16,7 @@ use crate::dir::index::DirIndex;
 use crate::inode::{now, Inode, InodeBody};
 use crate::sync::atomic::Ordering;
 use crate::sync::lock::{RwLock, RwLockWriteGuard};
+use std::sync::Arc;
 
 impl Process {
     /// Creates a node named `key` in the locked directory `dir` (dentry
@@ -34,13 +35,11 @@ impl Process {
         body: InodeBody,
     ) -> SysResult<*const Dentry> {
         let sb = unsafe { &*dir.sb };
-        if sb.used_inodes.read_approx() as u64 >= sb.limits.max_inodes {
-            return Err(Errno::ENOSPC);
-        }
         let is_dir = s_isdir(mode);
         if is_dir && dir.attr().nlink >= LINK_MAX {
             return Err(Errno::EMLINK);
         }
+        sb.reserve_inode()?;
         let ino = sb.ino_alloc.alloc();
         let inode = self.vfs.alloc_inode(sb, ino, mode, uid, gid, rdev, body);
         let d = self.bind_name(dir_d, key, inode);
@@ -275,6 +274,18 @@ impl Process {
         } else {
             (flags & AT_EMPTY_PATH) | AT_SYMLINK_NOFOLLOW
         };
+        // Linking an fd itself (AT_EMPTY_PATH) needs the credentials that
+        // opened it or CAP_DAC_READ_SEARCH (Linux 6.10+); else ENOENT.
+        if flags & AT_EMPTY_PATH != 0
+            && oldpath.is_empty()
+            && olddirfd != AT_FDCWD
+            && !self.cred.is_root()
+        {
+            let opener = self.with_file(olddirfd, true, |f| Ok(f.opener))?;
+            if opener != Arc::as_ptr(&self.cred) as usize {
+                return Err(Errno::ENOENT);
+            }
+        }
         let old = self.lookup_at(&self.cred, olddirfd, oldpath, at, 0)?;
         let parent = self.parent_at(newdirfd, newpath)?;
         let inode = old.inode();
@@ -297,6 +308,9 @@ impl Process {
             if a.nlink >= LINK_MAX {
                 return Err(Errno::EMLINK);
             }
+            // A hard link takes an inode from the instance's budget (tmpfs).
+            // SAFETY: an inode's superblock outlives it.
+            unsafe { &*inode.sb }.reserve_inode()?;
             let got = inode.refcount.get();
             debug_assert!(got, "an inode with links is live");
             let t = now();
@@ -414,9 +428,15 @@ impl Process {
                 a.set_ctime(t);
             });
         } else {
+            let nlink = vi.attr().nlink;
+            if nlink > 1 {
+                // Extra links hold inode reservations; the last one is
+                // returned when the inode is freed.
+                // SAFETY: an inode's superblock outlives it.
+                unsafe { &*vi.sb }.release_inode();
+            }
             vi.update_attr(|a| {
-                let n = a.get().nlink;
-                a.set_nlink(n.saturating_sub(1));
+                a.set_nlink(nlink.saturating_sub(1));
                 a.set_ctime(t);
             });
         }
@@ -455,6 +475,7 @@ impl Process {
         })?;
         let n = target.len().min(buf.len());
         buf[..n].copy_from_slice(&target[..n]);
+        super::io::touch_atime(found.inode());
         Ok(n)
     }
 
@@ -466,8 +487,8 @@ impl Process {
         newpath: &[u8],
         flags: u32,
     ) -> SysResult<()> {
-        if flags & !(RENAME_NOREPLACE | RENAME_EXCHANGE) != 0
-            || flags == RENAME_NOREPLACE | RENAME_EXCHANGE
+        if flags & !(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT) != 0
+            || (flags & RENAME_EXCHANGE != 0 && flags & (RENAME_NOREPLACE | RENAME_WHITEOUT) != 0)
         {
             return Err(Errno::EINVAL);
         }
@@ -613,6 +634,28 @@ impl Process {
                 victim_index = Some(v);
             }
         }
+        // RENAME_WHITEOUT: tmpfs makes the whiteout (a 0:0 character device
+        // left at the old name) before moving, so its inode and its
+        // listing position come first; only the name is bound afterwards.
+        let whiteout = if flags & RENAME_WHITEOUT != 0 {
+            // SAFETY: an inode's superblock outlives it.
+            let sb = unsafe { &*odir.sb };
+            sb.reserve_inode()?;
+            let (dmode, _, dgid) = odir.perm_attr();
+            let (uid, gid, mode) = new_inode_owner(&self.cred, dmode, dgid, S_IFCHR);
+            let inode = self.vfs.alloc_inode(
+                sb,
+                sb.ino_alloc.alloc(),
+                mode,
+                uid,
+                gid,
+                0,
+                InodeBody::Special,
+            );
+            Some((inode, oidx.reserve_cookie()))
+        } else {
+            None
+        };
         // --- commit ---
         let t = now();
         let mut to_put: Vec<*const Dentry> = Vec::new();
@@ -659,6 +702,13 @@ impl Process {
             sd.cookie.store(c, Ordering::Relaxed);
         }
         let src_is_dir = si.is_dir();
+        if let Some((inode, cookie)) = whiteout {
+            let w = self.bind_name(od, &okey, inode);
+            oidx.insert_at(cookie, w);
+            // Relaxed: read under the directory lock.
+            unsafe { &*w }.cookie.store(cookie, Ordering::Relaxed);
+            odir.update_attr(|a| a.add_dir_entries(1));
+        }
         self.vfs.rename_seq.write_end();
         drop(rename_guard);
         // Link counts of the parents (".." entries) and times.

@@ -8,6 +8,7 @@ use crate::dcache::walk::{Found, Last, Parent, PathPtr, WALK_DIRECTORY, WALK_FOL
 use crate::file::{FMODE_PATH, FMODE_READ, FMODE_WRITE};
 use crate::inode::InodeBody;
 use crate::sync::lock::RwLock;
+use std::sync::Arc;
 
 /// Status flags an open file keeps (visible through F_GETFL).
 const KEPT_STATUS: i32 = O_ACCMODE
@@ -40,13 +41,15 @@ impl Process {
         if flags & (O_DIRECTORY | O_CREAT) == O_DIRECTORY | O_CREAT {
             return Err(Errno::EINVAL);
         }
-        if flags & O_ACCMODE == O_ACCMODE && flags & O_PATH == 0 {
-            return Err(Errno::EINVAL);
-        }
         if !self.cred.is_root()
             && self.vfs.open_files.read_approx() as u64 >= self.vfs.config.max_files
         {
             return Err(Errno::ENFILE);
+        }
+        // Linux takes the descriptor before opening: at the limit nothing
+        // is created or truncated.
+        if !self.files.has_free_slot() {
+            return Err(Errno::EMFILE);
         }
         let _guard = self.vfs.collector.enter();
         let (file, created) = loop {
@@ -238,7 +241,11 @@ impl Process {
             if acc == O_RDONLY || acc == O_RDWR {
                 want |= MAY_READ;
             }
-            if acc == O_WRONLY || acc == O_RDWR || flags & O_TRUNC != 0 {
+            // Access mode 3 asks for both permissions and grants neither.
+            if acc == O_ACCMODE {
+                want |= MAY_READ;
+            }
+            if acc == O_WRONLY || acc == O_RDWR || acc == O_ACCMODE || flags & O_TRUNC != 0 {
                 want |= MAY_WRITE;
             }
             if !created {
@@ -255,8 +262,15 @@ impl Process {
                 S_IFCHR | S_IFBLK | S_IFSOCK => return Err(Errno::ENXIO),
                 _ => {}
             }
-            (if want & MAY_READ != 0 { FMODE_READ } else { 0 })
-                | (if acc != O_RDONLY { FMODE_WRITE } else { 0 })
+            (if acc == O_RDONLY || acc == O_RDWR {
+                FMODE_READ
+            } else {
+                0
+            }) | (if acc == O_WRONLY || acc == O_RDWR {
+                FMODE_WRITE
+            } else {
+                0
+            })
         };
         if !self.vfs.dget_validated(found.path.dentry, found.seq) {
             return Ok(None);
@@ -272,6 +286,7 @@ impl Process {
             found.inode,
             fmode,
             status,
+            Arc::as_ptr(&self.cred) as usize,
         )))
     }
 
