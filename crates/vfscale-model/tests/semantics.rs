@@ -795,7 +795,10 @@ fn mknod_types() {
     assert_eq!(u.stat(b"/fifo").unwrap().mode, S_IFIFO | 0o644);
     u.mknodat(AT_FDCWD, b"/reg", 0o600, 0).unwrap();
     assert_eq!(u.stat(b"/reg").unwrap().mode, S_IFREG | 0o600);
-    assert_eq!(u.open(b"/fifo", O_RDWR, 0).unwrap_err(), Errno::ENXIO);
+    // Until pipes exist a FIFO opens only where Linux would not block
+    // (docs/COMPATIBILITY.md).
+    assert_eq!(u.open(b"/fifo", O_WRONLY, 0).unwrap_err(), Errno::ENXIO);
+    assert!(u.open(b"/fifo", O_RDWR, 0).is_ok());
     assert!(u.open(b"/fifo", O_PATH, 0).is_ok());
     assert_eq!(u.truncate(b"/fifo", 0), E(Errno::EINVAL));
 }
