@@ -117,7 +117,7 @@ fn has_nul(bytes: &[u8]) -> bool {
             return true;
         }
     }
-    chunks.remainder().contains(&0)
+    chunks.remainder().iter().fold(false, |found, &b| found | (b == 0))
 }
 
 /// Pending path text: a stack of segments (the original path and the
