@@ -274,11 +274,13 @@ impl Process {
         } else {
             (flags & AT_EMPTY_PATH) | AT_SYMLINK_NOFOLLOW
         };
-        // Linking an fd itself (AT_EMPTY_PATH) needs the credentials that
-        // opened it or CAP_DAC_READ_SEARCH (Linux 6.10+); else ENOENT.
+        // With AT_EMPTY_PATH the dirfd must have been opened under the
+        // caller's credentials, or the caller needs CAP_DAC_READ_SEARCH
+        // (Linux 6.10+ path_init, checked whenever the dirfd is used);
+        // else ENOENT.
         if flags & AT_EMPTY_PATH != 0
-            && oldpath.is_empty()
             && olddirfd != AT_FDCWD
+            && oldpath.first() != Some(&b'/')
             && !self.cred.is_root()
         {
             let opener = self.with_file(olddirfd, true, |f| Ok(f.opener))?;
