@@ -31,6 +31,14 @@ use crate::sync::seqcount::SeqCount;
 use seize::Collector;
 use std::sync::Arc;
 
+/// Objects retired per epoch batch. Each batch costs one heavy barrier
+/// (`membarrier`, an IPI to every CPU running this process); measured on
+/// lockref-recovery, small batches let a thread that creates and unlinks
+/// names interrupt concurrent stat callers thousands of times a second
+/// (docs/PERFORMANCE.md). Large batches keep readers undisturbed at the cost
+/// of holding that many freed objects a little longer.
+pub const RETIRE_BATCH: usize = 4096;
+
 /// Tunables of a VFS instance.
 #[derive(Clone, Debug)]
 pub struct VfsConfig {
@@ -110,7 +118,7 @@ impl Vfs {
 
     pub fn with_config(config: VfsConfig) -> Vfs {
         let inner = Arc::new(VfsInner {
-            collector: Collector::new(),
+            collector: Collector::new().batch_size(RETIRE_BATCH),
             dcache: ChainTable::with_bucket_bits(config.hash_bits),
             rename_seq: SeqCount::new(),
             rename_seq_lock: Mutex::new(()),
