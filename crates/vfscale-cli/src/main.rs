@@ -2,6 +2,10 @@
 //! stats later), each implemented in its own crate.
 
 use clap::{Parser, Subcommand};
+
+/// Every target in the bench shares this allocator (see Cargo.toml).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::process::ExitCode;
 
 #[derive(Parser)]
