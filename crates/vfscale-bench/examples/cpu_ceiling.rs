@@ -27,8 +27,14 @@ fn run(threads: usize) -> f64 {
 }
 
 fn main() {
-    let n: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(2);
+    let n: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(2);
     let one = (0..3).map(|_| run(1)).fold(f64::MAX, f64::min);
     let many = (0..3).map(|_| run(n)).fold(f64::MAX, f64::min);
-    println!("1 thread: {one:.3} s; {n} threads: {many:.3} s; ceiling efficiency {:.2}", one / many);
+    println!(
+        "1 thread: {one:.3} s; {n} threads: {many:.3} s; ceiling efficiency {:.2}",
+        one / many
+    );
 }

@@ -456,16 +456,7 @@ impl VfsInner {
             let Some((comp, rest_top)) = comp else {
                 // Path exhausted: `cur` is the result (root, ".", "..", or a
                 // followed symlink's directory).
-                let f = Found {
-                    path: cur,
-                    seq: cur_seq,
-                    inode: cur_inode,
-                };
-                return self.finish(
-                    f,
-                    flags | if must_be_dir { WALK_DIRECTORY } else { 0 },
-                    global,
-                );
+                return self.finish_at(cur, cur_seq, cur_inode, flags, must_be_dir, global);
             };
             // Last component: nothing but slashes after it in this segment
             // (a trailing slash) and nothing in the segments below.
@@ -490,16 +481,7 @@ impl VfsInner {
             }
             if comp == b"." {
                 if is_last {
-                    let f = Found {
-                        path: cur,
-                        seq: cur_seq,
-                        inode: cur_inode,
-                    };
-                    return self.finish(
-                        f,
-                        flags | if must_be_dir { WALK_DIRECTORY } else { 0 },
-                        global,
-                    );
+                    return self.finish_at(cur, cur_seq, cur_inode, flags, must_be_dir, global);
                 }
                 continue;
             }
@@ -519,16 +501,7 @@ impl VfsInner {
                     return Err(WalkError::Retry);
                 }
                 if is_last {
-                    let f = Found {
-                        path: cur,
-                        seq: cur_seq,
-                        inode: cur_inode,
-                    };
-                    return self.finish(
-                        f,
-                        flags | if must_be_dir { WALK_DIRECTORY } else { 0 },
-                        global,
-                    );
+                    return self.finish_at(cur, cur_seq, cur_inode, flags, must_be_dir, global);
                 }
                 continue;
             }
@@ -606,21 +579,34 @@ impl VfsInner {
             cur_seq = next_seq;
             cur_inode = next_inode;
             if is_last {
-                let f = Found {
-                    path: cur,
-                    seq: cur_seq,
-                    inode: cur_inode,
-                };
-                return self.finish(
-                    f,
-                    flags | if must_be_dir { WALK_DIRECTORY } else { 0 },
-                    global,
-                );
+                return self.finish_at(cur, cur_seq, cur_inode, flags, must_be_dir, global);
             }
         }
     }
 
+    /// `finish` with the walk's current position as the result.
     #[inline(always)]
+    fn finish_at(
+        &self,
+        cur: PathPtr,
+        seq: u32,
+        inode: *const Inode,
+        flags: u32,
+        must_be_dir: bool,
+        global: Option<(u32, u32)>,
+    ) -> Result<Found, WalkError> {
+        let dir_flag = if must_be_dir { WALK_DIRECTORY } else { 0 };
+        self.finish(
+            Found {
+                path: cur,
+                seq,
+                inode,
+            },
+            flags | dir_flag,
+            global,
+        )
+    }
+
     fn finish(&self, f: Found, flags: u32, global: Option<(u32, u32)>) -> Result<Found, WalkError> {
         if let Some((rename_seq, mount_seq)) = global {
             if self.rename_seq.read_retry(rename_seq) || self.mounts.seq.read_retry(mount_seq) {

@@ -353,17 +353,7 @@ impl Process {
             return Err(Errno::ENOENT);
         }
         let key = NameKey::lookup(name)?;
-        let victim = self.vfs.lookup_exact(dir_d, &key);
-        // SAFETY: live under the bucket and directory locks.
-        let vd = (!victim.is_null())
-            .then(|| unsafe { &*victim })
-            .ok_or(Errno::ENOENT)?;
-        let vi = vd.inode_ptr();
-        if vi.is_null() {
-            return Err(Errno::ENOENT);
-        }
-        // SAFETY: a positive dentry keeps its inode.
-        let vi = unsafe { &*vi };
+        let (victim, vd, vi) = self.positive_child(dir_d, &key)?;
         // unlink("x/"): Linux answers from the victim's type at once.
         if !rmdir && parent.trailing_slash {
             return Err(if vi.is_dir() {
@@ -395,6 +385,22 @@ impl Process {
         drop(locked);
         self.vfs.dput(victim);
         Ok(())
+    }
+
+    /// The positive child `key` of directory `dir_d` (ENOENT if absent or
+    /// negative): its pointer, dentry and inode. Caller holds the directory
+    /// lock, which keeps all three live for as long as it does.
+    fn positive_child<'a>(
+        &self,
+        dir_d: *const Dentry,
+        key: &NameKey<'_>,
+    ) -> SysResult<(*const Dentry, &'a Dentry, &'a Inode)> {
+        let p = self.vfs.lookup_exact(dir_d, key);
+        // SAFETY: found under the bucket lock with the directory locked.
+        let d: &'a Dentry = unsafe { p.as_ref() }.ok_or(Errno::ENOENT)?;
+        // SAFETY: a positive dentry keeps its inode.
+        let inode: &'a Inode = unsafe { d.inode_ptr().as_ref() }.ok_or(Errno::ENOENT)?;
+        Ok((p, d, inode))
     }
 
     /// Write+search on the directory and the sticky rule (EPERM).
@@ -543,17 +549,7 @@ impl Process {
             return Err(Errno::ENOENT);
         }
         let okey = NameKey::lookup(old_name)?;
-        let src = self.vfs.lookup_exact(od, &okey);
-        // SAFETY: live under the bucket and directory locks.
-        let sd = (!src.is_null())
-            .then(|| unsafe { &*src })
-            .ok_or(Errno::ENOENT)?;
-        let si = sd.inode_ptr();
-        if si.is_null() {
-            return Err(Errno::ENOENT);
-        }
-        // SAFETY: a positive dentry keeps its inode.
-        let si = unsafe { &*si };
+        let (src, sd, si) = self.positive_child(od, &okey)?;
         // The new name is looked up (and length-checked) after the old one.
         let nkey = NameKey::lookup(new_name)?;
         let dst = self.vfs.lookup_exact(nd, &nkey);
