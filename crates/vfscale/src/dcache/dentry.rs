@@ -24,7 +24,6 @@ use crate::inode::Inode;
 use crate::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use crate::sync::refcount::RefCount;
 use crate::sync::seqcount::SeqCount;
-use core::mem::{offset_of, size_of};
 use core::ptr;
 
 /// The dentry is in the hash table.
@@ -83,17 +82,22 @@ pub struct Dentry {
     pub(crate) lru_next: AtomicPtr<Dentry>,
 }
 
+// Layout of the real atomics (loom's model atomics are larger).
+#[cfg(not(loom))]
 const _: () = {
     assert!(
-        offset_of!(Dentry, name_ext) + 8 <= 64,
+        core::mem::offset_of!(Dentry, name_ext) + 8 <= 64,
         "lookup fields fit line 0"
     );
-    assert!(offset_of!(Dentry, name_inline) == 64);
+    assert!(core::mem::offset_of!(Dentry, name_inline) == 64);
     assert!(
-        offset_of!(Dentry, refcount) == 128,
+        core::mem::offset_of!(Dentry, refcount) == 128,
         "write-hot fields start line 2"
     );
-    assert!(size_of::<Dentry>() == 192, "a dentry is three cache lines");
+    assert!(
+        core::mem::size_of::<Dentry>() == 192,
+        "a dentry is three cache lines"
+    );
 };
 
 // SAFETY: all mutable state is atomic; `sb` points to a Sync superblock that
@@ -244,7 +248,8 @@ impl Dentry {
 
 impl Drop for Dentry {
     fn drop(&mut self) {
-        let ext = *self.name_ext.get_mut();
+        // Relaxed: `&mut self`, no other thread can see the dentry.
+        let ext = self.name_ext.load(Ordering::Relaxed);
         if !ext.is_null() {
             // SAFETY: the buffer was made by Box::into_raw in `store_name` and
             // is owned by this dentry alone now that it is being freed.
