@@ -169,6 +169,7 @@ impl Dentry {
 
     /// Compares the name with `key`. The answer is meaningful only if the
     /// caller validates `seq` afterwards or holds the parent's lock.
+    #[inline]
     pub fn name_eq(&self, key: &NameKey<'_>) -> bool {
         if self.hash_len() != key.hash_len() {
             return false;

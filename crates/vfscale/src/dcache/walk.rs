@@ -204,13 +204,19 @@ impl VfsInner {
         path: &[u8],
         flags: u32,
     ) -> SysResult<Found> {
-        check_path(path)?;
+        if path.len() >= PATH_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
         if path.is_empty() {
             return Err(Errno::ENOENT);
         }
+        // The fast path checks for NUL bytes in its own scan (one pass over
+        // the path); it declines any path that holds one, and the full walk
+        // below reports it.
         if let Some(r) = self.walk_fast(cred, root, start, path, flags) {
             return r;
         }
+        check_path(path)?;
         let mut attempts = 0u32;
         loop {
             match self.walk_once(cred, root, start, path, flags) {
@@ -257,8 +263,13 @@ impl VfsInner {
         }
         loop {
             let begin = i;
+            let mut nul = false;
             while i < n && path[i] != b'/' {
+                nul |= path[i] == 0;
                 i += 1;
+            }
+            if nul {
+                return None;
             }
             let comp = &path[begin..i];
             if comp.len() > NAME_MAX || comp == b"." || comp == b".." {

@@ -210,6 +210,34 @@ impl Inode {
         }
     }
 
+    /// The attributes as a `Stat`, copied straight out of the atomics under
+    /// the seqcount (no intermediate copy on the stat hot path).
+    #[inline]
+    pub fn stat(&self, dev: u64) -> Stat {
+        loop {
+            let seq = self.attr_seq.read_begin();
+            // Relaxed loads: ordered by the seqcount (see `attr`).
+            let st = Stat {
+                dev,
+                ino: self.ino,
+                mode: self.mode.load(Ordering::Relaxed),
+                nlink: self.nlink.load(Ordering::Relaxed),
+                uid: self.uid.load(Ordering::Relaxed),
+                gid: self.gid.load(Ordering::Relaxed),
+                rdev: self.rdev,
+                size: self.size.load(Ordering::Relaxed) as i64,
+                blksize: crate::fs::BLOCK_SIZE as i64,
+                blocks: self.blocks.load(Ordering::Relaxed) as i64,
+                atime: self.atime.load(),
+                mtime: self.mtime.load(),
+                ctime: self.ctime.load(),
+            };
+            if !self.attr_seq.read_retry(seq) {
+                return st;
+            }
+        }
+    }
+
     /// (mode, uid, gid): what a permission check needs.
     pub fn perm_attr(&self) -> (u32, u32, u32) {
         loop {

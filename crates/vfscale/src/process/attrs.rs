@@ -10,25 +10,7 @@ use crate::cred::perm::{check_chown, chmod_mode, may_access, may_chmod, may_set_
 use crate::cred::Cred;
 use crate::dcache::walk::Found;
 use crate::fs::BLOCK_SIZE;
-use crate::inode::{now, Inode, InodeAttr};
-
-pub(crate) fn stat_of(a: &InodeAttr, dev: u64) -> Stat {
-    Stat {
-        dev,
-        ino: a.ino,
-        mode: a.mode,
-        nlink: a.nlink,
-        uid: a.uid,
-        gid: a.gid,
-        rdev: a.rdev,
-        size: a.size as i64,
-        blksize: BLOCK_SIZE as i64,
-        blocks: a.blocks as i64,
-        atime: a.atime,
-        mtime: a.mtime,
-        ctime: a.ctime,
-    }
-}
+use crate::inode::{now, Inode};
 
 fn inode_dev(inode: &Inode) -> u64 {
     // SAFETY: an inode's superblock outlives it.
@@ -37,9 +19,7 @@ fn inode_dev(inode: &Inode) -> u64 {
 
 impl Process {
     pub(crate) fn sys_fstat(&self, fd: Fd) -> SysResult<Stat> {
-        self.with_file(fd, true, |f| {
-            Ok(stat_of(&f.inode().attr(), inode_dev(f.inode())))
-        })
+        self.with_file(fd, true, |f| Ok(f.inode().stat(inode_dev(f.inode()))))
     }
 
     pub(crate) fn sys_fstatat(&self, dirfd: Fd, path: &[u8], flags: i32) -> SysResult<Stat> {
@@ -51,7 +31,7 @@ impl Process {
         let _g = self.vfs.collector.enter();
         let found = self.lookup_at(&self.cred, dirfd, path, flags, 0)?;
         let inode = found.inode();
-        Ok(stat_of(&inode.attr(), inode_dev(inode)))
+        Ok(inode.stat(inode_dev(inode)))
     }
 
     pub(crate) fn sys_statx(
