@@ -93,3 +93,13 @@ fn mounts_and_cwd() {
     assert_eq!(p.stat(b"/mnt/d").unwrap_err(), Errno::ENOENT);
     assert_eq!(p.rename(b"/mnt", b"/mnt/sub").unwrap_err(), Errno::EINVAL);
 }
+
+#[test]
+fn nul_is_einval_even_after_a_cached_miss() {
+    let vfs = Vfs::new();
+    let p = vfs.root_process();
+    // Cache a negative dentry for "missing", then put a NUL after it.
+    assert_eq!(p.stat(b"/missing").unwrap_err(), Errno::ENOENT);
+    assert_eq!(p.stat(b"/missing/a\0b").unwrap_err(), Errno::EINVAL);
+    assert_eq!(p.stat(b"/missing\0").unwrap_err(), Errno::EINVAL);
+}

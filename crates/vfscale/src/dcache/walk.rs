@@ -312,6 +312,11 @@ impl VfsInner {
                     };
                     return Some(Ok(f));
                 }
+                // ...unless a later component holds a NUL: that is EINVAL,
+                // checked before anything else.
+                if has_nul(&path[i..]) {
+                    return None;
+                }
                 return Some(Err(Errno::ENOENT));
             }
             cur.dentry = c;
