@@ -18,3 +18,9 @@ step "cargo test (workspace)"
 cargo test --workspace
 step "loom models"
 scripts/loom.sh
+step "AddressSanitizer (stress and API tests)"
+if cargo +nightly --version >/dev/null 2>&1; then
+    scripts/asan.sh
+else
+    echo "skipped: no nightly toolchain (rustup toolchain install nightly) for -Zsanitizer=address"
+fi
