@@ -103,3 +103,14 @@ fn nul_is_einval_even_after_a_cached_miss() {
     assert_eq!(p.stat(b"/missing/a\0b").unwrap_err(), Errno::EINVAL);
     assert_eq!(p.stat(b"/missing\0").unwrap_err(), Errno::EINVAL);
 }
+
+#[test]
+fn mknod_device_number_wider_than_32_bits_is_einval() {
+    let vfs = Vfs::new();
+    let p = vfs.root_process();
+    assert_eq!(
+        p.mknodat(AT_FDCWD, b"/c", S_IFCHR | 0o600, 1 << 40),
+        Err(Errno::EINVAL)
+    );
+    assert_eq!(p.mknodat(AT_FDCWD, b"/c", S_IFCHR | 0o600, 0x0103), Ok(()));
+}

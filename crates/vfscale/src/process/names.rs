@@ -168,6 +168,10 @@ impl Process {
     }
 
     pub(crate) fn sys_mknodat(&self, dirfd: Fd, path: &[u8], mode: u32, dev: u64) -> SysResult<()> {
+        // The syscall's dev is 32 bits wide (glibc refuses wider values).
+        if dev > u32::MAX as u64 {
+            return Err(Errno::EINVAL);
+        }
         let ty = match mode & S_IFMT {
             0 => S_IFREG,
             t @ (S_IFREG | S_IFIFO | S_IFSOCK) => t,
