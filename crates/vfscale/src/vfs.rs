@@ -42,7 +42,8 @@ pub const RETIRE_BATCH: usize = 4096;
 /// Tunables of a VFS instance.
 #[derive(Clone, Debug)]
 pub struct VfsConfig {
-    /// log2 of the dentry hash table's bucket count.
+    /// log2 of the dentry hash table's bucket count (2^20 = 8 MiB of
+    /// buckets, touched lazily; chains stay short up to ~1M names).
     pub hash_bits: u32,
     /// Unused (negative) dentries kept per superblock before reclaim.
     pub max_unused_dentries: usize,
@@ -57,7 +58,7 @@ pub struct VfsConfig {
 impl Default for VfsConfig {
     fn default() -> Self {
         VfsConfig {
-            hash_bits: 18,
+            hash_bits: 20,
             max_unused_dentries: DEFAULT_MAX_UNUSED_DENTRIES,
             max_files: 1 << 24,
             fd_limit: 1024,
