@@ -158,18 +158,53 @@ impl VfsInner {
         if !found.is_null() {
             return (found, false);
         }
-        // SAFETY: the caller keeps `parent` alive (directory lock held and the
-        // directory not dead), so it is not in its dead zone.
+        let d = self.new_dentry(sb, parent, key, inode, refs);
+        Self::link(&mut b, d);
+        (d, true)
+    }
+
+    /// Inserts a new dentry for (parent, key) that the caller knows is
+    /// absent: it holds the parent's directory lock exclusively and found no
+    /// live dentry for the name. Same contract as `insert_dentry` otherwise.
+    pub(crate) fn insert_new_dentry(
+        &self,
+        sb: &SuperBlock,
+        parent: *const Dentry,
+        key: &NameKey<'_>,
+        inode: *const Inode,
+        refs: u32,
+    ) -> *const Dentry {
+        let d = self.new_dentry(sb, parent, key, inode, refs);
+        let mut b = self.bucket_of(parent, key.hash).lock();
+        debug_assert!(Self::lookup_in_locked_bucket(b.first(), parent, key).is_null());
+        Self::link(&mut b, d);
+        d
+    }
+
+    /// A fresh dentry holding a reference on `parent`, which the caller
+    /// keeps alive (directory lock held, directory not dead).
+    fn new_dentry(
+        &self,
+        sb: &SuperBlock,
+        parent: *const Dentry,
+        key: &NameKey<'_>,
+        inode: *const Inode,
+        refs: u32,
+    ) -> *const Dentry {
+        // SAFETY: the caller keeps `parent` alive, so it is not dead.
         let got = unsafe { &*parent }.refcount.get();
         debug_assert!(got, "parent of a new dentry must be live");
-        let d = Box::into_raw(Box::new(Dentry::new(sb, parent, key, inode, refs)));
+        self.stats.dentries.inc();
+        Box::into_raw(Box::new(Dentry::new(sb, parent, key, inode, refs)))
+    }
+
+    /// Publishes a fresh dentry in the locked bucket.
+    fn link(b: &mut hash::BucketGuard<'_, Dentry>, d: *const Dentry) {
         // SAFETY: `d` is a fresh allocation, not in any chain.
         unsafe {
             (*d).set_flag(D_HASHED);
             b.push_front(d);
         }
-        self.stats.dentries.inc();
-        (d, true)
     }
 
     /// Makes a negative dentry positive. Caller holds the parent's directory

@@ -28,6 +28,7 @@ impl Process {
         dir_d: *const Dentry,
         dir: &Inode,
         key: &NameKey<'_>,
+        neg: *const Dentry,
         mode: u32,
         uid: u32,
         gid: u32,
@@ -42,7 +43,7 @@ impl Process {
         sb.reserve_inode()?;
         let ino = sb.ino_alloc.alloc();
         let inode = self.vfs.alloc_inode(sb, ino, mode, uid, gid, rdev, body);
-        let d = self.bind_name(dir_d, key, inode);
+        let d = self.bind_name(dir_d, key, neg, inode);
         self.index_child(index, dir, d, is_dir);
         Ok(d)
     }
@@ -55,20 +56,24 @@ impl Process {
         &self,
         dir_d: *const Dentry,
         key: &NameKey<'_>,
+        neg: *const Dentry,
         inode: *const Inode,
     ) -> *const Dentry {
         // SAFETY (whole function): the directory lock keeps `dir_d` live;
-        // dentries found under the bucket lock are live.
+        // `neg` was found under the bucket lock with the directory locked
+        // and the caller's guard keeps it allocated.
         let sb = unsafe { &*(*dir_d).sb };
-        let neg = self.vfs.lookup_exact(dir_d, key);
         if !neg.is_null() && unsafe { &*neg }.refcount.get() {
             // The reference we just took becomes the namespace pin.
             self.vfs.instantiate(unsafe { &*neg }, inode);
             return neg;
         }
-        let (d, inserted) = self.vfs.insert_dentry(sb, dir_d, key, inode, 1);
-        debug_assert!(inserted, "name was checked free under the directory lock");
-        d
+        // The name is free, and with the directory locked exclusively no
+        // other dentry for it can appear (misses insert under the shared
+        // lock): no need to scan the chain again. A `neg` that could not be
+        // revived is being killed by the shrinker, which unhashes it while
+        // holding the bucket lock `insert_new_dentry` waits for.
+        self.vfs.insert_new_dentry(sb, dir_d, key, inode, 1)
     }
 
     /// Files a new positive child in the index and updates the directory.
@@ -93,7 +98,12 @@ impl Process {
     fn create_prologue<R>(
         &self,
         parent: &Parent<'_>,
-        op: impl FnOnce(&mut RwLockWriteGuard<'_, DirIndex>, &Inode, &NameKey<'_>) -> SysResult<R>,
+        op: impl FnOnce(
+            &mut RwLockWriteGuard<'_, DirIndex>,
+            &Inode,
+            &NameKey<'_>,
+            *const Dentry,
+        ) -> SysResult<R>,
     ) -> SysResult<R> {
         self.create_prologue_checked(parent, false, || Ok(()), op)
     }
@@ -101,7 +111,12 @@ impl Process {
     fn create_dir_prologue<R>(
         &self,
         parent: &Parent<'_>,
-        op: impl FnOnce(&mut RwLockWriteGuard<'_, DirIndex>, &Inode, &NameKey<'_>) -> SysResult<R>,
+        op: impl FnOnce(
+            &mut RwLockWriteGuard<'_, DirIndex>,
+            &Inode,
+            &NameKey<'_>,
+            *const Dentry,
+        ) -> SysResult<R>,
     ) -> SysResult<R> {
         self.create_prologue_checked(parent, true, || Ok(()), op)
     }
@@ -113,7 +128,12 @@ impl Process {
         parent: &Parent<'_>,
         creates_dir: bool,
         before_permission: impl FnOnce() -> SysResult<()>,
-        op: impl FnOnce(&mut RwLockWriteGuard<'_, DirIndex>, &Inode, &NameKey<'_>) -> SysResult<R>,
+        op: impl FnOnce(
+            &mut RwLockWriteGuard<'_, DirIndex>,
+            &Inode,
+            &NameKey<'_>,
+            *const Dentry,
+        ) -> SysResult<R>,
     ) -> SysResult<R> {
         let name = match parent.last {
             Last::Name(n) => n,
@@ -138,13 +158,13 @@ impl Process {
         }
         before_permission()?;
         self.may_modify_dir(dir)?;
-        op(&mut locked, dir, &key)
+        op(&mut locked, dir, &key, existing)
     }
 
     pub(crate) fn sys_mkdirat(&self, dirfd: Fd, path: &[u8], mode: u32) -> SysResult<()> {
         let _g = self.vfs.collector.enter();
         let parent = self.parent_at(dirfd, path)?;
-        self.create_dir_prologue(&parent, |idx, dir, key| {
+        self.create_dir_prologue(&parent, |idx, dir, key, neg| {
             let (uid, gid, m) = new_inode_owner(
                 &self.cred,
                 dir.perm_attr().0,
@@ -157,6 +177,7 @@ impl Process {
                 parent.dir.path.dentry,
                 dir,
                 key,
+                neg,
                 m,
                 uid,
                 gid,
@@ -181,7 +202,7 @@ impl Process {
         };
         let _g = self.vfs.collector.enter();
         let parent = self.parent_at(dirfd, path)?;
-        self.create_prologue(&parent, |idx, dir, key| {
+        self.create_prologue(&parent, |idx, dir, key, neg| {
             // CAP_MKNOD, checked after the name (as vfs_mknod does); a 0:0
             // character device is an overlayfs whiteout, which anyone may make.
             if matches!(ty, S_IFCHR | S_IFBLK)
@@ -212,6 +233,7 @@ impl Process {
                 parent.dir.path.dentry,
                 dir,
                 key,
+                neg,
                 m,
                 uid,
                 gid,
@@ -234,7 +256,7 @@ impl Process {
         }
         let _g = self.vfs.collector.enter();
         let parent = self.parent_at(newdirfd, linkpath)?;
-        self.create_prologue(&parent, |idx, dir, key| {
+        self.create_prologue(&parent, |idx, dir, key, neg| {
             let (uid, gid, _) = new_inode_owner(
                 &self.cred,
                 dir.perm_attr().0,
@@ -246,6 +268,7 @@ impl Process {
                 parent.dir.path.dentry,
                 dir,
                 key,
+                neg,
                 S_IFLNK | 0o777,
                 uid,
                 gid,
@@ -303,7 +326,7 @@ impl Process {
                 Err(Errno::EXDEV)
             }
         };
-        self.create_prologue_checked(&parent, false, same_mount, |idx, dir, key| {
+        self.create_prologue_checked(&parent, false, same_mount, |idx, dir, key, neg| {
             if inode.is_dir() {
                 return Err(Errno::EPERM);
             }
@@ -324,7 +347,7 @@ impl Process {
                 w.set_nlink(a.nlink + 1);
                 w.set_ctime(t);
             });
-            let d = self.bind_name(parent.dir.path.dentry, key, inode);
+            let d = self.bind_name(parent.dir.path.dentry, key, neg, inode);
             self.index_child(idx, dir, d, false);
             Ok(())
         })
@@ -705,7 +728,7 @@ impl Process {
         }
         let src_is_dir = si.is_dir();
         if let Some((inode, cookie)) = whiteout {
-            let w = self.bind_name(od, &okey, inode);
+            let w = self.bind_name(od, &okey, core::ptr::null(), inode);
             oidx.insert_at(cookie, w);
             // Relaxed: read under the directory lock.
             unsafe { &*w }.cookie.store(cookie, Ordering::Relaxed);

@@ -195,6 +195,7 @@ impl Process {
             dir_d,
             dir,
             &key,
+            existing,
             m,
             uid,
             gid,
