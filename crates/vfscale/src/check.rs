@@ -148,6 +148,7 @@ impl Vfs {
                         String::from_utf8_lossy(&name)
                     ));
                 }
+                // SAFETY: quiescent VFS under a guard (see the top of this function).
                 if unsafe { &*ci }.is_dir() {
                     subdirs += 1;
                 }
@@ -163,6 +164,7 @@ impl Vfs {
             }
         }
         for (&ip, &names) in &names_per_inode {
+            // SAFETY: inodes collected from live dentries of a quiescent VFS.
             let inode = unsafe { &*(ip as *const Inode) };
             if !inode.is_dir() && inode.attr().nlink != names {
                 return Err(format!(

@@ -189,6 +189,7 @@ impl Segments {
 /// `p..p+n` must be a live byte range: the user's path (borrowed for the
 /// walk) or a symlink target of an inode the walk's guard keeps allocated.
 unsafe fn slice<'a>(p: *const u8, n: usize) -> &'a [u8] {
+    // SAFETY: guaranteed by this function's contract (see above).
     unsafe { core::slice::from_raw_parts(p, n) }
 }
 
@@ -534,6 +535,7 @@ impl VfsInner {
                 }
                 RcuLookup::Miss => self.lookup_slow(cur.dentry, dir, &key)?,
             };
+            // SAFETY: chain nodes are freed only through the collector; guard held.
             let child_d = unsafe { &*child };
             let child_inode = child_d.inode_ptr();
             let child_flags = child_d.flags();
@@ -556,6 +558,7 @@ impl VfsInner {
             }
             let follow = !is_last || flags & WALK_FOLLOW != 0 || must_be_dir;
             if follow && child_flags & D_TYPE_SYMLINK != 0 {
+                // SAFETY: a validated positive dentry's inode, under the guard.
                 let ci = unsafe { &*child_inode };
                 links += 1;
                 if links > MAXSYMLINKS {
@@ -568,6 +571,7 @@ impl VfsInner {
                 if target[0] == b'/' {
                     sample(&mut global);
                     cur = root;
+                    // SAFETY: as above.
                     cur_d = unsafe { &*cur.dentry };
                     cur_seq = cur_d.seq.read_begin();
                     cur_inode = cur_d.inode_ptr();
@@ -585,12 +589,14 @@ impl VfsInner {
                 sample(&mut global);
                 next = self.follow_mounts(next);
                 if next.dentry != child {
+                    // SAFETY: a mount's root dentry, under the guard.
                     let nd = unsafe { &*next.dentry };
                     next_seq = nd.seq.read_begin();
                     next_inode = nd.inode_ptr();
                 }
             }
             cur = next;
+            // SAFETY: as above.
             cur_d = unsafe { &*cur.dentry };
             cur_seq = next_seq;
             cur_inode = next_inode;

@@ -45,6 +45,7 @@ impl Process {
                 let pino = if parent.is_null() {
                     inode.ino()
                 } else {
+                    // SAFETY: a positive parent (referenced by the child) keeps its inode.
                     unsafe { &*(*parent).inode_ptr() }.ino()
                 };
                 if !emit(pino, FIRST_CHILD_COOKIE, DT_DIR, b"..", &mut used) {

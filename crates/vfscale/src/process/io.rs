@@ -195,6 +195,7 @@ impl Process {
     /// Sets a regular file's length (truncate, ftruncate, O_TRUNC).
     pub(crate) fn truncate_inode(&self, inode: &Inode, length: u64) -> SysResult<()> {
         let data = inode.file_data().ok_or(Errno::EINVAL)?;
+        // SAFETY: an inode's superblock outlives it.
         let sb = unsafe { &*inode.sb };
         let mut d = data.write();
         let before = d.blocks_512();

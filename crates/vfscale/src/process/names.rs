@@ -35,6 +35,7 @@ impl Process {
         rdev: u64,
         body: InodeBody,
     ) -> SysResult<*const Dentry> {
+        // SAFETY: an inode's superblock outlives it.
         let sb = unsafe { &*dir.sb };
         let is_dir = s_isdir(mode);
         if is_dir && dir.attr().nlink >= LINK_MAX {
@@ -547,6 +548,7 @@ impl Process {
         };
         let (od, nd) = (op.dir.path.dentry, np.dir.path.dentry);
         let (odir, ndir) = (op.dir.inode(), np.dir.inode());
+        // SAFETY: an inode's superblock outlives it.
         let sb = unsafe { &*odir.sb };
         let _rename_lock = (od != nd).then(|| sb.rename_lock.lock());
         // Lock order: an ancestor before its descendant, else by address.
@@ -731,6 +733,7 @@ impl Process {
             let w = self.bind_name(od, &okey, core::ptr::null(), inode);
             oidx.insert_at(cookie, w);
             // Relaxed: read under the directory lock.
+            // SAFETY: just bound, pinned by its name.
             unsafe { &*w }.cookie.store(cookie, Ordering::Relaxed);
             odir.update_attr(|a| a.add_dir_entries(1));
         }
