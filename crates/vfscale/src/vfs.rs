@@ -197,6 +197,7 @@ impl VfsInner {
         root_mode: u32,
     ) -> Arc<SuperBlock> {
         let sb = Arc::new(SuperBlock {
+            // Relaxed: a unique number; nothing is published through it.
             dev: self.next_dev.fetch_add(1, Ordering::Relaxed),
             fs,
             root: AtomicPtr::new(core::ptr::null_mut()),

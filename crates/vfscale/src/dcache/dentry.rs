@@ -154,6 +154,7 @@ impl Dentry {
             for (i, w) in self.name_inline.iter().enumerate() {
                 w.store(name_word(name.bytes, i), Ordering::Relaxed);
             }
+            // AcqRel: release publishes a new buffer to `name_eq`'s Acquire; acquire takes ownership of the old one.
             self.name_ext.swap(ptr::null_mut(), Ordering::AcqRel)
         } else {
             let ext = Box::into_raw(Box::new(ExtName(name.bytes.into())));
@@ -220,10 +221,12 @@ impl Dentry {
     }
 
     pub(crate) fn set_flag(&self, f: u32) {
+        // Release: pairs with the Acquire in `flags()`.
         self.flags.fetch_or(f, Ordering::Release);
     }
 
     pub(crate) fn clear_flag(&self, f: u32) {
+        // Release: pairs with the Acquire in `flags()`.
         self.flags.fetch_and(!f, Ordering::Release);
     }
 

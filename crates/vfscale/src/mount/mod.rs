@@ -120,6 +120,7 @@ impl VfsInner {
     /// caller and handed over) with refcount 1 (the attachment's).
     pub(crate) fn new_mount(&self, sb: Arc<SuperBlock>, root: *const Dentry) -> *const Mount {
         self.stats.mounts.inc();
+        // Relaxed: the caller still holds the superblock; the last decrement (AcqRel) is what orders teardown.
         sb.active_mounts.fetch_add(1, Ordering::Relaxed);
         Box::into_raw(Box::new(Mount {
             parent: AtomicPtr::new(core::ptr::null_mut()),
@@ -127,6 +128,7 @@ impl VfsInner {
             root,
             sb: Arc::into_raw(sb),
             refcount: RefCount::new(1),
+            // Relaxed: a unique number; nothing is published through it.
             id: self.mounts.next_id.fetch_add(1, Ordering::Relaxed),
         }))
     }
@@ -145,6 +147,7 @@ impl VfsInner {
         self.mntget(parent);
         self.dget(mountpoint);
         self.mounts.seq.write_begin();
+        // Release: pairs with the Acquire in `parent_ptr`/`mountpoint_ptr`.
         c.parent.store(parent as *mut Mount, Ordering::Release);
         c.mountpoint
             .store(mountpoint as *mut Dentry, Ordering::Release);
@@ -180,6 +183,7 @@ impl VfsInner {
         if !still_mounted {
             unsafe { &*mp }.clear_flag(D_MOUNTED);
         }
+        // Release: pairs with the Acquire in `parent_ptr`/`mountpoint_ptr`.
         c.parent.store(core::ptr::null_mut(), Ordering::Release);
         c.mountpoint.store(core::ptr::null_mut(), Ordering::Release);
         self.mounts.seq.write_end();
