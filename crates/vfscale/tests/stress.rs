@@ -202,3 +202,16 @@ fn unlinked_open_file_lives_until_closed() {
     vfs.drop_caches();
     vfs.check_invariants().unwrap();
 }
+
+/// The long run: `cargo test --release -p vfscale --test stress -- --ignored soak`,
+/// bounded by `VFSCALE_SOAK_SECS` (default 60). Same operations and checks
+/// as the stress tests, for longer and with more threads.
+#[test]
+#[ignore = "long: run explicitly (see docs/TESTING.md)"]
+fn soak() {
+    let secs = std::env::var("VFSCALE_SOAK_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60.0);
+    run_stress(8, secs, 0x50a6);
+}
