@@ -153,20 +153,41 @@ fn run_stress(threads: usize, secs: f64, salt: u64) {
 }
 
 fn remove_tree(p: &vfscale::Process, dir: &[u8]) {
-    for e in p.read_dir(dir).unwrap() {
+    // One descriptor per level: random renames can nest thousands deep.
+    p.set_fd_limit(1 << 20);
+    let fd = p.open(dir, O_RDONLY | O_DIRECTORY, 0).unwrap();
+    empty_dir(p, fd);
+    p.close(fd).unwrap();
+    p.rmdir(dir).unwrap();
+}
+
+/// Removes everything below the directory open at `fd`, relative to
+/// directory descriptors: random renames nest directories deeper than
+/// PATH_MAX allows in one path.
+fn empty_dir(p: &vfscale::Process, fd: i32) {
+    let mut buf = vec![0u8; 32 * 1024];
+    p.lseek(fd, 0, SEEK_SET).unwrap();
+    let mut entries = Vec::new();
+    loop {
+        let n = p.getdents64(fd, &mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        entries.extend(parse_dirents64(&buf[..n]));
+    }
+    for e in entries {
         if e.name == b"." || e.name == b".." {
             continue;
         }
-        let mut child = dir.to_vec();
-        child.push(b'/');
-        child.extend_from_slice(&e.name);
         if e.dtype == DT_DIR {
-            remove_tree(p, &child);
+            let child = p.openat(fd, &e.name, O_RDONLY | O_DIRECTORY, 0).unwrap();
+            empty_dir(p, child);
+            p.close(child).unwrap();
+            p.unlinkat(fd, &e.name, AT_REMOVEDIR).unwrap();
         } else {
-            p.unlink(&child).unwrap();
+            p.unlinkat(fd, &e.name, 0).unwrap();
         }
     }
-    p.rmdir(dir).unwrap();
 }
 
 #[test]

@@ -331,23 +331,31 @@ impl Process {
             if inode.is_dir() {
                 return Err(Errno::EPERM);
             }
-            let a = inode.attr();
-            if a.nlink == 0 {
-                return Err(Errno::ENOENT);
-            }
-            if a.nlink >= LINK_MAX {
-                return Err(Errno::EMLINK);
-            }
             // A hard link takes an inode from the instance's budget (tmpfs).
             // SAFETY: an inode's superblock outlives it.
-            unsafe { &*inode.sb }.reserve_inode()?;
+            let sb = unsafe { &*inode.sb };
+            sb.reserve_inode()?;
+            let t = now();
+            // Check and increment under the attribute lock (see remove_name:
+            // an unlink elsewhere does not hold our directory lock).
+            let linked = inode.update_attr(|w| {
+                let n = w.get().nlink;
+                if n == 0 {
+                    return Err(Errno::ENOENT);
+                }
+                if n >= LINK_MAX {
+                    return Err(Errno::EMLINK);
+                }
+                w.set_nlink(n + 1);
+                w.set_ctime(t);
+                Ok(())
+            });
+            if let Err(e) = linked {
+                sb.release_inode();
+                return Err(e);
+            }
             let got = inode.refcount.get();
             debug_assert!(got, "an inode with links is live");
-            let t = now();
-            inode.update_attr(|w| {
-                w.set_nlink(a.nlink + 1);
-                w.set_ctime(t);
-            });
             let d = self.bind_name(parent.dir.path.dentry, key, neg, inode);
             self.index_child(idx, dir, d, false);
             Ok(())
@@ -464,17 +472,21 @@ impl Process {
                 a.set_ctime(t);
             });
         } else {
-            let nlink = vi.attr().nlink;
-            if nlink > 1 {
+            // Read and decrement under the attribute lock: a link or unlink
+            // of the same inode in another directory holds another
+            // directory's lock, not ours (Linux holds the inode lock here).
+            let was = vi.update_attr(|a| {
+                let n = a.get().nlink;
+                a.set_nlink(n.saturating_sub(1));
+                a.set_ctime(t);
+                n
+            });
+            if was > 1 {
                 // Extra links hold inode reservations; the last one is
                 // returned when the inode is freed.
                 // SAFETY: an inode's superblock outlives it.
                 unsafe { &*vi.sb }.release_inode();
             }
-            vi.update_attr(|a| {
-                a.set_nlink(nlink.saturating_sub(1));
-                a.set_ctime(t);
-            });
         }
         dir.update_attr(|a| {
             if is_dir {
