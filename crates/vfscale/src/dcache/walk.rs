@@ -371,7 +371,7 @@ impl VfsInner {
             None => (&b""[..], trimmed),
         };
         let dir = if dir_part.is_empty() {
-            self.walk_start(cred, start)?
+            self.walk_start(start)?
         } else {
             self.walk(cred, root, start, dir_part, WALK_FOLLOW | WALK_DIRECTORY)?
         };
@@ -396,7 +396,7 @@ impl VfsInner {
     }
 
     /// The start location itself as a walk result (empty dir part).
-    fn walk_start(&self, _cred: &Cred, start: PathPtr) -> SysResult<Found> {
+    fn walk_start(&self, start: PathPtr) -> SysResult<Found> {
         // SAFETY: the caller's guard keeps the start dentry (a cwd or an
         // open directory, both referenced) allocated.
         let d = unsafe { &*start.dentry };

@@ -9,8 +9,10 @@ use super::Process;
 use crate::abi::*;
 use crate::cred::perm::write_strip_mode;
 use crate::file::{OpenFile, FMODE_READ, FMODE_WRITE};
+use crate::fs::tmpfs::data::FileData;
 use crate::fs::BLOCK_SIZE;
 use crate::inode::{now, Inode};
+use crate::sync::lock::{MutexGuard, RwLock};
 
 /// Most iovecs one readv/writev accepts (Linux UIO_MAXIOV).
 const UIO_MAXIOV: usize = 1024;
@@ -52,25 +54,16 @@ impl Process {
         bufs: &mut [&mut [u8]],
         offset: Option<i64>,
     ) -> SysResult<usize> {
-        verify_range(file, offset, bufs.iter().map(|b| b.len()).sum())?;
+        let len = bufs.iter().map(|b| b.len()).sum();
+        let Transfer {
+            mut pos_guard,
+            mut pos,
+            data,
+        } = match begin_transfer(file, offset, len)? {
+            Ok(t) => t,
+            Err(done) => return Ok(done),
+        };
         let inode = file.inode();
-        let data = match inode.file_type() {
-            S_IFDIR => return Err(Errno::EISDIR),
-            S_IFREG => inode.file_data().ok_or(Errno::EINVAL)?,
-            S_IFIFO => return fifo_io(bufs.iter().map(|b| b.len()).sum()),
-            _ => return Err(Errno::EINVAL),
-        };
-        if let Some(o) = offset {
-            if o < 0 {
-                return Err(Errno::EINVAL);
-            }
-        }
-        let mut pos_guard = if offset.is_none() {
-            Some(file.pos.lock())
-        } else {
-            None
-        };
-        let mut pos = offset.map_or_else(|| **pos_guard.as_ref().unwrap(), |o| o as u64);
         let mut total = 0;
         {
             let d = data.read();
@@ -103,32 +96,19 @@ impl Process {
     }
 
     fn write_file(&self, file: &OpenFile, bufs: &[&[u8]], offset: Option<i64>) -> SysResult<usize> {
-        verify_range(file, offset, bufs.iter().map(|b| b.len()).sum())?;
-        let inode = file.inode();
-        let data = match inode.file_type() {
-            S_IFDIR => return Err(Errno::EISDIR),
-            S_IFREG => inode.file_data().ok_or(Errno::EINVAL)?,
-            S_IFIFO => return fifo_io(bufs.iter().map(|b| b.len()).sum()),
-            _ => return Err(Errno::EINVAL),
-        };
-        if let Some(o) = offset {
-            if o < 0 {
-                return Err(Errno::EINVAL);
-            }
-        }
         let len: usize = bufs.iter().map(|b| b.len()).sum();
-        let mut pos_guard = if offset.is_none() {
-            Some(file.pos.lock())
-        } else {
-            None
+        let Transfer {
+            mut pos_guard,
+            pos,
+            data,
+        } = match begin_transfer(file, offset, len)? {
+            Ok(t) => t,
+            Err(done) => return Ok(done),
         };
+        let inode = file.inode();
         let mut d = data.write();
         let append = file.status() & O_APPEND != 0;
-        let mut pos = if append {
-            d.len()
-        } else {
-            offset.map_or_else(|| **pos_guard.as_ref().unwrap(), |o| o as u64)
-        };
+        let mut pos = if append { d.len() } else { pos };
         if pos
             .checked_add(len as u64)
             .is_none_or(|e| e > i64::MAX as u64)
@@ -349,14 +329,41 @@ impl Process {
     }
 }
 
-/// Linux's rw_verify_area: a range whose end overflows a file offset is
-/// EINVAL, before anything looks at the file's type.
-fn verify_range(file: &OpenFile, offset: Option<i64>, len: usize) -> SysResult<()> {
-    let pos = offset.unwrap_or_else(|| *file.pos.lock() as i64);
+/// Where a read or write goes: the file's data at `pos`, with the file
+/// position's lock held for the whole transfer when it uses the position.
+struct Transfer<'f> {
+    pos_guard: Option<MutexGuard<'f, u64>>,
+    pos: u64,
+    data: &'f RwLock<FileData>,
+}
+
+/// The common start of read and write, in Linux's order: the range check
+/// (rw_verify_area: an end past the largest offset is EINVAL), then the
+/// file type. `Err(n)` inside `Ok`: the transfer is already complete with
+/// `n` bytes (a FIFO's empty transfer). Callers have rejected negative
+/// offsets.
+fn begin_transfer(
+    file: &OpenFile,
+    offset: Option<i64>,
+    len: usize,
+) -> SysResult<Result<Transfer<'_>, usize>> {
+    let pos_guard = offset.is_none().then(|| file.pos.lock());
+    let pos = offset.unwrap_or_else(|| pos_guard.as_deref().copied().unwrap_or(0) as i64);
     if pos.checked_add(len as i64).is_none() {
         return Err(Errno::EINVAL);
     }
-    Ok(())
+    let inode = file.inode();
+    let data = match inode.file_type() {
+        S_IFDIR => return Err(Errno::EISDIR),
+        S_IFREG => inode.file_data().ok_or(Errno::EINVAL)?,
+        S_IFIFO => return fifo_io(len).map(Err),
+        _ => return Err(Errno::EINVAL),
+    };
+    Ok(Ok(Transfer {
+        pos_guard,
+        pos: pos as u64,
+        data,
+    }))
 }
 
 /// Data transfer on a FIFO before pipes exist (docs/COMPATIBILITY.md): an

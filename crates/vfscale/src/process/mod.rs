@@ -145,8 +145,7 @@ impl Process {
         self.files.limit()
     }
 
-    /// A process with other credentials sharing nothing but the namespace
-    /// root (like a fresh login).
+    /// The namespace this process lives in.
     pub fn vfs(&self) -> crate::Vfs {
         crate::Vfs {
             inner: self.vfs.clone(),

@@ -94,37 +94,13 @@ impl Process {
         });
     }
 
-    /// Resolves the parent of a name to create and locks it: the common
-    /// prologue of mkdir, mknod, symlink and link.
+    /// The common prologue of mkdir, mknod, symlink and link: locks the
+    /// parent directory, makes sure the name is free (EEXIST), runs
+    /// `before_permission` (link's EXDEV, which Linux checks at that point),
+    /// checks write and search permission, then runs `op` with the locked
+    /// index and the cached negative dentry for the name, if any.
+    /// `creates_dir`: "name/" is acceptable (mkdir).
     fn create_prologue<R>(
-        &self,
-        parent: &Parent<'_>,
-        op: impl FnOnce(
-            &mut RwLockWriteGuard<'_, DirIndex>,
-            &Inode,
-            &NameKey<'_>,
-            *const Dentry,
-        ) -> SysResult<R>,
-    ) -> SysResult<R> {
-        self.create_prologue_checked(parent, false, || Ok(()), op)
-    }
-
-    fn create_dir_prologue<R>(
-        &self,
-        parent: &Parent<'_>,
-        op: impl FnOnce(
-            &mut RwLockWriteGuard<'_, DirIndex>,
-            &Inode,
-            &NameKey<'_>,
-            *const Dentry,
-        ) -> SysResult<R>,
-    ) -> SysResult<R> {
-        self.create_prologue_checked(parent, true, || Ok(()), op)
-    }
-
-    /// `create_prologue` with a check that Linux makes between "the name is
-    /// free" and the permission check on the directory (link's EXDEV).
-    fn create_prologue_checked<R>(
         &self,
         parent: &Parent<'_>,
         creates_dir: bool,
@@ -165,28 +141,33 @@ impl Process {
     pub(crate) fn sys_mkdirat(&self, dirfd: Fd, path: &[u8], mode: u32) -> SysResult<()> {
         let _g = self.vfs.collector.enter();
         let parent = self.parent_at(dirfd, path)?;
-        self.create_dir_prologue(&parent, |idx, dir, key, neg| {
-            let (uid, gid, m) = new_inode_owner(
-                &self.cred,
-                dir.perm_attr().0,
-                dir.perm_attr().2,
-                S_IFDIR | (mode & (0o777 | S_ISVTX)),
-            );
-            let m = (m & !(self.umask_bits() & 0o777)) | S_IFDIR;
-            self.create_locked(
-                idx,
-                parent.dir.path.dentry,
-                dir,
-                key,
-                neg,
-                m,
-                uid,
-                gid,
-                0,
-                InodeBody::Directory(RwLock::new(DirIndex::new())),
-            )
-            .map(drop)
-        })
+        self.create_prologue(
+            &parent,
+            true,
+            || Ok(()),
+            |idx, dir, key, neg| {
+                let (uid, gid, m) = new_inode_owner(
+                    &self.cred,
+                    dir.perm_attr().0,
+                    dir.perm_attr().2,
+                    S_IFDIR | (mode & (0o777 | S_ISVTX)),
+                );
+                let m = (m & !(self.umask_bits() & 0o777)) | S_IFDIR;
+                self.create_locked(
+                    idx,
+                    parent.dir.path.dentry,
+                    dir,
+                    key,
+                    neg,
+                    m,
+                    uid,
+                    gid,
+                    0,
+                    InodeBody::Directory(RwLock::new(DirIndex::new())),
+                )
+                .map(drop)
+            },
+        )
     }
 
     pub(crate) fn sys_mknodat(&self, dirfd: Fd, path: &[u8], mode: u32, dev: u64) -> SysResult<()> {
@@ -203,46 +184,51 @@ impl Process {
         };
         let _g = self.vfs.collector.enter();
         let parent = self.parent_at(dirfd, path)?;
-        self.create_prologue(&parent, |idx, dir, key, neg| {
-            // CAP_MKNOD, checked after the name (as vfs_mknod does); a 0:0
-            // character device is an overlayfs whiteout, which anyone may make.
-            if matches!(ty, S_IFCHR | S_IFBLK)
-                && !self.cred.is_root()
-                && !(ty == S_IFCHR && dev == 0)
-            {
-                return Err(Errno::EPERM);
-            }
-            let (uid, gid, m) = new_inode_owner(
-                &self.cred,
-                dir.perm_attr().0,
-                dir.perm_attr().2,
-                ty | (mode & S_IALLUGO),
-            );
-            let m = (m & !self.umask_bits()) | ty;
-            let body = if ty == S_IFREG {
-                InodeBody::Regular(RwLock::new(Default::default()))
-            } else {
-                InodeBody::Special
-            };
-            let rdev = if matches!(ty, S_IFCHR | S_IFBLK) {
-                dev
-            } else {
-                0
-            };
-            self.create_locked(
-                idx,
-                parent.dir.path.dentry,
-                dir,
-                key,
-                neg,
-                m,
-                uid,
-                gid,
-                rdev,
-                body,
-            )
-            .map(drop)
-        })
+        self.create_prologue(
+            &parent,
+            false,
+            || Ok(()),
+            |idx, dir, key, neg| {
+                // CAP_MKNOD, checked after the name (as vfs_mknod does); a 0:0
+                // character device is an overlayfs whiteout, which anyone may make.
+                if matches!(ty, S_IFCHR | S_IFBLK)
+                    && !self.cred.is_root()
+                    && !(ty == S_IFCHR && dev == 0)
+                {
+                    return Err(Errno::EPERM);
+                }
+                let (uid, gid, m) = new_inode_owner(
+                    &self.cred,
+                    dir.perm_attr().0,
+                    dir.perm_attr().2,
+                    ty | (mode & S_IALLUGO),
+                );
+                let m = (m & !self.umask_bits()) | ty;
+                let body = if ty == S_IFREG {
+                    InodeBody::Regular(RwLock::new(Default::default()))
+                } else {
+                    InodeBody::Special
+                };
+                let rdev = if matches!(ty, S_IFCHR | S_IFBLK) {
+                    dev
+                } else {
+                    0
+                };
+                self.create_locked(
+                    idx,
+                    parent.dir.path.dentry,
+                    dir,
+                    key,
+                    neg,
+                    m,
+                    uid,
+                    gid,
+                    rdev,
+                    body,
+                )
+                .map(drop)
+            },
+        )
     }
 
     pub(crate) fn sys_symlinkat(
@@ -257,32 +243,37 @@ impl Process {
         }
         let _g = self.vfs.collector.enter();
         let parent = self.parent_at(newdirfd, linkpath)?;
-        self.create_prologue(&parent, |idx, dir, key, neg| {
-            let (uid, gid, _) = new_inode_owner(
-                &self.cred,
-                dir.perm_attr().0,
-                dir.perm_attr().2,
-                S_IFLNK | 0o777,
-            );
-            let d = self.create_locked(
-                idx,
-                parent.dir.path.dentry,
-                dir,
-                key,
-                neg,
-                S_IFLNK | 0o777,
-                uid,
-                gid,
-                0,
-                InodeBody::Symlink(target.into()),
-            )?;
-            // SAFETY: pinned by the namespace reference.
-            let inode = unsafe { &*(*d).inode_ptr() };
-            // tmpfs keeps targets under 128 bytes inline, longer ones in a page.
-            let blocks = if target.len() < 128 { 0 } else { 8 };
-            inode.update_attr(|a| a.set_size(target.len() as u64, blocks));
-            Ok(())
-        })
+        self.create_prologue(
+            &parent,
+            false,
+            || Ok(()),
+            |idx, dir, key, neg| {
+                let (uid, gid, _) = new_inode_owner(
+                    &self.cred,
+                    dir.perm_attr().0,
+                    dir.perm_attr().2,
+                    S_IFLNK | 0o777,
+                );
+                let d = self.create_locked(
+                    idx,
+                    parent.dir.path.dentry,
+                    dir,
+                    key,
+                    neg,
+                    S_IFLNK | 0o777,
+                    uid,
+                    gid,
+                    0,
+                    InodeBody::Symlink(target.into()),
+                )?;
+                // SAFETY: pinned by the namespace reference.
+                let inode = unsafe { &*(*d).inode_ptr() };
+                // tmpfs keeps targets under 128 bytes inline, longer ones in a page.
+                let blocks = if target.len() < 128 { 0 } else { 8 };
+                inode.update_attr(|a| a.set_size(target.len() as u64, blocks));
+                Ok(())
+            },
+        )
     }
 
     pub(crate) fn sys_linkat(
@@ -327,7 +318,7 @@ impl Process {
                 Err(Errno::EXDEV)
             }
         };
-        self.create_prologue_checked(&parent, false, same_mount, |idx, dir, key, neg| {
+        self.create_prologue(&parent, false, same_mount, |idx, dir, key, neg| {
             if inode.is_dir() {
                 return Err(Errno::EPERM);
             }
