@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Model-checks the sync protocols (refcount, seqcount, bit-locked hash
+# Model-checks the sync protocols (refcount, seqcount, epoch reclamation, bit-locked hash
 # chains) with loom: crates/vfscale/tests/loom_sync.rs.
 #
 # Usage: scripts/loom.sh [extra cargo test args, e.g. a test name filter]

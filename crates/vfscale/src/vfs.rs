@@ -25,13 +25,14 @@ use crate::mount::MountTable;
 use crate::process::Process;
 use crate::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use crate::sync::counter::{ApproxCounter, ShardedCounter};
+use crate::sync::epoch::Collector;
 use crate::sync::ino_batch::InoAllocator;
 use crate::sync::lock::{Mutex, RwLock};
 use crate::sync::seqcount::SeqCount;
-use seize::Collector;
 use std::sync::Arc;
 
-/// Objects retired per epoch batch. Each batch costs one heavy barrier
+/// Objects retired per epoch batch (per collector shard, see
+/// `sync/epoch.rs`). Each batch costs one heavy barrier
 /// (`membarrier`, an IPI to every CPU running this process); measured on
 /// lockref-recovery, small batches let a thread that creates and unlinks
 /// names interrupt concurrent stat callers thousands of times a second
@@ -280,10 +281,7 @@ impl VfsInner {
             }
             self.stats.dentries.dec();
             // SAFETY: unhashed and unreachable; readers hold guards.
-            unsafe {
-                self.collector
-                    .retire(d as *mut Dentry, seize::reclaim::boxed)
-            };
+            unsafe { self.collector.retire_box(d as *mut Dentry) };
         }
     }
 }

@@ -170,11 +170,22 @@ impl Dentry {
 
     /// Compares the name with `key`. The answer is meaningful only if the
     /// caller validates `seq` afterwards or holds the parent's lock.
-    #[inline]
+    #[inline(always)]
     pub fn name_eq(&self, key: &NameKey<'_>) -> bool {
         if self.hash_len() != key.hash_len() {
             return false;
         }
+        if key.bytes.len() <= 8 {
+            // Relaxed: validated by the caller's seq check.
+            return self.name_inline[0].load(Ordering::Relaxed) == name_word(key.bytes, 0);
+        }
+        self.name_eq_long(key)
+    }
+
+    /// `name_eq` for names longer than one word (hash and length already
+    /// equal).
+    #[inline(never)]
+    fn name_eq_long(&self, key: &NameKey<'_>) -> bool {
         let len = key.bytes.len();
         if len <= INLINE_NAME_LEN {
             // Relaxed: validated by the caller's seq check.

@@ -51,6 +51,7 @@ impl VfsInner {
     }
 
     /// Lock-free lookup of `key` in `parent`. Caller holds an epoch guard.
+    #[inline(always)]
     pub(crate) fn lookup_rcu(&self, parent: *const Dentry, key: &NameKey<'_>) -> RcuLookup {
         let hl = key.hash_len();
         let mut p = self.bucket_of(parent, key.hash).first();
@@ -259,7 +260,7 @@ impl VfsInner {
         if !old_name.is_null() {
             // SAFETY: the swap in `store_name` unlinked the buffer; readers
             // that loaded it hold guards.
-            unsafe { self.collector.retire(old_name, seize::reclaim::boxed) };
+            unsafe { self.collector.retire_box(old_name) };
         }
     }
 
@@ -330,10 +331,7 @@ impl VfsInner {
         self.stats.dentries.dec();
         // SAFETY: `d` is unhashed, off the LRU and dead: no new reader can
         // reach it; current readers hold guards.
-        unsafe {
-            self.collector
-                .retire(d as *mut Dentry, seize::reclaim::boxed)
-        };
+        unsafe { self.collector.retire_box(d as *mut Dentry) };
         (!parent.is_null()).then_some(parent)
     }
 
@@ -410,10 +408,7 @@ impl VfsInner {
             self.stats.inodes.dec();
             // SAFETY: no dentry refers to the inode any more; lock-free
             // readers that loaded it hold guards.
-            unsafe {
-                self.collector
-                    .retire(inode as *mut Inode, seize::reclaim::boxed)
-            };
+            unsafe { self.collector.retire_box(inode as *mut Inode) };
         }
     }
 }

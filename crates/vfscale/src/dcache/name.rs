@@ -38,27 +38,126 @@ impl<'a> NameKey<'a> {
 }
 
 const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
+const LOW_BYTES: u64 = 0x0101_0101_0101_0101;
+const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
+const SLASHES: u64 = 0x2f2f_2f2f_2f2f_2f2f;
 
 /// Little-endian word `i` of `bytes`, zero-padded past the end.
 #[inline(always)]
 pub fn name_word(bytes: &[u8], i: usize) -> u64 {
-    let start = i * 8;
-    match bytes.get(start..start + 8) {
-        Some(w) => u64::from_le_bytes(w.try_into().unwrap()),
-        None => {
-            let tail = bytes.get(start..).unwrap_or(&[]);
-            tail.iter().rev().fold(0u64, |w, &b| (w << 8) | b as u64)
-        }
+    load_word(bytes, i * 8).0
+}
+
+/// Bytes `at..at + 8` of `s` as a little-endian word, zero past the end of
+/// `s`, and how many of the eight bytes were real. Never reads outside `s`:
+/// a short tail is put together from two overlapping loads, not byte by
+/// byte.
+#[inline(always)]
+pub fn load_word(s: &[u8], at: usize) -> (u64, usize) {
+    let tail = s.get(at..).unwrap_or(&[]);
+    if let Some(w) = tail.first_chunk::<8>() {
+        return (u64::from_le_bytes(*w), 8);
     }
+    let n = tail.len();
+    let w = match n {
+        0 => 0,
+        1..=3 => {
+            tail[0] as u64
+                | (tail[n / 2] as u64) << (8 * (n / 2))
+                | (tail[n - 1] as u64) << (8 * (n - 1))
+        }
+        _ => {
+            let lo = u32::from_le_bytes(tail[..4].try_into().unwrap()) as u64;
+            let hi = u32::from_le_bytes(tail[n - 4..].try_into().unwrap()) as u64;
+            lo | hi << (8 * (n - 4))
+        }
+    };
+    (w, n)
+}
+
+/// One step of the name hash: every whole or zero-padded 8-byte word of a
+/// name, in order.
+#[inline(always)]
+fn hash_mix(h: u64, word: u64) -> u64 {
+    let h = (h ^ word).wrapping_mul(MIX);
+    h ^ (h >> 29)
+}
+
+/// The end of the name hash: the length goes in last, so a scanner that
+/// learns the length only at the end hashes in one pass.
+#[inline(always)]
+fn hash_finish(h: u64, len: usize) -> u32 {
+    let h = (h ^ len as u64).wrapping_mul(MIX);
+    (h ^ (h >> 32)) as u32
 }
 
 pub fn name_hash(bytes: &[u8]) -> u32 {
-    let mut h: u64 = bytes.len() as u64;
+    let mut h = 0;
     for i in 0..bytes.len().div_ceil(8) {
-        h = (h ^ name_word(bytes, i)).wrapping_mul(MIX);
-        h ^= h >> 29;
+        h = hash_mix(h, name_word(bytes, i));
     }
-    (h ^ (h >> 32)) as u32
+    hash_finish(h, bytes.len())
+}
+
+/// How a scanned path component ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ComponentEnd {
+    /// At a `/` or at the end of the path.
+    Separator,
+    /// At a NUL byte (EINVAL at the API boundary).
+    Nul,
+    /// The component is longer than NAME_MAX; scanning stopped.
+    TooLong,
+}
+
+/// Scans the component that starts at `path[at]` (not a `/`) eight bytes at
+/// a time, hashing as it goes (Linux's `hash_name`): returns its key, where
+/// it ends and how. One pass over the bytes finds the separator, notices a
+/// NUL and computes the same hash as `name_hash`.
+#[inline(always)]
+pub fn scan_component(path: &[u8], at: usize) -> (NameKey<'_>, ComponentEnd) {
+    let mut h = 0;
+    let mut i = at;
+    loop {
+        let (w, real) = load_word(path, i);
+        let delim = zero_bytes(w) | zero_bytes(w ^ SLASHES);
+        // The lowest flagged byte is exact (the trick's false positives lie
+        // only above a true zero byte); bytes past the path's end count as
+        // the end.
+        let k = ((delim.trailing_zeros() / 8) as usize).min(real);
+        if k == 8 {
+            h = hash_mix(h, w);
+            i += 8;
+            if i - at > crate::abi::NAME_MAX {
+                return (NameKey::new(&path[at..i]), ComponentEnd::TooLong);
+            }
+            continue;
+        }
+        if k > 0 {
+            h = hash_mix(h, w & (u64::MAX >> (64 - 8 * k)));
+        }
+        i += k;
+        let bytes = &path[at..i];
+        let end = if k < real && w >> (8 * k) & 0xff == 0 {
+            ComponentEnd::Nul
+        } else if bytes.len() > crate::abi::NAME_MAX {
+            ComponentEnd::TooLong
+        } else {
+            ComponentEnd::Separator
+        };
+        let key = NameKey {
+            bytes,
+            hash: hash_finish(h, bytes.len()),
+        };
+        return (key, end);
+    }
+}
+
+/// The high bit of every zero byte of `w` set, at least for the lowest one
+/// (the classic has-zero-byte trick).
+#[inline(always)]
+fn zero_bytes(w: u64) -> u64 {
+    w.wrapping_sub(LOW_BYTES) & !w & HIGH_BITS
 }
 
 /// The 64-bit hash that picks a bucket for (parent, name).
@@ -84,5 +183,64 @@ mod tests {
         );
         let k = NameKey::new(b"xyz");
         assert_eq!(k.hash_len() & 0xffff_ffff, 3);
+    }
+
+    #[test]
+    fn load_word_matches_bytewise_padding() {
+        let s: Vec<u8> = (1..=20).collect();
+        for at in 0..=s.len() {
+            let mut want = [0u8; 8];
+            let real = (s.len() - at).min(8);
+            want[..real].copy_from_slice(&s[at..at + real]);
+            assert_eq!(
+                load_word(&s, at),
+                (u64::from_le_bytes(want), real),
+                "at {at}"
+            );
+        }
+    }
+
+    #[test]
+    fn scan_component_agrees_with_name_hash() {
+        let names: [&[u8]; 8] = [
+            b"a",
+            b"file",
+            b"exactly8",
+            b"seventeen_bytes_x",
+            b"with space",
+            &[0xff, 0x80, 0x7f],
+            b"0123456789abcdef",
+            b"q",
+        ];
+        for name in names {
+            for (suffix, end) in [
+                (&b""[..], ComponentEnd::Separator),
+                (b"/", ComponentEnd::Separator),
+                (b"//x", ComponentEnd::Separator),
+                (b"\0rest", ComponentEnd::Nul),
+            ] {
+                let mut path = b"//".to_vec();
+                path.extend_from_slice(name);
+                path.extend_from_slice(suffix);
+                let (key, got_end) = scan_component(&path, 2);
+                assert_eq!(key.bytes, name);
+                assert_eq!(key.hash, name_hash(name), "{name:?}");
+                assert_eq!(got_end, end, "{name:?} {suffix:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn scan_component_stops_past_name_max() {
+        let long = vec![b'x'; 300];
+        let (_, end) = scan_component(&long, 0);
+        assert_eq!(end, ComponentEnd::TooLong);
+        let exact = vec![b'y'; crate::abi::NAME_MAX];
+        let (key, end) = scan_component(&exact, 0);
+        assert_eq!(
+            (key.bytes.len(), end),
+            (crate::abi::NAME_MAX, ComponentEnd::Separator)
+        );
+        assert_eq!(key.hash, name_hash(&exact));
     }
 }

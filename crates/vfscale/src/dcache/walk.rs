@@ -19,7 +19,7 @@
 //! (stat, access, readlink) take none.
 
 use super::dentry::{Dentry, D_MOUNTED, D_TYPE_DIR, D_TYPE_SYMLINK};
-use super::name::NameKey;
+use super::name::{scan_component, ComponentEnd, NameKey};
 use super::RcuLookup;
 use crate::abi::*;
 use crate::cred::perm::{may_access, may_search_fast, MAY_EXEC};
@@ -121,6 +121,12 @@ fn has_nul(bytes: &[u8]) -> bool {
         .remainder()
         .iter()
         .fold(false, |found, &b| found | (b == 0))
+}
+
+/// "." or "..": components the fast path leaves to the full walk.
+#[inline(always)]
+fn is_dot_or_dotdot(comp: &[u8]) -> bool {
+    comp == b"." || comp == b".."
 }
 
 /// Pending path text: a stack of segments (the original path and the
@@ -263,19 +269,12 @@ impl VfsInner {
             return None;
         }
         loop {
-            let begin = i;
-            let mut nul = false;
-            while i < n && path[i] != b'/' {
-                nul |= path[i] == 0;
-                i += 1;
-            }
-            if nul {
+            let (key, end) = scan_component(path, i);
+            let comp = key.bytes;
+            if end != ComponentEnd::Separator || (comp.len() <= 2 && is_dot_or_dotdot(comp)) {
                 return None;
             }
-            let comp = &path[begin..i];
-            if comp.len() > NAME_MAX || comp == b"." || comp == b".." {
-                return None;
-            }
+            i += comp.len();
             if d.flags() & D_TYPE_DIR == 0 {
                 return None;
             }
@@ -286,7 +285,7 @@ impl VfsInner {
                     return None;
                 }
             }
-            let RcuLookup::Found(c, cseq) = self.lookup_rcu(cur.dentry, &NameKey::new(comp)) else {
+            let RcuLookup::Found(c, cseq) = self.lookup_rcu(cur.dentry, &key) else {
                 return None;
             };
             if d.seq.read_retry(seq) {

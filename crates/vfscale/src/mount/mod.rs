@@ -225,15 +225,9 @@ impl VfsInner {
         // The superblock struct itself may still be read by walkers holding
         // guards: free it through the collector.
         // SAFETY: boxed here, reclaimed once by `reclaim::boxed`.
-        unsafe {
-            self.collector
-                .retire(Box::into_raw(Box::new(sb)), seize::reclaim::boxed)
-        };
+        unsafe { self.collector.retire_box(Box::into_raw(Box::new(sb))) };
         self.stats.mounts.dec();
         // SAFETY: detached and dead: unreachable for new walkers.
-        unsafe {
-            self.collector
-                .retire(m as *mut Mount, seize::reclaim::boxed)
-        };
+        unsafe { self.collector.retire_box(m as *mut Mount) };
     }
 }

@@ -12,6 +12,7 @@
 pub mod atomic;
 pub mod bitlock;
 pub mod counter;
+pub mod epoch;
 pub mod ino_batch;
 pub mod lock;
 pub mod opcount;
