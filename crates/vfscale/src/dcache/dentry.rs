@@ -177,7 +177,7 @@ impl Dentry {
         }
         if key.bytes.len() <= 8 {
             // Relaxed: validated by the caller's seq check.
-            return self.name_inline[0].load(Ordering::Relaxed) == name_word(key.bytes, 0);
+            return self.name_inline[0].load(Ordering::Relaxed) == key.first_word;
         }
         self.name_eq_long(key)
     }

@@ -11,6 +11,9 @@ use super::dentry::Dentry;
 pub struct NameKey<'a> {
     pub bytes: &'a [u8],
     pub hash: u32,
+    /// The name's first little-endian word, zero-padded: names of up to 8
+    /// bytes compare with one load.
+    pub first_word: u64,
 }
 
 impl<'a> NameKey<'a> {
@@ -18,6 +21,7 @@ impl<'a> NameKey<'a> {
         NameKey {
             bytes,
             hash: name_hash(bytes),
+            first_word: name_word(bytes, 0),
         }
     }
 
@@ -118,6 +122,7 @@ pub enum ComponentEnd {
 pub fn scan_component(path: &[u8], at: usize) -> (NameKey<'_>, ComponentEnd) {
     let mut h = 0;
     let mut i = at;
+    let mut first_word = None;
     loop {
         let (w, real) = load_word(path, i);
         let delim = zero_bytes(w) | zero_bytes(w ^ SLASHES);
@@ -127,14 +132,20 @@ pub fn scan_component(path: &[u8], at: usize) -> (NameKey<'_>, ComponentEnd) {
         let k = ((delim.trailing_zeros() / 8) as usize).min(real);
         if k == 8 {
             h = hash_mix(h, w);
+            first_word.get_or_insert(w);
             i += 8;
             if i - at > crate::abi::NAME_MAX {
                 return (NameKey::new(&path[at..i]), ComponentEnd::TooLong);
             }
             continue;
         }
+        let last = if k > 0 {
+            w & (u64::MAX >> (64 - 8 * k))
+        } else {
+            0
+        };
         if k > 0 {
-            h = hash_mix(h, w & (u64::MAX >> (64 - 8 * k)));
+            h = hash_mix(h, last);
         }
         i += k;
         let bytes = &path[at..i];
@@ -148,6 +159,7 @@ pub fn scan_component(path: &[u8], at: usize) -> (NameKey<'_>, ComponentEnd) {
         let key = NameKey {
             bytes,
             hash: hash_finish(h, bytes.len()),
+            first_word: first_word.unwrap_or(last),
         };
         return (key, end);
     }
@@ -225,6 +237,7 @@ mod tests {
                 let (key, got_end) = scan_component(&path, 2);
                 assert_eq!(key.bytes, name);
                 assert_eq!(key.hash, name_hash(name), "{name:?}");
+                assert_eq!(key.first_word, NameKey::new(name).first_word, "{name:?}");
                 assert_eq!(got_end, end, "{name:?} {suffix:?}");
             }
         }
