@@ -1049,6 +1049,10 @@ impl State {
         fd: Fd,
         times: Option<[Timespec; 2]>,
     ) -> SysResult<()> {
+        // glibc's futimens: a negative fd is EBADF before the syscall.
+        if fd < 0 {
+            return Err(Errno::EBADF);
+        }
         if let Some([a, m]) = times {
             if a.nsec == UTIME_OMIT && m.nsec == UTIME_OMIT {
                 return Ok(());
