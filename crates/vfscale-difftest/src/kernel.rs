@@ -78,11 +78,16 @@ fn unshare_tables() -> Result<(), String> {
 /// `fs.protected_hardlinks` (a sysctl, on in most distributions) makes
 /// linkat EPERM for a source the caller neither owns nor may read and
 /// write; vfscale does not model it (docs/COMPATIBILITY.md). A non-root
-/// worker therefore keeps CAP_FOWNER in its *permitted* set only and raises
-/// it into the effective set around linkat alone: in linkat, CAP_FOWNER
-/// only lifts that check (directory write/search checks use
-/// CAP_DAC_OVERRIDE, which stays off), so the kernel then applies the plain
-/// POSIX link rules vfscale does, without touching the host-wide sysctl.
+/// worker therefore keeps CAP_FOWNER in its *permitted* set only; when its
+/// linkat fails with EPERM, a helper thread (spawned by the worker, so
+/// sharing its fd table and fs_struct, with its own copy of the
+/// credentials) raises CAP_FOWNER into its effective set and retries. In
+/// linkat, CAP_FOWNER only lifts the protected_hardlinks check (directory
+/// write/search checks use CAP_DAC_OVERRIDE, which stays off), so the retry
+/// gives the plain POSIX link rules vfscale applies, without touching the
+/// host-wide sysctl. The worker's own cred struct never changes: linkat
+/// AT_EMPTY_PATH compares the opener's cred with the caller's *by pointer*.
+/// (Left over: an AT_EMPTY_PATH retry cannot pass that pointer check.)
 const CAP_FOWNER: u32 = 3;
 const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
 
@@ -120,6 +125,25 @@ fn capset(effective: u32, permitted: u32) -> Result<(), String> {
         CapData::default(),
     ];
     // SAFETY: a v3 header and its two data words; pid 0 is this thread.
+    if unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) } != 0 {
+        return Err(setup_err("capset"));
+    }
+    Ok(())
+}
+
+/// Gives this thread a fresh copy of its credentials (capset with the
+/// current sets commits a new cred struct), as fork's copy_creds does.
+fn copy_cred() -> Result<(), String> {
+    let mut header = CapHeader {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let mut data = [CapData::default(); 2];
+    // SAFETY: a v3 header and room for its two data words.
+    if unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) } != 0 {
+        return Err(setup_err("capget"));
+    }
+    // SAFETY: as above; setting the sets just read is always allowed.
     if unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) } != 0 {
         return Err(setup_err("capset"));
     }
@@ -600,18 +624,23 @@ impl ProcessApi for KernelProcess {
     ) -> SysResult<()> {
         let (o, n) = (cpath(oldpath)?, cpath(newpath)?);
         self.call(move || {
-            let raise = LINK_CAP.with(|c| c.get());
-            if raise {
+            let link = move |o: &CString, n: &CString| {
+                // SAFETY: `o` and `n` are valid C strings.
+                unit(unsafe {
+                    libc::syscall(libc::SYS_linkat, olddirfd, o.as_ptr(), newdirfd, n.as_ptr(), flags)
+                })
+            };
+            let r = link(&o, &n);
+            if r != Err(Errno::EPERM) || !LINK_CAP.with(|c| c.get()) {
+                return r;
+            }
+            // Shares this worker's fd table and fs_struct (std's clone flags).
+            thread::spawn(move || {
                 capset(1 << CAP_FOWNER, 1 << CAP_FOWNER).expect("raise CAP_FOWNER");
-            }
-            // SAFETY: `o` and `n` are valid C strings.
-            let r = unit(unsafe {
-                libc::syscall(libc::SYS_linkat, olddirfd, o.as_ptr(), newdirfd, n.as_ptr(), flags)
-            });
-            if raise {
-                capset(0, 1 << CAP_FOWNER).expect("drop CAP_FOWNER");
-            }
-            r
+                link(&o, &n)
+            })
+            .join()
+            .expect("the linkat helper thread")
         })
     }
     fn symlinkat(&self, target: &[u8], newdirfd: Fd, linkpath: &[u8]) -> SysResult<()> {
@@ -705,7 +734,10 @@ impl ProcessApi for KernelProcess {
             let link_cap = LINK_CAP.with(|c| c.get());
             KernelProcess::start(move || {
                 LINK_CAP.with(|c| c.set(link_cap));
-                unshare_tables()
+                unshare_tables()?;
+                // fork copies the credentials (a new cred struct); a thread
+                // shares them, so make a copy with the same values.
+                copy_cred()
             })
         })
             .map_err(|_| Errno::EAGAIN)
