@@ -307,7 +307,6 @@ fn statx_from(s: &libc::statx) -> Statx {
         rdev_minor: s.stx_rdev_minor,
         dev_major: s.stx_dev_major,
         dev_minor: s.stx_dev_minor,
-        ..Statx::default()
     }
 }
 
@@ -338,7 +337,12 @@ fn times_arg(times: &Option<[Timespec; 2]>) -> Option<[libc::timespec; 2]> {
     })
 }
 
-fn utimensat_raw(dirfd: Fd, path: Option<&CString>, times: &Option<[Timespec; 2]>, flags: i32) -> SysResult<()> {
+fn utimensat_raw(
+    dirfd: Fd,
+    path: Option<&CString>,
+    times: &Option<[Timespec; 2]>,
+    flags: i32,
+) -> SysResult<()> {
     let t = times_arg(times);
     let tp = t.as_ref().map_or(core::ptr::null(), |a| a.as_ptr());
     let pp = path.map_or(core::ptr::null(), |p| p.as_ptr());
@@ -404,9 +408,8 @@ impl ProcessApi for KernelProcess {
         let (r, data) = self.call(move || {
             let mut b = vec![0u8; len];
             // SAFETY: `b` is writable for `len` bytes.
-            let r = sys(unsafe {
-                libc::syscall(libc::SYS_pread64, fd, b.as_mut_ptr(), len, offset)
-            });
+            let r =
+                sys(unsafe { libc::syscall(libc::SYS_pread64, fd, b.as_mut_ptr(), len, offset) });
             (r, b)
         });
         let n = r? as usize;
@@ -496,10 +499,8 @@ impl ProcessApi for KernelProcess {
             // SAFETY: all-zero is a valid `stat`.
             let mut st: libc::stat = unsafe { core::mem::zeroed() };
             // SAFETY: `p` is a valid C string, `st` writable stat storage.
-            unit(unsafe {
-                libc::syscall(libc::SYS_newfstatat, dirfd, p.as_ptr(), &mut st, flags)
-            })
-            .map(|()| stat_from(&st))
+            unit(unsafe { libc::syscall(libc::SYS_newfstatat, dirfd, p.as_ptr(), &mut st, flags) })
+                .map(|()| stat_from(&st))
         })
     }
     fn statx(&self, dirfd: Fd, path: &[u8], flags: i32, mask: u32) -> SysResult<Statx> {
@@ -508,10 +509,8 @@ impl ProcessApi for KernelProcess {
             // SAFETY: all-zero is a valid `statx`.
             let mut st: libc::statx = unsafe { core::mem::zeroed() };
             // SAFETY: `p` is a valid C string, `st` writable statx storage.
-            unit(unsafe {
-                libc::syscall(libc::SYS_statx, dirfd, p.as_ptr(), flags, mask, &mut st)
-            })
-            .map(|()| statx_from(&st))
+            unit(unsafe { libc::syscall(libc::SYS_statx, dirfd, p.as_ptr(), flags, mask, &mut st) })
+                .map(|()| statx_from(&st))
         })
     }
     fn faccessat(&self, dirfd: Fd, path: &[u8], mode: i32, flags: i32) -> SysResult<()> {
@@ -576,14 +575,17 @@ impl ProcessApi for KernelProcess {
             // SAFETY: all-zero is a valid `statfs`.
             let mut st: libc::statfs = unsafe { core::mem::zeroed() };
             // SAFETY: `st` is writable statfs storage.
-            unit(unsafe { libc::syscall(libc::SYS_fstatfs, fd, &mut st) }).map(|()| statfs_from(&st))
+            unit(unsafe { libc::syscall(libc::SYS_fstatfs, fd, &mut st) })
+                .map(|()| statfs_from(&st))
         })
     }
 
     fn mkdirat(&self, dirfd: Fd, path: &[u8], mode: u32) -> SysResult<()> {
         let p = cpath(path)?;
         // SAFETY: `p` is a valid C string.
-        self.call(move || unit(unsafe { libc::syscall(libc::SYS_mkdirat, dirfd, p.as_ptr(), mode) }))
+        self.call(move || {
+            unit(unsafe { libc::syscall(libc::SYS_mkdirat, dirfd, p.as_ptr(), mode) })
+        })
     }
     fn mknodat(&self, dirfd: Fd, path: &[u8], mode: u32, dev: u64) -> SysResult<()> {
         let p = cpath(path)?;
@@ -596,7 +598,9 @@ impl ProcessApi for KernelProcess {
     fn unlinkat(&self, dirfd: Fd, path: &[u8], flags: i32) -> SysResult<()> {
         let p = cpath(path)?;
         // SAFETY: `p` is a valid C string.
-        self.call(move || unit(unsafe { libc::syscall(libc::SYS_unlinkat, dirfd, p.as_ptr(), flags) }))
+        self.call(move || {
+            unit(unsafe { libc::syscall(libc::SYS_unlinkat, dirfd, p.as_ptr(), flags) })
+        })
     }
     fn renameat2(
         &self,
@@ -610,7 +614,14 @@ impl ProcessApi for KernelProcess {
         self.call(move || {
             // SAFETY: `o` and `n` are valid C strings.
             unit(unsafe {
-                libc::syscall(libc::SYS_renameat2, olddirfd, o.as_ptr(), newdirfd, n.as_ptr(), flags)
+                libc::syscall(
+                    libc::SYS_renameat2,
+                    olddirfd,
+                    o.as_ptr(),
+                    newdirfd,
+                    n.as_ptr(),
+                    flags,
+                )
             })
         })
     }
@@ -627,7 +638,14 @@ impl ProcessApi for KernelProcess {
             let link = move |o: &CString, n: &CString| {
                 // SAFETY: `o` and `n` are valid C strings.
                 unit(unsafe {
-                    libc::syscall(libc::SYS_linkat, olddirfd, o.as_ptr(), newdirfd, n.as_ptr(), flags)
+                    libc::syscall(
+                        libc::SYS_linkat,
+                        olddirfd,
+                        o.as_ptr(),
+                        newdirfd,
+                        n.as_ptr(),
+                        flags,
+                    )
                 })
             };
             let r = link(&o, &n);
@@ -740,7 +758,7 @@ impl ProcessApi for KernelProcess {
                 copy_cred()
             })
         })
-            .map_err(|_| Errno::EAGAIN)
+        .map_err(|_| Errno::EAGAIN)
     }
     fn exit(self) {
         drop(self);

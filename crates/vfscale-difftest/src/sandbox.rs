@@ -57,7 +57,10 @@ pub fn enter_private_tmpfs_root() -> Result<(), SandboxError> {
         return Err(SandboxError::NotRoot);
     }
     // SAFETY: unshare only changes this thread's namespaces and fs_struct.
-    check(unsafe { libc::unshare(libc::CLONE_NEWNS) }, "unshare(CLONE_NEWNS)")?;
+    check(
+        unsafe { libc::unshare(libc::CLONE_NEWNS) },
+        "unshare(CLONE_NEWNS)",
+    )?;
     // SAFETY: NULL source/fstype/data are allowed for a propagation change.
     check(
         unsafe {

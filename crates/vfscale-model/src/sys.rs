@@ -376,7 +376,7 @@ impl State {
         let mut path = path.to_vec();
         let mut created = false;
         // The directory of the last component (for may_create_in_sticky).
-        let mut last_dir = start.node;
+        let mut last_dir;
         let loc = loop {
             let p = self.walk_parent(&ctx, start, &path, &mut links)?;
             last_dir = p.dir.node;

@@ -554,7 +554,9 @@ fn open_creat_of_others_non_regular_file_in_sticky_directory() {
         other.open(b"/sticky/usock", O_CREAT | O_RDWR, 0o644),
         Err(Errno::EACCES)
     );
-    let fd = other.open(b"/sticky/rootf", O_CREAT | O_RDWR, 0o644).unwrap();
+    let fd = other
+        .open(b"/sticky/rootf", O_CREAT | O_RDWR, 0o644)
+        .unwrap();
     other.close(fd).unwrap();
     // Not world-writable (01775): no sticky-create rule.
     r.chmod(b"/sticky", 0o1775).unwrap();
