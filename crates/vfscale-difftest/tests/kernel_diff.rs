@@ -200,7 +200,7 @@ fn env_u64(name: &str) -> Option<u64> {
 
 /// Whether the kernel side can run here; prints why not.
 fn kernel_side_available() -> bool {
-    let probe = std::thread::spawn(|| enter_private_tmpfs_root().map(|()| ()))
+    let probe = std::thread::spawn(enter_private_tmpfs_root)
         .join()
         .unwrap_or_else(|_| Err(SandboxError::Setup("probe panicked".into())));
     match probe {
