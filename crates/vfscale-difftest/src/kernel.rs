@@ -87,7 +87,9 @@ fn unshare_tables() -> Result<(), String> {
 /// gives the plain POSIX link rules vfscale applies, without touching the
 /// host-wide sysctl. The worker's own cred struct never changes: linkat
 /// AT_EMPTY_PATH compares the opener's cred with the caller's *by pointer*.
-/// (Left over: an AT_EMPTY_PATH retry cannot pass that pointer check.)
+/// Left over: linkat(fd, "", AT_EMPTY_PATH) is not retried (the helper
+/// could not pass that pointer check), so a protected source named by an
+/// fd alone still reads EPERM on the kernel side.
 const CAP_FOWNER: u32 = 3;
 const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
 
@@ -635,7 +637,7 @@ impl ProcessApi for KernelProcess {
     ) -> SysResult<()> {
         let (o, n) = (cpath(oldpath)?, cpath(newpath)?);
         self.call(move || {
-            let link = move |o: &CString, n: &CString| {
+            let link = move |o: &CString, n: &CString, flags: i32| {
                 // SAFETY: `o` and `n` are valid C strings.
                 unit(unsafe {
                     libc::syscall(
@@ -648,14 +650,22 @@ impl ProcessApi for KernelProcess {
                     )
                 })
             };
-            let r = link(&o, &n);
-            if r != Err(Errno::EPERM) || !LINK_CAP.with(|c| c.get()) {
+            let r = link(&o, &n, flags);
+            let empty_path = o.as_bytes().is_empty();
+            if r != Err(Errno::EPERM)
+                || !LINK_CAP.with(|c| c.get())
+                || (empty_path && flags & AT_EMPTY_PATH != 0)
+            {
                 return r;
             }
+            // With a non-empty path AT_EMPTY_PATH only adds the opener
+            // check, which the first attempt passed; the helper (another
+            // cred) would fail it, so it retries without the flag.
+            let flags = flags & !AT_EMPTY_PATH;
             // Shares this worker's fd table and fs_struct (std's clone flags).
             thread::spawn(move || {
                 capset(1 << CAP_FOWNER, 1 << CAP_FOWNER).expect("raise CAP_FOWNER");
-                link(&o, &n)
+                link(&o, &n, flags)
             })
             .join()
             .expect("the linkat helper thread")

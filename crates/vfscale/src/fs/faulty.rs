@@ -125,7 +125,7 @@ impl FaultControl {
                     x ^= x >> 7;
                     x ^= x << 17;
                     plan.rng = x;
-                    one_in > 0 && x % one_in == 0
+                    one_in > 0 && x.is_multiple_of(one_in)
                 }
             };
             if fires && hit.is_none() {
