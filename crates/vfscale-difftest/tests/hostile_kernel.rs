@@ -151,7 +151,7 @@ pub fn hostile_calls<P: ProcessApi>(p: &P) -> Vec<(&'static str, Result<String, 
     case!("pread at i64::MAX", r(p.pread(f, &mut [0u8; 4], i64::MAX)));
     case!(
         "pwrite at MAX_FILE_SIZE-1",
-        r(p.pwrite(f, b"xy", MAX_FILE_SIZE as i64 - 1))
+        r(p.pwrite(f, b"xy", MAX_FILE_SIZE - 1))
     );
     case!(
         "ftruncate negative",
