@@ -375,8 +375,11 @@ impl State {
         let mut start = start;
         let mut path = path.to_vec();
         let mut created = false;
+        // The directory of the last component (for may_create_in_sticky).
+        let mut last_dir;
         let loc = loop {
             let p = self.walk_parent(&ctx, start, &path, &mut links)?;
+            last_dir = p.dir.node;
             self.touch_mnt(p.dir.mnt);
             let name = match &p.last {
                 Last::Root | Last::Dot => break p.dir,
@@ -446,6 +449,21 @@ impl State {
             }
             if n.is_dir() {
                 return Err(Errno::EISDIR);
+            }
+            // may_create_in_sticky, fs.protected_regular/fifos = 0: a
+            // non-regular, non-FIFO file in a world-writable sticky
+            // directory, owned by neither the directory's owner nor the
+            // caller (root included).
+            let d = self.node(last_dir);
+            let ty = n.mode & S_IFMT;
+            if d.mode & S_ISVTX != 0
+                && d.mode & 0o002 != 0
+                && ty != S_IFREG
+                && ty != S_IFIFO
+                && n.uid != d.uid
+                && n.uid != ctx.cred.fsuid
+            {
+                return Err(Errno::EACCES);
             }
         }
         if must_dir && !n.is_dir() {
@@ -1049,6 +1067,10 @@ impl State {
         fd: Fd,
         times: Option<[Timespec; 2]>,
     ) -> SysResult<()> {
+        // glibc's futimens: a negative fd is EBADF before the syscall.
+        if fd < 0 {
+            return Err(Errno::EBADF);
+        }
         if let Some([a, m]) = times {
             if a.nsec == UTIME_OMIT && m.nsec == UTIME_OMIT {
                 return Ok(());

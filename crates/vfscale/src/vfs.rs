@@ -119,6 +119,12 @@ impl Vfs {
     }
 
     pub fn with_config(config: VfsConfig) -> Vfs {
+        Self::with_root_fs(config, Box::new(Tmpfs))
+    }
+
+    /// A namespace whose root instance is served by `fs` (tests wrap tmpfs
+    /// in `fs::faulty::FaultyFs`; the passthrough backend will use it too).
+    pub fn with_root_fs(config: VfsConfig, fs: Box<dyn Filesystem>) -> Vfs {
         let inner = Arc::new(VfsInner {
             collector: Collector::new().batch_size(RETIRE_BATCH),
             dcache: ChainTable::with_bucket_bits(config.hash_bits),
@@ -130,7 +136,7 @@ impl Vfs {
             config,
             next_dev: AtomicU64::new(1),
         });
-        let sb = inner.new_superblock(Box::new(Tmpfs), S_IFDIR | 0o755);
+        let sb = inner.new_superblock(fs, S_IFDIR | 0o755);
         let root = sb.root();
         inner.dget(root);
         let m = inner.new_mount(sb, root);

@@ -452,6 +452,19 @@ fn futimens_semantics() {
     assert_eq!(p.futimens(-1, None), Err(Errno::EBADF));
 }
 
+#[test]
+fn futimens_negative_fd_is_ebadf_even_when_both_omitted() {
+    // glibc's futimens rejects fd < 0 before the syscall; the syscall's
+    // both-OMIT shortcut only applies to non-negative descriptors (found
+    // by the kernel differential test).
+    let (_vfs, p) = setup();
+    let omit = Some([Timespec::OMIT, Timespec::OMIT]);
+    assert_eq!(p.futimens(-1, omit), Err(Errno::EBADF));
+    assert_eq!(p.futimens(-100, omit), Err(Errno::EBADF));
+    // A closed but non-negative descriptor: the syscall returns 0 first.
+    assert_eq!(p.futimens(100, omit), Ok(()));
+}
+
 // ---------------------------------------------------------------- statfs
 
 #[test]

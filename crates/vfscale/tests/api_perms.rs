@@ -511,3 +511,57 @@ fn with_cred_keeps_descriptors() {
     assert_eq!(u.open(b"/priv/f", O_RDONLY, 0), Err(Errno::EACCES));
     assert_eq!(u.openat(fd, b"", O_RDONLY, 0), Err(Errno::ENOENT));
 }
+
+#[test]
+fn open_creat_of_others_non_regular_file_in_sticky_directory() {
+    // may_create_in_sticky (fs.protected_regular/fifos = 0, the kernel
+    // default): O_CREAT on an existing symlink (with O_NOFOLLOW), socket or
+    // device node in a world-writable sticky directory, owned by neither
+    // the directory's owner nor the caller, is EACCES, root included;
+    // regular files are exempt. Found by the kernel differential test
+    // (vfscale said ELOOP); checked on Linux 6.18 as uid 1001.
+    let (vfs, r, u) = tree();
+    u.symlink(b"/pub/rootf", b"/sticky/ulink").unwrap();
+    let other = user(&vfs, 1001, 1001);
+    let creat_nofollow = O_CREAT | O_RDWR | O_NOFOLLOW;
+    assert_eq!(
+        other.open(b"/sticky/ulink", creat_nofollow, 0o644),
+        Err(Errno::EACCES)
+    );
+    assert_eq!(
+        r.open(b"/sticky/ulink", creat_nofollow, 0o644),
+        Err(Errno::EACCES),
+        "root is not exempt"
+    );
+    // The owner gets the usual ELOOP; without O_CREAT everyone does.
+    assert_eq!(
+        u.open(b"/sticky/ulink", creat_nofollow, 0o644),
+        Err(Errno::ELOOP)
+    );
+    assert_eq!(
+        other.open(b"/sticky/ulink", O_RDWR | O_NOFOLLOW, 0),
+        Err(Errno::ELOOP)
+    );
+    // O_EXCL is EEXIST first.
+    assert_eq!(
+        other.open(b"/sticky/ulink", creat_nofollow | O_EXCL, 0o644),
+        Err(Errno::EEXIST)
+    );
+    // A socket node: EACCES for others; a regular file of root's is fine.
+    u.mknodat(AT_FDCWD, b"/sticky/usock", S_IFSOCK | 0o666, 0)
+        .unwrap();
+    assert_eq!(
+        other.open(b"/sticky/usock", O_CREAT | O_RDWR, 0o644),
+        Err(Errno::EACCES)
+    );
+    let fd = other
+        .open(b"/sticky/rootf", O_CREAT | O_RDWR, 0o644)
+        .unwrap();
+    other.close(fd).unwrap();
+    // Not world-writable (01775): no sticky-create rule.
+    r.chmod(b"/sticky", 0o1775).unwrap();
+    assert_eq!(
+        other.open(b"/sticky/ulink", creat_nofollow, 0o644),
+        Err(Errno::ELOOP)
+    );
+}

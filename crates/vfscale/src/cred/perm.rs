@@ -93,6 +93,33 @@ pub fn sticky_may_delete(cred: &Cred, dir_mode: u32, dir_uid: u32, victim_uid: u
     dir_mode & S_ISVTX == 0 || cred.fsuid == victim_uid || cred.fsuid == dir_uid || cred.is_root()
 }
 
+/// open(O_CREAT) of an existing name in a sticky directory (the kernel's
+/// `may_create_in_sticky`, with fs.protected_regular and
+/// fs.protected_fifos at their kernel default 0): in a world-writable
+/// sticky directory, a file that is neither regular nor a FIFO (a symlink
+/// met with O_NOFOLLOW, a socket, a device node) owned by neither the
+/// directory's owner nor the caller is EACCES. Root is not exempt.
+pub fn may_open_existing_in_sticky(
+    cred: &Cred,
+    dir_mode: u32,
+    dir_uid: u32,
+    file_type: u32,
+    file_uid: u32,
+) -> Result<(), Errno> {
+    use crate::abi::{S_IFIFO, S_IFMT, S_IFREG};
+    let ty = file_type & S_IFMT;
+    if dir_mode & S_ISVTX == 0
+        || ty == S_IFREG
+        || ty == S_IFIFO
+        || file_uid == dir_uid
+        || file_uid == cred.fsuid
+        || dir_mode & 0o002 == 0
+    {
+        return Ok(());
+    }
+    Err(Errno::EACCES)
+}
+
 /// chmod(2): only the owner or root may change the mode; EPERM otherwise.
 pub fn may_chmod(cred: &Cred, inode_uid: u32) -> Result<(), Errno> {
     if owner_or_root(cred, inode_uid) {

@@ -12,6 +12,7 @@
 //! - `rename_lock` is taken by cross-directory renames before any directory
 //!   lock (the lock order is in docs/ARCHITECTURE.md).
 
+pub mod faulty;
 pub mod tmpfs;
 
 use crate::abi::*;

@@ -232,6 +232,11 @@ impl Process {
     }
 
     pub(crate) fn sys_futimens(&self, fd: Fd, times: Option<[Timespec; 2]>) -> SysResult<()> {
+        // futimens is glibc's: a negative fd is EBADF before the syscall
+        // (whose both-OMIT shortcut would otherwise succeed).
+        if fd < 0 {
+            return Err(Errno::EBADF);
+        }
         if let Some([a, m]) = times {
             if a.nsec == UTIME_OMIT && m.nsec == UTIME_OMIT {
                 return Ok(());

@@ -2,7 +2,9 @@
 
 use super::Process;
 use crate::abi::*;
-use crate::cred::perm::{may_access, new_inode_owner, MAY_READ, MAY_WRITE};
+use crate::cred::perm::{
+    may_access, may_open_existing_in_sticky, new_inode_owner, MAY_READ, MAY_WRITE,
+};
 use crate::dcache::name::NameKey;
 use crate::dcache::walk::{Found, Last, Parent, PathPtr, WALK_DIRECTORY, WALK_FOLLOW};
 use crate::file::{FMODE_PATH, FMODE_READ, FMODE_WRITE};
@@ -151,8 +153,15 @@ impl Process {
             }
             // SAFETY: a positive dentry keeps its inode.
             let ei = unsafe { &*existing_inode };
+            let sticky_check = || {
+                let (dir_mode, dir_uid, _) = dir.perm_attr();
+                let (_, file_uid, _) = ei.perm_attr();
+                may_open_existing_in_sticky(&self.cred, dir_mode, dir_uid, ei.file_type(), file_uid)
+            };
             if s_islnk(ei.file_type()) {
                 if flags & O_NOFOLLOW != 0 {
+                    // do_open checks the sticky rule before may_open's ELOOP.
+                    sticky_check()?;
                     return Err(Errno::ELOOP);
                 }
                 if depth >= MAXSYMLINKS {
@@ -174,6 +183,7 @@ impl Process {
             if ei.is_dir() {
                 return Err(Errno::EISDIR);
             }
+            sticky_check()?;
             // SAFETY: live under the directory lock.
             let seq = unsafe { &*existing }.seq.read_begin();
             let found = Found {

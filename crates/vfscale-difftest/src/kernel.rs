@@ -1,0 +1,776 @@
+//! `KernelProcess`: the process API as real Linux syscalls.
+//!
+//! Each `KernelProcess` is one dedicated thread that, before serving calls,
+//! unshares its fd table and fs_struct (`unshare(CLONE_FILES | CLONE_FS)`,
+//! both allowed in a multi-threaded process), closes every inherited
+//! descriptor (vfscale's fd table starts empty), starts at `/` (the private
+//! tmpfs its creator pivoted into, see `sandbox`), sets umask 022 and finally takes its credentials with the *raw*
+//! `setgroups`/`setresgid`/`setresuid` syscalls. Those are per-thread on
+//! Linux (glibc's wrappers broadcast them to every thread of the process;
+//! the raw syscalls do not), so one test process can hold root and non-root
+//! "processes" side by side and replay steps in lock-step with vfscale.
+//!
+//! Why threads and not forked children: a forked child would need the ops
+//! and outcomes serialised over a pipe, and a `fork()` of a multi-threaded
+//! test binary may only call async-signal-safe functions; a thread runs the
+//! same generic `vfscale_model::ops::apply` as vfscale does, with no
+//! encoding layer in between. `fork()` of a `KernelProcess` is a new thread
+//! spawned *by its worker* (so it starts sharing that worker's fd table,
+//! fs_struct and credentials) which then unshares both tables: a copy, as
+//! fork gives.
+//!
+//! Invariants:
+//! - every syscall of a `KernelProcess` runs on its own worker thread, one at
+//!   a time, in the order the calls were made (a channel of jobs);
+//! - errno is read on the worker thread right after the failing syscall;
+//! - the worker thread exits (closing its private fd table) when the
+//!   `KernelProcess` is dropped or `exit`ed.
+
+use std::ffi::CString;
+use std::sync::mpsc;
+use std::thread;
+use vfscale::abi::*;
+use vfscale::{Cred, Errno, Fd, ProcessApi};
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// One simulated process on the real kernel.
+pub struct KernelProcess {
+    jobs: Option<mpsc::Sender<Job>>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+fn errno() -> Errno {
+    Errno(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
+}
+
+fn sys(rc: libc::c_long) -> SysResult<i64> {
+    if rc < 0 {
+        Err(errno())
+    } else {
+        Ok(rc)
+    }
+}
+
+fn unit(rc: libc::c_long) -> SysResult<()> {
+    sys(rc).map(|_| ())
+}
+
+/// A path for the kernel. A NUL byte inside is vfscale's documented EINVAL
+/// (the C string would end there); tests drop such ops.
+fn cpath(p: &[u8]) -> SysResult<CString> {
+    CString::new(p).map_err(|_| Errno::EINVAL)
+}
+
+fn setup_err(what: &str) -> String {
+    format!("{what}: {}", std::io::Error::last_os_error())
+}
+
+/// Gives the calling thread private copies of its fd table and fs_struct.
+fn unshare_tables() -> Result<(), String> {
+    // SAFETY: unshare of CLONE_FILES|CLONE_FS affects only this thread.
+    if unsafe { libc::unshare(libc::CLONE_FILES | libc::CLONE_FS) } != 0 {
+        return Err(setup_err("unshare(CLONE_FILES|CLONE_FS)"));
+    }
+    Ok(())
+}
+
+/// `fs.protected_hardlinks` (a sysctl, on in most distributions) makes
+/// linkat EPERM for a source the caller neither owns nor may read and
+/// write; vfscale does not model it (docs/COMPATIBILITY.md). A non-root
+/// worker therefore keeps CAP_FOWNER in its *permitted* set only; when its
+/// linkat fails with EPERM, a helper thread (spawned by the worker, so
+/// sharing its fd table and fs_struct, with its own copy of the
+/// credentials) raises CAP_FOWNER into its effective set and retries. In
+/// linkat, CAP_FOWNER only lifts the protected_hardlinks check (directory
+/// write/search checks use CAP_DAC_OVERRIDE, which stays off), so the retry
+/// gives the plain POSIX link rules vfscale applies, without touching the
+/// host-wide sysctl. The worker's own cred struct never changes: linkat
+/// AT_EMPTY_PATH compares the opener's cred with the caller's *by pointer*.
+/// Left over: linkat(fd, "", AT_EMPTY_PATH) is not retried (the helper
+/// could not pass that pointer check), so a protected source named by an
+/// fd alone still reads EPERM on the kernel side.
+const CAP_FOWNER: u32 = 3;
+const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: i32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+thread_local! {
+    /// Whether this worker holds CAP_FOWNER in its permitted set (non-root).
+    static LINK_CAP: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Sets this thread's capability sets (the low 32 capabilities).
+fn capset(effective: u32, permitted: u32) -> Result<(), String> {
+    let mut header = CapHeader {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let data = [
+        CapData {
+            effective,
+            permitted,
+            inheritable: 0,
+        },
+        CapData::default(),
+    ];
+    // SAFETY: a v3 header and its two data words; pid 0 is this thread.
+    if unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) } != 0 {
+        return Err(setup_err("capset"));
+    }
+    Ok(())
+}
+
+/// Gives this thread a fresh copy of its credentials (capset with the
+/// current sets commits a new cred struct), as fork's copy_creds does.
+fn copy_cred() -> Result<(), String> {
+    let mut header = CapHeader {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let mut data = [CapData::default(); 2];
+    // SAFETY: a v3 header and room for its two data words.
+    if unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) } != 0 {
+        return Err(setup_err("capget"));
+    }
+    // SAFETY: as above; setting the sets just read is always allowed.
+    if unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) } != 0 {
+        return Err(setup_err("capset"));
+    }
+    Ok(())
+}
+
+/// Sets this thread's credentials (raw syscalls: per-thread).
+fn set_thread_creds(cred: &Cred) -> Result<(), String> {
+    let non_root = cred.euid != 0;
+    if non_root {
+        // Keep the permitted set across the uid change (per-thread bit).
+        // SAFETY: plain integer arguments.
+        if unsafe { libc::prctl(libc::PR_SET_KEEPCAPS, 1, 0, 0, 0) } != 0 {
+            return Err(setup_err("prctl(PR_SET_KEEPCAPS)"));
+        }
+    }
+    let groups: Vec<libc::gid_t> = cred.groups.clone();
+    // SAFETY: `groups` is a valid array of `groups.len()` gids.
+    let rc = unsafe { libc::syscall(libc::SYS_setgroups, groups.len(), groups.as_ptr()) };
+    if rc != 0 {
+        return Err(setup_err("setgroups"));
+    }
+    // SAFETY: plain integer arguments.
+    let rc = unsafe { libc::syscall(libc::SYS_setresgid, cred.rgid, cred.egid, cred.egid) };
+    if rc != 0 {
+        return Err(setup_err("setresgid"));
+    }
+    // SAFETY: plain integer argument; setfsgid returns the previous value.
+    unsafe { libc::syscall(libc::SYS_setfsgid, cred.fsgid) };
+    // SAFETY: plain integer arguments.
+    let rc = unsafe { libc::syscall(libc::SYS_setresuid, cred.ruid, cred.euid, cred.euid) };
+    if rc != 0 {
+        return Err(setup_err("setresuid"));
+    }
+    // SAFETY: plain integer argument.
+    unsafe { libc::syscall(libc::SYS_setfsuid, cred.fsuid) };
+    if non_root {
+        capset(0, 1 << CAP_FOWNER)?;
+        LINK_CAP.with(|c| c.set(true));
+    }
+    Ok(())
+}
+
+impl KernelProcess {
+    /// A process with the creating thread's root (see `sandbox`), cwd `/`,
+    /// an empty fd table, umask 022 and `cred`. Call it on the thread that
+    /// entered the private tmpfs.
+    pub fn new(cred: &Cred) -> Result<KernelProcess, String> {
+        let cred = cred.clone();
+        Self::start(move || {
+            unshare_tables()?;
+            // SAFETY: closes descriptors of this thread's private table only.
+            if unsafe { libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) } != 0 {
+                return Err(setup_err("close_range"));
+            }
+            // SAFETY: a valid NUL-terminated path.
+            if unsafe { libc::chdir(c"/".as_ptr()) } != 0 {
+                return Err(setup_err("chdir /"));
+            }
+            // SAFETY: umask has no preconditions (this thread's fs_struct).
+            unsafe { libc::umask(0o022) };
+            set_thread_creds(&cred)
+        })
+    }
+
+    fn start(
+        setup: impl FnOnce() -> Result<(), String> + Send + 'static,
+    ) -> Result<KernelProcess, String> {
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let (ready_tx, ready_rx) = mpsc::sync_channel(1);
+        let thread = thread::Builder::new()
+            .name("kernel-process".into())
+            .spawn(move || {
+                let r = setup();
+                let ok = r.is_ok();
+                let _ = ready_tx.send(r);
+                if ok {
+                    while let Ok(job) = queue.recv() {
+                        job();
+                    }
+                }
+            })
+            .map_err(|e| format!("spawn: {e}"))?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => Ok(KernelProcess {
+                jobs: Some(jobs),
+                thread: Some(thread),
+            }),
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                Err(e)
+            }
+            Err(_) => {
+                let _ = thread.join();
+                Err("the worker thread died during setup".into())
+            }
+        }
+    }
+
+    /// Runs `f` on the worker thread and returns its result.
+    fn call<R: Send + 'static>(&self, f: impl FnOnce() -> R + Send + 'static) -> R {
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.jobs
+            .as_ref()
+            .expect("live until drop")
+            .send(Box::new(move || {
+                let _ = tx.send(f());
+            }))
+            .expect("the worker thread is alive");
+        rx.recv().expect("the worker thread answered")
+    }
+}
+
+impl Drop for KernelProcess {
+    fn drop(&mut self) {
+        self.jobs.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn stat_from(s: &libc::stat) -> Stat {
+    Stat {
+        dev: s.st_dev,
+        ino: s.st_ino,
+        mode: s.st_mode,
+        nlink: s.st_nlink as u32,
+        uid: s.st_uid,
+        gid: s.st_gid,
+        rdev: s.st_rdev,
+        size: s.st_size,
+        blksize: s.st_blksize,
+        blocks: s.st_blocks,
+        atime: Timespec::new(s.st_atime, s.st_atime_nsec),
+        mtime: Timespec::new(s.st_mtime, s.st_mtime_nsec),
+        ctime: Timespec::new(s.st_ctime, s.st_ctime_nsec),
+    }
+}
+
+fn ts(t: &libc::statx_timestamp) -> Timespec {
+    Timespec::new(t.tv_sec, t.tv_nsec as i64)
+}
+
+fn statx_from(s: &libc::statx) -> Statx {
+    Statx {
+        mask: s.stx_mask,
+        blksize: s.stx_blksize,
+        nlink: s.stx_nlink,
+        uid: s.stx_uid,
+        gid: s.stx_gid,
+        mode: s.stx_mode,
+        ino: s.stx_ino,
+        size: s.stx_size,
+        blocks: s.stx_blocks,
+        atime: ts(&s.stx_atime),
+        btime: ts(&s.stx_btime),
+        ctime: ts(&s.stx_ctime),
+        mtime: ts(&s.stx_mtime),
+        rdev_major: s.stx_rdev_major,
+        rdev_minor: s.stx_rdev_minor,
+        dev_major: s.stx_dev_major,
+        dev_minor: s.stx_dev_minor,
+    }
+}
+
+fn statfs_from(s: &libc::statfs) -> Statfs {
+    Statfs {
+        f_type: s.f_type,
+        f_bsize: s.f_bsize,
+        f_blocks: s.f_blocks,
+        f_bfree: s.f_bfree,
+        f_bavail: s.f_bavail,
+        f_files: s.f_files,
+        f_ffree: s.f_ffree,
+        // fsid_t's fields are private in libc; nothing compares it.
+        f_fsid: [0, 0],
+        f_namelen: s.f_namelen,
+        f_frsize: s.f_frsize,
+        // libc exposes f_flags only as a private spare field.
+        f_flags: 0,
+    }
+}
+
+fn times_arg(times: &Option<[Timespec; 2]>) -> Option<[libc::timespec; 2]> {
+    times.map(|t| {
+        t.map(|x| libc::timespec {
+            tv_sec: x.sec,
+            tv_nsec: x.nsec,
+        })
+    })
+}
+
+fn utimensat_raw(
+    dirfd: Fd,
+    path: Option<&CString>,
+    times: &Option<[Timespec; 2]>,
+    flags: i32,
+) -> SysResult<()> {
+    let t = times_arg(times);
+    let tp = t.as_ref().map_or(core::ptr::null(), |a| a.as_ptr());
+    let pp = path.map_or(core::ptr::null(), |p| p.as_ptr());
+    // SAFETY: `pp` is NULL or a valid C string; `tp` is NULL or two timespecs.
+    unit(unsafe { libc::syscall(libc::SYS_utimensat, dirfd, pp, tp, flags) })
+}
+
+impl ProcessApi for KernelProcess {
+    fn openat(&self, dirfd: Fd, path: &[u8], flags: i32, mode: u32) -> SysResult<Fd> {
+        let p = cpath(path)?;
+        self.call(move || {
+            // SAFETY: `p` is a valid C string.
+            sys(unsafe { libc::syscall(libc::SYS_openat, dirfd, p.as_ptr(), flags, mode) })
+                .map(|n| n as Fd)
+        })
+    }
+    fn close(&self, fd: Fd) -> SysResult<()> {
+        // SAFETY: closes a descriptor of the worker's private table.
+        self.call(move || unit(unsafe { libc::syscall(libc::SYS_close, fd) }))
+    }
+    fn close_range(&self, first: u32, last: u32, flags: u32) -> SysResult<()> {
+        // SAFETY: as close.
+        self.call(move || unit(unsafe { libc::syscall(libc::SYS_close_range, first, last, flags) }))
+    }
+    fn dup(&self, fd: Fd) -> SysResult<Fd> {
+        // SAFETY: plain integer argument.
+        self.call(move || sys(unsafe { libc::syscall(libc::SYS_dup, fd) }).map(|n| n as Fd))
+    }
+    fn dup2(&self, oldfd: Fd, newfd: Fd) -> SysResult<Fd> {
+        // SAFETY: plain integer arguments (glibc's dup2: the x86-64 syscall
+        // or dup3 plus the oldfd == newfd check elsewhere).
+        self.call(move || sys(unsafe { libc::dup2(oldfd, newfd) } as libc::c_long).map(|n| n as Fd))
+    }
+    fn dup3(&self, oldfd: Fd, newfd: Fd, flags: i32) -> SysResult<Fd> {
+        self.call(move || {
+            // SAFETY: plain integer arguments.
+            sys(unsafe { libc::syscall(libc::SYS_dup3, oldfd, newfd, flags) }).map(|n| n as Fd)
+        })
+    }
+
+    fn read(&self, fd: Fd, buf: &mut [u8]) -> SysResult<usize> {
+        let len = buf.len();
+        let (r, data) = self.call(move || {
+            let mut b = vec![0u8; len];
+            // SAFETY: `b` is writable for `len` bytes.
+            let r = sys(unsafe { libc::syscall(libc::SYS_read, fd, b.as_mut_ptr(), len) });
+            (r, b)
+        });
+        let n = r? as usize;
+        buf[..n].copy_from_slice(&data[..n]);
+        Ok(n)
+    }
+    fn write(&self, fd: Fd, buf: &[u8]) -> SysResult<usize> {
+        let b = buf.to_vec();
+        self.call(move || {
+            // SAFETY: `b` is readable for its length.
+            sys(unsafe { libc::syscall(libc::SYS_write, fd, b.as_ptr(), b.len()) })
+                .map(|n| n as usize)
+        })
+    }
+    fn pread(&self, fd: Fd, buf: &mut [u8], offset: i64) -> SysResult<usize> {
+        let len = buf.len();
+        let (r, data) = self.call(move || {
+            let mut b = vec![0u8; len];
+            // SAFETY: `b` is writable for `len` bytes.
+            let r =
+                sys(unsafe { libc::syscall(libc::SYS_pread64, fd, b.as_mut_ptr(), len, offset) });
+            (r, b)
+        });
+        let n = r? as usize;
+        buf[..n].copy_from_slice(&data[..n]);
+        Ok(n)
+    }
+    fn pwrite(&self, fd: Fd, buf: &[u8], offset: i64) -> SysResult<usize> {
+        let b = buf.to_vec();
+        self.call(move || {
+            // SAFETY: `b` is readable for its length.
+            sys(unsafe { libc::syscall(libc::SYS_pwrite64, fd, b.as_ptr(), b.len(), offset) })
+                .map(|n| n as usize)
+        })
+    }
+    fn readv(&self, fd: Fd, bufs: &mut [&mut [u8]]) -> SysResult<usize> {
+        let lens: Vec<usize> = bufs.iter().map(|b| b.len()).collect();
+        let (r, data) = self.call(move || {
+            let mut owned: Vec<Vec<u8>> = lens.iter().map(|&l| vec![0u8; l]).collect();
+            let iov: Vec<libc::iovec> = owned
+                .iter_mut()
+                .map(|b| libc::iovec {
+                    iov_base: b.as_mut_ptr().cast(),
+                    iov_len: b.len(),
+                })
+                .collect();
+            // SAFETY: every iovec points at a live, writable buffer.
+            let r = sys(unsafe { libc::syscall(libc::SYS_readv, fd, iov.as_ptr(), iov.len()) });
+            (r, owned)
+        });
+        let n = r? as usize;
+        let mut left = n;
+        for (dst, src) in bufs.iter_mut().zip(&data) {
+            let k = left.min(dst.len());
+            dst[..k].copy_from_slice(&src[..k]);
+            left -= k;
+        }
+        Ok(n)
+    }
+    fn writev(&self, fd: Fd, bufs: &[&[u8]]) -> SysResult<usize> {
+        let owned: Vec<Vec<u8>> = bufs.iter().map(|b| b.to_vec()).collect();
+        self.call(move || {
+            let iov: Vec<libc::iovec> = owned
+                .iter()
+                .map(|b| libc::iovec {
+                    iov_base: b.as_ptr() as *mut _,
+                    iov_len: b.len(),
+                })
+                .collect();
+            // SAFETY: every iovec points at a live buffer (read only).
+            sys(unsafe { libc::syscall(libc::SYS_writev, fd, iov.as_ptr(), iov.len()) })
+                .map(|n| n as usize)
+        })
+    }
+    fn lseek(&self, fd: Fd, offset: i64, whence: i32) -> SysResult<i64> {
+        // SAFETY: plain integer arguments.
+        self.call(move || sys(unsafe { libc::syscall(libc::SYS_lseek, fd, offset, whence) }))
+    }
+    fn ftruncate(&self, fd: Fd, length: i64) -> SysResult<()> {
+        // SAFETY: plain integer arguments.
+        self.call(move || unit(unsafe { libc::syscall(libc::SYS_ftruncate, fd, length) }))
+    }
+    fn truncate(&self, path: &[u8], length: i64) -> SysResult<()> {
+        let p = cpath(path)?;
+        // SAFETY: `p` is a valid C string.
+        self.call(move || unit(unsafe { libc::syscall(libc::SYS_truncate, p.as_ptr(), length) }))
+    }
+    fn fsync(&self, fd: Fd) -> SysResult<()> {
+        // SAFETY: plain integer argument.
+        self.call(move || unit(unsafe { libc::syscall(libc::SYS_fsync, fd) }))
+    }
+    fn fdatasync(&self, fd: Fd) -> SysResult<()> {
+        // SAFETY: plain integer argument.
+        self.call(move || unit(unsafe { libc::syscall(libc::SYS_fdatasync, fd) }))
+    }
+
+    fn fstat(&self, fd: Fd) -> SysResult<Stat> {
+        self.call(move || {
+            // SAFETY: all-zero is a valid `stat`.
+            let mut st: libc::stat = unsafe { core::mem::zeroed() };
+            // SAFETY: `st` is writable stat storage.
+            unit(unsafe { libc::syscall(libc::SYS_fstat, fd, &mut st) }).map(|()| stat_from(&st))
+        })
+    }
+    fn fstatat(&self, dirfd: Fd, path: &[u8], flags: i32) -> SysResult<Stat> {
+        let p = cpath(path)?;
+        self.call(move || {
+            // SAFETY: all-zero is a valid `stat`.
+            let mut st: libc::stat = unsafe { core::mem::zeroed() };
+            // SAFETY: `p` is a valid C string, `st` writable stat storage.
+            unit(unsafe { libc::syscall(libc::SYS_newfstatat, dirfd, p.as_ptr(), &mut st, flags) })
+                .map(|()| stat_from(&st))
+        })
+    }
+    fn statx(&self, dirfd: Fd, path: &[u8], flags: i32, mask: u32) -> SysResult<Statx> {
+        let p = cpath(path)?;
+        self.call(move || {
+            // SAFETY: all-zero is a valid `statx`.
+            let mut st: libc::statx = unsafe { core::mem::zeroed() };
+            // SAFETY: `p` is a valid C string, `st` writable statx storage.
+            unit(unsafe { libc::syscall(libc::SYS_statx, dirfd, p.as_ptr(), flags, mask, &mut st) })
+                .map(|()| statx_from(&st))
+        })
+    }
+    fn faccessat(&self, dirfd: Fd, path: &[u8], mode: i32, flags: i32) -> SysResult<()> {
+        let p = cpath(path)?;
+        self.call(move || {
+            // SAFETY: `p` is a valid C string.
+            unit(unsafe { libc::syscall(libc::SYS_faccessat2, dirfd, p.as_ptr(), mode, flags) })
+        })
+    }
+    fn fchmodat(&self, dirfd: Fd, path: &[u8], mode: u32, flags: i32) -> SysResult<()> {
+        let p = cpath(path)?;
+        self.call(move || {
+            // SAFETY: `p` is a valid C string.
+            unit(unsafe { libc::syscall(libc::SYS_fchmodat2, dirfd, p.as_ptr(), mode, flags) })
+        })
+    }
+    fn fchmod(&self, fd: Fd, mode: u32) -> SysResult<()> {
+        // SAFETY: plain integer arguments.
+        self.call(move || unit(unsafe { libc::syscall(libc::SYS_fchmod, fd, mode) }))
+    }
+    fn fchownat(&self, dirfd: Fd, path: &[u8], uid: u32, gid: u32, flags: i32) -> SysResult<()> {
+        let p = cpath(path)?;
+        self.call(move || {
+            // SAFETY: `p` is a valid C string.
+            unit(unsafe { libc::syscall(libc::SYS_fchownat, dirfd, p.as_ptr(), uid, gid, flags) })
+        })
+    }
+    fn fchown(&self, fd: Fd, uid: u32, gid: u32) -> SysResult<()> {
+        // SAFETY: plain integer arguments.
+        self.call(move || unit(unsafe { libc::syscall(libc::SYS_fchown, fd, uid, gid) }))
+    }
+    fn utimensat(
+        &self,
+        dirfd: Fd,
+        path: &[u8],
+        times: Option<[Timespec; 2]>,
+        flags: i32,
+    ) -> SysResult<()> {
+        let p = cpath(path)?;
+        self.call(move || utimensat_raw(dirfd, Some(&p), &times, flags))
+    }
+    fn futimens(&self, fd: Fd, times: Option<[Timespec; 2]>) -> SysResult<()> {
+        // glibc's futimens: a negative fd is EBADF before the syscall (whose
+        // NULL path with AT_FDCWD would be EFAULT).
+        if fd < 0 {
+            return Err(Errno::EBADF);
+        }
+        self.call(move || utimensat_raw(fd, None, &times, 0))
+    }
+    fn statfs(&self, path: &[u8]) -> SysResult<Statfs> {
+        let p = cpath(path)?;
+        self.call(move || {
+            // SAFETY: all-zero is a valid `statfs`.
+            let mut st: libc::statfs = unsafe { core::mem::zeroed() };
+            // SAFETY: `p` is a valid C string, `st` writable statfs storage.
+            unit(unsafe { libc::syscall(libc::SYS_statfs, p.as_ptr(), &mut st) })
+                .map(|()| statfs_from(&st))
+        })
+    }
+    fn fstatfs(&self, fd: Fd) -> SysResult<Statfs> {
+        self.call(move || {
+            // SAFETY: all-zero is a valid `statfs`.
+            let mut st: libc::statfs = unsafe { core::mem::zeroed() };
+            // SAFETY: `st` is writable statfs storage.
+            unit(unsafe { libc::syscall(libc::SYS_fstatfs, fd, &mut st) })
+                .map(|()| statfs_from(&st))
+        })
+    }
+
+    fn mkdirat(&self, dirfd: Fd, path: &[u8], mode: u32) -> SysResult<()> {
+        let p = cpath(path)?;
+        // SAFETY: `p` is a valid C string.
+        self.call(move || {
+            unit(unsafe { libc::syscall(libc::SYS_mkdirat, dirfd, p.as_ptr(), mode) })
+        })
+    }
+    fn mknodat(&self, dirfd: Fd, path: &[u8], mode: u32, dev: u64) -> SysResult<()> {
+        let p = cpath(path)?;
+        let dev = u32::try_from(dev).map_err(|_| Errno::EOVERFLOW)?;
+        self.call(move || {
+            // SAFETY: `p` is a valid C string.
+            unit(unsafe { libc::syscall(libc::SYS_mknodat, dirfd, p.as_ptr(), mode, dev) })
+        })
+    }
+    fn unlinkat(&self, dirfd: Fd, path: &[u8], flags: i32) -> SysResult<()> {
+        let p = cpath(path)?;
+        // SAFETY: `p` is a valid C string.
+        self.call(move || {
+            unit(unsafe { libc::syscall(libc::SYS_unlinkat, dirfd, p.as_ptr(), flags) })
+        })
+    }
+    fn renameat2(
+        &self,
+        olddirfd: Fd,
+        oldpath: &[u8],
+        newdirfd: Fd,
+        newpath: &[u8],
+        flags: u32,
+    ) -> SysResult<()> {
+        let (o, n) = (cpath(oldpath)?, cpath(newpath)?);
+        self.call(move || {
+            // SAFETY: `o` and `n` are valid C strings.
+            unit(unsafe {
+                libc::syscall(
+                    libc::SYS_renameat2,
+                    olddirfd,
+                    o.as_ptr(),
+                    newdirfd,
+                    n.as_ptr(),
+                    flags,
+                )
+            })
+        })
+    }
+    fn linkat(
+        &self,
+        olddirfd: Fd,
+        oldpath: &[u8],
+        newdirfd: Fd,
+        newpath: &[u8],
+        flags: i32,
+    ) -> SysResult<()> {
+        let (o, n) = (cpath(oldpath)?, cpath(newpath)?);
+        self.call(move || {
+            let link = move |o: &CString, n: &CString, flags: i32| {
+                // SAFETY: `o` and `n` are valid C strings.
+                unit(unsafe {
+                    libc::syscall(
+                        libc::SYS_linkat,
+                        olddirfd,
+                        o.as_ptr(),
+                        newdirfd,
+                        n.as_ptr(),
+                        flags,
+                    )
+                })
+            };
+            let r = link(&o, &n, flags);
+            let empty_path = o.as_bytes().is_empty();
+            if r != Err(Errno::EPERM)
+                || !LINK_CAP.with(|c| c.get())
+                || (empty_path && flags & AT_EMPTY_PATH != 0)
+            {
+                return r;
+            }
+            // With a non-empty path AT_EMPTY_PATH only adds the opener
+            // check, which the first attempt passed; the helper (another
+            // cred) would fail it, so it retries without the flag.
+            let flags = flags & !AT_EMPTY_PATH;
+            // Shares this worker's fd table and fs_struct (std's clone flags).
+            thread::spawn(move || {
+                capset(1 << CAP_FOWNER, 1 << CAP_FOWNER).expect("raise CAP_FOWNER");
+                link(&o, &n, flags)
+            })
+            .join()
+            .expect("the linkat helper thread")
+        })
+    }
+    fn symlinkat(&self, target: &[u8], newdirfd: Fd, linkpath: &[u8]) -> SysResult<()> {
+        let (t, l) = (cpath(target)?, cpath(linkpath)?);
+        self.call(move || {
+            // SAFETY: `t` and `l` are valid C strings.
+            unit(unsafe { libc::syscall(libc::SYS_symlinkat, t.as_ptr(), newdirfd, l.as_ptr()) })
+        })
+    }
+    fn readlinkat(&self, dirfd: Fd, path: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+        let p = cpath(path)?;
+        let len = buf.len();
+        let (r, data) = self.call(move || {
+            let mut b = vec![0u8; len];
+            // SAFETY: `p` is a valid C string, `b` writable for `len` bytes.
+            let r = sys(unsafe {
+                libc::syscall(libc::SYS_readlinkat, dirfd, p.as_ptr(), b.as_mut_ptr(), len)
+            });
+            (r, b)
+        });
+        let n = r? as usize;
+        buf[..n].copy_from_slice(&data[..n]);
+        Ok(n)
+    }
+    fn getdents64(&self, fd: Fd, buf: &mut [u8]) -> SysResult<usize> {
+        let len = buf.len();
+        let (r, data) = self.call(move || {
+            let mut b = vec![0u8; len];
+            // SAFETY: `b` is writable for `len` bytes.
+            let r = sys(unsafe { libc::syscall(libc::SYS_getdents64, fd, b.as_mut_ptr(), len) });
+            (r, b)
+        });
+        let n = r? as usize;
+        buf[..n].copy_from_slice(&data[..n]);
+        Ok(n)
+    }
+
+    fn chdir(&self, path: &[u8]) -> SysResult<()> {
+        let p = cpath(path)?;
+        // SAFETY: `p` is a valid C string.
+        self.call(move || unit(unsafe { libc::syscall(libc::SYS_chdir, p.as_ptr()) }))
+    }
+    fn fchdir(&self, fd: Fd) -> SysResult<()> {
+        // SAFETY: plain integer argument.
+        self.call(move || unit(unsafe { libc::syscall(libc::SYS_fchdir, fd) }))
+    }
+    fn getcwd(&self) -> SysResult<Vec<u8>> {
+        self.call(move || {
+            let mut b = vec![0u8; PATH_MAX + 1];
+            // SAFETY: `b` is writable for its length.
+            let n = sys(unsafe { libc::syscall(libc::SYS_getcwd, b.as_mut_ptr(), b.len()) })?;
+            // The syscall's length counts the terminating NUL.
+            b.truncate((n as usize).saturating_sub(1));
+            Ok(b)
+        })
+    }
+    fn chroot(&self, path: &[u8]) -> SysResult<()> {
+        let p = cpath(path)?;
+        // SAFETY: `p` is a valid C string.
+        self.call(move || unit(unsafe { libc::syscall(libc::SYS_chroot, p.as_ptr()) }))
+    }
+    fn umask(&self, mask: u32) -> u32 {
+        // SAFETY: umask cannot fail.
+        self.call(move || unsafe { libc::syscall(libc::SYS_umask, mask) } as u32)
+    }
+
+    fn mount(&self, source: &[u8], target: &[u8], fstype: &[u8], flags: u64) -> SysResult<()> {
+        let (s, t, f) = (cpath(source)?, cpath(target)?, cpath(fstype)?);
+        self.call(move || {
+            // SAFETY: valid C strings; NULL data.
+            unit(unsafe {
+                libc::syscall(
+                    libc::SYS_mount,
+                    s.as_ptr(),
+                    t.as_ptr(),
+                    f.as_ptr(),
+                    flags,
+                    core::ptr::null::<u8>(),
+                )
+            })
+        })
+    }
+    fn umount2(&self, target: &[u8], flags: i32) -> SysResult<()> {
+        let t = cpath(target)?;
+        // SAFETY: `t` is a valid C string.
+        self.call(move || unit(unsafe { libc::syscall(libc::SYS_umount2, t.as_ptr(), flags) }))
+    }
+
+    fn fork(&self) -> SysResult<Self> {
+        self.call(|| {
+            let link_cap = LINK_CAP.with(|c| c.get());
+            KernelProcess::start(move || {
+                LINK_CAP.with(|c| c.set(link_cap));
+                unshare_tables()?;
+                // fork copies the credentials (a new cred struct); a thread
+                // shares them, so make a copy with the same values.
+                copy_cred()
+            })
+        })
+        .map_err(|_| Errno::EAGAIN)
+    }
+    fn exit(self) {
+        drop(self);
+    }
+}

@@ -1,0 +1,173 @@
+//! `FaultyFs`: a backend wrapper that makes chosen backend calls fail, for
+//! fault-injection tests (and later the passthrough backend's).
+//!
+//! It forwards every `Filesystem` call to the wrapped backend, except that
+//! a call the shared `FaultControl` picks — the n-th call of a kind, or
+//! each call with probability 1/`one_in` from a seeded generator — returns
+//! the chosen errno instead, without reaching the backend. It also reports
+//! the dcache as *not* authoritative, so that every dcache miss becomes a
+//! backend `lookup` (for a wrapped tmpfs, whose lookup always answers "no
+//! such name", behaviour is otherwise unchanged).
+//!
+//! Reach: the `Filesystem` trait today has one data-path call, `lookup` of
+//! a name the dcache does not hold. Data (read/write/truncate), attribute
+//! changes, and namespace changes (create, link, unlink, rename, mkdir,
+//! rmdir, symlink, mknod) are done by the core on tmpfs's in-memory objects
+//! without a backend call, so faults are unreachable there until the trait
+//! grows those calls (the passthrough work); through `lookup` every call
+//! that walks to a name not in the dcache can fail.
+//!
+//! Invariants:
+//! - an injected fault never reaches the wrapped backend: a failed call had
+//!   no backend side effect;
+//! - `FaultControl` counts calls and faults with atomics only (Relaxed:
+//!   plain statistics, read by the test thread after the call returned) and
+//!   keeps the plan and generator under one mutex.
+
+use super::{Filesystem, SuperBlock};
+use crate::abi::{Errno, SysResult};
+use crate::inode::Inode;
+use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use crate::sync::lock::Mutex;
+use std::sync::Arc;
+
+/// The backend calls a fault can be attached to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallKind {
+    Lookup,
+}
+
+/// When a call fails.
+#[derive(Clone, Debug)]
+pub enum Trigger {
+    /// The n-th call of the kind (counting from 1, while armed).
+    Nth(u64),
+    /// Each call with probability 1/`one_in`, from the control's generator.
+    OneIn(u64),
+}
+
+struct Plan {
+    rules: Vec<(CallKind, Trigger, Errno)>,
+    rng: u64,
+    calls: u64,
+}
+
+/// Shared between the test and the wrapper: what to inject, and what was.
+pub struct FaultControl {
+    armed: AtomicBool,
+    plan: Mutex<Plan>,
+    injected: AtomicU64,
+    last: Mutex<Option<(CallKind, Errno)>>,
+}
+
+impl FaultControl {
+    /// An unarmed control with no rules; `seed` drives `Trigger::OneIn`.
+    pub fn new(seed: u64) -> Arc<FaultControl> {
+        Arc::new(FaultControl {
+            armed: AtomicBool::new(false),
+            plan: Mutex::new(Plan {
+                rules: Vec::new(),
+                rng: seed | 1,
+                calls: 0,
+            }),
+            injected: AtomicU64::new(0),
+            last: Mutex::new(None),
+        })
+    }
+
+    /// Adds a rule: calls of `kind` matching `trigger` fail with `errno`.
+    pub fn fail(&self, kind: CallKind, trigger: Trigger, errno: Errno) {
+        self.plan.lock().rules.push((kind, trigger, errno));
+    }
+
+    pub fn arm(&self) {
+        // Relaxed: a test switch read by the same thread's later calls.
+        self.armed.store(true, Ordering::Relaxed);
+    }
+
+    pub fn disarm(&self) {
+        // Relaxed: as `arm`.
+        self.armed.store(false, Ordering::Relaxed);
+    }
+
+    /// How many faults were injected so far.
+    pub fn injected(&self) -> u64 {
+        // Relaxed: a statistic; the caller reads it after the call returned.
+        self.injected.load(Ordering::Relaxed)
+    }
+
+    /// The last injected fault.
+    pub fn last(&self) -> Option<(CallKind, Errno)> {
+        *self.last.lock()
+    }
+
+    /// Whether this call of `kind` fails, and with which errno.
+    fn decide(&self, kind: CallKind) -> Option<Errno> {
+        // Relaxed: as `arm`.
+        if !self.armed.load(Ordering::Relaxed) {
+            return None;
+        }
+        let mut plan = self.plan.lock();
+        plan.calls += 1;
+        let n = plan.calls;
+        let mut hit = None;
+        for i in 0..plan.rules.len() {
+            let (k, trigger, errno) = plan.rules[i].clone();
+            if k != kind {
+                continue;
+            }
+            let fires = match trigger {
+                Trigger::Nth(at) => at == n,
+                Trigger::OneIn(one_in) => {
+                    // xorshift64: deterministic for a seed.
+                    let mut x = plan.rng;
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    plan.rng = x;
+                    one_in > 0 && x.is_multiple_of(one_in)
+                }
+            };
+            if fires && hit.is_none() {
+                hit = Some(errno);
+            }
+        }
+        drop(plan);
+        if let Some(e) = hit {
+            // Relaxed: see `injected`.
+            self.injected.fetch_add(1, Ordering::Relaxed);
+            *self.last.lock() = Some((kind, e));
+        }
+        hit
+    }
+}
+
+/// A backend that forwards to `inner` except where `control` injects.
+pub struct FaultyFs<F: Filesystem> {
+    inner: F,
+    control: Arc<FaultControl>,
+}
+
+impl<F: Filesystem> FaultyFs<F> {
+    pub fn new(inner: F, control: Arc<FaultControl>) -> Self {
+        FaultyFs { inner, control }
+    }
+}
+
+impl<F: Filesystem> Filesystem for FaultyFs<F> {
+    fn fs_type(&self) -> &'static str {
+        self.inner.fs_type()
+    }
+
+    fn dcache_is_authoritative(&self) -> bool {
+        // Every miss goes to `lookup`, where faults can be injected.
+        false
+    }
+
+    fn lookup(&self, sb: &SuperBlock, dir: &Inode, name: &[u8]) -> SysResult<Option<*const Inode>> {
+        if let Some(e) = self.control.decide(CallKind::Lookup) {
+            return Err(e);
+        }
+        self.inner.lookup(sb, dir, name)
+    }
+}
