@@ -64,11 +64,11 @@ impl Vfs {
                 .iter()
                 .filter(|&&c| unsafe { &*c }.parent_ptr() == m)
                 .count() as u32;
-            if mr.refcount.count() != expected_mnt_refs {
+            if mr.refcount.count_at_rest() != i64::from(expected_mnt_refs) {
                 return Err(format!(
                     "mount {} holds {} references, expected {expected_mnt_refs}",
                     mr.id(),
-                    mr.refcount.count()
+                    mr.refcount.count_at_rest()
                 ));
             }
         }

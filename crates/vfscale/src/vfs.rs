@@ -143,6 +143,9 @@ impl Vfs {
         inner.mounts.lock.lock().push(m as usize);
         // Release: pairs with the acquire in `MountTable::root`.
         inner.mounts.root.store(m as *mut _, Ordering::Release);
+        // The root's attachment reference is the base of its sharded count.
+        // SAFETY: just created; freed only by the VFS's drop.
+        unsafe { &*m }.refcount.make_sharded();
         Vfs { inner }
     }
 
@@ -294,6 +297,20 @@ impl VfsInner {
 
 impl Drop for VfsInner {
     fn drop(&mut self) {
+        // Every count exact first (the last puts must be seen), with no
+        // lock held across the grace periods.
+        let all: Vec<usize> = self.mounts.lock.lock().clone();
+        for m in all {
+            // SAFETY: attached mounts are live; nobody else uses this VFS.
+            unsafe { &*(m as *const crate::mount::Mount) }
+                .refcount
+                .make_exact();
+        }
+        let root = self.mounts.root();
+        if !root.is_null() {
+            // SAFETY: as above.
+            unsafe { &*root }.refcount.make_exact();
+        }
         // Detach every mount, children first, then the root's attachment.
         loop {
             let mut list = self.mounts.lock.lock();

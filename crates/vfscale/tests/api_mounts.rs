@@ -335,3 +335,41 @@ fn object_counts_after_mount_churn() {
     drop(p);
     assert_baseline(&vfs);
 }
+
+/// Mount references taken and dropped on different threads (different
+/// shards of the mount's count) still add up: busy while any file is open,
+/// free to unmount once the last one is closed, nothing leaked.
+#[test]
+fn umount_counts_references_from_every_thread() {
+    let (vfs, p) = setup();
+    tmpfs_at(&p, b"/m");
+    mkfile(&p, b"/m/f", b"");
+    let fds: Vec<Fd> = std::thread::scope(|s| {
+        (0..4)
+            .map(|_| s.spawn(|| p.open(b"/m/f", O_RDONLY, 0).unwrap()))
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .collect()
+    });
+    assert_eq!(p.umount2(b"/m", 0), Err(Errno::EBUSY));
+    // Closed by other threads than the ones that opened them.
+    let (last, rest) = fds.split_last().unwrap();
+    std::thread::scope(|s| {
+        for &fd in rest {
+            let p = &p;
+            s.spawn(move || p.close(fd).unwrap());
+        }
+    });
+    assert_eq!(
+        p.umount2(b"/m", 0),
+        Err(Errno::EBUSY),
+        "one file still open"
+    );
+    p.close(*last).unwrap();
+    p.umount2(b"/m", 0).unwrap();
+    assert_eq!(p.stat(b"/m/f"), Err(Errno::ENOENT));
+    p.exit();
+    vfs.check_invariants().unwrap();
+    assert_eq!(vfs.object_counts().mounts, 1, "only the root mount is left");
+}

@@ -464,3 +464,46 @@ fn epoch_batches_wait_for_the_oldest_reader() {
         assert!(std::ptr::eq(again, record));
     });
 }
+
+// ------------------------------------------------------- sharded refcount
+
+/// A holder takes and drops a reference inside its guard while the owner
+/// switches the count to atomic mode: whatever the interleaving, no put
+/// reports the last reference early, and afterwards the count is exact
+/// (only the base is left, and its put is the last).
+#[test]
+fn sharded_ref_switch_loses_nothing() {
+    use vfscale::sync::epoch::Domain;
+    use vfscale::sync::shardref::ShardedRef;
+    let seen = outcomes(|| {
+        let domain = Arc::new(Domain::new());
+        let count = Arc::new(ShardedRef::new(1));
+        count.make_sharded();
+        let holder = {
+            let (domain, count) = (domain.clone(), count.clone());
+            thread::spawn(move || {
+                let record = domain.acquire_record();
+                domain.enter(record);
+                assert!(count.get());
+                let mode_at_put = count.is_sharded();
+                assert!(!count.put(), "a holder's put is never the last");
+                domain.leave(record);
+                mode_at_put
+            })
+        };
+        let exact = count.make_exact_with(|| domain.synchronize_except(std::ptr::null()));
+        let put_sharded = holder.join().unwrap();
+        // The holder may still have been between get and put when the
+        // count became exact only if the switch waited for it.
+        assert!(exact == 1 || exact == 2, "exact count {exact}");
+        let left = count.count_at_rest();
+        assert_eq!(left, 1, "only the base reference is left");
+        assert!(count.put(), "the base's put is the last");
+        put_sharded
+    });
+    assert_eq!(
+        seen,
+        HashSet::from([true, false]),
+        "both modes seen at the put"
+    );
+}

@@ -10,6 +10,11 @@
 //!   mounts and 1 for being attached; the mount is freed (through the epoch
 //!   collector) when it is detached and the count reaches zero, and only then
 //!   drops its superblock.
+//! - While attached, the count is sharded per thread (`ShardedRef`): opens
+//!   and closes on different cores write different lines. The attachment's
+//!   reference is the base that keeps it above zero; a mount is made exact
+//!   (`ShardedRef::make_exact`, a grace period, no lock held) before umount
+//!   reads its count or detaches it, so a detached mount's last put is seen.
 //! - An attached mount holds references on its parent mount, its mountpoint
 //!   dentry and its root dentry.
 
@@ -17,8 +22,8 @@ use crate::dcache::dentry::{Dentry, D_MOUNTED};
 use crate::fs::SuperBlock;
 use crate::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use crate::sync::lock::Mutex;
-use crate::sync::refcount::RefCount;
 use crate::sync::seqcount::SeqCount;
+use crate::sync::shardref::ShardedRef;
 use crate::vfs::VfsInner;
 use std::sync::Arc;
 
@@ -28,7 +33,7 @@ pub struct Mount {
     pub(crate) root: *const Dentry,
     /// From `Arc::into_raw`: the mount owns one strong count.
     sb: *const SuperBlock,
-    pub(crate) refcount: RefCount,
+    pub(crate) refcount: ShardedRef,
     pub(crate) id: u64,
 }
 
@@ -127,7 +132,7 @@ impl VfsInner {
             mountpoint: AtomicPtr::new(core::ptr::null_mut()),
             root,
             sb: Arc::into_raw(sb),
-            refcount: RefCount::new(1),
+            refcount: ShardedRef::new(1),
             // Relaxed: a unique number; nothing is published through it.
             id: self.mounts.next_id.fetch_add(1, Ordering::Relaxed),
         }))
@@ -158,6 +163,8 @@ impl VfsInner {
         mp.set_flag(D_MOUNTED);
         self.mounts.seq.write_end();
         list.push(child as usize);
+        // The attachment's reference is the sharded count's base.
+        c.refcount.make_sharded();
     }
 
     /// Detaches `child` from the tree (it stays alive while referenced).
@@ -165,6 +172,7 @@ impl VfsInner {
     pub(crate) fn detach_mount(&self, list: &mut Vec<usize>, child: *const Mount) {
         // SAFETY: attached mounts are live; the caller holds the table lock.
         let c = unsafe { &*child };
+        debug_assert!(!c.refcount.is_sharded(), "detach of a sharded mount");
         let parent = c.parent_ptr();
         let mp = c.mountpoint_ptr();
         self.mounts.seq.write_begin();
@@ -194,6 +202,7 @@ impl VfsInner {
     }
 
     pub(crate) fn mntget(&self, m: *const Mount) {
+        let _g = self.collector.enter();
         // SAFETY: the caller holds a reference or the table lock.
         let ok = unsafe { &*m }.refcount.get();
         debug_assert!(ok, "mntget of a dead mount");
@@ -210,7 +219,11 @@ impl VfsInner {
     pub(crate) fn mntput(&self, m: *const Mount) {
         // SAFETY: the caller owned a reference.
         let mr = unsafe { &*m };
-        if !(mr.refcount.put() && mr.refcount.try_kill()) {
+        let last = {
+            let _g = self.collector.enter();
+            mr.refcount.put()
+        };
+        if !(last && mr.refcount.try_kill()) {
             return;
         }
         self.dput(mr.root);

@@ -68,7 +68,29 @@ impl Process {
         {
             return Err(Errno::EINVAL);
         }
-        let _g = self.vfs.collector.enter();
+        loop {
+            // Mounts this umount would read or detach that are still
+            // sharded: made exact below, with no guard and no lock held (a
+            // grace period), then the whole decision is taken again.
+            let sharded = {
+                let _g = self.vfs.collector.enter();
+                match self.umount_locked(target, flags)? {
+                    None => return Ok(()),
+                    Some(sharded) => sharded,
+                }
+            };
+            for &m in &sharded {
+                // SAFETY: `umount_locked` took a reference on each.
+                unsafe { &*m }.refcount.make_exact();
+                self.vfs.mntput(m);
+            }
+        }
+    }
+
+    /// One attempt at umount2 under the table lock. `Ok(None)`: done;
+    /// `Ok(Some(ms))`: these mounts are still sharded — each now carries a
+    /// reference for the caller, who makes them exact and retries.
+    fn umount_locked(&self, target: &[u8], flags: i32) -> SysResult<Option<Vec<*const Mount>>> {
         let walk = if flags & UMOUNT_NOFOLLOW != 0 {
             0
         } else {
@@ -97,25 +119,46 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         let children = self.vfs.mounts.children_of(&list, m);
+        if flags & MNT_DETACH == 0 && !children.is_empty() {
+            return Err(Errno::EBUSY);
+        }
+        // Lazy: the whole subtree goes, deepest last in `order`.
+        let mut order = vec![m];
+        if flags & MNT_DETACH != 0 {
+            let mut i = 0;
+            while i < order.len() {
+                let kids = self.vfs.mounts.children_of(&list, order[i]);
+                order.extend(kids);
+                i += 1;
+            }
+        }
+        let sharded: Vec<*const Mount> = order
+            .iter()
+            .copied()
+            // SAFETY: attached mounts are live under the table lock.
+            .filter(|&x| unsafe { &*x }.refcount.is_sharded())
+            .collect();
+        if !sharded.is_empty() {
+            for &x in &sharded {
+                self.vfs.mntget(x);
+            }
+            return Ok(Some(sharded));
+        }
         if flags & MNT_DETACH == 0 {
-            // Busy: anything but the attachment's own reference.
-            if !children.is_empty() || mr.refcount.count() > 1 {
+            // Busy: anything but the attachment's own reference (exact now).
+            if mr.refcount.count_at_rest() > 1 {
+                // Back to the fast mode while it stays attached (unless
+                // another umount is switching it: we must not wait for a
+                // switcher inside our guard).
+                mr.refcount.try_make_sharded();
                 return Err(Errno::EBUSY);
             }
             self.vfs.detach_mount(&mut list, m);
-            return Ok(());
-        }
-        // Lazy: detach the whole subtree, deepest first.
-        let mut order = vec![m];
-        let mut i = 0;
-        while i < order.len() {
-            let kids = self.vfs.mounts.children_of(&list, order[i]);
-            order.extend(kids);
-            i += 1;
+            return Ok(None);
         }
         for mnt in order.into_iter().rev() {
             self.vfs.detach_mount(&mut list, mnt);
         }
-        Ok(())
+        Ok(None)
     }
 }

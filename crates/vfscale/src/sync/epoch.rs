@@ -141,6 +141,23 @@ impl Domain {
         r.in_use.store(false, Ordering::Release);
     }
 
+    /// Waits for a grace period: returns once every reader that was inside
+    /// a guard when it was called (other than the record `me`) has left it.
+    /// Readers do not block inside guards, so this ends; the caller must
+    /// not hold a lock that a reader inside a guard may wait for.
+    pub fn synchronize_except(&self, me: *const Record) {
+        let sealed = self.seal_epoch();
+        let mut spins = 0u32;
+        while self.min_active_except(me) <= sealed {
+            spins += 1;
+            if spins < 64 {
+                crate::sync::atomic::spin_hint();
+            } else {
+                crate::sync::atomic::yield_thread();
+            }
+        }
+    }
+
     /// Outermost guard entry: announce the current epoch.
     #[inline(always)]
     pub fn enter(&self, r: &Record) {
@@ -173,6 +190,11 @@ impl Domain {
     /// Batches sealed in an epoch below this are free to reclaim. Must
     /// follow a heavy barrier that follows the batches' sealing.
     pub fn min_active(&self) -> u64 {
+        self.min_active_except(core::ptr::null())
+    }
+
+    /// `min_active`, ignoring the record `me` (the caller's own).
+    pub fn min_active_except(&self, me: *const Record) -> u64 {
         let mut min = u64::MAX;
         // Acquire: see `acquire_record`.
         let mut p = self.records.load(Ordering::Acquire);
@@ -181,7 +203,7 @@ impl Domain {
             let r = unsafe { &*p };
             // Acquire: pairs with the Release in `leave`.
             let a = r.active.load(Ordering::Acquire);
-            if a != 0 {
+            if a != 0 && !core::ptr::eq(r, me) {
                 min = min.min(a);
             }
             p = r.next as *mut Record;
@@ -325,6 +347,15 @@ fn register_thread(l: &Local) -> *const Record {
     let _ = RELEASE.try_with(|_| ());
     l.record.set(r);
     r
+}
+
+/// Waits for a grace period (Linux's `synchronize_rcu`): every guard held
+/// by another thread when this is called has been dropped when it returns.
+/// The caller's own guard, if any, is not waited for. Must not be called
+/// while holding a lock that a thread inside a guard may wait for.
+pub fn synchronize() {
+    let me = LOCAL.with(|l| l.record.get());
+    domain().synchronize_except(me);
 }
 
 /// Proof that the current thread is inside an epoch: objects reachable now

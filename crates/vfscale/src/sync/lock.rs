@@ -45,6 +45,16 @@ impl<T> Mutex<T> {
         Mutex(parking_lot::const_mutex(v))
     }
 
+    /// The lock if it is free now; never waits.
+    #[inline]
+    pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+        let g = self.0.try_lock();
+        if g.is_some() {
+            note_lock();
+        }
+        g
+    }
+
     #[inline]
     pub fn lock(&self) -> MutexGuard<'_, T> {
         note_lock();

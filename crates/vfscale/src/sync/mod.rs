@@ -18,6 +18,7 @@ pub mod lock;
 pub mod opcount;
 pub mod refcount;
 pub mod seqcount;
+pub mod shardref;
 
 pub use bitlock::{Bucket, BucketGuard, ChainIter, ChainNode};
 pub use counter::{shard_index, ApproxCounter, ShardedCounter};

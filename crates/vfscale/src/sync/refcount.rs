@@ -129,6 +129,23 @@ impl RefCount {
         false
     }
 
+    /// Adds (or removes, if negative) `delta` references at once: folding a
+    /// sharded count (`ShardedRef::make_exact`). The count stays live: the
+    /// caller holds a reference.
+    pub fn add_signed(&self, delta: i64) {
+        // AcqRel: the fold publishes the shard holders' releases (which the
+        // folding thread acquired through a grace period) to a later
+        // `try_kill`, through this RMW's place in the release sequence.
+        if delta >= 0 {
+            let add = u32::try_from(delta).unwrap_or(u32::MAX);
+            self.0.fetch_add(add, AcqRel);
+        } else {
+            let sub = u32::try_from(-delta).unwrap_or(u32::MAX);
+            let old = self.0.fetch_sub(sub, AcqRel);
+            debug_assert!(old > sub, "fold would drop the caller's reference");
+        }
+    }
+
     /// Kills an unreferenced object: one compare-exchange 0 → [`DEAD`].
     /// True iff this call killed it; the caller then owns the teardown.
     /// False if it is referenced (possibly revived), saturated, or dead.
