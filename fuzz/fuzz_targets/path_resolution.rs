@@ -43,7 +43,11 @@ fn world() -> &'static World {
         root.symlink(b"/a/b/c/f/", b"/t/slash").unwrap();
         let user = vfs.process(Cred::user(1000, 1000, &[]));
         user.chdir(b"/a").unwrap();
-        World { _vfs: vfs, root, user }
+        World {
+            _vfs: vfs,
+            root,
+            user,
+        }
     })
 }
 
@@ -93,7 +97,9 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(first, again, "second resolution differs for {path:?}");
     if call % 6 == 0 {
         if let Ok((_, ino)) = first {
-            let fd = p.open(path, O_PATH, 0).expect("stat-able path opens with O_PATH");
+            let fd = p
+                .open(path, O_PATH, 0)
+                .expect("stat-able path opens with O_PATH");
             assert_eq!(p.fstat(fd).unwrap().ino, ino);
             p.close(fd).unwrap();
         }

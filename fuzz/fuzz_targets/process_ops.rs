@@ -11,11 +11,21 @@
 
 use libfuzzer_sys::fuzz_target;
 use vfscale::abi::*;
-use vfscale::{Cred, Fd, Process, ProcessApi, Vfs};
+use vfscale::{Cred, Fd, Process, ProcessApi, Vfs, VfsConfig};
 
 const NAMES: [&[u8]; 12] = [
-    b"/a", b"/a/b", b"/a/f", b"/a/b/g", b"f", b"b", b"/a/../a/b", b"/l", b"/a/b/../f", b"..",
-    b"/", b"/a/b/g/",
+    b"/a",
+    b"/a/b",
+    b"/a/f",
+    b"/a/b/g",
+    b"f",
+    b"b",
+    b"/a/../a/b",
+    b"/l",
+    b"/a/b/../f",
+    b"..",
+    b"/",
+    b"/a/b/g/",
 ];
 
 struct Bytes<'a>(&'a [u8]);
@@ -36,7 +46,11 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
     let p = &procs[(sel >> 5) as usize % procs.len()];
     let a = bytes.name()?;
     let arg = bytes.byte()?;
-    let fd = || fds.get(arg as usize % fds.len().max(1)).copied().unwrap_or(-1);
+    let fd = || {
+        fds.get(arg as usize % fds.len().max(1))
+            .copied()
+            .unwrap_or(-1)
+    };
     let mut buf = [0u8; 64];
     match sel & 31 {
         0 => {
@@ -45,7 +59,11 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
             }
         }
         1 => {
-            if let Ok(f) = p.open(a, i32::from(arg) & (O_ACCMODE | O_DIRECTORY | O_NOFOLLOW | O_TRUNC | O_APPEND), 0) {
+            if let Ok(f) = p.open(
+                a,
+                i32::from(arg) & (O_ACCMODE | O_DIRECTORY | O_NOFOLLOW | O_TRUNC | O_APPEND),
+                0,
+            ) {
                 fds.push(f);
             }
         }
@@ -94,7 +112,12 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
 }
 
 fuzz_target!(|data: &[u8]| {
-    let vfs = Vfs::new();
+    // A small hash table: a fresh Vfs per input, and the invariant checker
+    // walks every bucket.
+    let vfs = Vfs::with_config(VfsConfig {
+        hash_bits: 8,
+        ..VfsConfig::default()
+    });
     let mut procs = vec![vfs.root_process(), vfs.process(Cred::user(1000, 1000, &[]))];
     let mut fds: Vec<Fd> = Vec::new();
     let mut bytes = Bytes(data);
