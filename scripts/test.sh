@@ -24,3 +24,5 @@ if cargo +nightly --version >/dev/null 2>&1; then
 else
     echo "skipped: no nightly toolchain (rustup toolchain install nightly) for -Zsanitizer=address"
 fi
+step "fuzz (bounded: 20 s per target)"
+scripts/fuzz.sh 20

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Runs each cargo-fuzz target (fuzz/fuzz_targets) for SECS seconds (default
+# 60) with the nightly toolchain: path resolution against a fixed tree, and
+# the process API as an operation sequence followed by the invariant
+# checker. Needs `cargo install cargo-fuzz`. Corpora persist in
+# fuzz/corpus/<target> (ignored by git); a crash is saved under
+# fuzz/artifacts/<target>/ and replays with
+#   cargo +nightly fuzz run <target> fuzz/artifacts/<target>/<file>
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECS="${1:-60}"
+
+if ! cargo +nightly --version >/dev/null 2>&1; then
+    echo "fuzz skipped: no nightly toolchain (rustup toolchain install nightly)"
+    exit 0
+fi
+if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
+    echo "fuzz skipped: cargo-fuzz is not installed (cargo install cargo-fuzz)"
+    exit 0
+fi
+
+for target in path_resolution process_ops; do
+    echo "==> fuzz $target for ${SECS}s"
+    mkdir -p "fuzz/corpus/$target"
+    (cd fuzz && cargo +nightly fuzz run "$target" "corpus/$target" -- \
+        -max_total_time="$SECS" -max_len=512 -print_final_stats=1 2>&1 | tail -n 15)
+    # (pipefail is inherited: a crash fails the subshell and the script.)
+done
