@@ -158,13 +158,21 @@ fn walk_vs_rename_of_an_ancestor() {
                         .rename(b"/a/b/c", b"/a/b/c2")
                         .or_else(|_| p.rename(b"/x/b/c", b"/x/b/c2"));
                     sch.step();
-                    let back = p
-                        .rename(b"/a/b/c2", b"/a/b/c")
-                        .or_else(|_| p.rename(b"/x/b/c2", b"/x/b/c"));
-                    for x in [r, back] {
-                        if let Err(e) = x {
-                            assert_eq!(e, Errno::ENOENT, "rename of c");
-                        }
+                    match r {
+                        // Renamed: rename it back, by whichever name the
+                        // ancestor has when we try (both attempts can miss
+                        // while the ancestor flips, so retry).
+                        Ok(()) => loop {
+                            let back = p
+                                .rename(b"/a/b/c2", b"/a/b/c")
+                                .or_else(|_| p.rename(b"/x/b/c2", b"/x/b/c"));
+                            match back {
+                                Ok(()) => break,
+                                Err(e) => assert_eq!(e, Errno::ENOENT, "rename of c2"),
+                            }
+                            std::thread::yield_now();
+                        },
+                        Err(e) => assert_eq!(e, Errno::ENOENT, "rename of c"),
                     }
                 }
                 done.fetch_add(1, Ordering::SeqCst);

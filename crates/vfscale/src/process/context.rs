@@ -78,6 +78,41 @@ impl Process {
         if !cwd_d.is_root() && !cwd_d.is_hashed() {
             return Err(Errno::ENOENT);
         }
+        // Names and parents change under renames (and the chain under
+        // mounts): read them inside the global seqcounts and retry, as
+        // Linux's d_path does under rename_lock. A torn read would mix an
+        // old name's bytes with a new name's length.
+        let (parts, unreachable) = loop {
+            let rename_seq = self.vfs.rename_seq.read_begin();
+            let mount_seq = self.vfs.mounts.seq.read_begin();
+            let names = self.cwd_names(root, cwd, (rename_seq, mount_seq));
+            if !self.vfs.rename_seq.read_retry(rename_seq)
+                && !self.vfs.mounts.seq.read_retry(mount_seq)
+            {
+                break names;
+            }
+        };
+        let mut out = if unreachable {
+            b"(unreachable)".to_vec()
+        } else {
+            Vec::new()
+        };
+        for p in parts.iter().rev() {
+            out.push(b'/');
+            out.extend_from_slice(p);
+        }
+        if parts.is_empty() {
+            out.push(b'/');
+        }
+        Ok(out)
+    }
+
+    /// The names from `cwd` up to `root` (innermost first), and whether the
+    /// top was reached without meeting `root`. Caller holds a guard and
+    /// validates the global rename and mount seqcounts (`seqs`, sampled
+    /// before); a long chain is abandoned early once they moved, so racing
+    /// renames cannot keep it walking.
+    fn cwd_names(&self, root: PathPtr, cwd: PathPtr, seqs: (u32, u32)) -> (Vec<Vec<u8>>, bool) {
         let mut parts: Vec<Vec<u8>> = Vec::new();
         let mut unreachable = false;
         let mut cur = cwd;
@@ -85,6 +120,14 @@ impl Process {
             if cur == root {
                 break;
             }
+            if parts.len() % 64 == 63
+                && (self.vfs.rename_seq.read_retry(seqs.0)
+                    || self.vfs.mounts.seq.read_retry(seqs.1))
+            {
+                break;
+            }
+            // SAFETY (whole loop): the caller's guard keeps the chain of
+            // dentries and mounts from the cwd upwards allocated.
             let m = unsafe { &*cur.mnt };
             if cur.dentry == m.root {
                 let parent = m.parent_ptr();
@@ -107,19 +150,7 @@ impl Process {
                 dentry: d.parent_ptr(),
             };
         }
-        let mut out = if unreachable {
-            b"(unreachable)".to_vec()
-        } else {
-            Vec::new()
-        };
-        for p in parts.iter().rev() {
-            out.push(b'/');
-            out.extend_from_slice(p);
-        }
-        if parts.is_empty() {
-            out.push(b'/');
-        }
-        Ok(out)
+        (parts, unreachable)
     }
 
     pub(crate) fn sys_umask(&self, mask: u32) -> u32 {
