@@ -20,6 +20,7 @@ pub mod dir;
 pub mod file;
 pub mod fs;
 pub mod inode;
+pub mod mem;
 pub mod mount;
 pub mod process;
 pub mod sync;

@@ -230,13 +230,13 @@ impl VfsInner {
             0,
             InodeBody::Directory(RwLock::new(DirIndex::new())),
         );
-        let root = Box::into_raw(Box::new(Dentry::new(
+        let root = crate::mem::slab::alloc(Dentry::new(
             &*sb,
             core::ptr::null(),
             &NameKey::new(b"/"),
             inode,
             1,
-        )));
+        ));
         self.stats.dentries.inc();
         // Release: pairs with the acquire in `SuperBlock::root`.
         sb.root.store(root, Ordering::Release);
@@ -261,7 +261,7 @@ impl VfsInner {
         let fresh = inode.refcount.get();
         debug_assert!(fresh);
         self.stats.inodes.inc();
-        Box::into_raw(Box::new(inode))
+        crate::mem::slab::alloc(inode)
     }
 
     /// Frees the whole tree of an instance whose last mount is gone: every
@@ -290,7 +290,7 @@ impl VfsInner {
             }
             self.stats.dentries.dec();
             // SAFETY: unhashed and unreachable; readers hold guards.
-            unsafe { self.collector.retire_box(d as *mut Dentry) };
+            unsafe { self.collector.retire_slab(d as *mut Dentry) };
         }
     }
 }

@@ -196,7 +196,7 @@ impl VfsInner {
         let got = unsafe { &*parent }.refcount.get();
         debug_assert!(got, "parent of a new dentry must be live");
         self.stats.dentries.inc();
-        Box::into_raw(Box::new(Dentry::new(sb, parent, key, inode, refs)))
+        crate::mem::slab::alloc(Dentry::new(sb, parent, key, inode, refs))
     }
 
     /// Publishes a fresh dentry in the locked bucket.
@@ -331,7 +331,7 @@ impl VfsInner {
         self.stats.dentries.dec();
         // SAFETY: `d` is unhashed, off the LRU and dead: no new reader can
         // reach it; current readers hold guards.
-        unsafe { self.collector.retire_box(d as *mut Dentry) };
+        unsafe { self.collector.retire_slab(d as *mut Dentry) };
         (!parent.is_null()).then_some(parent)
     }
 
@@ -408,7 +408,7 @@ impl VfsInner {
             self.stats.inodes.dec();
             // SAFETY: no dentry refers to the inode any more; lock-free
             // readers that loaded it hold guards.
-            unsafe { self.collector.retire_box(inode as *mut Inode) };
+            unsafe { self.collector.retire_slab(inode as *mut Inode) };
         }
     }
 }

@@ -457,6 +457,22 @@ impl Collector {
             // SAFETY: `retire_box`'s contract: a Box<T>, freed once.
             drop(unsafe { Box::from_raw(p as *mut T) });
         }
+        // SAFETY: forwarded contract.
+        unsafe { self.retire_with(ptr as *mut (), free::<T>) }
+    }
+
+    /// Frees `ptr` (an object of the slab allocator, `mem::slab`) once no
+    /// reader can hold it.
+    ///
+    /// # Safety
+    /// As `retire_box`, for a pointer from `mem::slab::alloc::<T>`.
+    pub unsafe fn retire_slab<T: Send>(&self, ptr: *mut T) {
+        // SAFETY: forwarded contract.
+        unsafe { self.retire_with(ptr as *mut (), crate::mem::slab::free_erased::<T>) }
+    }
+
+    /// Queues `ptr` to be released by `free` after a grace period.
+    unsafe fn retire_with(&self, ptr: *mut (), free: unsafe fn(*mut ())) {
         let shard = LOCAL.with(|l| {
             let r = l.record.get();
             if r.is_null() {
@@ -468,10 +484,7 @@ impl Collector {
         });
         let full = {
             let mut pending = self.shards[shard].lock();
-            pending.push(Retired {
-                ptr: ptr as *mut (),
-                free: free::<T>,
-            });
+            pending.push(Retired { ptr, free });
             (pending.len() >= self.batch).then(|| std::mem::take(&mut *pending))
         };
         if let Some(items) = full {
