@@ -97,6 +97,9 @@ pub struct VfsInner {
     pub(crate) open_files: ApproxCounter,
     pub(crate) config: VfsConfig,
     next_dev: AtomicU64,
+    /// The internal anonymous mount (pipes, sockets, eventfds, memfds),
+    /// set right after construction.
+    pub(crate) anon: std::sync::OnceLock<crate::anon::AnonMount>,
 }
 
 /// A namespace: the handle embedders keep. Cheap to clone.
@@ -128,6 +131,7 @@ impl Vfs {
             open_files: ApproxCounter::new(),
             config,
             next_dev: AtomicU64::new(1),
+            anon: std::sync::OnceLock::new(),
         });
         let sb = inner.new_superblock(Box::new(Tmpfs), S_IFDIR | 0o755);
         let root = sb.root();
@@ -136,6 +140,8 @@ impl Vfs {
         inner.mounts.lock.lock().push(m as usize);
         // Release: pairs with the acquire in `MountTable::root`.
         inner.mounts.root.store(m as *mut _, Ordering::Release);
+        let anon = inner.init_anon();
+        let _ = inner.anon.set(anon);
         Vfs { inner }
     }
 
@@ -290,6 +296,9 @@ impl VfsInner {
 
 impl Drop for VfsInner {
     fn drop(&mut self) {
+        if let Some(anon) = self.anon.take() {
+            self.drop_anon(&anon);
+        }
         // Detach every mount, children first, then the root's attachment.
         loop {
             let mut list = self.mounts.lock.lock();
