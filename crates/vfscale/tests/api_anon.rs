@@ -62,7 +62,11 @@ fn pipe_capacity_and_atomic_writes() {
     let (_vfs, p) = setup();
     let [r, w] = p.pipe2(O_NONBLOCK).unwrap();
     let big = vec![7u8; 70000];
-    assert_eq!(p.write(w, &big), Ok(65536), "a non-blocking write fills the pipe");
+    assert_eq!(
+        p.write(w, &big),
+        Ok(65536),
+        "a non-blocking write fills the pipe"
+    );
     assert_eq!(p.write(w, b"x"), Err(Errno::EAGAIN));
     let mut b = vec![0u8; 100];
     assert_eq!(p.read(r, &mut b), Ok(100));
@@ -73,7 +77,11 @@ fn pipe_capacity_and_atomic_writes() {
     assert_eq!(p.fcntl(w, F_SETPIPE_SZ, 4096), Err(Errno::EBUSY));
     assert_eq!(p.fcntl(w, F_SETPIPE_SZ, 70000), Ok(131072));
     assert_eq!(p.fcntl(r, F_GETPIPE_SZ, 0), Ok(131072));
-    assert_eq!(p.fcntl(w, F_SETPIPE_SZ, 2 << 20), Ok(2 << 20), "root may exceed pipe-max-size");
+    assert_eq!(
+        p.fcntl(w, F_SETPIPE_SZ, 2 << 20),
+        Ok(2 << 20),
+        "root may exceed pipe-max-size"
+    );
     let user = user(&p.vfs(), 1000, 1000);
     let [_r2, w2] = user.pipe2(0).unwrap();
     assert_eq!(user.fcntl(w2, F_SETPIPE_SZ, 2 << 20), Err(Errno::EPERM));
@@ -208,7 +216,9 @@ fn emfile_leaves_nothing_behind() {
 #[test]
 fn stream_pair_both_directions_and_shutdown() {
     let (vfs, p) = setup();
-    let [a, b] = p.socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0).unwrap();
+    let [a, b] = p
+        .socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0)
+        .unwrap();
     let mut buf = [0u8; 16];
     assert_eq!(p.write(a, b"ping"), Ok(4));
     assert_eq!(p.write(b, b"pong!"), Ok(5));
@@ -224,7 +234,10 @@ fn stream_pair_both_directions_and_shutdown() {
     let st = p.fstat(a).unwrap();
     assert_eq!(st.mode & S_IFMT, S_IFSOCK);
     assert_ne!(st.ino, p.fstat(b).unwrap().ino);
-    assert_eq!(p.fd_path(a).unwrap(), format!("socket:[{}]", st.ino).into_bytes());
+    assert_eq!(
+        p.fd_path(a).unwrap(),
+        format!("socket:[{}]", st.ino).into_bytes()
+    );
     p.close(a).unwrap();
     assert_eq!(p.write(b, b"x"), Err(Errno::EPIPE), "peer gone");
     assert_eq!(p.read(b, &mut buf), Ok(0));
@@ -238,20 +251,39 @@ fn host_stream_pair_semantics() {
     // SAFETY: plain syscalls on descriptors this test owns.
     unsafe {
         assert_eq!(
-            libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0, sv.as_mut_ptr()),
+            libc::socketpair(
+                libc::AF_UNIX,
+                libc::SOCK_STREAM | libc::SOCK_NONBLOCK,
+                0,
+                sv.as_mut_ptr()
+            ),
             0
         );
         let mut b = [0u8; 16];
         libc::shutdown(sv[0], libc::SHUT_WR);
-        assert_eq!(libc::send(sv[0], b.as_ptr().cast(), 1, libc::MSG_NOSIGNAL), -1);
+        assert_eq!(
+            libc::send(sv[0], b.as_ptr().cast(), 1, libc::MSG_NOSIGNAL),
+            -1
+        );
         assert_eq!(errno(), libc::EPIPE);
         assert_eq!(libc::read(sv[1], b.as_mut_ptr().cast(), 16), 0);
         libc::close(sv[0]);
-        assert_eq!(libc::send(sv[1], b.as_ptr().cast(), 1, libc::MSG_NOSIGNAL), -1);
+        assert_eq!(
+            libc::send(sv[1], b.as_ptr().cast(), 1, libc::MSG_NOSIGNAL),
+            -1
+        );
         assert_eq!(errno(), libc::EPIPE);
         libc::close(sv[1]);
         // Datagram truncation and zero-length datagrams.
-        assert_eq!(libc::socketpair(libc::AF_UNIX, libc::SOCK_DGRAM | libc::SOCK_NONBLOCK, 0, sv.as_mut_ptr()), 0);
+        assert_eq!(
+            libc::socketpair(
+                libc::AF_UNIX,
+                libc::SOCK_DGRAM | libc::SOCK_NONBLOCK,
+                0,
+                sv.as_mut_ptr()
+            ),
+            0
+        );
         assert_eq!(libc::write(sv[0], b"abcdef".as_ptr().cast(), 6), 6);
         assert_eq!(libc::write(sv[0], b"".as_ptr().cast(), 0), 0);
         assert_eq!(libc::read(sv[1], b.as_mut_ptr().cast(), 3), 3);
@@ -302,8 +334,14 @@ fn bare_socket_and_argument_errors() {
     assert_eq!(p.fcntl(s, F_GETFL, 0), Ok(O_RDWR as i64));
     assert_eq!(p.socket(AF_INET, SOCK_STREAM, 0), Err(Errno::EAFNOSUPPORT));
     assert_eq!(p.socket(AF_UNIX, 3, 0), Err(Errno::ESOCKTNOSUPPORT));
-    assert_eq!(p.socket(AF_UNIX, SOCK_STREAM, 9), Err(Errno::EPROTONOSUPPORT));
-    assert_eq!(p.socket(AF_UNIX, SOCK_STREAM | 0x100, 0), Err(Errno::EINVAL));
+    assert_eq!(
+        p.socket(AF_UNIX, SOCK_STREAM, 9),
+        Err(Errno::EPROTONOSUPPORT)
+    );
+    assert_eq!(
+        p.socket(AF_UNIX, SOCK_STREAM | 0x100, 0),
+        Err(Errno::EINVAL)
+    );
     assert_eq!(p.shutdown(s, SHUT_RD), Ok(()));
     let e = p.eventfd(0, 0).unwrap();
     assert_eq!(p.shutdown(e, SHUT_RD), Err(Errno::ENOTSOCK));
@@ -341,7 +379,11 @@ fn eventfd_counter_semantics() {
     assert_eq!(p.write(e, &[0u8; 4]), Err(Errno::EINVAL));
     assert_eq!(p.write(e, &u64::MAX.to_ne_bytes()), Err(Errno::EINVAL));
     assert_eq!(p.write(e, &(u64::MAX - 1).to_ne_bytes()), Ok(8));
-    assert_eq!(p.write(e, &1u64.to_ne_bytes()), Err(Errno::EAGAIN), "overflow");
+    assert_eq!(
+        p.write(e, &1u64.to_ne_bytes()),
+        Err(Errno::EAGAIN),
+        "overflow"
+    );
     assert_eq!(p.read(e, &mut b), Ok(8));
     assert_eq!(u64::from_ne_bytes(b), u64::MAX - 1);
     let s = p.eventfd(2, EFD_SEMAPHORE | EFD_NONBLOCK).unwrap();
@@ -429,11 +471,31 @@ fn poll_readiness() {
     let [r, w] = p.pipe2(0).unwrap();
     let e = p.eventfd(0, 0).unwrap();
     let mut fds = [
-        PollFd { fd: r, events: POLLIN, revents: 0 },
-        PollFd { fd: w, events: POLLOUT, revents: 0 },
-        PollFd { fd: e, events: POLLIN, revents: 0 },
-        PollFd { fd: 77, events: POLLIN, revents: 0 },
-        PollFd { fd: -1, events: POLLIN, revents: 0 },
+        PollFd {
+            fd: r,
+            events: POLLIN,
+            revents: 0,
+        },
+        PollFd {
+            fd: w,
+            events: POLLOUT,
+            revents: 0,
+        },
+        PollFd {
+            fd: e,
+            events: POLLIN,
+            revents: 0,
+        },
+        PollFd {
+            fd: 77,
+            events: POLLIN,
+            revents: 0,
+        },
+        PollFd {
+            fd: -1,
+            events: POLLIN,
+            revents: 0,
+        },
     ];
     assert_eq!(p.poll(&mut fds, 0), Ok(2));
     assert_eq!(fds.map(|f| f.revents), [0, POLLOUT, 0, POLLNVAL, 0]);
@@ -441,11 +503,19 @@ fn poll_readiness() {
     assert_eq!(p.poll(&mut fds[..3], 0), Ok(2));
     assert_eq!(fds[0].revents, POLLIN);
     p.close(w).unwrap();
-    let mut one = [PollFd { fd: r, events: POLLIN, revents: 0 }];
+    let mut one = [PollFd {
+        fd: r,
+        events: POLLIN,
+        revents: 0,
+    }];
     assert_eq!(p.poll(&mut one, 0), Ok(1));
     assert_eq!(one[0].revents, POLLIN | POLLHUP);
     // A timeout with nothing ready returns 0.
-    let mut ev = [PollFd { fd: e, events: POLLIN, revents: 0 }];
+    let mut ev = [PollFd {
+        fd: e,
+        events: POLLIN,
+        revents: 0,
+    }];
     assert_eq!(p.poll(&mut ev, 10), Ok(0));
 }
 
@@ -458,8 +528,16 @@ fn poll_blocks_until_another_thread_writes() {
     let t2 = t.clone();
     let h = thread::spawn(move || {
         let mut fds = [
-            PollFd { fd: a, events: POLLIN, revents: 0 },
-            PollFd { fd: e, events: POLLIN, revents: 0 },
+            PollFd {
+                fd: a,
+                events: POLLIN,
+                revents: 0,
+            },
+            PollFd {
+                fd: e,
+                events: POLLIN,
+                revents: 0,
+            },
         ];
         let n = t2.poll(&mut fds, -1);
         (n, fds.map(|f| f.revents))

@@ -113,10 +113,7 @@ mod tests {
         assert_eq!(crate::abi::Errno::EAFNOSUPPORT.0, libc::EAFNOSUPPORT);
         assert_eq!(crate::abi::Errno::ECONNREFUSED.0, libc::ECONNREFUSED);
         assert_eq!(crate::abi::Errno::ESOCKTNOSUPPORT.0, libc::ESOCKTNOSUPPORT);
-        assert_eq!(
-            crate::abi::Errno::EPROTONOSUPPORT.0,
-            libc::EPROTONOSUPPORT
-        );
+        assert_eq!(crate::abi::Errno::EPROTONOSUPPORT.0, libc::EPROTONOSUPPORT);
         assert_eq!(crate::abi::Errno::EPROTOTYPE.0, libc::EPROTOTYPE);
     }
 }

@@ -108,7 +108,9 @@ impl VfsInner {
     }
 
     pub(crate) fn anon(&self) -> &AnonMount {
-        self.anon.get().expect("the anonymous mount is set up with the namespace")
+        self.anon
+            .get()
+            .expect("the anonymous mount is set up with the namespace")
     }
 
     /// A new anonymous node with `files` file references. `ino` 0 takes the
@@ -151,7 +153,9 @@ impl VfsInner {
         let n = unsafe { &*node };
         // Relaxed: not yet shared; publication to other threads goes
         // through the fd table's lock.
-        n.dentry.parent.store(node as *mut Dentry, Ordering::Relaxed);
+        n.dentry
+            .parent
+            .store(node as *mut Dentry, Ordering::Relaxed);
         n.dentry
             .inode
             .store(&n.inode as *const Inode as *mut Inode, Ordering::Relaxed);

@@ -128,7 +128,11 @@ impl Pipe {
         let mut done = 0;
         loop {
             if g.readers == 0 {
-                return if done > 0 { Ok(done) } else { Err(Errno::EPIPE) };
+                return if done > 0 {
+                    Ok(done)
+                } else {
+                    Err(Errno::EPIPE)
+                };
             }
             let room = g.cap - g.buf.len();
             if room > 0 && (!atomic || room >= len) {
@@ -141,7 +145,11 @@ impl Pipe {
                 }
             }
             if nonblock {
-                return if done > 0 { Ok(done) } else { Err(Errno::EAGAIN) };
+                return if done > 0 {
+                    Ok(done)
+                } else {
+                    Err(Errno::EAGAIN)
+                };
             }
             self.cell.wait(&mut g);
         }

@@ -57,15 +57,12 @@ pub struct Socket {
 impl ConnState {
     fn rcv_shut(&self, ty: i32, s: usize) -> bool {
         let p = 1 - s;
-        self.own[s] & RCV != 0
-            || (ty != SOCK_DGRAM && (self.own[p] & SEND != 0 || self.closed[p]))
+        self.own[s] & RCV != 0 || (ty != SOCK_DGRAM && (self.own[p] & SEND != 0 || self.closed[p]))
     }
 
     fn send_shut(&self, ty: i32, s: usize) -> bool {
         let p = 1 - s;
-        self.own[s] & SEND != 0
-            || self.own[p] & RCV != 0
-            || (ty != SOCK_DGRAM && self.closed[p])
+        self.own[s] & SEND != 0 || self.own[p] & RCV != 0 || (ty != SOCK_DGRAM && self.closed[p])
     }
 }
 
@@ -229,7 +226,11 @@ impl Socket {
         let mut done = 0;
         loop {
             if g.send_shut(self.ty, s) {
-                return if done > 0 { Ok(done) } else { Err(Errno::EPIPE) };
+                return if done > 0 {
+                    Ok(done)
+                } else {
+                    Err(Errno::EPIPE)
+                };
             }
             let room = SOCK_BUF - g.dirs[p].queued;
             if room > 0 {
@@ -244,7 +245,11 @@ impl Socket {
                 }
             }
             if nonblock {
-                return if done > 0 { Ok(done) } else { Err(Errno::EAGAIN) };
+                return if done > 0 {
+                    Ok(done)
+                } else {
+                    Err(Errno::EAGAIN)
+                };
             }
             c.cell.wait(&mut g);
         }

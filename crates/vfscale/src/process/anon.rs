@@ -99,7 +99,11 @@ impl Process {
     }
 
     /// Installs `files` as consecutive lowest free descriptors, or none.
-    fn install_all<const N: usize>(&self, files: [FileRef; N], cloexec: bool) -> SysResult<[Fd; N]> {
+    fn install_all<const N: usize>(
+        &self,
+        files: [FileRef; N],
+        cloexec: bool,
+    ) -> SysResult<[Fd; N]> {
         let mut fds = [-1; N];
         let mut err = None;
         for (i, f) in files.into_iter().enumerate() {
@@ -127,7 +131,13 @@ impl Process {
     }
 
     /// A file on anonymous node `node` (whose reference it takes over).
-    fn anon_file(&self, node: *const AnonInode, fmode: u32, status: i32, private: *const ()) -> FileRef {
+    fn anon_file(
+        &self,
+        node: *const AnonInode,
+        fmode: u32,
+        status: i32,
+        private: *const (),
+    ) -> FileRef {
         // SAFETY: we hold a reference on the node.
         let n = unsafe { &*node };
         self.vfs.alloc_file(
@@ -314,8 +324,8 @@ impl Process {
         if fds.len() > self.fd_limit() {
             return Err(Errno::EINVAL);
         }
-        let deadline = (timeout_ms >= 0)
-            .then(|| Instant::now() + Duration::from_millis(timeout_ms as u64));
+        let deadline =
+            (timeout_ms >= 0).then(|| Instant::now() + Duration::from_millis(timeout_ms as u64));
         let files: Vec<Option<FileRef>> = fds
             .iter()
             .map(|p| {
@@ -403,9 +413,11 @@ impl Process {
                 let arg = arg as i32;
                 // Relaxed: a plain flag word (see OpenFile::status); the
                 // update is one atomic read-modify-write.
-                let _ = f.status.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| {
-                    Some(((s as i32 & !SETTABLE) | (arg & SETTABLE)) as u32)
-                });
+                let _ = f
+                    .status
+                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| {
+                        Some(((s as i32 & !SETTABLE) | (arg & SETTABLE)) as u32)
+                    });
                 Ok(0)
             }),
             F_GETPIPE_SZ | F_SETPIPE_SZ => self.with_file(fd, false, |f| match stream(f) {
