@@ -134,9 +134,9 @@ impl Socket {
             return match self.ty {
                 SOCK_STREAM => Err(Errno::EINVAL),
                 SOCK_SEQPACKET => Err(Errno::ENOTCONN),
-                // An unconnected datagram socket waits for a datagram that
-                // nobody can send it.
-                _ if nonblock => Err(Errno::EAGAIN),
+                // An unconnected datagram socket would wait for a datagram
+                // nobody can send it; rather than sleep forever, a blocking
+                // read says EAGAIN too (docs/COMPATIBILITY.md).
                 _ => Err(Errno::EAGAIN),
             };
         };
