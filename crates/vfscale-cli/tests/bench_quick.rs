@@ -60,7 +60,7 @@ fn quick_suite_produces_complete_results() {
     assert_eq!(threads[0], 1);
     let workloads = v["config"]["workloads"].as_array().unwrap();
     let targets = v["config"]["targets"].as_array().unwrap();
-    assert_eq!(workloads.len(), 8, "the quick suite runs every workload");
+    assert_eq!(workloads.len(), 9, "the quick suite runs every workload");
     assert!(targets.len() >= 2);
 
     for w in workloads {
@@ -120,6 +120,16 @@ fn quick_suite_produces_complete_results() {
                         assert!(b.is_finite() && b >= 0.0);
                     }
                 }
+                "anon-churn" => {
+                    for kind in ["socket", "pipe", "eventfd", "memfd"] {
+                        let got: Vec<u64> = mine
+                            .iter()
+                            .filter(|r| r["params"]["kind"] == kind)
+                            .map(|r| r["threads"].as_u64().unwrap())
+                            .collect();
+                        assert_eq!(got, threads, "{t}: anon-churn {kind} rows");
+                    }
+                }
                 "lockref-recovery" => {
                     assert_eq!(mine.len(), 1);
                     let p = &mine[0]["params"];
@@ -140,6 +150,10 @@ fn quick_suite_produces_complete_results() {
         }
     }
 
+    // The reference model and the peers cannot run anon-churn, and say why.
+    for n in unsupported.iter().filter(|n| n["workload"] == "anon-churn") {
+        assert!(n["reason"].as_str().unwrap().len() > 10, "{n}");
+    }
     // vfscale and the kernel express every workload here.
     for t in ["vfscale", "kernel"] {
         assert!(

@@ -13,6 +13,7 @@
 //! ```
 
 pub mod abi;
+pub mod anon;
 pub mod check;
 pub mod cred;
 pub mod dcache;

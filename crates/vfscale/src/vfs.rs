@@ -98,6 +98,9 @@ pub struct VfsInner {
     pub(crate) open_files: ApproxCounter,
     pub(crate) config: VfsConfig,
     next_dev: AtomicU64,
+    /// The internal anonymous mount (pipes, sockets, eventfds, memfds),
+    /// set right after construction.
+    pub(crate) anon: std::sync::OnceLock<crate::anon::AnonMount>,
 }
 
 /// A namespace: the handle embedders keep. Cheap to clone.
@@ -135,6 +138,7 @@ impl Vfs {
             open_files: ApproxCounter::new(),
             config,
             next_dev: AtomicU64::new(1),
+            anon: std::sync::OnceLock::new(),
         });
         let sb = inner.new_superblock(fs, S_IFDIR | 0o755);
         let root = sb.root();
@@ -146,6 +150,8 @@ impl Vfs {
         // The root's attachment reference is the base of its sharded count.
         // SAFETY: just created; freed only by the VFS's drop.
         unsafe { &*m }.refcount.make_sharded();
+        let anon = inner.init_anon();
+        let _ = inner.anon.set(anon);
         Vfs { inner }
     }
 
@@ -297,6 +303,9 @@ impl VfsInner {
 
 impl Drop for VfsInner {
     fn drop(&mut self) {
+        if let Some(anon) = self.anon.take() {
+            self.drop_anon(&anon);
+        }
         // Every count exact first (the last puts must be seen), with no
         // lock held across the grace periods.
         let all: Vec<usize> = self.mounts.lock.lock().clone();

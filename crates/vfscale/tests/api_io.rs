@@ -486,7 +486,6 @@ fn fifo_io() {
 }
 
 #[test]
-#[ignore = "issue 4: FIFO data needs pipe buffers (docs/COMPATIBILITY.md)"]
 fn fifo_data_transfer() {
     let (_vfs, p) = setup();
     p.mknodat(AT_FDCWD, b"/fifo", S_IFIFO | 0o644, 0).unwrap();

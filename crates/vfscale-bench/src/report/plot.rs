@@ -208,12 +208,19 @@ pub fn chart_for(res: &Results, workload: &str) -> Chart {
         };
     }
     let phased = rows.iter().any(|r| !r.phase().is_empty());
+    // Multi-phase workloads plot one phase: readdir-large its readdir
+    // phase, others (anon-churn's kinds) their first.
+    let plotted = if rows.iter().any(|r| r.phase() == "readdir") {
+        "readdir"
+    } else {
+        rows.first().map_or("", |r| r.phase())
+    };
     let series = targets
         .iter()
         .map(|t| {
             let mut pts: Vec<(f64, f64)> = rows
                 .iter()
-                .filter(|r| r.target == *t && (!phased || r.phase() == "readdir"))
+                .filter(|r| r.target == *t && (!phased || r.phase() == plotted))
                 .map(|r| (r.threads as f64, r.ops_per_sec))
                 .collect();
             pts.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -223,12 +230,17 @@ pub fn chart_for(res: &Results, workload: &str) -> Chart {
         .collect();
     Chart {
         title: if phased {
-            format!("{workload} (readdir phase)")
+            format!("{workload} ({plotted} phase)")
         } else {
             workload.to_string()
         },
         x_desc: "threads".into(),
-        y_desc: if phased { "dirents/s" } else { "ops/s" }.into(),
+        y_desc: if plotted == "readdir" {
+            "dirents/s"
+        } else {
+            "ops/s"
+        }
+        .into(),
         series,
         log_ok: true,
         si_labels: true,

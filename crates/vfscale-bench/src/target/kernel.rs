@@ -9,7 +9,7 @@
 //! namespace however the bench dies; it is also unmounted on drop. Worker
 //! threads spawned later by that thread inherit the namespace.
 
-use super::{count_dirents, failed, Kind, OpResult, Target, TargetId, GETDENTS_BUF};
+use super::{count_dirents, failed, AnonKind, Kind, OpResult, Target, TargetId, GETDENTS_BUF};
 use std::ffi::CString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
@@ -235,6 +235,37 @@ impl Target for KernelTarget {
         }
         // SAFETY: fstatat succeeded and filled `st`.
         Ok(Kind::from_mode(unsafe { st.assume_init() }.st_mode))
+    }
+
+    #[inline]
+    fn anon_churn(&self, _th: &mut Vec<u8>, kind: AnonKind) -> OpResult<()> {
+        let what = kind.name();
+        // SAFETY (all arms): plain syscalls; every descriptor made here is
+        // closed once below.
+        let fds: [libc::c_int; 2] = unsafe {
+            match kind {
+                AnonKind::Socket => [libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0), -1],
+                AnonKind::Pipe => {
+                    let mut fds = [-1; 2];
+                    if libc::pipe2(fds.as_mut_ptr(), 0) != 0 {
+                        fds[0] = -1;
+                    }
+                    fds
+                }
+                AnonKind::Eventfd => [libc::eventfd(0, 0), -1],
+                AnonKind::Memfd => [libc::memfd_create(c"churn".as_ptr(), 0), -1],
+            }
+        };
+        if fds[0] < 0 {
+            return Err(failed("create", &what, &errno()));
+        }
+        for fd in fds.into_iter().filter(|&fd| fd >= 0) {
+            // SAFETY: made above, closed once.
+            if unsafe { libc::close(fd) } != 0 {
+                return Err(failed("close", &what, &errno()));
+            }
+        }
+        Ok(())
     }
 
     #[inline]

@@ -66,6 +66,37 @@ pub enum Op {
     Rmdir,
     Readdir,
     Chmod,
+    /// Create and close an anonymous object (pipe, socket, eventfd, memfd).
+    AnonChurn,
+}
+
+/// The anonymous objects `anon-churn` creates and closes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AnonKind {
+    /// An unconnected AF_UNIX stream socket.
+    Socket,
+    /// A pipe (both ends closed).
+    Pipe,
+    Eventfd,
+    Memfd,
+}
+
+impl AnonKind {
+    pub const ALL: [AnonKind; 4] = [
+        AnonKind::Socket,
+        AnonKind::Pipe,
+        AnonKind::Eventfd,
+        AnonKind::Memfd,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            AnonKind::Socket => "socket",
+            AnonKind::Pipe => "pipe",
+            AnonKind::Eventfd => "eventfd",
+            AnonKind::Memfd => "memfd",
+        }
+    }
 }
 
 impl Op {
@@ -79,6 +110,7 @@ impl Op {
             Op::Rmdir => "rmdir",
             Op::Readdir => "readdir",
             Op::Chmod => "chmod",
+            Op::AnonChurn => "anonymous object create+close",
         }
     }
 }
@@ -160,6 +192,11 @@ pub trait Target: Sync {
     }
     fn chmod(&self, _th: &mut Self::Thread, _p: &Self::Path, _mode: u32) -> OpResult<()> {
         unsupported(self, Op::Chmod)
+    }
+    /// Creates one anonymous object of `kind` and closes every descriptor
+    /// it made.
+    fn anon_churn(&self, _th: &mut Self::Thread, _kind: AnonKind) -> OpResult<()> {
+        unsupported(self, Op::AnonChurn)
     }
 }
 

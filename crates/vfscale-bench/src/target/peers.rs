@@ -13,6 +13,8 @@
 
 use super::{failed, Kind, Op, OpResult, Target, TargetId};
 
+/// Why peers cannot run anon-churn.
+const NO_ANON: &str = "a path-keyed file store has no pipes, sockets or eventfds";
 const NO_CHMOD: &str = "no chmod (the crate has no permission model)";
 
 /// The `vfs` crate's in-memory filesystem.
@@ -38,7 +40,11 @@ impl Target for VfsMemoryFs {
     }
 
     fn lacks(&self, op: Op) -> Option<&'static str> {
-        (op == Op::Chmod).then_some(NO_CHMOD)
+        match op {
+            Op::Chmod => Some(NO_CHMOD),
+            Op::AnonChurn => Some(NO_ANON),
+            _ => None,
+        }
     }
 
     fn in_process(&self) -> bool {
@@ -140,7 +146,11 @@ impl Target for VirtualFs {
     }
 
     fn lacks(&self, op: Op) -> Option<&'static str> {
-        (op == Op::Chmod).then_some(NO_CHMOD)
+        match op {
+            Op::Chmod => Some(NO_CHMOD),
+            Op::AnonChurn => Some(NO_ANON),
+            _ => None,
+        }
     }
 
     fn in_process(&self) -> bool {

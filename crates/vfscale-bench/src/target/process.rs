@@ -3,7 +3,9 @@
 //! `spawn`. vfscale itself and the global-lock reference model are both
 //! targets through it.
 
-use super::{count_dirents, failed, Kind, OpResult, Target, TargetId, GETDENTS_BUF};
+use super::{
+    count_dirents, failed, AnonKind, Kind, Op, OpError, OpResult, Target, TargetId, GETDENTS_BUF,
+};
 use std::fmt;
 use vfscale::abi::{O_CREAT, O_DIRECTORY, O_EXCL, O_RDONLY, O_WRONLY};
 use vfscale::ProcessApi;
@@ -42,12 +44,67 @@ pub struct ProcThread<P> {
     buf: Vec<u8>,
 }
 
-impl<S: Sync, P: ProcessApi> Target for ProcessTarget<S, P> {
+/// Anonymous objects, which only some `ProcessApi` implementations have
+/// (they are not part of the shared trait: the reference model lacks them).
+pub trait AnonOps {
+    /// Why this process type cannot make anonymous objects, or `None`.
+    const LACKS: Option<&'static str>;
+    /// Creates one object of `kind` and closes it.
+    fn anon_churn(&self, kind: AnonKind) -> Result<(), vfscale::Errno>;
+}
+
+impl AnonOps for vfscale::Process {
+    const LACKS: Option<&'static str> = None;
+
+    #[inline]
+    fn anon_churn(&self, kind: AnonKind) -> Result<(), vfscale::Errno> {
+        use vfscale::abi::{AF_UNIX, SOCK_STREAM};
+        match kind {
+            AnonKind::Socket => self.close(self.socket(AF_UNIX, SOCK_STREAM, 0)?),
+            AnonKind::Pipe => {
+                let [r, w] = self.pipe2(0)?;
+                self.close(r)?;
+                self.close(w)
+            }
+            AnonKind::Eventfd => self.close(self.eventfd(0, 0)?),
+            AnonKind::Memfd => self.close(self.memfd_create(b"churn", 0)?),
+        }
+    }
+}
+
+impl AnonOps for vfscale_model::ModelProcess {
+    const LACKS: Option<&'static str> =
+        Some("the reference model implements path and fd calls only, no anonymous objects");
+
+    fn anon_churn(&self, _kind: AnonKind) -> Result<(), vfscale::Errno> {
+        Err(vfscale::Errno::ENOSYS)
+    }
+}
+
+impl<S: Sync, P: ProcessApi + AnonOps> Target for ProcessTarget<S, P> {
     type Path = BytePath;
     type Thread = ProcThread<P>;
 
     fn id(&self) -> TargetId {
         self.id
+    }
+
+    fn lacks(&self, op: Op) -> Option<&'static str> {
+        if op == Op::AnonChurn {
+            P::LACKS
+        } else {
+            None
+        }
+    }
+
+    #[inline]
+    fn anon_churn(&self, th: &mut ProcThread<P>, kind: AnonKind) -> OpResult<()> {
+        if let Some(why) = P::LACKS {
+            return Err(OpError::Unsupported(why.to_string()));
+        }
+        th.process
+            .anon_churn(kind)
+            .map_err(|e| failed("anon-churn", &kind.name(), &e))
     }
 
     fn in_process(&self) -> bool {

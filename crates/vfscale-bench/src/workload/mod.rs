@@ -17,6 +17,7 @@ use crate::target::{AnyTarget, Op, OpError, OpResult, Target, Visit};
 use serde_json::{Map, Value};
 use std::time::Duration;
 
+pub mod anon_churn;
 pub mod create_unlink;
 pub mod lockref_recovery;
 pub mod open_close;
@@ -179,6 +180,7 @@ pub fn all() -> &'static [&'static dyn DynWorkload] {
         &create_unlink::CreateUnlink,
         &readdir_large::ReaddirLarge,
         &lockref_recovery::LockrefRecovery,
+        &anon_churn::AnonChurn,
     ]
 }
 

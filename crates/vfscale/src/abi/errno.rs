@@ -70,8 +70,15 @@ errnos! {
     ENODATA = 61, "No data available";
     EOVERFLOW = 75, "Value too large for defined data type";
     ENOTSOCK = 88, "Socket operation on non-socket";
+    EMSGSIZE = 90, "Message too long";
+    EPROTOTYPE = 91, "Protocol wrong type for socket";
+    EPROTONOSUPPORT = 93, "Protocol not supported";
+    ESOCKTNOSUPPORT = 94, "Socket type not supported";
     EOPNOTSUPP = 95, "Operation not supported";
+    EAFNOSUPPORT = 97, "Address family not supported by protocol";
+    ECONNRESET = 104, "Connection reset by peer";
     ENOTCONN = 107, "Transport endpoint is not connected";
+    ECONNREFUSED = 111, "Connection refused";
     ESTALE = 116, "Stale file handle";
 }
 

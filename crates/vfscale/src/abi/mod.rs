@@ -3,10 +3,12 @@
 //!
 //! Nothing here has state; everything is `Copy` data or a pure function.
 
+pub mod anon;
 pub mod errno;
 pub mod flags;
 pub mod stat;
 
+pub use anon::*;
 pub use errno::{Errno, SysResult};
 pub use flags::*;
 pub use stat::*;

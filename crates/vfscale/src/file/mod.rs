@@ -24,6 +24,21 @@ pub const FMODE_READ: u32 = 1;
 pub const FMODE_WRITE: u32 = 2;
 /// An O_PATH description: a location only.
 pub const FMODE_PATH: u32 = 4;
+/// `private` is a `Pipe` (an anonymous pipe end or an open FIFO) whose
+/// reader/writer counts this file is in.
+pub const FMODE_PIPE: u32 = 8;
+/// `private` is a `Socket`.
+pub const FMODE_SOCKET: u32 = 16;
+/// `private` is an `EventFd` the file owns; `dentry`/`inode` are the
+/// namespace's shared eventfd inode, not referenced.
+pub const FMODE_EVENTFD: u32 = 32;
+/// `dentry` is an `AnonInode` the file holds a reference on; `mnt` (the
+/// anonymous mount) is not referenced.
+pub const FMODE_ANON: u32 = 64;
+/// Reads and writes go to the private object, not to file data.
+pub const FMODE_STREAMS: u32 = FMODE_PIPE | FMODE_SOCKET | FMODE_EVENTFD;
+/// Any of these: the final put takes `release_special`.
+pub const FMODE_SPECIAL: u32 = FMODE_PIPE | FMODE_SOCKET | FMODE_EVENTFD | FMODE_ANON;
 
 #[repr(C, align(64))]
 pub struct OpenFile {
@@ -37,7 +52,10 @@ pub struct OpenFile {
     /// Identity of the credentials that opened it (`Arc` address), for
     /// linkat(AT_EMPTY_PATH)'s same-credentials rule.
     pub(crate) opener: usize,
-    _line0_end: [u8; 24],
+    /// The pipe, socket or eventfd behind the file (see the FMODE_* bits);
+    /// null for plain files.
+    pub(crate) private: *const (),
+    _line0_end: [u8; 16],
     // ---- line 1: write-hot ----
     pub(crate) refcount: RefCount,
     pub(crate) pos: Mutex<u64>,
@@ -91,7 +109,9 @@ impl FileRef {
 
 impl VfsInner {
     /// A new open file with one reference; takes over the caller's dentry
-    /// and mount references.
+    /// and mount references. `private`: the pipe, socket or eventfd the
+    /// FMODE bits name (null for plain files).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn alloc_file(
         &self,
         mnt: *const Mount,
@@ -100,6 +120,7 @@ impl VfsInner {
         fmode: u32,
         status: i32,
         opener: usize,
+        private: *const (),
     ) -> FileRef {
         self.stats.files.inc();
         self.open_files.add(1);
@@ -110,7 +131,8 @@ impl VfsInner {
             fmode,
             status: AtomicU32::new(status as u32),
             opener,
-            _line0_end: [0; 24],
+            private,
+            _line0_end: [0; 16],
             refcount: RefCount::new(1),
             pos: Mutex::new(0),
         })))
@@ -126,16 +148,40 @@ impl VfsInner {
     pub(crate) fn fput(&self, f: FileRef) {
         let file = f.file();
         if file.refcount.put() && file.refcount.try_kill() {
+            if file.fmode & FMODE_SPECIAL != 0 {
+                return self.release_special(f, false);
+            }
             let (d, m) = (file.dentry, file.mnt);
-            self.stats.files.dec();
-            self.open_files.add(-1);
-            // SAFETY: we won the kill; fd tables hand out references only
-            // under their lock from slots that own one, so nobody else can
-            // reach the file.
-            drop(unsafe { Box::from_raw(f.0 as *mut OpenFile) });
+            self.free_file(f);
             self.dput(d);
             self.mntput(m);
         }
+    }
+
+    /// `fput` by a caller that keeps using the file's dentry, inode or
+    /// mount pointers under its epoch guard after the put: an anonymous
+    /// node freed by it goes through the collector instead of at once.
+    pub(crate) fn fput_in_guard(&self, f: FileRef) {
+        let file = f.file();
+        if file.refcount.put() && file.refcount.try_kill() {
+            if file.fmode & FMODE_SPECIAL != 0 {
+                return self.release_special(f, true);
+            }
+            let (d, m) = (file.dentry, file.mnt);
+            self.free_file(f);
+            self.dput(d);
+            self.mntput(m);
+        }
+    }
+
+    /// Frees a killed file's memory and uncounts it.
+    pub(crate) fn free_file(&self, f: FileRef) {
+        self.stats.files.dec();
+        self.open_files.add(-1);
+        // SAFETY: the caller won the kill; fd tables hand out references
+        // only under their lock from slots that own one, so nobody else can
+        // reach the file.
+        drop(unsafe { Box::from_raw(f.0 as *mut OpenFile) });
     }
 }
 

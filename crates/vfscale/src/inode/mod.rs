@@ -79,7 +79,10 @@ pub enum InodeBody {
     Directory(RwLock<DirIndex>),
     /// The link text, fixed at creation.
     Symlink(Box<[u8]>),
-    /// FIFOs, sockets and device nodes created by mknod: no body.
+    /// A FIFO made by mknod: its pipe buffer (boxed: the inode's size is
+    /// fixed at three lines).
+    Fifo(Box<crate::anon::pipe::Pipe>),
+    /// Sockets and device nodes created by mknod, anonymous inodes: no body.
     Special,
 }
 
@@ -288,6 +291,13 @@ impl Inode {
     pub(crate) fn file_data(&self) -> Option<&RwLock<FileData>> {
         match &self.body {
             InodeBody::Regular(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn fifo_pipe(&self) -> Option<&crate::anon::pipe::Pipe> {
+        match &self.body {
+            InodeBody::Fifo(p) => Some(p),
             _ => None,
         }
     }

@@ -78,6 +78,13 @@ impl Process {
         if !cwd_d.is_root() && !cwd_d.is_hashed() {
             return Err(Errno::ENOENT);
         }
+        Ok(self.path_text(root, cwd))
+    }
+
+    /// The text of the path from `root` to `at` (getcwd, /proc/self/fd):
+    /// "(unreachable)" first when `at` is outside `root`. Caller holds a
+    /// guard.
+    pub(crate) fn path_text(&self, root: PathPtr, at: PathPtr) -> Vec<u8> {
         // Names and parents change under renames (and the chain under
         // mounts): read them inside the global seqcounts and retry, as
         // Linux's d_path does under rename_lock. A torn read would mix an
@@ -85,7 +92,7 @@ impl Process {
         let (parts, unreachable) = loop {
             let rename_seq = self.vfs.rename_seq.read_begin();
             let mount_seq = self.vfs.mounts.seq.read_begin();
-            let names = self.cwd_names(root, cwd, (rename_seq, mount_seq));
+            let names = self.cwd_names(root, at, (rename_seq, mount_seq));
             if !self.vfs.rename_seq.read_retry(rename_seq)
                 && !self.vfs.mounts.seq.read_retry(mount_seq)
             {
@@ -104,7 +111,7 @@ impl Process {
         if parts.is_empty() {
             out.push(b'/');
         }
-        Ok(out)
+        out
     }
 
     /// The names from `cwd` up to `root` (innermost first), and whether the

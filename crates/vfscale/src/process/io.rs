@@ -8,7 +8,7 @@
 use super::Process;
 use crate::abi::*;
 use crate::cred::perm::write_strip_mode;
-use crate::file::{OpenFile, FMODE_READ, FMODE_WRITE};
+use crate::file::{OpenFile, FMODE_READ, FMODE_STREAMS, FMODE_WRITE};
 use crate::fs::tmpfs::data::FileData;
 use crate::fs::BLOCK_SIZE;
 use crate::inode::{now, Inode};
@@ -43,7 +43,11 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         let f = self.readable(fd)?;
-        let r = self.read_file(f.file(), bufs, offset);
+        let r = if f.file().fmode & FMODE_STREAMS != 0 {
+            self.read_special(f.file(), bufs)
+        } else {
+            self.read_file(f.file(), bufs, offset)
+        };
         self.vfs.fput(f);
         r
     }
@@ -90,7 +94,11 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         let f = self.writable(fd)?;
-        let r = self.write_file(f.file(), bufs, offset);
+        let r = if f.file().fmode & FMODE_STREAMS != 0 {
+            self.write_special(f.file(), bufs)
+        } else {
+            self.write_file(f.file(), bufs, offset)
+        };
         self.vfs.fput(f);
         r
     }
@@ -251,7 +259,7 @@ impl Process {
             if !(SEEK_SET..=SEEK_HOLE).contains(&whence) {
                 return Err(Errno::EINVAL);
             }
-            if inode.file_type() == S_IFIFO {
+            if file.fmode & FMODE_STREAMS != 0 || inode.file_type() == S_IFIFO {
                 return Err(Errno::ESPIPE);
             }
             let mut pos = file.pos.lock();
@@ -309,7 +317,7 @@ impl Process {
     pub(crate) fn sys_fsync(&self, fd: Fd) -> SysResult<()> {
         // Pipes have no fsync operation.
         self.with_file(fd, false, |f| {
-            if f.inode().file_type() == S_IFIFO {
+            if f.fmode & FMODE_STREAMS != 0 || f.inode().file_type() == S_IFIFO {
                 Err(Errno::EINVAL)
             } else {
                 Ok(())
@@ -320,7 +328,7 @@ impl Process {
     /// pread/pwrite on a pipe: ESPIPE, after the descriptor check.
     fn no_fifo_positional(&self, fd: Fd) -> SysResult<()> {
         self.with_file(fd, false, |f| {
-            if f.inode().file_type() == S_IFIFO {
+            if f.fmode & FMODE_STREAMS != 0 || f.inode().file_type() == S_IFIFO {
                 Err(Errno::ESPIPE)
             } else {
                 Ok(())
@@ -340,8 +348,8 @@ struct Transfer<'f> {
 /// The common start of read and write, in Linux's order: the range check
 /// (rw_verify_area: an end past the largest offset is EINVAL), then the
 /// file type. `Err(n)` inside `Ok`: the transfer is already complete with
-/// `n` bytes (a FIFO's empty transfer). Callers have rejected negative
-/// offsets.
+/// `n` bytes. Callers have rejected negative offsets; pipes, sockets and
+/// eventfds (FIFOs included) never get here (`FMODE_STREAMS`).
 fn begin_transfer(
     file: &OpenFile,
     offset: Option<i64>,
@@ -356,7 +364,6 @@ fn begin_transfer(
     let data = match inode.file_type() {
         S_IFDIR => return Err(Errno::EISDIR),
         S_IFREG => inode.file_data().ok_or(Errno::EINVAL)?,
-        S_IFIFO => return fifo_io(len).map(Err),
         _ => return Err(Errno::EINVAL),
     };
     Ok(Ok(Transfer {
@@ -364,17 +371,6 @@ fn begin_transfer(
         pos: pos as u64,
         data,
     }))
-}
-
-/// Data transfer on a FIFO before pipes exist (docs/COMPATIBILITY.md): an
-/// empty transfer is 0, anything else behaves as an empty, writer-less
-/// non-blocking pipe would: EAGAIN.
-fn fifo_io(len: usize) -> SysResult<usize> {
-    if len == 0 {
-        Ok(0)
-    } else {
-        Err(Errno::EAGAIN)
-    }
 }
 
 /// relatime: update atime only if it is not newer than mtime/ctime or is

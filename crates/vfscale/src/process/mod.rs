@@ -11,6 +11,7 @@
 //!   under its mutex and put the old references afterwards.
 //! - A `Process` that is dropped without `exit` exits on drop.
 
+mod anon;
 pub mod api;
 mod attrs;
 mod context;
@@ -173,7 +174,9 @@ impl Process {
             },
             f.file().inode,
         );
-        self.vfs.fput(f);
+        // The pointers outlive the reference: an anonymous node this puts
+        // last must wait for the guard (anon/mod.rs).
+        self.vfs.fput_in_guard(f);
         Ok(r)
     }
 

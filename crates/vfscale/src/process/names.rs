@@ -204,10 +204,10 @@ impl Process {
                     ty | (mode & S_IALLUGO),
                 );
                 let m = (m & !self.umask_bits()) | ty;
-                let body = if ty == S_IFREG {
-                    InodeBody::Regular(RwLock::new(Default::default()))
-                } else {
-                    InodeBody::Special
+                let body = match ty {
+                    S_IFREG => InodeBody::Regular(RwLock::new(Default::default())),
+                    S_IFIFO => InodeBody::Fifo(Box::default()),
+                    _ => InodeBody::Special,
                 };
                 let rdev = if matches!(ty, S_IFCHR | S_IFBLK) {
                     dev

@@ -7,7 +7,7 @@ use crate::cred::perm::{
 };
 use crate::dcache::name::NameKey;
 use crate::dcache::walk::{Found, Last, Parent, PathPtr, WALK_DIRECTORY, WALK_FOLLOW};
-use crate::file::{FMODE_PATH, FMODE_READ, FMODE_WRITE};
+use crate::file::{FMODE_PATH, FMODE_PIPE, FMODE_READ, FMODE_WRITE};
 use crate::inode::InodeBody;
 use crate::sync::lock::RwLock;
 use std::sync::Arc;
@@ -292,6 +292,14 @@ impl Process {
             return Ok(None);
         }
         let status = flags & KEPT_STATUS;
+        // A FIFO's file joins its pipe's readers/writers (anon/pipe.rs).
+        let (fmode, private) = match inode.fifo_pipe() {
+            Some(pipe) if fmode & FMODE_PATH == 0 => {
+                pipe.open_end(fmode & FMODE_READ != 0, fmode & FMODE_WRITE != 0);
+                (fmode | FMODE_PIPE, pipe as *const _ as *const ())
+            }
+            _ => (fmode, core::ptr::null()),
+        };
         Ok(Some(self.vfs.alloc_file(
             found.path.mnt,
             found.path.dentry,
@@ -299,6 +307,7 @@ impl Process {
             fmode,
             status,
             Arc::as_ptr(&self.cred) as usize,
+            private,
         )))
     }
 

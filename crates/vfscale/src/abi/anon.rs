@@ -1,0 +1,119 @@
+//! ABI of the anonymous-object calls: fcntl commands, socket, eventfd,
+//! memfd and poll constants, and the `pollfd` record. Values are Linux
+//! x86-64/aarch64 ones; the unit test checks them against `libc`.
+
+// fcntl(2) commands.
+pub const F_DUPFD: i32 = 0;
+pub const F_GETFD: i32 = 1;
+pub const F_SETFD: i32 = 2;
+pub const F_GETFL: i32 = 3;
+pub const F_SETFL: i32 = 4;
+pub const F_DUPFD_CLOEXEC: i32 = 1030;
+pub const F_SETPIPE_SZ: i32 = 1031;
+pub const F_GETPIPE_SZ: i32 = 1032;
+
+/// Writes up to this size to a pipe are atomic.
+pub const PIPE_BUF: usize = 4096;
+/// A new pipe's capacity (16 pages).
+pub const PIPE_DEF_SIZE: usize = 65536;
+/// /proc/sys/fs/pipe-max-size: the most a non-root caller may ask for.
+pub const PIPE_MAX_SIZE: usize = 1 << 20;
+
+// socket(2) / socketpair(2).
+pub const AF_UNIX: i32 = 1;
+pub const AF_INET: i32 = 2;
+pub const SOCK_STREAM: i32 = 1;
+pub const SOCK_DGRAM: i32 = 2;
+pub const SOCK_SEQPACKET: i32 = 5;
+pub const SOCK_NONBLOCK: i32 = 0o4000;
+pub const SOCK_CLOEXEC: i32 = 0o2000000;
+pub const SOCK_TYPE_MASK: i32 = 0xf;
+// shutdown(2).
+pub const SHUT_RD: i32 = 0;
+pub const SHUT_WR: i32 = 1;
+pub const SHUT_RDWR: i32 = 2;
+
+// eventfd(2).
+pub const EFD_SEMAPHORE: i32 = 1;
+pub const EFD_NONBLOCK: i32 = 0o4000;
+pub const EFD_CLOEXEC: i32 = 0o2000000;
+
+// memfd_create(2).
+pub const MFD_CLOEXEC: u32 = 1;
+pub const MFD_ALLOW_SEALING: u32 = 2;
+/// Longest memfd name (NAME_MAX minus the "memfd:" prefix).
+pub const MFD_NAME_MAX: usize = 249;
+
+// poll(2) events.
+pub const POLLIN: i16 = 0x1;
+pub const POLLPRI: i16 = 0x2;
+pub const POLLOUT: i16 = 0x4;
+pub const POLLERR: i16 = 0x8;
+pub const POLLHUP: i16 = 0x10;
+pub const POLLNVAL: i16 = 0x20;
+pub const POLLRDNORM: i16 = 0x40;
+pub const POLLWRNORM: i16 = 0x100;
+pub const POLLRDHUP: i16 = 0x2000;
+
+/// One entry of poll(2)'s array (`struct pollfd`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PollFd {
+    pub fd: i32,
+    pub events: i16,
+    pub revents: i16,
+}
+
+const _: () = assert!(core::mem::size_of::<PollFd>() == 8);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn anon_constants_match_the_host_abi() {
+        assert_eq!(F_DUPFD, libc::F_DUPFD);
+        assert_eq!(F_GETFD, libc::F_GETFD);
+        assert_eq!(F_SETFD, libc::F_SETFD);
+        assert_eq!(F_GETFL, libc::F_GETFL);
+        assert_eq!(F_SETFL, libc::F_SETFL);
+        assert_eq!(F_DUPFD_CLOEXEC, libc::F_DUPFD_CLOEXEC);
+        assert_eq!(F_SETPIPE_SZ, libc::F_SETPIPE_SZ);
+        assert_eq!(F_GETPIPE_SZ, libc::F_GETPIPE_SZ);
+        assert_eq!(PIPE_BUF, libc::PIPE_BUF);
+        assert_eq!(AF_UNIX, libc::AF_UNIX);
+        assert_eq!(AF_INET, libc::AF_INET);
+        assert_eq!(SOCK_STREAM, libc::SOCK_STREAM);
+        assert_eq!(SOCK_DGRAM, libc::SOCK_DGRAM);
+        assert_eq!(SOCK_SEQPACKET, libc::SOCK_SEQPACKET);
+        assert_eq!(SOCK_NONBLOCK, libc::SOCK_NONBLOCK);
+        assert_eq!(SOCK_CLOEXEC, libc::SOCK_CLOEXEC);
+        assert_eq!(SHUT_RD, libc::SHUT_RD);
+        assert_eq!(SHUT_WR, libc::SHUT_WR);
+        assert_eq!(SHUT_RDWR, libc::SHUT_RDWR);
+        assert_eq!(EFD_SEMAPHORE, libc::EFD_SEMAPHORE);
+        assert_eq!(EFD_NONBLOCK, libc::EFD_NONBLOCK);
+        assert_eq!(EFD_CLOEXEC, libc::EFD_CLOEXEC);
+        assert_eq!(MFD_CLOEXEC, libc::MFD_CLOEXEC);
+        assert_eq!(MFD_ALLOW_SEALING, libc::MFD_ALLOW_SEALING);
+        assert_eq!(POLLIN, libc::POLLIN);
+        assert_eq!(POLLPRI, libc::POLLPRI);
+        assert_eq!(POLLOUT, libc::POLLOUT);
+        assert_eq!(POLLERR, libc::POLLERR);
+        assert_eq!(POLLHUP, libc::POLLHUP);
+        assert_eq!(POLLNVAL, libc::POLLNVAL);
+        assert_eq!(POLLRDNORM, libc::POLLRDNORM);
+        assert_eq!(POLLWRNORM, libc::POLLWRNORM);
+        assert_eq!(POLLRDHUP, libc::POLLRDHUP);
+        assert_eq!(
+            core::mem::size_of::<PollFd>(),
+            core::mem::size_of::<libc::pollfd>()
+        );
+        assert_eq!(crate::abi::Errno::EMSGSIZE.0, libc::EMSGSIZE);
+        assert_eq!(crate::abi::Errno::EAFNOSUPPORT.0, libc::EAFNOSUPPORT);
+        assert_eq!(crate::abi::Errno::ECONNREFUSED.0, libc::ECONNREFUSED);
+        assert_eq!(crate::abi::Errno::ESOCKTNOSUPPORT.0, libc::ESOCKTNOSUPPORT);
+        assert_eq!(crate::abi::Errno::EPROTONOSUPPORT.0, libc::EPROTONOSUPPORT);
+        assert_eq!(crate::abi::Errno::EPROTOTYPE.0, libc::EPROTOTYPE);
+    }
+}

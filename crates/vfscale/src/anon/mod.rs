@@ -1,0 +1,244 @@
+//! Anonymous objects: pipes, sockets, eventfds and memfds — files with no
+//! name in any directory (seed 000).
+//!
+//! Each is built so that creating and closing one writes no memory shared
+//! with other threads:
+//! - an `AnonInode` is one allocation holding a dentry and an inode (and the
+//!   pipe or socket). The dentry is never hashed, is parented to itself and
+//!   sits on no LRU; the inode is on no superblock list. Its dentry's
+//!   refcount counts the open files that point at it (a pipe's two ends
+//!   share one); the last file's close frees it at once: nobody can reach
+//!   it lock-free (fd tables hand out references under their lock), except
+//!   a `*at` call that used the fd as a directory/AT_EMPTY_PATH start under
+//!   an epoch guard — that one final put goes through the epoch collector
+//!   (`VfsInner::fput_in_guard`);
+//! - inode numbers come from the anonymous superblock's per-thread batches
+//!   (`sync::ino_batch`); dentry/inode/file statistics are per-thread
+//!   sharded counters (`sync::counter`);
+//! - the internal mount is never referenced by anonymous files (no
+//!   `mntget`/`mntput`): the namespace keeps it until it is dropped;
+//! - eventfds have no inode of their own: every eventfd file points at the
+//!   namespace's one `anon_inode:[eventfd]` inode without a reference.
+//!
+//! Names (`pipe:[N]`, `socket:[N]`, `anon_inode:[eventfd]`,
+//! `/memfd:NAME (deleted)`) are formatted on demand from the kind and the
+//! inode number; only a memfd stores its (user-given) name, in its dentry.
+
+pub mod eventfd;
+pub mod memfd;
+pub mod pipe;
+pub mod socket;
+pub(crate) mod wait;
+
+use crate::abi::*;
+use crate::dcache::dentry::Dentry;
+use crate::dcache::name::NameKey;
+use crate::file::{FileRef, FMODE_ANON, FMODE_EVENTFD, FMODE_PIPE, FMODE_SOCKET};
+use crate::fs::tmpfs::Tmpfs;
+use crate::inode::{Inode, InodeBody};
+use crate::mount::Mount;
+use crate::sync::atomic::Ordering;
+use crate::vfs::VfsInner;
+use pipe::Pipe;
+use socket::Socket;
+
+/// What an anonymous inode carries besides its inode body.
+pub(crate) enum AnonObj {
+    Pipe(Pipe),
+    Socket(Socket),
+    /// memfd (data in the inode body) and the shared eventfd inode.
+    Plain,
+}
+
+/// A dentry and an inode in one allocation (the dentry first, so a file's
+/// `dentry` pointer is the node's address).
+#[repr(C)]
+pub(crate) struct AnonInode {
+    pub(crate) dentry: Dentry,
+    pub(crate) inode: Inode,
+    pub(crate) obj: AnonObj,
+}
+
+const _: () = assert!(core::mem::offset_of!(AnonInode, dentry) == 0);
+
+/// The internal anonymous filesystem of a namespace.
+pub(crate) struct AnonMount {
+    pub(crate) mnt: *const Mount,
+    /// The shared eventfd inode (no refcount: lives as long as this).
+    pub(crate) eventfd_node: *const AnonInode,
+}
+
+// SAFETY: the pointers are owned by the namespace and only read.
+unsafe impl Send for AnonMount {}
+// SAFETY: as above.
+unsafe impl Sync for AnonMount {}
+
+impl VfsInner {
+    /// Creates the anonymous mount. Its root and the eventfd inode are
+    /// internal and not counted in `object_counts`.
+    pub(crate) fn init_anon(&self) -> AnonMount {
+        let sb = self.new_superblock(Box::new(Tmpfs), S_IFDIR | 0o755);
+        let root = sb.root();
+        self.dget(root);
+        let mnt = self.new_mount(sb, root);
+        self.stats.mounts.dec();
+        self.stats.dentries.dec();
+        self.stats.inodes.dec();
+        let eventfd_node = self.new_anon_node(
+            mnt,
+            0o600,
+            InodeBody::Special,
+            AnonObj::Plain,
+            b"[eventfd]",
+            1,
+            0,
+        );
+        AnonMount { mnt, eventfd_node }
+    }
+
+    /// Releases the anonymous mount (namespace teardown, single-threaded).
+    pub(crate) fn drop_anon(&self, a: &AnonMount) {
+        // SAFETY: allocated by `new_anon_node`, never freed before; no
+        // eventfd file is left (every process is gone).
+        drop(unsafe { Box::from_raw(a.eventfd_node as *mut AnonInode) });
+        self.stats.mounts.inc();
+        self.stats.dentries.inc();
+        self.stats.inodes.inc();
+        self.mntput(a.mnt);
+    }
+
+    pub(crate) fn anon(&self) -> &AnonMount {
+        self.anon
+            .get()
+            .expect("the anonymous mount is set up with the namespace")
+    }
+
+    /// A new anonymous node with `files` file references. `ino` 0 takes the
+    /// next number from the anonymous superblock's per-thread batch.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new_anon_node(
+        &self,
+        mnt: *const Mount,
+        mode: u32,
+        body: InodeBody,
+        obj: AnonObj,
+        name: &[u8],
+        files: u32,
+        uid_gid: u64,
+    ) -> *const AnonInode {
+        // SAFETY: the anonymous mount lives as long as the namespace.
+        let sb = unsafe { &*mnt }.sb();
+        let ino = sb.ino_alloc.alloc();
+        let inode = Inode::new(
+            sb,
+            ino,
+            mode,
+            (uid_gid >> 32) as u32,
+            uid_gid as u32,
+            0,
+            body,
+        );
+        let node = Box::into_raw(Box::new(AnonInode {
+            dentry: Dentry::new(
+                sb,
+                core::ptr::null(),
+                &NameKey::new(name),
+                core::ptr::null(),
+                files,
+            ),
+            inode,
+            obj,
+        }));
+        // SAFETY: just allocated, not shared yet.
+        let n = unsafe { &*node };
+        // Relaxed: not yet shared; publication to other threads goes
+        // through the fd table's lock.
+        n.dentry
+            .parent
+            .store(node as *mut Dentry, Ordering::Relaxed);
+        n.dentry
+            .inode
+            .store(&n.inode as *const Inode as *mut Inode, Ordering::Relaxed);
+        node
+    }
+
+    /// Counts a new anonymous node in the statistics (per-thread shards).
+    pub(crate) fn count_anon_node(&self) {
+        self.stats.dentries.inc();
+        self.stats.inodes.inc();
+    }
+
+    /// Drops one file's reference on an anonymous node; the last frees it —
+    /// at once, or through the epoch collector if `in_guard` (a lock-free
+    /// reader may still hold its address).
+    pub(crate) fn anon_put(&self, node: *const AnonInode, in_guard: bool) {
+        // SAFETY: the caller's file held a reference.
+        let n = unsafe { &*node };
+        if !(n.dentry.refcount.put() && n.dentry.refcount.try_kill()) {
+            return;
+        }
+        self.stats.dentries.dec();
+        self.stats.inodes.dec();
+        // SAFETY: an inode's superblock outlives it.
+        let sb = unsafe { &*n.inode.sb };
+        let blocks = n.inode.attr().blocks as i64;
+        if blocks > 0 {
+            let _ = sb.charge_blocks(-blocks);
+        }
+        if in_guard {
+            // SAFETY: dead and unreachable except by guarded readers.
+            unsafe { self.collector.retire_box(node as *mut AnonInode) };
+        } else {
+            // SAFETY: we won the kill and nobody else can reach the node.
+            drop(unsafe { Box::from_raw(node as *mut AnonInode) });
+        }
+    }
+
+    /// The final put of a file with `FMODE_SPECIAL` bits (`fput`'s cold
+    /// path): closes the pipe end or socket, frees the eventfd, then drops
+    /// the node (anonymous) or the dentry and mount (a FIFO).
+    pub(crate) fn release_special(&self, f: FileRef, in_guard: bool) {
+        let file = f.file();
+        let fmode = file.fmode;
+        if fmode & FMODE_PIPE != 0 {
+            // SAFETY: a pipe file's private pointer is its pipe, kept by the
+            // node or FIFO inode the file references.
+            unsafe { &*(file.private as *const Pipe) }.release_end(
+                fmode & crate::file::FMODE_READ != 0,
+                fmode & crate::file::FMODE_WRITE != 0,
+            );
+        }
+        if fmode & FMODE_SOCKET != 0 {
+            // SAFETY: as above, for the socket.
+            unsafe { &*(file.private as *const Socket) }.release();
+        }
+        let (d, m, private) = (file.dentry, file.mnt, file.private);
+        self.free_file(f);
+        if fmode & FMODE_EVENTFD != 0 {
+            // SAFETY: the file owned its eventfd (Box::into_raw).
+            drop(unsafe { Box::from_raw(private as *mut eventfd::EventFd) });
+        } else if fmode & FMODE_ANON != 0 {
+            self.anon_put(d as *const AnonInode, in_guard);
+        } else {
+            self.dput(d);
+            self.mntput(m);
+        }
+    }
+}
+
+/// Linux's name of an anonymous file, from its kind and inode.
+pub(crate) fn anon_fd_path(fmode: u32, inode: &Inode, dentry: &Dentry) -> Vec<u8> {
+    if fmode & FMODE_EVENTFD != 0 {
+        return b"anon_inode:[eventfd]".to_vec();
+    }
+    match inode.file_type() {
+        S_IFIFO => format!("pipe:[{}]", inode.ino()).into_bytes(),
+        S_IFSOCK => format!("socket:[{}]", inode.ino()).into_bytes(),
+        _ => {
+            let mut v = b"/".to_vec();
+            dentry.name_into(&mut v);
+            v.extend_from_slice(b" (deleted)");
+            v
+        }
+    }
+}

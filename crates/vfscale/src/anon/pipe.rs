@@ -1,0 +1,233 @@
+//! The pipe buffer, shared by anonymous pipes (`pipe2`) and FIFOs
+//! (`mknod S_IFIFO`): a bounded byte queue with reader and writer counts.
+//!
+//! Invariants (all under the `WaitCell` mutex):
+//! - `buf.len() <= cap`; `cap` is a power-of-two number of pages;
+//! - `readers`/`writers` count the open files with that access mode (a
+//!   FIFO opened O_RDWR counts on both sides); EOF is `writers == 0` with
+//!   an empty buffer, EPIPE is `readers == 0`;
+//! - a write of at most PIPE_BUF bytes is all-or-nothing (it waits for room
+//!   for the whole of it); larger writes may be split.
+//!
+//! Capacity is counted in bytes, not in page slots as Linux does: a pipe of
+//! 64 KiB holds 65536 bytes however it was written (docs/COMPATIBILITY.md).
+//! There are no signals: a write with no reader returns EPIPE without a
+//! SIGPIPE.
+
+use super::wait::{Poller, WaitCell};
+use crate::abi::*;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+pub(crate) struct PipeState {
+    buf: VecDeque<u8>,
+    cap: usize,
+    pub(crate) readers: u32,
+    pub(crate) writers: u32,
+    /// Ever had a writer (a FIFO reports POLLHUP only after one came and went).
+    had_writer: bool,
+}
+
+pub struct Pipe {
+    cell: WaitCell<PipeState>,
+}
+
+const PAGE: usize = 4096;
+
+/// Linux's round_pipe_size: at least a page, a power of two; 0 if too big.
+pub(crate) fn round_pipe_size(size: u64) -> usize {
+    if size > 1 << 31 {
+        return 0;
+    }
+    (size as usize).max(PAGE).next_power_of_two()
+}
+
+impl Default for Pipe {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Pipe {
+    pub fn new() -> Pipe {
+        Pipe {
+            cell: WaitCell::new(PipeState {
+                buf: VecDeque::new(),
+                cap: PIPE_DEF_SIZE,
+                readers: 0,
+                writers: 0,
+                had_writer: false,
+            }),
+        }
+    }
+
+    /// Counts a new open file with these access modes.
+    pub(crate) fn open_end(&self, read: bool, write: bool) {
+        let mut g = self.cell.lock();
+        g.readers += read as u32;
+        g.writers += write as u32;
+        g.had_writer |= write;
+        self.cell.wake_all(&mut g);
+    }
+
+    /// Uncounts a closed file; wakes readers (EOF) or writers (EPIPE).
+    pub(crate) fn release_end(&self, read: bool, write: bool) {
+        let mut g = self.cell.lock();
+        g.readers -= read as u32;
+        g.writers -= write as u32;
+        if g.readers == 0 && g.writers == 0 {
+            // Linux frees a FIFO's buffer when the last file closes.
+            g.buf = VecDeque::new();
+        }
+        self.cell.wake_all(&mut g);
+    }
+
+    pub(crate) fn read(&self, bufs: &mut [&mut [u8]], nonblock: bool) -> SysResult<usize> {
+        let want: usize = bufs.iter().map(|b| b.len()).sum();
+        if want == 0 {
+            return Ok(0);
+        }
+        let mut g = self.cell.lock();
+        loop {
+            if !g.buf.is_empty() {
+                let mut total = 0;
+                for b in bufs.iter_mut() {
+                    let n = b.len().min(g.buf.len());
+                    for (dst, src) in b[..n].iter_mut().zip(g.buf.drain(..n)) {
+                        *dst = src;
+                    }
+                    total += n;
+                    if g.buf.is_empty() {
+                        break;
+                    }
+                }
+                self.cell.wake_all(&mut g);
+                return Ok(total);
+            }
+            if g.writers == 0 {
+                return Ok(0);
+            }
+            if nonblock {
+                return Err(Errno::EAGAIN);
+            }
+            self.cell.wait(&mut g);
+        }
+    }
+
+    pub(crate) fn write(&self, bufs: &[&[u8]], nonblock: bool) -> SysResult<usize> {
+        let len: usize = bufs.iter().map(|b| b.len()).sum();
+        let mut g = self.cell.lock();
+        if g.readers == 0 {
+            return Err(Errno::EPIPE);
+        }
+        if len == 0 {
+            return Ok(0);
+        }
+        let atomic = len <= PIPE_BUF;
+        let mut src = bufs.iter().flat_map(|b| b.iter().copied());
+        let mut done = 0;
+        loop {
+            if g.readers == 0 {
+                return if done > 0 {
+                    Ok(done)
+                } else {
+                    Err(Errno::EPIPE)
+                };
+            }
+            let room = g.cap - g.buf.len();
+            if room > 0 && (!atomic || room >= len) {
+                let n = room.min(len - done);
+                g.buf.extend(src.by_ref().take(n));
+                done += n;
+                self.cell.wake_all(&mut g);
+                if done == len {
+                    return Ok(done);
+                }
+            }
+            if nonblock {
+                return if done > 0 {
+                    Ok(done)
+                } else {
+                    Err(Errno::EAGAIN)
+                };
+            }
+            self.cell.wait(&mut g);
+        }
+    }
+
+    /// poll readiness for a file with these access modes.
+    pub(crate) fn poll(&self, read: bool, write: bool, p: Option<&Arc<Poller>>) -> i16 {
+        let mut g = self.cell.lock();
+        if let Some(p) = p {
+            self.cell.register(&mut g, p);
+        }
+        let mut m = 0;
+        if read {
+            if !g.buf.is_empty() {
+                m |= POLLIN | POLLRDNORM;
+            }
+            if g.writers == 0 && g.had_writer {
+                m |= POLLHUP;
+            }
+        }
+        if write {
+            if g.cap - g.buf.len() >= PIPE_BUF.min(g.cap) {
+                m |= POLLOUT | POLLWRNORM;
+            }
+            if g.readers == 0 {
+                m |= POLLERR;
+            }
+        }
+        m
+    }
+
+    pub(crate) fn unregister(&self, p: &Arc<Poller>) {
+        self.cell.unregister(p);
+    }
+
+    pub(crate) fn capacity(&self) -> usize {
+        self.cell.lock().cap
+    }
+
+    /// F_SETPIPE_SZ: Linux's rounding and errors; returns the new size.
+    pub(crate) fn set_capacity(&self, arg: i64, privileged: bool) -> SysResult<usize> {
+        let size = if arg < 0 {
+            0
+        } else {
+            round_pipe_size(arg as u64)
+        };
+        if size == 0 {
+            return Err(Errno::EINVAL);
+        }
+        let mut g = self.cell.lock();
+        if size > g.cap && size > PIPE_MAX_SIZE && !privileged {
+            return Err(Errno::EPERM);
+        }
+        if g.buf.len() > size {
+            return Err(Errno::EBUSY);
+        }
+        g.cap = size;
+        self.cell.wake_all(&mut g);
+        Ok(size)
+    }
+
+    /// Bytes queued (for tests and FIONREAD-style queries).
+    pub fn queued(&self) -> usize {
+        self.cell.lock().buf.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_pipe_size_matches_linux() {
+        assert_eq!(round_pipe_size(0), 4096);
+        assert_eq!(round_pipe_size(1), 4096);
+        assert_eq!(round_pipe_size(4097), 8192);
+        assert_eq!(round_pipe_size(65536), 65536);
+        assert_eq!(round_pipe_size(100_000), 131072);
+        assert_eq!(round_pipe_size((1 << 31) + 1), 0);
+    }
+}

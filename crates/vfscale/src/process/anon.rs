@@ -1,0 +1,466 @@
+//! Anonymous objects at the process level: pipe2, socket, socketpair,
+//! shutdown, eventfd, memfd_create, poll, fcntl and fd_path, and the
+//! read/write dispatch for files whose data is a pipe, socket or eventfd
+//! (`FMODE_STREAMS`; regular files never come here).
+//!
+//! Creating an object allocates its node (anon/mod.rs) and files, then
+//! installs the descriptors; if an install fails (EMFILE) every file made
+//! so far is put again, so nothing leaks and the counters return to zero.
+
+use super::Process;
+use crate::abi::*;
+use crate::anon::eventfd::EventFd;
+use crate::anon::pipe::Pipe;
+use crate::anon::socket::Socket;
+use crate::anon::wait::Poller;
+use crate::anon::{anon_fd_path, AnonInode, AnonObj};
+use crate::dcache::walk::PathPtr;
+use crate::file::*;
+use crate::fs::tmpfs::data::FileData;
+use crate::inode::InodeBody;
+use crate::sync::atomic::Ordering;
+use crate::sync::lock::RwLock;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The pipe, socket or eventfd behind a `FMODE_STREAMS` file.
+enum Stream<'a> {
+    Pipe(&'a Pipe),
+    Socket(&'a Socket),
+    EventFd(&'a EventFd),
+}
+
+fn stream(file: &OpenFile) -> Option<Stream<'_>> {
+    let p = file.private;
+    // SAFETY (all arms): the FMODE bit says what `private` points to, and
+    // the file's reference keeps it alive (anon/mod.rs).
+    if file.fmode & FMODE_PIPE != 0 {
+        Some(Stream::Pipe(unsafe { &*(p as *const Pipe) }))
+    } else if file.fmode & FMODE_SOCKET != 0 {
+        Some(Stream::Socket(unsafe { &*(p as *const Socket) }))
+    } else if file.fmode & FMODE_EVENTFD != 0 {
+        Some(Stream::EventFd(unsafe { &*(p as *const EventFd) }))
+    } else {
+        None
+    }
+}
+
+fn nonblock(file: &OpenFile) -> bool {
+    file.status() & O_NONBLOCK != 0
+}
+
+/// socket()/socketpair() arguments: (type, nonblock, cloexec).
+fn socket_args(domain: i32, ty: i32, protocol: i32) -> SysResult<(i32, bool, bool)> {
+    if ty & !(SOCK_TYPE_MASK | SOCK_NONBLOCK | SOCK_CLOEXEC) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if domain != AF_UNIX {
+        return Err(Errno::EAFNOSUPPORT);
+    }
+    if protocol != 0 && protocol != AF_UNIX {
+        return Err(Errno::EPROTONOSUPPORT);
+    }
+    let base = ty & SOCK_TYPE_MASK;
+    if !matches!(base, SOCK_STREAM | SOCK_DGRAM | SOCK_SEQPACKET) {
+        return Err(Errno::ESOCKTNOSUPPORT);
+    }
+    Ok((base, ty & SOCK_NONBLOCK != 0, ty & SOCK_CLOEXEC != 0))
+}
+
+impl Process {
+    pub(crate) fn read_special(&self, file: &OpenFile, bufs: &mut [&mut [u8]]) -> SysResult<usize> {
+        let nb = nonblock(file);
+        match stream(file) {
+            Some(Stream::Pipe(p)) => p.read(bufs, nb),
+            Some(Stream::Socket(s)) => s.read(bufs, nb),
+            Some(Stream::EventFd(e)) => match bufs.first_mut() {
+                Some(b) => e.read(b, nb),
+                None => Err(Errno::EINVAL),
+            },
+            None => Err(Errno::EINVAL),
+        }
+    }
+
+    pub(crate) fn write_special(&self, file: &OpenFile, bufs: &[&[u8]]) -> SysResult<usize> {
+        let nb = nonblock(file);
+        match stream(file) {
+            Some(Stream::Pipe(p)) => p.write(bufs, nb),
+            Some(Stream::Socket(s)) => s.write(bufs, nb),
+            Some(Stream::EventFd(e)) => match bufs.first() {
+                Some(b) => e.write(b, nb),
+                None => Err(Errno::EINVAL),
+            },
+            None => Err(Errno::EINVAL),
+        }
+    }
+
+    fn owner(&self) -> u64 {
+        (u64::from(self.cred.fsuid) << 32) | u64::from(self.cred.fsgid)
+    }
+
+    /// Installs `files` as consecutive lowest free descriptors, or none.
+    fn install_all<const N: usize>(
+        &self,
+        files: [FileRef; N],
+        cloexec: bool,
+    ) -> SysResult<[Fd; N]> {
+        let mut fds = [-1; N];
+        let mut err = None;
+        for (i, f) in files.into_iter().enumerate() {
+            if err.is_some() {
+                self.vfs.fput(f);
+                continue;
+            }
+            match self.files.install(f, cloexec, 0) {
+                Ok(fd) => fds[i] = fd,
+                Err((e, f)) => {
+                    self.vfs.fput(f);
+                    err = Some(e);
+                }
+            }
+        }
+        if let Some(e) = err {
+            for &fd in fds.iter().filter(|&&fd| fd >= 0) {
+                if let Ok(f) = self.files.remove(fd) {
+                    self.vfs.fput(f);
+                }
+            }
+            return Err(e);
+        }
+        Ok(fds)
+    }
+
+    /// A file on anonymous node `node` (whose reference it takes over).
+    fn anon_file(
+        &self,
+        node: *const AnonInode,
+        fmode: u32,
+        status: i32,
+        private: *const (),
+    ) -> FileRef {
+        // SAFETY: we hold a reference on the node.
+        let n = unsafe { &*node };
+        self.vfs.alloc_file(
+            self.vfs.anon().mnt,
+            &n.dentry,
+            &n.inode,
+            fmode | FMODE_ANON,
+            status,
+            Arc::as_ptr(&self.cred) as usize,
+            private,
+        )
+    }
+
+    /// pipe2(2): [read end, write end]. Flags: O_NONBLOCK, O_CLOEXEC
+    /// (O_DIRECT, packet mode, is refused with EINVAL).
+    pub fn pipe2(&self, flags: i32) -> SysResult<[Fd; 2]> {
+        if flags & !(O_NONBLOCK | O_CLOEXEC) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let v = &self.vfs;
+        let node = v.new_anon_node(
+            v.anon().mnt,
+            S_IFIFO | 0o600,
+            InodeBody::Special,
+            AnonObj::Pipe(Pipe::new()),
+            b"",
+            2,
+            self.owner(),
+        );
+        v.count_anon_node();
+        // SAFETY: we hold the node's two references.
+        let AnonObj::Pipe(pipe) = &unsafe { &*node }.obj else {
+            unreachable!("made as a pipe above")
+        };
+        pipe.open_end(true, true);
+        let private = pipe as *const Pipe as *const ();
+        let nb = flags & O_NONBLOCK;
+        let r = self.anon_file(node, FMODE_READ | FMODE_PIPE, O_RDONLY | nb, private);
+        let w = self.anon_file(node, FMODE_WRITE | FMODE_PIPE, O_WRONLY | nb, private);
+        self.install_all([r, w], flags & O_CLOEXEC != 0)
+    }
+
+    pub fn pipe(&self) -> SysResult<[Fd; 2]> {
+        self.pipe2(0)
+    }
+
+    fn socket_file(&self, sock: Socket, nb: bool) -> FileRef {
+        let v = &self.vfs;
+        let node = v.new_anon_node(
+            v.anon().mnt,
+            S_IFSOCK | 0o777,
+            InodeBody::Special,
+            AnonObj::Socket(sock),
+            b"",
+            1,
+            self.owner(),
+        );
+        v.count_anon_node();
+        // SAFETY: we hold the node's reference.
+        let AnonObj::Socket(s) = &unsafe { &*node }.obj else {
+            unreachable!("made as a socket above")
+        };
+        let status = O_RDWR | if nb { O_NONBLOCK } else { 0 };
+        self.anon_file(
+            node,
+            FMODE_READ | FMODE_WRITE | FMODE_SOCKET,
+            status,
+            s as *const Socket as *const (),
+        )
+    }
+
+    /// socket(2): an unconnected AF_UNIX socket (nothing binds or connects
+    /// it yet; it exists for the seed's create/close benchmark and for
+    /// programs that make one and close it).
+    pub fn socket(&self, domain: i32, ty: i32, protocol: i32) -> SysResult<Fd> {
+        let (base, nb, cloexec) = socket_args(domain, ty, protocol)?;
+        let f = self.socket_file(Socket::unconnected(base), nb);
+        Ok(self.install_all([f], cloexec)?[0])
+    }
+
+    /// socketpair(2): two connected AF_UNIX sockets.
+    pub fn socketpair(&self, domain: i32, ty: i32, protocol: i32) -> SysResult<[Fd; 2]> {
+        let (base, nb, cloexec) = socket_args(domain, ty, protocol)?;
+        let (a, b) = Socket::pair(base);
+        let fa = self.socket_file(a, nb);
+        let fb = self.socket_file(b, nb);
+        self.install_all([fa, fb], cloexec)
+    }
+
+    /// shutdown(2).
+    pub fn shutdown(&self, fd: Fd, how: i32) -> SysResult<()> {
+        self.with_file(fd, false, |f| match stream(f) {
+            Some(Stream::Socket(s)) => s.shutdown(how),
+            _ => Err(Errno::ENOTSOCK),
+        })
+    }
+
+    /// eventfd2(2). Flags: EFD_SEMAPHORE, EFD_NONBLOCK, EFD_CLOEXEC.
+    pub fn eventfd(&self, initval: u32, flags: i32) -> SysResult<Fd> {
+        if flags & !(EFD_SEMAPHORE | EFD_NONBLOCK | EFD_CLOEXEC) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let v = &self.vfs;
+        let a = v.anon();
+        // SAFETY: the shared eventfd node lives as long as the namespace.
+        let n = unsafe { &*a.eventfd_node };
+        let e = Box::into_raw(Box::new(EventFd::new(initval, flags & EFD_SEMAPHORE != 0)));
+        let f = v.alloc_file(
+            a.mnt,
+            &n.dentry,
+            &n.inode,
+            FMODE_READ | FMODE_WRITE | FMODE_EVENTFD,
+            O_RDWR | (flags & EFD_NONBLOCK),
+            Arc::as_ptr(&self.cred) as usize,
+            e as *const (),
+        );
+        Ok(self.install_all([f], flags & EFD_CLOEXEC != 0)?[0])
+    }
+
+    /// memfd_create(2): an anonymous regular file (tmpfs file data).
+    /// Flags: MFD_CLOEXEC, MFD_ALLOW_SEALING (accepted; seals are not
+    /// implemented, docs/COMPATIBILITY.md).
+    pub fn memfd_create(&self, name: &[u8], flags: u32) -> SysResult<Fd> {
+        if flags & !(MFD_CLOEXEC | MFD_ALLOW_SEALING) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        if name.len() > MFD_NAME_MAX || name.contains(&0) {
+            return Err(Errno::EINVAL);
+        }
+        let mut full = b"memfd:".to_vec();
+        full.extend_from_slice(name);
+        let v = &self.vfs;
+        let node = v.new_anon_node(
+            v.anon().mnt,
+            S_IFREG | 0o777,
+            InodeBody::Regular(RwLock::new(FileData::default())),
+            AnonObj::Plain,
+            &full,
+            1,
+            self.owner(),
+        );
+        v.count_anon_node();
+        // SAFETY: we hold the node's reference.
+        let n = unsafe { &*node };
+        // Linux's memfd inode is unlinked from birth.
+        n.inode.update_attr(|a| a.set_nlink(0));
+        let f = self.anon_file(
+            node,
+            FMODE_READ | FMODE_WRITE,
+            O_RDWR | O_LARGEFILE,
+            core::ptr::null(),
+        );
+        Ok(self.install_all([f], flags & MFD_CLOEXEC != 0)?[0])
+    }
+
+    /// The readiness of one open file; registers `p` with it if given.
+    fn poll_file(&self, file: &OpenFile, p: Option<&Arc<Poller>>) -> i16 {
+        match stream(file) {
+            Some(Stream::Pipe(pipe)) => pipe.poll(
+                file.fmode & FMODE_READ != 0,
+                file.fmode & FMODE_WRITE != 0,
+                p,
+            ),
+            Some(Stream::Socket(s)) => s.poll(p),
+            Some(Stream::EventFd(e)) => e.poll(p),
+            // Regular files and directories are always ready.
+            None => POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM,
+        }
+    }
+
+    fn unregister_file(file: &OpenFile, p: &Arc<Poller>) {
+        match stream(file) {
+            Some(Stream::Pipe(pipe)) => pipe.unregister(p),
+            Some(Stream::Socket(s)) => s.unregister(p),
+            Some(Stream::EventFd(e)) => e.unregister(p),
+            None => {}
+        }
+    }
+
+    /// poll(2): fills each entry's `revents` and returns how many are
+    /// non-zero. `timeout_ms` < 0 waits forever, 0 not at all. Sleeps on a
+    /// condition variable woken by any watched object's change.
+    pub fn poll(&self, fds: &mut [PollFd], timeout_ms: i32) -> SysResult<usize> {
+        if fds.len() > self.fd_limit() {
+            return Err(Errno::EINVAL);
+        }
+        let deadline =
+            (timeout_ms >= 0).then(|| Instant::now() + Duration::from_millis(timeout_ms as u64));
+        let files: Vec<Option<FileRef>> = fds
+            .iter()
+            .map(|p| {
+                if p.fd < 0 {
+                    None
+                } else {
+                    self.files.get(&self.vfs, p.fd).ok()
+                }
+            })
+            .collect();
+        let poller = Arc::new(Poller::default());
+        let mut register = false;
+        let ready = loop {
+            let mut ready = 0;
+            for (pfd, f) in fds.iter_mut().zip(&files) {
+                pfd.revents = match f {
+                    None if pfd.fd < 0 => 0,
+                    None => POLLNVAL,
+                    Some(f) => {
+                        let m = self.poll_file(f.file(), register.then_some(&poller));
+                        m & (pfd.events | POLLERR | POLLHUP)
+                    }
+                };
+                ready += usize::from(pfd.revents != 0);
+            }
+            let expired = deadline.is_some_and(|d| Instant::now() >= d);
+            if ready > 0 || expired || !register {
+                if register {
+                    for f in files.iter().flatten() {
+                        Self::unregister_file(f.file(), &poller);
+                    }
+                }
+                if ready > 0 || expired {
+                    break ready;
+                }
+                register = true;
+                continue;
+            }
+            // Registered everywhere and nothing ready: sleep until a
+            // watched object changes or the time is up, then look again
+            // (a timed-out wait gets one last look without registering).
+            let woken = poller.wait(deadline);
+            for f in files.iter().flatten() {
+                Self::unregister_file(f.file(), &poller);
+            }
+            register = woken || deadline.is_none();
+        };
+        for f in files.into_iter().flatten() {
+            self.vfs.fput(f);
+        }
+        Ok(ready)
+    }
+
+    /// fcntl(2): F_DUPFD, F_DUPFD_CLOEXEC, F_GETFD, F_SETFD, F_GETFL,
+    /// F_SETFL (O_APPEND, O_NONBLOCK, O_DIRECT, O_NOATIME), F_GETPIPE_SZ,
+    /// F_SETPIPE_SZ. Other commands: EINVAL.
+    pub fn fcntl(&self, fd: Fd, cmd: i32, arg: i64) -> SysResult<i64> {
+        match cmd {
+            F_DUPFD | F_DUPFD_CLOEXEC => {
+                let f = self.fd_file(fd)?;
+                if arg < 0 || arg as u64 >= self.fd_limit() as u64 {
+                    self.vfs.fput(f);
+                    return Err(Errno::EINVAL);
+                }
+                match self.files.install(f, cmd == F_DUPFD_CLOEXEC, arg as usize) {
+                    Ok(n) => Ok(n as i64),
+                    Err((e, f)) => {
+                        self.vfs.fput(f);
+                        Err(e)
+                    }
+                }
+            }
+            F_GETFD => Ok(if self.files.is_cloexec(fd)? {
+                FD_CLOEXEC as i64
+            } else {
+                0
+            }),
+            F_SETFD => self
+                .files
+                .set_cloexec(fd, arg as i32 & FD_CLOEXEC != 0)
+                .map(|()| 0),
+            F_GETFL => self.with_file(fd, true, |f| Ok(f.status() as i64)),
+            F_SETFL => self.with_file(fd, false, |f| {
+                const SETTABLE: i32 = O_APPEND | O_NONBLOCK | O_DIRECT | O_NOATIME;
+                let arg = arg as i32;
+                // Relaxed: a plain flag word (see OpenFile::status); the
+                // update is one atomic read-modify-write.
+                let _ = f
+                    .status
+                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| {
+                        Some(((s as i32 & !SETTABLE) | (arg & SETTABLE)) as u32)
+                    });
+                Ok(0)
+            }),
+            F_GETPIPE_SZ | F_SETPIPE_SZ => self.with_file(fd, false, |f| match stream(f) {
+                Some(Stream::Pipe(p)) if cmd == F_GETPIPE_SZ => Ok(p.capacity() as i64),
+                Some(Stream::Pipe(p)) => p.set_capacity(arg, self.cred.is_root()).map(|n| n as i64),
+                _ => Err(Errno::EBADF),
+            }),
+            _ => Err(Errno::EINVAL),
+        }
+    }
+
+    /// What /proc/self/fd/N would read for `fd`: `pipe:[N]`, `socket:[N]`,
+    /// `anon_inode:[eventfd]`, `/memfd:NAME (deleted)`, or the file's path
+    /// (with " (deleted)" once unlinked). Formatted now; nothing is stored.
+    pub fn fd_path(&self, fd: Fd) -> SysResult<Vec<u8>> {
+        let _g = self.vfs.collector.enter();
+        let f = self.fd_file(fd)?;
+        let file = f.file();
+        let r = if file.fmode & (FMODE_ANON | FMODE_EVENTFD) != 0 {
+            // SAFETY: the file references its dentry (or the namespace pins
+            // the shared eventfd one).
+            anon_fd_path(file.fmode, file.inode(), unsafe { &*file.dentry })
+        } else {
+            self.path_of(PathPtr {
+                mnt: file.mnt,
+                dentry: file.dentry,
+            })
+        };
+        self.vfs.fput(f);
+        Ok(r)
+    }
+
+    /// The path of a location as seen from this process's root (the
+    /// caller holds a guard), as getcwd builds it.
+    fn path_of(&self, at: PathPtr) -> Vec<u8> {
+        let (root, _) = self.fs.get();
+        // SAFETY: the caller's guard and file reference keep the dentry.
+        let d = unsafe { &*at.dentry };
+        let deleted = !d.is_root() && !d.is_hashed();
+        let mut out = self.path_text(root, at);
+        if deleted {
+            out.extend_from_slice(b" (deleted)");
+        }
+        out
+    }
+}

@@ -1,0 +1,590 @@
+//! Anonymous objects (issue 4): pipes, socket pairs, bare sockets,
+//! eventfds, memfds, poll, fcntl, fd_path. Where a value is Linux's, a
+//! `host_*` test runs the same sequence on real libc objects first, so the
+//! expectation is checked against this machine's kernel.
+
+mod common;
+use common::*;
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+// ------------------------------------------------------------------ pipes
+
+#[test]
+fn pipe_round_trip_and_eof() {
+    let (vfs, p) = setup();
+    let [r, w] = p.pipe2(0).unwrap();
+    assert_eq!((r, w), (0, 1), "lowest free descriptors");
+    assert_eq!(p.write(w, b"hello"), Ok(5));
+    let mut b = [0u8; 16];
+    assert_eq!(p.read(r, &mut b), Ok(5));
+    assert_eq!(&b[..5], b"hello");
+    p.close(w).unwrap();
+    assert_eq!(p.read(r, &mut b), Ok(0), "EOF after the last writer");
+    p.close(r).unwrap();
+    assert_eq!(vfs.object_counts().files, 0);
+    assert_baseline(&vfs);
+}
+
+#[test]
+fn pipe_epipe_and_eagain_match_the_host() {
+    // The host first.
+    let mut fds = [0i32; 2];
+    // SAFETY: plain syscalls on descriptors this test owns.
+    unsafe {
+        assert_eq!(libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK), 0);
+        let mut b = [0u8; 4];
+        assert_eq!(libc::read(fds[0], b.as_mut_ptr().cast(), 4), -1);
+        assert_eq!(errno(), libc::EAGAIN);
+        assert_eq!(libc::fcntl(fds[0], libc::F_GETPIPE_SZ), 65536);
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        libc::close(fds[0]);
+        assert_eq!(libc::write(fds[1], b.as_ptr().cast(), 4), -1);
+        assert_eq!(errno(), libc::EPIPE);
+        libc::close(fds[1]);
+    }
+    let (_vfs, p) = setup();
+    let [r, w] = p.pipe2(O_NONBLOCK).unwrap();
+    let mut b = [0u8; 4];
+    assert_eq!(p.read(r, &mut b), Err(Errno::EAGAIN));
+    assert_eq!(p.fcntl(r, F_GETPIPE_SZ, 0), Ok(65536));
+    p.close(r).unwrap();
+    assert_eq!(p.write(w, b"abcd"), Err(Errno::EPIPE));
+}
+
+#[test]
+fn pipe_capacity_and_atomic_writes() {
+    let (_vfs, p) = setup();
+    let [r, w] = p.pipe2(O_NONBLOCK).unwrap();
+    let big = vec![7u8; 70000];
+    assert_eq!(
+        p.write(w, &big),
+        Ok(65536),
+        "a non-blocking write fills the pipe"
+    );
+    assert_eq!(p.write(w, b"x"), Err(Errno::EAGAIN));
+    let mut b = vec![0u8; 100];
+    assert_eq!(p.read(r, &mut b), Ok(100));
+    // 100 bytes free: an atomic write of 101..=PIPE_BUF does not fit at all.
+    assert_eq!(p.write(w, &[1u8; 200]), Err(Errno::EAGAIN));
+    assert_eq!(p.write(w, &[1u8; 100]), Ok(100));
+    // Resizing below the contents is EBUSY, rounding is to a power of two.
+    assert_eq!(p.fcntl(w, F_SETPIPE_SZ, 4096), Err(Errno::EBUSY));
+    assert_eq!(p.fcntl(w, F_SETPIPE_SZ, 70000), Ok(131072));
+    assert_eq!(p.fcntl(r, F_GETPIPE_SZ, 0), Ok(131072));
+    assert_eq!(
+        p.fcntl(w, F_SETPIPE_SZ, 2 << 20),
+        Ok(2 << 20),
+        "root may exceed pipe-max-size"
+    );
+    let user = user(&p.vfs(), 1000, 1000);
+    let [_r2, w2] = user.pipe2(0).unwrap();
+    assert_eq!(user.fcntl(w2, F_SETPIPE_SZ, 2 << 20), Err(Errno::EPERM));
+    assert_eq!(user.fcntl(w2, F_SETPIPE_SZ, 1 << 20), Ok(1 << 20));
+    assert_eq!(user.fcntl(w2, F_SETPIPE_SZ, 1), Ok(4096));
+    assert_eq!(user.fcntl(w2, F_SETPIPE_SZ, -1), Err(Errno::EINVAL));
+}
+
+#[test]
+fn host_pipe_set_size_rounding() {
+    let mut fds = [0i32; 2];
+    // SAFETY: plain syscalls on descriptors this test owns.
+    unsafe {
+        assert_eq!(libc::pipe(fds.as_mut_ptr()), 0);
+        assert_eq!(libc::fcntl(fds[1], libc::F_SETPIPE_SZ, 70000), 131072);
+        assert_eq!(libc::fcntl(fds[1], libc::F_SETPIPE_SZ, 1), 4096);
+        libc::close(fds[0]);
+        libc::close(fds[1]);
+    }
+}
+
+#[test]
+fn blocked_reader_wakes_on_data_and_on_last_writer_close() {
+    let (vfs, p) = setup();
+    let [r, w] = p.pipe2(0).unwrap();
+    let t = p.clone_thread();
+    let reader = thread::spawn(move || {
+        let mut b = [0u8; 8];
+        let first = t.read(r, &mut b).map(|n| b[..n].to_vec());
+        let second = t.read(r, &mut b);
+        (first, second)
+    });
+    thread::sleep(Duration::from_millis(20));
+    p.write(w, b"wake").unwrap();
+    thread::sleep(Duration::from_millis(20));
+    // Closing the read fd itself does not end the blocked read (the file
+    // is still referenced by it), as Linux; closing the writer does.
+    p.close(w).unwrap();
+    let (first, second) = reader.join().unwrap();
+    assert_eq!(first, Ok(b"wake".to_vec()));
+    assert_eq!(second, Ok(0));
+    p.close(r).unwrap();
+    assert_eq!(vfs.object_counts().files, 0);
+}
+
+#[test]
+fn blocked_writer_gets_epipe_when_reader_closes() {
+    let (_vfs, p) = setup();
+    let [r, w] = p.pipe2(0).unwrap();
+    let t = p.clone_thread();
+    let writer = with_timeout_spawn(move || t.write(w, &vec![0u8; 100_000]));
+    thread::sleep(Duration::from_millis(30));
+    p.close(r).unwrap();
+    // 65536 bytes went in before the reader left.
+    assert_eq!(writer.join().unwrap(), Ok(65536));
+    assert_eq!(p.write(w, b"x"), Err(Errno::EPIPE));
+}
+
+fn with_timeout_spawn<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> thread::JoinHandle<T> {
+    thread::spawn(f)
+}
+
+#[test]
+fn pipe_fstat_fd_path_and_status() {
+    let (_vfs, p) = setup();
+    let [r, w] = p.pipe2(O_CLOEXEC).unwrap();
+    let (sr, sw) = (p.fstat(r).unwrap(), p.fstat(w).unwrap());
+    assert_eq!(sr.mode & S_IFMT, S_IFIFO);
+    assert_eq!(sr.ino, sw.ino, "both ends share one inode");
+    let [r2, _w2] = p.pipe2(0).unwrap();
+    assert_ne!(p.fstat(r2).unwrap().ino, sr.ino, "inode numbers are unique");
+    assert_eq!(
+        p.fd_path(r).unwrap(),
+        format!("pipe:[{}]", sr.ino).into_bytes()
+    );
+    assert_eq!(p.fcntl(r, F_GETFD, 0), Ok(FD_CLOEXEC as i64));
+    assert_eq!(p.fcntl(r, F_GETFL, 0), Ok(O_RDONLY as i64));
+    assert_eq!(p.fcntl(w, F_GETFL, 0), Ok(O_WRONLY as i64));
+    assert_eq!(p.fcntl(r, F_SETFL, O_NONBLOCK as i64), Ok(0));
+    assert_eq!(p.fcntl(r, F_GETFL, 0), Ok(O_NONBLOCK as i64));
+    let mut b = [0u8; 1];
+    assert_eq!(p.read(r, &mut b), Err(Errno::EAGAIN));
+    assert_eq!(p.lseek(r, 0, SEEK_SET), Err(Errno::ESPIPE));
+    assert_eq!(p.pread(r, &mut b, 0), Err(Errno::ESPIPE));
+    assert_eq!(p.write(r, b"x"), Err(Errno::EBADF), "read end");
+    assert_eq!(p.pipe2(O_DIRECT << 4), Err(Errno::EINVAL));
+}
+
+#[test]
+fn pipe_survives_fork_and_dup() {
+    let (vfs, p) = setup();
+    let [r, w] = p.pipe2(0).unwrap();
+    let child = p.fork().unwrap();
+    let w2 = p.dup(w).unwrap();
+    p.close(w).unwrap();
+    child.write(w, b"c").unwrap();
+    child.exit();
+    let mut b = [0u8; 4];
+    assert_eq!(p.read(r, &mut b), Ok(1));
+    p.close(w2).unwrap();
+    assert_eq!(p.read(r, &mut b), Ok(0));
+    p.close(r).unwrap();
+    assert_baseline(&vfs);
+}
+
+#[test]
+fn emfile_leaves_nothing_behind() {
+    let (vfs, p) = setup();
+    p.set_fd_limit(3);
+    let fd = p.eventfd(0, 0).unwrap();
+    assert_eq!(fd, 0);
+    assert_eq!(p.pipe2(0), Ok([1, 2]));
+    assert_eq!(p.pipe2(0), Err(Errno::EMFILE));
+    p.close(2).unwrap();
+    assert_eq!(p.pipe2(0), Err(Errno::EMFILE), "one slot is not enough");
+    assert_eq!(p.fd_limit(), 3);
+    assert_eq!(p.socketpair(AF_UNIX, SOCK_STREAM, 0), Err(Errno::EMFILE));
+    assert_eq!(p.open(b"/", O_RDONLY, 0), Ok(2));
+    assert_eq!(p.eventfd(0, 0), Err(Errno::EMFILE));
+    assert_eq!(p.memfd_create(b"x", 0), Err(Errno::EMFILE));
+    assert_eq!(p.socket(AF_UNIX, SOCK_STREAM, 0), Err(Errno::EMFILE));
+    for fd in 0..3 {
+        p.close(fd).unwrap();
+    }
+    assert_baseline(&vfs);
+}
+
+// ---------------------------------------------------------------- sockets
+
+#[test]
+fn stream_pair_both_directions_and_shutdown() {
+    let (vfs, p) = setup();
+    let [a, b] = p
+        .socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0)
+        .unwrap();
+    let mut buf = [0u8; 16];
+    assert_eq!(p.write(a, b"ping"), Ok(4));
+    assert_eq!(p.write(b, b"pong!"), Ok(5));
+    assert_eq!(p.read(b, &mut buf), Ok(4));
+    assert_eq!(p.read(a, &mut buf), Ok(5));
+    assert_eq!(p.read(a, &mut buf), Err(Errno::EAGAIN));
+    p.shutdown(a, SHUT_WR).unwrap();
+    assert_eq!(p.write(a, b"x"), Err(Errno::EPIPE));
+    assert_eq!(p.read(b, &mut buf), Ok(0), "peer sees EOF");
+    assert_eq!(p.write(b, b"yz"), Ok(2), "the other direction still works");
+    assert_eq!(p.read(a, &mut buf), Ok(2));
+    assert_eq!(p.shutdown(a, 7), Err(Errno::EINVAL));
+    let st = p.fstat(a).unwrap();
+    assert_eq!(st.mode & S_IFMT, S_IFSOCK);
+    assert_ne!(st.ino, p.fstat(b).unwrap().ino);
+    assert_eq!(
+        p.fd_path(a).unwrap(),
+        format!("socket:[{}]", st.ino).into_bytes()
+    );
+    p.close(a).unwrap();
+    assert_eq!(p.write(b, b"x"), Err(Errno::EPIPE), "peer gone");
+    assert_eq!(p.read(b, &mut buf), Ok(0));
+    p.close(b).unwrap();
+    assert_baseline(&vfs);
+}
+
+#[test]
+fn host_stream_pair_semantics() {
+    let mut sv = [0i32; 2];
+    // SAFETY: plain syscalls on descriptors this test owns.
+    unsafe {
+        assert_eq!(
+            libc::socketpair(
+                libc::AF_UNIX,
+                libc::SOCK_STREAM | libc::SOCK_NONBLOCK,
+                0,
+                sv.as_mut_ptr()
+            ),
+            0
+        );
+        let mut b = [0u8; 16];
+        libc::shutdown(sv[0], libc::SHUT_WR);
+        assert_eq!(
+            libc::send(sv[0], b.as_ptr().cast(), 1, libc::MSG_NOSIGNAL),
+            -1
+        );
+        assert_eq!(errno(), libc::EPIPE);
+        assert_eq!(libc::read(sv[1], b.as_mut_ptr().cast(), 16), 0);
+        libc::close(sv[0]);
+        assert_eq!(
+            libc::send(sv[1], b.as_ptr().cast(), 1, libc::MSG_NOSIGNAL),
+            -1
+        );
+        assert_eq!(errno(), libc::EPIPE);
+        libc::close(sv[1]);
+        // Datagram truncation and zero-length datagrams.
+        assert_eq!(
+            libc::socketpair(
+                libc::AF_UNIX,
+                libc::SOCK_DGRAM | libc::SOCK_NONBLOCK,
+                0,
+                sv.as_mut_ptr()
+            ),
+            0
+        );
+        assert_eq!(libc::write(sv[0], b"abcdef".as_ptr().cast(), 6), 6);
+        assert_eq!(libc::write(sv[0], b"".as_ptr().cast(), 0), 0);
+        assert_eq!(libc::read(sv[1], b.as_mut_ptr().cast(), 3), 3);
+        assert_eq!(libc::read(sv[1], b.as_mut_ptr().cast(), 16), 0);
+        assert_eq!(libc::read(sv[1], b.as_mut_ptr().cast(), 16), -1);
+        assert_eq!(errno(), libc::EAGAIN);
+        libc::close(sv[1]);
+        assert_eq!(libc::write(sv[0], b"a".as_ptr().cast(), 1), -1);
+        assert_eq!(errno(), libc::ECONNREFUSED);
+        libc::close(sv[0]);
+    }
+}
+
+#[test]
+fn datagram_boundaries_and_truncation() {
+    let (_vfs, p) = setup();
+    for ty in [SOCK_DGRAM, SOCK_SEQPACKET] {
+        let [a, b] = p.socketpair(AF_UNIX, ty | SOCK_NONBLOCK, 0).unwrap();
+        let mut buf = [0u8; 16];
+        assert_eq!(p.write(a, b"abcdef"), Ok(6));
+        assert_eq!(p.write(a, b""), Ok(0));
+        assert_eq!(p.write(a, b"gh"), Ok(2));
+        assert_eq!(p.read(b, &mut buf[..3]), Ok(3), "truncated, rest dropped");
+        assert_eq!(&buf[..3], b"abc");
+        assert_eq!(p.read(b, &mut buf), Ok(0), "the empty datagram");
+        assert_eq!(p.read(b, &mut buf), Ok(2));
+        assert_eq!(&buf[..2], b"gh");
+        assert_eq!(p.read(b, &mut buf), Err(Errno::EAGAIN));
+        p.close(b).unwrap();
+        let want = if ty == SOCK_DGRAM {
+            Errno::ECONNREFUSED
+        } else {
+            Errno::EPIPE
+        };
+        assert_eq!(p.write(a, b"a"), Err(want), "type {ty}");
+        p.close(a).unwrap();
+    }
+}
+
+#[test]
+fn bare_socket_and_argument_errors() {
+    let (vfs, p) = setup();
+    let s = p.socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0).unwrap();
+    assert_eq!(p.write(s, b"x"), Err(Errno::ENOTCONN));
+    let mut b = [0u8; 1];
+    assert_eq!(p.read(s, &mut b), Err(Errno::EINVAL));
+    assert_eq!(p.fcntl(s, F_GETFD, 0), Ok(FD_CLOEXEC as i64));
+    assert_eq!(p.fcntl(s, F_GETFL, 0), Ok(O_RDWR as i64));
+    assert_eq!(p.socket(AF_INET, SOCK_STREAM, 0), Err(Errno::EAFNOSUPPORT));
+    assert_eq!(p.socket(AF_UNIX, 3, 0), Err(Errno::ESOCKTNOSUPPORT));
+    assert_eq!(
+        p.socket(AF_UNIX, SOCK_STREAM, 9),
+        Err(Errno::EPROTONOSUPPORT)
+    );
+    assert_eq!(
+        p.socket(AF_UNIX, SOCK_STREAM | 0x100, 0),
+        Err(Errno::EINVAL)
+    );
+    assert_eq!(p.shutdown(s, SHUT_RD), Ok(()));
+    let e = p.eventfd(0, 0).unwrap();
+    assert_eq!(p.shutdown(e, SHUT_RD), Err(Errno::ENOTSOCK));
+    assert_eq!(p.shutdown(99, SHUT_RD), Err(Errno::EBADF));
+    p.close(s).unwrap();
+    p.close(e).unwrap();
+    assert_baseline(&vfs);
+}
+
+#[test]
+fn blocked_socket_reader_wakes_when_peer_closes() {
+    let (_vfs, p) = setup();
+    let [a, b] = p.socketpair(AF_UNIX, SOCK_STREAM, 0).unwrap();
+    let t = p.clone_thread();
+    let h = thread::spawn(move || {
+        let mut buf = [0u8; 4];
+        t.read(a, &mut buf)
+    });
+    thread::sleep(Duration::from_millis(20));
+    p.close(b).unwrap();
+    assert_eq!(h.join().unwrap(), Ok(0));
+}
+
+// ---------------------------------------------------------------- eventfd
+
+#[test]
+fn eventfd_counter_semantics() {
+    let (vfs, p) = setup();
+    let e = p.eventfd(3, EFD_NONBLOCK).unwrap();
+    let mut b = [0u8; 8];
+    assert_eq!(p.read(e, &mut b), Ok(8));
+    assert_eq!(u64::from_ne_bytes(b), 3);
+    assert_eq!(p.read(e, &mut b), Err(Errno::EAGAIN));
+    assert_eq!(p.read(e, &mut b[..4]), Err(Errno::EINVAL));
+    assert_eq!(p.write(e, &[0u8; 4]), Err(Errno::EINVAL));
+    assert_eq!(p.write(e, &u64::MAX.to_ne_bytes()), Err(Errno::EINVAL));
+    assert_eq!(p.write(e, &(u64::MAX - 1).to_ne_bytes()), Ok(8));
+    assert_eq!(
+        p.write(e, &1u64.to_ne_bytes()),
+        Err(Errno::EAGAIN),
+        "overflow"
+    );
+    assert_eq!(p.read(e, &mut b), Ok(8));
+    assert_eq!(u64::from_ne_bytes(b), u64::MAX - 1);
+    let s = p.eventfd(2, EFD_SEMAPHORE | EFD_NONBLOCK).unwrap();
+    assert_eq!(p.read(s, &mut b), Ok(8));
+    assert_eq!(u64::from_ne_bytes(b), 1);
+    assert_eq!(p.read(s, &mut b), Ok(8));
+    assert_eq!(p.read(s, &mut b), Err(Errno::EAGAIN));
+    assert_eq!(p.fd_path(e).unwrap(), b"anon_inode:[eventfd]".to_vec());
+    assert_eq!(p.fcntl(e, F_GETFL, 0), Ok((O_RDWR | O_NONBLOCK) as i64));
+    assert_eq!(p.eventfd(0, 0x100), Err(Errno::EINVAL));
+    assert_eq!(p.fcntl(e, F_GETPIPE_SZ, 0), Err(Errno::EBADF));
+    p.close(e).unwrap();
+    p.close(s).unwrap();
+    assert_baseline(&vfs);
+}
+
+#[test]
+fn host_eventfd_semantics() {
+    // SAFETY: plain syscalls on descriptors this test owns.
+    unsafe {
+        let e = libc::eventfd(0, libc::EFD_NONBLOCK);
+        assert!(e >= 0);
+        let max = (u64::MAX).to_ne_bytes();
+        assert_eq!(libc::write(e, max.as_ptr().cast(), 8), -1);
+        assert_eq!(errno(), libc::EINVAL);
+        let v = (u64::MAX - 1).to_ne_bytes();
+        assert_eq!(libc::write(e, v.as_ptr().cast(), 8), 8);
+        let one = 1u64.to_ne_bytes();
+        assert_eq!(libc::write(e, one.as_ptr().cast(), 8), -1);
+        assert_eq!(errno(), libc::EAGAIN);
+        let mut b = [0u8; 4];
+        assert_eq!(libc::read(e, b.as_mut_ptr().cast(), 4), -1);
+        assert_eq!(errno(), libc::EINVAL);
+        libc::close(e);
+    }
+}
+
+#[test]
+fn eventfd_blocking_read_wakes_on_write() {
+    let (_vfs, p) = setup();
+    let e = p.eventfd(0, 0).unwrap();
+    let t = p.clone_thread();
+    let h = thread::spawn(move || {
+        let mut b = [0u8; 8];
+        t.read(e, &mut b).map(|_| u64::from_ne_bytes(b))
+    });
+    thread::sleep(Duration::from_millis(20));
+    p.write(e, &5u64.to_ne_bytes()).unwrap();
+    assert_eq!(h.join().unwrap(), Ok(5));
+}
+
+// ------------------------------------------------------------------ memfd
+
+#[test]
+fn memfd_is_an_anonymous_regular_file() {
+    let (vfs, p) = setup();
+    let m = p.memfd_create(b"buf", MFD_CLOEXEC).unwrap();
+    assert_eq!(p.write(m, b"0123456789"), Ok(10));
+    assert_eq!(p.pread(m, &mut [0u8; 4], 6), Ok(4));
+    assert_eq!(p.lseek(m, 2, SEEK_SET), Ok(2));
+    let mut b = [0u8; 3];
+    assert_eq!(p.read(m, &mut b), Ok(3));
+    assert_eq!(&b, b"234");
+    p.ftruncate(m, 8192).unwrap();
+    let st = p.fstat(m).unwrap();
+    assert_eq!(st.mode, S_IFREG | 0o777);
+    assert_eq!(st.size, 8192);
+    assert_eq!(st.nlink, 0);
+    assert_eq!(p.fd_path(m).unwrap(), b"/memfd:buf (deleted)".to_vec());
+    assert_eq!(p.fcntl(m, F_GETFD, 0), Ok(FD_CLOEXEC as i64));
+    assert_eq!(p.memfd_create(&[b'a'; 250], 0), Err(Errno::EINVAL));
+    assert_eq!(p.memfd_create(b"x", 0x100), Err(Errno::EINVAL));
+    let m2 = p.memfd_create(b"other", 0).unwrap();
+    assert_ne!(p.fstat(m2).unwrap().ino, st.ino);
+    p.close(m).unwrap();
+    p.close(m2).unwrap();
+    assert_baseline(&vfs);
+}
+
+// ------------------------------------------------------------------- poll
+
+#[test]
+fn poll_readiness() {
+    let (_vfs, p) = setup();
+    let [r, w] = p.pipe2(0).unwrap();
+    let e = p.eventfd(0, 0).unwrap();
+    let mut fds = [
+        PollFd {
+            fd: r,
+            events: POLLIN,
+            revents: 0,
+        },
+        PollFd {
+            fd: w,
+            events: POLLOUT,
+            revents: 0,
+        },
+        PollFd {
+            fd: e,
+            events: POLLIN,
+            revents: 0,
+        },
+        PollFd {
+            fd: 77,
+            events: POLLIN,
+            revents: 0,
+        },
+        PollFd {
+            fd: -1,
+            events: POLLIN,
+            revents: 0,
+        },
+    ];
+    assert_eq!(p.poll(&mut fds, 0), Ok(2));
+    assert_eq!(fds.map(|f| f.revents), [0, POLLOUT, 0, POLLNVAL, 0]);
+    p.write(w, b"x").unwrap();
+    assert_eq!(p.poll(&mut fds[..3], 0), Ok(2));
+    assert_eq!(fds[0].revents, POLLIN);
+    p.close(w).unwrap();
+    let mut one = [PollFd {
+        fd: r,
+        events: POLLIN,
+        revents: 0,
+    }];
+    assert_eq!(p.poll(&mut one, 0), Ok(1));
+    assert_eq!(one[0].revents, POLLIN | POLLHUP);
+    // A timeout with nothing ready returns 0.
+    let mut ev = [PollFd {
+        fd: e,
+        events: POLLIN,
+        revents: 0,
+    }];
+    assert_eq!(p.poll(&mut ev, 10), Ok(0));
+}
+
+#[test]
+fn poll_blocks_until_another_thread_writes() {
+    let (_vfs, p) = setup();
+    let [a, b] = p.socketpair(AF_UNIX, SOCK_STREAM, 0).unwrap();
+    let e = p.eventfd(0, 0).unwrap();
+    let t = Arc::new(p.clone_thread());
+    let t2 = t.clone();
+    let h = thread::spawn(move || {
+        let mut fds = [
+            PollFd {
+                fd: a,
+                events: POLLIN,
+                revents: 0,
+            },
+            PollFd {
+                fd: e,
+                events: POLLIN,
+                revents: 0,
+            },
+        ];
+        let n = t2.poll(&mut fds, -1);
+        (n, fds.map(|f| f.revents))
+    });
+    thread::sleep(Duration::from_millis(30));
+    p.write(b, b"!").unwrap();
+    assert_eq!(h.join().unwrap(), (Ok(1), [POLLIN, 0]));
+}
+
+#[test]
+fn fcntl_dupfd_and_bad_commands() {
+    let (_vfs, p) = setup();
+    let e = p.eventfd(0, 0).unwrap();
+    assert_eq!(p.fcntl(e, F_DUPFD, 10), Ok(10));
+    assert_eq!(p.fcntl(e, F_DUPFD_CLOEXEC, 10), Ok(11));
+    assert_eq!(p.fcntl(11, F_GETFD, 0), Ok(FD_CLOEXEC as i64));
+    assert_eq!(p.fcntl(e, F_DUPFD, -1), Err(Errno::EINVAL));
+    assert_eq!(p.fcntl(e, 9999, 0), Err(Errno::EINVAL));
+    assert_eq!(p.fcntl(50, F_GETFL, 0), Err(Errno::EBADF));
+    let fd = p.open(b"/f", O_CREAT | O_WRONLY, 0o644).unwrap();
+    assert_eq!(p.fd_path(fd).unwrap(), b"/f".to_vec());
+    p.fcntl(fd, F_SETFL, O_APPEND as i64).unwrap();
+    p.write(fd, b"ab").unwrap();
+    p.lseek(fd, 0, SEEK_SET).unwrap();
+    p.write(fd, b"c").unwrap();
+    assert_eq!(p.fstat(fd).unwrap().size, 3, "O_APPEND set by F_SETFL");
+    p.unlink(b"/f").unwrap();
+    assert_eq!(p.fd_path(fd).unwrap(), b"/f (deleted)".to_vec());
+}
+
+// ------------------------------------------------------------------ FIFOs
+
+#[test]
+fn fifo_carries_data_between_opens() {
+    let (vfs, p) = setup();
+    p.mknodat(AT_FDCWD, b"/q", S_IFIFO | 0o666, 0).unwrap();
+    let r = p.open(b"/q", O_RDONLY | O_NONBLOCK, 0).unwrap();
+    let w = p.open(b"/q", O_WRONLY | O_NONBLOCK, 0).unwrap_or_else(|_| {
+        // A writer-only open is ENXIO here (docs/COMPATIBILITY.md): use O_RDWR.
+        p.open(b"/q", O_RDWR, 0).unwrap()
+    });
+    assert_eq!(p.write(w, b"through"), Ok(7));
+    let mut b = [0u8; 16];
+    assert_eq!(p.read(r, &mut b), Ok(7));
+    assert_eq!(p.fcntl(r, F_GETPIPE_SZ, 0), Ok(65536));
+    p.close(w).unwrap();
+    p.close(r).unwrap();
+    p.unlink(b"/q").unwrap();
+    assert_baseline(&vfs);
+}
