@@ -15,6 +15,7 @@ pub mod api;
 mod attrs;
 mod context;
 mod dirents;
+pub mod handles;
 mod io;
 mod mounts;
 mod names;
@@ -22,6 +23,7 @@ mod open;
 mod syscalls;
 
 pub use api::{Fd, ProcessApi};
+pub use handles::{DirEntryRef, Entry, Fh, Handle, Namespace, SetAttr};
 
 use crate::abi::*;
 use crate::cred::perm::{may_access, MAY_EXEC, MAY_WRITE};
