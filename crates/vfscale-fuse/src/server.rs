@@ -104,8 +104,17 @@ impl Filesystem for VfsFs {
 
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         let dir = node_or_reply!(self, parent, reply);
-        let r = self.ns.lookup(&cred(req), &dir.handle, name.as_bytes());
-        self.reply_entry(r, reply);
+        match self.ns.lookup(&cred(req), &dir.handle, name.as_bytes()) {
+            // A miss is answered as node 0 with the entry TTL: the kernel
+            // caches the negative entry (compilers probe many missing
+            // headers) and counts no lookup for it.
+            Err(Errno::ENOENT) if !self.ttls.entry.is_zero() => {
+                let mut a = attr(0, &Stat::default());
+                a.ino = INodeNo(0);
+                reply.entry(&self.ttls.entry, &a, Generation(0));
+            }
+            r => self.reply_entry(r, reply),
+        }
     }
 
     // BATCH_FORGET: fuser's default splits it into these calls (its
@@ -321,8 +330,11 @@ impl Filesystem for VfsFs {
         _lock_owner: fuser::LockOwner,
         reply: ReplyEmpty,
     ) {
-        // Data lives in memory; nothing to write back.
-        reply.ok();
+        // Data lives in memory: close has nothing to write back. ENOSYS
+        // tells the kernel so once; it then stops sending FLUSH on every
+        // close (one round trip fewer per open/close; close(2) still
+        // succeeds).
+        reply.error(fuser::Errno::ENOSYS);
     }
 
     fn release(
