@@ -160,6 +160,7 @@ fn open_files_fsync_lseek_and_unlinked_open_file() {
         .read(true)
         .write(true)
         .create(true)
+        .truncate(true)
         .open(&f)
         .unwrap();
     h.write_all(&[7u8; 10000]).unwrap();
@@ -177,6 +178,7 @@ fn open_files_fsync_lseek_and_unlinked_open_file() {
         .read(true)
         .write(true)
         .create(true)
+        .truncate(true)
         .open(m.p("sparse"))
         .unwrap();
     use std::os::unix::fs::FileExt;

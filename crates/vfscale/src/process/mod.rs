@@ -20,7 +20,9 @@ mod io;
 mod mounts;
 mod names;
 mod open;
+mod space;
 mod syscalls;
+mod xattr;
 
 pub use api::{Fd, ProcessApi};
 pub use handles::{DirEntryRef, Entry, Fh, Handle, Namespace, SetAttr};
