@@ -219,7 +219,7 @@ fn open_files_fsync_lseek_and_unlinked_open_file() {
         ),
         libc::ENOTDIR
     );
-    // copy_file_range falls back to the kernel's generic copy.
+    // fs::copy uses copy_file_range (served by the core).
     fs::write(m.p("src"), b"copy me").unwrap();
     fs::copy(m.p("src"), m.p("dst")).unwrap();
     assert_eq!(fs::read(m.p("dst")).unwrap(), b"copy me");
@@ -285,4 +285,145 @@ fn unmount_while_busy_is_ebusy_then_succeeds() {
     m.mounted.as_mut().unwrap().unmount().unwrap();
     assert!(!is_mounted(m.path()));
     assert!(!m.mounted.as_ref().unwrap().is_served());
+}
+
+fn last_errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap()
+}
+
+#[test]
+fn xattrs_through_the_mount() {
+    let Some(m) = mount() else { return };
+    fs::write(m.p("x"), b"data").unwrap();
+    let p = cstr(&m.p("x"));
+    let set = |name: &std::ffi::CStr, v: &[u8], flags: i32| {
+        // SAFETY: valid path, name and value buffer.
+        unsafe { libc::setxattr(p.as_ptr(), name.as_ptr(), v.as_ptr().cast(), v.len(), flags) }
+    };
+    assert_eq!(set(c"user.color", b"blue", 0), 0);
+    assert_eq!(set(c"user.color", b"red", libc::XATTR_CREATE), -1);
+    assert_eq!(last_errno(), libc::EEXIST);
+    assert_eq!(set(c"user.none", b"x", libc::XATTR_REPLACE), -1);
+    assert_eq!(last_errno(), libc::ENODATA);
+    assert_eq!(set(c"trusted.t", b"1", 0), 0);
+    assert_eq!(set(c"bogus.t", b"1", 0), -1);
+    assert_eq!(last_errno(), libc::EOPNOTSUPP);
+    let mut buf = [0u8; 64];
+    // SAFETY: valid path, name and buffer.
+    let n = unsafe {
+        libc::getxattr(
+            p.as_ptr(),
+            c"user.color".as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    assert_eq!(&buf[..n as usize], b"blue");
+    // SAFETY: size query with a null buffer.
+    let n = unsafe { libc::getxattr(p.as_ptr(), c"user.color".as_ptr(), std::ptr::null_mut(), 0) };
+    assert_eq!(n, 4);
+    // SAFETY: a too-small buffer.
+    let n = unsafe {
+        libc::getxattr(
+            p.as_ptr(),
+            c"user.color".as_ptr(),
+            buf.as_mut_ptr().cast(),
+            2,
+        )
+    };
+    assert_eq!((n, last_errno()), (-1, libc::ERANGE));
+    // SAFETY: missing attribute.
+    let n = unsafe {
+        libc::getxattr(
+            p.as_ptr(),
+            c"user.nope".as_ptr(),
+            buf.as_mut_ptr().cast(),
+            64,
+        )
+    };
+    assert_eq!((n, last_errno()), (-1, libc::ENODATA));
+    // SAFETY: valid path and buffer.
+    let n = unsafe { libc::listxattr(p.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    assert_eq!(&buf[..n as usize], b"trusted.t\0user.color\0");
+    // SAFETY: valid path and name.
+    assert_eq!(
+        unsafe { libc::removexattr(p.as_ptr(), c"user.color".as_ptr()) },
+        0
+    );
+    // SAFETY: valid path and name.
+    assert_eq!(
+        unsafe { libc::removexattr(p.as_ptr(), c"user.color".as_ptr()) },
+        -1
+    );
+    assert_eq!(last_errno(), libc::ENODATA);
+    // The core sees what the kernel set.
+    let mut b = [0u8; 8];
+    assert_eq!(m.core().getxattr(b"/x", b"trusted.t", &mut b), Ok(1));
+    // user.* on a symlink: EPERM.
+    symlink("x", m.p("l")).unwrap();
+    let l = cstr(&m.p("l"));
+    // SAFETY: valid path, name and value.
+    let r = unsafe { libc::lsetxattr(l.as_ptr(), c"user.a".as_ptr(), b"v".as_ptr().cast(), 1, 0) };
+    assert_eq!((r, last_errno()), (-1, libc::EPERM));
+}
+
+#[test]
+fn fallocate_and_copy_file_range_through_the_mount() {
+    use std::os::fd::AsRawFd;
+    let Some(m) = mount() else { return };
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(m.p("pre"))
+        .unwrap();
+    let fd = f.as_raw_fd();
+    // SAFETY: valid descriptor.
+    assert_eq!(unsafe { libc::fallocate(fd, 0, 0, 16384) }, 0);
+    let md = f.metadata().unwrap();
+    assert_eq!((md.len(), md.blocks()), (16384, 32));
+    // SAFETY: valid descriptor.
+    assert_eq!(
+        unsafe { libc::fallocate(fd, libc::FALLOC_FL_KEEP_SIZE, 16384, 4096) },
+        0
+    );
+    assert_eq!(f.metadata().unwrap().len(), 16384);
+    let punch = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+    // SAFETY: valid descriptor.
+    assert_eq!(unsafe { libc::fallocate(fd, punch, 0, 8192) }, 0);
+    assert!(f.metadata().unwrap().blocks() < 40);
+    // SAFETY: valid descriptor.
+    assert_eq!(
+        unsafe { libc::fallocate(fd, libc::FALLOC_FL_ZERO_RANGE, 0, 1) },
+        -1
+    );
+    assert_eq!(last_errno(), libc::EOPNOTSUPP);
+    drop(f);
+    // copy_file_range between two files on the mount, explicit offsets.
+    let data: Vec<u8> = (0..100_000u32).map(|i| (i % 253) as u8).collect();
+    fs::write(m.p("src"), &data).unwrap();
+    let src = fs::File::open(m.p("src")).unwrap();
+    let dst = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(m.p("dst"))
+        .unwrap();
+    let (mut oi, mut oo): (i64, i64) = (100, 0);
+    // SAFETY: valid descriptors and offset pointers.
+    let n = unsafe {
+        libc::copy_file_range(
+            src.as_raw_fd(),
+            &mut oi,
+            dst.as_raw_fd(),
+            &mut oo,
+            50_000,
+            0,
+        )
+    };
+    assert_eq!(n, 50_000);
+    assert_eq!((oi, oo), (50_100, 50_000));
+    drop(dst);
+    assert_eq!(fs::read(m.p("dst")).unwrap(), &data[100..50_100]);
 }

@@ -543,6 +543,68 @@ impl Namespace {
         r
     }
 
+    /// setxattr on the object at `h` (XATTR_CREATE / XATTR_REPLACE).
+    pub fn setxattr(
+        &self,
+        cred: &Arc<Cred>,
+        h: &Handle,
+        name: &[u8],
+        value: &[u8],
+        flags: i32,
+    ) -> SysResult<()> {
+        super::xattr::set_inode(cred, h.inode(), name, value, flags)
+    }
+
+    /// getxattr: the value's size when `buf` is empty.
+    pub fn getxattr(
+        &self,
+        cred: &Arc<Cred>,
+        h: &Handle,
+        name: &[u8],
+        buf: &mut [u8],
+    ) -> SysResult<usize> {
+        super::xattr::get_inode(cred, h.inode(), name, buf)
+    }
+
+    /// listxattr: NUL-terminated names; the size when `buf` is empty.
+    pub fn listxattr(&self, cred: &Arc<Cred>, h: &Handle, buf: &mut [u8]) -> SysResult<usize> {
+        super::xattr::list_inode(cred, h.inode(), buf)
+    }
+
+    pub fn removexattr(&self, cred: &Arc<Cred>, h: &Handle, name: &[u8]) -> SysResult<()> {
+        super::xattr::remove_inode(cred, h.inode(), name)
+    }
+
+    /// fallocate on an open file.
+    pub fn fallocate(&self, fh: Fh, mode: i32, offset: u64, len: u64) -> SysResult<()> {
+        let off = i64::try_from(offset).map_err(|_| Errno::EINVAL)?;
+        let len = i64::try_from(len).map_err(|_| Errno::EINVAL)?;
+        self.io_view().sys_fallocate(fh_fd(fh)?, mode, off, len)
+    }
+
+    /// copy_file_range between two open files at explicit offsets.
+    pub fn copy_file_range(
+        &self,
+        cred: &Arc<Cred>,
+        fh_in: Fh,
+        off_in: u64,
+        fh_out: Fh,
+        off_out: u64,
+        len: u64,
+    ) -> SysResult<usize> {
+        let mut oi = i64::try_from(off_in).map_err(|_| Errno::EINVAL)?;
+        let mut oo = i64::try_from(off_out).map_err(|_| Errno::EINVAL)?;
+        let len = usize::try_from(len).unwrap_or(usize::MAX);
+        self.at(cred, &self.root).sys_copy_file_range(
+            fh_fd(fh_in)?,
+            Some(&mut oi),
+            fh_fd(fh_out)?,
+            Some(&mut oo),
+            len,
+            0,
+        )
+    }
+
     /// A process over the same namespace with credentials `cred` (for
     /// embedders and tests that mix path calls with handle calls).
     pub fn process(&self, cred: Cred) -> Process {
