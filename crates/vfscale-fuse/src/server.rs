@@ -406,6 +406,17 @@ impl Filesystem for VfsFs {
         let dir = node_or_reply!(self, ino, reply);
         let dir_stat = self.ns.getattr(&dir.handle);
         let cred = cred(req);
+        // A caller who may read but not search the directory must still get
+        // every name (`ls` drops entries with inode 0), but no entry a later
+        // walk could use without asking us: its entries are looked up with
+        // root's credentials and sent with zero TTLs, so any use of them
+        // revalidates with a LOOKUP, where the core refuses the search.
+        let searchable = self.ns.access(&cred, &dir.handle, X_OK).is_ok();
+        let (lookup_cred, ttl) = if searchable {
+            (cred, self.ttls.entry)
+        } else {
+            (request_cred(0, 0, 0), Duration::ZERO)
+        };
         let mut cookie = offset;
         loop {
             // Names first (under the directory lock), lookups after it.
@@ -439,9 +450,9 @@ impl Filesystem for VfsFs {
                     cookie = next;
                     continue;
                 }
-                let entry = match self.ns.lookup(&cred, &dir.handle, &name) {
+                let entry = match self.ns.lookup(&lookup_cred, &dir.handle, &name) {
                     Ok(e) => e,
-                    // Gone since the listing (or not searchable): skip it.
+                    // Gone since the listing: skip it.
                     Err(_) => {
                         cookie = next;
                         continue;
@@ -453,7 +464,7 @@ impl Filesystem for VfsFs {
                     INodeNo(id),
                     next,
                     OsStr::from_bytes(&name),
-                    &self.ttls.entry,
+                    &ttl,
                     &attr(id, &st),
                     Generation(0),
                 ) {

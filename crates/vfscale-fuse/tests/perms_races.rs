@@ -55,6 +55,23 @@ fn permissions_are_decided_by_the_core_for_other_uids() {
     core.chmod(b"/shared", 0o1777).unwrap();
     mk(b"/shared/roots", 0o644);
 
+    // A directory the user may read but not search: every name is listed.
+    core.mkdir(b"/listonly", 0o744).unwrap();
+    core.chmod(b"/listonly", 0o744).unwrap();
+    mk(b"/listonly/one", 0o644);
+    mk(b"/listonly/two", 0o644);
+    let out = Command::new("/bin/ls")
+        .arg(m.p("listonly"))
+        .uid(1000)
+        .gid(1000)
+        .output()
+        .unwrap();
+    let names = String::from_utf8_lossy(&out.stdout);
+    assert!(names.contains("one") && names.contains("two"), "{names:?}");
+    // But nothing inside can be opened.
+    let (code, _) = as_user(&format!("cat {root}/listonly/one"));
+    assert_ne!(code, 0);
+
     // Search permission denied.
     let (code, err) = as_user(&format!("cat {root}/private/secret"));
     assert_ne!(code, 0);

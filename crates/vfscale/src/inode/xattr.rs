@@ -6,9 +6,11 @@
 //! superblock has had one.
 //!
 //! Invariants:
-//! - A map for inode number `ino` exists only while that inode is live:
-//!   `forget` runs when the inode is freed (`iput`), and inode numbers are
-//!   never reused within a superblock, so no inode can see another's map.
+//! - A map for inode number `ino` is dropped when that inode is freed
+//!   (`iput` calls `forget`), and inode numbers are never reused within a
+//!   superblock, so no inode can see another's map. (A set that found the
+//!   inode lock-free and races with its final `iput` can leave a map
+//!   behind: unreachable, and freed with the superblock.)
 //! - Each shard's mutex protects its maps; no other lock is taken inside it.
 //! - `used` goes false → true once (Release) before the first map is
 //!   inserted; `forget` reads it (Acquire) and skips the table while false.
