@@ -63,6 +63,8 @@ impl XattrTable {
     /// Runs `f` on inode `ino`'s attributes, which it may change; an empty
     /// map left behind is dropped.
     pub fn write<R>(&self, ino: u64, f: impl FnOnce(&mut XattrMap) -> R) -> R {
+        // Relaxed: only decides whether the store below is needed; the
+        // store is the publication.
         if !self.used.load(Ordering::Relaxed) {
             // Release: pairs with the Acquire loads in `read` and `forget`;
             // set before any map exists.
