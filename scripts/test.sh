@@ -15,6 +15,9 @@ cargo fmt --all -- --check
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 step "cargo test (workspace)"
+# Includes the FUSE mount tests (crates/vfscale-fuse/tests): as root with
+# /dev/fuse they mount with mount(2) directly (no fuse3 package needed);
+# elsewhere they print SKIPPED and pass.
 cargo test --workspace
 step "loom models"
 scripts/loom.sh

@@ -1,5 +1,7 @@
-//! The `vfscale` binary: one subcommand per tool (bench now; mount and
-//! stats later), each implemented in its own crate.
+//! The `vfscale` binary: one subcommand per tool (bench, mount, umount),
+//! each implemented in its own crate.
+
+mod mount;
 
 use clap::{Parser, Subcommand};
 
@@ -23,10 +25,16 @@ struct Cli {
 enum Command {
     /// Run the benchmark suite: seed workloads × targets × thread counts.
     Bench(vfscale_bench::BenchArgs),
+    /// Mount a vfscale namespace on a directory through FUSE.
+    Mount(mount::MountArgs),
+    /// Unmount a vfscale mount.
+    Umount(mount::UmountArgs),
 }
 
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Bench(args) => vfscale_bench::cli::main(&args),
+        Command::Mount(args) => mount::mount_main(&args),
+        Command::Umount(args) => mount::umount_main(&args),
     }
 }

@@ -29,5 +29,6 @@ pub mod vfs;
 
 pub use abi::{Errno, SysResult};
 pub use cred::Cred;
+pub use process::{Entry, Fh, Handle, Namespace, SetAttr};
 pub use process::{Fd, Process, ProcessApi};
 pub use vfs::{ObjectCounts, Vfs, VfsConfig};

@@ -224,6 +224,7 @@ impl VfsInner {
             used_inodes: ApproxCounter::new(),
             limits: self.config.tmpfs_limits,
             active_mounts: AtomicUsize::new(0),
+            xattrs: crate::inode::xattr::XattrTable::new(),
         });
         sb.reserve_inode()
             .expect("an empty instance has room for its root");

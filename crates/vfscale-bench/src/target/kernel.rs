@@ -176,11 +176,18 @@ pub fn fs_type(path: &Path) -> String {
 pub struct KernelTarget {
     dir: PathBuf,
     dirfd: libc::c_int,
+    /// `Kernel`, or `Fuse` when the directory is a vfscale FUSE mount.
+    id: TargetId,
 }
 
 impl KernelTarget {
     pub fn new(base: &KernelDir, label: &str) -> Result<KernelTarget, String> {
-        let dir = base.path().join(format!("{label}-{}", std::process::id()));
+        KernelTarget::in_dir(base.path(), label, TargetId::Kernel)
+    }
+
+    /// A run directory below `base`, reported as target `id`.
+    pub fn in_dir(base: &Path, label: &str, id: TargetId) -> Result<KernelTarget, String> {
+        let dir = base.join(format!("{label}-{}", std::process::id()));
         // A leftover of an aborted run of ours may be there.
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir(&dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
@@ -190,7 +197,7 @@ impl KernelTarget {
         if dirfd < 0 {
             return Err(last_err(&format!("open {}", dir.display())));
         }
-        Ok(KernelTarget { dir, dirfd })
+        Ok(KernelTarget { dir, dirfd, id })
     }
 }
 
@@ -211,7 +218,7 @@ impl Target for KernelTarget {
     type Thread = Vec<u8>;
 
     fn id(&self) -> TargetId {
-        TargetId::Kernel
+        self.id
     }
 
     fn in_process(&self) -> bool {

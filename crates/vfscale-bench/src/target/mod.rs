@@ -14,6 +14,7 @@
 
 use std::fmt;
 
+pub mod fuse;
 pub mod kernel;
 #[cfg(feature = "peers")]
 pub mod peers;
@@ -249,6 +250,7 @@ targets! {
     Vfscale(ProcessTarget<vfscale::Vfs, vfscale::Process>),
     GlobalLock(ProcessTarget<vfscale_model::ModelFs, vfscale_model::ModelProcess>),
     Kernel(KernelTarget),
+    Fuse(fuse::FuseTarget),
     #[cfg(feature = "peers")]
     VfsMemoryFs(peers::VfsMemoryFs),
     #[cfg(feature = "peers")]
@@ -263,15 +265,17 @@ pub enum TargetId {
     GlobalLock,
     VfsMemoryFs,
     VirtualFs,
+    Fuse,
 }
 
 impl TargetId {
-    pub const ALL: [TargetId; 5] = [
+    pub const ALL: [TargetId; 6] = [
         TargetId::Vfscale,
         TargetId::Kernel,
         TargetId::GlobalLock,
         TargetId::VfsMemoryFs,
         TargetId::VirtualFs,
+        TargetId::Fuse,
     ];
 
     pub fn name(self) -> &'static str {
@@ -281,6 +285,7 @@ impl TargetId {
             TargetId::GlobalLock => "global-lock",
             TargetId::VfsMemoryFs => "vfs-memoryfs",
             TargetId::VirtualFs => "virtual-filesystem",
+            TargetId::Fuse => "fuse",
         }
     }
 
@@ -292,6 +297,9 @@ impl TargetId {
             TargetId::VfsMemoryFs => "the `vfs` crate's MemoryFS (one RwLock, keyed by full path)",
             TargetId::VirtualFs => {
                 "the `virtual-filesystem` crate's MemoryFS (one Mutex over a tree)"
+            }
+            TargetId::Fuse => {
+                "real syscalls on a vfscale FUSE mount made for the run (root, /dev/fuse)"
             }
         }
     }
@@ -319,6 +327,7 @@ impl TargetId {
                 let dir = kernel.ok_or("no host directory was set up for the kernel target")?;
                 Ok(AnyTarget::Kernel(KernelTarget::new(dir, label)?))
             }
+            TargetId::Fuse => Ok(AnyTarget::Fuse(fuse::FuseTarget::new(label)?)),
             #[cfg(feature = "peers")]
             TargetId::VfsMemoryFs => Ok(AnyTarget::VfsMemoryFs(peers::VfsMemoryFs::new())),
             #[cfg(feature = "peers")]

@@ -176,6 +176,22 @@ pub fn s_islnk(mode: u32) -> bool {
     mode & S_IFMT == S_IFLNK
 }
 
+// ---- extended attributes (linux/xattr.h) ----
+/// setxattr: fail with EEXIST if the attribute exists.
+pub const XATTR_CREATE: i32 = 1;
+/// setxattr: fail with ENODATA if the attribute does not exist.
+pub const XATTR_REPLACE: i32 = 2;
+/// Longest attribute name (bytes, without the NUL).
+pub const XATTR_NAME_MAX: usize = 255;
+/// Largest attribute value.
+pub const XATTR_SIZE_MAX: usize = 65536;
+/// Largest name list listxattr returns.
+pub const XATTR_LIST_MAX: usize = 65536;
+
+// ---- fallocate modes (linux/falloc.h) ----
+pub const FALLOC_FL_KEEP_SIZE: i32 = 0x01;
+pub const FALLOC_FL_PUNCH_HOLE: i32 = 0x02;
+
 #[cfg(test)]
 mod tests {
     use super::*;

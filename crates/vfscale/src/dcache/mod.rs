@@ -403,6 +403,7 @@ impl VfsInner {
         if i.refcount.put() && i.refcount.try_kill() {
             // SAFETY: an inode's superblock outlives it.
             let sb = unsafe { &*i.sb };
+            sb.xattrs.forget(i.ino);
             sb.release_inode();
             let _ = sb.charge_blocks(-(i.attr().blocks as i64));
             self.stats.inodes.dec();

@@ -57,6 +57,8 @@ pub struct SuperBlock {
     pub(crate) limits: FsLimits,
     /// Mounts of this instance; the last one to go tears the tree down.
     pub(crate) active_mounts: AtomicUsize,
+    /// Extended attributes of this instance's inodes, by inode number.
+    pub(crate) xattrs: crate::inode::xattr::XattrTable,
 }
 
 // SAFETY: the raw pointer is to the root dentry, owned by this superblock;

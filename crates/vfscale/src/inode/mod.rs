@@ -17,6 +17,8 @@
 //!   (Linux's i_rwsem): shared for lookups that miss and readdir, exclusive
 //!   for changes to the directory's names.
 
+pub mod xattr;
+
 use crate::abi::*;
 use crate::dir::index::DirIndex;
 use crate::fs::tmpfs::data::FileData;

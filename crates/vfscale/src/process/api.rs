@@ -87,6 +87,68 @@ pub trait ProcessApi: Send {
     /// Fills `buf` with `linux_dirent64` records; 0 at end of directory.
     fn getdents64(&self, fd: Fd, buf: &mut [u8]) -> SysResult<usize>;
 
+    // ---- extended attributes (default: ENOSYS, for implementations
+    // without them, such as the reference model) ----
+    /// setxattr(2): XATTR_CREATE / XATTR_REPLACE in `flags`.
+    fn setxattr(&self, _path: &[u8], _name: &[u8], _value: &[u8], _flags: i32) -> SysResult<()> {
+        Err(Errno::ENOSYS)
+    }
+    fn lsetxattr(&self, _path: &[u8], _name: &[u8], _value: &[u8], _flags: i32) -> SysResult<()> {
+        Err(Errno::ENOSYS)
+    }
+    fn fsetxattr(&self, _fd: Fd, _name: &[u8], _value: &[u8], _flags: i32) -> SysResult<()> {
+        Err(Errno::ENOSYS)
+    }
+    /// getxattr(2): with an empty `buf`, the value's size.
+    fn getxattr(&self, _path: &[u8], _name: &[u8], _buf: &mut [u8]) -> SysResult<usize> {
+        Err(Errno::ENOSYS)
+    }
+    fn lgetxattr(&self, _path: &[u8], _name: &[u8], _buf: &mut [u8]) -> SysResult<usize> {
+        Err(Errno::ENOSYS)
+    }
+    fn fgetxattr(&self, _fd: Fd, _name: &[u8], _buf: &mut [u8]) -> SysResult<usize> {
+        Err(Errno::ENOSYS)
+    }
+    /// listxattr(2): NUL-terminated names; with an empty `buf`, the size.
+    fn listxattr(&self, _path: &[u8], _buf: &mut [u8]) -> SysResult<usize> {
+        Err(Errno::ENOSYS)
+    }
+    fn llistxattr(&self, _path: &[u8], _buf: &mut [u8]) -> SysResult<usize> {
+        Err(Errno::ENOSYS)
+    }
+    fn flistxattr(&self, _fd: Fd, _buf: &mut [u8]) -> SysResult<usize> {
+        Err(Errno::ENOSYS)
+    }
+    fn removexattr(&self, _path: &[u8], _name: &[u8]) -> SysResult<()> {
+        Err(Errno::ENOSYS)
+    }
+    fn lremovexattr(&self, _path: &[u8], _name: &[u8]) -> SysResult<()> {
+        Err(Errno::ENOSYS)
+    }
+    fn fremovexattr(&self, _fd: Fd, _name: &[u8]) -> SysResult<()> {
+        Err(Errno::ENOSYS)
+    }
+
+    // ---- space (default: ENOSYS) ----
+    /// fallocate(2): mode 0, FALLOC_FL_KEEP_SIZE, and
+    /// FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE.
+    fn fallocate(&self, _fd: Fd, _mode: i32, _offset: i64, _len: i64) -> SysResult<()> {
+        Err(Errno::ENOSYS)
+    }
+    /// copy_file_range(2); `None` offsets use and advance the file
+    /// positions.
+    fn copy_file_range(
+        &self,
+        _fd_in: Fd,
+        _off_in: Option<&mut i64>,
+        _fd_out: Fd,
+        _off_out: Option<&mut i64>,
+        _len: usize,
+        _flags: u32,
+    ) -> SysResult<usize> {
+        Err(Errno::ENOSYS)
+    }
+
     // ---- process context ----
     fn chdir(&self, path: &[u8]) -> SysResult<()>;
     fn fchdir(&self, fd: Fd) -> SysResult<()>;

@@ -12,7 +12,7 @@ use crate::dcache::walk::Found;
 use crate::fs::BLOCK_SIZE;
 use crate::inode::{now, Inode};
 
-fn inode_dev(inode: &Inode) -> u64 {
+pub(super) fn inode_dev(inode: &Inode) -> u64 {
     // SAFETY: an inode's superblock outlives it.
     unsafe { &*inode.sb }.dev
 }
@@ -108,7 +108,7 @@ impl Process {
         self.lookup_at(&self.cred, dirfd, path, flags, 0)
     }
 
-    fn chmod_inode(&self, inode: &Inode, mode: u32) -> SysResult<()> {
+    pub(super) fn chmod_inode(&self, inode: &Inode, mode: u32) -> SysResult<()> {
         let (cur_mode, uid, gid) = inode.perm_attr();
         may_chmod(&self.cred, uid)?;
         let new = chmod_mode(&self.cred, cur_mode, gid, mode);
@@ -142,7 +142,7 @@ impl Process {
         self.with_file(fd, false, |f| self.chmod_inode(f.inode(), mode))
     }
 
-    fn chown_inode(&self, inode: &Inode, uid: u32, gid: u32) -> SysResult<()> {
+    pub(super) fn chown_inode(&self, inode: &Inode, uid: u32, gid: u32) -> SysResult<()> {
         let new_uid = (uid != u32::MAX).then_some(uid);
         let new_gid = (gid != u32::MAX).then_some(gid);
         let a = inode.attr();
@@ -181,7 +181,11 @@ impl Process {
         self.with_file(fd, false, |f| self.chown_inode(f.inode(), uid, gid))
     }
 
-    fn utimes_inode(&self, inode: &Inode, times: Option<[Timespec; 2]>) -> SysResult<()> {
+    pub(super) fn utimes_inode(
+        &self,
+        inode: &Inode,
+        times: Option<[Timespec; 2]>,
+    ) -> SysResult<()> {
         let [at, mt] = times.unwrap_or([Timespec::NOW, Timespec::NOW]);
         for t in [at, mt] {
             if t.nsec != UTIME_NOW && t.nsec != UTIME_OMIT && !(0..1_000_000_000).contains(&t.nsec)

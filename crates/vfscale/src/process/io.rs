@@ -18,7 +18,7 @@ use crate::sync::lock::{MutexGuard, RwLock};
 const UIO_MAXIOV: usize = 1024;
 
 impl Process {
-    fn readable(&self, fd: Fd) -> SysResult<crate::file::FileRef> {
+    pub(super) fn readable(&self, fd: Fd) -> SysResult<crate::file::FileRef> {
         let f = self.fd_file_nopath(fd)?;
         if f.file().fmode & FMODE_READ == 0 {
             self.vfs.fput(f);
@@ -27,7 +27,7 @@ impl Process {
         Ok(f)
     }
 
-    fn writable(&self, fd: Fd) -> SysResult<crate::file::FileRef> {
+    pub(super) fn writable(&self, fd: Fd) -> SysResult<crate::file::FileRef> {
         let f = self.fd_file_nopath(fd)?;
         if f.file().fmode & FMODE_WRITE == 0 {
             self.vfs.fput(f);
@@ -52,7 +52,7 @@ impl Process {
         r
     }
 
-    fn read_file(
+    pub(super) fn read_file(
         &self,
         file: &OpenFile,
         bufs: &mut [&mut [u8]],
@@ -103,7 +103,12 @@ impl Process {
         r
     }
 
-    fn write_file(&self, file: &OpenFile, bufs: &[&[u8]], offset: Option<i64>) -> SysResult<usize> {
+    pub(super) fn write_file(
+        &self,
+        file: &OpenFile,
+        bufs: &[&[u8]],
+        offset: Option<i64>,
+    ) -> SysResult<usize> {
         let len: usize = bufs.iter().map(|b| b.len()).sum();
         let Transfer {
             mut pos_guard,

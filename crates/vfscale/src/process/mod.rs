@@ -16,13 +16,17 @@ pub mod api;
 mod attrs;
 mod context;
 mod dirents;
+pub mod handles;
 mod io;
 mod mounts;
 mod names;
 mod open;
+mod space;
 mod syscalls;
+mod xattr;
 
 pub use api::{Fd, ProcessApi};
+pub use handles::{DirEntryRef, Entry, Fh, Handle, Namespace, SetAttr};
 
 use crate::abi::*;
 use crate::cred::perm::{may_access, MAY_EXEC, MAY_WRITE};

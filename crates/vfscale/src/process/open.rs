@@ -228,7 +228,7 @@ impl Process {
 
     /// Checks and takes the references for opening `found`. `Ok(None)`: the
     /// dentry changed under us, walk again.
-    fn open_found(
+    pub(super) fn open_found(
         &self,
         found: &Found,
         flags: i32,

@@ -1,6 +1,7 @@
 //! `ProcessApi` for `Process`: each method forwards to the `sys_*`
 //! implementation in the module of its family.
 
+use super::xattr::XattrAt;
 use super::{Process, ProcessApi};
 use crate::abi::*;
 
@@ -135,6 +136,56 @@ impl ProcessApi for Process {
     }
     fn getdents64(&self, fd: Fd, buf: &mut [u8]) -> SysResult<usize> {
         self.sys_getdents64(fd, buf)
+    }
+    fn setxattr(&self, path: &[u8], name: &[u8], value: &[u8], flags: i32) -> SysResult<()> {
+        self.sys_setxattr(XattrAt::Path(path, true), name, value, flags)
+    }
+    fn lsetxattr(&self, path: &[u8], name: &[u8], value: &[u8], flags: i32) -> SysResult<()> {
+        self.sys_setxattr(XattrAt::Path(path, false), name, value, flags)
+    }
+    fn fsetxattr(&self, fd: Fd, name: &[u8], value: &[u8], flags: i32) -> SysResult<()> {
+        self.sys_setxattr(XattrAt::Fd(fd), name, value, flags)
+    }
+    fn getxattr(&self, path: &[u8], name: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+        self.sys_getxattr(XattrAt::Path(path, true), name, buf)
+    }
+    fn lgetxattr(&self, path: &[u8], name: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+        self.sys_getxattr(XattrAt::Path(path, false), name, buf)
+    }
+    fn fgetxattr(&self, fd: Fd, name: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+        self.sys_getxattr(XattrAt::Fd(fd), name, buf)
+    }
+    fn listxattr(&self, path: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+        self.sys_listxattr(XattrAt::Path(path, true), buf)
+    }
+    fn llistxattr(&self, path: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+        self.sys_listxattr(XattrAt::Path(path, false), buf)
+    }
+    fn flistxattr(&self, fd: Fd, buf: &mut [u8]) -> SysResult<usize> {
+        self.sys_listxattr(XattrAt::Fd(fd), buf)
+    }
+    fn removexattr(&self, path: &[u8], name: &[u8]) -> SysResult<()> {
+        self.sys_removexattr(XattrAt::Path(path, true), name)
+    }
+    fn lremovexattr(&self, path: &[u8], name: &[u8]) -> SysResult<()> {
+        self.sys_removexattr(XattrAt::Path(path, false), name)
+    }
+    fn fremovexattr(&self, fd: Fd, name: &[u8]) -> SysResult<()> {
+        self.sys_removexattr(XattrAt::Fd(fd), name)
+    }
+    fn fallocate(&self, fd: Fd, mode: i32, offset: i64, len: i64) -> SysResult<()> {
+        self.sys_fallocate(fd, mode, offset, len)
+    }
+    fn copy_file_range(
+        &self,
+        fd_in: Fd,
+        off_in: Option<&mut i64>,
+        fd_out: Fd,
+        off_out: Option<&mut i64>,
+        len: usize,
+        flags: u32,
+    ) -> SysResult<usize> {
+        self.sys_copy_file_range(fd_in, off_in, fd_out, off_out, len, flags)
     }
     fn chdir(&self, path: &[u8]) -> SysResult<()> {
         self.sys_chdir(path)

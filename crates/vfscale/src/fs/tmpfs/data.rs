@@ -213,6 +213,33 @@ impl FileData {
         self.zero_stored(offset, requested_end.min(self.len));
     }
 
+    /// Allocates zeroed chunks for every hole in `offset..offset + len`
+    /// without changing the length or any stored byte (fallocate mode 0 /
+    /// FALLOC_FL_KEEP_SIZE). Chunks past EOF count in `blocks_512`, as
+    /// tmpfs's preallocated pages do. Returns the chunk indices it
+    /// allocated, for `free_chunks` to undo (ENOSPC).
+    pub fn allocate(&mut self, offset: u64, len: u64) -> Vec<u64> {
+        let end = offset.saturating_add(len);
+        let mut added = Vec::new();
+        if offset >= end {
+            return added;
+        }
+        for index in chunk_index(offset)..=chunk_index(end - 1) {
+            if let std::collections::btree_map::Entry::Vacant(v) = self.chunks.entry(index) {
+                v.insert(zeroed_chunk());
+                added.push(index);
+            }
+        }
+        added
+    }
+
+    /// Frees the chunks at `indices` (they become holes again).
+    pub fn free_chunks(&mut self, indices: &[u64]) {
+        for i in indices {
+            self.chunks.remove(i);
+        }
+    }
+
     /// Zeroes the stored bytes of `start..end`; holes in the range stay holes.
     fn zero_stored(&mut self, start: u64, end: u64) {
         if start >= end {

@@ -1,0 +1,98 @@
+//! Shared helpers of the mount tests: mount a fresh namespace on a temp
+//! dir (or skip with a printed reason), unmount in `Drop` even on panic.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use vfscale::{Process, Vfs};
+use vfscale_fuse::{MountConfig, Mounted};
+
+/// A mounted namespace. Field order is drop order: unmount first, then
+/// remove the directory.
+pub struct TestMount {
+    pub mounted: Option<Mounted>,
+    pub vfs: Vfs,
+    dir: tempfile::TempDir,
+}
+
+impl TestMount {
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn p(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    /// A root process over the same namespace (bypassing the kernel).
+    pub fn core(&self) -> Process {
+        self.vfs.root_process()
+    }
+}
+
+/// Mounts with `threads` workers and allow_other, or returns None after
+/// printing why the test cannot run here.
+pub fn mount_with(threads: usize) -> Option<TestMount> {
+    if !Path::new("/dev/fuse").exists() {
+        eprintln!("SKIPPED: /dev/fuse is missing");
+        return None;
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED: mounting without fusermount needs root");
+        return None;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("vfscale-fuse-")
+        .tempdir()
+        .expect("temp dir");
+    // World-searchable, so other uids can reach the mount.
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let vfs = Vfs::new();
+    let cfg = MountConfig {
+        threads,
+        allow_other: true,
+        ..MountConfig::default()
+    };
+    match vfscale_fuse::mount(&vfs, dir.path(), &cfg) {
+        Ok(m) => Some(TestMount {
+            mounted: Some(m),
+            vfs,
+            dir,
+        }),
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+            eprintln!("SKIPPED: mount refused with EPERM (no CAP_SYS_ADMIN here)");
+            None
+        }
+        Err(e) => panic!("mount failed: {e}"),
+    }
+}
+
+pub fn mount() -> Option<TestMount> {
+    mount_with(2)
+}
+
+/// The errno of a failed std::fs call.
+pub fn errno<T: std::fmt::Debug>(r: std::io::Result<T>) -> i32 {
+    r.expect_err("expected an error")
+        .raw_os_error()
+        .expect("an OS error")
+}
+
+pub fn cstr(p: &Path) -> std::ffi::CString {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap()
+}
+
+/// True if `path` is a mount point in this mount namespace.
+pub fn is_mounted(path: &Path) -> bool {
+    let want = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .any(|l| l.split(' ').nth(4) == Some(want.to_str().unwrap()))
+}

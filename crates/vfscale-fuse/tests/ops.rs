@@ -1,0 +1,429 @@
+//! Every FUSE operation through real syscalls on a mount, with its errors.
+
+mod common;
+
+use common::*;
+use std::fs;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{symlink, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use vfscale::abi::{O_RDONLY, O_WRONLY};
+use vfscale::ProcessApi;
+
+#[test]
+fn files_dirs_links_and_their_errors() {
+    let Some(m) = mount() else { return };
+    let d = m.p("d");
+    fs::create_dir(&d).unwrap();
+    assert_eq!(errno(fs::create_dir(&d)), libc::EEXIST);
+    assert_eq!(errno(fs::create_dir(m.p("nope/x"))), libc::ENOENT);
+    assert!(fs::metadata(&d).unwrap().is_dir());
+
+    // create, write, read back, append, pread via seek
+    let f = d.join("f");
+    fs::write(&f, b"hello world").unwrap();
+    assert_eq!(fs::read(&f).unwrap(), b"hello world");
+    let mut h = fs::OpenOptions::new().append(true).open(&f).unwrap();
+    h.write_all(b"!").unwrap();
+    drop(h);
+    let mut h = fs::File::open(&f).unwrap();
+    h.seek(SeekFrom::Start(6)).unwrap();
+    let mut s = String::new();
+    h.read_to_string(&mut s).unwrap();
+    assert_eq!(s, "world!");
+    assert_eq!(
+        errno(fs::OpenOptions::new().write(true).create_new(true).open(&f)),
+        libc::EEXIST
+    );
+    assert_eq!(errno(fs::File::open(d.join("missing"))), libc::ENOENT);
+    assert_eq!(errno(fs::read_dir(&f)), libc::ENOTDIR);
+    assert_eq!(errno(fs::File::create(f.join("x"))), libc::ENOTDIR);
+
+    // getattr / setattr: chmod, chown, truncate, utimens
+    fs::set_permissions(&f, fs::Permissions::from_mode(0o640)).unwrap();
+    assert_eq!(fs::metadata(&f).unwrap().mode() & 0o7777, 0o640);
+    std::os::unix::fs::chown(&f, Some(1234), Some(5678)).unwrap();
+    let md = fs::metadata(&f).unwrap();
+    assert_eq!((md.uid(), md.gid()), (1234, 5678));
+    let h = fs::OpenOptions::new().write(true).open(&f).unwrap();
+    h.set_len(3).unwrap();
+    drop(h);
+    assert_eq!(fs::read(&f).unwrap(), b"hel");
+    let c = cstr(&f);
+    let times = [
+        libc::timespec {
+            tv_sec: 1000,
+            tv_nsec: 5,
+        },
+        libc::timespec {
+            tv_sec: 2000,
+            tv_nsec: 7,
+        },
+    ];
+    // SAFETY: valid path and times array.
+    assert_eq!(
+        unsafe { libc::utimensat(libc::AT_FDCWD, c.as_ptr(), times.as_ptr(), 0) },
+        0
+    );
+    let md = fs::metadata(&f).unwrap();
+    assert_eq!((md.atime(), md.atime_nsec()), (1000, 5));
+    assert_eq!((md.mtime(), md.mtime_nsec()), (2000, 7));
+    // truncate(2) by path
+    // SAFETY: valid path.
+    assert_eq!(unsafe { libc::truncate(c.as_ptr(), 10) }, 0);
+    assert_eq!(fs::metadata(&f).unwrap().len(), 10);
+
+    // hard links, symlinks, readlink
+    fs::hard_link(&f, d.join("g")).unwrap();
+    assert_eq!(fs::metadata(&f).unwrap().nlink(), 2);
+    assert_eq!(
+        fs::metadata(d.join("g")).unwrap().ino(),
+        fs::metadata(&f).unwrap().ino()
+    );
+    assert_eq!(errno(fs::hard_link(&f, d.join("g"))), libc::EEXIST);
+    assert_eq!(errno(fs::hard_link(&d, m.p("dirlink"))), libc::EPERM);
+    symlink("f", d.join("s")).unwrap();
+    assert_eq!(fs::read_link(d.join("s")).unwrap().to_str(), Some("f"));
+    assert_eq!(fs::read(d.join("s")).unwrap().len(), 10);
+    assert_eq!(errno(fs::read_link(&f)), libc::EINVAL);
+    assert!(fs::symlink_metadata(d.join("s"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+
+    // mknod: fifo
+    let fifo = cstr(&d.join("fifo"));
+    // SAFETY: valid path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    assert!(fs::metadata(d.join("fifo")).unwrap().file_type().is_fifo());
+
+    // rename, with flags
+    fs::rename(d.join("g"), d.join("h")).unwrap();
+    assert_eq!(errno(fs::metadata(d.join("g"))), libc::ENOENT);
+    fs::create_dir(m.p("e")).unwrap();
+    fs::rename(d.join("h"), m.p("e/h")).unwrap();
+    assert_eq!(fs::read(m.p("e/h")).unwrap().len(), 10);
+    let (a, b) = (cstr(&m.p("e/h")), cstr(&d.join("s")));
+    // SAFETY: valid paths.
+    let r = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    assert_eq!(r, -1);
+    assert_eq!(
+        std::io::Error::last_os_error().raw_os_error(),
+        Some(libc::EEXIST)
+    );
+    // SAFETY: valid paths.
+    let r = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    assert_eq!(r, 0);
+    assert!(fs::symlink_metadata(m.p("e/h"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert!(fs::symlink_metadata(d.join("s")).unwrap().is_file());
+    assert_eq!(errno(fs::rename(&d, d.join("sub"))), libc::EINVAL);
+
+    // unlink / rmdir errors
+    assert_eq!(errno(fs::remove_dir(&d)), libc::ENOTEMPTY);
+    assert_eq!(errno(fs::remove_file(&d)), libc::EISDIR);
+    assert_eq!(errno(fs::remove_dir(&f)), libc::ENOTDIR);
+    fs::remove_dir_all(&d).unwrap();
+    assert_eq!(errno(fs::metadata(&d)), libc::ENOENT);
+
+    // statfs
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    let root = cstr(m.path());
+    // SAFETY: valid path and out-pointer.
+    assert_eq!(unsafe { libc::statfs(root.as_ptr(), &mut st) }, 0);
+    assert!(st.f_blocks > 0 && st.f_files > 0);
+    assert_eq!(st.f_namelen, 255);
+}
+
+#[test]
+fn open_files_fsync_lseek_and_unlinked_open_file() {
+    let Some(m) = mount() else { return };
+    let f = m.p("data");
+    let mut h = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&f)
+        .unwrap();
+    h.write_all(&[7u8; 10000]).unwrap();
+    h.sync_all().unwrap();
+    h.sync_data().unwrap();
+    // Unlinked while open: still readable and writable.
+    fs::remove_file(&f).unwrap();
+    assert_eq!(errno(fs::metadata(&f)), libc::ENOENT);
+    h.seek(SeekFrom::Start(9998)).unwrap();
+    let mut b = [0u8; 10];
+    assert_eq!(h.read(&mut b).unwrap(), 2);
+    assert_eq!(h.metadata().unwrap().nlink(), 0);
+    // Sparse file: SEEK_DATA / SEEK_HOLE through the mount.
+    let g = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(m.p("sparse"))
+        .unwrap();
+    use std::os::unix::fs::FileExt;
+    g.write_at(b"x", 1 << 20).unwrap();
+    use std::os::fd::AsRawFd;
+    // SAFETY: valid descriptor.
+    let hole = unsafe { libc::lseek(g.as_raw_fd(), 0, libc::SEEK_HOLE) };
+    // SAFETY: valid descriptor.
+    let data = unsafe { libc::lseek(g.as_raw_fd(), 0, libc::SEEK_DATA) };
+    assert_eq!(hole, 0);
+    assert!(data > 0 && data <= 1 << 20, "SEEK_DATA gave {data}");
+    // SAFETY: valid descriptor.
+    let past = unsafe { libc::lseek(g.as_raw_fd(), (1 << 20) + 1, libc::SEEK_DATA) };
+    assert_eq!(past, -1);
+    assert_eq!(
+        std::io::Error::last_os_error().raw_os_error(),
+        Some(libc::ENXIO)
+    );
+    // O_TRUNC on open.
+    fs::write(m.p("t"), b"long content").unwrap();
+    fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(m.p("t"))
+        .unwrap();
+    assert_eq!(fs::metadata(m.p("t")).unwrap().len(), 0);
+    // Directories cannot be opened for writing; files not as directories.
+    assert_eq!(
+        errno(fs::OpenOptions::new().write(true).open(m.path())),
+        libc::EISDIR
+    );
+    assert_eq!(
+        errno(
+            fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_DIRECTORY)
+                .open(m.p("t"))
+        ),
+        libc::ENOTDIR
+    );
+    // fs::copy uses copy_file_range (served by the core).
+    fs::write(m.p("src"), b"copy me").unwrap();
+    fs::copy(m.p("src"), m.p("dst")).unwrap();
+    assert_eq!(fs::read(m.p("dst")).unwrap(), b"copy me");
+}
+
+#[test]
+fn mount_and_core_see_the_same_files() {
+    let Some(m) = mount() else { return };
+    let core = m.core();
+    // Through the mount, read through the core API.
+    fs::write(m.p("from-mount"), b"written by the kernel").unwrap();
+    let fd = core.open(b"/from-mount", O_RDONLY, 0).unwrap();
+    let mut buf = [0u8; 64];
+    let n = core.read(fd, &mut buf).unwrap();
+    assert_eq!(&buf[..n], b"written by the kernel");
+    core.close(fd).unwrap();
+    // Through the core, read through the mount (never looked up before).
+    let fd = core
+        .open(b"/from-core", vfscale::abi::O_CREAT | O_WRONLY, 0o644)
+        .unwrap();
+    core.write(fd, b"written by the core").unwrap();
+    core.close(fd).unwrap();
+    core.mkdir(b"/core-dir", 0o755).unwrap();
+    assert_eq!(fs::read(m.p("from-core")).unwrap(), b"written by the core");
+    assert!(fs::metadata(m.p("core-dir")).unwrap().is_dir());
+    let st = core.stat(b"/from-mount").unwrap();
+    assert_eq!(
+        fs::metadata(m.p("from-mount")).unwrap().len(),
+        st.size as u64
+    );
+}
+
+#[test]
+fn access_checks_through_the_core() {
+    let Some(m) = mount() else { return };
+    fs::write(m.p("x"), b"#!/bin/sh\nexit 3\n").unwrap();
+    let c = cstr(&m.p("x"));
+    // SAFETY: valid path.
+    assert_eq!(
+        unsafe { libc::access(c.as_ptr(), libc::R_OK | libc::W_OK) },
+        0
+    );
+    fs::set_permissions(m.p("x"), fs::Permissions::from_mode(0o755)).unwrap();
+    // SAFETY: valid path.
+    assert_eq!(unsafe { libc::access(c.as_ptr(), libc::X_OK) }, 0);
+    // Executing a script that lives on the mount.
+    let st = std::process::Command::new(m.p("x")).status().unwrap();
+    assert_eq!(st.code(), Some(3));
+}
+
+#[test]
+fn unmount_while_busy_is_ebusy_then_succeeds() {
+    let Some(mut m) = mount() else { return };
+    fs::write(m.p("busy"), b"x").unwrap();
+    let h = fs::File::open(m.p("busy")).unwrap();
+    let mounted = m.mounted.as_mut().unwrap();
+    let e = mounted.unmount().expect_err("busy mount must not unmount");
+    assert_eq!(e.raw_os_error(), Some(libc::EBUSY));
+    assert!(is_mounted(m.path()));
+    // Still served after the refused unmount.
+    assert_eq!(fs::read(m.p("busy")).unwrap(), b"x");
+    drop(h);
+    m.mounted.as_mut().unwrap().unmount().unwrap();
+    assert!(!is_mounted(m.path()));
+    assert!(!m.mounted.as_ref().unwrap().is_served());
+}
+
+fn last_errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap()
+}
+
+#[test]
+fn xattrs_through_the_mount() {
+    let Some(m) = mount() else { return };
+    fs::write(m.p("x"), b"data").unwrap();
+    let p = cstr(&m.p("x"));
+    let set = |name: &std::ffi::CStr, v: &[u8], flags: i32| {
+        // SAFETY: valid path, name and value buffer.
+        unsafe { libc::setxattr(p.as_ptr(), name.as_ptr(), v.as_ptr().cast(), v.len(), flags) }
+    };
+    assert_eq!(set(c"user.color", b"blue", 0), 0);
+    assert_eq!(set(c"user.color", b"red", libc::XATTR_CREATE), -1);
+    assert_eq!(last_errno(), libc::EEXIST);
+    assert_eq!(set(c"user.none", b"x", libc::XATTR_REPLACE), -1);
+    assert_eq!(last_errno(), libc::ENODATA);
+    assert_eq!(set(c"trusted.t", b"1", 0), 0);
+    assert_eq!(set(c"bogus.t", b"1", 0), -1);
+    assert_eq!(last_errno(), libc::EOPNOTSUPP);
+    let mut buf = [0u8; 64];
+    // SAFETY: valid path, name and buffer.
+    let n = unsafe {
+        libc::getxattr(
+            p.as_ptr(),
+            c"user.color".as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    assert_eq!(&buf[..n as usize], b"blue");
+    // SAFETY: size query with a null buffer.
+    let n = unsafe { libc::getxattr(p.as_ptr(), c"user.color".as_ptr(), std::ptr::null_mut(), 0) };
+    assert_eq!(n, 4);
+    // SAFETY: a too-small buffer.
+    let n = unsafe {
+        libc::getxattr(
+            p.as_ptr(),
+            c"user.color".as_ptr(),
+            buf.as_mut_ptr().cast(),
+            2,
+        )
+    };
+    assert_eq!((n, last_errno()), (-1, libc::ERANGE));
+    // SAFETY: missing attribute.
+    let n = unsafe {
+        libc::getxattr(
+            p.as_ptr(),
+            c"user.nope".as_ptr(),
+            buf.as_mut_ptr().cast(),
+            64,
+        )
+    };
+    assert_eq!((n, last_errno()), (-1, libc::ENODATA));
+    // SAFETY: valid path and buffer.
+    let n = unsafe { libc::listxattr(p.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    assert_eq!(&buf[..n as usize], b"trusted.t\0user.color\0");
+    // SAFETY: valid path and name.
+    assert_eq!(
+        unsafe { libc::removexattr(p.as_ptr(), c"user.color".as_ptr()) },
+        0
+    );
+    // SAFETY: valid path and name.
+    assert_eq!(
+        unsafe { libc::removexattr(p.as_ptr(), c"user.color".as_ptr()) },
+        -1
+    );
+    assert_eq!(last_errno(), libc::ENODATA);
+    // The core sees what the kernel set.
+    let mut b = [0u8; 8];
+    assert_eq!(m.core().getxattr(b"/x", b"trusted.t", &mut b), Ok(1));
+    // user.* on a symlink: EPERM.
+    symlink("x", m.p("l")).unwrap();
+    let l = cstr(&m.p("l"));
+    // SAFETY: valid path, name and value.
+    let r = unsafe { libc::lsetxattr(l.as_ptr(), c"user.a".as_ptr(), b"v".as_ptr().cast(), 1, 0) };
+    assert_eq!((r, last_errno()), (-1, libc::EPERM));
+}
+
+#[test]
+fn fallocate_and_copy_file_range_through_the_mount() {
+    use std::os::fd::AsRawFd;
+    let Some(m) = mount() else { return };
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(m.p("pre"))
+        .unwrap();
+    let fd = f.as_raw_fd();
+    // SAFETY: valid descriptor.
+    assert_eq!(unsafe { libc::fallocate(fd, 0, 0, 16384) }, 0);
+    let md = f.metadata().unwrap();
+    assert_eq!((md.len(), md.blocks()), (16384, 32));
+    // SAFETY: valid descriptor.
+    assert_eq!(
+        unsafe { libc::fallocate(fd, libc::FALLOC_FL_KEEP_SIZE, 16384, 4096) },
+        0
+    );
+    assert_eq!(f.metadata().unwrap().len(), 16384);
+    let punch = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+    // SAFETY: valid descriptor.
+    assert_eq!(unsafe { libc::fallocate(fd, punch, 0, 8192) }, 0);
+    assert!(f.metadata().unwrap().blocks() < 40);
+    // SAFETY: valid descriptor.
+    assert_eq!(
+        unsafe { libc::fallocate(fd, libc::FALLOC_FL_ZERO_RANGE, 0, 1) },
+        -1
+    );
+    assert_eq!(last_errno(), libc::EOPNOTSUPP);
+    drop(f);
+    // copy_file_range between two files on the mount, explicit offsets.
+    let data: Vec<u8> = (0..100_000u32).map(|i| (i % 253) as u8).collect();
+    fs::write(m.p("src"), &data).unwrap();
+    let src = fs::File::open(m.p("src")).unwrap();
+    let dst = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(m.p("dst"))
+        .unwrap();
+    let (mut oi, mut oo): (i64, i64) = (100, 0);
+    // SAFETY: valid descriptors and offset pointers.
+    let n = unsafe {
+        libc::copy_file_range(
+            src.as_raw_fd(),
+            &mut oi,
+            dst.as_raw_fd(),
+            &mut oo,
+            50_000,
+            0,
+        )
+    };
+    assert_eq!(n, 50_000);
+    assert_eq!((oi, oo), (50_100, 50_000));
+    drop(dst);
+    assert_eq!(fs::read(m.p("dst")).unwrap(), &data[100..50_100]);
+}

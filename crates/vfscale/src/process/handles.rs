@@ -1,0 +1,628 @@
+//! The namespace-level API: operations addressed by pinned (mount, dentry)
+//! handles and a name, with the caller's credentials passed per call — the
+//! shape a FUSE server (or an NFS-style server) needs, where the kernel
+//! names objects by node id, not by path.
+//!
+//! Every call runs the same code as the `*at` syscalls: it builds a
+//! throw-away `Process` *view* whose cwd is the handle, whose root is the
+//! namespace root (or, for rename and link, the second directory), whose
+//! credentials are the request's, whose umask is 0 (the kernel applied the
+//! caller's umask already), and whose descriptor table is the namespace's
+//! shared table of open files. The view borrows its root and cwd: it is
+//! marked exited, so dropping it puts nothing.
+//!
+//! Invariants:
+//! - A `Handle` owns one dentry and one mount reference; a positive dentry
+//!   keeps its inode, so a handle's inode is never freed under it (an
+//!   unlinked file stays readable through its handle, as in Linux).
+//! - Names passed here are single components: never empty, never holding
+//!   '/' (EINVAL). The view's root therefore only serves as the start of the
+//!   absolute second path of rename and link ("/" + new name).
+//! - Open files live in the namespace's `FdTable`; a file handle (`Fh`) is
+//!   a descriptor there, so a stale or forged one is EBADF, never a
+//!   dangling pointer.
+
+use super::{FsContext, Process};
+use crate::abi::*;
+use crate::cred::perm::{may_access, MAY_WRITE};
+use crate::cred::Cred;
+use crate::dcache::walk::{Found, PathPtr};
+use crate::dir::index::FIRST_CHILD_COOKIE;
+use crate::file::FdTable;
+use crate::vfs::VfsInner;
+use std::sync::Arc;
+
+/// A file handle: a descriptor in the namespace's open-file table.
+pub type Fh = u64;
+
+/// Open files one namespace may hold at once.
+const NAMESPACE_FILE_LIMIT: usize = 1 << 22;
+
+/// A pinned location: one dentry and one mount reference, released on drop.
+pub struct Handle {
+    path: PathPtr,
+    vfs: Arc<VfsInner>,
+}
+
+// SAFETY: the pointers are references the handle owns; the objects are
+// shared-state-safe (atomics and locks) and may be released from any thread.
+unsafe impl Send for Handle {}
+// SAFETY: as above; a shared handle only reads through its pointers.
+unsafe impl Sync for Handle {}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.vfs.dput(self.path.dentry);
+        self.vfs.mntput(self.path.mnt);
+    }
+}
+
+impl Handle {
+    /// Takes references on a location found under the caller's guard;
+    /// `None` if the dentry changed since `seq` or the mount is dying.
+    fn pin(vfs: &Arc<VfsInner>, found: &Found) -> Option<Handle> {
+        if !vfs.dget_validated(found.path.dentry, found.seq) {
+            return None;
+        }
+        if !vfs.mntget_rcu(found.path.mnt) {
+            vfs.dput(found.path.dentry);
+            return None;
+        }
+        Some(Handle {
+            path: found.path,
+            vfs: vfs.clone(),
+        })
+    }
+
+    fn inode(&self) -> &crate::inode::Inode {
+        // SAFETY: a referenced positive dentry keeps its inode; handles are
+        // only made from positive dentries.
+        unsafe { &*(*self.path.dentry).inode_ptr() }
+    }
+
+    /// The attributes of the pinned object.
+    pub fn stat(&self) -> Stat {
+        let inode = self.inode();
+        inode.stat(super::attrs::inode_dev(inode))
+    }
+
+    /// Another reference to the same location.
+    pub fn dup(&self) -> Handle {
+        self.vfs.dget(self.path.dentry);
+        self.vfs.mntget(self.path.mnt);
+        Handle {
+            path: self.path,
+            vfs: self.vfs.clone(),
+        }
+    }
+}
+
+/// A looked-up or created object: its handle and its attributes.
+pub struct Entry {
+    pub handle: Handle,
+    pub stat: Stat,
+}
+
+/// The attribute changes of one setattr call (None: unchanged), applied in
+/// Linux's notify_change order: owner, mode, size, times.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SetAttr {
+    pub mode: Option<u32>,
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+    pub size: Option<u64>,
+    /// `Timespec::NOW` for "now".
+    pub atime: Option<Timespec>,
+    pub mtime: Option<Timespec>,
+    /// The open file the change comes through (ftruncate), if any.
+    pub fh: Option<Fh>,
+}
+
+/// One directory entry of a listing; `next` is the cookie that resumes
+/// after it.
+pub struct DirEntryRef<'a> {
+    pub name: &'a [u8],
+    pub ino: u64,
+    pub dtype: u8,
+    pub next: u64,
+}
+
+/// A namespace served by handle: the VFS, its root and a shared table of
+/// open files.
+pub struct Namespace {
+    vfs: Arc<VfsInner>,
+    files: Arc<FdTable>,
+    root: Handle,
+}
+
+fn check_name(name: &[u8]) -> SysResult<()> {
+    if name.is_empty() || name.contains(&b'/') {
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
+}
+
+fn fh_fd(fh: Fh) -> SysResult<Fd> {
+    Fd::try_from(fh).map_err(|_| Errno::EBADF)
+}
+
+impl Namespace {
+    /// Serves `vfs` from its root mount's root.
+    pub fn new(vfs: &crate::Vfs) -> Namespace {
+        let inner = vfs.inner.clone();
+        let m = inner.mounts.root();
+        // SAFETY: the root mount lives as long as the VFS.
+        let path = PathPtr {
+            mnt: m,
+            dentry: unsafe { &*m }.root,
+        };
+        inner.mntget(path.mnt);
+        inner.dget(path.dentry);
+        let files = FdTable::new(NAMESPACE_FILE_LIMIT);
+        Namespace {
+            root: Handle {
+                path,
+                vfs: inner.clone(),
+            },
+            vfs: inner,
+            files: Arc::new(files),
+        }
+    }
+
+    /// The root location.
+    pub fn root(&self) -> &Handle {
+        &self.root
+    }
+
+    /// The view that runs one call: cwd `cwd`, root `root`, credentials
+    /// `cred`. Borrows everything; puts nothing on drop.
+    fn view(&self, cred: &Arc<Cred>, root: &Handle, cwd: &Handle) -> Process {
+        Process {
+            vfs: self.vfs.clone(),
+            cred: cred.clone(),
+            fs: Arc::new(FsContext::new(root.path, cwd.path, 0)),
+            files: self.files.clone(),
+            exited: true,
+        }
+    }
+
+    fn at(&self, cred: &Arc<Cred>, cwd: &Handle) -> Process {
+        self.view(cred, &self.root, cwd)
+    }
+
+    /// Looks `name` up in `dir` (no symlink following; a mountpoint gives
+    /// the mounted root) and pins the result.
+    pub fn lookup(&self, cred: &Arc<Cred>, dir: &Handle, name: &[u8]) -> SysResult<Entry> {
+        check_name(name)?;
+        let v = self.at(cred, dir);
+        let _g = self.vfs.collector.enter();
+        loop {
+            let found = v.lookup_at(cred, AT_FDCWD, name, AT_SYMLINK_NOFOLLOW, 0)?;
+            if found.inode.is_null() {
+                return Err(Errno::ENOENT);
+            }
+            if let Some(handle) = Handle::pin(&self.vfs, &found) {
+                let stat = handle.stat();
+                return Ok(Entry { handle, stat });
+            }
+            // The dentry changed between the walk and the pin: walk again.
+        }
+    }
+
+    /// The attributes of `h`.
+    pub fn getattr(&self, h: &Handle) -> Stat {
+        h.stat()
+    }
+
+    /// Changes attributes with the permission rules of chown, chmod,
+    /// truncate/ftruncate and utimensat; returns the new attributes.
+    pub fn setattr(&self, cred: &Arc<Cred>, h: &Handle, set: &SetAttr) -> SysResult<Stat> {
+        let v = self.at(cred, h);
+        let inode = h.inode();
+        if set.uid.is_some() || set.gid.is_some() {
+            v.chown_inode(
+                inode,
+                set.uid.unwrap_or(u32::MAX),
+                set.gid.unwrap_or(u32::MAX),
+            )?;
+        }
+        if let Some(mode) = set.mode {
+            v.chmod_inode(inode, mode & S_IALLUGO)?;
+        }
+        if let Some(size) = set.size {
+            let size = i64::try_from(size).map_err(|_| Errno::EINVAL)?;
+            match set.fh {
+                Some(fh) => v.sys_ftruncate(fh_fd(fh)?, size)?,
+                None => {
+                    if inode.is_dir() {
+                        return Err(Errno::EISDIR);
+                    }
+                    if inode.file_type() != S_IFREG {
+                        return Err(Errno::EINVAL);
+                    }
+                    let (m, u, g) = inode.perm_attr();
+                    may_access(cred, m, u, g, MAY_WRITE)?;
+                    v.truncate_inode(inode, size as u64)?;
+                }
+            }
+        }
+        if set.atime.is_some() || set.mtime.is_some() {
+            let at = set.atime.unwrap_or(Timespec::OMIT);
+            let mt = set.mtime.unwrap_or(Timespec::OMIT);
+            v.utimes_inode(inode, Some([at, mt]))?;
+        }
+        Ok(h.stat())
+    }
+
+    /// mknod: regular files, FIFOs, sockets and (root) devices.
+    pub fn mknod(
+        &self,
+        cred: &Arc<Cred>,
+        dir: &Handle,
+        name: &[u8],
+        mode: u32,
+        rdev: u64,
+    ) -> SysResult<Entry> {
+        check_name(name)?;
+        self.at(cred, dir).sys_mknodat(AT_FDCWD, name, mode, rdev)?;
+        self.lookup(cred, dir, name)
+    }
+
+    pub fn mkdir(
+        &self,
+        cred: &Arc<Cred>,
+        dir: &Handle,
+        name: &[u8],
+        mode: u32,
+    ) -> SysResult<Entry> {
+        check_name(name)?;
+        self.at(cred, dir).sys_mkdirat(AT_FDCWD, name, mode)?;
+        self.lookup(cred, dir, name)
+    }
+
+    pub fn symlink(
+        &self,
+        cred: &Arc<Cred>,
+        dir: &Handle,
+        name: &[u8],
+        target: &[u8],
+    ) -> SysResult<Entry> {
+        check_name(name)?;
+        self.at(cred, dir).sys_symlinkat(target, AT_FDCWD, name)?;
+        self.lookup(cred, dir, name)
+    }
+
+    /// A new name `newname` in `newdir` for the object at `h`.
+    pub fn link(
+        &self,
+        cred: &Arc<Cred>,
+        h: &Handle,
+        newdir: &Handle,
+        newname: &[u8],
+    ) -> SysResult<Entry> {
+        check_name(newname)?;
+        let second = absolute(newname);
+        self.view(cred, newdir, h)
+            .sys_linkat(AT_FDCWD, b"", AT_FDCWD, &second, AT_EMPTY_PATH)?;
+        self.lookup(cred, newdir, newname)
+    }
+
+    pub fn unlink(&self, cred: &Arc<Cred>, dir: &Handle, name: &[u8]) -> SysResult<()> {
+        check_name(name)?;
+        self.at(cred, dir).sys_unlinkat(AT_FDCWD, name, 0)
+    }
+
+    pub fn rmdir(&self, cred: &Arc<Cred>, dir: &Handle, name: &[u8]) -> SysResult<()> {
+        check_name(name)?;
+        self.at(cred, dir)
+            .sys_unlinkat(AT_FDCWD, name, AT_REMOVEDIR)
+    }
+
+    /// renameat2 with RENAME_NOREPLACE / RENAME_EXCHANGE / RENAME_WHITEOUT.
+    #[allow(clippy::too_many_arguments)]
+    pub fn rename(
+        &self,
+        cred: &Arc<Cred>,
+        dir: &Handle,
+        name: &[u8],
+        newdir: &Handle,
+        newname: &[u8],
+        flags: u32,
+    ) -> SysResult<()> {
+        check_name(name)?;
+        check_name(newname)?;
+        let second = absolute(newname);
+        self.view(cred, newdir, dir)
+            .sys_renameat2(AT_FDCWD, name, AT_FDCWD, &second, flags)
+    }
+
+    /// The target of the symlink at `h` (EINVAL if it is not one).
+    pub fn readlink(&self, cred: &Arc<Cred>, h: &Handle) -> SysResult<Vec<u8>> {
+        if h.inode().file_type() != S_IFLNK {
+            return Err(Errno::EINVAL);
+        }
+        let mut buf = vec![0u8; PATH_MAX];
+        let n = self.at(cred, h).sys_readlinkat(AT_FDCWD, b"", &mut buf)?;
+        buf.truncate(n);
+        Ok(buf)
+    }
+
+    /// access(2) for `mask` (R_OK | W_OK | X_OK, or F_OK).
+    pub fn access(&self, cred: &Arc<Cred>, h: &Handle, mask: i32) -> SysResult<()> {
+        self.at(cred, h)
+            .sys_faccessat(AT_FDCWD, b"", mask, AT_EMPTY_PATH | AT_EACCESS)
+    }
+
+    /// statfs of the filesystem holding `h`.
+    pub fn statfs(&self, h: &Handle) -> Statfs {
+        // SAFETY: an inode's superblock outlives it.
+        unsafe { &*h.inode().sb }.statfs()
+    }
+
+    /// Opens the object at `h` with open(2)'s permission checks and flags
+    /// (O_CREAT, O_EXCL and O_NOCTTY are ignored; O_TRUNC truncates).
+    pub fn open(&self, cred: &Arc<Cred>, h: &Handle, flags: i32) -> SysResult<Fh> {
+        let flags = flags & !(O_CREAT | O_EXCL | O_NOCTTY | O_CLOEXEC);
+        let v = self.at(cred, h);
+        let _g = self.vfs.collector.enter();
+        let file = loop {
+            // SAFETY: the handle references its dentry.
+            let seq = unsafe { &*h.path.dentry }.seq.read_begin();
+            let found = Found {
+                path: h.path,
+                seq,
+                inode: h.inode() as *const _,
+            };
+            if let Some(f) = v.open_found(&found, flags, false)? {
+                break f;
+            }
+        };
+        if flags & O_TRUNC != 0 && file.file().inode().file_type() == S_IFREG {
+            if let Err(e) = v.truncate_inode(file.file().inode(), 0) {
+                self.vfs.fput(file);
+                return Err(e);
+            }
+        }
+        match self.files.install(file, false, 0) {
+            Ok(fd) => Ok(fd as Fh),
+            Err((e, file)) => {
+                self.vfs.fput(file);
+                Err(e)
+            }
+        }
+    }
+
+    /// Creates (or, without O_EXCL, opens) `name` in `dir` and opens it.
+    pub fn create(
+        &self,
+        cred: &Arc<Cred>,
+        dir: &Handle,
+        name: &[u8],
+        flags: i32,
+        mode: u32,
+    ) -> SysResult<(Entry, Fh)> {
+        check_name(name)?;
+        let flags = (flags | O_CREAT | O_NOFOLLOW) & !(O_NOCTTY | O_CLOEXEC);
+        let fd = self.at(cred, dir).sys_openat(AT_FDCWD, name, flags, mode)?;
+        let pinned = {
+            let f = self.files.get(&self.vfs, fd)?;
+            let (mnt, dentry) = (f.file().mnt, f.file().dentry);
+            // The open file references both, so plain gets are safe.
+            self.vfs.dget(dentry);
+            self.vfs.mntget(mnt);
+            self.vfs.fput(f);
+            Handle {
+                path: PathPtr { mnt, dentry },
+                vfs: self.vfs.clone(),
+            }
+        };
+        let stat = pinned.stat();
+        Ok((
+            Entry {
+                handle: pinned,
+                stat,
+            },
+            fd as Fh,
+        ))
+    }
+
+    /// Closes an open file handle.
+    pub fn release(&self, fh: Fh) -> SysResult<()> {
+        let f = self.files.remove(fh_fd(fh)?)?;
+        self.vfs.fput(f);
+        Ok(())
+    }
+
+    /// pread on an open file (credentials are the opener's, as for fds).
+    pub fn read(&self, fh: Fh, offset: u64, buf: &mut [u8]) -> SysResult<usize> {
+        let off = i64::try_from(offset).map_err(|_| Errno::EINVAL)?;
+        self.io_view().sys_pread(fh_fd(fh)?, buf, off)
+    }
+
+    /// pwrite on an open file (O_APPEND files append, as pwrite in Linux).
+    pub fn write(&self, cred: &Arc<Cred>, fh: Fh, offset: u64, data: &[u8]) -> SysResult<usize> {
+        let off = i64::try_from(offset).map_err(|_| Errno::EINVAL)?;
+        self.at(cred, &self.root).sys_pwrite(fh_fd(fh)?, data, off)
+    }
+
+    pub fn fsync(&self, fh: Fh) -> SysResult<()> {
+        self.io_view().sys_fsync(fh_fd(fh)?)
+    }
+
+    /// lseek on an open file (SEEK_DATA / SEEK_HOLE included).
+    pub fn lseek(&self, fh: Fh, offset: i64, whence: i32) -> SysResult<i64> {
+        self.io_view().sys_lseek(fh_fd(fh)?, offset, whence)
+    }
+
+    fn io_view(&self) -> Process {
+        thread_local! {
+            static ROOT_CRED: Arc<Cred> = Arc::new(Cred::root());
+        }
+        ROOT_CRED.with(|c| self.at(c, &self.root))
+    }
+
+    /// Lists the directory open at `fh` from `cookie` (0 = start; "." and
+    /// ".." come first) until `emit` returns false or the listing ends.
+    /// Cookies are stable: an entry present for the whole listing is
+    /// returned exactly once, however the caller resumes.
+    pub fn readdir(
+        &self,
+        fh: Fh,
+        cookie: u64,
+        mut emit: impl FnMut(&DirEntryRef<'_>) -> bool,
+    ) -> SysResult<()> {
+        let f = self.files.get(&self.vfs, fh_fd(fh)?)?;
+        let r = (|| {
+            let file = f.file();
+            let inode = file.inode();
+            let index = inode.dir_index().ok_or(Errno::ENOTDIR)?;
+            let _g = self.vfs.collector.enter();
+            let locked = index.read();
+            if locked.dead {
+                return Err(Errno::ENOENT);
+            }
+            let mut pos = cookie;
+            if pos == 0 {
+                let e = DirEntryRef {
+                    name: b".",
+                    ino: inode.ino(),
+                    dtype: DT_DIR,
+                    next: 1,
+                };
+                if !emit(&e) {
+                    return Ok(());
+                }
+                pos = 1;
+            }
+            if pos == 1 {
+                // SAFETY: the file references its dentry; parents are
+                // referenced by their children.
+                let parent = unsafe { &*file.dentry }.parent_ptr();
+                let pino = if parent.is_null() {
+                    inode.ino()
+                } else {
+                    // SAFETY: a positive parent (referenced by the child)
+                    // keeps its inode.
+                    unsafe { &*(*parent).inode_ptr() }.ino()
+                };
+                let e = DirEntryRef {
+                    name: b"..",
+                    ino: pino,
+                    dtype: DT_DIR,
+                    next: FIRST_CHILD_COOKIE,
+                };
+                if !emit(&e) {
+                    return Ok(());
+                }
+                pos = FIRST_CHILD_COOKIE;
+            }
+            let mut name = Vec::with_capacity(64);
+            for (c, child) in locked.iter_from(pos) {
+                // SAFETY: indexed children are pinned and the directory lock
+                // is held.
+                let d = unsafe { &*child };
+                // SAFETY: indexed children are positive.
+                let ci = unsafe { &*d.inode_ptr() };
+                name.clear();
+                d.name_into(&mut name);
+                let e = DirEntryRef {
+                    name: &name,
+                    ino: ci.ino(),
+                    dtype: mode_to_dtype(ci.file_type()),
+                    next: c + 1,
+                };
+                if !emit(&e) {
+                    break;
+                }
+            }
+            drop(locked);
+            super::io::touch_atime(inode);
+            Ok(())
+        })();
+        self.vfs.fput(f);
+        r
+    }
+
+    /// setxattr on the object at `h` (XATTR_CREATE / XATTR_REPLACE).
+    pub fn setxattr(
+        &self,
+        cred: &Arc<Cred>,
+        h: &Handle,
+        name: &[u8],
+        value: &[u8],
+        flags: i32,
+    ) -> SysResult<()> {
+        super::xattr::set_inode(cred, h.inode(), name, value, flags)
+    }
+
+    /// getxattr: the value's size when `buf` is empty.
+    pub fn getxattr(
+        &self,
+        cred: &Arc<Cred>,
+        h: &Handle,
+        name: &[u8],
+        buf: &mut [u8],
+    ) -> SysResult<usize> {
+        super::xattr::get_inode(cred, h.inode(), name, buf)
+    }
+
+    /// listxattr: NUL-terminated names; the size when `buf` is empty.
+    pub fn listxattr(&self, cred: &Arc<Cred>, h: &Handle, buf: &mut [u8]) -> SysResult<usize> {
+        super::xattr::list_inode(cred, h.inode(), buf)
+    }
+
+    pub fn removexattr(&self, cred: &Arc<Cred>, h: &Handle, name: &[u8]) -> SysResult<()> {
+        super::xattr::remove_inode(cred, h.inode(), name)
+    }
+
+    /// fallocate on an open file.
+    pub fn fallocate(&self, fh: Fh, mode: i32, offset: u64, len: u64) -> SysResult<()> {
+        let off = i64::try_from(offset).map_err(|_| Errno::EINVAL)?;
+        let len = i64::try_from(len).map_err(|_| Errno::EINVAL)?;
+        self.io_view().sys_fallocate(fh_fd(fh)?, mode, off, len)
+    }
+
+    /// copy_file_range between two open files at explicit offsets.
+    pub fn copy_file_range(
+        &self,
+        cred: &Arc<Cred>,
+        fh_in: Fh,
+        off_in: u64,
+        fh_out: Fh,
+        off_out: u64,
+        len: u64,
+    ) -> SysResult<usize> {
+        let mut oi = i64::try_from(off_in).map_err(|_| Errno::EINVAL)?;
+        let mut oo = i64::try_from(off_out).map_err(|_| Errno::EINVAL)?;
+        let len = usize::try_from(len).unwrap_or(usize::MAX);
+        self.at(cred, &self.root).sys_copy_file_range(
+            fh_fd(fh_in)?,
+            Some(&mut oi),
+            fh_fd(fh_out)?,
+            Some(&mut oo),
+            len,
+            0,
+        )
+    }
+
+    /// A process over the same namespace with credentials `cred` (for
+    /// embedders and tests that mix path calls with handle calls).
+    pub fn process(&self, cred: Cred) -> Process {
+        Process::new(self.vfs.clone(), cred)
+    }
+}
+
+impl Drop for Namespace {
+    fn drop(&mut self) {
+        for f in self.files.take_all() {
+            self.vfs.fput(f);
+        }
+    }
+}
+
+fn absolute(name: &[u8]) -> Vec<u8> {
+    let mut p = Vec::with_capacity(name.len() + 1);
+    p.push(b'/');
+    p.extend_from_slice(name);
+    p
+}

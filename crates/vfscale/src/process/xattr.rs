@@ -1,0 +1,274 @@
+//! Extended attributes: setxattr, getxattr, listxattr, removexattr and
+//! their `l` (no symlink following) and `f` (descriptor) variants.
+//!
+//! tmpfs semantics: `user.*` (regular files and directories only),
+//! `trusted.*` (root only; hidden from others' listings) and `security.*`
+//! (anyone reads, root writes) are stored; `system.*` (POSIX ACLs) and
+//! unknown namespaces are EOPNOTSUPP. Checks run in Linux's order: name and
+//! size (ERANGE, E2BIG), then xattr_permission (EPERM / ENODATA for the
+//! namespace rules, EACCES from the mode bits), then the namespace itself.
+//! Values live in the superblock's table (inode/xattr.rs) under its shard
+//! lock; a change sets ctime.
+
+use super::Process;
+use crate::abi::*;
+use crate::cred::perm::{may_access, MAY_READ, MAY_WRITE};
+use crate::cred::Cred;
+use crate::inode::{now, Inode};
+
+/// Where an xattr call finds its inode.
+#[derive(Clone, Copy)]
+pub(crate) enum XattrAt<'a> {
+    /// A path, following a final symlink or not.
+    Path(&'a [u8], bool),
+    Fd(Fd),
+}
+
+#[derive(PartialEq, Eq, Clone, Copy)]
+enum Space {
+    User,
+    Trusted,
+    Security,
+    Unsupported,
+}
+
+fn space_of(name: &[u8]) -> SysResult<Space> {
+    for (prefix, space) in [
+        (&b"user."[..], Space::User),
+        (b"trusted.", Space::Trusted),
+        (b"security.", Space::Security),
+    ] {
+        if let Some(rest) = name.strip_prefix(prefix) {
+            return if rest.is_empty() {
+                Err(Errno::EINVAL)
+            } else {
+                Ok(space)
+            };
+        }
+    }
+    Ok(Space::Unsupported)
+}
+
+/// Name checks of the syscall entry (strncpy_from_user into a 256-byte
+/// buffer): empty or too long is ERANGE, a NUL inside is as if truncated.
+fn check_name(name: &[u8]) -> SysResult<&[u8]> {
+    let name = match name.iter().position(|&b| b == 0) {
+        Some(i) => &name[..i],
+        None => name,
+    };
+    if name.is_empty() || name.len() > XATTR_NAME_MAX {
+        return Err(Errno::ERANGE);
+    }
+    Ok(name)
+}
+
+/// Linux's xattr_permission.
+fn xattr_permission(cred: &Cred, inode: &Inode, space: Space, write: bool) -> SysResult<()> {
+    let (mode, uid, gid) = inode.perm_attr();
+    match space {
+        Space::Security => {
+            // No LSM: reads are free; writes need CAP_SYS_ADMIN
+            // (cap_inode_setxattr).
+            return if write && !cred.is_root() {
+                Err(Errno::EPERM)
+            } else {
+                Ok(())
+            };
+        }
+        Space::Trusted => {
+            return match (cred.is_root(), write) {
+                (true, _) => Ok(()),
+                (false, true) => Err(Errno::EPERM),
+                (false, false) => Err(Errno::ENODATA),
+            };
+        }
+        Space::User => {
+            let ty = mode & S_IFMT;
+            if ty != S_IFREG && ty != S_IFDIR {
+                return Err(if write { Errno::EPERM } else { Errno::ENODATA });
+            }
+            if ty == S_IFDIR && mode & S_ISVTX != 0 && write && !cred.is_root() && cred.fsuid != uid
+            {
+                return Err(Errno::EPERM);
+            }
+        }
+        Space::Unsupported => {}
+    }
+    may_access(
+        cred,
+        mode,
+        uid,
+        gid,
+        if write { MAY_WRITE } else { MAY_READ },
+    )
+}
+
+/// setxattr on a found inode.
+pub(crate) fn set_inode(
+    cred: &Cred,
+    inode: &Inode,
+    name: &[u8],
+    value: &[u8],
+    flags: i32,
+) -> SysResult<()> {
+    if flags & !(XATTR_CREATE | XATTR_REPLACE) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let name = check_name(name)?;
+    if value.len() > XATTR_SIZE_MAX {
+        return Err(Errno::E2BIG);
+    }
+    let space = space_of(name)?;
+    xattr_permission(cred, inode, space, true)?;
+    if space == Space::Unsupported {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    // SAFETY: an inode's superblock outlives it.
+    let sb = unsafe { &*inode.sb };
+    sb.xattrs.write(inode.ino(), |m| {
+        let exists = m.contains_key(name);
+        if flags & XATTR_CREATE != 0 && exists {
+            return Err(Errno::EEXIST);
+        }
+        if flags & XATTR_REPLACE != 0 && !exists {
+            return Err(Errno::ENODATA);
+        }
+        m.insert(name.into(), value.into());
+        Ok(())
+    })?;
+    let t = now();
+    inode.update_attr(|a| a.set_ctime(t));
+    Ok(())
+}
+
+/// getxattr on a found inode: the value's length when `buf` is empty, else
+/// the bytes copied (ERANGE if `buf` is too small).
+pub(crate) fn get_inode(
+    cred: &Cred,
+    inode: &Inode,
+    name: &[u8],
+    buf: &mut [u8],
+) -> SysResult<usize> {
+    let name = check_name(name)?;
+    let space = space_of(name)?;
+    xattr_permission(cred, inode, space, false)?;
+    if space == Space::Unsupported {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    // SAFETY: an inode's superblock outlives it.
+    let sb = unsafe { &*inode.sb };
+    sb.xattrs.read(inode.ino(), |m| {
+        let v = m.get(name).ok_or(Errno::ENODATA)?;
+        if buf.is_empty() {
+            return Ok(v.len());
+        }
+        if v.len() > buf.len() {
+            return Err(Errno::ERANGE);
+        }
+        buf[..v.len()].copy_from_slice(v);
+        Ok(v.len())
+    })
+}
+
+/// listxattr on a found inode: NUL-terminated names (trusted.* only for
+/// root); the list's length when `buf` is empty.
+pub(crate) fn list_inode(cred: &Cred, inode: &Inode, buf: &mut [u8]) -> SysResult<usize> {
+    // SAFETY: an inode's superblock outlives it.
+    let sb = unsafe { &*inode.sb };
+    let list = sb.xattrs.read(inode.ino(), |m| {
+        let mut out = Vec::new();
+        for k in m.keys() {
+            if !cred.is_root() && k.starts_with(b"trusted.") {
+                continue;
+            }
+            out.extend_from_slice(k);
+            out.push(0);
+        }
+        out
+    });
+    if list.len() > XATTR_LIST_MAX {
+        return Err(Errno::E2BIG);
+    }
+    if buf.is_empty() {
+        return Ok(list.len());
+    }
+    if list.len() > buf.len() {
+        return Err(Errno::ERANGE);
+    }
+    buf[..list.len()].copy_from_slice(&list);
+    Ok(list.len())
+}
+
+/// removexattr on a found inode.
+pub(crate) fn remove_inode(cred: &Cred, inode: &Inode, name: &[u8]) -> SysResult<()> {
+    let name = check_name(name)?;
+    let space = space_of(name)?;
+    xattr_permission(cred, inode, space, true)?;
+    if space == Space::Unsupported {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    // SAFETY: an inode's superblock outlives it.
+    let sb = unsafe { &*inode.sb };
+    sb.xattrs.write(inode.ino(), |m| {
+        m.remove(name).map(drop).ok_or(Errno::ENODATA)
+    })?;
+    let t = now();
+    inode.update_attr(|a| a.set_ctime(t));
+    Ok(())
+}
+
+impl Process {
+    /// Runs `op` on the inode `at` names (O_PATH descriptors: EBADF).
+    fn with_xattr_inode<R>(
+        &self,
+        at: XattrAt<'_>,
+        op: impl FnOnce(&Inode) -> SysResult<R>,
+    ) -> SysResult<R> {
+        match at {
+            XattrAt::Fd(fd) => self.with_file(fd, false, |f| op(f.inode())),
+            XattrAt::Path(path, follow) => {
+                let _g = self.vfs.collector.enter();
+                let flags = if follow { 0 } else { AT_SYMLINK_NOFOLLOW };
+                let found = self.lookup_at(
+                    &self.cred,
+                    AT_FDCWD,
+                    path,
+                    flags,
+                    if follow {
+                        crate::dcache::walk::WALK_FOLLOW
+                    } else {
+                        0
+                    },
+                )?;
+                op(found.inode())
+            }
+        }
+    }
+
+    pub(crate) fn sys_setxattr(
+        &self,
+        at: XattrAt<'_>,
+        name: &[u8],
+        value: &[u8],
+        flags: i32,
+    ) -> SysResult<()> {
+        self.with_xattr_inode(at, |i| set_inode(&self.cred, i, name, value, flags))
+    }
+
+    pub(crate) fn sys_getxattr(
+        &self,
+        at: XattrAt<'_>,
+        name: &[u8],
+        buf: &mut [u8],
+    ) -> SysResult<usize> {
+        self.with_xattr_inode(at, |i| get_inode(&self.cred, i, name, buf))
+    }
+
+    pub(crate) fn sys_listxattr(&self, at: XattrAt<'_>, buf: &mut [u8]) -> SysResult<usize> {
+        self.with_xattr_inode(at, |i| list_inode(&self.cred, i, buf))
+    }
+
+    pub(crate) fn sys_removexattr(&self, at: XattrAt<'_>, name: &[u8]) -> SysResult<()> {
+        self.with_xattr_inode(at, |i| remove_inode(&self.cred, i, name))
+    }
+}
