@@ -48,7 +48,7 @@ pub struct BenchArgs {
     /// Workloads to run (default: all).
     #[arg(value_name = "WORKLOAD")]
     pub workloads: Vec<String>,
-    /// Targets to run against, comma-separated (default: all).
+    /// Targets to run against, comma-separated (default: all but fuse).
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub targets: Vec<String>,
     /// Thread counts, comma-separated (default: 1..=cores, at most 8).
@@ -121,7 +121,7 @@ impl BenchArgs {
                 .collect::<Result<_, _>>()?
         };
         let targets: Vec<TargetId> = if self.targets.is_empty() {
-            TargetId::ALL.to_vec()
+            TargetId::DEFAULT.to_vec()
         } else {
             let mut v = Vec::new();
             for n in &self.targets {
@@ -300,7 +300,8 @@ mod tests {
     fn defaults_and_quick() {
         let c = parse(&[]).config().unwrap();
         assert_eq!(c.workloads.len(), workload::all().len());
-        assert_eq!(c.targets, TargetId::ALL.to_vec());
+        assert_eq!(c.targets, TargetId::DEFAULT.to_vec());
+        assert!(!c.targets.contains(&TargetId::Fuse), "fuse is opt-in");
         assert_eq!(c.threads[0], 1);
         assert!(c.threads.len() <= MAX_DEFAULT_THREADS);
         assert_eq!(c.duration, DEFAULT_DURATION);

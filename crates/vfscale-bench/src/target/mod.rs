@@ -278,6 +278,18 @@ impl TargetId {
         TargetId::Fuse,
     ];
 
+    /// What a run without `--targets` measures: every target but `fuse`,
+    /// whose round trips (~30 µs each here) would stretch the default run's
+    /// million-entry readdir-large far past its few-minute budget. Name it
+    /// in `--targets` to include it.
+    pub const DEFAULT: [TargetId; 5] = [
+        TargetId::Vfscale,
+        TargetId::Kernel,
+        TargetId::GlobalLock,
+        TargetId::VfsMemoryFs,
+        TargetId::VirtualFs,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             TargetId::Vfscale => "vfscale",
