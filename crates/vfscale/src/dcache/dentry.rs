@@ -100,6 +100,10 @@ const _: () = {
     );
 };
 
+impl crate::mem::slab::SlabPool for Dentry {
+    const POOL: usize = crate::mem::slab::DENTRY_POOL;
+}
+
 // SAFETY: all mutable state is atomic; `sb` points to a Sync superblock that
 // outlives its dentries.
 unsafe impl Send for Dentry {}

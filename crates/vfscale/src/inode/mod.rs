@@ -152,6 +152,10 @@ pub fn now() -> Timespec {
     }
 }
 
+impl crate::mem::slab::SlabPool for Inode {
+    const POOL: usize = crate::mem::slab::INODE_POOL;
+}
+
 impl Inode {
     pub(crate) fn new(
         sb: *const SuperBlock,

@@ -58,17 +58,16 @@ impl Process {
                 *pos = FIRST_CHILD_COOKIE;
             }
             let mut name = Vec::with_capacity(64);
-            for (cookie, child) in locked.iter_from(*pos) {
+            for (cookie, child) in locked.entries_from(*pos) {
                 // SAFETY: indexed children are pinned and the directory lock
                 // is held.
-                let c = unsafe { &*child };
-                let ci = unsafe { &*c.inode_ptr() };
+                let c = unsafe { &*child.dentry };
                 name.clear();
                 c.name_into(&mut name);
                 if !emit(
-                    ci.ino(),
+                    child.ino,
                     cookie + 1,
-                    mode_to_dtype(ci.file_type()),
+                    mode_to_dtype(child.file_type),
                     &name,
                     &mut used,
                 ) {

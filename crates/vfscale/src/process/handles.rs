@@ -517,18 +517,16 @@ impl Namespace {
                 pos = FIRST_CHILD_COOKIE;
             }
             let mut name = Vec::with_capacity(64);
-            for (c, child) in locked.iter_from(pos) {
+            for (c, child) in locked.entries_from(pos) {
                 // SAFETY: indexed children are pinned and the directory lock
                 // is held.
-                let d = unsafe { &*child };
-                // SAFETY: indexed children are positive.
-                let ci = unsafe { &*d.inode_ptr() };
+                let d = unsafe { &*child.dentry };
                 name.clear();
                 d.name_into(&mut name);
                 let e = DirEntryRef {
                     name: &name,
-                    ino: ci.ino(),
-                    dtype: mode_to_dtype(ci.file_type()),
+                    ino: child.ino,
+                    dtype: mode_to_dtype(child.file_type),
                     next: c + 1,
                 };
                 if !emit(&e) {

@@ -466,7 +466,7 @@ impl Collector {
     ///
     /// # Safety
     /// As `retire_box`, for a pointer from `mem::slab::alloc::<T>`.
-    pub unsafe fn retire_slab<T: Send>(&self, ptr: *mut T) {
+    pub unsafe fn retire_slab<T: Send + crate::mem::slab::SlabPool>(&self, ptr: *mut T) {
         // SAFETY: forwarded contract.
         unsafe { self.retire_with(ptr as *mut (), crate::mem::slab::free_erased::<T>) }
     }
