@@ -91,16 +91,21 @@ pub enum InodeBody {
 #[repr(C, align(64))]
 pub struct Inode {
     // ---- lines 0-1: attributes, read lock-free under `attr_seq` ----
+    // Line 0: the seqcount and what chmod, chown, link, truncate and write
+    // change, so such a change costs a concurrent stat one cache miss, not
+    // two (lockref-recovery's chmod loop).
     attr_seq: SeqCount,
     mode: AtomicU32,
     uid: AtomicU32,
     gid: AtomicU32,
     nlink: AtomicU32,
     size: AtomicU64,
+    ctime: AtomicTime,
+    mtime: AtomicTime,
+    // Line 1: rarely written (blocks on allocating writes, atime under
+    // relatime) or never.
     blocks: AtomicU64,
     atime: AtomicTime,
-    mtime: AtomicTime,
-    ctime: AtomicTime,
     pub(crate) ino: u64,
     pub(crate) rdev: u64,
     pub(crate) btime: Timespec,
@@ -119,6 +124,10 @@ const _: () = {
         "write-hot fields must not share the attribute lines"
     );
     assert!(core::mem::offset_of!(Inode, sb) < 128);
+    assert!(
+        core::mem::offset_of!(Inode, mtime) + core::mem::size_of::<AtomicTime>() <= 64,
+        "the often-changed attributes share line 0 with the seqcount"
+    );
     assert!(
         core::mem::size_of::<Inode>() == 192,
         "an inode is three cache lines"
