@@ -47,7 +47,10 @@ const SHARDS: usize = 8;
 const DEFAULT_BATCH: usize = 1024;
 
 /// One thread's announcement: 0 when outside every guard, else the epoch
-/// it saw when it entered.
+/// it saw when it entered. Aligned to two cache lines: every guard writes
+/// `active`, so two threads' records must never share a line (or the
+/// adjacent-line prefetch pair).
+#[repr(C, align(128))]
 pub struct Record {
     active: AtomicU64,
     in_use: AtomicBool,
@@ -55,6 +58,10 @@ pub struct Record {
     next: *const Record,
     shard: usize,
 }
+
+#[cfg(not(loom))]
+const _: () =
+    assert!(core::mem::align_of::<Record>() == 128 && core::mem::size_of::<Record>() == 128);
 
 // SAFETY: `next` is written before the record is published and never after;
 // the rest is atomic.
