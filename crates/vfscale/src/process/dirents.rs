@@ -8,78 +8,118 @@ use super::io::touch_atime;
 use super::Process;
 use crate::abi::*;
 use crate::dir::index::FIRST_CHILD_COOKIE;
+use crate::file::OpenFile;
+use crate::vfs::VfsInner;
 
-impl Process {
-    pub(crate) fn sys_getdents64(&self, fd: Fd, buf: &mut [u8]) -> SysResult<usize> {
-        self.with_file(fd, false, |file| {
-            let inode = file.inode();
-            let index = inode.dir_index().ok_or(Errno::ENOTDIR)?;
-            let _g = self.vfs.collector.enter();
-            let mut pos = file.pos.lock();
-            let locked = index.read();
-            let mut used = 0;
-            let mut emit =
-                |ino: u64, next: u64, dtype: u8, name: &[u8], used: &mut usize| -> bool {
-                    match put_dirent64(buf, *used, ino, next as i64, dtype, name) {
-                        Some(n) => {
-                            *used += n;
-                            true
-                        }
-                        None => false,
-                    }
+/// One directory entry of a listing; `next` is the cookie that resumes
+/// after it.
+pub struct DirEntryRef<'a> {
+    pub name: &'a [u8],
+    pub ino: u64,
+    pub dtype: u8,
+    pub next: u64,
+}
+
+impl VfsInner {
+    /// Lists the directory open as `file` from position `from` (0 = ".",
+    /// 1 = "..", then child cookies), handing each entry to `emit` until it
+    /// returns false or the listing ends. Returns the position after the
+    /// last entry `emit` took, and whether `emit` refused one. getdents64
+    /// and the namespace API's readdir both list through here.
+    pub(crate) fn list_dir(
+        &self,
+        file: &OpenFile,
+        from: u64,
+        mut emit: impl FnMut(&DirEntryRef<'_>) -> bool,
+    ) -> SysResult<(u64, bool)> {
+        let inode = file.inode();
+        let index = inode.dir_index().ok_or(Errno::ENOTDIR)?;
+        let _g = self.collector.enter();
+        let locked = index.read();
+        if locked.dead {
+            return Err(Errno::ENOENT);
+        }
+        let mut pos = from;
+        let refused = 'list: {
+            if pos == 0 {
+                let dot = DirEntryRef {
+                    name: b".",
+                    ino: inode.ino(),
+                    dtype: DT_DIR,
+                    next: 1,
                 };
-            if locked.dead {
-                return Err(Errno::ENOENT);
-            }
-            if *pos == 0 {
-                if !emit(inode.ino(), 1, DT_DIR, b".", &mut used) {
-                    return Err(Errno::EINVAL);
+                if !emit(&dot) {
+                    break 'list true;
                 }
-                *pos = 1;
+                pos = 1;
             }
-            if *pos == 1 {
+            if pos == 1 {
                 // SAFETY: the file references its dentry; parents are
                 // referenced by their children.
-                let d = unsafe { &*file.dentry };
-                let parent = d.parent_ptr();
-                let pino = if parent.is_null() {
+                let parent = unsafe { &*file.dentry }.parent_ptr();
+                let ino = if parent.is_null() {
                     inode.ino()
                 } else {
-                    // SAFETY: a positive parent (referenced by the child) keeps its inode.
+                    // SAFETY: a positive parent (referenced by the child)
+                    // keeps its inode.
                     unsafe { &*(*parent).inode_ptr() }.ino()
                 };
-                if !emit(pino, FIRST_CHILD_COOKIE, DT_DIR, b"..", &mut used) {
-                    return if used == 0 {
-                        Err(Errno::EINVAL)
-                    } else {
-                        Ok(used)
-                    };
+                let dotdot = DirEntryRef {
+                    name: b"..",
+                    ino,
+                    dtype: DT_DIR,
+                    next: FIRST_CHILD_COOKIE,
+                };
+                if !emit(&dotdot) {
+                    break 'list true;
                 }
-                *pos = FIRST_CHILD_COOKIE;
+                pos = FIRST_CHILD_COOKIE;
             }
             let mut name = Vec::with_capacity(64);
-            for (cookie, child) in locked.entries_from(*pos) {
+            for (cookie, child) in locked.entries_from(pos) {
                 // SAFETY: indexed children are pinned and the directory lock
                 // is held.
                 let c = unsafe { &*child.dentry };
                 name.clear();
                 c.name_into(&mut name);
-                if !emit(
-                    child.ino,
-                    cookie + 1,
-                    mode_to_dtype(child.file_type),
-                    &name,
-                    &mut used,
-                ) {
-                    if used == 0 {
-                        return Err(Errno::EINVAL);
-                    }
-                    break;
+                let e = DirEntryRef {
+                    name: &name,
+                    ino: child.ino,
+                    dtype: mode_to_dtype(child.file_type),
+                    next: cookie + 1,
+                };
+                if !emit(&e) {
+                    break 'list true;
                 }
-                *pos = cookie + 1;
+                pos = cookie + 1;
             }
-            drop(locked);
-            touch_atime(inode);
+            false
+        };
+        drop(locked);
+        touch_atime(inode);
+        Ok((pos, refused))
+    }
+}
+
+impl Process {
+    pub(crate) fn sys_getdents64(&self, fd: Fd, buf: &mut [u8]) -> SysResult<usize> {
+        self.with_file(fd, false, |file| {
+            let mut pos = file.pos.lock();
+            let mut used = 0;
+            let (next, refused) = self.vfs.list_dir(file, *pos, |e| {
+                match put_dirent64(buf, used, e.ino, e.next as i64, e.dtype, e.name) {
+                    Some(n) => {
+                        used += n;
+                        true
+                    }
+                    None => false,
+                }
+            })?;
+            // The buffer cannot hold even the first entry.
+            if refused && used == 0 {
+                return Err(Errno::EINVAL);
+            }
+            *pos = next;
             Ok(used)
         })
     }

@@ -22,12 +22,12 @@
 //!   a descriptor there, so a stale or forged one is EBADF, never a
 //!   dangling pointer.
 
+use super::dirents::DirEntryRef;
 use super::{FsContext, Process};
 use crate::abi::*;
 use crate::cred::perm::{may_access, MAY_WRITE};
 use crate::cred::Cred;
 use crate::dcache::walk::{Found, PathPtr};
-use crate::dir::index::FIRST_CHILD_COOKIE;
 use crate::file::FdTable;
 use crate::vfs::VfsInner;
 use std::sync::Arc;
@@ -116,15 +116,6 @@ pub struct SetAttr {
     pub mtime: Option<Timespec>,
     /// The open file the change comes through (ftruncate), if any.
     pub fh: Option<Fh>,
-}
-
-/// One directory entry of a listing; `next` is the cookie that resumes
-/// after it.
-pub struct DirEntryRef<'a> {
-    pub name: &'a [u8],
-    pub ino: u64,
-    pub dtype: u8,
-    pub next: u64,
 }
 
 /// A namespace served by handle: the VFS, its root and a shared table of
@@ -469,74 +460,10 @@ impl Namespace {
         &self,
         fh: Fh,
         cookie: u64,
-        mut emit: impl FnMut(&DirEntryRef<'_>) -> bool,
+        emit: impl FnMut(&DirEntryRef<'_>) -> bool,
     ) -> SysResult<()> {
         let f = self.files.get(&self.vfs, fh_fd(fh)?)?;
-        let r = (|| {
-            let file = f.file();
-            let inode = file.inode();
-            let index = inode.dir_index().ok_or(Errno::ENOTDIR)?;
-            let _g = self.vfs.collector.enter();
-            let locked = index.read();
-            if locked.dead {
-                return Err(Errno::ENOENT);
-            }
-            let mut pos = cookie;
-            if pos == 0 {
-                let e = DirEntryRef {
-                    name: b".",
-                    ino: inode.ino(),
-                    dtype: DT_DIR,
-                    next: 1,
-                };
-                if !emit(&e) {
-                    return Ok(());
-                }
-                pos = 1;
-            }
-            if pos == 1 {
-                // SAFETY: the file references its dentry; parents are
-                // referenced by their children.
-                let parent = unsafe { &*file.dentry }.parent_ptr();
-                let pino = if parent.is_null() {
-                    inode.ino()
-                } else {
-                    // SAFETY: a positive parent (referenced by the child)
-                    // keeps its inode.
-                    unsafe { &*(*parent).inode_ptr() }.ino()
-                };
-                let e = DirEntryRef {
-                    name: b"..",
-                    ino: pino,
-                    dtype: DT_DIR,
-                    next: FIRST_CHILD_COOKIE,
-                };
-                if !emit(&e) {
-                    return Ok(());
-                }
-                pos = FIRST_CHILD_COOKIE;
-            }
-            let mut name = Vec::with_capacity(64);
-            for (c, child) in locked.entries_from(pos) {
-                // SAFETY: indexed children are pinned and the directory lock
-                // is held.
-                let d = unsafe { &*child.dentry };
-                name.clear();
-                d.name_into(&mut name);
-                let e = DirEntryRef {
-                    name: &name,
-                    ino: child.ino,
-                    dtype: mode_to_dtype(child.file_type),
-                    next: c + 1,
-                };
-                if !emit(&e) {
-                    break;
-                }
-            }
-            drop(locked);
-            super::io::touch_atime(inode);
-            Ok(())
-        })();
+        let r = self.vfs.list_dir(f.file(), cookie, emit).map(|_| ());
         self.vfs.fput(f);
         r
     }

@@ -26,7 +26,8 @@ mod syscalls;
 mod xattr;
 
 pub use api::{Fd, ProcessApi};
-pub use handles::{DirEntryRef, Entry, Fh, Handle, Namespace, SetAttr};
+pub use dirents::DirEntryRef;
+pub use handles::{Entry, Fh, Handle, Namespace, SetAttr};
 
 use crate::abi::*;
 use crate::cred::perm::{may_access, MAY_EXEC, MAY_WRITE};
