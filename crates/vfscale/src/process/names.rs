@@ -138,6 +138,13 @@ impl Process {
         op(&mut locked, dir, &key, existing)
     }
 
+    /// Owner, group and mode of a new inode of `mode` in directory `dir`
+    /// (setgid inheritance), from one read of the directory's attributes.
+    pub(super) fn owner_in(&self, dir: &Inode, mode: u32) -> (u32, u32, u32) {
+        let (dir_mode, _, dir_gid) = dir.perm_attr();
+        new_inode_owner(&self.cred, dir_mode, dir_gid, mode)
+    }
+
     pub(crate) fn sys_mkdirat(&self, dirfd: Fd, path: &[u8], mode: u32) -> SysResult<()> {
         let _g = self.vfs.collector.enter();
         let parent = self.parent_at(dirfd, path)?;
@@ -146,12 +153,7 @@ impl Process {
             true,
             || Ok(()),
             |idx, dir, key, neg| {
-                let (uid, gid, m) = new_inode_owner(
-                    &self.cred,
-                    dir.perm_attr().0,
-                    dir.perm_attr().2,
-                    S_IFDIR | (mode & (0o777 | S_ISVTX)),
-                );
+                let (uid, gid, m) = self.owner_in(dir, S_IFDIR | (mode & (0o777 | S_ISVTX)));
                 let m = (m & !(self.umask_bits() & 0o777)) | S_IFDIR;
                 self.create_locked(
                     idx,
@@ -197,12 +199,7 @@ impl Process {
                 {
                     return Err(Errno::EPERM);
                 }
-                let (uid, gid, m) = new_inode_owner(
-                    &self.cred,
-                    dir.perm_attr().0,
-                    dir.perm_attr().2,
-                    ty | (mode & S_IALLUGO),
-                );
+                let (uid, gid, m) = self.owner_in(dir, ty | (mode & S_IALLUGO));
                 let m = (m & !self.umask_bits()) | ty;
                 let body = match ty {
                     S_IFREG => InodeBody::Regular(RwLock::new(Default::default())),
@@ -248,12 +245,7 @@ impl Process {
             false,
             || Ok(()),
             |idx, dir, key, neg| {
-                let (uid, gid, _) = new_inode_owner(
-                    &self.cred,
-                    dir.perm_attr().0,
-                    dir.perm_attr().2,
-                    S_IFLNK | 0o777,
-                );
+                let (uid, gid, _) = self.owner_in(dir, S_IFLNK | 0o777);
                 let d = self.create_locked(
                     idx,
                     parent.dir.path.dentry,
@@ -671,8 +663,7 @@ impl Process {
             // SAFETY: an inode's superblock outlives it.
             let sb = unsafe { &*odir.sb };
             sb.reserve_inode()?;
-            let (dmode, _, dgid) = odir.perm_attr();
-            let (uid, gid, mode) = new_inode_owner(&self.cred, dmode, dgid, S_IFCHR);
+            let (uid, gid, mode) = self.owner_in(odir, S_IFCHR);
             let inode = self.vfs.alloc_inode(
                 sb,
                 sb.ino_alloc.alloc(),

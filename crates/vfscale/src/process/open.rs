@@ -2,9 +2,7 @@
 
 use super::Process;
 use crate::abi::*;
-use crate::cred::perm::{
-    may_access, may_open_existing_in_sticky, new_inode_owner, MAY_READ, MAY_WRITE,
-};
+use crate::cred::perm::{may_access, may_open_existing_in_sticky, MAY_READ, MAY_WRITE};
 use crate::dcache::name::NameKey;
 use crate::dcache::walk::{Found, Last, Parent, PathPtr, WALK_DIRECTORY, WALK_FOLLOW};
 use crate::file::{FMODE_PATH, FMODE_PIPE, FMODE_READ, FMODE_WRITE};
@@ -197,9 +195,7 @@ impl Process {
             return Ok((found, false));
         }
         self.may_modify_dir(dir)?;
-        let (dir_mode, _, dir_gid) = dir.perm_attr();
-        let (uid, gid, m) =
-            new_inode_owner(&self.cred, dir_mode, dir_gid, S_IFREG | (mode & S_IALLUGO));
+        let (uid, gid, m) = self.owner_in(dir, S_IFREG | (mode & S_IALLUGO));
         let m = (m & !self.umask_bits()) | S_IFREG;
         let d = self.create_locked(
             &mut locked,
