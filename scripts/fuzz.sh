@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs each cargo-fuzz target (fuzz/fuzz_targets) for SECS seconds (default
-# 60) with the nightly toolchain: path resolution against a fixed tree, and
+# 60) with the nightly toolchain: path resolution against a fixed tree,
 # the process API as an operation sequence followed by the invariant
-# checker. Needs `cargo install cargo-fuzz`. Corpora persist in
+# checker, and raw FUSE requests into the FUSE server over a socket pair. Needs `cargo install cargo-fuzz`. Corpora persist in
 # fuzz/corpus/<target> (ignored by git); a crash is saved under
 # fuzz/artifacts/<target>/ and replays with
 #   cargo +nightly fuzz run <target> fuzz/artifacts/<target>/<file>
@@ -24,7 +24,7 @@ fi
 # leaked. Build as the ASan run does, with dentries and inodes from Box.
 export RUSTFLAGS="--cfg vfscale_no_slab ${RUSTFLAGS:-}"
 
-for target in path_resolution process_ops; do
+for target in path_resolution process_ops fuse_requests; do
     echo "==> fuzz $target for ${SECS}s"
     mkdir -p "fuzz/corpus/$target"
     (cd fuzz && cargo +nightly fuzz run "$target" "corpus/$target" -- \

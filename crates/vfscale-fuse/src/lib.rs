@@ -19,6 +19,9 @@ mod nodes;
 mod server;
 
 pub use server::Ttls;
+/// The FUSE operations themselves, for harnesses that drive a
+/// `fuser::Session` over their own descriptor (the request fuzz target).
+pub use server::VfsFs;
 
 use std::io;
 use std::path::{Path, PathBuf};

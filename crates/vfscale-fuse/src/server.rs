@@ -39,6 +39,16 @@ pub struct VfsFs {
 /// Entries gathered per readdirplus batch before their lookups.
 const PLUS_BATCH: usize = 128;
 
+/// The largest READ we serve in one reply: fuser's max_write, which also
+/// bounds the max_pages it negotiates. The kernel never asks for more; a
+/// request that does (a buggy or hostile sender) must not make us allocate
+/// its `size` (up to 4 GiB) before failing.
+const MAX_READ: u32 = 16 << 20;
+
+/// Linux's XATTR_SIZE_MAX and XATTR_LIST_MAX: getxattr(2) and listxattr(2)
+/// clamp their buffer to this, and no value or list is longer.
+const XATTR_BUF_MAX: u32 = 64 << 10;
+
 fn cred(req: &Request) -> Arc<Cred> {
     request_cred(req.uid(), req.gid(), req.pid())
 }
@@ -297,7 +307,7 @@ impl Filesystem for VfsFs {
         _lock_owner: Option<fuser::LockOwner>,
         reply: ReplyData,
     ) {
-        let mut buf = vec![0u8; size as usize];
+        let mut buf = vec![0u8; size.min(MAX_READ) as usize];
         match self.ns.read(fh.0, offset, &mut buf) {
             Ok(n) => reply.data(&buf[..n]),
             Err(e) => reply.error(errno(e)),
@@ -591,7 +601,7 @@ impl Filesystem for VfsFs {
                 Err(e) => reply.error(errno(e)),
             };
         }
-        let mut buf = vec![0u8; size as usize];
+        let mut buf = vec![0u8; size.min(XATTR_BUF_MAX) as usize];
         match self
             .ns
             .getxattr(&cred, &n.handle, name.as_bytes(), &mut buf)
@@ -610,7 +620,7 @@ impl Filesystem for VfsFs {
                 Err(e) => reply.error(errno(e)),
             };
         }
-        let mut buf = vec![0u8; size as usize];
+        let mut buf = vec![0u8; size.min(XATTR_BUF_MAX) as usize];
         match self.ns.listxattr(&cred, &n.handle, &mut buf) {
             Ok(len) => reply.data(&buf[..len]),
             Err(e) => reply.error(errno(e)),
