@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# vfscale through FUSE beside other FUSE filesystems with in-memory storage
+# (issue 8's "≥ 2× the best other FUSE in-memory filesystem"). Debian ships
+# no purely in-memory FUSE filesystem, so the peers are the FUSE
+# filesystems whose backing store is kept in RAM here (/dev/shm):
+#   fuse2fs         ext4 image file on /dev/shm (e2fsprogs' FUSE ext2/3/4 driver)
+#   fuse-overlayfs  overlay with upper/lower directories on /dev/shm
+#   mergerfs        union over one /dev/shm branch
+# Each is mounted, driven by the bench's kernel target (`--kernel-dir`:
+# the same syscalls as every kernel row), and unmounted; then the host
+# tmpfs (kernel) and vfscale's own mount (fuse) run in one invocation.
+# Needs root (apt, mount). Usage:
+#   [WORKLOADS="w1 w2"] scripts/fuse_peers.sh [OUTDIR] [extra bench args]
+# e.g. scripts/fuse_peers.sh docs/perf/fuse-peers --repeat 3
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT="${1:-target/fuse-peers}"
+shift || true
+read -r -a WORKLOADS <<< "${WORKLOADS:-stat-same create-unlink readdir-large}"
+ARGS=(--threads 1,2 --entries 100000 "$@")
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "fuse_peers skipped: needs root to install and mount the peers"
+    exit 0
+fi
+need=()
+for pair in fuse2fs:fuse2fs fuse-overlayfs:fuse-overlayfs mergerfs:mergerfs mkfs.ext4:e2fsprogs fusermount3:fuse3; do
+    command -v "${pair%%:*}" >/dev/null || need+=("${pair#*:}")
+done
+if [ ${#need[@]} -gt 0 ]; then
+    apt-get install -y "${need[@]}" >/dev/null
+fi
+
+cargo build --release -q -p vfscale-cli
+BIN=target/release/vfscale
+WORK=$(mktemp -d /dev/shm/vfscale-fuse-peers.XXXXXX)
+MOUNTED=()
+cleanup() {
+    for m in "${MOUNTED[@]}"; do
+        umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+    done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+mkdir -p "$OUT"
+
+mount_peer() {
+    local name=$1 mnt=$WORK/mnt-$1
+    mkdir -p "$mnt"
+    case $name in
+        fuse2fs)
+            truncate -s 4G "$WORK/ext4.img"
+            mkfs.ext4 -q -F -N 400000 "$WORK/ext4.img"
+            fuse2fs "$WORK/ext4.img" "$mnt" -o rw
+            ;;
+        fuse-overlayfs)
+            mkdir -p "$WORK/lower" "$WORK/upper" "$WORK/work"
+            fuse-overlayfs -o "lowerdir=$WORK/lower,upperdir=$WORK/upper,workdir=$WORK/work" "$mnt"
+            ;;
+        mergerfs)
+            mkdir -p "$WORK/branch"
+            mergerfs "$WORK/branch" "$mnt"
+            ;;
+    esac
+    MOUNTED+=("$mnt")
+    PEER_MNT=$mnt
+}
+
+for peer in fuse2fs fuse-overlayfs mergerfs; do
+    echo "==> $peer"
+    mount_peer "$peer"
+    "$BIN" bench "${WORKLOADS[@]}" --targets kernel --kernel-dir "$PEER_MNT" "${ARGS[@]}" \
+        --json "$OUT/$peer.json"
+done
+echo "==> host tmpfs (kernel) and vfscale through FUSE (fuse)"
+"$BIN" bench "${WORKLOADS[@]}" --targets kernel,fuse "${ARGS[@]}" --json "$OUT/vfscale.json"
+python3 - "$OUT" <<'PY' | tee "$OUT/summary.md"
+import json, sys, os
+out = sys.argv[1]
+peers = ["fuse2fs", "fuse-overlayfs", "mergerfs"]
+rate = {}
+def load(name, target, label):
+    for r in json.load(open(os.path.join(out, name + ".json")))["results"]:
+        if r["target"] == target:
+            key = (r["workload"], r["threads"], r["params"].get("phase", ""))
+            rate.setdefault(key, {})[label] = r["ops_per_sec"]
+for p in peers:
+    load(p, "kernel", p)
+load("vfscale", "kernel", "host tmpfs")
+load("vfscale", "fuse", "vfscale")
+cols = ["host tmpfs", "vfscale"] + peers
+print("| workload | threads | " + " | ".join(c + " ops/s" for c in cols)
+      + " | vfscale ÷ host | vfscale ÷ best peer |")
+print("|---" * (len(cols) + 4) + "|")
+fmt = lambda v: "-" if v is None else f"{v/1e3:.1f} k" if v < 1e6 else f"{v/1e6:.2f} M"
+for (w, t, ph), row in sorted(rate.items()):
+    best = max((row.get(p) or 0) for p in peers)
+    v, h = row.get("vfscale"), row.get("host tmpfs")
+    name = w + (f" ({ph})" if ph else "")
+    ratios = f" | {v/h:.2f} | {v/best:.2f} |" if v and h and best else " | - | - |"
+    print(f"| {name} | {t} | " + " | ".join(fmt(row.get(c)) for c in cols) + ratios)
+PY
+echo "results in $OUT/"
