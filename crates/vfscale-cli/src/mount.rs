@@ -30,6 +30,10 @@ pub struct MountArgs {
     /// Let users other than the mounting one use the mount.
     #[arg(long)]
     pub allow_other: bool,
+    /// Let the kernel buffer writes in its page cache (FUSE writeback
+    /// cache): faster small writes, data reaches the namespace on flush.
+    #[arg(long)]
+    pub writeback_cache: bool,
     /// Stay in the foreground (else detach once mounted).
     #[arg(long)]
     pub foreground: bool,
@@ -119,6 +123,7 @@ pub fn mount_main(args: &MountArgs) -> ExitCode {
             attr: args.attr_ttl,
         },
         allow_other: args.allow_other,
+        writeback_cache: args.writeback_cache,
     };
     let mut mounted = match vfscale_fuse::mount(&vfs, &args.mountpoint, &cfg) {
         Ok(m) => m,

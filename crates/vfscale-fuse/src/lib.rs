@@ -39,6 +39,9 @@ pub struct MountConfig {
     pub ttls: Ttls,
     /// Let other users (not only the mounting one) use the mount.
     pub allow_other: bool,
+    /// FUSE_WRITEBACK_CACHE: the kernel buffers writes in its page cache
+    /// and sends them later, in pages (see `server` for what changes).
+    pub writeback_cache: bool,
 }
 
 impl Default for MountConfig {
@@ -50,6 +53,7 @@ impl Default for MountConfig {
                 attr: Duration::from_secs(1),
             },
             allow_other: false,
+            writeback_cache: false,
         }
     }
 }
@@ -67,7 +71,7 @@ pub struct Mounted {
 pub fn mount(vfs: &Vfs, mountpoint: &Path, cfg: &MountConfig) -> io::Result<Mounted> {
     use fuser::{Config, MountOption, SessionACL};
     let ns = Arc::new(Namespace::new(vfs));
-    let fs = server::VfsFs::new(ns.clone(), cfg.ttls);
+    let fs = server::VfsFs::new(ns.clone(), cfg.ttls).writeback_cache(cfg.writeback_cache);
     let mut config = Config::default();
     config.mount_options = vec![
         MountOption::FSName("vfscale".into()),

@@ -3,6 +3,15 @@
 //! worker thread that read it. The core decides every permission question
 //! (the mount has no `default_permissions`).
 //!
+//! With the writeback cache on (`MountConfig::writeback_cache`), the kernel
+//! keeps written pages and sends WRITEs later, and READs a page before a
+//! partial write into it, even on a file opened write-only. So, as libfuse's
+//! passthrough servers do, an O_WRONLY open is served as O_RDWR (falling
+//! back to O_WRONLY when reading is not permitted: partial-page writes to
+//! such a file then fail as they would in Linux's own FUSE client), and
+//! O_APPEND is dropped because the kernel already places appends at its
+//! cached end of file.
+//!
 //! Invariants: a reply that carries a node id (lookup, mknod, mkdir,
 //! symlink, link, create, readdirplus entries other than "." and "..")
 //! counts one lookup in the node table before it is sent (see nodes.rs).
@@ -34,6 +43,7 @@ pub struct VfsFs {
     pub(crate) ns: Arc<Namespace>,
     pub(crate) nodes: NodeTable,
     ttls: Ttls,
+    writeback_cache: bool,
 }
 
 /// Entries gathered per readdirplus batch before their lookups.
@@ -56,7 +66,32 @@ fn cred(req: &Request) -> Arc<Cred> {
 impl VfsFs {
     pub fn new(ns: Arc<Namespace>, ttls: Ttls) -> VfsFs {
         let nodes = NodeTable::new(ns.root().dup());
-        VfsFs { ns, nodes, ttls }
+        VfsFs {
+            ns,
+            nodes,
+            ttls,
+            writeback_cache: false,
+        }
+    }
+
+    /// Asks the kernel for the writeback cache (see the module comment).
+    pub fn writeback_cache(mut self, on: bool) -> VfsFs {
+        self.writeback_cache = on;
+        self
+    }
+
+    /// The open flags to serve a kernel OPEN/CREATE with, and the flags to
+    /// fall back to if those are refused (see the module comment).
+    fn open_flags(&self, flags: i32) -> (i32, Option<i32>) {
+        if !self.writeback_cache {
+            return (flags, None);
+        }
+        let flags = flags & !O_APPEND;
+        if flags & O_ACCMODE == O_WRONLY {
+            (flags & !O_ACCMODE | O_RDWR, Some(flags))
+        } else {
+            (flags, None)
+        }
     }
 
     fn node(&self, id: INodeNo) -> Result<Arc<Node>, fuser::Errno> {
@@ -104,6 +139,9 @@ impl Filesystem for VfsFs {
         ] {
             // A capability the kernel lacks is simply not used.
             let _ = config.add_capabilities(cap);
+        }
+        if self.writeback_cache {
+            let _ = config.add_capabilities(InitFlags::FUSE_WRITEBACK_CACHE);
         }
         Ok(())
     }
@@ -290,7 +328,13 @@ impl Filesystem for VfsFs {
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let n = node_or_reply!(self, ino, reply);
-        match self.ns.open(&cred(req), &n.handle, flags.0) {
+        let cred = cred(req);
+        let (wanted, fallback) = self.open_flags(flags.0);
+        let mut r = self.ns.open(&cred, &n.handle, wanted);
+        if let (Err(Errno::EACCES), Some(flags)) = (r, fallback) {
+            r = self.ns.open(&cred, &n.handle, flags);
+        }
+        match r {
             Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
             Err(e) => reply.error(errno(e)),
         }
@@ -540,6 +584,9 @@ impl Filesystem for VfsFs {
         reply: ReplyCreate,
     ) {
         let dir = node_or_reply!(self, parent, reply);
+        // A file created here is new, so its creator may read it whatever
+        // the mode: no fallback needed (Linux's O_CREAT opens likewise).
+        let (flags, _) = self.open_flags(flags);
         match self
             .ns
             .create(&cred(req), &dir.handle, name.as_bytes(), flags, mode)

@@ -6,6 +6,7 @@ use common::*;
 use std::fs;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{symlink, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::process::CommandExt;
 use vfscale::abi::{O_RDONLY, O_WRONLY};
 use vfscale::ProcessApi;
 
@@ -426,4 +427,59 @@ fn fallocate_and_copy_file_range_through_the_mount() {
     assert_eq!((oi, oo), (50_100, 50_000));
     drop(dst);
     assert_eq!(fs::read(m.p("dst")).unwrap(), &data[100..50_100]);
+}
+
+#[test]
+fn writeback_cache_partial_writes_appends_and_write_only_opens() {
+    let Some(m) = mount_config(vfscale_fuse::MountConfig {
+        writeback_cache: true,
+        ..vfscale_fuse::MountConfig::default()
+    }) else {
+        return;
+    };
+    let core = m.core();
+    let read_core = |path: &[u8]| {
+        let fd = core.open(path, O_RDONLY, 0).unwrap();
+        let mut buf = [0u8; 256];
+        let n = core.read(fd, &mut buf).unwrap();
+        core.close(fd).unwrap();
+        buf[..n].to_vec()
+    };
+    // A partial-page write through an O_WRONLY open: the kernel must read
+    // the page first, which works only because the open was served O_RDWR.
+    fs::write(m.p("f"), b"hello world").unwrap();
+    let mut h = fs::OpenOptions::new().write(true).open(m.p("f")).unwrap();
+    h.seek(SeekFrom::Start(3)).unwrap();
+    h.write_all(b"XY").unwrap();
+    h.sync_all().unwrap();
+    drop(h);
+    assert_eq!(read_core(b"/f"), b"helXY world");
+    // O_APPEND: the kernel places the writes; dropping the flag on our side
+    // must not move or duplicate them.
+    let mut h = fs::OpenOptions::new().append(true).open(m.p("f")).unwrap();
+    h.write_all(b"!1").unwrap();
+    h.write_all(b"!2").unwrap();
+    drop(h);
+    assert_eq!(fs::read(m.p("f")).unwrap(), b"helXY world!1!2");
+    assert_eq!(read_core(b"/f"), b"helXY world!1!2");
+    // A file its owner may write but not read: O_WRONLY still opens (the
+    // O_RDWR attempt is refused, the fallback is not), and a whole-file
+    // write (no partial page to read) reaches the namespace.
+    fs::write(m.p("wo"), b"").unwrap();
+    std::os::unix::fs::chown(m.p("wo"), Some(4242), Some(4242)).unwrap();
+    fs::set_permissions(m.p("wo"), fs::Permissions::from_mode(0o200)).unwrap();
+    core.chmod(b"/", 0o755).unwrap();
+    let out = std::process::Command::new("/bin/sh")
+        .arg("-c")
+        .arg(format!("printf 'only writes' > '{}'", m.p("wo").display()))
+        .uid(4242)
+        .gid(4242)
+        .output()
+        .expect("run /bin/sh");
+    assert!(
+        out.status.success(),
+        "write-only open as the owner: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(read_core(b"/wo"), b"only writes");
 }

@@ -33,6 +33,15 @@ impl TestMount {
 /// Mounts with `threads` workers and allow_other, or returns None after
 /// printing why the test cannot run here.
 pub fn mount_with(threads: usize) -> Option<TestMount> {
+    mount_config(MountConfig {
+        threads,
+        ..MountConfig::default()
+    })
+}
+
+/// Mounts with `cfg` (allow_other forced on), or returns None after
+/// printing why the test cannot run here.
+pub fn mount_config(cfg: MountConfig) -> Option<TestMount> {
     if !Path::new("/dev/fuse").exists() {
         eprintln!("SKIPPED: /dev/fuse is missing");
         return None;
@@ -54,9 +63,8 @@ pub fn mount_with(threads: usize) -> Option<TestMount> {
     .unwrap();
     let vfs = Vfs::new();
     let cfg = MountConfig {
-        threads,
         allow_other: true,
-        ..MountConfig::default()
+        ..cfg
     };
     match vfscale_fuse::mount(&vfs, dir.path(), &cfg) {
         Ok(m) => Some(TestMount {
