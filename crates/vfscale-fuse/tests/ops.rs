@@ -482,4 +482,22 @@ fn writeback_cache_partial_writes_appends_and_write_only_opens() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(read_core(b"/wo"), b"only writes");
+    // ... but a write into part of a cached page needs that page read
+    // first, through a descriptor that may not read (COMPATIBILITY.md).
+    let out = std::process::Command::new("/bin/sh")
+        .arg("-c")
+        .arg(format!(
+            "printf Z | dd of='{}' bs=1 seek=2 conv=notrunc,fsync 2>&1",
+            m.p("wo").display()
+        ))
+        .uid(4242)
+        .gid(4242)
+        .output()
+        .expect("run /bin/sh");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !out.status.success() && said.contains("Bad file descriptor"),
+        "partial-page write to a write-only file: {said}"
+    );
+    assert_eq!(read_core(b"/wo"), b"only writes");
 }
