@@ -33,8 +33,9 @@ fn documented_deviation(op: &Op) -> bool {
     match op {
         // O_TMPFILE: EOPNOTSUPP in vfscale.
         Op::Open { flags, path, .. } => flags & O_TMPFILE == O_TMPFILE || has_nul(path),
-        // FIFOs need pipe buffers (issue 4): a blocking kernel open or read
-        // of one would hang the test. Device nodes: vfscale has no drivers.
+        // FIFOs: a blocking open or read of one in a single-threaded
+        // sequence would hang both sides (FIFO semantics are checked against
+        // the kernel in api_anon.rs). Device nodes: vfscale has no drivers.
         Op::Mknodat {
             mode, dev, path, ..
         } => {

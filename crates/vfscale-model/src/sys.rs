@@ -485,9 +485,11 @@ impl State {
         if flags & O_NOATIME != 0 && !owner_or_root(&ctx.cred, n) {
             return Err(Errno::EPERM);
         }
-        // vfs_open: no pipes, sockets or device drivers yet. As vfscale
-        // documents (docs/COMPATIBILITY.md), a FIFO opens only where Linux
-        // would not block: O_RDWR, or O_RDONLY|O_NONBLOCK.
+        // vfs_open: no pipes, sockets or device drivers in the model. A
+        // model FIFO has no readers or writers, so it opens only where Linux
+        // would neither block nor need a partner: O_RDWR, or
+        // O_RDONLY|O_NONBLOCK (O_WRONLY|O_NONBLOCK with no reader is ENXIO,
+        // as in Linux; blocking opens are not modelled).
         let fifo_ok = n.mode & S_IFMT == S_IFIFO
             && (flags & O_ACCMODE == O_RDWR
                 || (flags & O_ACCMODE == O_RDONLY && flags & O_NONBLOCK != 0));

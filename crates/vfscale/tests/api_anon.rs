@@ -571,14 +571,98 @@ fn fcntl_dupfd_and_bad_commands() {
 // ------------------------------------------------------------------ FIFOs
 
 #[test]
+fn host_fifo_nonblocking_write_open_needs_a_reader() {
+    let dir = std::env::temp_dir().join(format!("vfscale-fifo-{}", std::process::id()));
+    let _ = std::fs::remove_file(&dir);
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: plain syscalls on a path and descriptors this test owns.
+    unsafe {
+        assert_eq!(libc::mkfifo(c.as_ptr(), 0o600), 0);
+        assert_eq!(
+            libc::open(c.as_ptr(), libc::O_WRONLY | libc::O_NONBLOCK),
+            -1
+        );
+        assert_eq!(errno(), libc::ENXIO);
+        let r = libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_NONBLOCK);
+        assert!(r >= 0);
+        let w = libc::open(c.as_ptr(), libc::O_WRONLY | libc::O_NONBLOCK);
+        assert!(w >= 0, "a reader exists: the write open succeeds");
+        libc::close(w);
+        libc::close(r);
+        libc::unlink(c.as_ptr());
+    }
+}
+
+/// Waits until `h` has finished, or fails after 10 s.
+fn joined<T>(h: thread::JoinHandle<T>) -> T {
+    for _ in 0..1000 {
+        if h.is_finished() {
+            return h.join().unwrap();
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    panic!("the blocked open never returned");
+}
+
+#[test]
+fn blocking_fifo_opens_wait_for_their_partner() {
+    let (vfs, p) = setup();
+    p.mknodat(AT_FDCWD, b"/q", S_IFIFO | 0o666, 0).unwrap();
+
+    // A reader waits for a writer ...
+    let t = p.clone_thread();
+    let reader = thread::spawn(move || t.open(b"/q", O_RDONLY, 0));
+    thread::sleep(Duration::from_millis(30));
+    assert!(!reader.is_finished(), "O_RDONLY returned with no writer");
+    let w = p.open(b"/q", O_WRONLY, 0).unwrap(); // a reader waits: no block
+    let r = joined(reader).unwrap();
+    assert_eq!(p.write(w, b"hi"), Ok(2));
+    let mut b = [0u8; 4];
+    assert_eq!(p.read(r, &mut b), Ok(2));
+    p.close(w).unwrap();
+    p.close(r).unwrap();
+
+    // ... a writer waits for a reader, and a non-blocking reader is one.
+    let t = p.clone_thread();
+    let writer = thread::spawn(move || t.open(b"/q", O_WRONLY, 0));
+    thread::sleep(Duration::from_millis(30));
+    assert!(!writer.is_finished(), "O_WRONLY returned with no reader");
+    let r = p.open(b"/q", O_RDONLY | O_NONBLOCK, 0).unwrap();
+    let w = joined(writer).unwrap();
+    p.close(w).unwrap();
+    p.close(r).unwrap();
+
+    // A writer that opens and closes before the waiting reader runs still
+    // releases it (Linux counts opens, not open files); the reader then
+    // sees EOF.
+    let t = p.clone_thread();
+    let reader = thread::spawn(move || {
+        let r = t.open(b"/q", O_RDONLY, 0)?;
+        let mut b = [0u8; 4];
+        let n = t.read(r, &mut b);
+        t.close(r)?;
+        n
+    });
+    thread::sleep(Duration::from_millis(30));
+    let w = p.open(b"/q", O_WRONLY | O_NONBLOCK, 0).unwrap();
+    p.close(w).unwrap();
+    assert_eq!(joined(reader), Ok(0));
+
+    // O_RDWR never waits; with no reader left a non-blocking writer is
+    // refused again.
+    let rw = p.open(b"/q", O_RDWR, 0).unwrap();
+    p.close(rw).unwrap();
+    assert_eq!(p.open(b"/q", O_WRONLY | O_NONBLOCK, 0), Err(Errno::ENXIO));
+    p.unlink(b"/q").unwrap();
+    assert_baseline(&vfs);
+}
+
+#[test]
 fn fifo_carries_data_between_opens() {
     let (vfs, p) = setup();
     p.mknodat(AT_FDCWD, b"/q", S_IFIFO | 0o666, 0).unwrap();
     let r = p.open(b"/q", O_RDONLY | O_NONBLOCK, 0).unwrap();
-    let w = p.open(b"/q", O_WRONLY | O_NONBLOCK, 0).unwrap_or_else(|_| {
-        // A writer-only open is ENXIO here (docs/COMPATIBILITY.md): use O_RDWR.
-        p.open(b"/q", O_RDWR, 0).unwrap()
-    });
+    let w = p.open(b"/q", O_WRONLY | O_NONBLOCK, 0).unwrap();
     assert_eq!(p.write(w, b"through"), Ok(7));
     let mut b = [0u8; 16];
     assert_eq!(p.read(r, &mut b), Ok(7));

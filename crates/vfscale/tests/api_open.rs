@@ -409,16 +409,23 @@ fn openat_relative_to_dirfd() {
 
 #[test]
 fn open_special_files() {
-    // Documented deviation: FIFOs open only O_RDWR or O_RDONLY|O_NONBLOCK
-    // (Linux also opens O_WRONLY|O_NONBLOCK when a reader exists, and
-    // blocks otherwise).
+    // FIFOs: the opens that do not block (blocking ones: api_anon.rs).
     let (_vfs, p) = setup();
     p.mknodat(AT_FDCWD, b"/fifo", S_IFIFO | 0o644, 0).unwrap();
     let fd = p.open(b"/fifo", O_RDWR, 0).unwrap();
     p.close(fd).unwrap();
+    assert_eq!(
+        p.open(b"/fifo", O_WRONLY | O_NONBLOCK, 0),
+        Err(Errno::ENXIO)
+    );
     let fd = p.open(b"/fifo", O_RDONLY | O_NONBLOCK, 0).unwrap();
+    let w = p.open(b"/fifo", O_WRONLY | O_NONBLOCK, 0).unwrap();
+    p.close(w).unwrap();
     p.close(fd).unwrap();
-    assert_eq!(p.open(b"/fifo", O_WRONLY, 0), Err(Errno::ENXIO));
+    assert_eq!(
+        p.open(b"/fifo", O_WRONLY | O_NONBLOCK, 0),
+        Err(Errno::ENXIO)
+    );
     // Sockets cannot be opened (ENXIO on Linux).
     p.mknodat(AT_FDCWD, b"/sock", S_IFSOCK | 0o644, 0).unwrap();
     assert_eq!(p.open(b"/sock", O_RDONLY, 0), Err(Errno::ENXIO));

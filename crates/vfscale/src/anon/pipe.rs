@@ -7,7 +7,11 @@
 //!   FIFO opened O_RDWR counts on both sides); EOF is `writers == 0` with
 //!   an empty buffer, EPIPE is `readers == 0`;
 //! - a write of at most PIPE_BUF bytes is all-or-nothing (it waits for room
-//!   for the whole of it); larger writes may be split.
+//!   for the whole of it); larger writes may be split;
+//! - `read_opens`/`write_opens` only grow (Linux's r_counter/w_counter): a
+//!   blocking FIFO open waits until the partner side's count moves past the
+//!   value it saw when it counted itself, so a partner that opened and
+//!   closed meanwhile still releases it.
 //!
 //! Capacity is counted in bytes, not in page slots as Linux does: a pipe of
 //! 64 KiB holds 65536 bytes however it was written (docs/COMPATIBILITY.md).
@@ -26,6 +30,16 @@ pub(crate) struct PipeState {
     pub(crate) writers: u32,
     /// Ever had a writer (a FIFO reports POLLHUP only after one came and went).
     had_writer: bool,
+    read_opens: u64,
+    write_opens: u64,
+}
+
+/// What a blocking FIFO open still waits for: an open of the other side
+/// counted after its own (see `Pipe::wait_for_partner`).
+#[must_use]
+pub(crate) struct PartnerWait {
+    for_writer: bool,
+    seen: u64,
 }
 
 pub struct Pipe {
@@ -57,6 +71,8 @@ impl Pipe {
                 readers: 0,
                 writers: 0,
                 had_writer: false,
+                read_opens: 0,
+                write_opens: 0,
             }),
         }
     }
@@ -64,10 +80,62 @@ impl Pipe {
     /// Counts a new open file with these access modes.
     pub(crate) fn open_end(&self, read: bool, write: bool) {
         let mut g = self.cell.lock();
+        Self::count_open(&mut g, read, write);
+        self.cell.wake_all(&mut g);
+    }
+
+    fn count_open(g: &mut PipeState, read: bool, write: bool) {
         g.readers += read as u32;
         g.writers += write as u32;
+        g.read_opens += read as u64;
+        g.write_opens += write as u64;
         g.had_writer |= write;
+    }
+
+    /// Counts the open of a FIFO (Linux's fifo_open): a write-only
+    /// non-blocking open with no reader is ENXIO; a blocking read-only open
+    /// with no writer, or write-only open with no reader, must then wait for
+    /// its partner with `wait_for_partner` — after the caller has left its
+    /// epoch guard, since the wait has no bound.
+    pub(crate) fn open_fifo_end(
+        &self,
+        read: bool,
+        write: bool,
+        nonblock: bool,
+    ) -> SysResult<Option<PartnerWait>> {
+        let mut g = self.cell.lock();
+        if write && !read && nonblock && g.readers == 0 {
+            return Err(Errno::ENXIO);
+        }
+        Self::count_open(&mut g, read, write);
         self.cell.wake_all(&mut g);
+        Ok(match (read, write) {
+            (true, false) if !nonblock && g.writers == 0 => Some(PartnerWait {
+                for_writer: true,
+                seen: g.write_opens,
+            }),
+            (false, true) if g.readers == 0 => Some(PartnerWait {
+                for_writer: false,
+                seen: g.read_opens,
+            }),
+            _ => None,
+        })
+    }
+
+    /// Sleeps until the partner side has opened since `w` was taken. There
+    /// are no signals in vfscale, so, unlike Linux, nothing interrupts it.
+    pub(crate) fn wait_for_partner(&self, w: PartnerWait) {
+        let mut g = self.cell.lock();
+        let opens = |g: &PipeState| {
+            if w.for_writer {
+                g.write_opens
+            } else {
+                g.read_opens
+            }
+        };
+        while opens(&g) == w.seen {
+            self.cell.wait(&mut g);
+        }
     }
 
     /// Uncounts a closed file; wakes readers (EOF) or writers (EPIPE).

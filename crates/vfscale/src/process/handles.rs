@@ -355,7 +355,7 @@ impl Namespace {
     pub fn open(&self, cred: &Arc<Cred>, h: &Handle, flags: i32) -> SysResult<Fh> {
         let flags = flags & !(O_CREAT | O_EXCL | O_NOCTTY | O_CLOEXEC);
         let v = self.at(cred, h);
-        let _g = self.vfs.collector.enter();
+        let guard = self.vfs.collector.enter();
         let file = loop {
             // SAFETY: the handle references its dentry.
             let seq = unsafe { &*h.path.dentry }.seq.read_begin();
@@ -366,6 +366,14 @@ impl Namespace {
             };
             if let Some(f) = v.open_found(&found, flags, false)? {
                 break f;
+            }
+        };
+        let file = match file {
+            (file, None) => file,
+            (file, Some(wait)) => {
+                drop(guard);
+                Process::wait_for_fifo_partner(&file, wait);
+                file
             }
         };
         if flags & O_TRUNC != 0 && file.file().inode().file_type() == S_IFREG {

@@ -2,6 +2,7 @@
 
 use super::Process;
 use crate::abi::*;
+use crate::anon::pipe::PartnerWait;
 use crate::cred::perm::{may_access, may_open_existing_in_sticky, MAY_READ, MAY_WRITE};
 use crate::dcache::name::NameKey;
 use crate::dcache::walk::{Found, Last, Parent, PathPtr, WALK_DIRECTORY, WALK_FOLLOW};
@@ -76,6 +77,16 @@ impl Process {
             }
             // The dentry changed between the walk and taking a reference:
             // walk again.
+        };
+        let file = match file {
+            (file, None) => file,
+            (file, Some(wait)) => {
+                // A FIFO open that waits for its partner: no guard while
+                // blocked (it would hold back reclamation for everyone).
+                drop(_guard);
+                Self::wait_for_fifo_partner(&file, wait);
+                file
+            }
         };
         // A file this call created is not truncated (Linux drops O_TRUNC
         // for FMODE_CREATED), so its fresh set-id bits survive.
@@ -229,7 +240,7 @@ impl Process {
         found: &Found,
         flags: i32,
         created: bool,
-    ) -> SysResult<Option<crate::file::FileRef>> {
+    ) -> SysResult<Option<(crate::file::FileRef, Option<PartnerWait>)>> {
         if found.inode.is_null() {
             return Err(Errno::ENOENT);
         }
@@ -260,15 +271,8 @@ impl Process {
                 let (mode, uid, gid) = inode.perm_attr();
                 may_access(&self.cred, mode, uid, gid, want)?;
             }
-            match ty {
-                S_IFIFO
-                    // FIFO data transfer arrives with pipes; until then only
-                    // opens that would not block are allowed.
-                    if !(acc == O_RDWR || (acc == O_RDONLY && flags & O_NONBLOCK != 0)) => {
-                        return Err(Errno::ENXIO);
-                    }
-                S_IFCHR | S_IFBLK | S_IFSOCK => return Err(Errno::ENXIO),
-                _ => {}
+            if matches!(ty, S_IFCHR | S_IFBLK | S_IFSOCK) {
+                return Err(Errno::ENXIO);
             }
             (if acc == O_RDONLY || acc == O_RDWR {
                 FMODE_READ
@@ -289,14 +293,26 @@ impl Process {
         }
         let status = flags & KEPT_STATUS;
         // A FIFO's file joins its pipe's readers/writers (anon/pipe.rs).
-        let (fmode, private) = match inode.fifo_pipe() {
+        let (fmode, private, wait) = match inode.fifo_pipe() {
             Some(pipe) if fmode & FMODE_PATH == 0 => {
-                pipe.open_end(fmode & FMODE_READ != 0, fmode & FMODE_WRITE != 0);
-                (fmode | FMODE_PIPE, pipe as *const _ as *const ())
+                let counted = pipe.open_fifo_end(
+                    fmode & FMODE_READ != 0,
+                    fmode & FMODE_WRITE != 0,
+                    flags & O_NONBLOCK != 0,
+                );
+                let wait = match counted {
+                    Ok(wait) => wait,
+                    Err(e) => {
+                        self.vfs.mntput(found.path.mnt);
+                        self.vfs.dput(found.path.dentry);
+                        return Err(e);
+                    }
+                };
+                (fmode | FMODE_PIPE, pipe as *const _ as *const (), wait)
             }
-            _ => (fmode, core::ptr::null()),
+            _ => (fmode, core::ptr::null(), None),
         };
-        Ok(Some(self.vfs.alloc_file(
+        let file = self.vfs.alloc_file(
             found.path.mnt,
             found.path.dentry,
             found.inode,
@@ -304,7 +320,17 @@ impl Process {
             status,
             Arc::as_ptr(&self.cred) as usize,
             private,
-        )))
+        );
+        Ok(Some((file, wait)))
+    }
+
+    /// Finishes a blocking FIFO open (see `Pipe::open_fifo_end`): called
+    /// with the file counted and referenced, and no epoch guard held.
+    pub(super) fn wait_for_fifo_partner(file: &crate::file::FileRef, wait: PartnerWait) {
+        // SAFETY: a file with FMODE_PIPE keeps its `Pipe` in `private`, and
+        // the file's inode reference keeps the pipe alive.
+        let pipe = unsafe { &*(file.file().private as *const crate::anon::pipe::Pipe) };
+        pipe.wait_for_partner(wait);
     }
 
     pub(crate) fn sys_close(&self, fd: Fd) -> SysResult<()> {
