@@ -507,3 +507,82 @@ fn sharded_ref_switch_loses_nothing() {
         "both modes seen at the put"
     );
 }
+
+// ------------------------------------------------------ lock-free fd lookup
+
+/// A file of the type-stable pool: freed memory is reused for the next
+/// file at once, so only its count is touched by stale lookups.
+struct PoolFile {
+    rc: RefCount,
+    /// Which open file this incarnation is (written before publication).
+    incarnation: UnsafeCell<u32>,
+}
+
+// SAFETY: `incarnation` is written by whoever re-initialises the object
+// and read by validated reference holders; loom checks the ordering.
+unsafe impl Sync for PoolFile {}
+
+/// `FdTable::get`'s protocol on slot `fd_a`: load, take a reference with
+/// `get_acquire`, re-check the slot, else put and retry.
+fn lookup(slot: &AtomicPtr<PoolFile>) -> Option<u32> {
+    loop {
+        let p = slot.load(Acquire);
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: the pool's memory stays a `PoolFile` (type-stable).
+        let f = unsafe { &*p };
+        if !f.rc.get_acquire() {
+            thread::yield_now();
+            continue;
+        }
+        if slot.load(Acquire) == p {
+            // SAFETY: a validated reference; loom checks the read is
+            // ordered after the incarnation's initialisation.
+            let which = f.incarnation.with(|v| unsafe { *v });
+            let _ = f.rc.put();
+            return Some(which);
+        }
+        let _ = f.rc.put();
+        thread::yield_now();
+    }
+}
+
+/// A lookup of fd A races with close(A) and the immediate reuse of the same
+/// memory as a new file installed at fd B (what the type-stable pool
+/// allows): the lookup must return the file that was at A or nothing —
+/// never the reused object — and must read its fields only after their
+/// initialisation. With a Relaxed `get` the re-check may read a stale slot
+/// and hand out the new file as A's.
+#[test]
+fn fd_lookup_against_close_and_reuse() {
+    let seen = outcomes(|| {
+        let file = Box::leak(Box::new(PoolFile {
+            rc: RefCount::new(1),
+            incarnation: UnsafeCell::new(1),
+        })) as *mut PoolFile;
+        let slots = Arc::new((AtomicPtr::new(file), AtomicPtr::new(std::ptr::null_mut())));
+        let s = Arc::clone(&slots);
+        let addr = file as usize;
+        let closer = thread::spawn(move || {
+            // close(A): empty the slot, put the slot's reference.
+            let p = s.0.swap(std::ptr::null_mut(), Relaxed);
+            // SAFETY: the pool object outlives the model (leaked).
+            let f = unsafe { &*p };
+            if f.rc.put() && f.rc.try_kill() {
+                // Freed, and reused at once for a new file at fd B.
+                // SAFETY: the kill winner owns the dead object.
+                f.incarnation.with_mut(|v| unsafe { *v = 2 });
+                f.rc.reinit(1);
+                s.1.store(addr as *mut PoolFile, Release);
+            }
+        });
+        let s = Arc::clone(&slots);
+        let reader = thread::spawn(move || lookup(&s.0));
+        closer.join().unwrap();
+        let got = reader.join().unwrap();
+        assert_ne!(got, Some(2), "fd A's lookup returned the reused file");
+        got
+    });
+    assert_eq!(seen, HashSet::from([None, Some(1)]));
+}

@@ -236,3 +236,80 @@ fn soak() {
         .unwrap_or(60.0);
     run_stress(8, secs, 0x50a6);
 }
+
+/// Lock-free fd lookups (file/fdtable.rs) against closes, dup2s and the
+/// immediate reuse of freed open files by another process: a lookup of a
+/// descriptor that only ever holds /a or /b must see one of those two
+/// files or EBADF — never a pipe end another process just opened in the
+/// same (type-stable, recycled) memory. Then every count returns to rest.
+/// The hazardous window (between a lookup's load of the slot and its count
+/// add) is a few instructions, so this checks the invariant under heavy
+/// reuse rather than proving the re-check: the loom model
+/// `fd_lookup_against_close_and_reuse` does that.
+#[test]
+fn fd_lookups_race_closes_and_file_reuse() {
+    let vfs = Vfs::new();
+    let p = vfs.root_process();
+    for name in [&b"/a"[..], b"/b"] {
+        let fd = p.open(name, O_CREAT | O_WRONLY, 0o644).unwrap();
+        p.close(fd).unwrap();
+    }
+    let ino_a = p.stat(b"/a").unwrap().ino;
+    let ino_b = p.stat(b"/b").unwrap().ino;
+    const FD: i32 = 5;
+    let stop = AtomicBool::new(false);
+    let lookups = AtomicU64::new(0);
+    let other = vfs.root_process();
+    std::thread::scope(|s| {
+        let writer = p.clone_thread();
+        let stop = &stop;
+        let other = &other;
+        s.spawn(move || {
+            let mut i = 0u64;
+            let mut pipe = other.pipe2(0).unwrap();
+            while !stop.load(Ordering::Relaxed) {
+                for e in pipe {
+                    other.close(e).unwrap();
+                }
+                let name: &[u8] = if i.is_multiple_of(2) { b"/a" } else { b"/b" };
+                let fd = writer.open(name, O_RDONLY, 0).unwrap();
+                if i.is_multiple_of(3) {
+                    let _ = writer.close(FD);
+                } else {
+                    writer.dup2(fd, FD).unwrap();
+                }
+                writer.close(fd).unwrap();
+                // The file FD held was freed last, so it is the first object
+                // this thread's pool hands out: another process's pipe end
+                // reuses its memory now.
+                pipe = other.pipe2(0).unwrap();
+                i += 1;
+            }
+            for e in pipe {
+                other.close(e).unwrap();
+            }
+        });
+        let reader = p.clone_thread();
+        let lookups = &lookups;
+        s.spawn(move || {
+            let deadline = Instant::now() + Duration::from_millis(1500);
+            while Instant::now() < deadline {
+                match reader.fstat(FD) {
+                    Ok(st) => assert!(
+                        st.ino == ino_a || st.ino == ino_b,
+                        "fd {FD} showed a file that was never there: {st:?}"
+                    ),
+                    Err(e) => assert_eq!(e, Errno::EBADF),
+                }
+                lookups.fetch_add(1, Ordering::Relaxed);
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+    });
+    assert!(lookups.load(Ordering::Relaxed) > 1000);
+    drop(other);
+    p.exit();
+    vfs.drop_caches();
+    vfs.check_invariants().unwrap();
+    assert_eq!(vfs.object_counts().files, 0);
+}

@@ -3,13 +3,15 @@
 //! Invariants:
 //! - An `OpenFile` holds one reference on its dentry and one on its mount for
 //!   its whole life; `fput` of the last reference releases both.
-//! - An fd table slot owns one file reference; the table's mutex protects the
-//!   slot vector (a per-process lock: threads of different processes never
-//!   share it).
+//! - An fd table slot owns one file reference (fdtable.rs: changes under the
+//!   table's mutex, lookups lock-free).
+//! - Open files live in a type-stable slab pool and are freed at once (no
+//!   epoch delay): a lock-free fd lookup may still add to the count of a
+//!   freed or reused file, so the count is re-initialised with an atomic
+//!   store (`RefCount::reinit`), never overwritten by a plain write.
 //! - `pos` (the file offset, or the readdir cookie of a directory) is under
 //!   its own mutex, like Linux's f_pos_lock.
 
-use crate::abi::*;
 use crate::dcache::dentry::Dentry;
 use crate::inode::Inode;
 use crate::mount::Mount;
@@ -17,6 +19,10 @@ use crate::sync::atomic::{AtomicU32, Ordering};
 use crate::sync::lock::Mutex;
 use crate::sync::refcount::RefCount;
 use crate::vfs::VfsInner;
+use core::ptr;
+
+mod fdtable;
+pub use fdtable::FdTable;
 
 /// The description may be read from.
 pub const FMODE_READ: u32 = 1;
@@ -71,6 +77,10 @@ const _: () = {
     assert!(core::mem::size_of::<OpenFile>() == 128);
 };
 
+impl crate::mem::slab::SlabPool for OpenFile {
+    const POOL: usize = crate::mem::slab::FILE_POOL;
+}
+
 // SAFETY: the raw pointers are references the file owns (see invariants);
 // all mutable state is atomic or lock-protected.
 unsafe impl Send for OpenFile {}
@@ -124,18 +134,26 @@ impl VfsInner {
     ) -> FileRef {
         self.stats.files.inc();
         self.open_files.add(1);
-        FileRef(Box::into_raw(Box::new(OpenFile {
-            mnt,
-            dentry,
-            inode,
-            fmode,
-            status: AtomicU32::new(status as u32),
-            opener,
-            private,
-            _line0_end: [0; 16],
-            refcount: RefCount::new(1),
-            pos: Mutex::new(0),
-        })))
+        let f = crate::mem::slab::alloc_in_place::<OpenFile>();
+        // SAFETY: `f` is an object of the file pool that nobody owns: every
+        // field but the count is written plainly (lock-free lookups touch
+        // only the count of a file they have not validated), the count with
+        // an atomic store, last, so it publishes the others.
+        unsafe {
+            ptr::addr_of_mut!((*f).mnt).write(mnt);
+            ptr::addr_of_mut!((*f).dentry).write(dentry);
+            ptr::addr_of_mut!((*f).inode).write(inode);
+            ptr::addr_of_mut!((*f).fmode).write(fmode);
+            ptr::addr_of_mut!((*f).status).write(AtomicU32::new(status as u32));
+            ptr::addr_of_mut!((*f).opener).write(opener);
+            ptr::addr_of_mut!((*f).private).write(private);
+            ptr::addr_of_mut!((*f)._line0_end).write([0; 16]);
+            ptr::addr_of_mut!((*f).pos).write(Mutex::new(0));
+            // The pool's memory only ever holds open files (or zeros), so
+            // the count is a valid `RefCount` to store into.
+            (*f).refcount.reinit(1);
+        }
+        FileRef(f)
     }
 
     pub(crate) fn fget(&self, f: &FileRef) -> FileRef {
@@ -178,181 +196,17 @@ impl VfsInner {
     pub(crate) fn free_file(&self, f: FileRef) {
         self.stats.files.dec();
         self.open_files.add(-1);
-        // SAFETY: the caller won the kill; fd tables hand out references
-        // only under their lock from slots that own one, so nobody else can
-        // reach the file.
-        drop(unsafe { Box::from_raw(f.0 as *mut OpenFile) });
-    }
-}
-
-struct Slot {
-    file: FileRef,
-    cloexec: bool,
-}
-
-/// A process's descriptor table.
-pub struct FdTable {
-    slots: Mutex<FdSlots>,
-}
-
-struct FdSlots {
-    slots: Vec<Option<Slot>>,
-    limit: usize,
-    /// No free slot below this index.
-    first_free: usize,
-}
-
-impl FdTable {
-    pub fn new(limit: usize) -> FdTable {
-        FdTable {
-            slots: Mutex::new(FdSlots {
-                slots: Vec::new(),
-                limit,
-                first_free: 0,
-            }),
-        }
-    }
-
-    /// Installs `file` at the lowest free descriptor >= `min`.
-    pub(crate) fn install(
-        &self,
-        file: FileRef,
-        cloexec: bool,
-        min: usize,
-    ) -> Result<Fd, (Errno, FileRef)> {
-        let mut t = self.slots.lock();
-        let start = min.max(t.first_free);
-        let fd = (start..t.limit).find(|&i| t.slots.get(i).is_none_or(|s| s.is_none()));
-        let Some(fd) = fd else {
-            return Err((Errno::EMFILE, file));
+        // SAFETY: the caller won the kill and the file is in no fd table;
+        // lock-free lookups that still hold its address only add to its
+        // dead count, which the type-stable pool keeps a `RefCount`
+        // (module invariants). Without the slab they hold epoch guards.
+        #[cfg(not(vfscale_no_slab))]
+        unsafe {
+            crate::mem::slab::free(f.0 as *mut OpenFile)
         };
-        if t.slots.len() <= fd {
-            t.slots.resize_with(fd + 1, || None);
-        }
-        t.slots[fd] = Some(Slot { file, cloexec });
-        if min <= t.first_free {
-            t.first_free = fd + 1;
-        }
-        Ok(fd as Fd)
-    }
-
-    /// True if a descriptor below the limit is free.
-    pub(crate) fn has_free_slot(&self) -> bool {
-        let t = self.slots.lock();
-        let first = t.first_free;
-        (first..t.limit).any(|i| t.slots.get(i).is_none_or(|s| s.is_none()))
-    }
-
-    /// A new reference to the file at `fd`.
-    pub(crate) fn get(&self, vfs: &VfsInner, fd: Fd) -> SysResult<FileRef> {
-        let t = self.slots.lock();
-        match usize::try_from(fd)
-            .ok()
-            .and_then(|i| t.slots.get(i))
-            .and_then(|s| s.as_ref())
-        {
-            Some(s) => Ok(vfs.fget(&s.file)),
-            None => Err(Errno::EBADF),
-        }
-    }
-
-    /// Removes `fd`, returning its reference for the caller to put.
-    pub(crate) fn remove(&self, fd: Fd) -> SysResult<FileRef> {
-        let mut t = self.slots.lock();
-        let i = usize::try_from(fd).map_err(|_| Errno::EBADF)?;
-        let slot = t
-            .slots
-            .get_mut(i)
-            .and_then(|s| s.take())
-            .ok_or(Errno::EBADF)?;
-        t.first_free = t.first_free.min(i);
-        Ok(slot.file)
-    }
-
-    /// Puts `file` at exactly `fd`, returning what was there.
-    pub(crate) fn replace(
-        &self,
-        fd: Fd,
-        file: FileRef,
-        cloexec: bool,
-    ) -> SysResult<Option<FileRef>> {
-        let mut t = self.slots.lock();
-        let i = usize::try_from(fd).map_err(|_| Errno::EBADF)?;
-        if i >= t.limit {
-            return Err(Errno::EBADF);
-        }
-        if t.slots.len() <= i {
-            t.slots.resize_with(i + 1, || None);
-        }
-        let old = t.slots[i].replace(Slot { file, cloexec });
-        Ok(old.map(|s| s.file))
-    }
-
-    pub(crate) fn set_cloexec(&self, fd: Fd, on: bool) -> SysResult<()> {
-        let mut t = self.slots.lock();
-        let i = usize::try_from(fd).map_err(|_| Errno::EBADF)?;
-        match t.slots.get_mut(i).and_then(|s| s.as_mut()) {
-            Some(s) => {
-                s.cloexec = on;
-                Ok(())
-            }
-            None => Err(Errno::EBADF),
-        }
-    }
-
-    pub(crate) fn is_cloexec(&self, fd: Fd) -> SysResult<bool> {
-        let t = self.slots.lock();
-        usize::try_from(fd)
-            .ok()
-            .and_then(|i| t.slots.get(i))
-            .and_then(|s| s.as_ref())
-            .map(|s| s.cloexec)
-            .ok_or(Errno::EBADF)
-    }
-
-    /// Descriptors in use within [first, last].
-    pub(crate) fn open_in(&self, first: usize, last: usize) -> Vec<Fd> {
-        let t = self.slots.lock();
-        (first..=last.min(t.slots.len().saturating_sub(1)))
-            .filter(|&i| t.slots.get(i).is_some_and(|s| s.is_some()))
-            .map(|i| i as Fd)
-            .collect()
-    }
-
-    /// A copy for fork: every slot's file gains a reference.
-    pub(crate) fn duplicate(&self, vfs: &VfsInner) -> FdTable {
-        let t = self.slots.lock();
-        let slots = t
-            .slots
-            .iter()
-            .map(|s| {
-                s.as_ref().map(|s| Slot {
-                    file: vfs.fget(&s.file),
-                    cloexec: s.cloexec,
-                })
-            })
-            .collect();
-        FdTable {
-            slots: Mutex::new(FdSlots {
-                slots,
-                limit: t.limit,
-                first_free: t.first_free,
-            }),
-        }
-    }
-
-    /// Empties the table, returning every reference for the caller to put.
-    pub(crate) fn take_all(&self) -> Vec<FileRef> {
-        let mut t = self.slots.lock();
-        t.first_free = 0;
-        t.slots.drain(..).flatten().map(|s| s.file).collect()
-    }
-
-    pub(crate) fn set_limit(&self, limit: usize) {
-        self.slots.lock().limit = limit;
-    }
-
-    pub(crate) fn limit(&self) -> usize {
-        self.slots.lock().limit
+        #[cfg(vfscale_no_slab)]
+        unsafe {
+            self.collector.retire_slab(f.0 as *mut OpenFile)
+        };
     }
 }

@@ -33,14 +33,19 @@ use std::sync::Mutex;
 /// Object sizes served: 64, 128, 192 and 256 bytes, one pool each, plus
 /// the dedicated pools below.
 const SIZE_CLASSES: usize = 4;
-/// Pools: the size classes, then one for dentries and one for inodes.
-const CLASSES: usize = SIZE_CLASSES + 2;
+/// Pools: the size classes, then one each for dentries, inodes and open
+/// files.
+const CLASSES: usize = SIZE_CLASSES + 3;
 /// The dentry pool: dentries alone, so a directory's dentries created in a
 /// row lie in one ascending run that a listing streams through (and the
 /// inodes in another), instead of alternating with the inodes.
 pub const DENTRY_POOL: usize = SIZE_CLASSES;
 /// The inode pool (see `DENTRY_POOL`).
 pub const INODE_POOL: usize = SIZE_CLASSES + 1;
+/// The open-file pool. Type-stable: its memory only ever holds open files
+/// (chunks are never returned), which the lock-free fd lookup relies on
+/// (file/fdtable.rs).
+pub const FILE_POOL: usize = SIZE_CLASSES + 2;
 #[cfg(not(vfscale_no_slab))]
 const CHUNK_BYTES: usize = 1 << 20;
 /// Objects moved between a thread and the depot at a time.
@@ -178,30 +183,57 @@ pub fn alloc<T: SlabPool>(value: T) -> *mut T {
     {
         let class = const { pool_of::<T>() };
         let size = object_size(class, core::mem::size_of::<T>());
-        let addr = LOCAL
-            .try_with(|l| {
-                let mut l = l.borrow_mut();
-                let list = &mut l.free[class];
-                if list.is_empty() {
-                    *list = refill(class, size);
-                }
-                list.pop()
-            })
-            .ok()
-            .flatten()
-            // Thread teardown: no local list; one object from the depot.
-            .unwrap_or_else(|| {
-                let mut b = refill(class, size);
-                let a = b.pop().expect("a refill is never empty");
-                if !b.is_empty() {
-                    depot(class).batches.push(b);
-                }
-                a
-            });
-        let p = addr as *mut T;
+        let p = take_object(class, size) as *mut T;
         // SAFETY: a free, exclusively owned object of T's size and alignment.
         unsafe { p.write(value) };
         p
+    }
+}
+
+/// A free object of `class`: from this thread's list, else a batch.
+#[cfg(not(vfscale_no_slab))]
+#[inline]
+fn take_object(class: usize, size: usize) -> usize {
+    LOCAL
+        .try_with(|l| {
+            let mut l = l.borrow_mut();
+            let list = &mut l.free[class];
+            if list.is_empty() {
+                *list = refill(class, size);
+            }
+            list.pop()
+        })
+        .ok()
+        .flatten()
+        // Thread teardown: no local list; one object from the depot.
+        .unwrap_or_else(|| {
+            let mut b = refill(class, size);
+            let a = b.pop().expect("a refill is never empty");
+            if !b.is_empty() {
+                depot(class).batches.push(b);
+            }
+            a
+        })
+}
+
+/// An object of `T`'s pool to initialise in place: either memory no `T`
+/// has used yet (zero-filled) or a freed `T` of this pool whose fields
+/// still hold their last values. For type-stable pools, whose freed
+/// objects other threads may still touch through atomics (see
+/// `FILE_POOL`); such fields must be re-initialised with atomic stores.
+pub fn alloc_in_place<T: SlabPool>() -> *mut T {
+    #[cfg(vfscale_no_slab)]
+    {
+        let _ = const { pool_of::<T>() };
+        Box::into_raw(Box::<core::mem::MaybeUninit<T>>::new(
+            core::mem::MaybeUninit::zeroed(),
+        )) as *mut T
+    }
+    #[cfg(not(vfscale_no_slab))]
+    {
+        let class = const { pool_of::<T>() };
+        let size = object_size(class, core::mem::size_of::<T>());
+        take_object(class, size) as *mut T
     }
 }
 

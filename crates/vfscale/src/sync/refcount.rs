@@ -77,6 +77,36 @@ impl RefCount {
         self.get_slow(old)
     }
 
+    /// `get` for an object found through a lock-free pointer into a
+    /// type-stable pool, whose memory may meanwhile have been freed and
+    /// re-initialised for another object (the fd table: file/fdtable.rs).
+    /// Acquire: if this add lands on the new incarnation it reads from
+    /// `reinit`'s Release store (or a later RMW in its release sequence),
+    /// so everything that happened before the re-initialisation — the old
+    /// object's removal from where the caller found it included — is
+    /// visible to the caller's re-check of that place.
+    #[must_use]
+    #[inline]
+    pub fn get_acquire(&self) -> bool {
+        super::opcount::note_refcount_op();
+        let old = self.0.fetch_add(1, Acquire);
+        if old < SATURATED_START - 1 {
+            return true;
+        }
+        self.get_slow(old)
+    }
+
+    /// Re-initialises the count of a type-stable object being reused, with
+    /// `initial` references. A store, not a write of a new `RefCount`,
+    /// because a stale `get_acquire` may be adding to this word right now
+    /// (it then either lands in the dead zone before this store, and fails,
+    /// or on the new count after it, and takes a real reference).
+    pub fn reinit(&self, initial: u32) {
+        debug_assert!(initial < SATURATED_START);
+        // Release: pairs with the Acquire in `get_acquire`.
+        self.0.store(initial, Release);
+    }
+
     /// `old` was the last live value (this get saturated the count), a
     /// saturated value, or a dead one.
     #[cold]
