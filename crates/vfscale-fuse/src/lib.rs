@@ -3,7 +3,9 @@
 //!
 //! Layers: `server` (the FUSE operations, each one namespace-level call
 //! with the request's credentials), `nodes` (node ids, lookup counts,
-//! pinned handles), `creds` (request credentials), `convert` (ABI types).
+//! pinned handles), `creds` (request credentials), `convert` (ABI types),
+//! `invalidate` (kernel cache invalidation for changes made beside the
+//! mount).
 //! This file mounts and unmounts.
 //!
 //! Threads: `threads` workers, each with its own cloned /dev/fuse
@@ -15,6 +17,7 @@
 
 mod convert;
 mod creds;
+mod invalidate;
 mod nodes;
 mod server;
 
@@ -64,6 +67,8 @@ pub struct Mounted {
     ns: Arc<Namespace>,
     worker: Option<JoinHandle<io::Result<()>>>,
     done: Arc<AtomicBool>,
+    /// The kernel-invalidation registration, removed once served no more.
+    observer: Option<(Vfs, vfscale::ObserverId)>,
 }
 
 /// Mounts `vfs`'s root at `mountpoint` and serves it from background
@@ -72,6 +77,7 @@ pub fn mount(vfs: &Vfs, mountpoint: &Path, cfg: &MountConfig) -> io::Result<Moun
     use fuser::{Config, MountOption, SessionACL};
     let ns = Arc::new(Namespace::new(vfs));
     let fs = server::VfsFs::new(ns.clone(), cfg.ttls).writeback_cache(cfg.writeback_cache);
+    let nodes = fs.nodes.clone();
     let mut config = Config::default();
     config.mount_options = vec![
         MountOption::FSName("vfscale".into()),
@@ -89,6 +95,7 @@ pub fn mount(vfs: &Vfs, mountpoint: &Path, cfg: &MountConfig) -> io::Result<Moun
     config.n_threads = Some(cfg.threads.max(1));
     config.clone_fd = true;
     let session = fuser::Session::new(fs, mountpoint, &config)?;
+    let observer = vfs.observe_names(invalidate::Invalidator::start(nodes, session.notifier()));
     let done = Arc::new(AtomicBool::new(false));
     let flag = done.clone();
     let worker = std::thread::Builder::new()
@@ -104,6 +111,7 @@ pub fn mount(vfs: &Vfs, mountpoint: &Path, cfg: &MountConfig) -> io::Result<Moun
         ns,
         worker: Some(worker),
         done,
+        observer: Some((vfs.clone(), observer)),
     })
 }
 
@@ -152,6 +160,7 @@ impl Mounted {
 
     /// Waits for the session to end (after an unmount from elsewhere).
     pub fn join(&mut self) -> io::Result<()> {
+        self.stop_invalidating();
         match self.worker.take() {
             Some(w) => w
                 .join()
@@ -161,8 +170,17 @@ impl Mounted {
     }
 }
 
+impl Mounted {
+    fn stop_invalidating(&mut self) {
+        if let Some((vfs, id)) = self.observer.take() {
+            vfs.unobserve_names(id);
+        }
+    }
+}
+
 impl Drop for Mounted {
     fn drop(&mut self) {
+        self.stop_invalidating();
         if self.worker.is_none() {
             return;
         }

@@ -86,6 +86,12 @@ impl NodeTable {
     }
 
     /// The node `id`, if the kernel holds a lookup on it.
+    /// True if the kernel knows node `id` (no reference taken: callable
+    /// where dropping a handle is not allowed).
+    pub fn knows(&self, id: u64) -> bool {
+        id == ROOT_ID || self.shard(id).lock().contains_key(&id)
+    }
+
     pub fn get(&self, id: u64) -> Option<Arc<Node>> {
         if id == ROOT_ID {
             return Some(self.root.clone());

@@ -18,6 +18,7 @@
 
 use crate::convert::{attr, dtype_kind, errno, timespec};
 use crate::creds::request_cred;
+use crate::invalidate::OwnChange;
 use crate::nodes::{Node, NodeTable};
 use fuser::{
     AccessFlags, CopyFileRangeFlags, FileHandle, Filesystem, FopenFlags, Generation, INodeNo,
@@ -41,7 +42,7 @@ pub struct Ttls {
 
 pub struct VfsFs {
     pub(crate) ns: Arc<Namespace>,
-    pub(crate) nodes: NodeTable,
+    pub(crate) nodes: Arc<NodeTable>,
     ttls: Ttls,
     writeback_cache: bool,
 }
@@ -65,7 +66,7 @@ fn cred(req: &Request) -> Arc<Cred> {
 
 impl VfsFs {
     pub fn new(ns: Arc<Namespace>, ttls: Ttls) -> VfsFs {
-        let nodes = NodeTable::new(ns.root().dup());
+        let nodes = Arc::new(NodeTable::new(ns.root().dup()));
         VfsFs {
             ns,
             nodes,
@@ -228,6 +229,7 @@ impl Filesystem for VfsFs {
         rdev: u32,
         reply: ReplyEntry,
     ) {
+        let _own = OwnChange::begin(&self.nodes);
         let dir = node_or_reply!(self, parent, reply);
         let r = self
             .ns
@@ -244,6 +246,7 @@ impl Filesystem for VfsFs {
         _umask: u32,
         reply: ReplyEntry,
     ) {
+        let _own = OwnChange::begin(&self.nodes);
         let dir = node_or_reply!(self, parent, reply);
         let r = self
             .ns
@@ -252,6 +255,7 @@ impl Filesystem for VfsFs {
     }
 
     fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let _own = OwnChange::begin(&self.nodes);
         let dir = node_or_reply!(self, parent, reply);
         Self::reply_empty(
             self.ns.unlink(&cred(req), &dir.handle, name.as_bytes()),
@@ -260,6 +264,7 @@ impl Filesystem for VfsFs {
     }
 
     fn rmdir(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let _own = OwnChange::begin(&self.nodes);
         let dir = node_or_reply!(self, parent, reply);
         Self::reply_empty(
             self.ns.rmdir(&cred(req), &dir.handle, name.as_bytes()),
@@ -275,6 +280,7 @@ impl Filesystem for VfsFs {
         target: &std::path::Path,
         reply: ReplyEntry,
     ) {
+        let _own = OwnChange::begin(&self.nodes);
         let dir = node_or_reply!(self, parent, reply);
         let r = self.ns.symlink(
             &cred(req),
@@ -295,6 +301,7 @@ impl Filesystem for VfsFs {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
+        let _own = OwnChange::begin(&self.nodes);
         let dir = node_or_reply!(self, parent, reply);
         let newdir = node_or_reply!(self, newparent, reply);
         Self::reply_empty(
@@ -318,6 +325,7 @@ impl Filesystem for VfsFs {
         newname: &OsStr,
         reply: ReplyEntry,
     ) {
+        let _own = OwnChange::begin(&self.nodes);
         let n = node_or_reply!(self, ino, reply);
         let dir = node_or_reply!(self, newparent, reply);
         let r = self
@@ -583,6 +591,7 @@ impl Filesystem for VfsFs {
         flags: i32,
         reply: ReplyCreate,
     ) {
+        let _own = OwnChange::begin(&self.nodes);
         let dir = node_or_reply!(self, parent, reply);
         // A file created here is new, so its creator may read it whatever
         // the mode: no fallback needed (Linux's O_CREAT opens likewise).

@@ -501,3 +501,64 @@ fn writeback_cache_partial_writes_appends_and_write_only_opens() {
     );
     assert_eq!(read_core(b"/wo"), b"only writes");
 }
+
+/// True if `p` does not exist (ENOENT).
+fn gone(p: &std::path::Path) -> bool {
+    fs::metadata(p).err().and_then(|e| e.raw_os_error()) == Some(libc::ENOENT)
+}
+
+/// Polls `cond` for up to 5 s: kernel invalidation is asynchronous.
+fn eventually(what: &str, cond: impl Fn() -> bool) {
+    for _ in 0..500 {
+        if cond() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("never happened: {what}");
+}
+
+#[test]
+fn core_changes_invalidate_the_kernels_cached_entries() {
+    // Long TTLs: without invalidation the mount would show the cached
+    // answers for a minute.
+    let ttl = std::time::Duration::from_secs(60);
+    let Some(m) = mount_config(vfscale_fuse::MountConfig {
+        ttls: vfscale_fuse::Ttls {
+            entry: ttl,
+            attr: ttl,
+        },
+        ..vfscale_fuse::MountConfig::default()
+    }) else {
+        return;
+    };
+    let core = m.core();
+    // A negative entry cached by the kernel, then the name created by the
+    // core: the mount must see it.
+    assert_eq!(errno(fs::metadata(m.p("late"))), libc::ENOENT);
+    core.mkdir(b"/late", 0o755).unwrap();
+    eventually("a core mkdir visible through the mount", || {
+        fs::metadata(m.p("late")).is_ok_and(|md| md.is_dir())
+    });
+    // A positive entry (in a subdirectory) removed and renamed by the core.
+    fs::write(m.p("late/f"), b"x").unwrap();
+    assert!(fs::metadata(m.p("late/f")).is_ok());
+    let fd = core
+        .open(b"/late/g", vfscale::abi::O_CREAT | O_WRONLY, 0o644)
+        .unwrap();
+    core.close(fd).unwrap();
+    assert!(fs::metadata(m.p("late/g")).is_ok());
+    core.unlink(b"/late/f").unwrap();
+    eventually("a core unlink visible through the mount", || {
+        gone(&m.p("late/f"))
+    });
+    core.rename(b"/late/g", b"/late/h").unwrap();
+    eventually("a core rename visible through the mount", || {
+        gone(&m.p("late/g")) && fs::metadata(m.p("late/h")).is_ok()
+    });
+    // Changes through the mount itself still work (and are not echoed
+    // back as invalidations of what the kernel just did).
+    fs::remove_file(m.p("late/h")).unwrap();
+    fs::remove_dir(m.p("late")).unwrap();
+    assert_eq!(errno(fs::metadata(m.p("late"))), libc::ENOENT);
+}

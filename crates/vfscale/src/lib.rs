@@ -26,9 +26,11 @@ pub mod mount;
 pub mod process;
 pub mod sync;
 pub mod vfs;
+pub mod watch;
 
 pub use abi::{Errno, SysResult};
 pub use cred::Cred;
 pub use process::{Entry, Fh, Handle, Namespace, SetAttr};
 pub use process::{Fd, Process, ProcessApi};
 pub use vfs::{ObjectCounts, Vfs, VfsConfig};
+pub use watch::{NameChange, NameObserver, ObserverId};

@@ -101,6 +101,8 @@ pub struct VfsInner {
     /// The internal anonymous mount (pipes, sockets, eventfds, memfds),
     /// set right after construction.
     pub(crate) anon: std::sync::OnceLock<crate::anon::AnonMount>,
+    /// Name-change observers (watch.rs).
+    pub(crate) watchers: crate::watch::Watchers,
 }
 
 /// A namespace: the handle embedders keep. Cheap to clone.
@@ -139,6 +141,7 @@ impl Vfs {
             config,
             next_dev: AtomicU64::new(1),
             anon: std::sync::OnceLock::new(),
+            watchers: Default::default(),
         });
         let sb = inner.new_superblock(fs, S_IFDIR | 0o755);
         let root = sb.root();

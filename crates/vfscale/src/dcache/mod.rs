@@ -179,6 +179,11 @@ impl VfsInner {
         let mut b = self.bucket_of(parent, key.hash).lock();
         debug_assert!(Self::lookup_in_locked_bucket(b.first(), parent, key).is_null());
         Self::link(&mut b, d);
+        drop(b);
+        if !inode.is_null() {
+            // SAFETY: fresh and hashed; the caller keeps the parent locked.
+            self.watchers.changed(unsafe { &*d });
+        }
         d
     }
 
@@ -219,6 +224,7 @@ impl VfsInner {
         // Release: pairs with the acquire in `Dentry::inode_ptr`.
         d.inode.store(inode as *mut Inode, Ordering::Release);
         d.seq.write_end();
+        self.watchers.changed(d);
     }
 
     /// Removes a hashed dentry's name (unlink, rmdir, the target of a
@@ -234,12 +240,15 @@ impl VfsInner {
         let removed = b.remove(d);
         debug_assert!(removed);
         d.seq.write_end();
+        drop(b);
+        self.watchers.changed(d);
     }
 
     /// Moves a hashed dentry to (new_parent, key). Caller holds both
     /// directory locks exclusively and the rename seqcount write section, and
     /// has moved the parent reference.
     pub(crate) fn d_move(&self, d: &Dentry, new_parent: *const Dentry, key: &NameKey<'_>) {
+        let old_place = self.watchers.place_of(d);
         {
             let mut b = self
                 .bucket_of(d.parent_ptr(), (d.hash_len() >> 32) as u32)
@@ -257,6 +266,8 @@ impl VfsInner {
             // SAFETY: `d` was just removed from its old chain.
             unsafe { b.push_front(d) };
         }
+        self.watchers.notify_at(old_place);
+        self.watchers.changed(d);
         if !old_name.is_null() {
             // SAFETY: the swap in `store_name` unlinked the buffer; readers
             // that loaded it hold guards.
