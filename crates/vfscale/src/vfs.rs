@@ -101,6 +101,8 @@ pub struct VfsInner {
     /// The internal anonymous mount (pipes, sockets, eventfds, memfds),
     /// set right after construction.
     pub(crate) anon: std::sync::OnceLock<crate::anon::AnonMount>,
+    /// Names whose backend lookup is in flight (dcache/in_lookup.rs).
+    pub(crate) in_lookup: crate::dcache::in_lookup::InLookupTable,
 }
 
 /// A namespace: the handle embedders keep. Cheap to clone.
@@ -139,6 +141,7 @@ impl Vfs {
             config,
             next_dev: AtomicU64::new(1),
             anon: std::sync::OnceLock::new(),
+            in_lookup: crate::dcache::in_lookup::InLookupTable::new(),
         });
         let sb = inner.new_superblock(fs, S_IFDIR | 0o755);
         let root = sb.root();
@@ -174,6 +177,12 @@ impl Vfs {
             files: s.files.sum(),
             mounts: s.mounts.sum(),
         }
+    }
+
+    /// Threads parked right now waiting for another thread's backend lookup
+    /// of the same name (tests use it to order their steps).
+    pub fn in_lookup_waiting(&self) -> usize {
+        self.inner.in_lookup.waiting()
     }
 
     /// Reclaims every unused cached dentry of every mounted instance.

@@ -18,6 +18,7 @@
 
 pub mod dentry;
 pub mod hash;
+pub mod in_lookup;
 pub mod lru;
 pub mod name;
 pub mod walk;
@@ -95,6 +96,11 @@ impl VfsInner {
     /// shared; asks the backend when the dcache is not authoritative; caches
     /// the answer (possibly as a negative dentry). Returns the dentry and a
     /// `seq` to validate; no reference is taken. Caller holds an epoch guard.
+    ///
+    /// Concurrent misses on one name share one backend call: the first
+    /// claims the name in the in-lookup table (`in_lookup.rs`), the others
+    /// park until it has published its answer. A backend error other than
+    /// ENOENT is returned to the leader and its waiters and is not cached.
     pub(crate) fn lookup_slow(
         &self,
         parent: *const Dentry,
@@ -110,23 +116,81 @@ impl VfsInner {
         // directory lock shared, it is not being removed.
         let pd = unsafe { &*parent };
         let sb = unsafe { &*pd.sb };
-        let bucket = self.bucket_of(parent, key.hash);
-        {
-            let b = bucket.lock();
-            let found = Self::lookup_in_locked_bucket(b.first(), parent, key);
-            if !found.is_null() {
-                // SAFETY: live under the bucket lock (module invariant).
-                let seq = unsafe { &*found }.seq.read_begin();
-                return Ok((found, seq));
-            }
+        if let Some(found) = self.lookup_cached_locked(parent, key) {
+            return Ok(found);
         }
-        let inode = if sb.fs.dcache_is_authoritative() {
-            core::ptr::null()
-        } else {
-            sb.fs
-                .lookup(sb, dir, key.bytes)?
-                .unwrap_or(core::ptr::null())
-        };
+        if sb.fs.dcache_is_authoritative() {
+            let d = self.cache_lookup_answer(sb, parent, key, core::ptr::null());
+            // SAFETY: see `cache_lookup_answer`.
+            let seq = unsafe { &*d }.seq.read_begin();
+            drop(locked);
+            return Ok((d, seq));
+        }
+        loop {
+            let leader = match self
+                .in_lookup
+                .claim(parent as usize, key.hash_len(), key.bytes)
+            {
+                in_lookup::Claim::Leader(l) => l,
+                in_lookup::Claim::Waited(in_lookup::Outcome::Failed(e)) => return Err(e),
+                in_lookup::Claim::Waited(_) => {
+                    // The answer is cached now (or the leader gave up).
+                    if let Some(found) = self.lookup_cached_locked(parent, key) {
+                        return Ok(found);
+                    }
+                    continue;
+                }
+            };
+            // A leader that finished between our miss and our claim has
+            // published its answer already: no second backend call.
+            if let Some(found) = self.lookup_cached_locked(parent, key) {
+                leader.complete(in_lookup::Outcome::Done);
+                return Ok(found);
+            }
+            let inode = match sb.fs.lookup(sb, dir, key.bytes) {
+                Ok(i) => i.unwrap_or(core::ptr::null()),
+                // ENOENT is an answer ("no such name"): cache it negative.
+                Err(crate::abi::Errno::ENOENT) => core::ptr::null(),
+                Err(e) => {
+                    leader.complete(in_lookup::Outcome::Failed(e));
+                    return Err(e);
+                }
+            };
+            let d = self.cache_lookup_answer(sb, parent, key, inode);
+            // SAFETY: see `cache_lookup_answer`.
+            let seq = unsafe { &*d }.seq.read_begin();
+            leader.complete(in_lookup::Outcome::Done);
+            drop(locked);
+            return Ok((d, seq));
+        }
+    }
+
+    /// The cached dentry for (parent, key) and its `seq`, scanning with the
+    /// bucket locked. Caller holds an epoch guard and `parent`'s directory
+    /// lock (shared or exclusive).
+    fn lookup_cached_locked(
+        &self,
+        parent: *const Dentry,
+        key: &NameKey<'_>,
+    ) -> Option<(*const Dentry, u32)> {
+        let b = self.bucket_of(parent, key.hash).lock();
+        let found = Self::lookup_in_locked_bucket(b.first(), parent, key);
+        // SAFETY: live under the bucket lock (module invariant).
+        (!found.is_null()).then(|| (found, unsafe { &*found }.seq.read_begin()))
+    }
+
+    /// Caches a lookup's answer (`inode` null: negative) as a fresh unused
+    /// dentry and returns it; if one appeared meanwhile, drops the backend's
+    /// inode and returns that one. Caller holds the directory lock shared
+    /// and an epoch guard: the returned dentry is hashed and cannot be moved
+    /// or removed except by the shrinker, which the guard covers.
+    fn cache_lookup_answer(
+        &self,
+        sb: &SuperBlock,
+        parent: *const Dentry,
+        key: &NameKey<'_>,
+        inode: *const Inode,
+    ) -> *const Dentry {
         let (d, inserted) = self.insert_dentry(sb, parent, key, inode, 0);
         if inserted {
             // A fresh dentry at count zero: cached, reclaimable.
@@ -135,11 +199,7 @@ impl VfsInner {
             // Lost a race with another miss: drop the backend's inode.
             self.iput(inode);
         }
-        // SAFETY: `d` is hashed and we hold the directory lock, so it cannot
-        // be moved or removed except by the shrinker, which the guard covers.
-        let seq = unsafe { &*d }.seq.read_begin();
-        drop(locked);
-        Ok((d, seq))
+        d
     }
 
     /// Inserts a new dentry for (parent, key) unless one exists. Returns the
