@@ -234,6 +234,7 @@ impl VfsInner {
             limits: self.config.tmpfs_limits,
             active_mounts: AtomicUsize::new(0),
             xattrs: crate::inode::xattr::XattrTable::new(),
+            exports: crate::fs::export::ExportTable::new(instance_salt()),
         });
         sb.reserve_inode()
             .expect("an empty instance has room for its root");
@@ -309,6 +310,18 @@ impl VfsInner {
             unsafe { self.collector.retire_slab(d as *mut Dentry) };
         }
     }
+}
+
+/// A per-instance salt for file-handle generations: a process-wide
+/// counter mixed with the clock, so instances (and runs) differ.
+fn instance_salt() -> u32 {
+    // A `std` atomic: a process-global id source (loom cannot hold one in a
+    // static). Relaxed: only uniqueness matters, which the RMW gives.
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let t = crate::inode::now();
+    let x = (n ^ (t.sec as u64) << 20 ^ t.nsec as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (x >> 32) as u32
 }
 
 impl Drop for VfsInner {

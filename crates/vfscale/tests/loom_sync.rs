@@ -579,7 +579,7 @@ fn in_lookup_same_name_one_backend_call() {
 
 #[test]
 fn in_lookup_error_is_shared_or_retried() {
-    use vfscale::Errno::EIO;
+    const EIO: vfscale::Errno = vfscale::Errno::EIO;
     let seen = outcomes(|| {
         let table = Arc::new(vfscale::dcache::in_lookup::InLookupTable::new());
         let cache = Arc::new(loom::sync::Mutex::new(None));

@@ -38,6 +38,10 @@ pub const D_ON_LRU: u32 = 1 << 2;
 pub const D_TYPE_DIR: u32 = 1 << 3;
 /// The bound inode is a symbolic link.
 pub const D_TYPE_SYMLINK: u32 = 1 << 4;
+/// The dentry is an alias in its superblock's export table (a file handle
+/// was made for its inode, fs/export.rs); removing its name must drop it
+/// from there. A high bit, apart from the others.
+pub const D_EXPORTED: u32 = 1 << 16;
 
 /// The type flags for `inode` (null: none).
 pub(crate) fn type_flags(inode: *const Inode) -> u32 {

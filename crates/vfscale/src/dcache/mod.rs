@@ -294,6 +294,13 @@ impl VfsInner {
         let removed = b.remove(d);
         debug_assert!(removed);
         d.seq.write_end();
+        drop(b);
+        if d.flags() & dentry::D_EXPORTED != 0 {
+            // SAFETY: a hashed exported dentry is positive; a dentry's
+            // superblock outlives it, and the inode is kept by the dentry.
+            let ino = unsafe { &*d.inode_ptr() }.ino;
+            unsafe { &*d.sb }.exports.remove_alias(ino, d);
+        }
     }
 
     /// Moves a hashed dentry to (new_parent, key). Caller holds both

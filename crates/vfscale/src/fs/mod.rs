@@ -12,6 +12,7 @@
 //! - `rename_lock` is taken by cross-directory renames before any directory
 //!   lock (the lock order is in docs/ARCHITECTURE.md).
 
+pub mod export;
 pub mod faulty;
 pub mod tmpfs;
 
@@ -59,6 +60,8 @@ pub struct SuperBlock {
     pub(crate) active_mounts: AtomicUsize,
     /// Extended attributes of this instance's inodes, by inode number.
     pub(crate) xattrs: crate::inode::xattr::XattrTable,
+    /// Inodes file handles were made for (fs/export.rs).
+    pub(crate) exports: export::ExportTable,
 }
 
 // SAFETY: the raw pointer is to the root dentry, owned by this superblock;

@@ -16,6 +16,7 @@ pub mod api;
 mod attrs;
 mod context;
 mod dirents;
+mod fhandle;
 pub mod handles;
 mod io;
 mod mounts;

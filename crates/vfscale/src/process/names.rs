@@ -340,6 +340,9 @@ impl Process {
             let got = inode.refcount.get();
             debug_assert!(got, "an inode with links is live");
             let d = self.bind_name(parent.dir.path.dentry, key, neg, inode);
+            // A new name of an exported inode is an alias too (fs/export.rs).
+            // SAFETY: `d` is hashed and our directory lock keeps it so.
+            sb.exports.note_link(inode.ino, unsafe { &*d });
             self.index_child(idx, dir, d, false);
             Ok(())
         })
