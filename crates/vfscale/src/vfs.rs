@@ -158,6 +158,17 @@ impl Vfs {
         Vfs { inner }
     }
 
+    /// A namespace whose root mirrors host directory `host_dir` through the
+    /// passthrough backend (fs/passthrough).
+    pub fn with_passthrough_root(
+        config: VfsConfig,
+        host_dir: &std::path::Path,
+        pt: crate::fs::passthrough::PassthroughConfig,
+    ) -> SysResult<Vfs> {
+        let fs = crate::fs::passthrough::Passthrough::new(host_dir, pt)?;
+        Ok(Self::with_root_fs(config, Box::new(fs)))
+    }
+
     /// A process with `cred`, rooted at the namespace root.
     pub fn process(&self, cred: Cred) -> Process {
         Process::new(self.inner.clone(), cred)
@@ -221,7 +232,13 @@ impl VfsInner {
         fs: Box<dyn Filesystem>,
         root_mode: u32,
     ) -> Arc<SuperBlock> {
+        let backend_served = fs.backend_served();
+        let revalidate_ttl_ns = fs
+            .revalidate_ttl()
+            .map(|t| t.as_nanos().min(u64::MAX as u128) as u64);
         let sb = Arc::new(SuperBlock {
+            backend_served,
+            revalidate_ttl_ns,
             // Relaxed: a unique number; nothing is published through it.
             dev: self.next_dev.fetch_add(1, Ordering::Relaxed),
             fs,
@@ -255,6 +272,8 @@ impl VfsInner {
             1,
         ));
         self.stats.dentries.inc();
+        // SAFETY: just allocated; the root dentry keeps it.
+        sb.fs.init_root(&sb, unsafe { &*inode });
         // Release: pairs with the acquire in `SuperBlock::root`.
         sb.root.store(root, Ordering::Release);
         sb

@@ -42,6 +42,11 @@ pub const D_TYPE_SYMLINK: u32 = 1 << 4;
 /// was made for its inode, fs/export.rs); removing its name must drop it
 /// from there. A high bit, apart from the others.
 pub const D_EXPORTED: u32 = 1 << 16;
+/// The dentry's answer came from a backend that wants it revalidated after
+/// a TTL (passthrough); `cookie` then holds when it was last validated
+/// (monotonic ns), since such dentries are in no child index. The walk's
+/// fast path declines these, so tmpfs walks test no extra flag.
+pub const D_REVALIDATE: u32 = 1 << 17;
 
 /// The type flags for `inode` (null: none).
 pub(crate) fn type_flags(inode: *const Inode) -> u32 {

@@ -191,8 +191,21 @@ impl VfsInner {
         key: &NameKey<'_>,
         inode: *const Inode,
     ) -> *const Dentry {
+        if !inode.is_null() {
+            // A backend's inode: counted here, uncounted by `iput`.
+            self.stats.inodes.inc();
+        }
         let (d, inserted) = self.insert_dentry(sb, parent, key, inode, 0);
         if inserted {
+            if sb.revalidate_ttl_ns.is_some() {
+                // SAFETY: hashed under our directory lock and guard.
+                let dr = unsafe { &*d };
+                // Relaxed: read by revalidation under the directory lock or
+                // as a hint (a stale time only revalidates early or late by
+                // one race).
+                dr.cookie.store(monotonic_ns(), Ordering::Relaxed);
+                dr.set_flag(dentry::D_REVALIDATE);
+            }
             // A fresh dentry at count zero: cached, reclaimable.
             self.lru_add(sb, d);
         } else if !inode.is_null() {
@@ -470,6 +483,9 @@ impl VfsInner {
         if i.refcount.put() && i.refcount.try_kill() {
             // SAFETY: an inode's superblock outlives it.
             let sb = unsafe { &*i.sb };
+            if sb.backend_served {
+                sb.fs.evict(i);
+            }
             sb.xattrs.forget(i.ino);
             sb.release_inode();
             let _ = sb.charge_blocks(-(i.attr().blocks as i64));
@@ -478,6 +494,68 @@ impl VfsInner {
             // readers that loaded it hold guards.
             unsafe { self.collector.retire_slab(inode as *mut Inode) };
         }
+    }
+}
+
+/// Monotonic coarse time in nanoseconds (revalidation timestamps).
+pub(crate) fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes only into the timespec we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+impl VfsInner {
+    /// Revalidates a cached dentry of a backend that asked for it, found by
+    /// a walk in `parent` (inode `dir`) under `key`: Ok(true) if it may be
+    /// used; Ok(false) if it was dropped (the walk retries and misses);
+    /// a backend error is returned and changes nothing. Caller holds an
+    /// epoch guard.
+    pub(crate) fn revalidate_dentry(
+        &self,
+        parent: *const Dentry,
+        dir: &Inode,
+        d: &Dentry,
+        key: &NameKey<'_>,
+    ) -> crate::abi::SysResult<bool> {
+        // SAFETY: a dentry's superblock outlives it.
+        let sb = unsafe { &*d.sb };
+        let Some(ttl) = sb.revalidate_ttl_ns else {
+            return Ok(true);
+        };
+        let now = monotonic_ns();
+        // Relaxed: see `cache_lookup_answer`.
+        if now.saturating_sub(d.cookie.load(Ordering::Relaxed)) < ttl {
+            return Ok(true);
+        }
+        let index = dir.dir_index().ok_or(crate::abi::Errno::ENOTDIR)?;
+        let valid = {
+            let _shared = index.read();
+            if !d.is_hashed() || !core::ptr::eq(d.parent_ptr(), parent) {
+                return Ok(false);
+            }
+            sb.fs.revalidate(sb, dir, key.bytes, d.inode_ptr())?
+        };
+        if valid {
+            // Relaxed: as above.
+            d.cookie.store(now, Ordering::Relaxed);
+            return Ok(true);
+        }
+        {
+            let locked = index.write();
+            if !locked.dead && d.is_hashed() && core::ptr::eq(d.parent_ptr(), parent) {
+                self.unhash(d);
+            }
+        }
+        // An unused dentry is freed by its last put now that it is unhashed;
+        // one in use is freed by its holder's put.
+        if d.refcount.get() {
+            self.dput(d);
+        }
+        Ok(false)
     }
 }
 

@@ -18,7 +18,7 @@
 //! reference (`VfsInner::dget_validated`); callers that only read attributes
 //! (stat, access, readlink) take none.
 
-use super::dentry::{Dentry, D_MOUNTED, D_TYPE_DIR, D_TYPE_SYMLINK};
+use super::dentry::{Dentry, D_MOUNTED, D_REVALIDATE, D_TYPE_DIR, D_TYPE_SYMLINK};
 use super::name::{scan_component, ComponentEnd, NameKey};
 use super::RcuLookup;
 use crate::abi::*;
@@ -308,7 +308,8 @@ impl VfsInner {
             let cd = unsafe { &*c };
             let inode = cd.inode_ptr();
             let cflags = cd.flags();
-            if cd.seq.read_retry(cseq) || cflags & (D_MOUNTED | D_TYPE_SYMLINK) != 0 {
+            if cd.seq.read_retry(cseq) || cflags & (D_MOUNTED | D_TYPE_SYMLINK | D_REVALIDATE) != 0
+            {
                 return None;
             }
             let at_end = i == n;
@@ -553,6 +554,11 @@ impl VfsInner {
             let child_inode = child_d.inode_ptr();
             let child_flags = child_d.flags();
             if child_d.seq.read_retry(child_seq) {
+                return Err(WalkError::Retry);
+            }
+            if child_flags & D_REVALIDATE != 0
+                && !self.revalidate_dentry(cur.dentry, dir, child_d, &key)?
+            {
                 return Err(WalkError::Retry);
             }
             if child_inode.is_null() {

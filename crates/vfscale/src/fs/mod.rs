@@ -14,6 +14,7 @@
 
 pub mod export;
 pub mod faulty;
+pub mod passthrough;
 pub mod tmpfs;
 
 use crate::abi::*;
@@ -36,6 +37,79 @@ pub trait Filesystem: Send + Sync {
 
     /// Looks up a name the dcache does not hold. `Ok(None)`: no such name.
     fn lookup(&self, sb: &SuperBlock, dir: &Inode, name: &[u8]) -> SysResult<Option<*const Inode>>;
+
+    // ---- backend-served instances (passthrough). tmpfs keeps the
+    // defaults: its data and listings live in memory and the core never
+    // calls the methods below for it (`SuperBlock::backend_served` is
+    // false), so its hot paths pay one cached flag test at most. ----
+
+    /// Called once the instance's root inode exists.
+    fn init_root(&self, _sb: &SuperBlock, _root: &Inode) {}
+
+    /// True if file data and directory listings come from the backend
+    /// (`read`/`write`/`truncate`/`readdir`), and namespace and attribute
+    /// changes are refused with EROFS (not routed to a backend yet).
+    fn backend_served(&self) -> bool {
+        false
+    }
+
+    /// How long a cached entry is trusted before `revalidate` (None:
+    /// forever).
+    fn revalidate_ttl(&self) -> Option<std::time::Duration> {
+        None
+    }
+
+    /// Whether the cached answer for `name` in `dir` (`cached` null:
+    /// negative) still holds; refreshes a positive one's attributes.
+    fn revalidate(
+        &self,
+        _sb: &SuperBlock,
+        _dir: &Inode,
+        _name: &[u8],
+        _cached: *const Inode,
+    ) -> SysResult<bool> {
+        Ok(true)
+    }
+
+    /// The core is freeing `inode` (backend-served instances only).
+    fn evict(&self, _inode: &Inode) {}
+
+    fn read(
+        &self,
+        _sb: &SuperBlock,
+        _inode: &Inode,
+        _pos: u64,
+        _buf: &mut [u8],
+    ) -> SysResult<usize> {
+        Err(Errno::EINVAL)
+    }
+
+    /// Writes at `pos`, or at the end (O_APPEND) when None.
+    fn write(
+        &self,
+        _sb: &SuperBlock,
+        _inode: &Inode,
+        _pos: Option<u64>,
+        _buf: &[u8],
+    ) -> SysResult<usize> {
+        Err(Errno::EINVAL)
+    }
+
+    fn truncate(&self, _sb: &SuperBlock, _inode: &Inode, _len: u64) -> SysResult<()> {
+        Err(Errno::EINVAL)
+    }
+
+    /// Lists `dir` from position `from` (>= 2; the core emits "." and
+    /// ".."), as `VfsInner::list_dir`.
+    fn readdir(
+        &self,
+        _sb: &SuperBlock,
+        _dir: &Inode,
+        _from: u64,
+        _emit: &mut dyn FnMut(&crate::process::DirEntryRef<'_>) -> bool,
+    ) -> SysResult<(u64, bool)> {
+        Err(Errno::ENOTDIR)
+    }
 }
 
 /// Space and inode limits of an instance (statfs reports them).
@@ -62,6 +136,11 @@ pub struct SuperBlock {
     pub(crate) xattrs: crate::inode::xattr::XattrTable,
     /// Inodes file handles were made for (fs/export.rs).
     pub(crate) exports: export::ExportTable,
+    /// `fs.backend_served()`, cached: data, listings and revalidation come
+    /// from the backend; namespace changes are EROFS.
+    pub(crate) backend_served: bool,
+    /// `fs.revalidate_ttl()` in nanoseconds, cached (None: never).
+    pub(crate) revalidate_ttl_ns: Option<u64>,
 }
 
 // SAFETY: the raw pointer is to the root dentry, owned by this superblock;

@@ -109,6 +109,7 @@ impl Process {
     }
 
     pub(super) fn chmod_inode(&self, inode: &Inode, mode: u32) -> SysResult<()> {
+        super::refuse_backend_change(inode)?;
         let (cur_mode, uid, gid) = inode.perm_attr();
         may_chmod(&self.cred, uid)?;
         let new = chmod_mode(&self.cred, cur_mode, gid, mode);
@@ -143,6 +144,7 @@ impl Process {
     }
 
     pub(super) fn chown_inode(&self, inode: &Inode, uid: u32, gid: u32) -> SysResult<()> {
+        super::refuse_backend_change(inode)?;
         let new_uid = (uid != u32::MAX).then_some(uid);
         let new_gid = (gid != u32::MAX).then_some(gid);
         let a = inode.attr();
@@ -196,6 +198,7 @@ impl Process {
         if at.nsec == UTIME_OMIT && mt.nsec == UTIME_OMIT {
             return Ok(());
         }
+        super::refuse_backend_change(inode)?;
         let explicit = !(at.nsec == UTIME_NOW && mt.nsec == UTIME_NOW);
         let (m, u, g) = inode.perm_attr();
         let can_write = may_access(&self.cred, m, u, g, MAY_WRITE).is_ok();

@@ -247,6 +247,7 @@ impl Process {
 
     /// Write and search permission on a directory (to add or remove names).
     fn may_modify_dir(&self, dir: &Inode) -> SysResult<()> {
+        refuse_backend_change(dir)?;
         let (mode, uid, gid) = dir.perm_attr();
         may_access(&self.cred, mode, uid, gid, MAY_WRITE | MAY_EXEC)
     }
@@ -307,6 +308,17 @@ impl Process {
             Vec::new()
         }
     }
+}
+
+/// EROFS for a namespace or attribute change on a backend-served instance
+/// (passthrough): such changes are not routed to the backend yet, and
+/// making them in memory would put names in the cache the host lacks.
+pub(crate) fn refuse_backend_change(inode: &Inode) -> SysResult<()> {
+    // SAFETY: an inode's superblock outlives it.
+    if unsafe { &*inode.sb }.backend_served {
+        return Err(Errno::EROFS);
+    }
+    Ok(())
 }
 
 impl Drop for Process {

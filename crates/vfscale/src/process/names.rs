@@ -355,6 +355,8 @@ impl Process {
         let rmdir = flags & AT_REMOVEDIR != 0;
         let _g = self.vfs.collector.enter();
         let parent = self.parent_at(dirfd, path)?;
+        // Read-only backends refuse before any lookup, as mnt_want_write.
+        super::refuse_backend_change(parent.dir.inode())?;
         let name = match parent.last {
             Last::Name(n) => n,
             Last::Dot => return Err(if rmdir { Errno::EINVAL } else { Errno::EISDIR }),
@@ -530,6 +532,8 @@ impl Process {
         let _g = self.vfs.collector.enter();
         let op = self.parent_at(olddirfd, oldpath)?;
         let np = self.parent_at(newdirfd, newpath)?;
+        super::refuse_backend_change(op.dir.inode())?;
+        super::refuse_backend_change(np.dir.inode())?;
         // Linux's order: mounts, then the old name, then the new one.
         if op.dir.path.mnt != np.dir.path.mnt {
             return Err(Errno::EXDEV);

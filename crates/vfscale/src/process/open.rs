@@ -133,6 +133,13 @@ impl Process {
         let dir_d = parent.dir.path.dentry;
         let dir = parent.dir.inode();
         let key = NameKey::lookup(name)?;
+        // SAFETY: the walk's guard keeps the directory's dentry allocated.
+        let dir_sb = unsafe { &*(*dir_d).sb };
+        if !dir_sb.fs.dcache_is_authoritative() {
+            // The name may exist on the backend without being cached yet:
+            // ask (and cache the answer) before deciding to create.
+            self.vfs.lookup_slow(dir_d, dir, &key)?;
+        }
         let index = dir.dir_index().ok_or(Errno::ENOTDIR)?;
         let mut locked = index.write();
         if locked.dead {

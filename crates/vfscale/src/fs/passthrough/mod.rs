@@ -1,0 +1,336 @@
+//! The passthrough backend: a superblock that mirrors a host directory, so
+//! vfscale is a caching layer in front of a real disk.
+//!
+//! What it serves (the rest is in docs/COMPATIBILITY.md): lookups and
+//! attributes (an inode's number is the host's st_ino, its type, mode,
+//! owner, size, times and link count the host's, copied at lookup and
+//! refreshed at revalidation), symlink text, directory listings straight
+//! from the host, and reads and writes of host files (also truncation).
+//! Namespace and attribute changes (create, mkdir, unlink, rmdir, rename,
+//! symlink, link, chmod, chown, utimes) are refused with EROFS: they are not
+//! routed to the host yet.
+//!
+//! Caching: every answer is cached in the dcache like any other (negative
+//! ones too). A cached entry older than the instance's TTL is revalidated
+//! on its next use by the walk (one host lstat): same host object → its
+//! attributes are refreshed; gone or replaced → the entry is dropped and
+//! looked up again. Host errors (EACCES, EIO...) are returned unchanged and
+//! change nothing in the cache.
+//!
+//! Invariants:
+//! - every host call goes through `host::HostRoot` (see host.rs for the
+//!   containment argument);
+//! - `paths` maps each live passthrough inode (by address) to its host path
+//!   relative to the root; an entry is added when the inode is made and
+//!   removed by `evict` when the core frees it, under the shard mutex;
+//! - inodes handed to the core carry one reference, are counted against
+//!   the instance's inode and block limits like tmpfs inodes (the core's
+//!   `iput` releases both), and are never shared between dentries (a host
+//!   hard link seen under two names is two vfscale inodes with the same
+//!   number).
+
+pub mod host;
+
+use super::{Filesystem, SuperBlock};
+use crate::abi::*;
+use crate::dir::index::DirIndex;
+use crate::inode::{Inode, InodeBody};
+use crate::process::DirEntryRef;
+use crate::sync::lock::{Mutex, RwLock};
+use host::HostRoot;
+use std::collections::HashMap;
+use std::os::fd::AsRawFd;
+use std::time::Duration;
+
+/// Tunables of a passthrough instance.
+#[derive(Clone, Copy, Debug)]
+pub struct PassthroughConfig {
+    /// How long a cached entry is trusted before the next use asks the host
+    /// again (`Duration::ZERO`: every use).
+    pub ttl: Duration,
+}
+
+impl Default for PassthroughConfig {
+    fn default() -> Self {
+        PassthroughConfig {
+            ttl: Duration::from_secs(1),
+        }
+    }
+}
+
+const SHARDS: usize = 16;
+
+/// The passthrough backend of one instance.
+pub struct Passthrough {
+    host: HostRoot,
+    config: PassthroughConfig,
+    root_dev: std::sync::atomic::AtomicU64,
+    paths: Box<[Mutex<HashMap<usize, Box<[u8]>>>]>,
+}
+
+impl Passthrough {
+    /// A backend mirroring host directory `dir`.
+    pub fn new(dir: &std::path::Path, config: PassthroughConfig) -> SysResult<Passthrough> {
+        let host = HostRoot::open(dir)?;
+        let st = host.lstat(b"")?;
+        Ok(Passthrough {
+            host,
+            config,
+            root_dev: std::sync::atomic::AtomicU64::new(st.st_dev),
+            paths: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+        })
+    }
+
+    /// The host access layer (tests force its fallback mode).
+    pub fn host(&self) -> &HostRoot {
+        &self.host
+    }
+
+    fn shard(&self, inode: &Inode) -> &Mutex<HashMap<usize, Box<[u8]>>> {
+        let a = inode as *const Inode as usize;
+        &self.paths[(a >> 6) & (SHARDS - 1)]
+    }
+
+    /// The host path of a live passthrough inode.
+    fn path_of(&self, inode: &Inode) -> SysResult<Box<[u8]>> {
+        self.shard(inode)
+            .lock()
+            .get(&(inode as *const Inode as usize))
+            .cloned()
+            .ok_or(Errno::ESTALE)
+    }
+
+    /// vfscale's inode number for a host object: the host's own number on
+    /// the root's device, a mix of device and number elsewhere.
+    fn ino_of(&self, st: &libc::stat) -> u64 {
+        self.ino_of_dev(st.st_dev, st.st_ino)
+    }
+
+    fn ino_of_dev(&self, dev: u64, ino: u64) -> u64 {
+        // Relaxed: set once at construction.
+        if dev == self.root_dev.load(std::sync::atomic::Ordering::Relaxed) {
+            ino.max(2)
+        } else {
+            (ino ^ dev.rotate_left(40)).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 2
+        }
+    }
+
+    /// A fresh inode (one reference) mirroring host object `st` at `rel`.
+    fn make_inode(
+        &self,
+        sb: &SuperBlock,
+        rel: Box<[u8]>,
+        st: &libc::stat,
+    ) -> SysResult<*const Inode> {
+        let ty = st.st_mode & libc::S_IFMT;
+        let body = match ty {
+            libc::S_IFDIR => InodeBody::Directory(RwLock::new(DirIndex::new())),
+            libc::S_IFREG => InodeBody::Regular(RwLock::new(Default::default())),
+            libc::S_IFLNK => InodeBody::Symlink(self.host.readlink(&rel)?.into()),
+            _ => InodeBody::Special,
+        };
+        sb.reserve_inode()?;
+        let inode = Inode::new(
+            sb,
+            self.ino_of(st),
+            st.st_mode,
+            st.st_uid,
+            st.st_gid,
+            st.st_rdev,
+            body,
+        );
+        let fresh = inode.refcount.get();
+        debug_assert!(fresh);
+        let blocks = st.st_blocks as u64;
+        let _ = sb.charge_blocks(blocks as i64);
+        let p = crate::mem::slab::alloc(inode);
+        // SAFETY: just allocated, not shared yet.
+        let i = unsafe { &*p };
+        copy_attrs(i, st);
+        self.shard(i).lock().insert(p as usize, rel);
+        Ok(p)
+    }
+}
+
+/// Copies the host's attributes into `inode` (type bits never change).
+fn copy_attrs(inode: &Inode, st: &libc::stat) {
+    let ts = |sec: i64, nsec: i64| Timespec { sec, nsec };
+    inode.update_attr(|w| {
+        w.set_mode(st.st_mode);
+        w.set_uid(st.st_uid);
+        w.set_gid(st.st_gid);
+        w.set_nlink(st.st_nlink as u32);
+        w.set_size(st.st_size as u64, st.st_blocks as u64);
+        w.set_atime(ts(st.st_atime, st.st_atime_nsec));
+        w.set_mtime(ts(st.st_mtime, st.st_mtime_nsec));
+        w.set_ctime(ts(st.st_ctime, st.st_ctime_nsec));
+    });
+}
+
+impl Filesystem for Passthrough {
+    fn fs_type(&self) -> &'static str {
+        "passthrough"
+    }
+
+    fn dcache_is_authoritative(&self) -> bool {
+        false
+    }
+
+    fn lookup(&self, sb: &SuperBlock, dir: &Inode, name: &[u8]) -> SysResult<Option<*const Inode>> {
+        let rel = host::join(&self.path_of(dir)?, name)?;
+        match self.host.lstat(&rel) {
+            Ok(st) => self.make_inode(sb, rel, &st).map(Some),
+            Err(Errno::ENOENT) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn init_root(&self, _sb: &SuperBlock, root: &Inode) {
+        if let Ok(st) = self.host.lstat(b"") {
+            copy_attrs(root, &st);
+        }
+        self.shard(root)
+            .lock()
+            .insert(root as *const Inode as usize, Box::default());
+    }
+
+    fn backend_served(&self) -> bool {
+        true
+    }
+
+    fn revalidate_ttl(&self) -> Option<Duration> {
+        Some(self.config.ttl)
+    }
+
+    fn revalidate(
+        &self,
+        _sb: &SuperBlock,
+        dir: &Inode,
+        name: &[u8],
+        cached: *const Inode,
+    ) -> SysResult<bool> {
+        let rel = host::join(&self.path_of(dir)?, name)?;
+        match self.host.lstat(&rel) {
+            Err(Errno::ENOENT) => Ok(cached.is_null()),
+            Err(e) => Err(e),
+            Ok(st) => {
+                if cached.is_null() {
+                    return Ok(false);
+                }
+                // SAFETY: the caller's guard keeps the cached inode allocated.
+                let i = unsafe { &*cached };
+                if i.ino() != self.ino_of(&st) || i.file_type() != st.st_mode & libc::S_IFMT {
+                    return Ok(false);
+                }
+                if i.file_type() == S_IFLNK {
+                    // The link text is fixed in the inode: a changed one
+                    // needs a new inode.
+                    if self.host.readlink(&rel)? != i.symlink_target().unwrap_or(&[]) {
+                        return Ok(false);
+                    }
+                }
+                copy_attrs(i, &st);
+                Ok(true)
+            }
+        }
+    }
+
+    fn evict(&self, inode: &Inode) {
+        self.shard(inode)
+            .lock()
+            .remove(&(inode as *const Inode as usize));
+    }
+
+    fn read(&self, _sb: &SuperBlock, inode: &Inode, pos: u64, buf: &mut [u8]) -> SysResult<usize> {
+        let fd = self
+            .host
+            .open_beneath(&self.path_of(inode)?, libc::O_RDONLY)?;
+        host::pread(fd.as_raw_fd(), buf, pos)
+    }
+
+    fn write(
+        &self,
+        _sb: &SuperBlock,
+        inode: &Inode,
+        pos: Option<u64>,
+        buf: &[u8],
+    ) -> SysResult<usize> {
+        let flags = libc::O_WRONLY | if pos.is_none() { libc::O_APPEND } else { 0 };
+        let fd = self.host.open_beneath(&self.path_of(inode)?, flags)?;
+        let n = match pos {
+            Some(p) => host::pwrite(fd.as_raw_fd(), buf, p)?,
+            // SAFETY: write reads at most `buf.len()` bytes from `buf`.
+            None => match unsafe { libc::write(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) } {
+                n if n < 0 => {
+                    return Err(Errno(
+                        std::io::Error::last_os_error()
+                            .raw_os_error()
+                            .unwrap_or(libc::EIO),
+                    ))
+                }
+                n => n as usize,
+            },
+        };
+        if let Ok(st) = host::fstat(fd.as_raw_fd()) {
+            copy_attrs(inode, &st);
+        }
+        Ok(n)
+    }
+
+    fn truncate(&self, _sb: &SuperBlock, inode: &Inode, len: u64) -> SysResult<()> {
+        let fd = self
+            .host
+            .open_beneath(&self.path_of(inode)?, libc::O_WRONLY)?;
+        // SAFETY: ftruncate on our own fd.
+        if unsafe { libc::ftruncate(fd.as_raw_fd(), len as i64) } < 0 {
+            return Err(Errno(
+                std::io::Error::last_os_error()
+                    .raw_os_error()
+                    .unwrap_or(libc::EIO),
+            ));
+        }
+        if let Ok(st) = host::fstat(fd.as_raw_fd()) {
+            copy_attrs(inode, &st);
+        }
+        Ok(())
+    }
+
+    fn readdir(
+        &self,
+        _sb: &SuperBlock,
+        dir: &Inode,
+        from: u64,
+        emit: &mut dyn FnMut(&DirEntryRef<'_>) -> bool,
+    ) -> SysResult<(u64, bool)> {
+        // Positions: 2 is the host's offset 0; an entry's next position is
+        // its host d_off + 2 (the host's end marker saturates to the end).
+        let fd = self
+            .host
+            .open_beneath(&self.path_of(dir)?, libc::O_RDONLY | libc::O_DIRECTORY)?;
+        if from >= i64::MAX as u64 {
+            return Ok((from, false));
+        }
+        let mut pos = from;
+        let mut refused = false;
+        host::list_host_dir(fd.as_raw_fd(), (from - 2) as i64, |e| {
+            let next = (e.off as u64).saturating_add(2).min(i64::MAX as u64);
+            // Entries report the root device's numbering (a mount point
+            // inside the host tree lists its covered inode, as getdents).
+            // Relaxed: set once at construction.
+            let dev = self.root_dev.load(std::sync::atomic::Ordering::Relaxed);
+            let d = DirEntryRef {
+                name: &e.name,
+                ino: self.ino_of_dev(dev, e.ino),
+                dtype: e.dtype,
+                next,
+            };
+            if !emit(&d) {
+                refused = true;
+                return false;
+            }
+            pos = next;
+            true
+        })?;
+        Ok((pos, refused))
+    }
+}
