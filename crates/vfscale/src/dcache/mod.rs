@@ -537,7 +537,10 @@ impl VfsInner {
             if !d.is_hashed() || !core::ptr::eq(d.parent_ptr(), parent) {
                 return Ok(false);
             }
-            sb.fs.revalidate(sb, dir, key.bytes, d.inode_ptr())?
+            // SAFETY: a dentry's inode lives as long as the dentry, which
+            // the caller's guard keeps allocated.
+            let cached = unsafe { d.inode_ptr().as_ref() };
+            sb.fs.revalidate(sb, dir, key.bytes, cached)?
         };
         if valid {
             // Relaxed: as above.

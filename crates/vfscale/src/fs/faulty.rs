@@ -198,7 +198,7 @@ impl<F: Filesystem> Filesystem for FaultyFs<F> {
         sb: &SuperBlock,
         dir: &Inode,
         name: &[u8],
-        cached: *const Inode,
+        cached: Option<&Inode>,
     ) -> SysResult<bool> {
         if let Some(e) = self.control.decide(CallKind::Revalidate) {
             return Err(e);

@@ -59,14 +59,14 @@ pub trait Filesystem: Send + Sync {
         None
     }
 
-    /// Whether the cached answer for `name` in `dir` (`cached` null:
-    /// negative) still holds; refreshes a positive one's attributes.
+    /// Whether the cached answer for `name` in `dir` (`cached` None: a
+    /// negative entry) still holds; refreshes a positive one's attributes.
     fn revalidate(
         &self,
         _sb: &SuperBlock,
         _dir: &Inode,
         _name: &[u8],
-        _cached: *const Inode,
+        _cached: Option<&Inode>,
     ) -> SysResult<bool> {
         Ok(true)
     }

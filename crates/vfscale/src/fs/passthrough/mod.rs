@@ -60,12 +60,15 @@ impl Default for PassthroughConfig {
 
 const SHARDS: usize = 16;
 
+/// Host paths of live inodes, by inode address.
+type PathShard = Mutex<HashMap<usize, Box<[u8]>>>;
+
 /// The passthrough backend of one instance.
 pub struct Passthrough {
     host: HostRoot,
     config: PassthroughConfig,
     root_dev: std::sync::atomic::AtomicU64,
-    paths: Box<[Mutex<HashMap<usize, Box<[u8]>>>]>,
+    paths: Box<[PathShard]>,
 }
 
 impl Passthrough {
@@ -86,7 +89,7 @@ impl Passthrough {
         &self.host
     }
 
-    fn shard(&self, inode: &Inode) -> &Mutex<HashMap<usize, Box<[u8]>>> {
+    fn shard(&self, inode: &Inode) -> &PathShard {
         let a = inode as *const Inode as usize;
         &self.paths[(a >> 6) & (SHARDS - 1)]
     }
@@ -207,18 +210,16 @@ impl Filesystem for Passthrough {
         _sb: &SuperBlock,
         dir: &Inode,
         name: &[u8],
-        cached: *const Inode,
+        cached: Option<&Inode>,
     ) -> SysResult<bool> {
         let rel = host::join(&self.path_of(dir)?, name)?;
         match self.host.lstat(&rel) {
-            Err(Errno::ENOENT) => Ok(cached.is_null()),
+            Err(Errno::ENOENT) => Ok(cached.is_none()),
             Err(e) => Err(e),
             Ok(st) => {
-                if cached.is_null() {
+                let Some(i) = cached else {
                     return Ok(false);
-                }
-                // SAFETY: the caller's guard keeps the cached inode allocated.
-                let i = unsafe { &*cached };
+                };
                 if i.ino() != self.ino_of(&st) || i.file_type() != st.st_mode & libc::S_IFMT {
                     return Ok(false);
                 }
