@@ -191,3 +191,45 @@ fn unknown_names_are_usage_errors() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown workload"));
 }
+
+#[test]
+fn cold_lookup_quick_runs_and_reports() {
+    // A tiny cold-lookup: both targets stat every file, every rate is
+    // positive and finite. Never drops the host's caches (shared machines).
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("cold.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_vfscale"))
+        .args([
+            "cold-lookup",
+            "--quick",
+            "--no-drop-caches",
+            "--files",
+            "300",
+        ])
+        .args(["--duration", "10ms", "--threads", "1,2", "--dir"])
+        .arg(dir.path())
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "cold-lookup failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["workload"], "cold-lookup");
+    let rows = v["rows"].as_array().unwrap();
+    let stat_rows: Vec<&Value> = rows.iter().filter(|r| r.get("threads").is_some()).collect();
+    assert_eq!(stat_rows.len(), 2, "{rows:?}");
+    for r in stat_rows {
+        assert_eq!(r["files"], 300);
+        for k in ["kernel_cold", "kernel_hot", "vfscale_cold", "vfscale_hot"] {
+            let x = num(r, k);
+            assert!(x.is_finite() && x > 0.0, "{k} = {x}");
+        }
+    }
+    let readdir = rows.iter().find(|r| r.get("readdir").is_some()).unwrap();
+    assert!(num(readdir, "vfscale") > 0.0 && num(readdir, "kernel") > 0.0);
+}
