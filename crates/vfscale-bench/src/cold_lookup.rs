@@ -242,8 +242,15 @@ pub fn main(args: &ColdLookupArgs) -> Result<(), String> {
         } else {
             tree = make_tree(&parent, files)?;
         }
+        // The unused-dentry bound must hold the working set (passthrough
+        // entries are an unpinned cache, like the kernel's dcache), or hot
+        // passes re-read evicted entries from the host.
+        let config = VfsConfig {
+            max_unused_dentries: (2 * files).max(VfsConfig::default().max_unused_dentries),
+            ..VfsConfig::default()
+        };
         let vfs = Vfs::with_passthrough_root(
-            VfsConfig::default(),
+            config,
             tree.dir.path(),
             PassthroughConfig {
                 ttl: Duration::from_secs(3600),

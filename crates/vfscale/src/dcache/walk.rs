@@ -308,7 +308,14 @@ impl VfsInner {
             let cd = unsafe { &*c };
             let inode = cd.inode_ptr();
             let cflags = cd.flags();
-            if cd.seq.read_retry(cseq) || cflags & (D_MOUNTED | D_TYPE_SYMLINK | D_REVALIDATE) != 0
+            if cd.seq.read_retry(cseq) {
+                return None;
+            }
+            // Mountpoints and symlinks go to the full walk; so does a
+            // backend's entry unless it was validated within its TTL (a test
+            // out of line: tmpfs entries never have the flag).
+            if cflags & (D_MOUNTED | D_TYPE_SYMLINK | D_REVALIDATE) != 0
+                && !Self::fresh_backend_entry(cd, cflags)
             {
                 return None;
             }
@@ -355,6 +362,26 @@ impl VfsInner {
                 return None;
             }
         }
+    }
+
+    /// True for an entry the fast path may use although it has one of the
+    /// flags it declines: a backend's entry (D_REVALIDATE only) validated
+    /// within its TTL.
+    #[cold]
+    #[inline(never)]
+    fn fresh_backend_entry(d: &Dentry, flags: u32) -> bool {
+        if flags & (D_MOUNTED | D_TYPE_SYMLINK) != 0 {
+            return false;
+        }
+        // SAFETY: a dentry's superblock outlives it; the caller's guard
+        // keeps the dentry allocated.
+        let sb = unsafe { &*d.sb };
+        let Some(ttl) = sb.revalidate_ttl_ns else {
+            return false;
+        };
+        // Relaxed: see `VfsInner::revalidate_dentry`.
+        let at = d.cookie.load(crate::sync::atomic::Ordering::Relaxed);
+        super::monotonic_ns().saturating_sub(at) < ttl
     }
 
     /// Splits off the last component and resolves the directory before it.
