@@ -154,31 +154,205 @@ fn reads_and_writes_reach_host_files() {
 }
 
 #[test]
-fn namespace_changes_are_erofs() {
-    let host = HostDir::new("erofs");
+fn namespace_changes_reach_the_host() {
+    use std::os::unix::fs::PermissionsExt;
+    let host = HostDir::new("changes");
     host.write("f", b"");
     host.mkdir("d");
+    host.write("d/inner", b"");
     let vfs = mirror(&host, Duration::from_secs(3600));
     let p = vfs.root_process();
-    assert_eq!(p.mkdir(b"/new", 0o755), Err(Errno::EROFS));
+    // Warm the cache with the names about to change (negative ones too).
+    for n in ["/new", "/nf", "/f", "/d", "/s", "/h", "/fifo"] {
+        let _ = p.lstat(n.as_bytes());
+    }
+    let meta = |n: &str| std::fs::symlink_metadata(host.path().join(n));
+    p.mkdir(b"/new", 0o750).unwrap();
+    assert!(meta("new").unwrap().is_dir());
+    assert_eq!(meta("new").unwrap().permissions().mode() & 0o7777, 0o750);
+    assert_eq!(p.stat(b"/new").unwrap().mode & S_IFMT, S_IFDIR);
+    assert_eq!(p.mkdir(b"/new", 0o755), Err(Errno::EEXIST));
+    // O_CREAT creates on the host (umask 022 applies), O_EXCL sees it.
+    let fd = p.open(b"/nf", O_CREAT | O_WRONLY, 0o666).unwrap();
+    p.write(fd, b"hello").unwrap();
+    p.close(fd).unwrap();
+    assert_eq!(host.read("nf"), b"hello");
+    assert_eq!(meta("nf").unwrap().permissions().mode() & 0o777, 0o644);
     assert_eq!(
-        p.open(b"/new", O_CREAT | O_WRONLY, 0o644),
-        Err(Errno::EROFS)
+        p.open(b"/nf", O_CREAT | O_EXCL | O_WRONLY, 0o644),
+        Err(Errno::EEXIST)
     );
-    assert_eq!(p.unlink(b"/f"), Err(Errno::EROFS));
-    assert_eq!(p.rmdir(b"/d"), Err(Errno::EROFS));
-    assert_eq!(p.rename(b"/f", b"/g"), Err(Errno::EROFS));
-    assert_eq!(p.symlink(b"f", b"/s"), Err(Errno::EROFS));
-    assert_eq!(p.link(b"/f", b"/h"), Err(Errno::EROFS));
-    assert_eq!(p.chmod(b"/f", 0o600), Err(Errno::EROFS));
-    assert_eq!(p.chown(b"/f", 1, 1), Err(Errno::EROFS));
-    assert_eq!(p.utimensat(AT_FDCWD, b"/f", None, 0), Err(Errno::EROFS));
-    // Nothing reached the host or the cache.
-    assert!(!host.path().join("new").exists());
-    assert!(!host.path().join("g").exists());
-    assert!(host.path().join("f").exists());
-    assert_eq!(p.stat(b"/new").map(|_| ()), Err(Errno::ENOENT));
-    assert!(p.stat(b"/f").is_ok());
+    // unlink, rmdir and their errors.
+    p.unlink(b"/f").unwrap();
+    assert!(meta("f").is_err());
+    assert_eq!(p.stat(b"/f").map(|_| ()), Err(Errno::ENOENT));
+    assert_eq!(p.unlink(b"/f"), Err(Errno::ENOENT));
+    assert_eq!(p.unlink(b"/d"), Err(Errno::EISDIR));
+    assert_eq!(p.rmdir(b"/nf"), Err(Errno::ENOTDIR));
+    assert_eq!(p.rmdir(b"/d"), Err(Errno::ENOTEMPTY));
+    p.unlink(b"/d/inner").unwrap();
+    p.rmdir(b"/d").unwrap();
+    assert!(meta("d").is_err());
+    // rename, with NOREPLACE.
+    p.rename(b"/nf", b"/moved").unwrap();
+    assert!(meta("nf").is_err());
+    assert_eq!(host.read("moved"), b"hello");
+    assert_eq!(p.stat(b"/nf").map(|_| ()), Err(Errno::ENOENT));
+    assert_eq!(p.stat(b"/moved").unwrap().size, 5);
+    p.mkdir(b"/d2", 0o755).unwrap();
+    p.rename(b"/moved", b"/d2/m").unwrap();
+    assert_eq!(host.read("d2/m"), b"hello");
+    assert_eq!(p.stat(b"/d2/m").unwrap().size, 5);
+    assert_eq!(
+        p.renameat2(AT_FDCWD, b"/d2/m", AT_FDCWD, b"/new", RENAME_NOREPLACE),
+        Err(Errno::EEXIST)
+    );
+    // symlink, link, mknod.
+    p.symlink(b"d2/m", b"/s").unwrap();
+    assert_eq!(
+        std::fs::read_link(host.path().join("s"))
+            .unwrap()
+            .as_os_str(),
+        "d2/m"
+    );
+    assert_eq!(p.readlink(b"/s").unwrap(), b"d2/m");
+    assert_eq!(p.stat(b"/s").unwrap().size, 5);
+    p.link(b"/d2/m", b"/h").unwrap();
+    assert_eq!(meta("h").unwrap().ino(), meta("d2/m").unwrap().ino());
+    assert_eq!(p.stat(b"/h").unwrap().nlink, 2);
+    p.mknodat(AT_FDCWD, b"/fifo", S_IFIFO | 0o600, 0).unwrap();
+    assert!(meta("fifo").unwrap().file_type().is_fifo_like());
+    // chmod, chown, utimes.
+    p.chmod(b"/h", 0o600).unwrap();
+    assert_eq!(meta("h").unwrap().permissions().mode() & 0o7777, 0o600);
+    assert_eq!(p.stat(b"/h").unwrap().mode & 0o7777, 0o600);
+    p.chown(b"/h", 1234, 5678).unwrap();
+    assert_eq!(
+        (meta("h").unwrap().uid(), meta("h").unwrap().gid()),
+        (1234, 5678)
+    );
+    assert_eq!(p.stat(b"/h").unwrap().uid, 1234);
+    let t = Timespec {
+        sec: 1_000_000,
+        nsec: 5,
+    };
+    p.utimensat(AT_FDCWD, b"/h", Some([t, t]), 0).unwrap();
+    assert_eq!(meta("h").unwrap().mtime(), 1_000_000);
+    assert_eq!(p.stat(b"/h").unwrap().mtime, t);
+    // Not routed: xattrs, fallocate.
+    assert_eq!(p.setxattr(b"/h", b"user.x", b"1", 0), Err(Errno::EROFS));
+}
+
+/// `FileType::is_fifo` through a tiny extension (std's is in an
+/// extension trait).
+trait FifoLike {
+    fn is_fifo_like(&self) -> bool;
+}
+impl FifoLike for std::fs::FileType {
+    fn is_fifo_like(&self) -> bool {
+        use std::os::unix::fs::FileTypeExt;
+        self.is_fifo()
+    }
+}
+
+#[test]
+fn changes_check_vfscale_credentials() {
+    use std::os::unix::fs::PermissionsExt;
+    let host = HostDir::new("creds");
+    host.mkdir("open");
+    std::fs::set_permissions(
+        host.path().join("open"),
+        std::fs::Permissions::from_mode(0o777),
+    )
+    .unwrap();
+    host.write("rootfile", b"");
+    let vfs = mirror(&host, Duration::from_secs(3600));
+    let user = vfs.process(vfscale::Cred::user(1000, 1000, &[]));
+    // The host runs as root; vfscale's rules decide.
+    assert_eq!(user.mkdir(b"/x", 0o755), Err(Errno::EACCES));
+    assert_eq!(user.unlink(b"/rootfile"), Err(Errno::EACCES));
+    assert_eq!(user.chmod(b"/rootfile", 0o777), Err(Errno::EPERM));
+    assert!(!host.path().join("x").exists());
+    assert!(host.path().join("rootfile").exists());
+    // In a world-writable directory the new file is the caller's.
+    let fd = user.open(b"/open/mine", O_CREAT | O_WRONLY, 0o644).unwrap();
+    user.close(fd).unwrap();
+    let m = std::fs::metadata(host.path().join("open/mine")).unwrap();
+    assert_eq!((m.uid(), m.gid()), (1000, 1000));
+    assert_eq!(user.stat(b"/open/mine").unwrap().uid, 1000);
+    user.chmod(b"/open/mine", 0o600).unwrap();
+    assert_eq!(m.permissions().mode() & 0o777, 0o644);
+    assert_eq!(
+        std::fs::metadata(host.path().join("open/mine"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+}
+
+#[test]
+fn failed_host_changes_change_nothing() {
+    let host = HostDir::new("changefaults");
+    host.write("f", b"data");
+    host.mkdir("d");
+    let control = FaultControl::new(3);
+    let pt = Passthrough::new(
+        host.path(),
+        PassthroughConfig {
+            ttl: Duration::from_secs(3600),
+        },
+    )
+    .unwrap();
+    let vfs = Vfs::with_root_fs(
+        VfsConfig::default(),
+        Box::new(FaultyFs::new(pt, control.clone())),
+    );
+    let base = vfs.object_counts();
+    let p = vfs.root_process();
+    control.fail(CallKind::Change, Trigger::OneIn(1), Errno::EIO);
+    type Op = fn(&vfscale::Process) -> SysResult<()>;
+    let ops: [(&str, Op); 8] = [
+        ("mkdir", |p| p.mkdir(b"/n", 0o755)),
+        ("create", |p| {
+            p.open(b"/n", O_CREAT | O_WRONLY, 0o644).map(|_| ())
+        }),
+        ("unlink", |p| p.unlink(b"/f")),
+        ("rmdir", |p| p.rmdir(b"/d")),
+        ("rename", |p| p.rename(b"/f", b"/g")),
+        ("symlink", |p| p.symlink(b"f", b"/s")),
+        ("link", |p| p.link(b"/f", b"/h")),
+        ("chmod", |p| p.chmod(b"/f", 0o600)),
+    ];
+    for (what, op) in ops {
+        control.arm();
+        assert_eq!(op(&p), Err(Errno::EIO), "{what}");
+        control.disarm();
+        // The host and the cache still agree on the old state.
+        let mut names: Vec<_> = std::fs::read_dir(host.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["d", "f"], "{what}");
+        assert_eq!(p.stat(b"/f").unwrap().size, 4, "{what}");
+        assert_eq!(p.stat(b"/f").unwrap().mode & 0o777, 0o644, "{what}");
+        assert!(p.stat(b"/d").is_ok(), "{what}");
+        for n in ["/n", "/g", "/s", "/h"] {
+            assert_eq!(
+                p.lstat(n.as_bytes()).map(|_| ()),
+                Err(Errno::ENOENT),
+                "{what} {n}"
+            );
+        }
+    }
+    control.clear();
+    // And the same calls succeed afterwards.
+    p.rename(b"/f", b"/g").unwrap();
+    assert_eq!(host.read("g"), b"data");
+    p.exit();
+    settled(&vfs, base);
 }
 
 #[test]
@@ -281,6 +455,8 @@ fn injected_host_errors_surface_and_change_nothing() {
             CallKind::Write => p.write(control_fd, b"zz").map(|_| ()),
             CallKind::Readdir => p.getdents64(dir_fd, &mut buf).map(|_| ()),
             CallKind::Truncate => p.ftruncate(control_fd, 0),
+            // Covered by `failed_host_changes_change_nothing`.
+            CallKind::Change => unreachable!(),
         };
         control.disarm();
         assert_eq!(r, Err(errno), "{kind:?}");
@@ -333,7 +509,8 @@ fn mount_passthrough_in_a_tmpfs_namespace() {
     let src = host.path().as_os_str().as_encoded_bytes().to_vec();
     p.mount(&src, b"/mnt", b"passthrough", 0).unwrap();
     assert_eq!(read_path(&p, b"/mnt/f").unwrap(), b"mounted");
-    assert_eq!(p.mkdir(b"/mnt/x", 0o755), Err(Errno::EROFS));
+    p.mkdir(b"/mnt/x", 0o755).unwrap();
+    assert!(host.path().join("x").is_dir());
     // An absolute host symlink resolves in vfscale's namespace: "/"
     // is the tmpfs root here, not the host's.
     host.symlink("/mnt/f", "abs");

@@ -560,6 +560,30 @@ impl VfsInner {
         }
         Ok(false)
     }
+
+    /// Drops the cached entry for (parent, key), if any, after a backend
+    /// changed that name: the next lookup asks the backend. Caller holds an
+    /// epoch guard and no directory lock.
+    pub(crate) fn forget_name(&self, parent: *const Dentry, dir: &Inode, key: &NameKey<'_>) {
+        let Some(index) = dir.dir_index() else {
+            return;
+        };
+        let d = {
+            let _locked = index.write();
+            let d = self.lookup_exact(parent, key);
+            if d.is_null() {
+                return;
+            }
+            // SAFETY: found under the bucket lock with the directory locked
+            // exclusively: live and hashed.
+            self.unhash(unsafe { &*d });
+            d
+        };
+        // SAFETY: the guard keeps it allocated; see `revalidate_dentry`.
+        if unsafe { &*d }.refcount.get() {
+            self.dput(d);
+        }
+    }
 }
 
 impl Dentry {

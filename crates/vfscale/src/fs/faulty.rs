@@ -11,11 +11,10 @@
 //!
 //! Reach: `lookup` of a name the dcache does not hold, and for a
 //! backend-served inner filesystem (passthrough) also `revalidate`, `read`,
-//! `write`, `truncate` and `readdir`. For a wrapped tmpfs, data, attribute
-//! and namespace changes are done by the core on in-memory objects without
-//! a backend call, so faults reach them only through `lookup`. Namespace
-//! changes on a passthrough instance are EROFS (not routed yet), so there is
-//! nothing to fail there either.
+//! `write`, `truncate`, `readdir` and the namespace and attribute changes
+//! (`CallKind::Change`). For a wrapped tmpfs, data, attribute and namespace
+//! changes are done by the core on in-memory objects without a backend
+//! call, so faults reach them only through `lookup`.
 //!
 //! Invariants:
 //! - an injected fault never reaches the wrapped backend: a failed call had
@@ -40,6 +39,9 @@ pub enum CallKind {
     Write,
     Truncate,
     Readdir,
+    /// create, symlink, link, unlink, rename, setattr (namespace and
+    /// attribute changes of a backend-served instance).
+    Change,
 }
 
 /// When a call fails.
@@ -235,6 +237,78 @@ impl<F: Filesystem> Filesystem for FaultyFs<F> {
             return Err(e);
         }
         self.inner.truncate(sb, inode, len)
+    }
+
+    fn create(
+        &self,
+        sb: &SuperBlock,
+        dir: &Inode,
+        name: &[u8],
+        mode: u32,
+        rdev: u64,
+        uid: u32,
+        gid: u32,
+    ) -> SysResult<()> {
+        if let Some(e) = self.control.decide(CallKind::Change) {
+            return Err(e);
+        }
+        self.inner.create(sb, dir, name, mode, rdev, uid, gid)
+    }
+
+    fn symlink(
+        &self,
+        sb: &SuperBlock,
+        dir: &Inode,
+        name: &[u8],
+        target: &[u8],
+        uid: u32,
+        gid: u32,
+    ) -> SysResult<()> {
+        if let Some(e) = self.control.decide(CallKind::Change) {
+            return Err(e);
+        }
+        self.inner.symlink(sb, dir, name, target, uid, gid)
+    }
+
+    fn link(&self, sb: &SuperBlock, inode: &Inode, dir: &Inode, name: &[u8]) -> SysResult<()> {
+        if let Some(e) = self.control.decide(CallKind::Change) {
+            return Err(e);
+        }
+        self.inner.link(sb, inode, dir, name)
+    }
+
+    fn unlink(&self, sb: &SuperBlock, dir: &Inode, name: &[u8], rmdir: bool) -> SysResult<()> {
+        if let Some(e) = self.control.decide(CallKind::Change) {
+            return Err(e);
+        }
+        self.inner.unlink(sb, dir, name, rmdir)
+    }
+
+    fn rename(
+        &self,
+        sb: &SuperBlock,
+        old_dir: &Inode,
+        old_name: &[u8],
+        new_dir: &Inode,
+        new_name: &[u8],
+        flags: u32,
+    ) -> SysResult<()> {
+        if let Some(e) = self.control.decide(CallKind::Change) {
+            return Err(e);
+        }
+        self.inner
+            .rename(sb, old_dir, old_name, new_dir, new_name, flags)
+    }
+
+    fn setattr(&self, sb: &SuperBlock, inode: &Inode, change: &super::AttrChange) -> SysResult<()> {
+        if let Some(e) = self.control.decide(CallKind::Change) {
+            return Err(e);
+        }
+        self.inner.setattr(sb, inode, change)
+    }
+
+    fn refresh(&self, sb: &SuperBlock, inode: &Inode) -> SysResult<()> {
+        self.inner.refresh(sb, inode)
     }
 
     fn readdir(

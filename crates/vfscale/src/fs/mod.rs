@@ -99,6 +99,76 @@ pub trait Filesystem: Send + Sync {
         Err(Errno::EINVAL)
     }
 
+    // ---- namespace and attribute changes of backend-served instances:
+    // the core checks vfscale's permissions, calls these, then drops the
+    // affected cached names (the next lookup asks the backend). ----
+
+    /// Creates `name` in `dir`: `mode` holds the type (S_IFREG, S_IFDIR,
+    /// S_IFIFO, S_IFSOCK, S_IFCHR, S_IFBLK) and permission bits; the new
+    /// object is owned by `uid`/`gid`.
+    #[allow(clippy::too_many_arguments)]
+    fn create(
+        &self,
+        _sb: &SuperBlock,
+        _dir: &Inode,
+        _name: &[u8],
+        _mode: u32,
+        _rdev: u64,
+        _uid: u32,
+        _gid: u32,
+    ) -> SysResult<()> {
+        Err(Errno::EROFS)
+    }
+
+    /// A symlink `name` in `dir` with text `target`, owned by `uid`/`gid`.
+    fn symlink(
+        &self,
+        _sb: &SuperBlock,
+        _dir: &Inode,
+        _name: &[u8],
+        _target: &[u8],
+        _uid: u32,
+        _gid: u32,
+    ) -> SysResult<()> {
+        Err(Errno::EROFS)
+    }
+
+    /// A new name `name` in `dir` for `inode`.
+    fn link(&self, _sb: &SuperBlock, _inode: &Inode, _dir: &Inode, _name: &[u8]) -> SysResult<()> {
+        Err(Errno::EROFS)
+    }
+
+    /// Removes `name` from `dir` (`rmdir`: a directory).
+    fn unlink(&self, _sb: &SuperBlock, _dir: &Inode, _name: &[u8], _rmdir: bool) -> SysResult<()> {
+        Err(Errno::EROFS)
+    }
+
+    /// renameat2 of `old_name` in `old_dir` to `new_name` in `new_dir`.
+    #[allow(clippy::too_many_arguments)]
+    fn rename(
+        &self,
+        _sb: &SuperBlock,
+        _old_dir: &Inode,
+        _old_name: &[u8],
+        _new_dir: &Inode,
+        _new_name: &[u8],
+        _flags: u32,
+    ) -> SysResult<()> {
+        Err(Errno::EROFS)
+    }
+
+    /// Changes attributes of `inode` (None: unchanged; times as
+    /// utimensat's, UTIME_NOW / UTIME_OMIT allowed) and refreshes its
+    /// cached copy.
+    fn setattr(&self, _sb: &SuperBlock, _inode: &Inode, _change: &AttrChange) -> SysResult<()> {
+        Err(Errno::EROFS)
+    }
+
+    /// Re-reads `inode`'s attributes from the backend.
+    fn refresh(&self, _sb: &SuperBlock, _inode: &Inode) -> SysResult<()> {
+        Ok(())
+    }
+
     /// Lists `dir` from position `from` (>= 2; the core emits "." and
     /// ".."), as `VfsInner::list_dir`.
     fn readdir(
@@ -110,6 +180,16 @@ pub trait Filesystem: Send + Sync {
     ) -> SysResult<(u64, bool)> {
         Err(Errno::ENOTDIR)
     }
+}
+
+/// An attribute change handed to a backend (`Filesystem::setattr`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AttrChange {
+    pub mode: Option<u32>,
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+    /// [atime, mtime] as utimensat's.
+    pub times: Option<[Timespec; 2]>,
 }
 
 /// Space and inode limits of an instance (statfs reports them).

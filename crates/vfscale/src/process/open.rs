@@ -201,6 +201,36 @@ impl Process {
             };
             return Ok((found, false));
         }
+        if dir_sb.backend_served {
+            // Created on the backend, then looked up from it.
+            drop(locked);
+            let created = self.backend_create(&parent, false, |sb, dir, name| {
+                let (uid, gid, m) = self.owner_in(dir, S_IFREG | (mode & S_IALLUGO));
+                let m = (m & !self.umask_bits()) | S_IFREG;
+                sb.fs.create(sb, dir, name, m, 0, uid, gid)
+            });
+            match created {
+                Ok(()) => {}
+                // Appeared meanwhile (on the host): open it, unless O_EXCL.
+                Err(Errno::EEXIST) if flags & O_EXCL == 0 => {}
+                Err(e) => return Err(e),
+            }
+            let (d, seq) = self.vfs.lookup_slow(dir_d, dir, &key)?;
+            // SAFETY: the guard keeps the dentry allocated.
+            let inode = unsafe { &*d }.inode_ptr();
+            if inode.is_null() {
+                return Err(Errno::ENOENT);
+            }
+            let found = Found {
+                path: PathPtr {
+                    mnt: parent.dir.path.mnt,
+                    dentry: d,
+                },
+                seq,
+                inode,
+            };
+            return Ok((found, created.is_ok()));
+        }
         self.may_modify_dir(dir)?;
         let (uid, gid, m) = self.owner_in(dir, S_IFREG | (mode & S_IALLUGO));
         let m = (m & !self.umask_bits()) | S_IFREG;

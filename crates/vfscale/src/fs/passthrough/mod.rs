@@ -31,7 +31,7 @@
 
 pub mod host;
 
-use super::{Filesystem, SuperBlock};
+use super::{AttrChange, Filesystem, SuperBlock};
 use crate::abi::*;
 use crate::dir::index::DirIndex;
 use crate::inode::{Inode, InodeBody};
@@ -152,6 +152,71 @@ impl Passthrough {
         copy_attrs(i, st);
         self.shard(i).lock().insert(p as usize, rel);
         Ok(p)
+    }
+}
+
+fn cstr(name: &[u8]) -> SysResult<std::ffi::CString> {
+    if !host::valid_component(name) {
+        return Err(Errno::EINVAL);
+    }
+    std::ffi::CString::new(name).map_err(|_| Errno::EINVAL)
+}
+
+/// The result of a libc call returning -1 on error.
+fn check(r: libc::c_long) -> SysResult<()> {
+    if r < 0 {
+        return Err(Errno(
+            std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO),
+        ));
+    }
+    Ok(())
+}
+
+impl Passthrough {
+    /// The host directory `dir` as an O_PATH fd (opened beneath the root).
+    fn dir_fd(&self, dir: &Inode) -> SysResult<std::os::fd::OwnedFd> {
+        self.host
+            .open_beneath(&self.path_of(dir)?, libc::O_PATH | libc::O_DIRECTORY)
+    }
+
+    /// The parent directory fd and last component of `inode`'s path (None
+    /// for the root).
+    fn parent_and_name(&self, inode: &Inode) -> SysResult<Option<(std::os::fd::OwnedFd, Vec<u8>)>> {
+        let path = self.path_of(inode)?;
+        if path.is_empty() {
+            return Ok(None);
+        }
+        let (dir, name) = match path.iter().rposition(|&b| b == b'/') {
+            Some(i) => (&path[..i], &path[i + 1..]),
+            None => (&b""[..], &path[..]),
+        };
+        let fd = self
+            .host
+            .open_beneath(dir, libc::O_PATH | libc::O_DIRECTORY)?;
+        Ok(Some((fd, name.to_vec())))
+    }
+
+    /// Gives a just-created `name` in `dirfd` to `uid`/`gid` (without
+    /// following a symlink, should one have been swapped in).
+    fn chown_new(
+        &self,
+        dirfd: &std::os::fd::OwnedFd,
+        name: &std::ffi::CString,
+        uid: u32,
+        gid: u32,
+    ) {
+        // SAFETY: fchownat on our own fd and a NUL-terminated name.
+        let _ = unsafe {
+            libc::fchownat(
+                dirfd.as_raw_fd(),
+                name.as_ptr(),
+                uid,
+                gid,
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
     }
 }
 
@@ -293,6 +358,169 @@ impl Filesystem for Passthrough {
         if let Ok(st) = host::fstat(fd.as_raw_fd()) {
             copy_attrs(inode, &st);
         }
+        Ok(())
+    }
+
+    fn create(
+        &self,
+        _sb: &SuperBlock,
+        dir: &Inode,
+        name: &[u8],
+        mode: u32,
+        rdev: u64,
+        uid: u32,
+        gid: u32,
+    ) -> SysResult<()> {
+        let fd = self.dir_fd(dir)?;
+        let c = cstr(name)?;
+        let perm = mode & 0o7777;
+        // SAFETY (both): *at calls on our own fd with a NUL-terminated single
+        // component; neither follows a final symlink.
+        if mode & S_IFMT == S_IFDIR {
+            check(unsafe { libc::mkdirat(fd.as_raw_fd(), c.as_ptr(), perm) } as libc::c_long)?;
+        } else {
+            check(
+                unsafe { libc::mknodat(fd.as_raw_fd(), c.as_ptr(), mode, rdev) } as libc::c_long,
+            )?;
+        }
+        self.chown_new(&fd, &c, uid, gid);
+        Ok(())
+    }
+
+    fn symlink(
+        &self,
+        _sb: &SuperBlock,
+        dir: &Inode,
+        name: &[u8],
+        target: &[u8],
+        uid: u32,
+        gid: u32,
+    ) -> SysResult<()> {
+        let fd = self.dir_fd(dir)?;
+        let c = cstr(name)?;
+        let t = std::ffi::CString::new(target).map_err(|_| Errno::EINVAL)?;
+        // SAFETY: NUL-terminated strings, our own fd. The link text is only
+        // ever read back as text: the host never follows it for us.
+        check(unsafe { libc::symlinkat(t.as_ptr(), fd.as_raw_fd(), c.as_ptr()) } as libc::c_long)?;
+        self.chown_new(&fd, &c, uid, gid);
+        Ok(())
+    }
+
+    fn link(&self, _sb: &SuperBlock, inode: &Inode, dir: &Inode, name: &[u8]) -> SysResult<()> {
+        let (src_dir, src_name) = self.parent_and_name(inode)?.ok_or(Errno::EPERM)?;
+        let src = cstr(&src_name)?;
+        let fd = self.dir_fd(dir)?;
+        let c = cstr(name)?;
+        // SAFETY: single components on our own fds; flags 0 does not follow
+        // a symlink at the source.
+        check(unsafe {
+            libc::linkat(
+                src_dir.as_raw_fd(),
+                src.as_ptr(),
+                fd.as_raw_fd(),
+                c.as_ptr(),
+                0,
+            )
+        } as libc::c_long)
+    }
+
+    fn unlink(&self, _sb: &SuperBlock, dir: &Inode, name: &[u8], rmdir: bool) -> SysResult<()> {
+        let fd = self.dir_fd(dir)?;
+        let c = cstr(name)?;
+        let flags = if rmdir { libc::AT_REMOVEDIR } else { 0 };
+        // SAFETY: a single component on our own fd.
+        check(unsafe { libc::unlinkat(fd.as_raw_fd(), c.as_ptr(), flags) } as libc::c_long)
+    }
+
+    fn rename(
+        &self,
+        _sb: &SuperBlock,
+        old_dir: &Inode,
+        old_name: &[u8],
+        new_dir: &Inode,
+        new_name: &[u8],
+        flags: u32,
+    ) -> SysResult<()> {
+        let ofd = self.dir_fd(old_dir)?;
+        let nfd = self.dir_fd(new_dir)?;
+        let (o, n) = (cstr(old_name)?, cstr(new_name)?);
+        // SAFETY: single components on our own fds; renameat2 never follows
+        // symlinks.
+        check(unsafe {
+            libc::syscall(
+                libc::SYS_renameat2,
+                ofd.as_raw_fd(),
+                o.as_ptr(),
+                nfd.as_raw_fd(),
+                n.as_ptr(),
+                flags,
+            )
+        })
+    }
+
+    fn setattr(&self, _sb: &SuperBlock, inode: &Inode, change: &AttrChange) -> SysResult<()> {
+        let (fd, name) = match self.parent_and_name(inode)? {
+            Some((fd, name)) => (fd, cstr(&name)?),
+            // The root: its own fd and an empty path.
+            None => (self.dir_fd(inode)?, std::ffi::CString::default()),
+        };
+        let empty = if name.as_bytes().is_empty() {
+            libc::AT_EMPTY_PATH
+        } else {
+            0
+        };
+        let nofollow = libc::AT_SYMLINK_NOFOLLOW | empty;
+        if change.uid.is_some() || change.gid.is_some() {
+            let uid = change.uid.unwrap_or(u32::MAX);
+            let gid = change.gid.unwrap_or(u32::MAX);
+            // SAFETY: as above.
+            check(
+                unsafe { libc::fchownat(fd.as_raw_fd(), name.as_ptr(), uid, gid, nofollow) }
+                    as libc::c_long,
+            )?;
+        }
+        if let Some(mode) = change.mode {
+            // fchmodat2 (Linux 6.6+) refuses to follow a final symlink.
+            // SAFETY: our own fd and a NUL-terminated name.
+            check(unsafe {
+                libc::syscall(452, fd.as_raw_fd(), name.as_ptr(), mode & 0o7777, nofollow)
+            })?;
+        }
+        if let Some([a, m]) = change.times {
+            let ts = [
+                libc::timespec {
+                    tv_sec: a.sec,
+                    tv_nsec: a.nsec,
+                },
+                libc::timespec {
+                    tv_sec: m.sec,
+                    tv_nsec: m.nsec,
+                },
+            ];
+            if empty != 0 {
+                let dir = self
+                    .host
+                    .open_beneath(b"", libc::O_RDONLY | libc::O_DIRECTORY)?;
+                // SAFETY: futimens on our own fd with two timespecs.
+                check(unsafe { libc::futimens(dir.as_raw_fd(), ts.as_ptr()) } as libc::c_long)?;
+            } else {
+                // SAFETY: our own fd, a NUL-terminated name, two timespecs.
+                check(unsafe {
+                    libc::utimensat(
+                        fd.as_raw_fd(),
+                        name.as_ptr(),
+                        ts.as_ptr(),
+                        libc::AT_SYMLINK_NOFOLLOW,
+                    )
+                } as libc::c_long)?;
+            }
+        }
+        self.refresh(_sb, inode)
+    }
+
+    fn refresh(&self, _sb: &SuperBlock, inode: &Inode) -> SysResult<()> {
+        let st = self.host.lstat(&self.path_of(inode)?)?;
+        copy_attrs(inode, &st);
         Ok(())
     }
 
