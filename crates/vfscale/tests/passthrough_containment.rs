@@ -195,3 +195,74 @@ fn names_with_slashes_or_dots_never_reach_the_host() {
     assert_eq!(p.stat(b"/./inside").unwrap().size, 6);
     assert_eq!(p.stat(b"/sub/./../inside").unwrap().size, 6);
 }
+
+#[test]
+fn changes_never_land_outside_while_a_directory_is_swapped() {
+    // As `swapping_a_directory_for_a_symlink_never_leaks`, but vfscale
+    // creates, renames and removes names inside `d` while the host swaps
+    // `d` for a symlink to the outside directory: nothing may ever appear
+    // in (or vanish from) the outside directory.
+    for component_walk in [false, true] {
+        let host = HostDir::new("swapchange");
+        let outside = host.outside();
+        std::fs::write(outside.join("keep"), SECRET).unwrap();
+        let real = host.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        std::os::unix::fs::symlink(&outside, host.path().join("evil")).unwrap();
+        std::fs::rename(&real, host.path().join("d")).unwrap();
+        let vfs = mirror(&host, Duration::ZERO, component_walk);
+        let stop = Arc::new(AtomicBool::new(false));
+        let swapper = {
+            let (stop, root) = (stop.clone(), host.path().to_path_buf());
+            std::thread::spawn(move || {
+                let (d, evil, tmp) = (root.join("d"), root.join("evil"), root.join("tmp"));
+                while !stop.load(SeqCst) {
+                    std::fs::rename(&d, &tmp).unwrap();
+                    std::fs::rename(&evil, &d).unwrap();
+                    std::fs::rename(&tmp, &evil).unwrap();
+                }
+            })
+        };
+        let p = vfs.root_process();
+        for i in 0..1500 {
+            let _ = p.mkdir(b"/d/newdir", 0o755);
+            let _ = p.rmdir(b"/d/newdir");
+            if let Ok(fd) = p.open(b"/d/newfile", O_CREAT | O_WRONLY, 0o644) {
+                let _ = p.write(fd, b"x");
+                p.close(fd).unwrap();
+            }
+            let _ = p.rename(b"/d/newfile", b"/d/renamed");
+            let _ = p.unlink(b"/d/renamed");
+            let _ = p.unlink(b"/d/newfile");
+            let _ = p.symlink(b"/", b"/d/link");
+            let _ = p.unlink(b"/d/link");
+            let _ = p.unlink(b"/d/keep");
+            let _ = p.chmod(b"/d/keep", 0o777);
+            if i % 100 == 0 {
+                let names: Vec<_> = std::fs::read_dir(&outside)
+                    .unwrap()
+                    .map(|e| e.unwrap().file_name())
+                    .collect();
+                assert_eq!(names, ["keep"], "component_walk {component_walk}");
+            }
+        }
+        stop.store(true, SeqCst);
+        swapper.join().unwrap();
+        let names: Vec<_> = std::fs::read_dir(&outside)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["keep"], "component_walk {component_walk}");
+        assert_eq!(std::fs::read(outside.join("keep")).unwrap(), SECRET);
+        use std::os::unix::fs::PermissionsExt;
+        assert_ne!(
+            std::fs::metadata(outside.join("keep"))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777,
+            0o777,
+            "chmod reached the outside file"
+        );
+    }
+}
