@@ -47,8 +47,9 @@ pub trait Filesystem: Send + Sync {
     fn init_root(&self, _sb: &SuperBlock, _root: &Inode) {}
 
     /// True if file data and directory listings come from the backend
-    /// (`read`/`write`/`truncate`/`readdir`), and namespace and attribute
-    /// changes are refused with EROFS (not routed to a backend yet).
+    /// (`read`/`write`/`truncate`/`readdir`) and namespace and attribute
+    /// changes go to it (`create` ... `setattr`, after the core's checks;
+    /// xattr writes and fallocate are EROFS).
     fn backend_served(&self) -> bool {
         false
     }
@@ -216,8 +217,8 @@ pub struct SuperBlock {
     pub(crate) xattrs: crate::inode::xattr::XattrTable,
     /// Inodes file handles were made for (fs/export.rs).
     pub(crate) exports: export::ExportTable,
-    /// `fs.backend_served()`, cached: data, listings and revalidation come
-    /// from the backend; namespace changes are EROFS.
+    /// `fs.backend_served()`, cached: data, listings, revalidation and
+    /// changes go to the backend (process/backend_names.rs).
     pub(crate) backend_served: bool,
     /// `fs.revalidate_ttl()` in nanoseconds, cached (None: never).
     pub(crate) revalidate_ttl_ns: Option<u64>,

@@ -5,10 +5,11 @@
 //! attributes (an inode's number is the host's st_ino, its type, mode,
 //! owner, size, times and link count the host's, copied at lookup and
 //! refreshed at revalidation), symlink text, directory listings straight
-//! from the host, and reads and writes of host files (also truncation).
-//! Namespace and attribute changes (create, mkdir, unlink, rmdir, rename,
-//! symlink, link, chmod, chown, utimes) are refused with EROFS: they are not
-//! routed to the host yet.
+//! from the host, reads and writes of host files (also truncation), and
+//! the namespace and attribute changes the core routes here after its own
+//! checks (create/mknod/mkdir, symlink, link, unlink/rmdir, rename, chmod,
+//! chown, utimes: single-component `*at` calls on a directory fd opened
+//! beneath the root; see process/backend_names.rs).
 //!
 //! Caching: every answer is cached in the dcache like any other (negative
 //! ones too). A cached entry older than the instance's TTL is revalidated
