@@ -145,8 +145,6 @@ impl Passthrough {
         );
         let fresh = inode.refcount.get();
         debug_assert!(fresh);
-        let blocks = st.st_blocks as u64;
-        let _ = sb.charge_blocks(blocks as i64);
         let p = crate::mem::slab::alloc(inode);
         // SAFETY: just allocated, not shared yet.
         let i = unsafe { &*p };
@@ -222,9 +220,13 @@ impl Passthrough {
 }
 
 /// Copies the host's attributes into `inode` (type bits never change).
+/// The instance's block count follows the cached sizes exactly, so the
+/// core's `iput`, which releases an inode's blocks, leaves it balanced
+/// (host sizes are not limited by the instance: no ENOSPC here).
 fn copy_attrs(inode: &Inode, st: &libc::stat) {
     let ts = |sec: i64, nsec: i64| Timespec { sec, nsec };
-    inode.update_attr(|w| {
+    let old_blocks = inode.update_attr(|w| {
+        let old = w.get().blocks;
         w.set_mode(st.st_mode);
         w.set_uid(st.st_uid);
         w.set_gid(st.st_gid);
@@ -233,7 +235,12 @@ fn copy_attrs(inode: &Inode, st: &libc::stat) {
         w.set_atime(ts(st.st_atime, st.st_atime_nsec));
         w.set_mtime(ts(st.st_mtime, st.st_mtime_nsec));
         w.set_ctime(ts(st.st_ctime, st.st_ctime_nsec));
+        old
     });
+    // Pages as `SuperBlock::charge_blocks` counts them.
+    let delta = (st.st_blocks as u64 / 8) as i64 - (old_blocks / 8) as i64;
+    // SAFETY: an inode's superblock outlives it.
+    unsafe { &*inode.sb }.used_blocks.add(delta);
 }
 
 impl Filesystem for Passthrough {
