@@ -101,7 +101,35 @@ impl VfsInner {
     /// claims the name in the in-lookup table (`in_lookup.rs`), the others
     /// park until it has published its answer. A backend error other than
     /// ENOENT is returned to the leader and its waiters and is not cached.
+    ///
+    /// `Ok(None)`: `parent` was reclaimed meanwhile (an unused entry of a
+    /// backend-served instance can be; tmpfs pins every name, so its
+    /// directories are live while their lock shows them not dead); the
+    /// caller walks again. For backend-served instances a reference on
+    /// `parent` is held while a child is inserted.
     pub(crate) fn lookup_slow(
+        &self,
+        parent: *const Dentry,
+        dir: &Inode,
+        key: &NameKey<'_>,
+    ) -> crate::abi::SysResult<Option<(*const Dentry, u32)>> {
+        // SAFETY: the caller's guard keeps `parent` and its superblock
+        // allocated.
+        let pd = unsafe { &*parent };
+        if !unsafe { &*pd.sb }.backend_served {
+            return self.lookup_slow_pinned(parent, dir, key).map(Some);
+        }
+        if !pd.refcount.get() {
+            return Ok(None);
+        }
+        let r = self.lookup_slow_pinned(parent, dir, key);
+        self.dput(parent);
+        r.map(Some)
+    }
+
+    /// `lookup_slow` with `parent` kept live by the caller (a reference, or
+    /// tmpfs's pinning).
+    fn lookup_slow_pinned(
         &self,
         parent: *const Dentry,
         dir: &Inode,
@@ -112,8 +140,7 @@ impl VfsInner {
         if locked.dead {
             return Err(crate::abi::Errno::ENOENT);
         }
-        // SAFETY: the caller's guard keeps `parent` allocated; holding the
-        // directory lock shared, it is not being removed.
+        // SAFETY: the caller keeps `parent` live.
         let pd = unsafe { &*parent };
         let sb = unsafe { &*pd.sb };
         if let Some(found) = self.lookup_cached_locked(parent, key) {
@@ -547,17 +574,20 @@ impl VfsInner {
             d.cookie.store(now, Ordering::Relaxed);
             return Ok(true);
         }
+        // A reference keeps the shrinker from killing it under us (it only
+        // kills unused entries); a dead one is gone already.
+        if !d.refcount.get() {
+            return Ok(false);
+        }
         {
             let locked = index.write();
             if !locked.dead && d.is_hashed() && core::ptr::eq(d.parent_ptr(), parent) {
                 self.unhash(d);
             }
         }
-        // An unused dentry is freed by its last put now that it is unhashed;
-        // one in use is freed by its holder's put.
-        if d.refcount.get() {
-            self.dput(d);
-        }
+        // Unhashed, our put is the last unless someone else uses it (their
+        // put frees it then).
+        self.dput(d);
         Ok(false)
     }
 
@@ -574,15 +604,19 @@ impl VfsInner {
             if d.is_null() {
                 return;
             }
-            // SAFETY: found under the bucket lock with the directory locked
-            // exclusively: live and hashed.
-            self.unhash(unsafe { &*d });
+            // SAFETY: found under the bucket lock: allocated (guard). A
+            // reference keeps the shrinker off it; if it lost the race,
+            // the shrinker unhashed it already.
+            let dr = unsafe { &*d };
+            if !dr.refcount.get() {
+                return;
+            }
+            if dr.is_hashed() {
+                self.unhash(dr);
+            }
             d
         };
-        // SAFETY: the guard keeps it allocated; see `revalidate_dentry`.
-        if unsafe { &*d }.refcount.get() {
-            self.dput(d);
-        }
+        self.dput(d);
     }
 }
 

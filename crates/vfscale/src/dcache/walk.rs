@@ -574,7 +574,11 @@ impl VfsInner {
                     }
                     (d, seq)
                 }
-                RcuLookup::Miss => self.lookup_slow(cur.dentry, dir, &key)?,
+                RcuLookup::Miss => match self.lookup_slow(cur.dentry, dir, &key)? {
+                    Some(found) => found,
+                    // The directory's entry was reclaimed: walk again.
+                    None => return Err(WalkError::Retry),
+                },
             };
             // SAFETY: chain nodes are freed only through the collector; guard held.
             let child_d = unsafe { &*child };

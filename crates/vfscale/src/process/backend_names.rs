@@ -37,7 +37,12 @@ impl Process {
         dir: &Inode,
         key: &NameKey<'_>,
     ) -> SysResult<(*const Dentry, *const Inode)> {
-        let (d, _) = self.vfs.lookup_slow(dir_d, dir, key)?;
+        // A directory entry reclaimed since the walk: as if removed (rare:
+        // only unused backend entries are reclaimable).
+        let (d, _) = self
+            .vfs
+            .lookup_slow(dir_d, dir, key)?
+            .ok_or(Errno::ENOENT)?;
         // SAFETY: the guard keeps the dentry allocated.
         Ok((d, unsafe { &*d }.inode_ptr()))
     }

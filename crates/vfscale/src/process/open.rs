@@ -138,7 +138,11 @@ impl Process {
         if !dir_sb.fs.dcache_is_authoritative() {
             // The name may exist on the backend without being cached yet:
             // ask (and cache the answer) before deciding to create.
-            self.vfs.lookup_slow(dir_d, dir, &key)?;
+            // A reclaimed directory entry: its name is gone from the cache;
+            // answer as for a removed directory.
+            self.vfs
+                .lookup_slow(dir_d, dir, &key)?
+                .ok_or(Errno::ENOENT)?;
         }
         let index = dir.dir_index().ok_or(Errno::ENOTDIR)?;
         let mut locked = index.write();
@@ -215,7 +219,10 @@ impl Process {
                 Err(Errno::EEXIST) if flags & O_EXCL == 0 => {}
                 Err(e) => return Err(e),
             }
-            let (d, seq) = self.vfs.lookup_slow(dir_d, dir, &key)?;
+            let (d, seq) = self
+                .vfs
+                .lookup_slow(dir_d, dir, &key)?
+                .ok_or(Errno::ENOENT)?;
             // SAFETY: the guard keeps the dentry allocated.
             let inode = unsafe { &*d }.inode_ptr();
             if inode.is_null() {
