@@ -81,6 +81,8 @@ pub struct Dentry {
     name_ext: AtomicPtr<ExtName>,
     /// Readdir cookie in the parent's child index (under the parent's lock;
     /// written only when the name moves, so it may share the lookup line).
+    /// A `D_REVALIDATE` entry is in no index: there it holds the monotonic
+    /// time of its last validation.
     pub(crate) cookie: AtomicU64,
     // ---- line 1: inline name ----
     name_inline: [AtomicU64; INLINE_WORDS],

@@ -9,10 +9,14 @@
 //!   which scans with the bucket locked under the shared directory lock.
 //! - Chain membership changes only under the bucket lock: insertions by
 //!   `lookup_slow`/create (dedup-scanning first, so a name has at most one
-//!   live dentry), removals by unlink/rmdir/rename (under the exclusive
-//!   directory lock) and by the shrinker (which kills the dentry, refcount
-//!   0 → dead, while holding the bucket lock). Hence a dentry found under a
-//!   bucket lock is never dead.
+//!   live dentry), removals by unlink/rmdir/rename and, on backend-served
+//!   instances, by revalidation and `forget_name` (under the exclusive
+//!   directory lock, holding a reference), and by the shrinker (which
+//!   kills the dentry, refcount 0 → dead, while holding the bucket lock).
+//!   Hence a dentry found under a bucket lock is never dead.
+//! - Concurrent misses of one name on a backend share one backend call
+//!   (`in_lookup.rs`); unused entries of backend-served instances are not
+//!   pinned, so code that inserts under such a directory pins it first.
 //! - Freeing goes through the epoch collector; final puts walk up parents
 //!   iteratively, never recursively.
 
