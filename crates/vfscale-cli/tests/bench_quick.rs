@@ -233,3 +233,62 @@ fn cold_lookup_quick_runs_and_reports() {
     let readdir = rows.iter().find(|r| r.get("readdir").is_some()).unwrap();
     assert!(num(readdir, "vfscale") > 0.0 && num(readdir, "kernel") > 0.0);
 }
+
+#[test]
+fn readdir_large_runs_on_the_passthrough_backend() {
+    // `--backend passthrough`: the vfscale target's root mirrors a fresh
+    // host directory, so readdir-large creates, lists and removes host
+    // files through vfscale; the JSON records the backend.
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("pt.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_vfscale"))
+        .args([
+            "bench",
+            "readdir-large",
+            "--targets",
+            "vfscale",
+            "--backend",
+            "passthrough",
+        ])
+        .args([
+            "--quick",
+            "--duration",
+            "10ms",
+            "--entries",
+            "500",
+            "--threads",
+            "1",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "bench failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["config"]["backend"], "passthrough");
+    assert!(
+        v["failed"].as_array().unwrap().is_empty(),
+        "{}",
+        v["failed"]
+    );
+    let rows = v["results"].as_array().unwrap();
+    for phase in ["create", "readdir", "unlink"] {
+        let row = rows
+            .iter()
+            .find(|r| r["params"]["phase"] == phase)
+            .unwrap_or_else(|| panic!("no {phase} row: {rows:?}"));
+        assert!(num(row, "ops_per_sec") > 0.0, "{phase}");
+    }
+    // An unknown backend is a clear error.
+    let bad = Command::new(env!("CARGO_BIN_EXE_vfscale"))
+        .args(["bench", "--backend", "ext4", "--quick"])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown backend"));
+}
