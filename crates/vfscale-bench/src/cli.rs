@@ -76,6 +76,11 @@ pub struct BenchArgs {
     /// Entries readdir-large creates (default 1,000,000; 100,000 with --quick).
     #[arg(long, value_name = "N")]
     pub entries: Option<usize>,
+    /// The `vfscale` target's root filesystem: tmpfs (default) or
+    /// passthrough (a fresh host directory inside the kernel target's
+    /// directory, or the temporary directory without the kernel target).
+    #[arg(long, value_name = "BACKEND", default_value = "tmpfs")]
+    pub backend: String,
     /// List the workloads and targets, and exit.
     #[arg(long)]
     pub list: bool,
@@ -168,6 +173,7 @@ impl BenchArgs {
             repeat: self.repeat,
             entries,
             kernel_dir: self.kernel_dir.clone(),
+            backend: crate::target::Backend::parse(&self.backend)?,
             quick: self.quick,
             progress: true,
         })

@@ -12,9 +12,12 @@
 //! - `results`: rows, medians of repeats, efficiency, the JSON schema;
 //! - `report`: tables, report.md, SVG/PNG plots;
 //! - `cli`: the `vfscale bench` arguments and entry point;
-//! - `sys`: CPUs, pinning, RSS, machine facts.
+//! - `sys`: CPUs, pinning, RSS, machine facts;
+//! - `cold_lookup`: `vfscale cold-lookup`, stat through the passthrough
+//!   backend against the kernel on one host directory (outside the suite).
 
 pub mod cli;
+pub mod cold_lookup;
 pub mod harness;
 pub mod report;
 pub mod results;

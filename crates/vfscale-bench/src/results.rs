@@ -74,7 +74,15 @@ pub struct RunConfig {
     pub warmup_secs: f64,
     pub repeat: usize,
     pub entries: usize,
+    /// The `vfscale` target's root filesystem ("tmpfs" in files written
+    /// before the field existed).
+    #[serde(default = "tmpfs_backend")]
+    pub backend: String,
     pub quick: bool,
+}
+
+fn tmpfs_backend() -> String {
+    "tmpfs".into()
 }
 
 /// The whole results file.

@@ -24,6 +24,8 @@ pub struct Config {
     pub repeat: usize,
     pub entries: usize,
     pub kernel_dir: Option<PathBuf>,
+    /// The `vfscale` target's root filesystem.
+    pub backend: crate::target::Backend,
     pub quick: bool,
     /// Draw progress bars (only ever on a terminal).
     pub progress: bool,
@@ -54,6 +56,7 @@ pub fn run(
             warmup_secs: cfg.warmup.as_secs_f64(),
             repeat: cfg.repeat,
             entries: cfg.entries,
+            backend: cfg.backend.name().to_string(),
             quick: cfg.quick,
         },
         results: Vec::new(),
@@ -82,7 +85,7 @@ pub fn run(
             let mut outcome = Ok(());
             for rep in 0..cfg.repeat {
                 let label = format!("{}-{}", w.name(), rep);
-                let target = match tid.instantiate(kernel.as_ref(), &label) {
+                let target = match tid.instantiate(kernel.as_ref(), &label, cfg.backend) {
                     Ok(t) => t,
                     Err(reason) => {
                         outcome = Err(OpError::Unsupported(reason));

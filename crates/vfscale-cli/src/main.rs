@@ -29,6 +29,9 @@ enum Command {
     Mount(mount::MountArgs),
     /// Unmount a vfscale mount.
     Umount(mount::UmountArgs),
+    /// Stat a host directory's files through the passthrough backend, cold
+    /// and hot, against the kernel (seed 003).
+    ColdLookup(vfscale_bench::cold_lookup::ColdLookupArgs),
 }
 
 fn main() -> ExitCode {
@@ -36,5 +39,12 @@ fn main() -> ExitCode {
         Command::Bench(args) => vfscale_bench::cli::main(&args),
         Command::Mount(args) => mount::mount_main(&args),
         Command::Umount(args) => mount::umount_main(&args),
+        Command::ColdLookup(args) => match vfscale_bench::cold_lookup::main(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("cold-lookup: {e}");
+                ExitCode::FAILURE
+            }
+        },
     }
 }

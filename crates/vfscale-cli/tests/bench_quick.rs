@@ -191,3 +191,104 @@ fn unknown_names_are_usage_errors() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown workload"));
 }
+
+#[test]
+fn cold_lookup_quick_runs_and_reports() {
+    // A tiny cold-lookup: both targets stat every file, every rate is
+    // positive and finite. Never drops the host's caches (shared machines).
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("cold.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_vfscale"))
+        .args([
+            "cold-lookup",
+            "--quick",
+            "--no-drop-caches",
+            "--files",
+            "300",
+        ])
+        .args(["--duration", "10ms", "--threads", "1,2", "--dir"])
+        .arg(dir.path())
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "cold-lookup failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["workload"], "cold-lookup");
+    let rows = v["rows"].as_array().unwrap();
+    let stat_rows: Vec<&Value> = rows.iter().filter(|r| r.get("threads").is_some()).collect();
+    assert_eq!(stat_rows.len(), 2, "{rows:?}");
+    for r in stat_rows {
+        assert_eq!(r["files"], 300);
+        for k in ["kernel_cold", "kernel_hot", "vfscale_cold", "vfscale_hot"] {
+            let x = num(r, k);
+            assert!(x.is_finite() && x > 0.0, "{k} = {x}");
+        }
+    }
+    let readdir = rows.iter().find(|r| r.get("readdir").is_some()).unwrap();
+    assert!(num(readdir, "vfscale") > 0.0 && num(readdir, "kernel") > 0.0);
+}
+
+#[test]
+fn readdir_large_runs_on_the_passthrough_backend() {
+    // `--backend passthrough`: the vfscale target's root mirrors a fresh
+    // host directory, so readdir-large creates, lists and removes host
+    // files through vfscale; the JSON records the backend.
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("pt.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_vfscale"))
+        .args([
+            "bench",
+            "readdir-large",
+            "--targets",
+            "vfscale",
+            "--backend",
+            "passthrough",
+        ])
+        .args([
+            "--quick",
+            "--duration",
+            "10ms",
+            "--entries",
+            "500",
+            "--threads",
+            "1",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "bench failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["config"]["backend"], "passthrough");
+    assert!(
+        v["failed"].as_array().unwrap().is_empty(),
+        "{}",
+        v["failed"]
+    );
+    let rows = v["results"].as_array().unwrap();
+    for phase in ["create", "readdir", "unlink"] {
+        let row = rows
+            .iter()
+            .find(|r| r["params"]["phase"] == phase)
+            .unwrap_or_else(|| panic!("no {phase} row: {rows:?}"));
+        assert!(num(row, "ops_per_sec") > 0.0, "{phase}");
+    }
+    // An unknown backend is a clear error.
+    let bad = Command::new(env!("CARGO_BIN_EXE_vfscale"))
+        .args(["bench", "--backend", "ext4", "--quick"])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown backend"));
+}

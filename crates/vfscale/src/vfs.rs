@@ -103,6 +103,8 @@ pub struct VfsInner {
     pub(crate) anon: std::sync::OnceLock<crate::anon::AnonMount>,
     /// Name-change observers (watch.rs).
     pub(crate) watchers: crate::watch::Watchers,
+    /// Names whose backend lookup is in flight (dcache/in_lookup.rs).
+    pub(crate) in_lookup: crate::dcache::in_lookup::InLookupTable,
 }
 
 /// A namespace: the handle embedders keep. Cheap to clone.
@@ -142,6 +144,7 @@ impl Vfs {
             next_dev: AtomicU64::new(1),
             anon: std::sync::OnceLock::new(),
             watchers: Default::default(),
+            in_lookup: crate::dcache::in_lookup::InLookupTable::new(),
         });
         let sb = inner.new_superblock(fs, S_IFDIR | 0o755);
         let root = sb.root();
@@ -156,6 +159,17 @@ impl Vfs {
         let anon = inner.init_anon();
         let _ = inner.anon.set(anon);
         Vfs { inner }
+    }
+
+    /// A namespace whose root mirrors host directory `host_dir` through the
+    /// passthrough backend (fs/passthrough).
+    pub fn with_passthrough_root(
+        config: VfsConfig,
+        host_dir: &std::path::Path,
+        pt: crate::fs::passthrough::PassthroughConfig,
+    ) -> SysResult<Vfs> {
+        let fs = crate::fs::passthrough::Passthrough::new(host_dir, pt)?;
+        Ok(Self::with_root_fs(config, Box::new(fs)))
     }
 
     /// A process with `cred`, rooted at the namespace root.
@@ -177,6 +191,12 @@ impl Vfs {
             files: s.files.sum(),
             mounts: s.mounts.sum(),
         }
+    }
+
+    /// Threads parked right now waiting for another thread's backend lookup
+    /// of the same name (tests use it to order their steps).
+    pub fn in_lookup_waiting(&self) -> usize {
+        self.inner.in_lookup.waiting()
     }
 
     /// Reclaims every unused cached dentry of every mounted instance.
@@ -215,7 +235,13 @@ impl VfsInner {
         fs: Box<dyn Filesystem>,
         root_mode: u32,
     ) -> Arc<SuperBlock> {
+        let backend_served = fs.backend_served();
+        let revalidate_ttl_ns = fs
+            .revalidate_ttl()
+            .map(|t| t.as_nanos().min(u64::MAX as u128) as u64);
         let sb = Arc::new(SuperBlock {
+            backend_served,
+            revalidate_ttl_ns,
             // Relaxed: a unique number; nothing is published through it.
             dev: self.next_dev.fetch_add(1, Ordering::Relaxed),
             fs,
@@ -228,6 +254,7 @@ impl VfsInner {
             limits: self.config.tmpfs_limits,
             active_mounts: AtomicUsize::new(0),
             xattrs: crate::inode::xattr::XattrTable::new(),
+            exports: crate::fs::export::ExportTable::new(instance_salt()),
         });
         sb.reserve_inode()
             .expect("an empty instance has room for its root");
@@ -248,6 +275,8 @@ impl VfsInner {
             1,
         ));
         self.stats.dentries.inc();
+        // SAFETY: just allocated; the root dentry keeps it.
+        sb.fs.init_root(&sb, unsafe { &*inode });
         // Release: pairs with the acquire in `SuperBlock::root`.
         sb.root.store(root, Ordering::Release);
         sb
@@ -303,6 +332,18 @@ impl VfsInner {
             unsafe { self.collector.retire_slab(d as *mut Dentry) };
         }
     }
+}
+
+/// A per-instance salt for file-handle generations: a process-wide
+/// counter mixed with the clock, so instances (and runs) differ.
+fn instance_salt() -> u32 {
+    // A `std` atomic: a process-global id source (loom cannot hold one in a
+    // static). Relaxed: only uniqueness matters, which the RMW gives.
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let t = crate::inode::now();
+    let x = (n ^ (t.sec as u64) << 20 ^ t.nsec as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (x >> 32) as u32
 }
 
 impl Drop for VfsInner {

@@ -586,3 +586,104 @@ fn fd_lookup_against_close_and_reuse() {
     });
     assert_eq!(seen, HashSet::from([None, Some(1)]));
 }
+
+// ------------------------------------------------------------ in-lookup
+
+/// One thread's lookup of a name that misses the "dcache" (`cache`), as
+/// `lookup_slow` does it: check the cache, claim, re-check as leader, ask
+/// the backend (`calls` counts; the first call fails with EIO when
+/// `fail_first`), publish, complete.
+fn in_lookup_miss(
+    table: &vfscale::dcache::in_lookup::InLookupTable,
+    cache: &loom::sync::Mutex<Option<u32>>,
+    calls: &AtomicUsize,
+    fail_first: bool,
+    waited: &AtomicBool,
+) -> Result<u32, vfscale::Errno> {
+    use vfscale::dcache::in_lookup::{Claim, Outcome};
+    loop {
+        if let Some(v) = *cache.lock().unwrap() {
+            return Ok(v);
+        }
+        match table.claim(0x1000, 42 << 32 | 3, b"abc") {
+            Claim::Waited(out) => {
+                // Relaxed: read after the join.
+                waited.store(true, Relaxed);
+                if let Outcome::Failed(e) = out {
+                    return Err(e);
+                }
+            }
+            Claim::Leader(leader) => {
+                if let Some(v) = *cache.lock().unwrap() {
+                    leader.complete(Outcome::Done);
+                    return Ok(v);
+                }
+                // Relaxed: a counter read after both threads joined.
+                let n = calls.fetch_add(1, Relaxed) + 1;
+                if fail_first && n == 1 {
+                    leader.complete(Outcome::Failed(vfscale::Errno::EIO));
+                    return Err(vfscale::Errno::EIO);
+                }
+                *cache.lock().unwrap() = Some(7);
+                leader.complete(Outcome::Done);
+                return Ok(7);
+            }
+        }
+    }
+}
+
+#[test]
+fn in_lookup_same_name_one_backend_call() {
+    let seen = outcomes(|| {
+        let table = Arc::new(vfscale::dcache::in_lookup::InLookupTable::new());
+        let cache = Arc::new(loom::sync::Mutex::new(None));
+        let calls = Arc::new(AtomicUsize::new(0));
+        let waited = Arc::new(AtomicBool::new(false));
+        let other = {
+            let (table, cache, calls, waited) =
+                (table.clone(), cache.clone(), calls.clone(), waited.clone());
+            thread::spawn(move || in_lookup_miss(&table, &cache, &calls, false, &waited))
+        };
+        let mine = in_lookup_miss(&table, &cache, &calls, false, &waited);
+        let theirs = other.join().unwrap();
+        assert_eq!((mine, theirs), (Ok(7), Ok(7)));
+        assert_eq!(calls.load(Relaxed), 1, "the backend was asked twice");
+        assert_eq!(table.waiting(), 0);
+        waited.load(Relaxed)
+    });
+    // Both the overlapping case (one thread parked on the placeholder) and
+    // the sequential one were explored.
+    assert_eq!(seen, HashSet::from([true, false]));
+}
+
+#[test]
+fn in_lookup_error_is_shared_or_retried() {
+    const EIO: vfscale::Errno = vfscale::Errno::EIO;
+    let seen = outcomes(|| {
+        let table = Arc::new(vfscale::dcache::in_lookup::InLookupTable::new());
+        let cache = Arc::new(loom::sync::Mutex::new(None));
+        let calls = Arc::new(AtomicUsize::new(0));
+        let waited = Arc::new(AtomicBool::new(false));
+        let other = {
+            let (table, cache, calls, waited) =
+                (table.clone(), cache.clone(), calls.clone(), waited.clone());
+            thread::spawn(move || in_lookup_miss(&table, &cache, &calls, true, &waited))
+        };
+        let mine = in_lookup_miss(&table, &cache, &calls, true, &waited);
+        let theirs = other.join().unwrap();
+        let n = calls.load(Relaxed);
+        // Either the second thread waited for the failed call and shares its
+        // error (one call), or it came after and asked again (two calls,
+        // the second succeeds); never a cached error, never a lost waiter.
+        match n {
+            1 => assert_eq!((mine, theirs), (Err(EIO), Err(EIO))),
+            2 => assert!(
+                (mine, theirs) == (Err(EIO), Ok(7)) || (mine, theirs) == (Ok(7), Err(EIO)),
+                "{mine:?} {theirs:?}"
+            ),
+            _ => panic!("{n} backend calls"),
+        }
+        n
+    });
+    assert_eq!(seen, HashSet::from([1, 2]), "both orders explored");
+}

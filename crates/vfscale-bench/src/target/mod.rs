@@ -246,8 +246,85 @@ macro_rules! targets {
     };
 }
 
+/// What the `vfscale` target's root filesystem is (`--backend`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Backend {
+    /// The in-memory tmpfs (the default).
+    #[default]
+    Tmpfs,
+    /// A passthrough instance over a fresh host directory, so every
+    /// operation reaches the host's filesystem: inside the kernel target's
+    /// directory when it runs (the same filesystem for both), else in the
+    /// temporary directory.
+    Passthrough,
+}
+
+impl Backend {
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Tmpfs => "tmpfs",
+            Backend::Passthrough => "passthrough",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Backend, String> {
+        match s {
+            "tmpfs" => Ok(Backend::Tmpfs),
+            "passthrough" => Ok(Backend::Passthrough),
+            _ => Err(format!("unknown backend {s:?} (tmpfs, passthrough)")),
+        }
+    }
+}
+
+/// The `vfscale` target's namespace, and the host directory a passthrough
+/// root mirrors (removed with the target).
+pub struct VfscaleState {
+    pub vfs: vfscale::Vfs,
+    _host: Option<tempfile::TempDir>,
+}
+
+impl VfscaleState {
+    fn new(backend: Backend, kernel: Option<&KernelDir>) -> Result<VfscaleState, String> {
+        match backend {
+            Backend::Tmpfs => Ok(VfscaleState {
+                vfs: vfscale::Vfs::new(),
+                _host: None,
+            }),
+            Backend::Passthrough => {
+                let parent = kernel.map_or_else(std::env::temp_dir, |k| k.path().to_path_buf());
+                let dir = tempfile::Builder::new()
+                    .prefix("vfscale-bench-pt-")
+                    .tempdir_in(&parent)
+                    .map_err(|e| {
+                        format!("cannot make a host directory in {}: {e}", parent.display())
+                    })?;
+                // Passthrough entries are an unpinned cache: let it hold a
+                // large directory whole.
+                let config = vfscale::VfsConfig {
+                    max_unused_dentries: 1 << 22,
+                    ..Default::default()
+                };
+                let vfs = vfscale::Vfs::with_passthrough_root(
+                    config,
+                    dir.path(),
+                    vfscale::fs::passthrough::PassthroughConfig::default(),
+                )
+                .map_err(|e| format!("passthrough over {}: {e:?}", dir.path().display()))?;
+                Ok(VfscaleState {
+                    vfs,
+                    _host: Some(dir),
+                })
+            }
+        }
+    }
+
+    fn process(&self) -> vfscale::Process {
+        self.vfs.root_process()
+    }
+}
+
 targets! {
-    Vfscale(ProcessTarget<vfscale::Vfs, vfscale::Process>),
+    Vfscale(ProcessTarget<VfscaleState, vfscale::Process>),
     GlobalLock(ProcessTarget<vfscale_model::ModelFs, vfscale_model::ModelProcess>),
     Kernel(KernelTarget),
     Fuse(fuse::FuseTarget),
@@ -323,12 +400,17 @@ impl TargetId {
     /// A fresh instance (an empty filesystem, or an empty directory of the
     /// host named after `label`), or why this build or machine cannot make
     /// one.
-    pub fn instantiate(self, kernel: Option<&KernelDir>, label: &str) -> Result<AnyTarget, String> {
+    pub fn instantiate(
+        self,
+        kernel: Option<&KernelDir>,
+        label: &str,
+        backend: Backend,
+    ) -> Result<AnyTarget, String> {
         match self {
             TargetId::Vfscale => Ok(AnyTarget::Vfscale(ProcessTarget::new(
                 self,
-                vfscale::Vfs::new(),
-                vfscale::Vfs::root_process,
+                VfscaleState::new(backend, kernel)?,
+                VfscaleState::process,
             ))),
             TargetId::GlobalLock => Ok(AnyTarget::GlobalLock(ProcessTarget::new(
                 self,

@@ -5,11 +5,13 @@
 
 pub mod anon;
 pub mod errno;
+pub mod fhandle;
 pub mod flags;
 pub mod stat;
 
 pub use anon::*;
 pub use errno::{Errno, SysResult};
+pub use fhandle::*;
 pub use flags::*;
 pub use stat::*;
 

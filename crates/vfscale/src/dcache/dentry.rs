@@ -38,6 +38,15 @@ pub const D_ON_LRU: u32 = 1 << 2;
 pub const D_TYPE_DIR: u32 = 1 << 3;
 /// The bound inode is a symbolic link.
 pub const D_TYPE_SYMLINK: u32 = 1 << 4;
+/// The dentry is an alias in its superblock's export table (a file handle
+/// was made for its inode, fs/export.rs); removing its name must drop it
+/// from there. A high bit, apart from the others.
+pub const D_EXPORTED: u32 = 1 << 16;
+/// The dentry's answer came from a backend that wants it revalidated after
+/// a TTL (passthrough); `cookie` then holds when it was last validated
+/// (monotonic ns), since such dentries are in no child index. The walk's
+/// fast path declines these, so tmpfs walks test no extra flag.
+pub const D_REVALIDATE: u32 = 1 << 17;
 
 /// The type flags for `inode` (null: none).
 pub(crate) fn type_flags(inode: *const Inode) -> u32 {
@@ -72,6 +81,8 @@ pub struct Dentry {
     name_ext: AtomicPtr<ExtName>,
     /// Readdir cookie in the parent's child index (under the parent's lock;
     /// written only when the name moves, so it may share the lookup line).
+    /// A `D_REVALIDATE` entry is in no index: there it holds the monotonic
+    /// time of its last validation.
     pub(crate) cookie: AtomicU64,
     // ---- line 1: inline name ----
     name_inline: [AtomicU64; INLINE_WORDS],

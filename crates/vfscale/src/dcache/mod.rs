@@ -9,15 +9,20 @@
 //!   which scans with the bucket locked under the shared directory lock.
 //! - Chain membership changes only under the bucket lock: insertions by
 //!   `lookup_slow`/create (dedup-scanning first, so a name has at most one
-//!   live dentry), removals by unlink/rmdir/rename (under the exclusive
-//!   directory lock) and by the shrinker (which kills the dentry, refcount
-//!   0 → dead, while holding the bucket lock). Hence a dentry found under a
-//!   bucket lock is never dead.
+//!   live dentry), removals by unlink/rmdir/rename and, on backend-served
+//!   instances, by revalidation and `forget_name` (under the exclusive
+//!   directory lock, holding a reference), and by the shrinker (which
+//!   kills the dentry, refcount 0 → dead, while holding the bucket lock).
+//!   Hence a dentry found under a bucket lock is never dead.
+//! - Concurrent misses of one name on a backend share one backend call
+//!   (`in_lookup.rs`); unused entries of backend-served instances are not
+//!   pinned, so code that inserts under such a directory pins it first.
 //! - Freeing goes through the epoch collector; final puts walk up parents
 //!   iteratively, never recursively.
 
 pub mod dentry;
 pub mod hash;
+pub mod in_lookup;
 pub mod lru;
 pub mod name;
 pub mod walk;
@@ -95,7 +100,40 @@ impl VfsInner {
     /// shared; asks the backend when the dcache is not authoritative; caches
     /// the answer (possibly as a negative dentry). Returns the dentry and a
     /// `seq` to validate; no reference is taken. Caller holds an epoch guard.
+    ///
+    /// Concurrent misses on one name share one backend call: the first
+    /// claims the name in the in-lookup table (`in_lookup.rs`), the others
+    /// park until it has published its answer. A backend error other than
+    /// ENOENT is returned to the leader and its waiters and is not cached.
+    ///
+    /// `Ok(None)`: `parent` was reclaimed meanwhile (an unused entry of a
+    /// backend-served instance can be; tmpfs pins every name, so its
+    /// directories are live while their lock shows them not dead); the
+    /// caller walks again. For backend-served instances a reference on
+    /// `parent` is held while a child is inserted.
     pub(crate) fn lookup_slow(
+        &self,
+        parent: *const Dentry,
+        dir: &Inode,
+        key: &NameKey<'_>,
+    ) -> crate::abi::SysResult<Option<(*const Dentry, u32)>> {
+        // SAFETY: the caller's guard keeps `parent` and its superblock
+        // allocated.
+        let pd = unsafe { &*parent };
+        if !unsafe { &*pd.sb }.backend_served {
+            return self.lookup_slow_pinned(parent, dir, key).map(Some);
+        }
+        if !pd.refcount.get() {
+            return Ok(None);
+        }
+        let r = self.lookup_slow_pinned(parent, dir, key);
+        self.dput(parent);
+        r.map(Some)
+    }
+
+    /// `lookup_slow` with `parent` kept live by the caller (a reference, or
+    /// tmpfs's pinning).
+    fn lookup_slow_pinned(
         &self,
         parent: *const Dentry,
         dir: &Inode,
@@ -106,40 +144,106 @@ impl VfsInner {
         if locked.dead {
             return Err(crate::abi::Errno::ENOENT);
         }
-        // SAFETY: the caller's guard keeps `parent` allocated; holding the
-        // directory lock shared, it is not being removed.
+        // SAFETY: the caller keeps `parent` live.
         let pd = unsafe { &*parent };
         let sb = unsafe { &*pd.sb };
-        let bucket = self.bucket_of(parent, key.hash);
-        {
-            let b = bucket.lock();
-            let found = Self::lookup_in_locked_bucket(b.first(), parent, key);
-            if !found.is_null() {
-                // SAFETY: live under the bucket lock (module invariant).
-                let seq = unsafe { &*found }.seq.read_begin();
-                return Ok((found, seq));
-            }
+        if let Some(found) = self.lookup_cached_locked(parent, key) {
+            return Ok(found);
         }
-        let inode = if sb.fs.dcache_is_authoritative() {
-            core::ptr::null()
-        } else {
-            sb.fs
-                .lookup(sb, dir, key.bytes)?
-                .unwrap_or(core::ptr::null())
-        };
+        if sb.fs.dcache_is_authoritative() {
+            let d = self.cache_lookup_answer(sb, parent, key, core::ptr::null());
+            // SAFETY: see `cache_lookup_answer`.
+            let seq = unsafe { &*d }.seq.read_begin();
+            drop(locked);
+            return Ok((d, seq));
+        }
+        loop {
+            let leader = match self
+                .in_lookup
+                .claim(parent as usize, key.hash_len(), key.bytes)
+            {
+                in_lookup::Claim::Leader(l) => l,
+                in_lookup::Claim::Waited(in_lookup::Outcome::Failed(e)) => return Err(e),
+                in_lookup::Claim::Waited(_) => {
+                    // The answer is cached now (or the leader gave up).
+                    if let Some(found) = self.lookup_cached_locked(parent, key) {
+                        return Ok(found);
+                    }
+                    continue;
+                }
+            };
+            // A leader that finished between our miss and our claim has
+            // published its answer already: no second backend call.
+            if let Some(found) = self.lookup_cached_locked(parent, key) {
+                leader.complete(in_lookup::Outcome::Done);
+                return Ok(found);
+            }
+            let inode = match sb.fs.lookup(sb, dir, key.bytes) {
+                Ok(i) => i.unwrap_or(core::ptr::null()),
+                // ENOENT is an answer ("no such name"): cache it negative.
+                Err(crate::abi::Errno::ENOENT) => core::ptr::null(),
+                Err(e) => {
+                    leader.complete(in_lookup::Outcome::Failed(e));
+                    return Err(e);
+                }
+            };
+            let d = self.cache_lookup_answer(sb, parent, key, inode);
+            // SAFETY: see `cache_lookup_answer`.
+            let seq = unsafe { &*d }.seq.read_begin();
+            leader.complete(in_lookup::Outcome::Done);
+            drop(locked);
+            return Ok((d, seq));
+        }
+    }
+
+    /// The cached dentry for (parent, key) and its `seq`, scanning with the
+    /// bucket locked. Caller holds an epoch guard and `parent`'s directory
+    /// lock (shared or exclusive).
+    fn lookup_cached_locked(
+        &self,
+        parent: *const Dentry,
+        key: &NameKey<'_>,
+    ) -> Option<(*const Dentry, u32)> {
+        let b = self.bucket_of(parent, key.hash).lock();
+        let found = Self::lookup_in_locked_bucket(b.first(), parent, key);
+        // SAFETY: live under the bucket lock (module invariant).
+        (!found.is_null()).then(|| (found, unsafe { &*found }.seq.read_begin()))
+    }
+
+    /// Caches a lookup's answer (`inode` null: negative) as a fresh unused
+    /// dentry and returns it; if one appeared meanwhile, drops the backend's
+    /// inode and returns that one. Caller holds the directory lock shared
+    /// and an epoch guard: the returned dentry is hashed and cannot be moved
+    /// or removed except by the shrinker, which the guard covers.
+    fn cache_lookup_answer(
+        &self,
+        sb: &SuperBlock,
+        parent: *const Dentry,
+        key: &NameKey<'_>,
+        inode: *const Inode,
+    ) -> *const Dentry {
+        if !inode.is_null() {
+            // A backend's inode: counted here, uncounted by `iput`.
+            self.stats.inodes.inc();
+        }
         let (d, inserted) = self.insert_dentry(sb, parent, key, inode, 0);
         if inserted {
+            if sb.revalidate_ttl_ns.is_some() {
+                // SAFETY: hashed under our directory lock and guard.
+                let dr = unsafe { &*d };
+                // Relaxed: read by revalidation under the directory lock or
+                // as a hint (a stale time only revalidates early or late by
+                // one race).
+                dr.cookie.store(monotonic_ns(), Ordering::Relaxed);
+                dr.set_flag(dentry::D_REVALIDATE);
+            }
             // A fresh dentry at count zero: cached, reclaimable.
             self.lru_add(sb, d);
         } else if !inode.is_null() {
             // Lost a race with another miss: drop the backend's inode.
             self.iput(inode);
         }
-        // SAFETY: `d` is hashed and we hold the directory lock, so it cannot
-        // be moved or removed except by the shrinker, which the guard covers.
-        let seq = unsafe { &*d }.seq.read_begin();
-        drop(locked);
-        Ok((d, seq))
+        d
     }
 
     /// Inserts a new dentry for (parent, key) unless one exists. Returns the
@@ -241,6 +345,12 @@ impl VfsInner {
         debug_assert!(removed);
         d.seq.write_end();
         drop(b);
+        if d.flags() & dentry::D_EXPORTED != 0 {
+            // SAFETY: a hashed exported dentry is positive; a dentry's
+            // superblock outlives it, and the inode is kept by the dentry.
+            let ino = unsafe { &*d.inode_ptr() }.ino;
+            unsafe { &*d.sb }.exports.remove_alias(ino, d);
+        }
         self.watchers.changed(d);
     }
 
@@ -414,6 +524,9 @@ impl VfsInner {
         if i.refcount.put() && i.refcount.try_kill() {
             // SAFETY: an inode's superblock outlives it.
             let sb = unsafe { &*i.sb };
+            if sb.backend_served {
+                sb.fs.evict(i);
+            }
             sb.xattrs.forget(i.ino);
             sb.release_inode();
             let _ = sb.charge_blocks(-(i.attr().blocks as i64));
@@ -422,6 +535,102 @@ impl VfsInner {
             // readers that loaded it hold guards.
             unsafe { self.collector.retire_slab(inode as *mut Inode) };
         }
+    }
+}
+
+/// Monotonic coarse time in nanoseconds (revalidation timestamps).
+pub(crate) fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes only into the timespec we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+impl VfsInner {
+    /// Revalidates a cached dentry of a backend that asked for it, found by
+    /// a walk in `parent` (inode `dir`) under `key`: Ok(true) if it may be
+    /// used; Ok(false) if it was dropped (the walk retries and misses);
+    /// a backend error is returned and changes nothing. Caller holds an
+    /// epoch guard.
+    pub(crate) fn revalidate_dentry(
+        &self,
+        parent: *const Dentry,
+        dir: &Inode,
+        d: &Dentry,
+        key: &NameKey<'_>,
+    ) -> crate::abi::SysResult<bool> {
+        // SAFETY: a dentry's superblock outlives it.
+        let sb = unsafe { &*d.sb };
+        let Some(ttl) = sb.revalidate_ttl_ns else {
+            return Ok(true);
+        };
+        let now = monotonic_ns();
+        // Relaxed: see `cache_lookup_answer`.
+        if now.saturating_sub(d.cookie.load(Ordering::Relaxed)) < ttl {
+            return Ok(true);
+        }
+        let index = dir.dir_index().ok_or(crate::abi::Errno::ENOTDIR)?;
+        let valid = {
+            let _shared = index.read();
+            if !d.is_hashed() || !core::ptr::eq(d.parent_ptr(), parent) {
+                return Ok(false);
+            }
+            // SAFETY: a dentry's inode lives as long as the dentry, which
+            // the caller's guard keeps allocated.
+            let cached = unsafe { d.inode_ptr().as_ref() };
+            sb.fs.revalidate(sb, dir, key.bytes, cached)?
+        };
+        if valid {
+            // Relaxed: as above.
+            d.cookie.store(now, Ordering::Relaxed);
+            return Ok(true);
+        }
+        // A reference keeps the shrinker from killing it under us (it only
+        // kills unused entries); a dead one is gone already.
+        if !d.refcount.get() {
+            return Ok(false);
+        }
+        {
+            let locked = index.write();
+            if !locked.dead && d.is_hashed() && core::ptr::eq(d.parent_ptr(), parent) {
+                self.unhash(d);
+            }
+        }
+        // Unhashed, our put is the last unless someone else uses it (their
+        // put frees it then).
+        self.dput(d);
+        Ok(false)
+    }
+
+    /// Drops the cached entry for (parent, key), if any, after a backend
+    /// changed that name: the next lookup asks the backend. Caller holds an
+    /// epoch guard and no directory lock.
+    pub(crate) fn forget_name(&self, parent: *const Dentry, dir: &Inode, key: &NameKey<'_>) {
+        let Some(index) = dir.dir_index() else {
+            return;
+        };
+        let d = {
+            let _locked = index.write();
+            let d = self.lookup_exact(parent, key);
+            if d.is_null() {
+                return;
+            }
+            // SAFETY: found under the bucket lock: allocated (guard). A
+            // reference keeps the shrinker off it; if it lost the race,
+            // the shrinker unhashed it already.
+            let dr = unsafe { &*d };
+            if !dr.refcount.get() {
+                return;
+            }
+            if dr.is_hashed() {
+                self.unhash(dr);
+            }
+            d
+        };
+        self.dput(d);
     }
 }
 

@@ -18,7 +18,7 @@
 //! reference (`VfsInner::dget_validated`); callers that only read attributes
 //! (stat, access, readlink) take none.
 
-use super::dentry::{Dentry, D_MOUNTED, D_TYPE_DIR, D_TYPE_SYMLINK};
+use super::dentry::{Dentry, D_MOUNTED, D_REVALIDATE, D_TYPE_DIR, D_TYPE_SYMLINK};
 use super::name::{scan_component, ComponentEnd, NameKey};
 use super::RcuLookup;
 use crate::abi::*;
@@ -308,7 +308,15 @@ impl VfsInner {
             let cd = unsafe { &*c };
             let inode = cd.inode_ptr();
             let cflags = cd.flags();
-            if cd.seq.read_retry(cseq) || cflags & (D_MOUNTED | D_TYPE_SYMLINK) != 0 {
+            if cd.seq.read_retry(cseq) {
+                return None;
+            }
+            // Mountpoints and symlinks go to the full walk; so does a
+            // backend's entry unless it was validated within its TTL (a test
+            // out of line: tmpfs entries never have the flag).
+            if cflags & (D_MOUNTED | D_TYPE_SYMLINK | D_REVALIDATE) != 0
+                && !Self::fresh_backend_entry(cd, cflags)
+            {
                 return None;
             }
             let at_end = i == n;
@@ -354,6 +362,26 @@ impl VfsInner {
                 return None;
             }
         }
+    }
+
+    /// True for an entry the fast path may use although it has one of the
+    /// flags it declines: a backend's entry (D_REVALIDATE only) validated
+    /// within its TTL.
+    #[cold]
+    #[inline(never)]
+    fn fresh_backend_entry(d: &Dentry, flags: u32) -> bool {
+        if flags & (D_MOUNTED | D_TYPE_SYMLINK) != 0 {
+            return false;
+        }
+        // SAFETY: a dentry's superblock outlives it; the caller's guard
+        // keeps the dentry allocated.
+        let sb = unsafe { &*d.sb };
+        let Some(ttl) = sb.revalidate_ttl_ns else {
+            return false;
+        };
+        // Relaxed: see `VfsInner::revalidate_dentry`.
+        let at = d.cookie.load(crate::sync::atomic::Ordering::Relaxed);
+        super::monotonic_ns().saturating_sub(at) < ttl
     }
 
     /// Splits off the last component and resolves the directory before it.
@@ -546,13 +574,22 @@ impl VfsInner {
                     }
                     (d, seq)
                 }
-                RcuLookup::Miss => self.lookup_slow(cur.dentry, dir, &key)?,
+                RcuLookup::Miss => match self.lookup_slow(cur.dentry, dir, &key)? {
+                    Some(found) => found,
+                    // The directory's entry was reclaimed: walk again.
+                    None => return Err(WalkError::Retry),
+                },
             };
             // SAFETY: chain nodes are freed only through the collector; guard held.
             let child_d = unsafe { &*child };
             let child_inode = child_d.inode_ptr();
             let child_flags = child_d.flags();
             if child_d.seq.read_retry(child_seq) {
+                return Err(WalkError::Retry);
+            }
+            if child_flags & D_REVALIDATE != 0
+                && !self.revalidate_dentry(cur.dentry, dir, child_d, &key)?
+            {
                 return Err(WalkError::Retry);
             }
             if child_inode.is_null() {

@@ -9,13 +9,12 @@
 //! backend `lookup` (for a wrapped tmpfs, whose lookup always answers "no
 //! such name", behaviour is otherwise unchanged).
 //!
-//! Reach: the `Filesystem` trait today has one data-path call, `lookup` of
-//! a name the dcache does not hold. Data (read/write/truncate), attribute
-//! changes, and namespace changes (create, link, unlink, rename, mkdir,
-//! rmdir, symlink, mknod) are done by the core on tmpfs's in-memory objects
-//! without a backend call, so faults are unreachable there until the trait
-//! grows those calls (the passthrough work); through `lookup` every call
-//! that walks to a name not in the dcache can fail.
+//! Reach: `lookup` of a name the dcache does not hold, and for a
+//! backend-served inner filesystem (passthrough) also `revalidate`, `read`,
+//! `write`, `truncate`, `readdir` and the namespace and attribute changes
+//! (`CallKind::Change`). For a wrapped tmpfs, data, attribute and namespace
+//! changes are done by the core on in-memory objects without a backend
+//! call, so faults reach them only through `lookup`.
 //!
 //! Invariants:
 //! - an injected fault never reaches the wrapped backend: a failed call had
@@ -35,6 +34,14 @@ use std::sync::Arc;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CallKind {
     Lookup,
+    Revalidate,
+    Read,
+    Write,
+    Truncate,
+    Readdir,
+    /// create, symlink, link, unlink, rename, setattr (namespace and
+    /// attribute changes of a backend-served instance).
+    Change,
 }
 
 /// When a call fails.
@@ -78,6 +85,11 @@ impl FaultControl {
     /// Adds a rule: calls of `kind` matching `trigger` fail with `errno`.
     pub fn fail(&self, kind: CallKind, trigger: Trigger, errno: Errno) {
         self.plan.lock().rules.push((kind, trigger, errno));
+    }
+
+    /// Removes every rule.
+    pub fn clear(&self) {
+        self.plan.lock().rules.clear();
     }
 
     pub fn arm(&self) {
@@ -169,5 +181,146 @@ impl<F: Filesystem> Filesystem for FaultyFs<F> {
             return Err(e);
         }
         self.inner.lookup(sb, dir, name)
+    }
+
+    fn init_root(&self, sb: &SuperBlock, root: &Inode) {
+        self.inner.init_root(sb, root)
+    }
+
+    fn backend_served(&self) -> bool {
+        self.inner.backend_served()
+    }
+
+    fn revalidate_ttl(&self) -> Option<std::time::Duration> {
+        self.inner.revalidate_ttl()
+    }
+
+    fn revalidate(
+        &self,
+        sb: &SuperBlock,
+        dir: &Inode,
+        name: &[u8],
+        cached: Option<&Inode>,
+    ) -> SysResult<bool> {
+        if let Some(e) = self.control.decide(CallKind::Revalidate) {
+            return Err(e);
+        }
+        self.inner.revalidate(sb, dir, name, cached)
+    }
+
+    fn evict(&self, inode: &Inode) {
+        self.inner.evict(inode)
+    }
+
+    fn read(&self, sb: &SuperBlock, inode: &Inode, pos: u64, buf: &mut [u8]) -> SysResult<usize> {
+        if let Some(e) = self.control.decide(CallKind::Read) {
+            return Err(e);
+        }
+        self.inner.read(sb, inode, pos, buf)
+    }
+
+    fn write(
+        &self,
+        sb: &SuperBlock,
+        inode: &Inode,
+        pos: Option<u64>,
+        buf: &[u8],
+    ) -> SysResult<usize> {
+        if let Some(e) = self.control.decide(CallKind::Write) {
+            return Err(e);
+        }
+        self.inner.write(sb, inode, pos, buf)
+    }
+
+    fn truncate(&self, sb: &SuperBlock, inode: &Inode, len: u64) -> SysResult<()> {
+        if let Some(e) = self.control.decide(CallKind::Truncate) {
+            return Err(e);
+        }
+        self.inner.truncate(sb, inode, len)
+    }
+
+    fn create(
+        &self,
+        sb: &SuperBlock,
+        dir: &Inode,
+        name: &[u8],
+        mode: u32,
+        rdev: u64,
+        uid: u32,
+        gid: u32,
+    ) -> SysResult<()> {
+        if let Some(e) = self.control.decide(CallKind::Change) {
+            return Err(e);
+        }
+        self.inner.create(sb, dir, name, mode, rdev, uid, gid)
+    }
+
+    fn symlink(
+        &self,
+        sb: &SuperBlock,
+        dir: &Inode,
+        name: &[u8],
+        target: &[u8],
+        uid: u32,
+        gid: u32,
+    ) -> SysResult<()> {
+        if let Some(e) = self.control.decide(CallKind::Change) {
+            return Err(e);
+        }
+        self.inner.symlink(sb, dir, name, target, uid, gid)
+    }
+
+    fn link(&self, sb: &SuperBlock, inode: &Inode, dir: &Inode, name: &[u8]) -> SysResult<()> {
+        if let Some(e) = self.control.decide(CallKind::Change) {
+            return Err(e);
+        }
+        self.inner.link(sb, inode, dir, name)
+    }
+
+    fn unlink(&self, sb: &SuperBlock, dir: &Inode, name: &[u8], rmdir: bool) -> SysResult<()> {
+        if let Some(e) = self.control.decide(CallKind::Change) {
+            return Err(e);
+        }
+        self.inner.unlink(sb, dir, name, rmdir)
+    }
+
+    fn rename(
+        &self,
+        sb: &SuperBlock,
+        old_dir: &Inode,
+        old_name: &[u8],
+        new_dir: &Inode,
+        new_name: &[u8],
+        flags: u32,
+    ) -> SysResult<()> {
+        if let Some(e) = self.control.decide(CallKind::Change) {
+            return Err(e);
+        }
+        self.inner
+            .rename(sb, old_dir, old_name, new_dir, new_name, flags)
+    }
+
+    fn setattr(&self, sb: &SuperBlock, inode: &Inode, change: &super::AttrChange) -> SysResult<()> {
+        if let Some(e) = self.control.decide(CallKind::Change) {
+            return Err(e);
+        }
+        self.inner.setattr(sb, inode, change)
+    }
+
+    fn refresh(&self, sb: &SuperBlock, inode: &Inode) -> SysResult<()> {
+        self.inner.refresh(sb, inode)
+    }
+
+    fn readdir(
+        &self,
+        sb: &SuperBlock,
+        dir: &Inode,
+        from: u64,
+        emit: &mut dyn FnMut(&crate::process::DirEntryRef<'_>) -> bool,
+    ) -> SysResult<(u64, bool)> {
+        if let Some(e) = self.control.decide(CallKind::Readdir) {
+            return Err(e);
+        }
+        self.inner.readdir(sb, dir, from, emit)
     }
 }

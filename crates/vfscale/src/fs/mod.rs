@@ -12,7 +12,9 @@
 //! - `rename_lock` is taken by cross-directory renames before any directory
 //!   lock (the lock order is in docs/ARCHITECTURE.md).
 
+pub mod export;
 pub mod faulty;
+pub mod passthrough;
 pub mod tmpfs;
 
 use crate::abi::*;
@@ -35,6 +37,160 @@ pub trait Filesystem: Send + Sync {
 
     /// Looks up a name the dcache does not hold. `Ok(None)`: no such name.
     fn lookup(&self, sb: &SuperBlock, dir: &Inode, name: &[u8]) -> SysResult<Option<*const Inode>>;
+
+    // ---- backend-served instances (passthrough). tmpfs keeps the
+    // defaults: its data and listings live in memory and the core never
+    // calls the methods below for it (`SuperBlock::backend_served` is
+    // false), so its hot paths pay one cached flag test at most. ----
+
+    /// Called once the instance's root inode exists.
+    fn init_root(&self, _sb: &SuperBlock, _root: &Inode) {}
+
+    /// True if file data and directory listings come from the backend
+    /// (`read`/`write`/`truncate`/`readdir`) and namespace and attribute
+    /// changes go to it (`create` ... `setattr`, after the core's checks;
+    /// xattr writes and fallocate are EROFS).
+    fn backend_served(&self) -> bool {
+        false
+    }
+
+    /// How long a cached entry is trusted before `revalidate` (None:
+    /// forever).
+    fn revalidate_ttl(&self) -> Option<std::time::Duration> {
+        None
+    }
+
+    /// Whether the cached answer for `name` in `dir` (`cached` None: a
+    /// negative entry) still holds; refreshes a positive one's attributes.
+    fn revalidate(
+        &self,
+        _sb: &SuperBlock,
+        _dir: &Inode,
+        _name: &[u8],
+        _cached: Option<&Inode>,
+    ) -> SysResult<bool> {
+        Ok(true)
+    }
+
+    /// The core is freeing `inode` (backend-served instances only).
+    fn evict(&self, _inode: &Inode) {}
+
+    fn read(
+        &self,
+        _sb: &SuperBlock,
+        _inode: &Inode,
+        _pos: u64,
+        _buf: &mut [u8],
+    ) -> SysResult<usize> {
+        Err(Errno::EINVAL)
+    }
+
+    /// Writes at `pos`, or at the end (O_APPEND) when None.
+    fn write(
+        &self,
+        _sb: &SuperBlock,
+        _inode: &Inode,
+        _pos: Option<u64>,
+        _buf: &[u8],
+    ) -> SysResult<usize> {
+        Err(Errno::EINVAL)
+    }
+
+    fn truncate(&self, _sb: &SuperBlock, _inode: &Inode, _len: u64) -> SysResult<()> {
+        Err(Errno::EINVAL)
+    }
+
+    // ---- namespace and attribute changes of backend-served instances:
+    // the core checks vfscale's permissions, calls these, then drops the
+    // affected cached names (the next lookup asks the backend). ----
+
+    /// Creates `name` in `dir`: `mode` holds the type (S_IFREG, S_IFDIR,
+    /// S_IFIFO, S_IFSOCK, S_IFCHR, S_IFBLK) and permission bits; the new
+    /// object is owned by `uid`/`gid`.
+    #[allow(clippy::too_many_arguments)]
+    fn create(
+        &self,
+        _sb: &SuperBlock,
+        _dir: &Inode,
+        _name: &[u8],
+        _mode: u32,
+        _rdev: u64,
+        _uid: u32,
+        _gid: u32,
+    ) -> SysResult<()> {
+        Err(Errno::EROFS)
+    }
+
+    /// A symlink `name` in `dir` with text `target`, owned by `uid`/`gid`.
+    fn symlink(
+        &self,
+        _sb: &SuperBlock,
+        _dir: &Inode,
+        _name: &[u8],
+        _target: &[u8],
+        _uid: u32,
+        _gid: u32,
+    ) -> SysResult<()> {
+        Err(Errno::EROFS)
+    }
+
+    /// A new name `name` in `dir` for `inode`.
+    fn link(&self, _sb: &SuperBlock, _inode: &Inode, _dir: &Inode, _name: &[u8]) -> SysResult<()> {
+        Err(Errno::EROFS)
+    }
+
+    /// Removes `name` from `dir` (`rmdir`: a directory).
+    fn unlink(&self, _sb: &SuperBlock, _dir: &Inode, _name: &[u8], _rmdir: bool) -> SysResult<()> {
+        Err(Errno::EROFS)
+    }
+
+    /// renameat2 of `old_name` in `old_dir` to `new_name` in `new_dir`.
+    #[allow(clippy::too_many_arguments)]
+    fn rename(
+        &self,
+        _sb: &SuperBlock,
+        _old_dir: &Inode,
+        _old_name: &[u8],
+        _new_dir: &Inode,
+        _new_name: &[u8],
+        _flags: u32,
+    ) -> SysResult<()> {
+        Err(Errno::EROFS)
+    }
+
+    /// Changes attributes of `inode` (None: unchanged; times as
+    /// utimensat's, UTIME_NOW / UTIME_OMIT allowed) and refreshes its
+    /// cached copy.
+    fn setattr(&self, _sb: &SuperBlock, _inode: &Inode, _change: &AttrChange) -> SysResult<()> {
+        Err(Errno::EROFS)
+    }
+
+    /// Re-reads `inode`'s attributes from the backend.
+    fn refresh(&self, _sb: &SuperBlock, _inode: &Inode) -> SysResult<()> {
+        Ok(())
+    }
+
+    /// Lists `dir` from position `from` (>= 2; the core emits "." and
+    /// ".."), as `VfsInner::list_dir`.
+    fn readdir(
+        &self,
+        _sb: &SuperBlock,
+        _dir: &Inode,
+        _from: u64,
+        _emit: &mut dyn FnMut(&crate::process::DirEntryRef<'_>) -> bool,
+    ) -> SysResult<(u64, bool)> {
+        Err(Errno::ENOTDIR)
+    }
+}
+
+/// An attribute change handed to a backend (`Filesystem::setattr`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AttrChange {
+    pub mode: Option<u32>,
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+    /// [atime, mtime] as utimensat's.
+    pub times: Option<[Timespec; 2]>,
 }
 
 /// Space and inode limits of an instance (statfs reports them).
@@ -59,6 +215,13 @@ pub struct SuperBlock {
     pub(crate) active_mounts: AtomicUsize,
     /// Extended attributes of this instance's inodes, by inode number.
     pub(crate) xattrs: crate::inode::xattr::XattrTable,
+    /// Inodes file handles were made for (fs/export.rs).
+    pub(crate) exports: export::ExportTable,
+    /// `fs.backend_served()`, cached: data, listings, revalidation and
+    /// changes go to the backend (process/backend_names.rs).
+    pub(crate) backend_served: bool,
+    /// `fs.revalidate_ttl()` in nanoseconds, cached (None: never).
+    pub(crate) revalidate_ttl_ns: Option<u64>,
 }
 
 // SAFETY: the raw pointer is to the root dentry, owned by this superblock;

@@ -149,6 +149,27 @@ pub trait ProcessApi: Send {
         Err(Errno::ENOSYS)
     }
 
+    // ---- file handles (default: ENOSYS) ----
+    /// name_to_handle_at(2): fills `handle` (whose `handle_bytes` is the
+    /// buffer size; EOVERFLOW with the needed size stored there when it is
+    /// too small) and returns the mount id. Flags: AT_EMPTY_PATH,
+    /// AT_SYMLINK_FOLLOW, AT_HANDLE_FID.
+    fn name_to_handle_at(
+        &self,
+        _dirfd: Fd,
+        _path: &[u8],
+        _handle: &mut FileHandle,
+        _flags: i32,
+    ) -> SysResult<u64> {
+        Err(Errno::ENOSYS)
+    }
+    /// open_by_handle_at(2): opens the object `handle` names on the instance
+    /// of `mount_fd` (EPERM without CAP_DAC_READ_SEARCH, ESTALE when it is
+    /// gone).
+    fn open_by_handle_at(&self, _mount_fd: Fd, _handle: &FileHandle, _flags: i32) -> SysResult<Fd> {
+        Err(Errno::ENOSYS)
+    }
+
     // ---- process context ----
     fn chdir(&self, path: &[u8]) -> SysResult<()>;
     fn fchdir(&self, fd: Fd) -> SysResult<()>;

@@ -112,6 +112,13 @@ impl Process {
         let (cur_mode, uid, gid) = inode.perm_attr();
         may_chmod(&self.cred, uid)?;
         let new = chmod_mode(&self.cred, cur_mode, gid, mode);
+        if let Some(sb) = super::backend_names::backend_of(inode) {
+            let change = crate::fs::AttrChange {
+                mode: Some(new),
+                ..Default::default()
+            };
+            return sb.fs.setattr(sb, inode, &change);
+        }
         let t = now();
         inode.update_attr(|a| {
             a.set_mode(new);
@@ -147,6 +154,17 @@ impl Process {
         let new_gid = (gid != u32::MAX).then_some(gid);
         let a = inode.attr();
         let new_mode = check_chown(&self.cred, a.mode, a.uid, a.gid, new_uid, new_gid)?;
+        if let Some(sb) = super::backend_names::backend_of(inode) {
+            let change = crate::fs::AttrChange {
+                uid: new_uid,
+                gid: new_gid,
+                // Set-id bits the change clears (the host clears its own
+                // as well when it runs unprivileged).
+                mode: (new_mode != a.mode).then_some(new_mode),
+                ..Default::default()
+            };
+            return sb.fs.setattr(sb, inode, &change);
+        }
         let t = now();
         inode.update_attr(|w| {
             if let Some(u) = new_uid {
@@ -200,6 +218,13 @@ impl Process {
         let (m, u, g) = inode.perm_attr();
         let can_write = may_access(&self.cred, m, u, g, MAY_WRITE).is_ok();
         may_set_times(&self.cred, u, explicit, can_write)?;
+        if let Some(sb) = super::backend_names::backend_of(inode) {
+            let change = crate::fs::AttrChange {
+                times: Some([at, mt]),
+                ..Default::default()
+            };
+            return sb.fs.setattr(sb, inode, &change);
+        }
         let t = now();
         let pick = |x: Timespec| if x.nsec == UTIME_NOW { t } else { x };
         inode.update_attr(|w| {

@@ -75,6 +75,14 @@ impl VfsInner {
                 }
                 pos = FIRST_CHILD_COOKIE;
             }
+            // SAFETY: an inode's superblock outlives it.
+            let sb = unsafe { &*inode.sb };
+            if sb.backend_served {
+                // The listing is the backend's (passthrough: the host's).
+                let (next, refused) = sb.fs.readdir(sb, inode, pos, &mut emit)?;
+                pos = next;
+                break 'list refused;
+            }
             let mut name = Vec::with_capacity(64);
             for (cookie, child) in locked.entries_from(pos) {
                 // SAFETY: indexed children are pinned and the directory lock

@@ -368,14 +368,7 @@ impl Namespace {
                 break f;
             }
         };
-        let file = match file {
-            (file, None) => file,
-            (file, Some(wait)) => {
-                drop(guard);
-                Process::wait_for_fifo_partner(&file, wait);
-                file
-            }
-        };
+        let (file, _guard) = Process::finish_open(file, guard);
         if flags & O_TRUNC != 0 && file.file().inode().file_type() == S_IFREG {
             if let Err(e) = v.truncate_inode(file.file().inode(), 0) {
                 self.vfs.fput(file);

@@ -68,6 +68,28 @@ impl Process {
             Err(done) => return Ok(done),
         };
         let inode = file.inode();
+        // SAFETY: an inode's superblock outlives it.
+        let sb = unsafe { &*inode.sb };
+        if sb.backend_served {
+            // Data lives on the backend (passthrough): one call per buffer.
+            let mut total = 0;
+            for b in bufs.iter_mut() {
+                let n = match sb.fs.read(sb, inode, pos, b) {
+                    Ok(n) => n,
+                    Err(e) if total == 0 => return Err(e),
+                    Err(_) => break,
+                };
+                pos += n as u64;
+                total += n;
+                if n < b.len() {
+                    break;
+                }
+            }
+            if let Some(g) = pos_guard.as_mut() {
+                **g = pos;
+            }
+            return Ok(total);
+        }
         let mut total = 0;
         {
             let d = data.read();
@@ -119,8 +141,13 @@ impl Process {
             Err(done) => return Ok(done),
         };
         let inode = file.inode();
-        let mut d = data.write();
+        // SAFETY: an inode's superblock outlives it.
+        let sb = unsafe { &*inode.sb };
         let append = file.status() & O_APPEND != 0;
+        if sb.backend_served {
+            return self.write_backend(sb, inode, pos_guard, pos, append, bufs, offset);
+        }
+        let mut d = data.write();
         let mut pos = if append { d.len() } else { pos };
         if pos
             .checked_add(len as u64)
@@ -185,8 +212,64 @@ impl Process {
         Ok(total)
     }
 
+    /// `write_file` for an instance whose data lives on the backend.
+    #[allow(clippy::too_many_arguments)]
+    fn write_backend(
+        &self,
+        sb: &crate::fs::SuperBlock,
+        inode: &Inode,
+        mut pos_guard: Option<MutexGuard<'_, u64>>,
+        mut pos: u64,
+        append: bool,
+        bufs: &[&[u8]],
+        offset: Option<i64>,
+    ) -> SysResult<usize> {
+        let len: usize = bufs.iter().map(|b| b.len()).sum();
+        if !append
+            && pos
+                .checked_add(len as u64)
+                .is_none_or(|e| e > i64::MAX as u64)
+        {
+            return Err(if offset.is_some() {
+                Errno::EINVAL
+            } else {
+                Errno::EFBIG
+            });
+        }
+        let mut total = 0;
+        for b in bufs {
+            if b.is_empty() {
+                continue;
+            }
+            let at = (!append).then_some(pos);
+            let n = match sb.fs.write(sb, inode, at, b) {
+                Ok(n) => n,
+                Err(e) if total == 0 => return Err(e),
+                Err(_) => break,
+            };
+            pos = if append {
+                inode.attr().size
+            } else {
+                pos + n as u64
+            };
+            total += n;
+            if n < b.len() {
+                break;
+            }
+        }
+        if let Some(g) = pos_guard.as_mut() {
+            **g = pos;
+        }
+        Ok(total)
+    }
+
     /// Sets a regular file's length (truncate, ftruncate, O_TRUNC).
     pub(crate) fn truncate_inode(&self, inode: &Inode, length: u64) -> SysResult<()> {
+        // SAFETY: an inode's superblock outlives it.
+        let sb = unsafe { &*inode.sb };
+        if sb.backend_served {
+            return sb.fs.truncate(sb, inode, length);
+        }
         let data = inode.file_data().ok_or(Errno::EINVAL)?;
         // SAFETY: an inode's superblock outlives it.
         let sb = unsafe { &*inode.sb };

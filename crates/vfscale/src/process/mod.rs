@@ -14,8 +14,10 @@
 mod anon;
 pub mod api;
 mod attrs;
+mod backend_names;
 mod context;
 mod dirents;
+mod fhandle;
 pub mod handles;
 mod io;
 mod mounts;
@@ -244,8 +246,16 @@ impl Process {
         self.vfs.walk_parent(&self.cred, root, start, path)
     }
 
-    /// Write and search permission on a directory (to add or remove names).
+    /// Write and search permission on a directory (to add or remove names)
+    /// for a change made in memory: EROFS on a backend-served instance,
+    /// whose changes go through `backend_names.rs` instead.
     fn may_modify_dir(&self, dir: &Inode) -> SysResult<()> {
+        refuse_backend_change(dir)?;
+        self.may_write_dir(dir)
+    }
+
+    /// Write and search permission on a directory.
+    fn may_write_dir(&self, dir: &Inode) -> SysResult<()> {
         let (mode, uid, gid) = dir.perm_attr();
         may_access(&self.cred, mode, uid, gid, MAY_WRITE | MAY_EXEC)
     }
@@ -306,6 +316,18 @@ impl Process {
             Vec::new()
         }
     }
+}
+
+/// EROFS for a change on a backend-served instance (passthrough) that is
+/// not routed to the backend (xattrs, fallocate), or for an in-memory path
+/// reached by mistake: making it in memory would put state in the cache
+/// the host lacks.
+pub(crate) fn refuse_backend_change(inode: &Inode) -> SysResult<()> {
+    // SAFETY: an inode's superblock outlives it.
+    if unsafe { &*inode.sb }.backend_served {
+        return Err(Errno::EROFS);
+    }
+    Ok(())
 }
 
 impl Drop for Process {

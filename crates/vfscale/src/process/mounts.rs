@@ -39,13 +39,23 @@ impl Process {
             let sb = unsafe { &*src.path.mnt }.sb_arc();
             (sb, src.path.dentry)
         } else {
-            if fstype != b"tmpfs" {
-                return Err(Errno::ENODEV);
-            }
+            let fs: Box<dyn crate::fs::Filesystem> = match fstype {
+                b"tmpfs" => Box::new(Tmpfs),
+                // `source` is the host directory to mirror.
+                b"passthrough" => {
+                    use std::os::unix::ffi::OsStrExt;
+                    let dir = std::path::Path::new(std::ffi::OsStr::from_bytes(source));
+                    Box::new(crate::fs::passthrough::Passthrough::new(
+                        dir,
+                        Default::default(),
+                    )?)
+                }
+                _ => return Err(Errno::ENODEV),
+            };
             if !tgt.inode().is_dir() {
                 return Err(Errno::ENOTDIR);
             }
-            let sb = self.vfs.new_superblock(Box::new(Tmpfs), S_IFDIR | 0o1777);
+            let sb = self.vfs.new_superblock(fs, S_IFDIR | 0o1777);
             let root = sb.root();
             self.vfs.dget(root);
             (sb, root)

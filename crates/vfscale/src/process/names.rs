@@ -148,6 +148,13 @@ impl Process {
     pub(crate) fn sys_mkdirat(&self, dirfd: Fd, path: &[u8], mode: u32) -> SysResult<()> {
         let _g = self.vfs.collector.enter();
         let parent = self.parent_at(dirfd, path)?;
+        if super::backend_names::backend_of(parent.dir.inode()).is_some() {
+            return self.backend_create(&parent, true, |sb, dir, name| {
+                let (uid, gid, m) = self.owner_in(dir, S_IFDIR | (mode & (0o777 | S_ISVTX)));
+                let m = (m & !(self.umask_bits() & 0o777)) | S_IFDIR;
+                sb.fs.create(sb, dir, name, m, 0, uid, gid)
+            });
+        }
         self.create_prologue(
             &parent,
             true,
@@ -186,6 +193,24 @@ impl Process {
         };
         let _g = self.vfs.collector.enter();
         let parent = self.parent_at(dirfd, path)?;
+        if super::backend_names::backend_of(parent.dir.inode()).is_some() {
+            return self.backend_create(&parent, false, |sb, dir, name| {
+                if matches!(ty, S_IFCHR | S_IFBLK)
+                    && !self.cred.is_root()
+                    && !(ty == S_IFCHR && dev == 0)
+                {
+                    return Err(Errno::EPERM);
+                }
+                let (uid, gid, m) = self.owner_in(dir, ty | (mode & S_IALLUGO));
+                let m = (m & !self.umask_bits()) | ty;
+                let rdev = if matches!(ty, S_IFCHR | S_IFBLK) {
+                    dev
+                } else {
+                    0
+                };
+                sb.fs.create(sb, dir, name, m, rdev, uid, gid)
+            });
+        }
         self.create_prologue(
             &parent,
             false,
@@ -240,6 +265,12 @@ impl Process {
         }
         let _g = self.vfs.collector.enter();
         let parent = self.parent_at(newdirfd, linkpath)?;
+        if super::backend_names::backend_of(parent.dir.inode()).is_some() {
+            return self.backend_create(&parent, false, |sb, dir, name| {
+                let (uid, gid, _) = self.owner_in(dir, S_IFLNK | 0o777);
+                sb.fs.symlink(sb, dir, name, target, uid, gid)
+            });
+        }
         self.create_prologue(
             &parent,
             false,
@@ -302,6 +333,17 @@ impl Process {
         let old = self.lookup_at(&self.cred, olddirfd, oldpath, at, 0)?;
         let parent = self.parent_at(newdirfd, newpath)?;
         let inode = old.inode();
+        if super::backend_names::backend_of(parent.dir.inode()).is_some() {
+            if old.path.mnt != parent.dir.path.mnt {
+                return Err(Errno::EXDEV);
+            }
+            return self.backend_create(&parent, false, |sb, dir, name| {
+                if inode.is_dir() {
+                    return Err(Errno::EPERM);
+                }
+                sb.fs.link(sb, inode, dir, name)
+            });
+        }
         // Different mounts: EXDEV (even of the same superblock, as Linux).
         let same_mount = || {
             if old.path.mnt == parent.dir.path.mnt {
@@ -340,6 +382,9 @@ impl Process {
             let got = inode.refcount.get();
             debug_assert!(got, "an inode with links is live");
             let d = self.bind_name(parent.dir.path.dentry, key, neg, inode);
+            // A new name of an exported inode is an alias too (fs/export.rs).
+            // SAFETY: `d` is hashed and our directory lock keeps it so.
+            sb.exports.note_link(inode.ino, unsafe { &*d });
             self.index_child(idx, dir, d, false);
             Ok(())
         })
@@ -364,6 +409,9 @@ impl Process {
             }
             Last::Root => return Err(if rmdir { Errno::EBUSY } else { Errno::EISDIR }),
         };
+        if super::backend_names::backend_of(parent.dir.inode()).is_some() {
+            return self.backend_unlink(&parent, name, rmdir);
+        }
         let dir_d = parent.dir.path.dentry;
         let dir = parent.dir.inode();
         let index = dir.dir_index().ok_or(Errno::ENOTDIR)?;
@@ -423,8 +471,10 @@ impl Process {
     }
 
     /// Write+search on the directory and the sticky rule (EPERM).
-    fn may_delete(&self, dir: &Inode, victim: &Inode) -> SysResult<()> {
-        self.may_modify_dir(dir)?;
+    pub(super) fn may_delete(&self, dir: &Inode, victim: &Inode) -> SysResult<()> {
+        // Permission only: unlink and rename send backend instances to
+        // backend_names.rs before any in-memory change, and call this there.
+        self.may_write_dir(dir)?;
         let (dmode, duid, _) = dir.perm_attr();
         if !sticky_may_delete(&self.cred, dmode, duid, victim.perm_attr().1) {
             return Err(Errno::EPERM);
@@ -541,6 +591,9 @@ impl Process {
                 Errno::EBUSY
             });
         };
+        if super::backend_names::backend_of(op.dir.inode()).is_some() {
+            return self.backend_rename(&op, old_name, &np, new_name, flags);
+        }
         let (od, nd) = (op.dir.path.dentry, np.dir.path.dentry);
         let (odir, ndir) = (op.dir.inode(), np.dir.inode());
         // SAFETY: an inode's superblock outlives it.

@@ -8,6 +8,7 @@ use crate::dcache::name::NameKey;
 use crate::dcache::walk::{Found, Last, Parent, PathPtr, WALK_DIRECTORY, WALK_FOLLOW};
 use crate::file::{FMODE_PATH, FMODE_PIPE, FMODE_READ, FMODE_WRITE};
 use crate::inode::InodeBody;
+use crate::sync::epoch::Guard;
 use crate::sync::lock::RwLock;
 use std::sync::Arc;
 
@@ -78,16 +79,7 @@ impl Process {
             // The dentry changed between the walk and taking a reference:
             // walk again.
         };
-        let file = match file {
-            (file, None) => file,
-            (file, Some(wait)) => {
-                // A FIFO open that waits for its partner: no guard while
-                // blocked (it would hold back reclamation for everyone).
-                drop(_guard);
-                Self::wait_for_fifo_partner(&file, wait);
-                file
-            }
-        };
+        let (file, _guard) = Self::finish_open(file, _guard);
         // A file this call created is not truncated (Linux drops O_TRUNC
         // for FMODE_CREATED), so its fresh set-id bits survive.
         if !created
@@ -144,6 +136,17 @@ impl Process {
         let dir_d = parent.dir.path.dentry;
         let dir = parent.dir.inode();
         let key = NameKey::lookup(name)?;
+        // SAFETY: the walk's guard keeps the directory's dentry allocated.
+        let dir_sb = unsafe { &*(*dir_d).sb };
+        if !dir_sb.fs.dcache_is_authoritative() {
+            // The name may exist on the backend without being cached yet:
+            // ask (and cache the answer) before deciding to create.
+            // A reclaimed directory entry: its name is gone from the cache;
+            // answer as for a removed directory.
+            self.vfs
+                .lookup_slow(dir_d, dir, &key)?
+                .ok_or(Errno::ENOENT)?;
+        }
         let index = dir.dir_index().ok_or(Errno::ENOTDIR)?;
         let mut locked = index.write();
         if locked.dead {
@@ -204,6 +207,39 @@ impl Process {
                 inode: existing_inode,
             };
             return Ok((found, false));
+        }
+        if dir_sb.backend_served {
+            // Created on the backend, then looked up from it.
+            drop(locked);
+            let created = self.backend_create(&parent, false, |sb, dir, name| {
+                let (uid, gid, m) = self.owner_in(dir, S_IFREG | (mode & S_IALLUGO));
+                let m = (m & !self.umask_bits()) | S_IFREG;
+                sb.fs.create(sb, dir, name, m, 0, uid, gid)
+            });
+            match created {
+                Ok(()) => {}
+                // Appeared meanwhile (on the host): open it, unless O_EXCL.
+                Err(Errno::EEXIST) if flags & O_EXCL == 0 => {}
+                Err(e) => return Err(e),
+            }
+            let (d, seq) = self
+                .vfs
+                .lookup_slow(dir_d, dir, &key)?
+                .ok_or(Errno::ENOENT)?;
+            // SAFETY: the guard keeps the dentry allocated.
+            let inode = unsafe { &*d }.inode_ptr();
+            if inode.is_null() {
+                return Err(Errno::ENOENT);
+            }
+            let found = Found {
+                path: PathPtr {
+                    mnt: parent.dir.path.mnt,
+                    dentry: d,
+                },
+                seq,
+                inode,
+            };
+            return Ok((found, created.is_ok()));
         }
         self.may_modify_dir(dir)?;
         let (uid, gid, m) = self.owner_in(dir, S_IFREG | (mode & S_IALLUGO));
@@ -324,13 +360,24 @@ impl Process {
         Ok(Some((file, wait)))
     }
 
-    /// Finishes a blocking FIFO open (see `Pipe::open_fifo_end`): called
-    /// with the file counted and referenced, and no epoch guard held.
-    pub(super) fn wait_for_fifo_partner(file: &crate::file::FileRef, wait: PartnerWait) {
+    /// Finishes an open that `open_found` made: a FIFO open that must wait
+    /// for its partner (`Pipe::open_fifo_end`) leaves the epoch guard first
+    /// (the wait has no bound; a guard would hold back reclamation for
+    /// everyone), then waits. The guard comes back if still held.
+    pub(super) fn finish_open<'g>(
+        opened: (crate::file::FileRef, Option<PartnerWait>),
+        guard: Guard<'g>,
+    ) -> (crate::file::FileRef, Option<Guard<'g>>) {
+        let (file, wait) = opened;
+        let Some(wait) = wait else {
+            return (file, Some(guard));
+        };
+        drop(guard);
         // SAFETY: a file with FMODE_PIPE keeps its `Pipe` in `private`, and
         // the file's inode reference keeps the pipe alive.
         let pipe = unsafe { &*(file.file().private as *const crate::anon::pipe::Pipe) };
         pipe.wait_for_partner(wait);
+        (file, None)
     }
 
     pub(crate) fn sys_close(&self, fd: Fd) -> SysResult<()> {

@@ -27,6 +27,10 @@ impl Process {
             return Err(Errno::EOPNOTSUPP);
         }
         let f = self.writable(fd)?;
+        if let Err(e) = super::refuse_backend_change(f.file().inode()) {
+            self.vfs.fput(f);
+            return Err(e);
+        }
         let r = (|| {
             let inode = f.file().inode();
             match inode.file_type() {
@@ -113,6 +117,12 @@ impl Process {
     ) -> SysResult<usize> {
         let (i, o) = (fin.file(), fout.file());
         for f in [i, o] {
+            // Backend-served data is not in memory: callers fall back to
+            // read and write, as for copies between filesystems.
+            // SAFETY: an inode's superblock outlives it.
+            if unsafe { &*f.inode().sb }.backend_served {
+                return Err(Errno::EXDEV);
+            }
             match f.inode().file_type() {
                 S_IFDIR => return Err(Errno::EISDIR),
                 S_IFREG => {}

@@ -134,6 +134,18 @@ impl ProcessApi for Process {
     fn readlinkat(&self, dirfd: Fd, path: &[u8], buf: &mut [u8]) -> SysResult<usize> {
         self.sys_readlinkat(dirfd, path, buf)
     }
+    fn name_to_handle_at(
+        &self,
+        dirfd: Fd,
+        path: &[u8],
+        handle: &mut FileHandle,
+        flags: i32,
+    ) -> SysResult<u64> {
+        self.sys_name_to_handle_at(dirfd, path, handle, flags)
+    }
+    fn open_by_handle_at(&self, mount_fd: Fd, handle: &FileHandle, flags: i32) -> SysResult<Fd> {
+        self.sys_open_by_handle_at(mount_fd, handle, flags)
+    }
     fn getdents64(&self, fd: Fd, buf: &mut [u8]) -> SysResult<usize> {
         self.sys_getdents64(fd, buf)
     }

@@ -114,6 +114,7 @@ pub(crate) fn set_inode(
     if flags & !(XATTR_CREATE | XATTR_REPLACE) != 0 {
         return Err(Errno::EINVAL);
     }
+    super::refuse_backend_change(inode)?;
     let name = check_name(name)?;
     if value.len() > XATTR_SIZE_MAX {
         return Err(Errno::E2BIG);
@@ -201,6 +202,7 @@ pub(crate) fn list_inode(cred: &Cred, inode: &Inode, buf: &mut [u8]) -> SysResul
 
 /// removexattr on a found inode.
 pub(crate) fn remove_inode(cred: &Cred, inode: &Inode, name: &[u8]) -> SysResult<()> {
+    super::refuse_backend_change(inode)?;
     let name = check_name(name)?;
     let space = space_of(name)?;
     xattr_permission(cred, inode, space, true)?;

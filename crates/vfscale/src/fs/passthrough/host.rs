@@ -1,0 +1,333 @@
+//! Contained host access for the passthrough backend: every host call is
+//! made relative to the host root's directory fd with a relative path that
+//! vfscale built from single, validated components.
+//!
+//! Security boundary (tests/passthrough_containment.rs):
+//! - Paths: built only by `join` from components that are never empty,
+//!   ".", ".." nor hold '/' or NUL (vfscale's walk hands the backend single
+//!   components and resolves "." and ".." in its own namespace).
+//! - Symlinks: never followed by the host. With openat2 the whole path is
+//!   resolved with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+//!   RESOLVE_NO_MAGICLINKS (a symlink anywhere, even swapped in by a racing
+//!   thread between our check and our use, is ELOOP; ".." escapes are
+//!   refused by the kernel); without openat2 (ENOSYS, or forced by
+//!   `force_component_walk` for the tests) each component is opened with
+//!   O_NOFOLLOW from the previous directory's fd, intermediate ones with
+//!   O_DIRECTORY too. Symlinks are read as text (readlinkat) and resolved
+//!   by vfscale's walk inside vfscale's namespace, so an absolute target
+//!   names vfscale's root, never the host's.
+//! - No cached host fd of an inner directory is used for lookups: each call
+//!   starts at the root fd, so a directory moved out from under the root on
+//!   the host is no longer reachable through its old vfscale path.
+
+use crate::abi::{Errno, SysResult};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+const RESOLVE_BENEATH: u64 = 0x08;
+
+#[repr(C)]
+struct OpenHow {
+    flags: u64,
+    mode: u64,
+    resolve: u64,
+}
+
+fn last_errno() -> Errno {
+    Errno(
+        std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO),
+    )
+}
+
+/// A component is safe to hand to the host.
+pub(crate) fn valid_component(name: &[u8]) -> bool {
+    !name.is_empty() && name != b"." && name != b".." && !name.contains(&b'/') && !name.contains(&0)
+}
+
+/// `dir/name` for a relative path `dir` ("" is the root).
+pub(crate) fn join(dir: &[u8], name: &[u8]) -> SysResult<Box<[u8]>> {
+    if !valid_component(name) {
+        return Err(Errno::EINVAL);
+    }
+    let mut p = Vec::with_capacity(dir.len() + 1 + name.len());
+    if !dir.is_empty() {
+        p.extend_from_slice(dir);
+        p.push(b'/');
+    }
+    p.extend_from_slice(name);
+    Ok(p.into())
+}
+
+/// The host directory a passthrough instance mirrors.
+pub struct HostRoot {
+    root: OwnedFd,
+    /// openat2 is available and used (else component walks).
+    openat2: std::sync::atomic::AtomicBool,
+}
+
+impl HostRoot {
+    /// Opens `dir` (a host path) as the root.
+    pub fn open(dir: &std::path::Path) -> SysResult<HostRoot> {
+        use std::os::unix::ffi::OsStrExt;
+        let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(|_| Errno::EINVAL)?;
+        // SAFETY: `c` is NUL-terminated; the fd returned is ours.
+        let fd = unsafe {
+            libc::open(
+                c.as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(last_errno());
+        }
+        Ok(HostRoot {
+            // SAFETY: a fresh fd nobody else owns.
+            root: unsafe { OwnedFd::from_raw_fd(fd) },
+            openat2: std::sync::atomic::AtomicBool::new(true),
+        })
+    }
+
+    /// Uses O_NOFOLLOW component walks instead of openat2 (the fallback for
+    /// kernels without it; tests run both).
+    pub fn force_component_walk(&self) {
+        // Relaxed: a mode switch; each call reads it once and both modes are
+        // safe.
+        self.openat2
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Opens `rel` (relative, from `join`; "" is the root) beneath the root
+    /// with `flags` (O_NOFOLLOW and O_CLOEXEC are added).
+    pub fn open_beneath(&self, rel: &[u8], flags: i32) -> SysResult<OwnedFd> {
+        let flags = flags | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        // Relaxed: see `force_component_walk`.
+        if self.openat2.load(std::sync::atomic::Ordering::Relaxed) {
+            match self.openat2(rel, flags) {
+                Err(Errno::ENOSYS) => self
+                    .openat2
+                    .store(false, std::sync::atomic::Ordering::Relaxed),
+                r => return r,
+            }
+        }
+        self.component_walk(rel, flags)
+    }
+
+    fn openat2(&self, rel: &[u8], flags: i32) -> SysResult<OwnedFd> {
+        let path = if rel.is_empty() { &b"."[..] } else { rel };
+        let c = std::ffi::CString::new(path).map_err(|_| Errno::EINVAL)?;
+        let how = OpenHow {
+            flags: flags as u32 as u64,
+            mode: 0,
+            resolve: RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+        };
+        // SAFETY: openat2 reads `how` (size given) and the NUL-terminated
+        // path; the fd returned is ours.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_openat2,
+                self.root.as_raw_fd(),
+                c.as_ptr(),
+                &how as *const OpenHow,
+                core::mem::size_of::<OpenHow>(),
+            )
+        };
+        if fd < 0 {
+            return Err(last_errno());
+        }
+        // SAFETY: a fresh fd nobody else owns.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+    }
+
+    fn component_walk(&self, rel: &[u8], flags: i32) -> SysResult<OwnedFd> {
+        if rel.is_empty() {
+            return openat_raw(self.root.as_raw_fd(), b".", flags);
+        }
+        let comps: Vec<&[u8]> = rel.split(|&b| b == b'/').collect();
+        if !comps.iter().all(|c| valid_component(c)) {
+            return Err(Errno::EINVAL);
+        }
+        let mut cur: Option<OwnedFd> = None;
+        for (i, comp) in comps.iter().enumerate() {
+            let at = cur
+                .as_ref()
+                .map_or(self.root.as_raw_fd(), |f| f.as_raw_fd());
+            let f = if i + 1 == comps.len() {
+                flags
+            } else {
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC
+            };
+            cur = Some(openat_raw(at, comp, f).map_err(|e| {
+                // A symlink in an inner component: refused, as openat2's
+                // RESOLVE_NO_SYMLINKS does.
+                if e == Errno::ENOTDIR && is_symlink_at(at, comp) {
+                    Errno::ELOOP
+                } else {
+                    e
+                }
+            })?);
+        }
+        cur.ok_or(Errno::EINVAL)
+    }
+
+    /// lstat of `rel` beneath the root. A name directly in the root is one
+    /// `fstatat(root, name, AT_SYMLINK_NOFOLLOW)`: a single component
+    /// from the root fd, nothing followed, so as contained as the openat2
+    /// path and a third of its syscalls (open, fstat, close), which
+    /// dominate a cold lookup on a machine with slow syscalls.
+    pub fn lstat(&self, rel: &[u8]) -> SysResult<libc::stat> {
+        if !rel.is_empty() && valid_component(rel) {
+            let c = std::ffi::CString::new(rel).map_err(|_| Errno::EINVAL)?;
+            // SAFETY: zeroed stat is a valid output buffer.
+            let mut st: libc::stat = unsafe { core::mem::zeroed() };
+            // SAFETY: fstatat writes only `st`; `c` is NUL-terminated.
+            let r = unsafe {
+                libc::fstatat(
+                    self.root.as_raw_fd(),
+                    c.as_ptr(),
+                    &mut st,
+                    libc::AT_SYMLINK_NOFOLLOW,
+                )
+            };
+            if r < 0 {
+                return Err(last_errno());
+            }
+            return Ok(st);
+        }
+        let fd = self.open_beneath(rel, libc::O_PATH)?;
+        fstat(fd.as_raw_fd())
+    }
+
+    /// The text of the symlink `rel`.
+    pub fn readlink(&self, rel: &[u8]) -> SysResult<Vec<u8>> {
+        let fd = self.open_beneath(rel, libc::O_PATH)?;
+        let mut buf = vec![0u8; crate::abi::PATH_MAX];
+        // SAFETY: readlinkat with an empty path reads the O_PATH symlink
+        // fd's own text into `buf`, at most its length.
+        let n = unsafe {
+            libc::readlinkat(
+                fd.as_raw_fd(),
+                c"".as_ptr(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+            )
+        };
+        if n < 0 {
+            return Err(last_errno());
+        }
+        buf.truncate(n as usize);
+        Ok(buf)
+    }
+}
+
+fn openat_raw(at: RawFd, name: &[u8], flags: i32) -> SysResult<OwnedFd> {
+    let c = std::ffi::CString::new(name).map_err(|_| Errno::EINVAL)?;
+    // SAFETY: NUL-terminated path; the fd returned is ours.
+    let fd = unsafe { libc::openat(at, c.as_ptr(), flags | libc::O_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(last_errno());
+    }
+    // SAFETY: a fresh fd nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn is_symlink_at(at: RawFd, name: &[u8]) -> bool {
+    let Ok(c) = std::ffi::CString::new(name) else {
+        return false;
+    };
+    // SAFETY: zeroed stat is a valid output buffer.
+    let mut st: libc::stat = unsafe { core::mem::zeroed() };
+    // SAFETY: fstatat writes only `st`.
+    let r = unsafe { libc::fstatat(at, c.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
+    r == 0 && st.st_mode & libc::S_IFMT == libc::S_IFLNK
+}
+
+pub(crate) fn fstat(fd: RawFd) -> SysResult<libc::stat> {
+    // SAFETY: zeroed stat is a valid output buffer.
+    let mut st: libc::stat = unsafe { core::mem::zeroed() };
+    // SAFETY: fstat writes only `st`.
+    if unsafe { libc::fstat(fd, &mut st) } < 0 {
+        return Err(last_errno());
+    }
+    Ok(st)
+}
+
+pub(crate) fn pread(fd: RawFd, buf: &mut [u8], pos: u64) -> SysResult<usize> {
+    // SAFETY: pread writes at most `buf.len()` bytes into `buf`.
+    let n = unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), pos as i64) };
+    if n < 0 {
+        return Err(last_errno());
+    }
+    Ok(n as usize)
+}
+
+pub(crate) fn pwrite(fd: RawFd, buf: &[u8], pos: u64) -> SysResult<usize> {
+    // SAFETY: pwrite reads at most `buf.len()` bytes from `buf`.
+    let n = unsafe { libc::pwrite(fd, buf.as_ptr().cast(), buf.len(), pos as i64) };
+    if n < 0 {
+        return Err(last_errno());
+    }
+    Ok(n as usize)
+}
+
+/// One host directory entry.
+pub(crate) struct HostDirent {
+    pub ino: u64,
+    pub off: i64,
+    pub dtype: u8,
+    pub name: Vec<u8>,
+}
+
+/// Reads the host directory open as `fd` from host offset `off`, handing
+/// each entry (without "." and "..") to `emit` until it returns false.
+pub(crate) fn list_host_dir(
+    fd: RawFd,
+    off: i64,
+    mut emit: impl FnMut(HostDirent) -> bool,
+) -> SysResult<()> {
+    // SAFETY: lseek on our own fd.
+    if unsafe { libc::lseek(fd, off, libc::SEEK_SET) } < 0 {
+        return Err(last_errno());
+    }
+    let mut buf = vec![0u8; 32 * 1024];
+    loop {
+        // SAFETY: getdents64 writes at most `buf.len()` bytes into `buf`.
+        let n = unsafe { libc::syscall(libc::SYS_getdents64, fd, buf.as_mut_ptr(), buf.len()) };
+        if n < 0 {
+            return Err(last_errno());
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        let mut at = 0usize;
+        while at + 19 <= n as usize {
+            let ino = u64::from_ne_bytes(buf[at..at + 8].try_into().expect("8 bytes"));
+            let off = i64::from_ne_bytes(buf[at + 8..at + 16].try_into().expect("8 bytes"));
+            let reclen = u16::from_ne_bytes([buf[at + 16], buf[at + 17]]) as usize;
+            let dtype = buf[at + 18];
+            if reclen < 19 || at + reclen > n as usize {
+                return Err(Errno::EIO);
+            }
+            let name_bytes = &buf[at + 19..at + reclen];
+            let len = name_bytes
+                .iter()
+                .position(|&b| b == 0)
+                .unwrap_or(name_bytes.len());
+            let name = name_bytes[..len].to_vec();
+            at += reclen;
+            if name == b"." || name == b".." {
+                continue;
+            }
+            if !emit(HostDirent {
+                ino,
+                off,
+                dtype,
+                name,
+            }) {
+                return Ok(());
+            }
+        }
+    }
+}

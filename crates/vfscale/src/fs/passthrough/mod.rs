@@ -1,0 +1,573 @@
+//! The passthrough backend: a superblock that mirrors a host directory, so
+//! vfscale is a caching layer in front of a real disk.
+//!
+//! What it serves (the rest is in docs/COMPATIBILITY.md): lookups and
+//! attributes (an inode's number is the host's st_ino, its type, mode,
+//! owner, size, times and link count the host's, copied at lookup and
+//! refreshed at revalidation), symlink text, directory listings straight
+//! from the host, reads and writes of host files (also truncation), and
+//! the namespace and attribute changes the core routes here after its own
+//! checks (create/mknod/mkdir, symlink, link, unlink/rmdir, rename, chmod,
+//! chown, utimes: single-component `*at` calls on a directory fd opened
+//! beneath the root; see process/backend_names.rs).
+//!
+//! Caching: every answer is cached in the dcache like any other (negative
+//! ones too). A cached entry older than the instance's TTL is revalidated
+//! on its next use by the walk (one host lstat): same host object → its
+//! attributes are refreshed; gone or replaced → the entry is dropped and
+//! looked up again. Host errors (EACCES, EIO...) are returned unchanged and
+//! change nothing in the cache.
+//!
+//! Invariants:
+//! - every host call goes through `host::HostRoot` (see host.rs for the
+//!   containment argument);
+//! - `paths` maps each live passthrough inode (by address) to its host path
+//!   relative to the root; an entry is added when the inode is made and
+//!   removed by `evict` when the core frees it, under the shard mutex;
+//! - inodes handed to the core carry one reference, are counted against
+//!   the instance's inode and block limits like tmpfs inodes (the core's
+//!   `iput` releases both), and are never shared between dentries (a host
+//!   hard link seen under two names is two vfscale inodes with the same
+//!   number).
+
+pub mod host;
+
+use super::{AttrChange, Filesystem, SuperBlock};
+use crate::abi::*;
+use crate::dir::index::DirIndex;
+use crate::inode::{Inode, InodeBody};
+use crate::process::DirEntryRef;
+use crate::sync::lock::{Mutex, RwLock};
+use host::HostRoot;
+use std::collections::HashMap;
+use std::os::fd::AsRawFd;
+use std::time::Duration;
+
+/// Tunables of a passthrough instance.
+#[derive(Clone, Copy, Debug)]
+pub struct PassthroughConfig {
+    /// How long a cached entry is trusted before the next use asks the host
+    /// again (`Duration::ZERO`: every use).
+    pub ttl: Duration,
+}
+
+impl Default for PassthroughConfig {
+    fn default() -> Self {
+        PassthroughConfig {
+            ttl: Duration::from_secs(1),
+        }
+    }
+}
+
+const SHARDS: usize = 16;
+
+/// Host paths of live inodes, by inode address.
+type PathShard = Mutex<HashMap<usize, Box<[u8]>>>;
+
+/// The passthrough backend of one instance.
+pub struct Passthrough {
+    host: HostRoot,
+    config: PassthroughConfig,
+    root_dev: std::sync::atomic::AtomicU64,
+    paths: Box<[PathShard]>,
+}
+
+impl Passthrough {
+    /// A backend mirroring host directory `dir`.
+    pub fn new(dir: &std::path::Path, config: PassthroughConfig) -> SysResult<Passthrough> {
+        let host = HostRoot::open(dir)?;
+        let st = host.lstat(b"")?;
+        Ok(Passthrough {
+            host,
+            config,
+            root_dev: std::sync::atomic::AtomicU64::new(st.st_dev),
+            paths: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+        })
+    }
+
+    /// The host access layer (tests force its fallback mode).
+    pub fn host(&self) -> &HostRoot {
+        &self.host
+    }
+
+    fn shard(&self, inode: &Inode) -> &PathShard {
+        let a = inode as *const Inode as usize;
+        &self.paths[(a >> 6) & (SHARDS - 1)]
+    }
+
+    /// The host path of a live passthrough inode.
+    fn path_of(&self, inode: &Inode) -> SysResult<Box<[u8]>> {
+        self.shard(inode)
+            .lock()
+            .get(&(inode as *const Inode as usize))
+            .cloned()
+            .ok_or(Errno::ESTALE)
+    }
+
+    /// vfscale's inode number for a host object: the host's own number on
+    /// the root's device, a mix of device and number elsewhere.
+    fn ino_of(&self, st: &libc::stat) -> u64 {
+        self.ino_of_dev(st.st_dev, st.st_ino)
+    }
+
+    fn ino_of_dev(&self, dev: u64, ino: u64) -> u64 {
+        // Relaxed: set once at construction.
+        if dev == self.root_dev.load(std::sync::atomic::Ordering::Relaxed) {
+            ino.max(2)
+        } else {
+            (ino ^ dev.rotate_left(40)).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 2
+        }
+    }
+
+    /// A fresh inode (one reference) mirroring host object `st` at `rel`.
+    fn make_inode(
+        &self,
+        sb: &SuperBlock,
+        rel: Box<[u8]>,
+        st: &libc::stat,
+    ) -> SysResult<*const Inode> {
+        let ty = st.st_mode & libc::S_IFMT;
+        let body = match ty {
+            libc::S_IFDIR => InodeBody::Directory(RwLock::new(DirIndex::new())),
+            libc::S_IFREG => InodeBody::Regular(RwLock::new(Default::default())),
+            libc::S_IFLNK => InodeBody::Symlink(self.host.readlink(&rel)?.into()),
+            _ => InodeBody::Special,
+        };
+        sb.reserve_inode()?;
+        let inode = Inode::new(
+            sb,
+            self.ino_of(st),
+            st.st_mode,
+            st.st_uid,
+            st.st_gid,
+            st.st_rdev,
+            body,
+        );
+        let fresh = inode.refcount.get();
+        debug_assert!(fresh);
+        let p = crate::mem::slab::alloc(inode);
+        // SAFETY: just allocated, not shared yet.
+        let i = unsafe { &*p };
+        copy_attrs(i, st);
+        self.shard(i).lock().insert(p as usize, rel);
+        Ok(p)
+    }
+}
+
+fn cstr(name: &[u8]) -> SysResult<std::ffi::CString> {
+    if !host::valid_component(name) {
+        return Err(Errno::EINVAL);
+    }
+    std::ffi::CString::new(name).map_err(|_| Errno::EINVAL)
+}
+
+/// The result of a libc call returning -1 on error.
+fn check(r: libc::c_long) -> SysResult<()> {
+    if r < 0 {
+        return Err(Errno(
+            std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO),
+        ));
+    }
+    Ok(())
+}
+
+impl Passthrough {
+    /// The host directory `dir` as an O_PATH fd (opened beneath the root).
+    fn dir_fd(&self, dir: &Inode) -> SysResult<std::os::fd::OwnedFd> {
+        self.host
+            .open_beneath(&self.path_of(dir)?, libc::O_PATH | libc::O_DIRECTORY)
+    }
+
+    /// The parent directory fd and last component of `inode`'s path (None
+    /// for the root).
+    fn parent_and_name(&self, inode: &Inode) -> SysResult<Option<(std::os::fd::OwnedFd, Vec<u8>)>> {
+        let path = self.path_of(inode)?;
+        if path.is_empty() {
+            return Ok(None);
+        }
+        let (dir, name) = match path.iter().rposition(|&b| b == b'/') {
+            Some(i) => (&path[..i], &path[i + 1..]),
+            None => (&b""[..], &path[..]),
+        };
+        let fd = self
+            .host
+            .open_beneath(dir, libc::O_PATH | libc::O_DIRECTORY)?;
+        Ok(Some((fd, name.to_vec())))
+    }
+
+    /// Gives a just-created `name` in `dirfd` to `uid`/`gid` (without
+    /// following a symlink, should one have been swapped in).
+    fn chown_new(
+        &self,
+        dirfd: &std::os::fd::OwnedFd,
+        name: &std::ffi::CString,
+        uid: u32,
+        gid: u32,
+    ) {
+        // SAFETY: fchownat on our own fd and a NUL-terminated name.
+        let _ = unsafe {
+            libc::fchownat(
+                dirfd.as_raw_fd(),
+                name.as_ptr(),
+                uid,
+                gid,
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+    }
+}
+
+/// Copies the host's attributes into `inode` (type bits never change).
+/// The instance's block count follows the cached sizes exactly, so the
+/// core's `iput`, which releases an inode's blocks, leaves it balanced
+/// (host sizes are not limited by the instance: no ENOSPC here).
+fn copy_attrs(inode: &Inode, st: &libc::stat) {
+    let ts = |sec: i64, nsec: i64| Timespec { sec, nsec };
+    let old_blocks = inode.update_attr(|w| {
+        let old = w.get().blocks;
+        w.set_mode(st.st_mode);
+        w.set_uid(st.st_uid);
+        w.set_gid(st.st_gid);
+        w.set_nlink(st.st_nlink as u32);
+        w.set_size(st.st_size as u64, st.st_blocks as u64);
+        w.set_atime(ts(st.st_atime, st.st_atime_nsec));
+        w.set_mtime(ts(st.st_mtime, st.st_mtime_nsec));
+        w.set_ctime(ts(st.st_ctime, st.st_ctime_nsec));
+        old
+    });
+    // Pages as `SuperBlock::charge_blocks` counts them.
+    let delta = (st.st_blocks as u64 / 8) as i64 - (old_blocks / 8) as i64;
+    // SAFETY: an inode's superblock outlives it.
+    unsafe { &*inode.sb }.used_blocks.add(delta);
+}
+
+impl Filesystem for Passthrough {
+    fn fs_type(&self) -> &'static str {
+        "passthrough"
+    }
+
+    fn dcache_is_authoritative(&self) -> bool {
+        false
+    }
+
+    fn lookup(&self, sb: &SuperBlock, dir: &Inode, name: &[u8]) -> SysResult<Option<*const Inode>> {
+        let rel = host::join(&self.path_of(dir)?, name)?;
+        match self.host.lstat(&rel) {
+            Ok(st) => self.make_inode(sb, rel, &st).map(Some),
+            Err(Errno::ENOENT) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn init_root(&self, _sb: &SuperBlock, root: &Inode) {
+        if let Ok(st) = self.host.lstat(b"") {
+            copy_attrs(root, &st);
+        }
+        self.shard(root)
+            .lock()
+            .insert(root as *const Inode as usize, Box::default());
+    }
+
+    fn backend_served(&self) -> bool {
+        true
+    }
+
+    fn revalidate_ttl(&self) -> Option<Duration> {
+        Some(self.config.ttl)
+    }
+
+    fn revalidate(
+        &self,
+        _sb: &SuperBlock,
+        dir: &Inode,
+        name: &[u8],
+        cached: Option<&Inode>,
+    ) -> SysResult<bool> {
+        let rel = host::join(&self.path_of(dir)?, name)?;
+        match self.host.lstat(&rel) {
+            Err(Errno::ENOENT) => Ok(cached.is_none()),
+            Err(e) => Err(e),
+            Ok(st) => {
+                let Some(i) = cached else {
+                    return Ok(false);
+                };
+                if i.ino() != self.ino_of(&st) || i.file_type() != st.st_mode & libc::S_IFMT {
+                    return Ok(false);
+                }
+                if i.file_type() == S_IFLNK {
+                    // The link text is fixed in the inode: a changed one
+                    // needs a new inode.
+                    if self.host.readlink(&rel)? != i.symlink_target().unwrap_or(&[]) {
+                        return Ok(false);
+                    }
+                }
+                copy_attrs(i, &st);
+                Ok(true)
+            }
+        }
+    }
+
+    fn evict(&self, inode: &Inode) {
+        self.shard(inode)
+            .lock()
+            .remove(&(inode as *const Inode as usize));
+    }
+
+    fn read(&self, _sb: &SuperBlock, inode: &Inode, pos: u64, buf: &mut [u8]) -> SysResult<usize> {
+        let fd = self
+            .host
+            .open_beneath(&self.path_of(inode)?, libc::O_RDONLY)?;
+        host::pread(fd.as_raw_fd(), buf, pos)
+    }
+
+    fn write(
+        &self,
+        _sb: &SuperBlock,
+        inode: &Inode,
+        pos: Option<u64>,
+        buf: &[u8],
+    ) -> SysResult<usize> {
+        let flags = libc::O_WRONLY | if pos.is_none() { libc::O_APPEND } else { 0 };
+        let fd = self.host.open_beneath(&self.path_of(inode)?, flags)?;
+        let n = match pos {
+            Some(p) => host::pwrite(fd.as_raw_fd(), buf, p)?,
+            // SAFETY: write reads at most `buf.len()` bytes from `buf`.
+            None => match unsafe { libc::write(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) } {
+                n if n < 0 => {
+                    return Err(Errno(
+                        std::io::Error::last_os_error()
+                            .raw_os_error()
+                            .unwrap_or(libc::EIO),
+                    ))
+                }
+                n => n as usize,
+            },
+        };
+        if let Ok(st) = host::fstat(fd.as_raw_fd()) {
+            copy_attrs(inode, &st);
+        }
+        Ok(n)
+    }
+
+    fn truncate(&self, _sb: &SuperBlock, inode: &Inode, len: u64) -> SysResult<()> {
+        let fd = self
+            .host
+            .open_beneath(&self.path_of(inode)?, libc::O_WRONLY)?;
+        // SAFETY: ftruncate on our own fd.
+        if unsafe { libc::ftruncate(fd.as_raw_fd(), len as i64) } < 0 {
+            return Err(Errno(
+                std::io::Error::last_os_error()
+                    .raw_os_error()
+                    .unwrap_or(libc::EIO),
+            ));
+        }
+        if let Ok(st) = host::fstat(fd.as_raw_fd()) {
+            copy_attrs(inode, &st);
+        }
+        Ok(())
+    }
+
+    fn create(
+        &self,
+        _sb: &SuperBlock,
+        dir: &Inode,
+        name: &[u8],
+        mode: u32,
+        rdev: u64,
+        uid: u32,
+        gid: u32,
+    ) -> SysResult<()> {
+        let fd = self.dir_fd(dir)?;
+        let c = cstr(name)?;
+        let perm = mode & 0o7777;
+        // SAFETY (both): *at calls on our own fd with a NUL-terminated single
+        // component; neither follows a final symlink.
+        if mode & S_IFMT == S_IFDIR {
+            check(unsafe { libc::mkdirat(fd.as_raw_fd(), c.as_ptr(), perm) } as libc::c_long)?;
+        } else {
+            check(
+                unsafe { libc::mknodat(fd.as_raw_fd(), c.as_ptr(), mode, rdev) } as libc::c_long,
+            )?;
+        }
+        self.chown_new(&fd, &c, uid, gid);
+        Ok(())
+    }
+
+    fn symlink(
+        &self,
+        _sb: &SuperBlock,
+        dir: &Inode,
+        name: &[u8],
+        target: &[u8],
+        uid: u32,
+        gid: u32,
+    ) -> SysResult<()> {
+        let fd = self.dir_fd(dir)?;
+        let c = cstr(name)?;
+        let t = std::ffi::CString::new(target).map_err(|_| Errno::EINVAL)?;
+        // SAFETY: NUL-terminated strings, our own fd. The link text is only
+        // ever read back as text: the host never follows it for us.
+        check(unsafe { libc::symlinkat(t.as_ptr(), fd.as_raw_fd(), c.as_ptr()) } as libc::c_long)?;
+        self.chown_new(&fd, &c, uid, gid);
+        Ok(())
+    }
+
+    fn link(&self, _sb: &SuperBlock, inode: &Inode, dir: &Inode, name: &[u8]) -> SysResult<()> {
+        let (src_dir, src_name) = self.parent_and_name(inode)?.ok_or(Errno::EPERM)?;
+        let src = cstr(&src_name)?;
+        let fd = self.dir_fd(dir)?;
+        let c = cstr(name)?;
+        // SAFETY: single components on our own fds; flags 0 does not follow
+        // a symlink at the source.
+        check(unsafe {
+            libc::linkat(
+                src_dir.as_raw_fd(),
+                src.as_ptr(),
+                fd.as_raw_fd(),
+                c.as_ptr(),
+                0,
+            )
+        } as libc::c_long)
+    }
+
+    fn unlink(&self, _sb: &SuperBlock, dir: &Inode, name: &[u8], rmdir: bool) -> SysResult<()> {
+        let fd = self.dir_fd(dir)?;
+        let c = cstr(name)?;
+        let flags = if rmdir { libc::AT_REMOVEDIR } else { 0 };
+        // SAFETY: a single component on our own fd.
+        check(unsafe { libc::unlinkat(fd.as_raw_fd(), c.as_ptr(), flags) } as libc::c_long)
+    }
+
+    fn rename(
+        &self,
+        _sb: &SuperBlock,
+        old_dir: &Inode,
+        old_name: &[u8],
+        new_dir: &Inode,
+        new_name: &[u8],
+        flags: u32,
+    ) -> SysResult<()> {
+        let ofd = self.dir_fd(old_dir)?;
+        let nfd = self.dir_fd(new_dir)?;
+        let (o, n) = (cstr(old_name)?, cstr(new_name)?);
+        // SAFETY: single components on our own fds; renameat2 never follows
+        // symlinks.
+        check(unsafe {
+            libc::syscall(
+                libc::SYS_renameat2,
+                ofd.as_raw_fd(),
+                o.as_ptr(),
+                nfd.as_raw_fd(),
+                n.as_ptr(),
+                flags,
+            )
+        })
+    }
+
+    fn setattr(&self, _sb: &SuperBlock, inode: &Inode, change: &AttrChange) -> SysResult<()> {
+        let (fd, name) = match self.parent_and_name(inode)? {
+            Some((fd, name)) => (fd, cstr(&name)?),
+            // The root: its own fd and an empty path.
+            None => (self.dir_fd(inode)?, std::ffi::CString::default()),
+        };
+        let empty = if name.as_bytes().is_empty() {
+            libc::AT_EMPTY_PATH
+        } else {
+            0
+        };
+        let nofollow = libc::AT_SYMLINK_NOFOLLOW | empty;
+        if change.uid.is_some() || change.gid.is_some() {
+            let uid = change.uid.unwrap_or(u32::MAX);
+            let gid = change.gid.unwrap_or(u32::MAX);
+            // SAFETY: as above.
+            check(
+                unsafe { libc::fchownat(fd.as_raw_fd(), name.as_ptr(), uid, gid, nofollow) }
+                    as libc::c_long,
+            )?;
+        }
+        if let Some(mode) = change.mode {
+            // fchmodat2 (Linux 6.6+) refuses to follow a final symlink.
+            // SAFETY: our own fd and a NUL-terminated name.
+            check(unsafe {
+                libc::syscall(452, fd.as_raw_fd(), name.as_ptr(), mode & 0o7777, nofollow)
+            })?;
+        }
+        if let Some([a, m]) = change.times {
+            let ts = [
+                libc::timespec {
+                    tv_sec: a.sec,
+                    tv_nsec: a.nsec,
+                },
+                libc::timespec {
+                    tv_sec: m.sec,
+                    tv_nsec: m.nsec,
+                },
+            ];
+            if empty != 0 {
+                let dir = self
+                    .host
+                    .open_beneath(b"", libc::O_RDONLY | libc::O_DIRECTORY)?;
+                // SAFETY: futimens on our own fd with two timespecs.
+                check(unsafe { libc::futimens(dir.as_raw_fd(), ts.as_ptr()) } as libc::c_long)?;
+            } else {
+                // SAFETY: our own fd, a NUL-terminated name, two timespecs.
+                check(unsafe {
+                    libc::utimensat(
+                        fd.as_raw_fd(),
+                        name.as_ptr(),
+                        ts.as_ptr(),
+                        libc::AT_SYMLINK_NOFOLLOW,
+                    )
+                } as libc::c_long)?;
+            }
+        }
+        self.refresh(_sb, inode)
+    }
+
+    fn refresh(&self, _sb: &SuperBlock, inode: &Inode) -> SysResult<()> {
+        let st = self.host.lstat(&self.path_of(inode)?)?;
+        copy_attrs(inode, &st);
+        Ok(())
+    }
+
+    fn readdir(
+        &self,
+        _sb: &SuperBlock,
+        dir: &Inode,
+        from: u64,
+        emit: &mut dyn FnMut(&DirEntryRef<'_>) -> bool,
+    ) -> SysResult<(u64, bool)> {
+        // Positions: 2 is the host's offset 0; an entry's next position is
+        // its host d_off + 2 (the host's end marker saturates to the end).
+        let fd = self
+            .host
+            .open_beneath(&self.path_of(dir)?, libc::O_RDONLY | libc::O_DIRECTORY)?;
+        if from >= i64::MAX as u64 {
+            return Ok((from, false));
+        }
+        let mut pos = from;
+        let mut refused = false;
+        host::list_host_dir(fd.as_raw_fd(), (from - 2) as i64, |e| {
+            let next = (e.off as u64).saturating_add(2).min(i64::MAX as u64);
+            // Entries report the root device's numbering (a mount point
+            // inside the host tree lists its covered inode, as getdents).
+            // Relaxed: set once at construction.
+            let dev = self.root_dev.load(std::sync::atomic::Ordering::Relaxed);
+            let d = DirEntryRef {
+                name: &e.name,
+                ino: self.ino_of_dev(dev, e.ino),
+                dtype: e.dtype,
+                next,
+            };
+            if !emit(&d) {
+                refused = true;
+                return false;
+            }
+            pos = next;
+            true
+        })?;
+        Ok((pos, refused))
+    }
+}

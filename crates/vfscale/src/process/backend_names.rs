@@ -1,0 +1,162 @@
+//! Namespace and attribute changes on backend-served instances
+//! (passthrough): vfscale checks its own rules (name checks, permissions
+//! with the caller's credentials, sticky directories, types), the backend
+//! makes the change on the host, and the affected cached names are dropped
+//! so that the next lookup asks the host ("write through, then forget").
+//!
+//! Invariants:
+//! - nothing is changed in memory before the backend succeeded, so a host
+//!   error leaves the cache as it was (the errno is returned unchanged);
+//! - the checks run on names looked up (and cached) through the backend
+//!   first, so EEXIST/ENOENT/ENOTDIR/EISDIR come from the host's state;
+//! - `forget_name` unhashes under the parent's exclusive directory lock, as
+//!   every name removal does; a dentry still in use (an open file, a cwd)
+//!   stays allocated for its holder, unreachable by name.
+
+use super::Process;
+use crate::abi::*;
+use crate::dcache::dentry::{Dentry, D_MOUNTED};
+use crate::dcache::name::NameKey;
+use crate::dcache::walk::{Last, Parent};
+use crate::fs::SuperBlock;
+use crate::inode::Inode;
+
+/// The instance of `inode` if its changes go to a backend.
+pub(super) fn backend_of(inode: &Inode) -> Option<&SuperBlock> {
+    // SAFETY: an inode's superblock outlives it.
+    let sb = unsafe { &*inode.sb };
+    sb.backend_served.then_some(sb)
+}
+
+impl Process {
+    /// The cached (backend-asked) child `key` of `dir_d`: (dentry, inode or
+    /// null). Caller holds a guard.
+    fn backend_child(
+        &self,
+        dir_d: *const Dentry,
+        dir: &Inode,
+        key: &NameKey<'_>,
+    ) -> SysResult<(*const Dentry, *const Inode)> {
+        // A directory entry reclaimed since the walk: as if removed (rare:
+        // only unused backend entries are reclaimable).
+        let (d, _) = self
+            .vfs
+            .lookup_slow(dir_d, dir, key)?
+            .ok_or(Errno::ENOENT)?;
+        // SAFETY: the guard keeps the dentry allocated.
+        Ok((d, unsafe { &*d }.inode_ptr()))
+    }
+
+    /// mkdir, mknod, symlink, link and O_CREAT on a backend: the name must
+    /// be free, then `make(sb, dir, name)` creates it on the backend.
+    pub(super) fn backend_create(
+        &self,
+        parent: &Parent<'_>,
+        creates_dir: bool,
+        make: impl FnOnce(&SuperBlock, &Inode, &[u8]) -> SysResult<()>,
+    ) -> SysResult<()> {
+        let Last::Name(name) = parent.last else {
+            return Err(Errno::EEXIST);
+        };
+        let dir = parent.dir.inode();
+        let dir_d = parent.dir.path.dentry;
+        let key = NameKey::lookup(name)?;
+        let (_, inode) = self.backend_child(dir_d, dir, &key)?;
+        if !inode.is_null() {
+            return Err(Errno::EEXIST);
+        }
+        if parent.trailing_slash && !creates_dir {
+            return Err(Errno::ENOENT);
+        }
+        self.may_write_dir(dir)?;
+        let sb = backend_of(dir).ok_or(Errno::EINVAL)?;
+        make(sb, dir, name)?;
+        self.vfs.forget_name(dir_d, dir, &key);
+        let _ = sb.fs.refresh(sb, dir);
+        Ok(())
+    }
+
+    /// unlink and rmdir on a backend.
+    pub(super) fn backend_unlink(
+        &self,
+        parent: &Parent<'_>,
+        name: &[u8],
+        rmdir: bool,
+    ) -> SysResult<()> {
+        let dir = parent.dir.inode();
+        let dir_d = parent.dir.path.dentry;
+        let key = NameKey::lookup(name)?;
+        let (d, vi) = self.backend_child(dir_d, dir, &key)?;
+        if vi.is_null() {
+            return Err(Errno::ENOENT);
+        }
+        // SAFETY: the guard keeps the dentry and its inode allocated.
+        let (vd, vi) = (unsafe { &*d }, unsafe { &*vi });
+        if !rmdir && parent.trailing_slash {
+            return Err(if vi.is_dir() {
+                Errno::EISDIR
+            } else {
+                Errno::ENOTDIR
+            });
+        }
+        self.may_delete(dir, vi)?;
+        if rmdir && !vi.is_dir() {
+            return Err(Errno::ENOTDIR);
+        }
+        if !rmdir && vi.is_dir() {
+            return Err(Errno::EISDIR);
+        }
+        if vd.flags() & D_MOUNTED != 0 {
+            return Err(Errno::EBUSY);
+        }
+        let sb = backend_of(dir).ok_or(Errno::EINVAL)?;
+        sb.fs.unlink(sb, dir, name, rmdir)?;
+        self.vfs.forget_name(dir_d, dir, &key);
+        let _ = sb.fs.refresh(sb, dir);
+        Ok(())
+    }
+
+    /// renameat2 on a backend (both names on one instance, already
+    /// checked to be plain names).
+    pub(super) fn backend_rename(
+        &self,
+        op: &Parent<'_>,
+        old_name: &[u8],
+        np: &Parent<'_>,
+        new_name: &[u8],
+        flags: u32,
+    ) -> SysResult<()> {
+        let (odir, ndir) = (op.dir.inode(), np.dir.inode());
+        let (od, nd) = (op.dir.path.dentry, np.dir.path.dentry);
+        let okey = NameKey::lookup(old_name)?;
+        let nkey = NameKey::lookup(new_name)?;
+        let (osrc, oi) = self.backend_child(od, odir, &okey)?;
+        if oi.is_null() {
+            return Err(Errno::ENOENT);
+        }
+        let (ndst, ni) = self.backend_child(nd, ndir, &nkey)?;
+        // SAFETY (both): the guard keeps them allocated.
+        let oi = unsafe { &*oi };
+        self.may_delete(odir, oi)?;
+        if !ni.is_null() {
+            self.may_delete(ndir, unsafe { &*ni })?;
+        } else {
+            self.may_write_dir(ndir)?;
+        }
+        for d in [osrc, ndst] {
+            // SAFETY: as above.
+            if unsafe { &*d }.flags() & D_MOUNTED != 0 {
+                return Err(Errno::EBUSY);
+            }
+        }
+        let sb = backend_of(odir).ok_or(Errno::EINVAL)?;
+        sb.fs.rename(sb, odir, old_name, ndir, new_name, flags)?;
+        self.vfs.forget_name(od, odir, &okey);
+        self.vfs.forget_name(nd, ndir, &nkey);
+        let _ = sb.fs.refresh(sb, odir);
+        if !core::ptr::eq(odir, ndir) {
+            let _ = sb.fs.refresh(sb, ndir);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,171 @@
+//! name_to_handle_at and open_by_handle_at over vfscale's own namespace
+//! (the handle format and the export table are in fs/export.rs).
+//!
+//! Invariants:
+//! - A dentry enters its superblock's export table only while its parent's
+//!   directory lock is held (shared) and it is hashed and positive, so an
+//!   unlink, which removes it under the exclusive lock, cannot miss it.
+//! - open_by_handle_at takes its references through `open_found`, which
+//!   validates the alias's `seq` read under the export shard's mutex: a name
+//!   removed or moved since is retried, and a removed one is ESTALE.
+
+use super::Process;
+use crate::abi::*;
+use crate::dcache::walk::{Found, PathPtr};
+use crate::fs::export::{FILEID_INO64_GEN, HANDLE_LEN};
+
+impl Process {
+    pub(crate) fn sys_name_to_handle_at(
+        &self,
+        dirfd: Fd,
+        path: &[u8],
+        handle: &mut FileHandle,
+        flags: i32,
+    ) -> SysResult<u64> {
+        if flags & !(AT_EMPTY_PATH | AT_SYMLINK_FOLLOW | AT_HANDLE_FID) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        if handle.handle_bytes > MAX_HANDLE_SZ {
+            return Err(Errno::EINVAL);
+        }
+        let at = (flags & AT_EMPTY_PATH)
+            | if flags & AT_SYMLINK_FOLLOW != 0 {
+                0
+            } else {
+                AT_SYMLINK_NOFOLLOW
+            };
+        let _g = self.vfs.collector.enter();
+        let found = self.lookup_at(&self.cred, dirfd, path, at, 0)?;
+        if found.inode.is_null() {
+            return Err(Errno::ENOENT);
+        }
+        // SAFETY: the guard keeps the dentry, its superblock (which outlives
+        // it) and the mount allocated.
+        let d = unsafe { &*found.path.dentry };
+        let sb = unsafe { &*d.sb };
+        if !sb.fs.dcache_is_authoritative() {
+            // Backends whose dentries are reclaimable have no handle scheme
+            // yet (a passthrough one would forward host handles).
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let mount_id = unsafe { &*found.path.mnt }.id();
+        let ino = found.inode().ino();
+        if (handle.handle_bytes as usize) < HANDLE_LEN {
+            handle.handle_bytes = HANDLE_LEN as u32;
+            return Err(Errno::EOVERFLOW);
+        }
+        self.export_dentry(d, ino)?;
+        handle.handle_bytes = HANDLE_LEN as u32;
+        handle.handle_type = FILEID_INO64_GEN;
+        handle.f_handle = sb.exports.encode(ino).to_vec();
+        Ok(mount_id)
+    }
+
+    /// Registers `d` (positive, inode `ino`) in its superblock's export
+    /// table, under its parent's lock. Caller holds an epoch guard.
+    fn export_dentry(&self, d: &crate::dcache::dentry::Dentry, ino: u64) -> SysResult<()> {
+        // SAFETY: a dentry's superblock outlives it.
+        let sb = unsafe { &*d.sb };
+        loop {
+            let parent = d.parent_ptr();
+            if parent.is_null() {
+                // An instance's root: never unhashed, lives as long as the
+                // superblock (and so as its export table).
+                sb.exports.add_alias(ino, d);
+                return Ok(());
+            }
+            // SAFETY: the guard keeps the parent allocated; a parent with
+            // children is positive and a directory.
+            let pinode = unsafe { &*(*parent).inode_ptr() };
+            let index = pinode.dir_index().ok_or(Errno::ENOENT)?;
+            let _locked = index.read();
+            if !core::ptr::eq(d.parent_ptr(), parent) {
+                // Renamed into another directory meanwhile: lock that one.
+                continue;
+            }
+            if !d.is_hashed() || d.inode_ptr().is_null() {
+                return Err(Errno::ENOENT);
+            }
+            sb.exports.add_alias(ino, d);
+            return Ok(());
+        }
+    }
+
+    pub(crate) fn sys_open_by_handle_at(
+        &self,
+        mount_fd: Fd,
+        handle: &FileHandle,
+        flags: i32,
+    ) -> SysResult<Fd> {
+        let _g = self.vfs.collector.enter();
+        let (_, cwd) = self.fs.get();
+        let (mnt_path, _) = self.dirfd_path(mount_fd, cwd)?;
+        // CAP_DAC_READ_SEARCH: vfscale models capabilities as root.
+        if !self.cred.is_root() {
+            return Err(Errno::EPERM);
+        }
+        if handle.handle_bytes == 0 || handle.handle_bytes > MAX_HANDLE_SZ || handle.handle_type < 0
+        {
+            return Err(Errno::EINVAL);
+        }
+        let bytes = handle
+            .f_handle
+            .get(..handle.handle_bytes as usize)
+            .ok_or(Errno::EFAULT)?;
+        // SAFETY: the guard keeps the mount and its superblock allocated.
+        let sb = unsafe { &*mnt_path.mnt }.sb();
+        let ino = sb
+            .exports
+            .decode(handle.handle_type, bytes)
+            .ok_or(Errno::ESTALE)?;
+        if flags & O_TMPFILE == O_TMPFILE {
+            return Err(Errno::EINVAL);
+        }
+        // The object exists: creation flags do not apply.
+        let flags = flags & !(O_CREAT | O_EXCL);
+        let flags = if flags & O_PATH != 0 {
+            flags & (O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        } else {
+            flags
+        };
+        let file = loop {
+            let (dentry, seq) = sb.exports.find_alias(ino).ok_or(Errno::ESTALE)?;
+            // SAFETY: the guard keeps the alias allocated (export table
+            // invariant); a name in the table is positive.
+            let inode = unsafe { &*dentry }.inode_ptr();
+            if inode.is_null() {
+                return Err(Errno::ESTALE);
+            }
+            if flags & O_DIRECTORY != 0 && !unsafe { &*inode }.is_dir() {
+                return Err(Errno::ENOTDIR);
+            }
+            let found = Found {
+                path: PathPtr {
+                    mnt: mnt_path.mnt,
+                    dentry,
+                },
+                seq,
+                inode,
+            };
+            if let Some(f) = self.open_found(&found, flags, false)? {
+                break f;
+            }
+            // Renamed or removed since we read it: look again.
+        };
+        let (file, _g) = Self::finish_open(file, _g);
+        if flags & O_TRUNC != 0 && flags & O_PATH == 0 && file.file().inode().file_type() == S_IFREG
+        {
+            if let Err(e) = self.truncate_inode(file.file().inode(), 0) {
+                self.vfs.fput(file);
+                return Err(e);
+            }
+        }
+        match self.files.install(file, flags & O_CLOEXEC != 0, 0) {
+            Ok(fd) => Ok(fd),
+            Err((e, file)) => {
+                self.vfs.fput(file);
+                Err(e)
+            }
+        }
+    }
+}

@@ -1,0 +1,523 @@
+//! The passthrough backend (fs/passthrough): a vfscale instance mirroring a
+//! host directory. Attributes and identity match the host's, listings come
+//! from the host (with resumable positions), data reads and writes reach the
+//! host files, host-side changes become visible after revalidation (and
+//! not before the TTL), namespace changes are EROFS, and injected host
+//! errors surface unchanged and leave the cache consistent.
+
+mod common_host;
+
+use common_host::HostDir;
+use std::os::unix::fs::MetadataExt;
+use std::time::Duration;
+use vfscale::abi::*;
+use vfscale::fs::faulty::{CallKind, FaultControl, FaultyFs, Trigger};
+use vfscale::fs::passthrough::{Passthrough, PassthroughConfig};
+use vfscale::{ProcessApi, Vfs, VfsConfig};
+
+fn mirror(host: &HostDir, ttl: Duration) -> Vfs {
+    Vfs::with_passthrough_root(VfsConfig::default(), host.path(), PassthroughConfig { ttl })
+        .unwrap()
+}
+
+fn read_path(p: &impl ProcessApi, path: &[u8]) -> SysResult<Vec<u8>> {
+    let fd = p.open(path, O_RDONLY, 0)?;
+    let mut out = Vec::new();
+    let mut buf = [0u8; 7];
+    loop {
+        match p.read(fd, &mut buf) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) => {
+                p.close(fd).unwrap();
+                return Err(e);
+            }
+        }
+    }
+    p.close(fd).unwrap();
+    Ok(out)
+}
+
+#[test]
+fn stat_matches_the_host() {
+    let host = HostDir::new("stat");
+    host.write("a.txt", b"hello world");
+    host.mkdir("sub");
+    host.write("sub/inner", b"x");
+    host.symlink("a.txt", "link");
+    let vfs = mirror(&host, Duration::from_secs(3600));
+    let p = vfs.root_process();
+    for name in ["a.txt", "sub", "sub/inner", "link"] {
+        let m = std::fs::symlink_metadata(host.path().join(name)).unwrap();
+        let st = p.lstat(format!("/{name}").as_bytes()).unwrap();
+        assert_eq!(st.ino, m.ino(), "{name}");
+        assert_eq!(st.mode, m.mode(), "{name}");
+        assert_eq!(st.nlink as u64, m.nlink(), "{name}");
+        assert_eq!(st.uid, m.uid(), "{name}");
+        assert_eq!(st.size, m.size() as i64, "{name}");
+        assert_eq!(st.mtime.sec, m.mtime(), "{name}");
+        assert_eq!(st.mtime.nsec, m.mtime_nsec(), "{name}");
+    }
+    // The root mirrors the host directory itself.
+    let m = std::fs::metadata(host.path()).unwrap();
+    assert_eq!(p.stat(b"/").unwrap().mode, m.mode());
+    // Symlinks are followed inside vfscale's namespace.
+    assert_eq!(p.readlink(b"/link").unwrap(), b"a.txt");
+    assert_eq!(
+        p.stat(b"/link").unwrap().ino,
+        p.stat(b"/a.txt").unwrap().ino
+    );
+    assert_eq!(p.stat(b"/missing").map(|_| ()), Err(Errno::ENOENT));
+    assert_eq!(p.stat(b"/a.txt/x").map(|_| ()), Err(Errno::ENOTDIR));
+    // Host hard links: two names, one host inode, the same number here.
+    std::fs::hard_link(host.path().join("a.txt"), host.path().join("hard")).unwrap();
+    assert_eq!(
+        p.stat(b"/hard").unwrap().ino,
+        p.stat(b"/a.txt").unwrap().ino
+    );
+}
+
+#[test]
+fn readdir_lists_the_host_directory_resumably() {
+    let host = HostDir::new("readdir");
+    let mut want: Vec<Vec<u8>> = (0..300)
+        .map(|i| format!("file-{i:03}").into_bytes())
+        .collect();
+    for n in &want {
+        host.write(std::str::from_utf8(n).unwrap(), b"");
+    }
+    host.mkdir("d");
+    want.push(b"d".to_vec());
+    let vfs = mirror(&host, Duration::from_secs(3600));
+    let p = vfs.root_process();
+    // A small buffer: many getdents64 calls, each resuming at a position.
+    let fd = p.open(b"/", O_RDONLY | O_DIRECTORY, 0).unwrap();
+    let mut buf = vec![0u8; 200];
+    let mut got = Vec::new();
+    loop {
+        let n = p.getdents64(fd, &mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        got.extend(parse_dirents64(&buf[..n]));
+    }
+    p.close(fd).unwrap();
+    let mut names: Vec<Vec<u8>> = got.iter().map(|e| e.name.clone()).collect();
+    assert_eq!(&names[..2], &[b".".to_vec(), b"..".to_vec()]);
+    names.drain(..2);
+    names.sort();
+    want.sort();
+    assert_eq!(names, want, "each host entry exactly once");
+    for e in &got[2..] {
+        let st = p.lstat(&[b"/".as_slice(), &e.name].concat()).unwrap();
+        assert_eq!(e.ino, st.ino);
+        assert_eq!(e.dtype, mode_to_dtype(st.mode));
+    }
+}
+
+#[test]
+fn reads_and_writes_reach_host_files() {
+    let host = HostDir::new("data");
+    host.write("f", b"0123456789abcdef");
+    let vfs = mirror(&host, Duration::from_secs(3600));
+    let p = vfs.root_process();
+    assert_eq!(read_path(&p, b"/f").unwrap(), b"0123456789abcdef");
+    let fd = p.open(b"/f", O_RDWR, 0).unwrap();
+    assert_eq!(p.pwrite(fd, b"XY", 4).unwrap(), 2);
+    let mut buf = [0u8; 4];
+    assert_eq!(p.pread(fd, &mut buf, 3).unwrap(), 4);
+    assert_eq!(&buf, b"3XY6");
+    p.close(fd).unwrap();
+    assert_eq!(host.read("f"), b"0123XY6789abcdef");
+    // Appends go to the host's end; the cached size follows.
+    let fd = p.open(b"/f", O_WRONLY | O_APPEND, 0).unwrap();
+    assert_eq!(p.write(fd, b"++").unwrap(), 2);
+    p.close(fd).unwrap();
+    assert_eq!(host.read("f"), b"0123XY6789abcdef++");
+    assert_eq!(p.stat(b"/f").unwrap().size, 18);
+    // O_TRUNC truncates the host file.
+    let fd = p.open(b"/f", O_WRONLY | O_TRUNC, 0).unwrap();
+    p.write(fd, b"new").unwrap();
+    p.close(fd).unwrap();
+    assert_eq!(host.read("f"), b"new");
+    assert_eq!(p.stat(b"/f").unwrap().size, 3);
+    // O_CREAT of an existing host file that is not cached yet opens it.
+    host.write("g", b"gg");
+    let fd = p.open(b"/g", O_CREAT | O_RDWR, 0o644).unwrap();
+    p.close(fd).unwrap();
+    assert_eq!(read_path(&p, b"/g").unwrap(), b"gg");
+    // Reading a directory is EISDIR.
+    host.mkdir("dir");
+    let fd = p.open(b"/dir", O_RDONLY, 0).unwrap();
+    assert_eq!(p.read(fd, &mut buf), Err(Errno::EISDIR));
+    p.close(fd).unwrap();
+}
+
+#[test]
+fn namespace_changes_reach_the_host() {
+    use std::os::unix::fs::PermissionsExt;
+    let host = HostDir::new("changes");
+    host.write("f", b"");
+    host.mkdir("d");
+    host.write("d/inner", b"");
+    let vfs = mirror(&host, Duration::from_secs(3600));
+    let p = vfs.root_process();
+    // Warm the cache with the names about to change (negative ones too).
+    for n in ["/new", "/nf", "/f", "/d", "/s", "/h", "/fifo"] {
+        let _ = p.lstat(n.as_bytes());
+    }
+    let meta = |n: &str| std::fs::symlink_metadata(host.path().join(n));
+    p.mkdir(b"/new", 0o750).unwrap();
+    assert!(meta("new").unwrap().is_dir());
+    assert_eq!(meta("new").unwrap().permissions().mode() & 0o7777, 0o750);
+    assert_eq!(p.stat(b"/new").unwrap().mode & S_IFMT, S_IFDIR);
+    assert_eq!(p.mkdir(b"/new", 0o755), Err(Errno::EEXIST));
+    // O_CREAT creates on the host (umask 022 applies), O_EXCL sees it.
+    let fd = p.open(b"/nf", O_CREAT | O_WRONLY, 0o666).unwrap();
+    p.write(fd, b"hello").unwrap();
+    p.close(fd).unwrap();
+    assert_eq!(host.read("nf"), b"hello");
+    assert_eq!(meta("nf").unwrap().permissions().mode() & 0o777, 0o644);
+    assert_eq!(
+        p.open(b"/nf", O_CREAT | O_EXCL | O_WRONLY, 0o644),
+        Err(Errno::EEXIST)
+    );
+    // unlink, rmdir and their errors.
+    p.unlink(b"/f").unwrap();
+    assert!(meta("f").is_err());
+    assert_eq!(p.stat(b"/f").map(|_| ()), Err(Errno::ENOENT));
+    assert_eq!(p.unlink(b"/f"), Err(Errno::ENOENT));
+    assert_eq!(p.unlink(b"/d"), Err(Errno::EISDIR));
+    assert_eq!(p.rmdir(b"/nf"), Err(Errno::ENOTDIR));
+    assert_eq!(p.rmdir(b"/d"), Err(Errno::ENOTEMPTY));
+    p.unlink(b"/d/inner").unwrap();
+    p.rmdir(b"/d").unwrap();
+    assert!(meta("d").is_err());
+    // rename, with NOREPLACE.
+    p.rename(b"/nf", b"/moved").unwrap();
+    assert!(meta("nf").is_err());
+    assert_eq!(host.read("moved"), b"hello");
+    assert_eq!(p.stat(b"/nf").map(|_| ()), Err(Errno::ENOENT));
+    assert_eq!(p.stat(b"/moved").unwrap().size, 5);
+    p.mkdir(b"/d2", 0o755).unwrap();
+    p.rename(b"/moved", b"/d2/m").unwrap();
+    assert_eq!(host.read("d2/m"), b"hello");
+    assert_eq!(p.stat(b"/d2/m").unwrap().size, 5);
+    assert_eq!(
+        p.renameat2(AT_FDCWD, b"/d2/m", AT_FDCWD, b"/new", RENAME_NOREPLACE),
+        Err(Errno::EEXIST)
+    );
+    // symlink, link, mknod.
+    p.symlink(b"d2/m", b"/s").unwrap();
+    assert_eq!(
+        std::fs::read_link(host.path().join("s"))
+            .unwrap()
+            .as_os_str(),
+        "d2/m"
+    );
+    assert_eq!(p.readlink(b"/s").unwrap(), b"d2/m");
+    assert_eq!(p.stat(b"/s").unwrap().size, 5);
+    p.link(b"/d2/m", b"/h").unwrap();
+    assert_eq!(meta("h").unwrap().ino(), meta("d2/m").unwrap().ino());
+    assert_eq!(p.stat(b"/h").unwrap().nlink, 2);
+    p.mknodat(AT_FDCWD, b"/fifo", S_IFIFO | 0o600, 0).unwrap();
+    assert!(meta("fifo").unwrap().file_type().is_fifo_like());
+    // chmod, chown, utimes.
+    p.chmod(b"/h", 0o600).unwrap();
+    assert_eq!(meta("h").unwrap().permissions().mode() & 0o7777, 0o600);
+    assert_eq!(p.stat(b"/h").unwrap().mode & 0o7777, 0o600);
+    p.chown(b"/h", 1234, 5678).unwrap();
+    assert_eq!(
+        (meta("h").unwrap().uid(), meta("h").unwrap().gid()),
+        (1234, 5678)
+    );
+    assert_eq!(p.stat(b"/h").unwrap().uid, 1234);
+    let t = Timespec {
+        sec: 1_000_000,
+        nsec: 5,
+    };
+    p.utimensat(AT_FDCWD, b"/h", Some([t, t]), 0).unwrap();
+    assert_eq!(meta("h").unwrap().mtime(), 1_000_000);
+    assert_eq!(p.stat(b"/h").unwrap().mtime, t);
+    // Not routed: xattrs, fallocate.
+    assert_eq!(p.setxattr(b"/h", b"user.x", b"1", 0), Err(Errno::EROFS));
+}
+
+/// `FileType::is_fifo` through a tiny extension (std's is in an
+/// extension trait).
+trait FifoLike {
+    fn is_fifo_like(&self) -> bool;
+}
+impl FifoLike for std::fs::FileType {
+    fn is_fifo_like(&self) -> bool {
+        use std::os::unix::fs::FileTypeExt;
+        self.is_fifo()
+    }
+}
+
+#[test]
+fn changes_check_vfscale_credentials() {
+    use std::os::unix::fs::PermissionsExt;
+    let host = HostDir::new("creds");
+    host.mkdir("open");
+    std::fs::set_permissions(
+        host.path().join("open"),
+        std::fs::Permissions::from_mode(0o777),
+    )
+    .unwrap();
+    host.write("rootfile", b"");
+    let vfs = mirror(&host, Duration::from_secs(3600));
+    let user = vfs.process(vfscale::Cred::user(1000, 1000, &[]));
+    // The host runs as root; vfscale's rules decide.
+    assert_eq!(user.mkdir(b"/x", 0o755), Err(Errno::EACCES));
+    assert_eq!(user.unlink(b"/rootfile"), Err(Errno::EACCES));
+    assert_eq!(user.chmod(b"/rootfile", 0o777), Err(Errno::EPERM));
+    assert!(!host.path().join("x").exists());
+    assert!(host.path().join("rootfile").exists());
+    // In a world-writable directory the new file is the caller's.
+    let fd = user.open(b"/open/mine", O_CREAT | O_WRONLY, 0o644).unwrap();
+    user.close(fd).unwrap();
+    let m = std::fs::metadata(host.path().join("open/mine")).unwrap();
+    assert_eq!((m.uid(), m.gid()), (1000, 1000));
+    assert_eq!(user.stat(b"/open/mine").unwrap().uid, 1000);
+    user.chmod(b"/open/mine", 0o600).unwrap();
+    assert_eq!(m.permissions().mode() & 0o777, 0o644);
+    assert_eq!(
+        std::fs::metadata(host.path().join("open/mine"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+}
+
+#[test]
+fn failed_host_changes_change_nothing() {
+    let host = HostDir::new("changefaults");
+    host.write("f", b"data");
+    host.mkdir("d");
+    let control = FaultControl::new(3);
+    let pt = Passthrough::new(
+        host.path(),
+        PassthroughConfig {
+            ttl: Duration::from_secs(3600),
+        },
+    )
+    .unwrap();
+    let vfs = Vfs::with_root_fs(
+        VfsConfig::default(),
+        Box::new(FaultyFs::new(pt, control.clone())),
+    );
+    let base = vfs.object_counts();
+    let p = vfs.root_process();
+    control.fail(CallKind::Change, Trigger::OneIn(1), Errno::EIO);
+    type Op = fn(&vfscale::Process) -> SysResult<()>;
+    let ops: [(&str, Op); 8] = [
+        ("mkdir", |p| p.mkdir(b"/n", 0o755)),
+        ("create", |p| {
+            p.open(b"/n", O_CREAT | O_WRONLY, 0o644).map(|_| ())
+        }),
+        ("unlink", |p| p.unlink(b"/f")),
+        ("rmdir", |p| p.rmdir(b"/d")),
+        ("rename", |p| p.rename(b"/f", b"/g")),
+        ("symlink", |p| p.symlink(b"f", b"/s")),
+        ("link", |p| p.link(b"/f", b"/h")),
+        ("chmod", |p| p.chmod(b"/f", 0o600)),
+    ];
+    for (what, op) in ops {
+        control.arm();
+        assert_eq!(op(&p), Err(Errno::EIO), "{what}");
+        control.disarm();
+        // The host and the cache still agree on the old state.
+        let mut names: Vec<_> = std::fs::read_dir(host.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["d", "f"], "{what}");
+        assert_eq!(p.stat(b"/f").unwrap().size, 4, "{what}");
+        assert_eq!(p.stat(b"/f").unwrap().mode & 0o777, 0o644, "{what}");
+        assert!(p.stat(b"/d").is_ok(), "{what}");
+        for n in ["/n", "/g", "/s", "/h"] {
+            assert_eq!(
+                p.lstat(n.as_bytes()).map(|_| ()),
+                Err(Errno::ENOENT),
+                "{what} {n}"
+            );
+        }
+    }
+    control.clear();
+    // And the same calls succeed afterwards.
+    p.rename(b"/f", b"/g").unwrap();
+    assert_eq!(host.read("g"), b"data");
+    p.exit();
+    settled(&vfs, base);
+}
+
+#[test]
+fn host_changes_become_visible_after_revalidation() {
+    let host = HostDir::new("reval");
+    host.write("f", b"one");
+    let vfs = mirror(&host, Duration::ZERO);
+    let base = vfs.object_counts();
+    let p = vfs.root_process();
+    assert_eq!(p.stat(b"/new").map(|_| ()), Err(Errno::ENOENT));
+    assert_eq!(p.stat(b"/f").unwrap().size, 3);
+    // Created, grown, removed and replaced on the host.
+    host.write("new", b"fresh");
+    assert_eq!(
+        p.stat(b"/new").unwrap().size,
+        5,
+        "a cached miss was not revalidated"
+    );
+    host.write("f", b"longer");
+    assert_eq!(p.stat(b"/f").unwrap().size, 6);
+    assert_eq!(read_path(&p, b"/f").unwrap(), b"longer");
+    std::fs::remove_file(host.path().join("f")).unwrap();
+    assert_eq!(p.stat(b"/f").map(|_| ()), Err(Errno::ENOENT));
+    host.mkdir("f");
+    host.write("f/child", b"c");
+    assert_eq!(p.stat(b"/f").unwrap().mode & S_IFMT, S_IFDIR);
+    assert_eq!(read_path(&p, b"/f/child").unwrap(), b"c");
+    // A symlink whose text changed.
+    host.symlink("a", "l");
+    assert_eq!(p.readlink(b"/l").unwrap(), b"a");
+    std::fs::remove_file(host.path().join("l")).unwrap();
+    host.symlink("bb", "l");
+    assert_eq!(p.readlink(b"/l").unwrap(), b"bb");
+    p.exit();
+    settled(&vfs, base);
+}
+
+#[test]
+fn entries_are_cached_until_the_ttl() {
+    let host = HostDir::new("ttl");
+    host.write("f", b"one");
+    let vfs = mirror(&host, Duration::from_secs(3600));
+    let p = vfs.root_process();
+    assert_eq!(p.stat(b"/f").unwrap().size, 3);
+    assert_eq!(p.stat(b"/later").map(|_| ()), Err(Errno::ENOENT));
+    host.write("f", b"longer");
+    host.write("later", b"x");
+    // Within the TTL the cached answers stand (no host call on a hit).
+    assert_eq!(p.stat(b"/f").unwrap().size, 3);
+    assert_eq!(p.stat(b"/later").map(|_| ()), Err(Errno::ENOENT));
+}
+
+#[test]
+fn injected_host_errors_surface_and_change_nothing() {
+    let host = HostDir::new("faults");
+    host.write("f", b"data");
+    host.mkdir("d");
+    let control = FaultControl::new(7);
+    let pt = Passthrough::new(
+        host.path(),
+        PassthroughConfig {
+            ttl: Duration::ZERO,
+        },
+    )
+    .unwrap();
+    let vfs = Vfs::with_root_fs(
+        VfsConfig::default(),
+        Box::new(FaultyFs::new(pt, control.clone())),
+    );
+    let base = vfs.object_counts();
+    let p = vfs.root_process();
+    for (kind, errno) in [
+        (CallKind::Lookup, Errno::EIO),
+        (CallKind::Lookup, Errno::EACCES),
+        (CallKind::Revalidate, Errno::EIO),
+        (CallKind::Read, Errno::EIO),
+        (CallKind::Write, Errno::ENOSPC),
+        (CallKind::Readdir, Errno::EACCES),
+        (CallKind::Truncate, Errno::EIO),
+    ] {
+        // Warm the cache so that revalidation is what a walk asks for.
+        assert_eq!(p.stat(b"/f").unwrap().size, 4);
+        if kind == CallKind::Lookup {
+            // A name not cached yet.
+            vfs.drop_caches();
+        }
+        let control_fd = p.open(b"/f", O_RDWR, 0).unwrap();
+        let dir_fd = p.open(b"/d", O_RDONLY | O_DIRECTORY, 0).unwrap();
+        if kind == CallKind::Lookup {
+            vfs.drop_caches();
+        }
+        control.fail(kind, Trigger::OneIn(1), errno);
+        control.arm();
+        let before = control.injected();
+        let mut buf = [0u8; 64];
+        let r: SysResult<()> = match kind {
+            CallKind::Lookup => p.stat(b"/d/x").map(|_| ()),
+            CallKind::Revalidate => p.stat(b"/f").map(|_| ()),
+            CallKind::Read => p.read(control_fd, &mut buf).map(|_| ()),
+            CallKind::Write => p.write(control_fd, b"zz").map(|_| ()),
+            CallKind::Readdir => p.getdents64(dir_fd, &mut buf).map(|_| ()),
+            CallKind::Truncate => p.ftruncate(control_fd, 0),
+            // Covered by `failed_host_changes_change_nothing`.
+            CallKind::Change => unreachable!(),
+        };
+        control.disarm();
+        assert_eq!(r, Err(errno), "{kind:?}");
+        assert!(control.injected() > before, "{kind:?}: no fault fired");
+        // Clear the rules: a fresh control for the next round.
+        control_reset(&control);
+        p.close(control_fd).unwrap();
+        p.close(dir_fd).unwrap();
+        // Nothing cached from the failure, nothing changed on the host.
+        assert_eq!(host.read("f"), b"data", "{kind:?}");
+        assert_eq!(p.stat(b"/f").unwrap().size, 4, "{kind:?}");
+        assert_eq!(read_path(&p, b"/f").unwrap(), b"data", "{kind:?}");
+        assert_eq!(p.stat(b"/d/x").map(|_| ()), Err(Errno::ENOENT), "{kind:?}");
+        host.write("d/x", b"");
+        assert!(
+            p.stat(b"/d/x").is_ok(),
+            "{kind:?}: a failed lookup was cached"
+        );
+        std::fs::remove_file(host.path().join("d/x")).unwrap();
+        assert_eq!(p.read_dir(b"/d").unwrap().len(), 2, "{kind:?}");
+    }
+    p.exit();
+    settled(&vfs, base);
+}
+
+/// After every process exited: dropping the caches frees every dentry and
+/// inode the lookups made (invalidated entries included), back to the
+/// counts of the fresh instance. (`check_invariants` assumes tmpfs-like
+/// instances, whose names are pinned and indexed; passthrough entries are
+/// an unpinned cache.)
+fn settled(vfs: &Vfs, base: vfscale::ObjectCounts) {
+    vfs.drop_caches();
+    let now = vfs.object_counts();
+    assert_eq!((now.dentries, now.inodes), (base.dentries, base.inodes));
+    assert_eq!(now.files, base.files);
+}
+
+/// Removes a control's rules (the test uses one rule at a time).
+fn control_reset(control: &FaultControl) {
+    control.clear();
+}
+
+#[test]
+fn mount_passthrough_in_a_tmpfs_namespace() {
+    let host = HostDir::new("mount");
+    host.write("f", b"mounted");
+    let vfs = Vfs::new();
+    let p = vfs.root_process();
+    p.mkdir(b"/mnt", 0o755).unwrap();
+    let src = host.path().as_os_str().as_encoded_bytes().to_vec();
+    p.mount(&src, b"/mnt", b"passthrough", 0).unwrap();
+    assert_eq!(read_path(&p, b"/mnt/f").unwrap(), b"mounted");
+    p.mkdir(b"/mnt/x", 0o755).unwrap();
+    assert!(host.path().join("x").is_dir());
+    // An absolute host symlink resolves in vfscale's namespace: "/"
+    // is the tmpfs root here, not the host's.
+    host.symlink("/mnt/f", "abs");
+    assert_eq!(read_path(&p, b"/mnt/abs").unwrap(), b"mounted");
+    p.umount2(b"/mnt", 0).unwrap();
+    assert_eq!(
+        p.mount(b"/nonexistent-vfscale-dir", b"/mnt", b"passthrough", 0),
+        Err(Errno::ENOENT)
+    );
+}
