@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 pub struct MountArgs {
     /// Directory to mount on.
     pub mountpoint: PathBuf,
-    /// The namespace's backing store (only `tmpfs` for now).
+    /// The namespace's backing store: `tmpfs` (in memory), or
+    /// `passthrough:HOSTDIR` (a host directory, cached by vfscale).
     #[arg(long, default_value = "tmpfs")]
     pub backend: String,
     /// FUSE worker threads, each with its own /dev/fuse descriptor.
@@ -90,14 +91,47 @@ fn is_mountpoint(p: &Path) -> bool {
     })
 }
 
-pub fn mount_main(args: &MountArgs) -> ExitCode {
-    if args.backend != "tmpfs" {
-        eprintln!(
-            "vfscale mount: backend {:?} is not available (only tmpfs; passthrough arrives with issue 6)",
-            args.backend
-        );
-        return ExitCode::from(2);
+/// What `--backend` names: a fresh tmpfs, or a host directory mirrored by
+/// the passthrough backend.
+enum Backend {
+    Tmpfs,
+    Passthrough(PathBuf),
+}
+
+fn parse_backend(s: &str) -> Result<Backend, String> {
+    if s == "tmpfs" {
+        return Ok(Backend::Tmpfs);
     }
+    match s.strip_prefix("passthrough:") {
+        Some(dir) if Path::new(dir).is_dir() => Ok(Backend::Passthrough(PathBuf::from(dir))),
+        Some(dir) => Err(format!("passthrough: {dir:?} is not a directory")),
+        None => Err(format!(
+            "unknown backend {s:?} (tmpfs, or passthrough:HOSTDIR)"
+        )),
+    }
+}
+
+/// The namespace to serve.
+fn namespace(backend: &Backend) -> Result<vfscale::Vfs, String> {
+    match backend {
+        Backend::Tmpfs => Ok(vfscale::Vfs::new()),
+        Backend::Passthrough(dir) => vfscale::Vfs::with_passthrough_root(
+            vfscale::VfsConfig::default(),
+            dir,
+            vfscale::fs::passthrough::PassthroughConfig::default(),
+        )
+        .map_err(|e| format!("passthrough {}: {e:?}", dir.display())),
+    }
+}
+
+pub fn mount_main(args: &MountArgs) -> ExitCode {
+    let backend = match parse_backend(&args.backend) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("vfscale mount: {e}");
+            return ExitCode::from(2);
+        }
+    };
     if !args.mountpoint.is_dir() {
         eprintln!(
             "vfscale mount: {}: not a directory",
@@ -115,7 +149,13 @@ pub fn mount_main(args: &MountArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let vfs = vfscale::Vfs::new();
+    let vfs = match namespace(&backend) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("vfscale mount: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let cfg = vfscale_fuse::MountConfig {
         threads: args.threads.max(1),
         ttls: vfscale_fuse::Ttls {

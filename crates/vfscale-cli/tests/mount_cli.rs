@@ -114,3 +114,59 @@ fn foreground_server_unmounts_on_sigterm() {
     assert!(st.success(), "server exit: {st}");
     assert!(!mounted(dir.path()));
 }
+
+#[test]
+fn passthrough_backend_mount_reaches_the_host_directory() {
+    if !can_mount() {
+        return;
+    }
+    let host = tempfile::tempdir().unwrap();
+    std::fs::write(host.path().join("on-host"), b"from the host").unwrap();
+    let mnt = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_vfscale");
+    let backend = format!("passthrough:{}", host.path().display());
+    let st = Command::new(bin)
+        .args([
+            "mount",
+            "--backend",
+            &backend,
+            "--entry-ttl",
+            "0",
+            "--attr-ttl",
+            "0",
+        ])
+        .arg(mnt.path())
+        .status()
+        .unwrap();
+    if !st.success() {
+        let _ = Command::new(bin)
+            .args(["umount", "--lazy"])
+            .arg(mnt.path())
+            .status();
+        panic!("vfscale mount --backend passthrough failed: {st}");
+    }
+    // Host files through the mount, and files made through the mount on
+    // the host.
+    let r = std::fs::read(mnt.path().join("on-host"));
+    std::fs::write(mnt.path().join("via-mount"), b"through vfscale").unwrap();
+    std::fs::create_dir(mnt.path().join("d")).unwrap();
+    let on_host = std::fs::read(host.path().join("via-mount"));
+    let dir_on_host = host.path().join("d").is_dir();
+    let st = Command::new(bin)
+        .arg("umount")
+        .arg(mnt.path())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    assert_eq!(r.unwrap(), b"from the host");
+    assert_eq!(on_host.unwrap(), b"through vfscale");
+    assert!(dir_on_host);
+    // A backend that is not a directory: a clear error.
+    let out = Command::new(bin)
+        .args(["mount", "--backend", "passthrough:/nonexistent/dir"])
+        .arg(mnt.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a directory"));
+}
