@@ -54,6 +54,15 @@ pub struct VfsConfig {
     pub fd_limit: usize,
     /// Limits of each new tmpfs instance.
     pub tmpfs_limits: FsLimits,
+    /// Queue final puts per thread and free them in batches (defer/);
+    /// off: every final put frees inline.
+    pub defer_puts: bool,
+    /// A thread's queue drains as soon as it holds this many objects
+    /// (0 is taken as 1).
+    pub defer_max_entries: usize,
+    /// ... or this many bytes of memory (objects plus file data of dead
+    /// inodes), so an unlinked file's space is released promptly.
+    pub defer_max_bytes: usize,
 }
 
 impl Default for VfsConfig {
@@ -67,6 +76,9 @@ impl Default for VfsConfig {
                 max_bytes: 1 << 40,
                 max_inodes: 1 << 32,
             },
+            defer_puts: true,
+            defer_max_entries: 1024,
+            defer_max_bytes: 16 << 20,
         }
     }
 }
@@ -101,6 +113,8 @@ pub struct VfsInner {
     /// The internal anonymous mount (pipes, sockets, eventfds, memfds),
     /// set right after construction.
     pub(crate) anon: std::sync::OnceLock<crate::anon::AnonMount>,
+    /// Per-thread queues of deferred final puts.
+    pub(crate) defer: crate::defer::DeferQueues,
 }
 
 /// A namespace: the handle embedders keep. Cheap to clone.
@@ -136,10 +150,16 @@ impl Vfs {
             mounts: MountTable::default(),
             stats: Stats::default(),
             open_files: ApproxCounter::new(),
-            config,
+            config: config.clone(),
             next_dev: AtomicU64::new(1),
             anon: std::sync::OnceLock::new(),
+            defer: crate::defer::DeferQueues::new(
+                config.defer_puts,
+                config.defer_max_entries,
+                config.defer_max_bytes,
+            ),
         });
+        inner.defer.set_owner(Arc::downgrade(&inner));
         let sb = inner.new_superblock(fs, S_IFDIR | 0o755);
         let root = sb.root();
         inner.dget(root);
@@ -176,8 +196,31 @@ impl Vfs {
         }
     }
 
-    /// Reclaims every unused cached dentry of every mounted instance.
+    /// Frees everything any thread of this namespace has queued for
+    /// deferred freeing: afterwards `statfs` and `object_counts` reflect
+    /// every close, unlink and exit that returned before the call.
+    pub fn flush(&self) {
+        self.inner.flush_all();
+    }
+
+    /// The longest any thread's deferred-put queue of this namespace has
+    /// been (never above `VfsConfig::defer_max_entries`).
+    pub fn defer_high_water(&self) -> usize {
+        self.inner.defer.high_water()
+    }
+
+    /// Reclaims every unused cached dentry of every mounted instance
+    /// (deferred puts are flushed first, and what reclaim frees is
+    /// drained before returning).
     pub fn drop_caches(&self) -> usize {
+        let v = &self.inner;
+        v.flush_all();
+        let freed = self.drop_caches_now();
+        v.flush_all();
+        freed
+    }
+
+    fn drop_caches_now(&self) -> usize {
         let v = &self.inner;
         let sbs: Vec<*const SuperBlock> = v
             .mounts
@@ -304,6 +347,10 @@ impl VfsInner {
 
 impl Drop for VfsInner {
     fn drop(&mut self) {
+        // Every thread's queue first (nobody else can use this VFS now),
+        // then tear down with inline puts.
+        self.flush_all();
+        self.defer.enabled = false;
         if let Some(anon) = self.anon.take() {
             self.drop_anon(&anon);
         }

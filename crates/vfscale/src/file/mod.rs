@@ -148,6 +148,9 @@ impl VfsInner {
     pub(crate) fn fput(&self, f: FileRef) {
         let file = f.file();
         if file.refcount.put() && file.refcount.try_kill() {
+            if self.defer.active() {
+                return self.defer_put(crate::defer::Deferred::File(f.0));
+            }
             if file.fmode & FMODE_SPECIAL != 0 {
                 return self.release_special(f, false);
             }
@@ -155,6 +158,32 @@ impl VfsInner {
             self.free_file(f);
             self.dput(d);
             self.mntput(m);
+        }
+    }
+
+    /// Drops many file references (process exit, close_range): with
+    /// deferral on, the killed files are freed in batches of the queue's
+    /// bound, each with consolidated locking; otherwise one `fput` each.
+    pub(crate) fn fput_many(&self, files: Vec<FileRef>) {
+        if !self.defer.active() {
+            for f in files {
+                self.fput(f);
+            }
+            return;
+        }
+        let chunk = self.defer.max_entries();
+        let mut dead = Vec::with_capacity(chunk.min(files.len()));
+        for f in files {
+            let file = f.file();
+            if file.refcount.put() && file.refcount.try_kill() {
+                dead.push(crate::defer::Deferred::File(f.0));
+                if dead.len() >= chunk {
+                    self.drain_items(core::mem::take(&mut dead));
+                }
+            }
+        }
+        if !dead.is_empty() {
+            self.drain_items(dead);
         }
     }
 

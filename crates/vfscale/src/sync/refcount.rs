@@ -159,6 +159,26 @@ impl RefCount {
         self.0.compare_exchange(0, DEAD, Acquire, Relaxed).is_ok()
     }
 
+    /// `try_kill` for a killer that has just changed state which a racing
+    /// last put must observe (the shrinker clearing `D_ON_LRU` before it
+    /// tries to kill; see `dcache::fastput`). A failed compare-exchange
+    /// writes nothing, so a put racing with a plain `try_kill` could read
+    /// the state from before the change (a store-buffer pattern). Here the
+    /// attempt starts with a writing RMW: a put that comes later in the
+    /// word's modification order reads from its release sequence and, after
+    /// an acquire fence, sees the change; a put that comes earlier left the
+    /// count at 0, and the kill below sees that.
+    #[must_use]
+    pub fn try_kill_publishing(&self) -> bool {
+        super::opcount::note_refcount_op();
+        // Release: pairs with the acquire fence after a racing last `put`
+        // (`fastput::cached_on_lru`): it publishes the caller's earlier
+        // stores. Acquire: as a successful kill's, in case this read 0.
+        let old = self.0.fetch_add(0, AcqRel);
+        // Acquire on success, Relaxed on failure: as in `try_kill`.
+        old == 0 && self.0.compare_exchange(0, DEAD, Acquire, Relaxed).is_ok()
+    }
+
     /// True once killed. A snapshot with no ordering (Relaxed): only the
     /// `try_kill` winner may act on the death.
     #[inline]

@@ -1,0 +1,306 @@
+//! The per-thread, per-`Vfs` queues of dead objects waiting to be freed.
+//!
+//! Layout: each `Vfs` owns a registry of slots, one per thread that ever
+//! queued into it (`DeferQueues::slots`); the thread reaches its slots
+//! through a thread-local list (`MINE`), keyed by the `Vfs`'s unique id
+//! (never an address, which a later `Vfs` could reuse). A slot's queue is
+//! under its own mutex: its owner takes it to push (uncontended: the line
+//! stays in the owner's cache), a flusher on another thread to take the
+//! batch. So:
+//! - `Vfs::flush` (and umount, syncfs, `drop_caches`) drains every
+//!   thread's slot of that `Vfs`, not only the caller's;
+//! - the `Vfs`'s drop drains every slot before it tears the namespace down,
+//!   so nothing queued outlives it (a slot holds only a `Weak` to its
+//!   `Vfs`: a thread's leftover queue never keeps a namespace alive);
+//! - a thread that exits drains its slots in its thread-local destructor
+//!   (when the `Vfs` still lives; otherwise the `Vfs`'s drop already did),
+//!   and a slot whose thread is gone is dropped from the registry by the
+//!   next flush.
+//!
+//! The end-of-operation check reads one `const`-initialised thread-local
+//! without a destructor (`PENDING`): a plain TLS load and a branch on the
+//! stat path, which has nothing queued.
+
+use super::drain;
+use crate::dcache::dentry::Dentry;
+use crate::file::OpenFile;
+use crate::inode::Inode;
+use crate::mount::Mount;
+use crate::sync::atomic::{AtomicUsize, Ordering};
+use crate::sync::lock::Mutex;
+use crate::vfs::VfsInner;
+use std::cell::{Cell, RefCell};
+use std::sync::{Arc, OnceLock, Weak};
+
+/// A dead object waiting to be freed; the queue owns it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Deferred {
+    /// A killed open file (its dentry and mount references still held).
+    File(*const OpenFile),
+    /// A killed, unhashed dentry (its inode and parent references held).
+    Dentry(*const Dentry),
+    /// A killed inode.
+    Inode(*const Inode),
+    /// A killed, detached mount.
+    Mount(*const Mount),
+}
+
+impl Deferred {
+    /// Memory the object holds (for the byte bound): its own size, and an
+    /// inode's file data.
+    fn bytes(self) -> usize {
+        match self {
+            Deferred::File(_) => core::mem::size_of::<OpenFile>(),
+            Deferred::Dentry(_) => core::mem::size_of::<Dentry>(),
+            Deferred::Inode(i) => {
+                // SAFETY: the queue owns the killed inode.
+                let blocks = unsafe { &*i }.attr().blocks;
+                core::mem::size_of::<Inode>().saturating_add(
+                    usize::try_from(blocks.saturating_mul(512)).unwrap_or(usize::MAX),
+                )
+            }
+            Deferred::Mount(_) => core::mem::size_of::<Mount>(),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Queue {
+    items: Vec<Deferred>,
+    bytes: usize,
+}
+
+/// One thread's queue for one `Vfs`.
+pub(crate) struct Slot {
+    vfs: Weak<VfsInner>,
+    queue: Mutex<Queue>,
+    /// `queue.items.len()`, readable without the lock (a hint for
+    /// `PENDING`). Relaxed everywhere: written under the mutex, read as a
+    /// snapshot; it orders nothing.
+    len: AtomicUsize,
+}
+
+// SAFETY: the raw pointers in the queue are dead objects the queue owns;
+// any thread may free them (module invariant of `defer`).
+unsafe impl Send for Slot {}
+// SAFETY: as above; the queue is behind a mutex.
+unsafe impl Sync for Slot {}
+
+impl Slot {
+    /// Takes the whole queue out (the lock is held only for the swap).
+    fn take(&self) -> Vec<Deferred> {
+        let mut q = self.queue.lock();
+        q.bytes = 0;
+        self.len.store(0, Ordering::Relaxed);
+        core::mem::take(&mut q.items)
+    }
+}
+
+/// The deferred-put state of one `Vfs`.
+pub(crate) struct DeferQueues {
+    /// Unique among all `Vfs` instances of the process.
+    id: u64,
+    pub(crate) enabled: bool,
+    max_entries: usize,
+    max_bytes: usize,
+    /// Every thread's slot for this `Vfs` (cold: touched when a thread
+    /// first queues, and by flushes).
+    slots: Mutex<Vec<Arc<Slot>>>,
+    /// The longest any queue of this `Vfs` has been (tests check the bound).
+    high_water: AtomicUsize,
+    /// The owning `Vfs`, for slots (set right after construction).
+    owner: OnceLock<Weak<VfsInner>>,
+}
+
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+thread_local! {
+    /// Objects this thread queued that it has not seen drained (over all
+    /// its slots; may overcount when another thread flushed them).
+    static PENDING: Cell<usize> = const { Cell::new(0) };
+    /// This thread is draining: its puts run inline.
+    static DRAINING: Cell<bool> = const { Cell::new(false) };
+    static MINE: RefCell<ThreadSlots> = const { RefCell::new(ThreadSlots(Vec::new())) };
+}
+
+/// The calling thread's slots, by `Vfs` id; drained when the thread exits.
+struct ThreadSlots(Vec<(u64, Arc<Slot>)>);
+
+impl Drop for ThreadSlots {
+    fn drop(&mut self) {
+        for (_, slot) in self.0.drain(..) {
+            if slot.len.load(Ordering::Relaxed) == 0 {
+                continue;
+            }
+            // The namespace is gone: its drop drained this slot already.
+            if let Some(vfs) = slot.vfs.upgrade() {
+                vfs.drain_slot(&slot);
+            }
+        }
+    }
+}
+
+impl DeferQueues {
+    pub(crate) fn new(enabled: bool, max_entries: usize, max_bytes: usize) -> DeferQueues {
+        DeferQueues {
+            // Relaxed: a unique number; nothing is published through it.
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            enabled,
+            // A bound of 0 would mean "never queue": treat as 1.
+            max_entries: max_entries.max(1),
+            max_bytes: max_bytes.max(1),
+            slots: Mutex::new(Vec::new()),
+            high_water: AtomicUsize::new(0),
+            owner: OnceLock::new(),
+        }
+    }
+
+    pub(crate) fn set_owner(&self, vfs: Weak<VfsInner>) {
+        let _ = self.owner.set(vfs);
+    }
+
+    /// True when a final put should queue: deferral is on and this thread
+    /// is not draining.
+    #[inline]
+    pub(crate) fn active(&self) -> bool {
+        self.enabled && !DRAINING.with(Cell::get)
+    }
+
+    pub(crate) fn high_water(&self) -> usize {
+        // Relaxed: a statistic.
+        self.high_water.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn max_entries(&self) -> usize {
+        self.max_entries
+    }
+
+    /// The calling thread's slot for this `Vfs`, registering one if needed.
+    fn my_slot(&self, mine: &mut ThreadSlots) -> Arc<Slot> {
+        if let Some((_, s)) = mine.0.iter().find(|(id, _)| *id == self.id) {
+            return Arc::clone(s);
+        }
+        // Forget slots of namespaces that are gone.
+        mine.0.retain(|(_, s)| s.vfs.strong_count() > 0);
+        let slot = Arc::new(Slot {
+            vfs: self.owner.get().cloned().unwrap_or_default(),
+            queue: Mutex::new(Queue::default()),
+            len: AtomicUsize::new(0),
+        });
+        self.slots.lock().push(Arc::clone(&slot));
+        mine.0.push((self.id, Arc::clone(&slot)));
+        slot
+    }
+
+    /// Every slot (for flushes).
+    fn all_slots(&self) -> Vec<Arc<Slot>> {
+        self.slots.lock().clone()
+    }
+
+    /// Drops slots whose thread has exited and whose queue is empty.
+    fn prune(&self) {
+        self.slots
+            .lock()
+            .retain(|s| Arc::strong_count(s) > 1 || s.len.load(Ordering::Relaxed) > 0);
+    }
+
+    /// Sums this thread's queued entries over its slots (after a drain).
+    fn recount_pending() {
+        let n = MINE
+            .try_with(|m| {
+                m.try_borrow()
+                    .map(|m| m.0.iter().map(|(_, s)| s.len.load(Ordering::Relaxed)).sum())
+                    .unwrap_or(0)
+            })
+            .unwrap_or(0);
+        PENDING.with(|p| p.set(n));
+    }
+}
+
+impl VfsInner {
+    /// Queues a dead object on the calling thread's queue; drains at once
+    /// when the queue reaches its bound. Call only when `defer.active()`.
+    pub(crate) fn defer_put(&self, item: Deferred) {
+        let bytes = item.bytes();
+        let d = &self.defer;
+        let queued = MINE.try_with(|m| {
+            let slot = d.my_slot(&mut m.borrow_mut());
+            let mut q = slot.queue.lock();
+            q.items.push(item);
+            q.bytes = q.bytes.saturating_add(bytes);
+            let len = q.items.len();
+            slot.len.store(len, Ordering::Relaxed);
+            if len > d.high_water.load(Ordering::Relaxed) {
+                // Relaxed: a statistic.
+                d.high_water.fetch_max(len, Ordering::Relaxed);
+            }
+            len >= d.max_entries || q.bytes >= d.max_bytes
+        });
+        match queued {
+            Ok(over) => {
+                PENDING.with(|p| p.set(p.get() + 1));
+                if over {
+                    self.drain_mine();
+                }
+            }
+            // The thread is tearing its locals down: no queue; free now.
+            Err(_) => self.drain_items(vec![item]),
+        }
+    }
+
+    /// End of a top-level operation: drains the calling thread's queue if
+    /// it queued anything. The common case is one TLS load and a branch.
+    #[inline(always)]
+    pub(crate) fn op_end(&self) {
+        if PENDING.with(Cell::get) != 0 {
+            self.drain_mine();
+        }
+    }
+
+    /// Drains the calling thread's queue for this `Vfs`.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn drain_mine(&self) {
+        let slot = MINE
+            .try_with(|m| {
+                m.try_borrow().ok().and_then(|m| {
+                    m.0.iter()
+                        .find(|(id, _)| *id == self.defer.id)
+                        .map(|(_, s)| Arc::clone(s))
+                })
+            })
+            .ok()
+            .flatten();
+        if let Some(slot) = slot {
+            self.drain_slot(&slot);
+        }
+        DeferQueues::recount_pending();
+    }
+
+    /// Frees everything queued in `slot` (any thread's).
+    pub(crate) fn drain_slot(&self, slot: &Slot) {
+        loop {
+            let items = slot.take();
+            if items.is_empty() {
+                return;
+            }
+            self.drain_items(items);
+        }
+    }
+
+    /// Drains every thread's queue of this `Vfs` (flush points).
+    pub(crate) fn flush_all(&self) {
+        for slot in self.defer.all_slots() {
+            self.drain_slot(&slot);
+        }
+        self.defer.prune();
+        DeferQueues::recount_pending();
+    }
+
+    /// Frees a batch with this thread marked as draining (its puts inline).
+    pub(crate) fn drain_items(&self, items: Vec<Deferred>) {
+        let was = DRAINING.with(|f| f.replace(true));
+        drain::drain_batch(self, items);
+        DRAINING.with(|f| f.set(was));
+    }
+}
