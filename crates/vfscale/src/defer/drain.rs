@@ -45,7 +45,7 @@ struct Batch {
 /// Hints the CPU to fetch `p`'s first cache line: the batch walks objects
 /// spread over the heap, and the misses, not the work, dominate teardown.
 #[inline(always)]
-fn prefetch<T>(p: *const T) {
+pub(crate) fn prefetch<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch is only a hint; it never faults, even on an
     // invalid address.
@@ -57,7 +57,17 @@ fn prefetch<T>(p: *const T) {
 }
 
 /// How far ahead of the current object the loops prefetch.
-const AHEAD: usize = 8;
+pub(crate) const AHEAD: usize = 8;
+
+/// Prefetches `bytes` of `p` from `offset` on, line by line.
+#[inline(always)]
+fn prefetch_lines(p: *const u8, offset: usize, bytes: usize) {
+    let mut at = offset;
+    while at < offset + bytes {
+        prefetch(p.wrapping_add(at));
+        at += 64;
+    }
+}
 
 pub(crate) fn drain_batch(v: &VfsInner, items: Vec<Deferred>) {
     let _guard = v.collector.enter();
@@ -86,13 +96,27 @@ pub(crate) fn drain_batch(v: &VfsInner, items: Vec<Deferred>) {
     }
 }
 
+/// Size of an anonymous node (dentry, inode and object in one allocation).
+const ANON_NODE_BYTES: usize = core::mem::size_of::<crate::anon::AnonInode>();
+
 /// Phase 1: files.
 fn free_files(v: &VfsInner, b: &mut Batch) {
     let files = core::mem::take(&mut b.files);
     let mut plain = 0i64;
     for (i, &f) in files.iter().enumerate() {
         if let Some(&next) = files.get(i + AHEAD) {
+            // What the release of the file AHEAD touches: the file's lines
+            // are cached by now (its kill read them), so read its pointers
+            // and prefetch the dentry's refcount line, or the whole
+            // anonymous node (dentry, inode and socket or pipe in one).
+            // SAFETY: the queue owns the killed file.
+            let nf = unsafe { &*next };
             prefetch(next);
+            if nf.fmode & crate::file::FMODE_ANON != 0 {
+                prefetch_lines(nf.dentry as *const u8, 0, ANON_NODE_BYTES);
+            } else {
+                prefetch_lines(nf.dentry as *const u8, 128, 64);
+            }
         }
         // SAFETY: the queue owns the killed file.
         let file = unsafe { &*f };

@@ -173,7 +173,13 @@ impl VfsInner {
         }
         let chunk = self.defer.max_entries();
         let mut dead = Vec::with_capacity(chunk.min(files.len()));
-        for f in files {
+        for (i, f) in files.iter().enumerate() {
+            // Teardown is bound by cache misses, and the kill is a locked
+            // RMW that waits for its line: fetch the files ahead first.
+            if let Some(next) = files.get(i + crate::defer::drain::AHEAD) {
+                crate::defer::drain::prefetch(next.0);
+                crate::defer::drain::prefetch((next.0 as *const u8).wrapping_add(64));
+            }
             let file = f.file();
             if file.refcount.put() && file.refcount.try_kill() {
                 dead.push(crate::defer::Deferred::File(f.0));
