@@ -181,7 +181,8 @@ impl VfsInner {
                 crate::defer::drain::prefetch((next.0 as *const u8).wrapping_add(64));
             }
             let file = f.file();
-            if file.refcount.put() && file.refcount.try_kill() {
+            let rc = &file.refcount;
+            if rc.kill_if_sole() || (rc.put() && rc.try_kill()) {
                 dead.push(crate::defer::Deferred::File(f.0));
                 if dead.len() >= chunk {
                     self.drain_items(core::mem::take(&mut dead));

@@ -159,6 +159,29 @@ impl RefCount {
         self.0.compare_exchange(0, DEAD, Acquire, Relaxed).is_ok()
     }
 
+    /// Drops the caller's reference and kills the object if it was the
+    /// only one, without a locked instruction; false (nothing changed) if
+    /// there are others. Only for objects whose references can be taken
+    /// solely from another reference (an open file: fd tables hand out
+    /// references from slots that own one), so a count of 1 held by the
+    /// caller cannot grow meanwhile. Batched teardown uses it: a locked RMW
+    /// waits for its cache miss, a plain load and store let the misses of
+    /// many objects overlap.
+    #[must_use]
+    #[inline]
+    pub fn kill_if_sole(&self) -> bool {
+        super::opcount::note_refcount_op();
+        // Acquire: pairs with the Release of every former holder's put, so
+        // their accesses happen before our teardown (as `try_kill`'s).
+        if self.0.load(Acquire) != 1 {
+            return false;
+        }
+        // Relaxed: no other holder exists to read it; it only makes the
+        // object dead for debug checks and `is_dead`.
+        self.0.store(DEAD, Relaxed);
+        true
+    }
+
     /// `try_kill` for a killer that has just changed state which a racing
     /// last put must observe (the shrinker clearing `D_ON_LRU` before it
     /// tries to kill; see `dcache::fastput`). A failed compare-exchange
@@ -249,6 +272,17 @@ mod tests {
         assert_eq!(r.count(), 0);
         assert!(!r.try_kill(), "only one kill");
         assert!(!r.get(), "get on a dead object fails");
+    }
+
+    #[test]
+    fn kill_if_sole_only_kills_the_last_reference() {
+        let r = RefCount::new(2);
+        assert!(!r.kill_if_sole(), "another reference exists");
+        assert_eq!(r.count(), 2, "a refused kill changes nothing");
+        assert!(!r.put());
+        assert!(r.kill_if_sole());
+        assert!(r.is_dead());
+        assert!(!r.get());
     }
 
     #[test]
