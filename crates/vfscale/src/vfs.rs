@@ -54,9 +54,15 @@ pub struct VfsConfig {
     pub fd_limit: usize,
     /// Limits of each new tmpfs instance.
     pub tmpfs_limits: FsLimits,
-    /// Queue final puts per thread and free them in batches (defer/);
-    /// off: every final put frees inline.
+    /// Batch final puts (defer/): process exit, close_range, umount,
+    /// reclaim and a namespace's drop free what they release in batches
+    /// with consolidated locking; off: every final put frees inline.
     pub defer_puts: bool,
+    /// With `defer_puts`, also queue the lone final put of every other
+    /// operation (close, unlink, ...) until that operation ends. Off by
+    /// default: the queue costs a lone close ~60-80 ns today
+    /// (docs/PERFORMANCE.md), and there is nothing to batch.
+    pub defer_single_puts: bool,
     /// A thread's queue drains as soon as it holds this many objects
     /// (0 is taken as 1).
     pub defer_max_entries: usize,
@@ -77,6 +83,7 @@ impl Default for VfsConfig {
                 max_inodes: 1 << 32,
             },
             defer_puts: true,
+            defer_single_puts: false,
             defer_max_entries: 1024,
             defer_max_bytes: 16 << 20,
         }
@@ -155,6 +162,7 @@ impl Vfs {
             anon: std::sync::OnceLock::new(),
             defer: crate::defer::DeferQueues::new(
                 config.defer_puts,
+                config.defer_single_puts,
                 config.defer_max_entries,
                 config.defer_max_bytes,
             ),
@@ -215,7 +223,9 @@ impl Vfs {
     pub fn drop_caches(&self) -> usize {
         let v = &self.inner;
         v.flush_all();
+        let scope = v.batch_scope();
         let freed = self.drop_caches_now();
+        drop(scope);
         v.flush_all();
         freed
     }

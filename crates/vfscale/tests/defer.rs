@@ -10,6 +10,7 @@ use vfscale::{ObjectCounts, ProcessApi, Vfs, VfsConfig};
 fn vfs(defer: bool) -> Vfs {
     Vfs::with_config(VfsConfig {
         defer_puts: defer,
+        defer_single_puts: defer,
         fd_limit: 1 << 16,
         ..VfsConfig::default()
     })
@@ -109,6 +110,7 @@ fn queue_never_exceeds_its_bound() {
     const BOUND: usize = 16;
     let v = Vfs::with_config(VfsConfig {
         defer_max_entries: BOUND,
+        defer_single_puts: true,
         fd_limit: 1 << 16,
         ..VfsConfig::default()
     });
@@ -144,6 +146,7 @@ fn byte_bound_releases_big_dead_files_at_once() {
     // even inside an operation that queues more.
     let v = Vfs::with_config(VfsConfig {
         defer_max_bytes: 4096,
+        defer_single_puts: true,
         ..VfsConfig::default()
     });
     let p = v.root_process();
@@ -295,4 +298,21 @@ fn syncfs_flushes() {
     assert_eq!(p.syncfs(fd), Ok(()));
     assert_eq!(p.syncfs(999), Err(Errno::EBADF));
     p.close(fd).unwrap();
+}
+
+#[test]
+fn default_config_batches_scopes_and_frees_lone_puts_inline() {
+    let v = Vfs::new();
+    let p = v.root_process();
+    fill(&p, "", "f", 100);
+    let fd = p.open(b"/f0", O_RDONLY, 0).unwrap();
+    p.close(fd).unwrap();
+    assert_eq!(v.defer_high_water(), 0, "a lone close frees inline");
+    p.close_range(0, u32::MAX, 0).unwrap();
+    assert!(v.defer_high_water() > 1, "close_range batches");
+    assert_eq!(v.object_counts().files, 0);
+    let q = v.root_process();
+    fill(&q, "", "g", 100);
+    q.exit();
+    assert_eq!(v.object_counts().files, 0, "exit batches and drains");
 }

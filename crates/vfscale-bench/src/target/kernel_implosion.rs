@@ -161,5 +161,6 @@ pub(super) fn implosion(dirfd: libc::c_int, procs: usize, objects: usize) -> OpR
         secs: secs.max(1e-9),
         per_proc,
         capped_by,
+        exit_cpu_secs_max: None,
     })
 }

@@ -131,6 +131,10 @@ pub struct Implosion {
     pub per_proc: usize,
     /// Why `per_proc` is below what was asked, if it is.
     pub capped_by: Option<String>,
+    /// The longest CPU time one process's exit took (its thread's CPU
+    /// clock), where the target can tell: unlike `secs`, it does not grow
+    /// when a busy machine leaves the exiting threads waiting for a core.
+    pub exit_cpu_secs_max: Option<f64>,
 }
 
 /// What a stat found (enough to check the answer without a full record).

@@ -69,10 +69,18 @@ fn prefetch_lines(p: *const u8, offset: usize, bytes: usize) {
     }
 }
 
-pub(crate) fn drain_batch(v: &VfsInner, items: Vec<Deferred>) {
+thread_local! {
+    /// The work lists of the thread's last batch, kept for their capacity
+    /// (a drain at the end of every operation must not allocate).
+    static SCRATCH: core::cell::Cell<Batch> = core::cell::Cell::new(Batch::default());
+}
+
+/// Frees every object in `items` and leaves it empty.
+pub(crate) fn drain_batch(v: &VfsInner, items: &mut Vec<Deferred>) {
     let _guard = v.collector.enter();
-    let mut b = Batch::default();
-    for it in items {
+    // During thread teardown the scratch may be gone: start empty then.
+    let mut b = SCRATCH.try_with(core::cell::Cell::take).unwrap_or_default();
+    for it in items.drain(..) {
         match it {
             Deferred::File(f) => b.files.push(f),
             Deferred::Dentry(d) => b.dentry_kills.push(d),
@@ -94,6 +102,7 @@ pub(crate) fn drain_batch(v: &VfsInner, items: Vec<Deferred>) {
     for m in b.mount_kills.drain(..) {
         v.free_mount(m);
     }
+    let _ = SCRATCH.try_with(|s| s.set(b));
 }
 
 /// Size of an anonymous node (dentry, inode and object in one allocation).
@@ -134,6 +143,8 @@ fn free_files(v: &VfsInner, b: &mut Batch) {
         v.stats.files.add(-plain);
         v.open_files.add(-plain);
     }
+    b.files = files;
+    b.files.clear();
 }
 
 /// Phase 2: mount references, each mount's in one run.

@@ -1,11 +1,15 @@
 //! Deferred, batched final puts (DESIGN.md §3 rule 7, issue 5, seed 002).
 //!
 //! When deferral is on (`VfsConfig::defer_puts`), the put that kills an
-//! open file, an unhashed dentry, an inode or a mount does not free it
+//! open file, an unhashed dentry, an inode or a mount inside a batch scope
+//! (process exit, close_range, umount, reclaim, a namespace's drop; every
+//! operation when `VfsConfig::defer_single_puts` is set) does not free it
 //! inline: the dead object goes to the calling thread's queue for that
 //! `Vfs` ([`queue`]), and [`drain`] frees whole batches, grouping the work
 //! by the lock or shared counter it needs so each is touched once per
-//! batch, and walking parent references iteratively.
+//! batch, and walking parent references iteratively. Process exit hands
+//! its whole descriptor table to the drain in chunks of the bound
+//! (`VfsInner::fput_many`), without going through the queue.
 //!
 //! Invariants:
 //! - A queued object is dead (its refcount won `try_kill`) and owned by the

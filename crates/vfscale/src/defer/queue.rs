@@ -87,12 +87,13 @@ unsafe impl Send for Slot {}
 unsafe impl Sync for Slot {}
 
 impl Slot {
-    /// Takes the whole queue out (the lock is held only for the swap).
-    fn take(&self) -> Vec<Deferred> {
+    /// Swaps the queue with `into` (empty; its capacity becomes the
+    /// queue's, so neither side reallocates in steady state).
+    fn take_into(&self, into: &mut Vec<Deferred>) {
         let mut q = self.queue.lock();
         q.bytes = 0;
         self.len.store(0, Ordering::Relaxed);
-        core::mem::take(&mut q.items)
+        core::mem::swap(&mut q.items, into);
     }
 }
 
@@ -101,6 +102,8 @@ pub(crate) struct DeferQueues {
     /// Unique among all `Vfs` instances of the process.
     id: u64,
     pub(crate) enabled: bool,
+    /// Queue lone final puts too, not only those inside a batch scope.
+    single: bool,
     max_entries: usize,
     max_bytes: usize,
     /// Every thread's slot for this `Vfs` (cold: touched when a thread
@@ -120,7 +123,14 @@ thread_local! {
     static PENDING: Cell<usize> = const { Cell::new(0) };
     /// This thread is draining: its puts run inline.
     static DRAINING: Cell<bool> = const { Cell::new(false) };
+    /// Batch scopes open on this thread (`VfsInner::batch_scope`).
+    static SCOPES: Cell<u32> = const { Cell::new(0) };
     static MINE: RefCell<ThreadSlots> = const { RefCell::new(ThreadSlots(Vec::new())) };
+    /// The slot used last (`Vfs` id, slot): kept alive by `MINE`, reset
+    /// whenever `MINE` drops a slot.
+    static LAST: Cell<(u64, *const Slot)> = const { Cell::new((0, core::ptr::null())) };
+    /// An empty batch vector to swap with a queue (keeps its capacity).
+    static SPARE: Cell<Vec<Deferred>> = const { Cell::new(Vec::new()) };
 }
 
 /// The calling thread's slots, by `Vfs` id; drained when the thread exits.
@@ -128,6 +138,7 @@ struct ThreadSlots(Vec<(u64, Arc<Slot>)>);
 
 impl Drop for ThreadSlots {
     fn drop(&mut self) {
+        LAST.with(|l| l.set((0, core::ptr::null())));
         for (_, slot) in self.0.drain(..) {
             if slot.len.load(Ordering::Relaxed) == 0 {
                 continue;
@@ -141,11 +152,17 @@ impl Drop for ThreadSlots {
 }
 
 impl DeferQueues {
-    pub(crate) fn new(enabled: bool, max_entries: usize, max_bytes: usize) -> DeferQueues {
+    pub(crate) fn new(
+        enabled: bool,
+        single: bool,
+        max_entries: usize,
+        max_bytes: usize,
+    ) -> DeferQueues {
         DeferQueues {
             // Relaxed: a unique number; nothing is published through it.
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             enabled,
+            single,
             // A bound of 0 would mean "never queue": treat as 1.
             max_entries: max_entries.max(1),
             max_bytes: max_bytes.max(1),
@@ -159,10 +176,17 @@ impl DeferQueues {
         let _ = self.owner.set(vfs);
     }
 
-    /// True when a final put should queue: deferral is on and this thread
-    /// is not draining.
+    /// True when a final put should queue: deferral is on, this thread is
+    /// not draining, and it is inside a batch scope (or lone puts queue
+    /// too, `VfsConfig::defer_single_puts`).
     #[inline]
     pub(crate) fn active(&self) -> bool {
+        self.enabled && !DRAINING.with(Cell::get) && (self.single || SCOPES.with(Cell::get) != 0)
+    }
+
+    /// True if batched teardown is on (exit and `fput_many` batch).
+    #[inline]
+    pub(crate) fn batching(&self) -> bool {
         self.enabled && !DRAINING.with(Cell::get)
     }
 
@@ -175,12 +199,33 @@ impl DeferQueues {
         self.max_entries
     }
 
-    /// The calling thread's slot for this `Vfs`, registering one if needed.
-    fn my_slot(&self, mine: &mut ThreadSlots) -> Arc<Slot> {
+    /// The calling thread's slot for this `Vfs`, registering one if needed;
+    /// `None` while the thread tears its locals down. The pointer stays
+    /// valid while the thread runs (`MINE` holds the slot).
+    #[inline]
+    fn my_slot(&self) -> Option<*const Slot> {
+        let (id, slot) = LAST.with(Cell::get);
+        if id == self.id {
+            return Some(slot);
+        }
+        let slot = MINE
+            .try_with(|m| {
+                let mut m = m.try_borrow_mut().ok()?;
+                Some(Arc::as_ptr(&self.find_or_register(&mut m)))
+            })
+            .ok()
+            .flatten()?;
+        LAST.with(|l| l.set((self.id, slot)));
+        Some(slot)
+    }
+
+    #[cold]
+    fn find_or_register(&self, mine: &mut ThreadSlots) -> Arc<Slot> {
         if let Some((_, s)) = mine.0.iter().find(|(id, _)| *id == self.id) {
             return Arc::clone(s);
         }
         // Forget slots of namespaces that are gone.
+        LAST.with(|l| l.set((0, core::ptr::null())));
         mine.0.retain(|(_, s)| s.vfs.strong_count() > 0);
         let slot = Arc::new(Slot {
             vfs: self.owner.get().cloned().unwrap_or_default(),
@@ -217,14 +262,41 @@ impl DeferQueues {
     }
 }
 
+/// An open batch scope: final puts queue until it closes, then drain
+/// (operations that drop many references at once: close_range, umount,
+/// reclaim). Scopes nest; the outermost one drains.
+pub(crate) struct BatchScope<'v> {
+    vfs: &'v VfsInner,
+}
+
+impl Drop for BatchScope<'_> {
+    fn drop(&mut self) {
+        let n = SCOPES.with(|s| {
+            let n = s.get().saturating_sub(1);
+            s.set(n);
+            n
+        });
+        if n == 0 {
+            self.vfs.op_end();
+        }
+    }
+}
+
 impl VfsInner {
+    /// Opens a batch scope (see [`BatchScope`]).
+    pub(crate) fn batch_scope(&self) -> BatchScope<'_> {
+        SCOPES.with(|s| s.set(s.get() + 1));
+        BatchScope { vfs: self }
+    }
+
     /// Queues a dead object on the calling thread's queue; drains at once
     /// when the queue reaches its bound. Call only when `defer.active()`.
     pub(crate) fn defer_put(&self, item: Deferred) {
         let bytes = item.bytes();
         let d = &self.defer;
-        let queued = MINE.try_with(|m| {
-            let slot = d.my_slot(&mut m.borrow_mut());
+        let queued = d.my_slot().map(|slot| {
+            // SAFETY: `my_slot`'s pointer is kept alive by `MINE`.
+            let slot = unsafe { &*slot };
             let mut q = slot.queue.lock();
             q.items.push(item);
             q.bytes = q.bytes.saturating_add(bytes);
@@ -237,14 +309,14 @@ impl VfsInner {
             len >= d.max_entries || q.bytes >= d.max_bytes
         });
         match queued {
-            Ok(over) => {
+            Some(over) => {
                 PENDING.with(|p| p.set(p.get() + 1));
                 if over {
                     self.drain_mine();
                 }
             }
             // The thread is tearing its locals down: no queue; free now.
-            Err(_) => self.drain_items(vec![item]),
+            None => self.drain_items(vec![item]),
         }
     }
 
@@ -261,31 +333,36 @@ impl VfsInner {
     #[cold]
     #[inline(never)]
     pub(crate) fn drain_mine(&self) {
-        let slot = MINE
-            .try_with(|m| {
-                m.try_borrow().ok().and_then(|m| {
-                    m.0.iter()
-                        .find(|(id, _)| *id == self.defer.id)
-                        .map(|(_, s)| Arc::clone(s))
-                })
-            })
-            .ok()
-            .flatten();
-        if let Some(slot) = slot {
-            self.drain_slot(&slot);
+        let drained = match self.defer.my_slot() {
+            // SAFETY: `my_slot`'s pointer is kept alive by `MINE`.
+            Some(slot) => self.drain_slot(unsafe { &*slot }),
+            None => 0,
+        };
+        let left = PENDING.with(Cell::get).saturating_sub(drained);
+        if drained == 0 || left != 0 {
+            // Another thread flushed ours, or another `Vfs` has some.
+            DeferQueues::recount_pending();
+        } else {
+            PENDING.with(|p| p.set(0));
         }
-        DeferQueues::recount_pending();
     }
 
-    /// Frees everything queued in `slot` (any thread's).
-    pub(crate) fn drain_slot(&self, slot: &Slot) {
+    /// Frees everything queued in `slot` (any thread's); returns how many.
+    pub(crate) fn drain_slot(&self, slot: &Slot) -> usize {
+        let mut total = 0;
+        let mut items = SPARE.with(Cell::take);
         loop {
-            let items = slot.take();
+            slot.take_into(&mut items);
             if items.is_empty() {
-                return;
+                break;
             }
-            self.drain_items(items);
+            total += items.len();
+            let was = DRAINING.with(|f| f.replace(true));
+            drain::drain_batch(self, &mut items);
+            DRAINING.with(|f| f.set(was));
         }
+        SPARE.with(|s| s.set(items));
+        total
     }
 
     /// Drains every thread's queue of this `Vfs` (flush points).
@@ -298,9 +375,9 @@ impl VfsInner {
     }
 
     /// Frees a batch with this thread marked as draining (its puts inline).
-    pub(crate) fn drain_items(&self, items: Vec<Deferred>) {
+    pub(crate) fn drain_items(&self, mut items: Vec<Deferred>) {
         let was = DRAINING.with(|f| f.replace(true));
-        drain::drain_batch(self, items);
+        drain::drain_batch(self, &mut items);
         DRAINING.with(|f| f.set(was));
     }
 }
@@ -312,6 +389,13 @@ mod tests {
 
     /// A file reference whose final put the test makes by hand, outside any
     /// top-level operation (so nothing drains it but the path under test).
+    fn queueing_vfs() -> Vfs {
+        Vfs::with_config(crate::VfsConfig {
+            defer_single_puts: true,
+            ..crate::VfsConfig::default()
+        })
+    }
+
     fn detached_file(v: &Vfs) -> crate::file::FileRef {
         let p = v.root_process();
         let fd = p.open(b"/f", O_CREAT | O_RDWR, 0o644).unwrap();
@@ -322,7 +406,7 @@ mod tests {
 
     #[test]
     fn exiting_thread_drains_its_queue() {
-        let v = Vfs::new();
+        let v = queueing_vfs();
         let f = detached_file(&v);
         assert_eq!(v.object_counts().files, 1);
         let inner = v.inner.clone();
@@ -338,7 +422,7 @@ mod tests {
 
     #[test]
     fn flush_drains_a_live_thread_queue() {
-        let v = Vfs::new();
+        let v = queueing_vfs();
         let f = detached_file(&v);
         let inner = v.inner.clone();
         let (tx, rx) = std::sync::mpsc::channel();
@@ -362,7 +446,7 @@ mod tests {
         // The queue lives on this (still running) thread; the namespace's
         // drop must free it (the ASan run would report a leak otherwise),
         // and the slot must not keep the namespace alive.
-        let v = Vfs::new();
+        let v = queueing_vfs();
         let f = detached_file(&v);
         let weak = std::sync::Arc::downgrade(&v.inner);
         v.inner.fput(f);

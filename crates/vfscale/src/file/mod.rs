@@ -165,7 +165,7 @@ impl VfsInner {
     /// deferral on, the killed files are freed in batches of the queue's
     /// bound, each with consolidated locking; otherwise one `fput` each.
     pub(crate) fn fput_many(&self, files: Vec<FileRef>) {
-        if !self.defer.active() {
+        if !self.defer.batching() {
             for f in files {
                 self.fput(f);
             }

@@ -287,6 +287,7 @@ impl Process {
             return;
         }
         self.exited = true;
+        let _batch = self.vfs.batch_scope();
         self.vfs.fput_many(self.files_if_last());
         if Arc::strong_count(&self.fs) == 1 {
             let (root, cwd) = self.fs.get();
