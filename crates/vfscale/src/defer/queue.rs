@@ -20,6 +20,16 @@
 //! The end-of-operation check reads one `const`-initialised thread-local
 //! without a destructor (`PENDING`): a plain TLS load and a branch on the
 //! stat path, which has nothing queued.
+//!
+//! Thread teardown: `PENDING`, `DRAINING`, `SCOPES` and `LAST` are `const`
+//! cells without destructors, usable at any time, so they are read with
+//! `with`; `MINE`, `SPARE` (and drain.rs's `SCRATCH`) have destructors and
+//! are reached only with `try_with`, falling back when already gone, since
+//! `MINE`'s own destructor drains.
+//!
+//! What queues: a final put inside a batch scope (`VfsInner::batch_scope`:
+//! exit, close_range, umount, `drop_caches`), or any final put when
+//! `VfsConfig::defer_single_puts` is set; the outermost scope's end drains.
 
 use super::drain;
 use crate::dcache::dentry::Dentry;
@@ -350,7 +360,8 @@ impl VfsInner {
     /// Frees everything queued in `slot` (any thread's); returns how many.
     pub(crate) fn drain_slot(&self, slot: &Slot) -> usize {
         let mut total = 0;
-        let mut items = SPARE.with(Cell::take);
+        // try_with: a thread's exit may drain after its SPARE is gone.
+        let mut items = SPARE.try_with(Cell::take).unwrap_or_default();
         loop {
             slot.take_into(&mut items);
             if items.is_empty() {
@@ -361,7 +372,7 @@ impl VfsInner {
             drain::drain_batch(self, &mut items);
             DRAINING.with(|f| f.set(was));
         }
-        SPARE.with(|s| s.set(items));
+        let _ = SPARE.try_with(|s| s.set(items));
         total
     }
 
