@@ -64,7 +64,7 @@ pub struct VfsConfig {
     /// (docs/PERFORMANCE.md), and there is nothing to batch.
     pub defer_single_puts: bool,
     /// A thread's queue drains as soon as it holds this many objects
-    /// (0 is taken as 1).
+    /// (0 is taken as 1, more than 2^24 as 2^24).
     pub defer_max_entries: usize,
     /// ... or this many bytes of memory (objects plus file data of dead
     /// inodes), so an unlinked file's space is released promptly.

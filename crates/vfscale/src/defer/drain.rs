@@ -147,16 +147,22 @@ fn free_files(v: &VfsInner, b: &mut Batch) {
     b.files.clear();
 }
 
-/// Phase 2: mount references, each mount's in one run.
+/// Phase 2: mount references, each mount's in one run and one update.
 fn put_mounts(b: &mut Batch) {
     b.mount_puts.sort_unstable();
-    for m in b.mount_puts.drain(..) {
-        // SAFETY: the batch owned this reference.
+    let mut i = 0;
+    while i < b.mount_puts.len() {
+        let m = b.mount_puts[i];
+        let run = b.mount_puts[i..].iter().take_while(|&&x| x == m).count();
+        i += run;
+        // SAFETY: the batch owned these references.
         let mr = unsafe { &*m };
-        if mr.refcount.put() && mr.refcount.try_kill() {
+        let n = u32::try_from(run).unwrap_or(u32::MAX);
+        if mr.refcount.put_many(n) && mr.refcount.try_kill() {
             b.mount_kills.push(m);
         }
     }
+    b.mount_puts.clear();
 }
 
 /// Phase 3a: dentry references. A dentry left at 0 stays cached if hashed

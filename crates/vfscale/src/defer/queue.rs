@@ -173,8 +173,9 @@ impl DeferQueues {
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             enabled,
             single,
-            // A bound of 0 would mean "never queue": treat as 1.
-            max_entries: max_entries.max(1),
+            // A bound of 0 would mean "never queue": treat as 1; above
+            // 2^24 as 2^24 (a batch's runs are counted in u32).
+            max_entries: max_entries.clamp(1, 1 << 24),
             max_bytes: max_bytes.max(1),
             slots: Mutex::new(Vec::new()),
             high_water: AtomicUsize::new(0),
