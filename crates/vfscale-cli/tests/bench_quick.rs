@@ -60,7 +60,7 @@ fn quick_suite_produces_complete_results() {
     assert_eq!(threads[0], 1);
     let workloads = v["config"]["workloads"].as_array().unwrap();
     let targets = v["config"]["targets"].as_array().unwrap();
-    assert_eq!(workloads.len(), 9, "the quick suite runs every workload");
+    assert_eq!(workloads.len(), 10, "the quick suite runs every workload");
     assert!(targets.len() >= 2);
 
     for w in workloads {
@@ -128,6 +128,33 @@ fn quick_suite_produces_complete_results() {
                             .map(|r| r["threads"].as_u64().unwrap())
                             .collect();
                         assert_eq!(got, threads, "{t}: anon-churn {kind} rows");
+                    }
+                }
+                "fd-implosion" => {
+                    // One process with the total, and 2 processes.
+                    let phases: &[&str] = if t == "vfscale" {
+                        &["deferral-on", "deferral-off"]
+                    } else {
+                        &["kernel"]
+                    };
+                    assert_eq!(mine.len(), 2 * phases.len(), "{t}: fd-implosion rows");
+                    for ph in phases {
+                        let rows: Vec<&&Value> = mine
+                            .iter()
+                            .filter(|r| phase(r).as_deref() == Some(*ph))
+                            .collect();
+                        let procs: Vec<u64> = rows
+                            .iter()
+                            .map(|r| r["threads"].as_u64().unwrap())
+                            .collect();
+                        assert_eq!(procs, [1, 2], "{t} {ph}");
+                        let k = rows[1]["params"]["objects_per_proc"].as_u64().unwrap();
+                        assert_eq!(rows[1]["ops"].as_u64().unwrap(), 2 * k);
+                        if rows[1]["params"]["capped_by"].is_null() {
+                            assert_eq!(k, ENTRIES / 5, "K is --entries / 5");
+                        }
+                        let ratio = rows[1]["params"]["secs_vs_one_proc"].as_f64().unwrap();
+                        assert!(ratio.is_finite() && ratio > 0.0);
                     }
                 }
                 "lockref-recovery" => {

@@ -17,6 +17,7 @@ pub mod anon;
 pub mod check;
 pub mod cred;
 pub mod dcache;
+pub(crate) mod defer;
 pub mod dir;
 pub mod file;
 pub mod fs;

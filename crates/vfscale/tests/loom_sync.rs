@@ -687,3 +687,86 @@ fn in_lookup_error_is_shared_or_retried() {
     });
     assert_eq!(seen, HashSet::from([1, 2]), "both orders explored");
 }
+
+// ------------------------------------------------------------- fast dput
+
+/// A cached dentry's refcount and flags, and its LRU membership under the
+/// LRU lock (`dcache/lru.rs`: `D_ON_LRU` changes only under that lock).
+struct Cached {
+    rc: RefCount,
+    flags: AtomicU32,
+    on_list: loom::sync::Mutex<bool>,
+}
+
+impl Cached {
+    /// dput of a hashed dentry (dcache/mod.rs): the lock-free return when
+    /// it is already on the LRU (`fastput::cached_on_lru`), else `lru_add`
+    /// (lock, re-check hashed, unused and alive, link).
+    fn dput(&self) {
+        use vfscale::dcache::dentry::{D_HASHED, D_ON_LRU};
+        if !self.rc.put() || vfscale::dcache::fastput::cached_on_lru(&self.flags) {
+            return;
+        }
+        let mut on = self.on_list.lock().unwrap();
+        let hashed = self.flags.load(Relaxed) & D_HASHED != 0;
+        if hashed && self.rc.count() == 0 && !self.rc.is_dead() && !*on {
+            *on = true;
+            self.flags.fetch_or(D_ON_LRU, Release);
+        }
+    }
+
+    /// One step of `shrink_lru`: unlink under the lock, then the
+    /// publishing kill; a winner unhashes.
+    fn shrink(&self) {
+        use vfscale::dcache::dentry::{D_HASHED, D_ON_LRU};
+        let mut on = self.on_list.lock().unwrap();
+        if !*on {
+            return;
+        }
+        *on = false;
+        self.flags.fetch_and(!D_ON_LRU, Release);
+        if self.rc.try_kill_publishing() {
+            self.flags.fetch_and(!D_HASHED, Release);
+        }
+    }
+}
+
+/// fast_dput vs the shrinker (seed 001's lockref lesson applied to the
+/// LRU): a lookup revived a cached dentry that is on the LRU; its last put
+/// races with the shrinker unlinking it. Whatever the interleaving, the
+/// dentry ends dead, or on the LRU, or referenced — never hashed at 0 on
+/// no list, where reclaim could not find it. With a plain `try_kill` in
+/// the shrinker (a failed compare-exchange writes nothing) loom finds that
+/// outcome: the put reads the flag from before the unlink.
+#[test]
+fn fast_put_vs_shrinker() {
+    use vfscale::dcache::dentry::{D_HASHED, D_ON_LRU};
+    let seen = outcomes(|| {
+        let c = Arc::new(Cached {
+            rc: RefCount::new(1),
+            flags: AtomicU32::new(D_HASHED | D_ON_LRU),
+            on_list: loom::sync::Mutex::new(true),
+        });
+        let p = Arc::clone(&c);
+        let putter = thread::spawn(move || p.dput());
+        c.shrink();
+        putter.join().unwrap();
+        let dead = c.rc.is_dead();
+        let on = *c.on_list.lock().unwrap();
+        assert!(
+            dead || on || c.rc.count() != 0,
+            "a cached dentry left at 0 on no LRU"
+        );
+        assert_eq!(
+            on,
+            c.flags.load(Relaxed) & D_ON_LRU != 0,
+            "flag and membership agree"
+        );
+        (dead, on)
+    });
+    assert_eq!(
+        seen,
+        HashSet::from([(true, false), (false, true)]),
+        "both the kill and the re-add happen"
+    );
+}

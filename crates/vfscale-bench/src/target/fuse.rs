@@ -4,7 +4,7 @@
 //!
 //! Needs root and /dev/fuse; otherwise instantiation explains why not.
 
-use super::{kernel::KernelTarget, Kind, OpResult, Target, TargetId};
+use super::{kernel::KernelTarget, Kind, Op, OpResult, Target, TargetId};
 use std::ffi::CString;
 
 /// FUSE server threads of a bench mount.
@@ -56,6 +56,11 @@ impl Target for FuseTarget {
     fn id(&self) -> TargetId {
         TargetId::Fuse
     }
+    fn lacks(&self, op: Op) -> Option<&'static str> {
+        (op == Op::FdImplosion)
+            .then_some("the descriptors would be the kernel's: the kernel target measures that")
+    }
+
     fn in_process(&self) -> bool {
         true
     }

@@ -225,6 +225,15 @@ impl Target for KernelTarget {
         false
     }
 
+    fn fd_implosion(
+        &self,
+        procs: usize,
+        objects: usize,
+        _deferral: Option<bool>,
+    ) -> OpResult<super::Implosion> {
+        super::kernel_implosion::implosion(self.dirfd, procs, objects)
+    }
+
     fn path(&self, rel: &str) -> CString {
         CString::new(rel).expect("bench paths have no NUL")
     }

@@ -16,6 +16,7 @@ use std::fmt;
 
 pub mod fuse;
 pub mod kernel;
+mod kernel_implosion;
 #[cfg(feature = "peers")]
 pub mod peers;
 pub mod process;
@@ -69,6 +70,8 @@ pub enum Op {
     Chmod,
     /// Create and close an anonymous object (pipe, socket, eventfd, memfd).
     AnonChurn,
+    /// Processes holding many objects exit at once (fd-implosion).
+    FdImplosion,
 }
 
 /// The anonymous objects `anon-churn` creates and closes.
@@ -112,8 +115,26 @@ impl Op {
             Op::Readdir => "readdir",
             Op::Chmod => "chmod",
             Op::AnonChurn => "anonymous object create+close",
+            Op::FdImplosion => "mass process exit",
         }
     }
+}
+
+/// One fd-implosion teardown.
+#[derive(Clone, Debug)]
+pub struct Implosion {
+    /// Objects held when the processes were told to exit, all together.
+    pub objects: u64,
+    /// From the exit signal until every process is gone.
+    pub secs: f64,
+    /// Objects each process held (a descriptor limit may have capped it).
+    pub per_proc: usize,
+    /// Why `per_proc` is below what was asked, if it is.
+    pub capped_by: Option<String>,
+    /// The longest CPU time one process's exit took (its thread's CPU
+    /// clock), where the target can tell: unlike `secs`, it does not grow
+    /// when a busy machine leaves the exiting threads waiting for a core.
+    pub exit_cpu_secs_max: Option<f64>,
 }
 
 /// What a stat found (enough to check the answer without a full record).
@@ -198,6 +219,23 @@ pub trait Target: Sync {
     /// it made.
     fn anon_churn(&self, _th: &mut Self::Thread, _kind: AnonKind) -> OpResult<()> {
         unsupported(self, Op::AnonChurn)
+    }
+    /// fd-implosion: `procs` processes each open `objects` objects (half
+    /// AF_UNIX sockets, half regular files in one shared directory, each
+    /// file stat'ed), then all exit at once; measures the teardown.
+    /// `deferral` picks the core's deferred-put switch where the target has
+    /// one (see `deferral_modes`).
+    fn fd_implosion(
+        &self,
+        _procs: usize,
+        _objects: usize,
+        _deferral: Option<bool>,
+    ) -> OpResult<Implosion> {
+        unsupported(self, Op::FdImplosion)
+    }
+    /// The deferral settings fd-implosion measures (`None`: no switch).
+    fn deferral_modes(&self) -> &'static [Option<bool>] {
+        &[None]
     }
 }
 
@@ -320,6 +358,19 @@ impl VfscaleState {
 
     fn process(&self) -> vfscale::Process {
         self.vfs.root_process()
+    }
+}
+
+/// fd-implosion builds its own namespaces (tmpfs), whatever the backend.
+impl process::ImplosionOps for VfscaleState {
+    const LACKS: Option<&'static str> = <vfscale::Vfs as process::ImplosionOps>::LACKS;
+    const MODES: &'static [Option<bool>] = <vfscale::Vfs as process::ImplosionOps>::MODES;
+    fn implosion(
+        procs: usize,
+        objects: usize,
+        deferral: Option<bool>,
+    ) -> crate::target::OpResult<crate::target::Implosion> {
+        <vfscale::Vfs as process::ImplosionOps>::implosion(procs, objects, deferral)
     }
 }
 

@@ -14,6 +14,7 @@
 use super::{failed, Kind, Op, OpResult, Target, TargetId};
 
 /// Why peers cannot run anon-churn.
+const NO_PROCESSES: &str = "no processes or descriptor tables to tear down";
 const NO_ANON: &str = "a path-keyed file store has no pipes, sockets or eventfds";
 const NO_CHMOD: &str = "no chmod (the crate has no permission model)";
 
@@ -43,6 +44,7 @@ impl Target for VfsMemoryFs {
         match op {
             Op::Chmod => Some(NO_CHMOD),
             Op::AnonChurn => Some(NO_ANON),
+            Op::FdImplosion => Some(NO_PROCESSES),
             _ => None,
         }
     }
@@ -149,6 +151,7 @@ impl Target for VirtualFs {
         match op {
             Op::Chmod => Some(NO_CHMOD),
             Op::AnonChurn => Some(NO_ANON),
+            Op::FdImplosion => Some(NO_PROCESSES),
             _ => None,
         }
     }

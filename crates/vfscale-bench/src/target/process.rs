@@ -4,7 +4,8 @@
 //! targets through it.
 
 use super::{
-    count_dirents, failed, AnonKind, Kind, Op, OpError, OpResult, Target, TargetId, GETDENTS_BUF,
+    count_dirents, failed, AnonKind, Implosion, Kind, Op, OpError, OpResult, Target, TargetId,
+    GETDENTS_BUF,
 };
 use std::fmt;
 use vfscale::abi::{O_CREAT, O_DIRECTORY, O_EXCL, O_RDONLY, O_WRONLY};
@@ -81,7 +82,31 @@ impl AnonOps for vfscale_model::ModelProcess {
     }
 }
 
-impl<S: Sync, P: ProcessApi + AnonOps> Target for ProcessTarget<S, P> {
+/// fd-implosion on a namespace type: only vfscale has anonymous objects
+/// and a deferral switch.
+pub trait ImplosionOps {
+    const LACKS: Option<&'static str>;
+    const MODES: &'static [Option<bool>];
+    fn implosion(procs: usize, objects: usize, deferral: Option<bool>) -> OpResult<Implosion>;
+}
+
+impl ImplosionOps for vfscale::Vfs {
+    const LACKS: Option<&'static str> = None;
+    const MODES: &'static [Option<bool>] = &[Some(true), Some(false)];
+    fn implosion(procs: usize, objects: usize, deferral: Option<bool>) -> OpResult<Implosion> {
+        crate::workload::fd_implosion::vfscale_implosion(procs, objects, deferral.unwrap_or(true))
+    }
+}
+
+impl ImplosionOps for vfscale_model::ModelFs {
+    const LACKS: Option<&'static str> = <vfscale_model::ModelProcess as AnonOps>::LACKS;
+    const MODES: &'static [Option<bool>] = &[None];
+    fn implosion(_: usize, _: usize, _: Option<bool>) -> OpResult<Implosion> {
+        Err(OpError::Unsupported(Self::LACKS.unwrap_or("").to_string()))
+    }
+}
+
+impl<S: Sync + ImplosionOps, P: ProcessApi + AnonOps> Target for ProcessTarget<S, P> {
     type Path = BytePath;
     type Thread = ProcThread<P>;
 
@@ -90,11 +115,24 @@ impl<S: Sync, P: ProcessApi + AnonOps> Target for ProcessTarget<S, P> {
     }
 
     fn lacks(&self, op: Op) -> Option<&'static str> {
-        if op == Op::AnonChurn {
-            P::LACKS
-        } else {
-            None
+        match op {
+            Op::AnonChurn => P::LACKS,
+            Op::FdImplosion => S::LACKS,
+            _ => None,
         }
+    }
+
+    fn fd_implosion(
+        &self,
+        procs: usize,
+        objects: usize,
+        deferral: Option<bool>,
+    ) -> OpResult<Implosion> {
+        S::implosion(procs, objects, deferral)
+    }
+
+    fn deferral_modes(&self) -> &'static [Option<bool>] {
+        S::MODES
     }
 
     #[inline]

@@ -19,6 +19,7 @@ use std::time::Duration;
 
 pub mod anon_churn;
 pub mod create_unlink;
+pub mod fd_implosion;
 pub mod lockref_recovery;
 pub mod open_close;
 pub mod readdir_large;
@@ -181,6 +182,7 @@ pub fn all() -> &'static [&'static dyn DynWorkload] {
         &readdir_large::ReaddirLarge,
         &lockref_recovery::LockrefRecovery,
         &anon_churn::AnonChurn,
+        &fd_implosion::FdImplosion,
     ]
 }
 

@@ -18,9 +18,14 @@
 //!   (`in_lookup.rs`); unused entries of backend-served instances are not
 //!   pinned, so code that inserts under such a directory pins it first.
 //! - Freeing goes through the epoch collector; final puts walk up parents
-//!   iteratively, never recursively.
+//!   iteratively, never recursively. With deferral on, a kill queues the
+//!   dead dentry or inode instead (defer/), freed in batches.
+//! - A put that leaves a hashed dentry at 0 already on its LRU takes no
+//!   lock (`fastput.rs`); the shrinker's kill attempt after unlinking one
+//!   is therefore `try_kill_publishing`.
 
 pub mod dentry;
+pub mod fastput;
 pub mod hash;
 pub mod in_lookup;
 pub mod lru;
@@ -420,6 +425,10 @@ impl VfsInner {
             if !dr.refcount.put() {
                 return;
             }
+            // fast_dput: cached and already on its LRU, no lock (fastput.rs).
+            if fastput::cached_on_lru(&dr.flags) {
+                return;
+            }
             if dr.is_hashed() {
                 // SAFETY: a dentry's superblock outlives it.
                 self.lru_add(unsafe { &*dr.sb }, d);
@@ -427,6 +436,9 @@ impl VfsInner {
             }
             if !dr.refcount.try_kill() {
                 return;
+            }
+            if self.defer.active() {
+                return self.defer_put(crate::defer::Deferred::Dentry(d));
             }
             match self.free_dentry(d) {
                 Some(parent) => d = parent,
@@ -458,7 +470,7 @@ impl VfsInner {
 
     /// Puts an unused hashed dentry on its superblock's LRU, shrinking the
     /// list when it is over its bound.
-    fn lru_add(&self, sb: &SuperBlock, d: *const Dentry) {
+    pub(crate) fn lru_add(&self, sb: &SuperBlock, d: *const Dentry) {
         let over = {
             let mut lru = sb.lru.lock();
             // SAFETY: the caller (dput) holds an epoch guard taken before its
@@ -493,7 +505,9 @@ impl VfsInner {
                 let mut b = self
                     .bucket_of(d.parent_ptr(), (d.hash_len() >> 32) as u32)
                     .lock();
-                if !d.is_hashed() || !d.refcount.try_kill() {
+                // Publishing: a racing last put must see D_ON_LRU cleared
+                // (fastput.rs).
+                if !d.is_hashed() || !d.refcount.try_kill_publishing() {
                     // In use again: its last put re-adds it.
                     continue;
                 }
@@ -522,6 +536,9 @@ impl VfsInner {
         // SAFETY: the caller owned a reference.
         let i = unsafe { &*inode };
         if i.refcount.put() && i.refcount.try_kill() {
+            if self.defer.active() {
+                return self.defer_put(crate::defer::Deferred::Inode(inode));
+            }
             // SAFETY: an inode's superblock outlives it.
             let sb = unsafe { &*i.sb };
             if sb.backend_served {

@@ -166,6 +166,9 @@ impl VfsInner {
     pub(crate) fn fput(&self, f: FileRef) {
         let file = f.file();
         if file.refcount.put() && file.refcount.try_kill() {
+            if self.defer.active() {
+                return self.defer_put(crate::defer::Deferred::File(f.0));
+            }
             if file.fmode & FMODE_SPECIAL != 0 {
                 return self.release_special(f, false);
             }
@@ -173,6 +176,39 @@ impl VfsInner {
             self.free_file(f);
             self.dput(d);
             self.mntput(m);
+        }
+    }
+
+    /// Drops many file references (process exit, close_range): with
+    /// deferral on, the killed files are freed in batches of the queue's
+    /// bound, each with consolidated locking; otherwise one `fput` each.
+    pub(crate) fn fput_many(&self, files: Vec<FileRef>) {
+        if !self.defer.batching() {
+            for f in files {
+                self.fput(f);
+            }
+            return;
+        }
+        let chunk = self.defer.max_entries();
+        let mut dead = Vec::with_capacity(chunk.min(files.len()));
+        for (i, f) in files.iter().enumerate() {
+            // Teardown is bound by cache misses, and the kill is a locked
+            // RMW that waits for its line: fetch the files ahead first.
+            if let Some(next) = files.get(i + crate::defer::drain::AHEAD) {
+                crate::defer::drain::prefetch(next.0);
+                crate::defer::drain::prefetch((next.0 as *const u8).wrapping_add(64));
+            }
+            let file = f.file();
+            let rc = &file.refcount;
+            if rc.kill_if_sole() || (rc.put() && rc.try_kill()) {
+                dead.push(crate::defer::Deferred::File(f.0));
+                if dead.len() >= chunk {
+                    self.drain_items(core::mem::take(&mut dead));
+                }
+            }
+        }
+        if !dead.is_empty() {
+            self.drain_items(dead);
         }
     }
 
@@ -196,17 +232,23 @@ impl VfsInner {
     pub(crate) fn free_file(&self, f: FileRef) {
         self.stats.files.dec();
         self.open_files.add(-1);
+        self.free_file_memory(f.0);
+    }
+
+    /// Returns a killed file's memory to its pool (the caller uncounts it;
+    /// the batched drain does so once per batch).
+    pub(crate) fn free_file_memory(&self, f: *const OpenFile) {
         // SAFETY: the caller won the kill and the file is in no fd table;
         // lock-free lookups that still hold its address only add to its
         // dead count, which the type-stable pool keeps a `RefCount`
         // (module invariants). Without the slab they hold epoch guards.
         #[cfg(not(vfscale_no_slab))]
         unsafe {
-            crate::mem::slab::free(f.0 as *mut OpenFile)
+            crate::mem::slab::free(f as *mut OpenFile)
         };
         #[cfg(vfscale_no_slab)]
         unsafe {
-            self.collector.retire_slab(f.0 as *mut OpenFile)
+            self.collector.retire_slab(f as *mut OpenFile)
         };
     }
 }

@@ -257,6 +257,11 @@ impl SuperBlock {
         self.used_inodes.add(-1);
     }
 
+    /// Releases `n` inodes at once (a deferred-put batch).
+    pub(crate) fn release_inodes(&self, n: i64) {
+        self.used_inodes.add(-n);
+    }
+
     /// Accounts a change of allocated 512-byte blocks; growth past the limit
     /// is ENOSPC (exact near the limit, like `reserve_inode`).
     pub(crate) fn charge_blocks(&self, delta_512: i64) -> SysResult<()> {

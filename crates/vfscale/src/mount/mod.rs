@@ -226,6 +226,17 @@ impl VfsInner {
         if !(last && mr.refcount.try_kill()) {
             return;
         }
+        if self.defer.active() {
+            return self.defer_put(crate::defer::Deferred::Mount(m));
+        }
+        self.free_mount(m);
+    }
+
+    /// Frees a killed, detached mount: releases its root dentry and its
+    /// superblock (tearing the tree down if it was the last mount).
+    pub(crate) fn free_mount(&self, m: *const Mount) {
+        // SAFETY: the caller won the kill and owns the mount.
+        let mr = unsafe { &*m };
         self.dput(mr.root);
         // SAFETY: we won the kill, so this runs once; the pointer came from
         // Arc::into_raw and its count is the mount's own.

@@ -59,6 +59,12 @@ pub trait ProcessApi: Send {
     fn futimens(&self, fd: Fd, times: Option<[Timespec; 2]>) -> SysResult<()>;
     fn statfs(&self, path: &[u8]) -> SysResult<Statfs>;
     fn fstatfs(&self, fd: Fd) -> SysResult<Statfs>;
+    /// syncfs(2): data lives in memory, so this only completes deferred
+    /// frees (statfs afterwards reflects every earlier close and unlink).
+    /// Default: ENOSYS.
+    fn syncfs(&self, _fd: Fd) -> SysResult<()> {
+        Err(Errno::ENOSYS)
+    }
 
     // ---- names ----
     fn mkdirat(&self, dirfd: Fd, path: &[u8], mode: u32) -> SysResult<()>;

@@ -54,6 +54,7 @@ impl Drop for Handle {
     fn drop(&mut self) {
         self.vfs.dput(self.path.dentry);
         self.vfs.mntput(self.path.mnt);
+        self.vfs.op_end();
     }
 }
 
@@ -540,9 +541,8 @@ impl Namespace {
 
 impl Drop for Namespace {
     fn drop(&mut self) {
-        for f in self.files.take_all() {
-            self.vfs.fput(f);
-        }
+        self.vfs.fput_many(self.files.take_all());
+        self.vfs.op_end();
     }
 }
 

@@ -297,9 +297,8 @@ impl Process {
             return;
         }
         self.exited = true;
-        for f in self.files_if_last() {
-            self.vfs.fput(f);
-        }
+        let _batch = self.vfs.batch_scope();
+        self.vfs.fput_many(self.files_if_last());
         if Arc::strong_count(&self.fs) == 1 {
             let (root, cwd) = self.fs.get();
             for p in [root, cwd] {
@@ -307,6 +306,15 @@ impl Process {
                 self.vfs.mntput(p.mnt);
             }
         }
+        self.vfs.op_end();
+    }
+
+    /// syncfs(2): completes every thread's deferred frees.
+    pub(crate) fn sys_syncfs(&self, fd: Fd) -> SysResult<()> {
+        let f = self.fd_file(fd)?;
+        self.vfs.fput(f);
+        self.vfs.flush_all();
+        Ok(())
     }
 
     fn files_if_last(&self) -> Vec<FileRef> {
@@ -333,5 +341,7 @@ pub(crate) fn refuse_backend_change(inode: &Inode) -> SysResult<()> {
 impl Drop for Process {
     fn drop(&mut self) {
         self.release_everything();
+        // A namespace view (handles.rs) ends its call here.
+        self.vfs.op_end();
     }
 }

@@ -78,6 +78,9 @@ impl Process {
         {
             return Err(Errno::EINVAL);
         }
+        // Files closed on any thread must not keep the mount busy.
+        self.vfs.flush_all();
+        let _batch = self.vfs.batch_scope();
         loop {
             // Mounts this umount would read or detach that are still
             // sharded: made exact below, with no guard and no lock held (a

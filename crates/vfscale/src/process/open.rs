@@ -390,6 +390,7 @@ impl Process {
         if flags & !(CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC) != 0 || first > last {
             return Err(Errno::EINVAL);
         }
+        let _batch = self.vfs.batch_scope();
         for fd in self.files.open_in(first as usize, last as usize) {
             if flags & CLOSE_RANGE_CLOEXEC != 0 {
                 self.files.set_cloexec(fd, true)?;

@@ -5,81 +5,90 @@ use super::xattr::XattrAt;
 use super::{Process, ProcessApi};
 use crate::abi::*;
 
+impl Process {
+    /// Ends a top-level operation: frees what it queued (defer/).
+    #[inline(always)]
+    fn done<R>(&self, r: R) -> R {
+        self.vfs.op_end();
+        r
+    }
+}
+
 impl ProcessApi for Process {
     fn openat(&self, dirfd: Fd, path: &[u8], flags: i32, mode: u32) -> SysResult<Fd> {
-        self.sys_openat(dirfd, path, flags, mode)
+        self.done(self.sys_openat(dirfd, path, flags, mode))
     }
     fn close(&self, fd: Fd) -> SysResult<()> {
-        self.sys_close(fd)
+        self.done(self.sys_close(fd))
     }
     fn close_range(&self, first: u32, last: u32, flags: u32) -> SysResult<()> {
-        self.sys_close_range(first, last, flags)
+        self.done(self.sys_close_range(first, last, flags))
     }
     fn dup(&self, fd: Fd) -> SysResult<Fd> {
-        self.sys_dup(fd)
+        self.done(self.sys_dup(fd))
     }
     fn dup2(&self, oldfd: Fd, newfd: Fd) -> SysResult<Fd> {
-        self.sys_dup3(oldfd, newfd, 0, true)
+        self.done(self.sys_dup3(oldfd, newfd, 0, true))
     }
     fn dup3(&self, oldfd: Fd, newfd: Fd, flags: i32) -> SysResult<Fd> {
-        self.sys_dup3(oldfd, newfd, flags, false)
+        self.done(self.sys_dup3(oldfd, newfd, flags, false))
     }
     fn read(&self, fd: Fd, buf: &mut [u8]) -> SysResult<usize> {
-        self.sys_read(fd, buf)
+        self.done(self.sys_read(fd, buf))
     }
     fn write(&self, fd: Fd, buf: &[u8]) -> SysResult<usize> {
-        self.sys_write(fd, buf)
+        self.done(self.sys_write(fd, buf))
     }
     fn pread(&self, fd: Fd, buf: &mut [u8], offset: i64) -> SysResult<usize> {
-        self.sys_pread(fd, buf, offset)
+        self.done(self.sys_pread(fd, buf, offset))
     }
     fn pwrite(&self, fd: Fd, buf: &[u8], offset: i64) -> SysResult<usize> {
-        self.sys_pwrite(fd, buf, offset)
+        self.done(self.sys_pwrite(fd, buf, offset))
     }
     fn readv(&self, fd: Fd, bufs: &mut [&mut [u8]]) -> SysResult<usize> {
-        self.sys_readv(fd, bufs)
+        self.done(self.sys_readv(fd, bufs))
     }
     fn writev(&self, fd: Fd, bufs: &[&[u8]]) -> SysResult<usize> {
-        self.sys_writev(fd, bufs)
+        self.done(self.sys_writev(fd, bufs))
     }
     fn lseek(&self, fd: Fd, offset: i64, whence: i32) -> SysResult<i64> {
-        self.sys_lseek(fd, offset, whence)
+        self.done(self.sys_lseek(fd, offset, whence))
     }
     fn ftruncate(&self, fd: Fd, length: i64) -> SysResult<()> {
-        self.sys_ftruncate(fd, length)
+        self.done(self.sys_ftruncate(fd, length))
     }
     fn truncate(&self, path: &[u8], length: i64) -> SysResult<()> {
-        self.sys_truncate_path(path, length)
+        self.done(self.sys_truncate_path(path, length))
     }
     fn fsync(&self, fd: Fd) -> SysResult<()> {
-        self.sys_fsync(fd)
+        self.done(self.sys_fsync(fd))
     }
     fn fdatasync(&self, fd: Fd) -> SysResult<()> {
-        self.sys_fsync(fd)
+        self.done(self.sys_fsync(fd))
     }
     fn fstat(&self, fd: Fd) -> SysResult<Stat> {
-        self.sys_fstat(fd)
+        self.done(self.sys_fstat(fd))
     }
     fn fstatat(&self, dirfd: Fd, path: &[u8], flags: i32) -> SysResult<Stat> {
-        self.sys_fstatat(dirfd, path, flags)
+        self.done(self.sys_fstatat(dirfd, path, flags))
     }
     fn statx(&self, dirfd: Fd, path: &[u8], flags: i32, mask: u32) -> SysResult<Statx> {
-        self.sys_statx(dirfd, path, flags, mask)
+        self.done(self.sys_statx(dirfd, path, flags, mask))
     }
     fn faccessat(&self, dirfd: Fd, path: &[u8], mode: i32, flags: i32) -> SysResult<()> {
-        self.sys_faccessat(dirfd, path, mode, flags)
+        self.done(self.sys_faccessat(dirfd, path, mode, flags))
     }
     fn fchmodat(&self, dirfd: Fd, path: &[u8], mode: u32, flags: i32) -> SysResult<()> {
-        self.sys_fchmodat(dirfd, path, mode, flags)
+        self.done(self.sys_fchmodat(dirfd, path, mode, flags))
     }
     fn fchmod(&self, fd: Fd, mode: u32) -> SysResult<()> {
-        self.sys_fchmod(fd, mode)
+        self.done(self.sys_fchmod(fd, mode))
     }
     fn fchownat(&self, dirfd: Fd, path: &[u8], uid: u32, gid: u32, flags: i32) -> SysResult<()> {
-        self.sys_fchownat(dirfd, path, uid, gid, flags)
+        self.done(self.sys_fchownat(dirfd, path, uid, gid, flags))
     }
     fn fchown(&self, fd: Fd, uid: u32, gid: u32) -> SysResult<()> {
-        self.sys_fchown(fd, uid, gid)
+        self.done(self.sys_fchown(fd, uid, gid))
     }
     fn utimensat(
         &self,
@@ -88,25 +97,25 @@ impl ProcessApi for Process {
         times: Option<[Timespec; 2]>,
         flags: i32,
     ) -> SysResult<()> {
-        self.sys_utimensat(dirfd, path, times, flags)
+        self.done(self.sys_utimensat(dirfd, path, times, flags))
     }
     fn futimens(&self, fd: Fd, times: Option<[Timespec; 2]>) -> SysResult<()> {
-        self.sys_futimens(fd, times)
+        self.done(self.sys_futimens(fd, times))
     }
     fn statfs(&self, path: &[u8]) -> SysResult<Statfs> {
-        self.sys_statfs(path)
+        self.done(self.sys_statfs(path))
     }
     fn fstatfs(&self, fd: Fd) -> SysResult<Statfs> {
-        self.sys_fstatfs(fd)
+        self.done(self.sys_fstatfs(fd))
     }
     fn mkdirat(&self, dirfd: Fd, path: &[u8], mode: u32) -> SysResult<()> {
-        self.sys_mkdirat(dirfd, path, mode)
+        self.done(self.sys_mkdirat(dirfd, path, mode))
     }
     fn mknodat(&self, dirfd: Fd, path: &[u8], mode: u32, dev: u64) -> SysResult<()> {
-        self.sys_mknodat(dirfd, path, mode, dev)
+        self.done(self.sys_mknodat(dirfd, path, mode, dev))
     }
     fn unlinkat(&self, dirfd: Fd, path: &[u8], flags: i32) -> SysResult<()> {
-        self.sys_unlinkat(dirfd, path, flags)
+        self.done(self.sys_unlinkat(dirfd, path, flags))
     }
     fn renameat2(
         &self,
@@ -116,7 +125,7 @@ impl ProcessApi for Process {
         newpath: &[u8],
         flags: u32,
     ) -> SysResult<()> {
-        self.sys_renameat2(olddirfd, oldpath, newdirfd, newpath, flags)
+        self.done(self.sys_renameat2(olddirfd, oldpath, newdirfd, newpath, flags))
     }
     fn linkat(
         &self,
@@ -126,13 +135,13 @@ impl ProcessApi for Process {
         newpath: &[u8],
         flags: i32,
     ) -> SysResult<()> {
-        self.sys_linkat(olddirfd, oldpath, newdirfd, newpath, flags)
+        self.done(self.sys_linkat(olddirfd, oldpath, newdirfd, newpath, flags))
     }
     fn symlinkat(&self, target: &[u8], newdirfd: Fd, linkpath: &[u8]) -> SysResult<()> {
-        self.sys_symlinkat(target, newdirfd, linkpath)
+        self.done(self.sys_symlinkat(target, newdirfd, linkpath))
     }
     fn readlinkat(&self, dirfd: Fd, path: &[u8], buf: &mut [u8]) -> SysResult<usize> {
-        self.sys_readlinkat(dirfd, path, buf)
+        self.done(self.sys_readlinkat(dirfd, path, buf))
     }
     fn name_to_handle_at(
         &self,
@@ -147,46 +156,46 @@ impl ProcessApi for Process {
         self.sys_open_by_handle_at(mount_fd, handle, flags)
     }
     fn getdents64(&self, fd: Fd, buf: &mut [u8]) -> SysResult<usize> {
-        self.sys_getdents64(fd, buf)
+        self.done(self.sys_getdents64(fd, buf))
     }
     fn setxattr(&self, path: &[u8], name: &[u8], value: &[u8], flags: i32) -> SysResult<()> {
-        self.sys_setxattr(XattrAt::Path(path, true), name, value, flags)
+        self.done(self.sys_setxattr(XattrAt::Path(path, true), name, value, flags))
     }
     fn lsetxattr(&self, path: &[u8], name: &[u8], value: &[u8], flags: i32) -> SysResult<()> {
-        self.sys_setxattr(XattrAt::Path(path, false), name, value, flags)
+        self.done(self.sys_setxattr(XattrAt::Path(path, false), name, value, flags))
     }
     fn fsetxattr(&self, fd: Fd, name: &[u8], value: &[u8], flags: i32) -> SysResult<()> {
-        self.sys_setxattr(XattrAt::Fd(fd), name, value, flags)
+        self.done(self.sys_setxattr(XattrAt::Fd(fd), name, value, flags))
     }
     fn getxattr(&self, path: &[u8], name: &[u8], buf: &mut [u8]) -> SysResult<usize> {
-        self.sys_getxattr(XattrAt::Path(path, true), name, buf)
+        self.done(self.sys_getxattr(XattrAt::Path(path, true), name, buf))
     }
     fn lgetxattr(&self, path: &[u8], name: &[u8], buf: &mut [u8]) -> SysResult<usize> {
-        self.sys_getxattr(XattrAt::Path(path, false), name, buf)
+        self.done(self.sys_getxattr(XattrAt::Path(path, false), name, buf))
     }
     fn fgetxattr(&self, fd: Fd, name: &[u8], buf: &mut [u8]) -> SysResult<usize> {
-        self.sys_getxattr(XattrAt::Fd(fd), name, buf)
+        self.done(self.sys_getxattr(XattrAt::Fd(fd), name, buf))
     }
     fn listxattr(&self, path: &[u8], buf: &mut [u8]) -> SysResult<usize> {
-        self.sys_listxattr(XattrAt::Path(path, true), buf)
+        self.done(self.sys_listxattr(XattrAt::Path(path, true), buf))
     }
     fn llistxattr(&self, path: &[u8], buf: &mut [u8]) -> SysResult<usize> {
-        self.sys_listxattr(XattrAt::Path(path, false), buf)
+        self.done(self.sys_listxattr(XattrAt::Path(path, false), buf))
     }
     fn flistxattr(&self, fd: Fd, buf: &mut [u8]) -> SysResult<usize> {
-        self.sys_listxattr(XattrAt::Fd(fd), buf)
+        self.done(self.sys_listxattr(XattrAt::Fd(fd), buf))
     }
     fn removexattr(&self, path: &[u8], name: &[u8]) -> SysResult<()> {
-        self.sys_removexattr(XattrAt::Path(path, true), name)
+        self.done(self.sys_removexattr(XattrAt::Path(path, true), name))
     }
     fn lremovexattr(&self, path: &[u8], name: &[u8]) -> SysResult<()> {
-        self.sys_removexattr(XattrAt::Path(path, false), name)
+        self.done(self.sys_removexattr(XattrAt::Path(path, false), name))
     }
     fn fremovexattr(&self, fd: Fd, name: &[u8]) -> SysResult<()> {
-        self.sys_removexattr(XattrAt::Fd(fd), name)
+        self.done(self.sys_removexattr(XattrAt::Fd(fd), name))
     }
     fn fallocate(&self, fd: Fd, mode: i32, offset: i64, len: i64) -> SysResult<()> {
-        self.sys_fallocate(fd, mode, offset, len)
+        self.done(self.sys_fallocate(fd, mode, offset, len))
     }
     fn copy_file_range(
         &self,
@@ -197,31 +206,34 @@ impl ProcessApi for Process {
         len: usize,
         flags: u32,
     ) -> SysResult<usize> {
-        self.sys_copy_file_range(fd_in, off_in, fd_out, off_out, len, flags)
+        self.done(self.sys_copy_file_range(fd_in, off_in, fd_out, off_out, len, flags))
     }
     fn chdir(&self, path: &[u8]) -> SysResult<()> {
-        self.sys_chdir(path)
+        self.done(self.sys_chdir(path))
     }
     fn fchdir(&self, fd: Fd) -> SysResult<()> {
-        self.sys_fchdir(fd)
+        self.done(self.sys_fchdir(fd))
     }
     fn getcwd(&self) -> SysResult<Vec<u8>> {
-        self.sys_getcwd()
+        self.done(self.sys_getcwd())
     }
     fn chroot(&self, path: &[u8]) -> SysResult<()> {
-        self.sys_chroot(path)
+        self.done(self.sys_chroot(path))
     }
     fn umask(&self, mask: u32) -> u32 {
-        self.sys_umask(mask)
+        self.done(self.sys_umask(mask))
     }
     fn mount(&self, source: &[u8], target: &[u8], fstype: &[u8], flags: u64) -> SysResult<()> {
-        self.sys_mount(source, target, fstype, flags)
+        self.done(self.sys_mount(source, target, fstype, flags))
     }
     fn umount2(&self, target: &[u8], flags: i32) -> SysResult<()> {
-        self.sys_umount2(target, flags)
+        self.done(self.sys_umount2(target, flags))
     }
     fn fork(&self) -> SysResult<Self> {
-        self.sys_fork()
+        self.done(self.sys_fork())
+    }
+    fn syncfs(&self, fd: Fd) -> SysResult<()> {
+        self.done(self.sys_syncfs(fd))
     }
     fn exit(mut self) {
         self.release_everything();

@@ -189,6 +189,49 @@ impl RefCount {
         self.0.compare_exchange(0, DEAD, Acquire, Relaxed).is_ok()
     }
 
+    /// Drops the caller's reference and kills the object if it was the
+    /// only one, in one step; false (nothing changed) if there are others.
+    /// Batched teardown uses it for open files (one RMW instead of a put
+    /// and a kill). It must be a compare-exchange, not a load and a store:
+    /// a lock-free fd lookup (file/fdtable.rs) may add to the count of a
+    /// file whose last slot was just emptied, and a plain store of DEAD
+    /// would erase that add while the lookup believes it holds a
+    /// reference — its later put would then land on a freed, possibly
+    /// reused, file.
+    #[must_use]
+    #[inline]
+    pub fn kill_if_sole(&self) -> bool {
+        super::opcount::note_refcount_op();
+        // A plain load first: a shared file skips the locked instruction.
+        // Relaxed: only a hint; the compare-exchange decides.
+        if self.0.load(Relaxed) != 1 {
+            return false;
+        }
+        // Acquire: pairs with the Release of every former holder's put, so
+        // their accesses happen before our teardown (as `try_kill`'s).
+        self.0.compare_exchange(1, DEAD, Acquire, Relaxed).is_ok()
+    }
+
+    /// `try_kill` for a killer that has just changed state which a racing
+    /// last put must observe (the shrinker clearing `D_ON_LRU` before it
+    /// tries to kill; see `dcache::fastput`). A failed compare-exchange
+    /// writes nothing, so a put racing with a plain `try_kill` could read
+    /// the state from before the change (a store-buffer pattern). Here the
+    /// attempt starts with a writing RMW: a put that comes later in the
+    /// word's modification order reads from its release sequence and, after
+    /// an acquire fence, sees the change; a put that comes earlier left the
+    /// count at 0, and the kill below sees that.
+    #[must_use]
+    pub fn try_kill_publishing(&self) -> bool {
+        super::opcount::note_refcount_op();
+        // Release: pairs with the acquire fence after a racing last `put`
+        // (`fastput::cached_on_lru`): it publishes the caller's earlier
+        // stores. Acquire: as a successful kill's, in case this read 0.
+        let old = self.0.fetch_add(0, AcqRel);
+        // Acquire on success, Relaxed on failure: as in `try_kill`.
+        old == 0 && self.0.compare_exchange(0, DEAD, Acquire, Relaxed).is_ok()
+    }
+
     /// True once killed. A snapshot with no ordering (Relaxed): only the
     /// `try_kill` winner may act on the death.
     #[inline]
@@ -259,6 +302,17 @@ mod tests {
         assert_eq!(r.count(), 0);
         assert!(!r.try_kill(), "only one kill");
         assert!(!r.get(), "get on a dead object fails");
+    }
+
+    #[test]
+    fn kill_if_sole_only_kills_the_last_reference() {
+        let r = RefCount::new(2);
+        assert!(!r.kill_if_sole(), "another reference exists");
+        assert_eq!(r.count(), 2, "a refused kill changes nothing");
+        assert!(!r.put());
+        assert!(r.kill_if_sole());
+        assert!(r.is_dead());
+        assert!(!r.get());
     }
 
     #[test]

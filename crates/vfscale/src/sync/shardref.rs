@@ -102,6 +102,21 @@ impl ShardedRef {
         self.count.put()
     }
 
+    /// Drops `n` references at once (a batched teardown's run of puts on
+    /// one mount); true if the last of them was the last reference (atomic
+    /// mode only). The caller holds an epoch guard.
+    #[must_use]
+    pub fn put_many(&self, n: u32) -> bool {
+        // Relaxed: as in `get`.
+        if self.sharded.load(Ordering::Relaxed) {
+            super::opcount::note_refcount_op();
+            // Release: as in `put`.
+            self.my_shard().fetch_sub(i64::from(n), Ordering::Release);
+            return false;
+        }
+        (0..n).fold(false, |_, _| self.count.put())
+    }
+
     /// Kills an unreferenced object (atomic mode): see `RefCount::try_kill`.
     #[must_use]
     pub fn try_kill(&self) -> bool {
@@ -183,6 +198,23 @@ impl ShardedRef {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn put_many_counts_every_reference() {
+        let r = ShardedRef::new(1);
+        r.make_sharded();
+        for _ in 0..7 {
+            assert!(r.get());
+        }
+        assert!(!r.put_many(7), "sharded: never the last");
+        assert_eq!(r.make_exact(), 1, "seven gets, seven puts");
+        for _ in 0..3 {
+            assert!(r.get());
+        }
+        assert!(!r.put_many(3), "the base reference is left");
+        assert!(r.put_many(1), "the base's put is the last");
+        assert!(r.try_kill());
+    }
 
     #[test]
     fn sharded_puts_never_report_last_and_exact_folds() {
