@@ -1,5 +1,6 @@
 //! The dentry cache: the hash of (parent, name) → dentry, reference counting,
-//! and the negative-dentry LRU.
+//! and the dentry side of reclaim (the per-group LRU lists live in
+//! `reclaim/list_lru.rs`; adding, isolating and freeing dentries is here).
 //!
 //! Rules (see docs/ARCHITECTURE.md for the whole picture):
 //! - `lookup_rcu` writes nothing: it scans a chain under the caller's epoch
@@ -18,7 +19,6 @@
 
 pub mod dentry;
 pub mod hash;
-pub mod lru;
 pub mod name;
 pub mod walk;
 
@@ -127,6 +127,17 @@ impl VfsInner {
                 .lookup(sb, dir, key.bytes)?
                 .unwrap_or(core::ptr::null())
         };
+        // A new dentry is charged to the caller's group: make room first
+        // (ENOMEM only if its limit holds nothing reclaimable).
+        if let Err(e) = self.admit(
+            crate::reclaim::KIND_BYTES[0] as u64,
+            crate::abi::Errno::ENOMEM,
+        ) {
+            if !inode.is_null() {
+                self.iput(inode);
+            }
+            return Err(e);
+        }
         let (d, inserted) = self.insert_dentry(sb, parent, key, inode, 0);
         if inserted {
             // A fresh dentry at count zero: cached, reclaimable.
@@ -196,7 +207,9 @@ impl VfsInner {
         let got = unsafe { &*parent }.refcount.get();
         debug_assert!(got, "parent of a new dentry must be live");
         self.stats.dentries.inc();
-        crate::mem::slab::alloc(Dentry::new(sb, parent, key, inode, refs))
+        let mut d = Dentry::new(sb, parent, key, inode, refs);
+        d.group = self.charge(crate::reclaim::ObjKind::Dentry);
+        crate::mem::slab::alloc(d)
     }
 
     /// Publishes a fresh dentry in the locked bucket.
@@ -213,7 +226,7 @@ impl VfsInner {
     pub(crate) fn instantiate(&self, d: &Dentry, inode: *const Inode) {
         // SAFETY: a dentry's superblock outlives it.
         let sb = unsafe { &*d.sb };
-        sb.lru.lock().remove(d);
+        sb.lru.remove(d);
         d.seq.write_begin();
         d.set_flag(dentry::type_flags(inode));
         // Release: pairs with the acquire in `Dentry::inode_ptr`.
@@ -321,8 +334,9 @@ impl VfsInner {
         let dr = unsafe { &*d };
         if dr.flags() & dentry::D_ON_LRU != 0 {
             // SAFETY: a dentry's superblock outlives it.
-            unsafe { &*dr.sb }.lru.lock().remove(dr);
+            unsafe { &*dr.sb }.lru.remove(dr);
         }
+        self.uncharge(dr.group, crate::reclaim::ObjKind::Dentry);
         let inode = dr.inode_ptr();
         if !inode.is_null() {
             self.iput(inode);
@@ -335,43 +349,73 @@ impl VfsInner {
         (!parent.is_null()).then_some(parent)
     }
 
-    /// Puts an unused hashed dentry on its superblock's LRU, shrinking the
-    /// list when it is over its bound.
+    /// Puts an unused hashed dentry on its superblock's list for its group
+    /// (a put of one already there marks it referenced: second chance),
+    /// shrinking the list when it is over its bound.
     fn lru_add(&self, sb: &SuperBlock, d: *const Dentry) {
+        // SAFETY: the caller (dput) holds an epoch guard taken before its
+        // put, so `d` is allocated even if the shrinker freed it meanwhile.
+        let dr = unsafe { &*d };
+        let group = self.reclaim.groups.live(dr.group).id;
+        let list = sb.lru.list_for(group);
         let over = {
-            let mut lru = sb.lru.lock();
-            // SAFETY: the caller (dput) holds an epoch guard taken before its
-            // put, so `d` is allocated even if the shrinker freed it meanwhile;
-            // re-check that it is still hashed and unused before linking it.
-            let dr = unsafe { &*d };
+            let mut l = list.lock();
+            // Re-check under the list lock that it is still hashed and
+            // unused before linking it.
             if dr.is_hashed() && dr.refcount.count() == 0 && !dr.refcount.is_dead() {
-                lru.add(dr);
+                if dr.flags() & dentry::D_ON_LRU != 0 {
+                    dr.set_flag(dentry::D_REFERENCED);
+                } else if l.add(dr) {
+                    // Empty → non-empty: the count is stored; now the bits.
+                    self.note_nonempty(group, sb.lru.shrinker_id());
+                }
             }
-            lru.len() > self.config.max_unused_dentries
+            l.len() > self.config.max_unused_dentries
         };
         if over {
-            self.shrink_lru(sb, 64);
+            self.shrink_dentry_list(list, 64, false);
         }
     }
 
-    /// Reclaims up to `n` unused dentries from the cold end of `sb`'s LRU.
-    /// Returns how many were freed.
-    pub(crate) fn shrink_lru(&self, sb: &SuperBlock, n: usize) -> usize {
+    /// Isolates and frees up to `nr` dentries from the cold end of `list`
+    /// (Linux's `dentry_lru_isolate`): a referenced one gets a second chance
+    /// (rotated, flag cleared), one whose bucket lock is busy is skipped
+    /// (rotated), one in use again leaves the list (its last put re-adds
+    /// it). `force` (teardown) waits for bucket locks and ignores the
+    /// referenced flag. Returns how many were freed.
+    pub(crate) fn shrink_dentry_list(
+        &self,
+        list: &crate::reclaim::list_lru::DentryList,
+        nr: usize,
+        force: bool,
+    ) -> usize {
         let mut parents = Vec::new();
         let mut freed = 0;
         {
-            let mut lru = sb.lru.lock();
-            for _ in 0..n {
-                let p = lru.oldest();
+            let mut l = list.lock();
+            for _ in 0..nr {
+                let p = l.oldest();
                 if p.is_null() {
                     break;
                 }
-                // SAFETY: on the LRU, hence not freed (LRU invariant).
+                // SAFETY: on the list, hence not freed (list invariant).
                 let d = unsafe { &*p };
-                lru.remove(d);
-                let mut b = self
-                    .bucket_of(d.parent_ptr(), (d.hash_len() >> 32) as u32)
-                    .lock();
+                if !force && d.flags() & dentry::D_REFERENCED != 0 {
+                    d.clear_flag(dentry::D_REFERENCED);
+                    l.rotate(d);
+                    continue;
+                }
+                let bucket = self.bucket_of(d.parent_ptr(), (d.hash_len() >> 32) as u32);
+                let b = if force {
+                    Some(bucket.lock())
+                } else {
+                    bucket.try_lock()
+                };
+                let Some(mut b) = b else {
+                    l.rotate(d);
+                    continue;
+                };
+                l.remove(d);
                 if !d.is_hashed() || !d.refcount.try_kill() {
                     // In use again: its last put re-adds it.
                     continue;
@@ -405,7 +449,10 @@ impl VfsInner {
             let sb = unsafe { &*i.sb };
             sb.xattrs.forget(i.ino);
             sb.release_inode();
-            let _ = sb.charge_blocks(-(i.attr().blocks as i64));
+            let blocks = i.attr().blocks as i64;
+            let _ = sb.charge_blocks(-blocks);
+            self.charge_pages(i.group, -(blocks / 8));
+            self.uncharge(i.group, crate::reclaim::ObjKind::Inode);
             self.stats.inodes.dec();
             // SAFETY: no dentry refers to the inode any more; lock-free
             // readers that loaded it hold guards.

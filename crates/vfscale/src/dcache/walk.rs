@@ -227,6 +227,33 @@ impl VfsInner {
         self.walk_slow(cred, root, start, path, flags)
     }
 
+    /// `walk` for a process call: before the slow path (which may create a
+    /// negative dentry) the thread's charge group is set to `group`. The
+    /// fast path, which allocates nothing, does not read it.
+    #[inline(always)]
+    pub(crate) fn walk_charged(
+        &self,
+        group: &crate::sync::atomic::AtomicU32,
+        cred: &Cred,
+        root: PathPtr,
+        start: PathPtr,
+        path: &[u8],
+        flags: u32,
+    ) -> SysResult<Found> {
+        if path.len() >= PATH_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        if path.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        if let Some(r) = self.walk_fast(cred, root, start, path, flags) {
+            return r;
+        }
+        // Relaxed: see `Vfs::group_attach`.
+        self.enter_group(group.load(crate::sync::atomic::Ordering::Relaxed));
+        self.walk_slow(cred, root, start, path, flags)
+    }
+
     /// Everything the fast path declines: the full walk with its retries.
     #[inline(never)]
     fn walk_slow(

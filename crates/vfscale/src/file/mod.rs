@@ -55,7 +55,9 @@ pub struct OpenFile {
     /// The pipe, socket or eventfd behind the file (see the FMODE_* bits);
     /// null for plain files.
     pub(crate) private: *const (),
-    _line0_end: [u8; 16],
+    /// The memory group charged for this open file.
+    pub(crate) group: u32,
+    _line0_end: [u8; 12],
     // ---- line 1: write-hot ----
     pub(crate) refcount: RefCount,
     pub(crate) pos: Mutex<u64>,
@@ -123,6 +125,7 @@ impl VfsInner {
         private: *const (),
     ) -> FileRef {
         self.stats.files.inc();
+        let group = self.charge(crate::reclaim::ObjKind::File);
         self.open_files.add(1);
         FileRef(Box::into_raw(Box::new(OpenFile {
             mnt,
@@ -132,7 +135,8 @@ impl VfsInner {
             status: AtomicU32::new(status as u32),
             opener,
             private,
-            _line0_end: [0; 16],
+            group,
+            _line0_end: [0; 12],
             refcount: RefCount::new(1),
             pos: Mutex::new(0),
         })))
@@ -177,6 +181,7 @@ impl VfsInner {
     /// Frees a killed file's memory and uncounts it.
     pub(crate) fn free_file(&self, f: FileRef) {
         self.stats.files.dec();
+        self.uncharge(f.file().group, crate::reclaim::ObjKind::File);
         self.open_files.add(-1);
         // SAFETY: the caller won the kill; fd tables hand out references
         // only under their lock from slots that own one, so nobody else can

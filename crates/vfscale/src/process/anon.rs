@@ -154,6 +154,7 @@ impl Process {
     /// pipe2(2): [read end, write end]. Flags: O_NONBLOCK, O_CLOEXEC
     /// (O_DIRECT, packet mode, is refused with EINVAL).
     pub fn pipe2(&self, flags: i32) -> SysResult<[Fd; 2]> {
+        self.charge_here();
         if flags & !(O_NONBLOCK | O_CLOEXEC) != 0 {
             return Err(Errno::EINVAL);
         }
@@ -185,6 +186,7 @@ impl Process {
     }
 
     fn socket_file(&self, sock: Socket, nb: bool) -> FileRef {
+        self.charge_here();
         let v = &self.vfs;
         let node = v.new_anon_node(
             v.anon().mnt,
@@ -237,6 +239,7 @@ impl Process {
 
     /// eventfd2(2). Flags: EFD_SEMAPHORE, EFD_NONBLOCK, EFD_CLOEXEC.
     pub fn eventfd(&self, initval: u32, flags: i32) -> SysResult<Fd> {
+        self.charge_here();
         if flags & !(EFD_SEMAPHORE | EFD_NONBLOCK | EFD_CLOEXEC) != 0 {
             return Err(Errno::EINVAL);
         }
@@ -261,6 +264,7 @@ impl Process {
     /// Flags: MFD_CLOEXEC, MFD_ALLOW_SEALING (accepted; seals are not
     /// implemented, docs/COMPATIBILITY.md).
     pub fn memfd_create(&self, name: &[u8], flags: u32) -> SysResult<Fd> {
+        self.charge_here();
         if flags & !(MFD_CLOEXEC | MFD_ALLOW_SEALING) != 0 {
             return Err(Errno::EINVAL);
         }

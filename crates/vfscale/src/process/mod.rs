@@ -112,6 +112,9 @@ pub struct Process {
     pub(crate) cred: Arc<Cred>,
     pub(crate) fs: Arc<FsContext>,
     pub(crate) files: Arc<FdTable>,
+    /// The memory group charged for what this process creates; shared
+    /// with `clone_thread` siblings, copied by fork (`reclaim/`).
+    pub(crate) group: Arc<AtomicU32>,
     exited: bool,
 }
 
@@ -133,6 +136,7 @@ impl Process {
             cred: Arc::new(cred),
             files,
             vfs,
+            group: Arc::new(AtomicU32::new(crate::reclaim::ROOT_GROUP)),
             exited: false,
         }
     }
@@ -149,6 +153,13 @@ impl Process {
 
     pub fn fd_limit(&self) -> usize {
         self.files.limit()
+    }
+
+    /// Charges objects this thread creates from now on to our group.
+    #[inline]
+    pub(crate) fn charge_here(&self) {
+        // Relaxed: see `Vfs::group_attach`.
+        self.vfs.enter_group(self.group.load(Ordering::Relaxed));
     }
 
     /// The namespace this process lives in.
@@ -219,7 +230,8 @@ impl Process {
         } else {
             WALK_FOLLOW
         };
-        self.vfs.walk(cred, root, start, path, walk_flags | follow)
+        self.vfs
+            .walk_charged(&self.group, cred, root, start, path, walk_flags | follow)
     }
 
     /// The directory a relative path starts from (ENOTDIR if `dirfd` is not
@@ -241,6 +253,8 @@ impl Process {
         } else {
             self.start_dir(dirfd, cwd)?
         };
+        // A parent walk precedes creating names: charge them to our group.
+        self.charge_here();
         self.vfs.walk_parent(&self.cred, root, start, path)
     }
 
