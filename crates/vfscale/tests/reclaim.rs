@@ -171,6 +171,9 @@ fn limit_fails_only_when_nothing_is_reclaimable() {
     p.mknodat(AT_FDCWD, b"/d/again", S_IFREG | 0o644, 0)
         .unwrap();
     // Data beyond the limit is ENOSPC (pages are pinned too).
+    // (At the limit, even an open file does not fit.)
+    assert_eq!(p.open(b"/d/again", O_WRONLY, 0), Err(Errno::ENOMEM));
+    vfs.group_set_max(g, u64::MAX).unwrap();
     let fd = p.open(b"/d/again", O_WRONLY, 0).unwrap();
     let used = vfs.group_stat(g).unwrap().usage_bytes as u64;
     vfs.group_set_max(g, used + 2 * 4096).unwrap();
