@@ -69,6 +69,8 @@ pub enum Op {
     Chmod,
     /// Create and close an anonymous object (pipe, socket, eventfd, memfd).
     AnonChurn,
+    /// Seed 004: memory groups with a mount each, then timed drop_caches.
+    ReclaimGroups,
 }
 
 /// The anonymous objects `anon-churn` creates and closes.
@@ -112,6 +114,7 @@ impl Op {
             Op::Readdir => "readdir",
             Op::Chmod => "chmod",
             Op::AnonChurn => "anonymous object create+close",
+            Op::ReclaimGroups => "memory groups + drop_caches",
         }
     }
 }
@@ -198,6 +201,20 @@ pub trait Target: Sync {
     /// it made.
     fn anon_churn(&self, _th: &mut Self::Thread, _kind: AnonKind) -> OpResult<()> {
         unsupported(self, Op::AnonChurn)
+    }
+    /// Seed 004's experiment: `groups` memory groups, each with its own
+    /// tmpfs mount and one file created by a process of that group; then
+    /// `passes` timed drop_caches(3) passes (`naive`: the pre-bitmap walk
+    /// of every shrinker for every group, where the target has one).
+    /// Returns the groups actually made (a target may cap them) and each
+    /// pass's seconds; cleans up everything it made, even on error.
+    fn reclaim_groups(
+        &self,
+        _groups: usize,
+        _passes: usize,
+        _naive: bool,
+    ) -> OpResult<(usize, Vec<f64>)> {
+        unsupported(self, Op::ReclaimGroups)
     }
 }
 

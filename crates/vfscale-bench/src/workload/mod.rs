@@ -22,6 +22,7 @@ pub mod create_unlink;
 pub mod lockref_recovery;
 pub mod open_close;
 pub mod readdir_large;
+pub mod reclaim_groups;
 pub mod stat;
 
 /// Extra facts of a row (the JSON "params" object).
@@ -181,6 +182,7 @@ pub fn all() -> &'static [&'static dyn DynWorkload] {
         &readdir_large::ReaddirLarge,
         &lockref_recovery::LockrefRecovery,
         &anon_churn::AnonChurn,
+        &reclaim_groups::ReclaimGroups,
     ]
 }
 

@@ -52,12 +52,24 @@ pub fn clear_if_empty(word: &AtomicU64, mask: u64, still_empty: impl FnOnce() ->
     false
 }
 
-/// A bitmap that grows on demand. Setting, clearing and reading bits take
-/// the read lock (shared, no waiting in practice); only growth takes the
-/// write lock, so no bit operation ever waits for another.
+/// A bitmap that grows on demand, with a summary level: summary bit i
+/// stands for word i being non-zero, kept by the same protocol one level up
+/// (the word is the summary bit's "count"), so [`GrowBits::snapshot`] reads
+/// one summary word per 4096 bits and then only the words that may be
+/// non-zero: an empty map of any size costs a handful of loads.
+///
+/// Setting, clearing and reading bits take the read lock (shared, no
+/// waiting in practice); only growth takes the write lock, so no bit
+/// operation ever waits for another.
 #[derive(Default)]
 pub struct GrowBits {
-    words: RwLock<Vec<AtomicU64>>,
+    words: RwLock<Levels>,
+}
+
+#[derive(Default)]
+struct Levels {
+    words: Vec<AtomicU64>,
+    summary: Vec<AtomicU64>,
 }
 
 impl GrowBits {
@@ -68,26 +80,32 @@ impl GrowBits {
     /// Makes room for bit `bit` (call before any set of it).
     pub fn reserve(&self, bit: usize) {
         let need = bit / 64 + 1;
-        if self.words.read().len() >= need {
+        if self.words.read().words.len() >= need {
             return;
         }
         let mut w = self.words.write();
-        while w.len() < need.next_power_of_two() {
-            w.push(AtomicU64::new(0));
+        while w.words.len() < need.next_power_of_two() {
+            w.words.push(AtomicU64::new(0));
+        }
+        while w.summary.len() * 64 < w.words.len() {
+            w.summary.push(AtomicU64::new(0));
         }
     }
 
-    /// `mark_nonempty` for bit `bit`.
+    /// `mark_nonempty` for bit `bit`, then for its word's summary bit.
     pub fn mark(&self, bit: usize) {
         self.reserve(bit);
-        let w = self.words.read();
-        mark_nonempty(&w[bit / 64], 1 << (bit % 64));
+        let l = self.words.read();
+        let w = bit / 64;
+        mark_nonempty(&l.words[w], 1 << (bit % 64));
+        mark_nonempty(&l.summary[w / 64], 1 << (w % 64));
     }
 
-    /// `clear_if_empty` for bit `bit`; true if it stays clear.
+    /// `clear_if_empty` for bit `bit`; true if it stays clear. (The
+    /// summary bit is left for `snapshot` to clear.)
     pub fn clear_if_empty(&self, bit: usize, still_empty: impl FnOnce() -> bool) -> bool {
-        let w = self.words.read();
-        match w.get(bit / 64) {
+        let l = self.words.read();
+        match l.words.get(bit / 64) {
             Some(word) => clear_if_empty(word, 1 << (bit % 64), still_empty),
             None => true,
         }
@@ -100,32 +118,46 @@ impl GrowBits {
     }
 
     pub fn test(&self, bit: usize) -> bool {
-        let w = self.words.read();
+        let l = self.words.read();
         // Relaxed: a hint, as everywhere in this module.
-        w.get(bit / 64)
+        l.words
+            .get(bit / 64)
             .is_some_and(|x| x.load(Ordering::Relaxed) & (1 << (bit % 64)) != 0)
     }
 
-    /// True if no bit is set (a snapshot).
+    /// True if no bit is set (a snapshot of every word, not the summary:
+    /// callers use it as `still_empty` after a SeqCst fence).
     pub fn is_clear(&self) -> bool {
-        // Relaxed: callers use this as `still_empty`, after a SeqCst fence.
+        // Relaxed: ordered by the caller's fence.
         self.words
             .read()
+            .words
             .iter()
             .all(|x| x.load(Ordering::Relaxed) == 0)
     }
 
-    /// The set bits, a snapshot taken word by word (no lock held after).
+    /// The set bits, a snapshot taken word by word through the summary (no
+    /// lock held after). Clears the summary bits of words found zero.
     pub fn snapshot(&self) -> Vec<usize> {
-        let w = self.words.read();
+        let l = self.words.read();
         let mut out = Vec::new();
-        for (i, word) in w.iter().enumerate() {
-            // Relaxed: a hint; a bit set after this read is found next time,
-            // and its producer's objects are still counted.
-            let mut x = word.load(Ordering::Relaxed);
-            while x != 0 {
-                out.push(i * 64 + x.trailing_zeros() as usize);
-                x &= x - 1;
+        for (si, sword) in l.summary.iter().enumerate() {
+            // Relaxed: a hint; a bit set after this read is found next time.
+            let mut s = sword.load(Ordering::Relaxed);
+            while s != 0 {
+                let w = si * 64 + s.trailing_zeros() as usize;
+                s &= s - 1;
+                let Some(word) = l.words.get(w) else { break };
+                // Relaxed: as above.
+                let mut x = word.load(Ordering::Relaxed);
+                if x == 0 {
+                    // Relaxed in the re-check: after clear_if_empty's fence.
+                    clear_if_empty(sword, 1 << (w % 64), || word.load(Ordering::Relaxed) == 0);
+                }
+                while x != 0 {
+                    out.push(w * 64 + x.trailing_zeros() as usize);
+                    x &= x - 1;
+                }
             }
         }
         out
