@@ -8,7 +8,7 @@
 //!
 //! Rows are keyed by phase "[naive ]G=<g> pass <i>".
 //! Points: G = 100, 1000, 4000, 10000 (with `--quick`, i.e. entries below
-//! 1,000,000: 100 and 1000); naive rows up to 4000 groups. Each row is one
+//! 1,000,000: 100 and 400); naive rows up to 4000 groups. Each row is one
 //! pass (params: groups, pass, naive); the rows of the largest G ≤ 4000
 //! also carry `ratio_vs_g100`: the median of its passes 2-5 over G=100's.
 
@@ -42,7 +42,7 @@ impl Workload for ReclaimGroups {
     }
     fn run<T: Target>(&self, t: &T, ctx: &mut Ctx<'_>) -> OpResult<()> {
         let sizes: &[usize] = if ctx.entries < 1_000_000 {
-            &[100, 1000]
+            &[100, 400]
         } else {
             &[100, 1000, 4000, 10000]
         };
