@@ -227,36 +227,32 @@ impl VfsInner {
         self.walk_slow(cred, root, start, path, flags)
     }
 
-    /// `walk` for a process call: before the slow path (which may create a
-    /// negative dentry) the thread's charge group is set to `group`. The
-    /// fast path, which allocates nothing, does not read it.
+    /// `walk`'s checks and fast path only: None when the full walk
+    /// (`walk_slow`) must run. For callers that prepare something before
+    /// the slow path (a process sets its charge group: the slow path may
+    /// create a negative dentry) without keeping more values live across
+    /// the fast path.
     #[inline(always)]
-    pub(crate) fn walk_charged(
+    pub(crate) fn walk_fast_only(
         &self,
-        group: &crate::sync::atomic::AtomicU32,
         cred: &Cred,
         root: PathPtr,
         start: PathPtr,
         path: &[u8],
         flags: u32,
-    ) -> SysResult<Found> {
+    ) -> Option<SysResult<Found>> {
         if path.len() >= PATH_MAX {
-            return Err(Errno::ENAMETOOLONG);
+            return Some(Err(Errno::ENAMETOOLONG));
         }
         if path.is_empty() {
-            return Err(Errno::ENOENT);
+            return Some(Err(Errno::ENOENT));
         }
-        if let Some(r) = self.walk_fast(cred, root, start, path, flags) {
-            return r;
-        }
-        // Relaxed: see `Vfs::group_attach`.
-        self.enter_group(group.load(crate::sync::atomic::Ordering::Relaxed));
-        self.walk_slow(cred, root, start, path, flags)
+        self.walk_fast(cred, root, start, path, flags)
     }
 
     /// Everything the fast path declines: the full walk with its retries.
     #[inline(never)]
-    fn walk_slow(
+    pub(crate) fn walk_slow(
         &self,
         cred: &Cred,
         root: PathPtr,

@@ -230,8 +230,28 @@ impl Process {
         } else {
             WALK_FOLLOW
         };
-        self.vfs
-            .walk_charged(&self.group, cred, root, start, path, walk_flags | follow)
+        let flags = walk_flags | follow;
+        if let Some(r) = self.vfs.walk_fast_only(cred, root, start, path, flags) {
+            return r;
+        }
+        self.lookup_at_slow(cred, dirfd, path, flags)
+    }
+
+    /// The full walk of `lookup_at` (whose fast path declined), charging
+    /// what it creates (negative dentries) to our group. Out of line and
+    /// re-reading root and start, so the fast path keeps fewer values live
+    /// than a plain `walk` would (the stat instruction count).
+    #[cold]
+    #[inline(never)]
+    fn lookup_at_slow(&self, cred: &Cred, dirfd: Fd, path: &[u8], flags: u32) -> SysResult<Found> {
+        self.charge_here();
+        let (root, cwd) = self.fs.get();
+        let start = if path[0] == b'/' {
+            cwd
+        } else {
+            self.start_dir(dirfd, cwd)?
+        };
+        self.vfs.walk_slow(cred, root, start, path, flags)
     }
 
     /// The directory a relative path starts from (ENOTDIR if `dirfd` is not
