@@ -114,7 +114,7 @@ impl Vfs {
     pub fn group_remove(&self, id: GroupId) -> SysResult<()> {
         let v = &self.inner;
         let groups = &v.reclaim.groups;
-        let g = groups.remove(id, || false)?;
+        let g = groups.remove(id)?;
         let parent = groups.live(g.parent).id;
         for sid in v.reclaim.shrinkers.ids() {
             match v.reclaim.shrinkers.get(sid) {

@@ -111,12 +111,6 @@ impl GrowBits {
         }
     }
 
-    /// Sets bit `bit` unconditionally (reparenting: the caller knows the set
-    /// is non-empty and publishes nothing else).
-    pub fn set(&self, bit: usize) {
-        self.mark(bit);
-    }
-
     pub fn test(&self, bit: usize) -> bool {
         let l = self.words.read();
         // Relaxed: a hint, as everywhere in this module.

@@ -316,9 +316,9 @@ impl Groups {
         Ok(id)
     }
 
-    /// Marks `id` removed (EBUSY if it has live children or attached
-    /// processes, EINVAL for the root). The caller then reparents its lists.
-    pub fn remove(&self, id: GroupId, attached: impl FnOnce() -> bool) -> SysResult<&MemGroup> {
+    /// Marks `id` removed (EBUSY if it has live children, EINVAL for the
+    /// root). The caller then reparents its lists.
+    pub fn remove(&self, id: GroupId) -> SysResult<&MemGroup> {
         if id == 0 {
             return Err(Errno::EINVAL);
         }
@@ -333,7 +333,7 @@ impl Groups {
             .iter()
             .filter_map(|&k| self.get(k))
             .any(|k| !k.is_dead());
-        if busy || attached() {
+        if busy {
             return Err(Errno::EBUSY);
         }
         // Relaxed: see `MemGroup::is_dead`.
