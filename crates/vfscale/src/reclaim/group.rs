@@ -39,10 +39,10 @@ pub enum ObjKind {
 /// assertions), a page's 4 KiB.
 pub const KIND_BYTES: [i64; 4] = [192, 192, 128, 4096];
 
-// Counter slots within a shard.
-const SLOT_BYTES: usize = 0;
-const SLOT_KIND0: usize = 1;
-const SLOT_RECLAIMED: usize = 5;
+// Counter slots within a shard (bytes are not a slot: they follow from
+// the object counts and `KIND_BYTES`, so a charge is one RMW).
+const SLOT_KIND0: usize = 0;
+const SLOT_RECLAIMED: usize = 4;
 const SLOTS: usize = 8;
 
 #[cfg(not(loom))]
@@ -122,16 +122,22 @@ impl MemGroup {
     }
 
     #[inline]
-    fn add(&self, kind: ObjKind, n: i64) {
+    pub(crate) fn add(&self, kind: ObjKind, n: i64) {
         let s = self.my_shard();
         // Relaxed: statistics; they order nothing.
         s[SLOT_KIND0 + kind as usize].fetch_add(n, Ordering::Relaxed);
-        s[SLOT_BYTES].fetch_add(n * KIND_BYTES[kind as usize], Ordering::Relaxed);
     }
 
     pub(crate) fn note_reclaimed(&self, n: u64) {
         // Relaxed: a statistic.
         self.my_shard()[SLOT_RECLAIMED].fetch_add(n as i64, Ordering::Relaxed);
+    }
+
+    /// Bytes charged to this group itself.
+    fn bytes(&self) -> i64 {
+        (0..4)
+            .map(|k| self.sum(SLOT_KIND0 + k) * KIND_BYTES[k])
+            .sum()
     }
 
     fn sum(&self, slot: usize) -> i64 {
@@ -189,6 +195,9 @@ pub struct Groups {
     tree_lock: Mutex<GroupId>,
     /// Bit g: group g may hold reclaimable objects.
     pub(crate) populated: GrowBits,
+    /// Set (never cleared) by the first `set_max` of a finite limit: until
+    /// then admission is this one load.
+    any_limit: AtomicBool,
 }
 
 impl Default for Groups {
@@ -206,6 +215,7 @@ impl Groups {
                 .collect(),
             tree_lock: Mutex::new(1),
             populated: GrowBits::new(),
+            any_limit: AtomicBool::new(false),
         };
         g.publish(MemGroup::new(0, 0, String::new()));
         g
@@ -353,6 +363,11 @@ impl Groups {
         }
         // Relaxed: see `MemGroup::max`.
         g.max.store(max, Ordering::Relaxed);
+        if max != u64::MAX {
+            // Relaxed: like `max` itself, a charge racing with the first
+            // limit may miss it.
+            self.any_limit.store(true, Ordering::Relaxed);
+        }
         Ok(())
     }
 
@@ -369,7 +384,14 @@ impl Groups {
 
     /// Bytes charged to `id` and its descendants.
     pub fn usage(&self, id: GroupId) -> i64 {
-        self.subtree(id).iter().map(|g| g.sum(SLOT_BYTES)).sum()
+        self.subtree(id).iter().map(|g| g.bytes()).sum()
+    }
+
+    /// False while no group ever had a finite limit.
+    #[inline]
+    pub fn any_limit(&self) -> bool {
+        // Relaxed: see `set_max`.
+        self.any_limit.load(Ordering::Relaxed)
     }
 
     /// The live ancestors of `id` (itself first) that have a limit.
@@ -387,11 +409,13 @@ impl Groups {
         }
     }
 
-    /// True if some live ancestor of `id` (or itself) has a limit: one
-    /// Relaxed load per level, the whole cost of admission for unlimited
-    /// groups.
+    /// True if some live ancestor of `id` (or itself) has a limit: one load
+    /// while no group ever had a limit, else one Relaxed load per level.
     #[inline]
     pub fn has_limit(&self, id: GroupId) -> bool {
+        if !self.any_limit() {
+            return false;
+        }
         let mut g = self.live(id);
         loop {
             if g.max() != u64::MAX {

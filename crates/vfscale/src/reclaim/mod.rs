@@ -42,6 +42,9 @@ pub struct Reclaim {
 
 thread_local! {
     /// (VFS address, group) of the process call running on this thread.
+    /// An id, not a pointer: a stale entry (its VFS dropped, another at the
+    /// same address) can only name a wrong or unknown group, never freed
+    /// memory.
     static CURRENT: Cell<(usize, GroupId)> = const { Cell::new((0, 0)) };
 }
 
@@ -100,7 +103,16 @@ impl VfsInner {
     /// over its `max`, reclaims in that subtree until it fits; `err` (ENOMEM
     /// for objects, ENOSPC for data) only when nothing more can be freed.
     /// Unlimited groups pay one load per level.
+    #[inline]
     pub(crate) fn admit_for(&self, group: GroupId, bytes: u64, err: Errno) -> SysResult<()> {
+        if !self.reclaim.groups.any_limit() {
+            return Ok(());
+        }
+        self.admit_limited(group, bytes, err)
+    }
+
+    #[inline(never)]
+    fn admit_limited(&self, group: GroupId, bytes: u64, err: Errno) -> SysResult<()> {
         let groups = &self.reclaim.groups;
         if !groups.has_limit(group) {
             return Ok(());
@@ -133,8 +145,12 @@ impl VfsInner {
     }
 
     /// `admit_for` the current group.
+    #[inline]
     pub(crate) fn admit(&self, bytes: u64, err: Errno) -> SysResult<()> {
-        self.admit_for(self.current_group(), bytes, err)
+        if !self.reclaim.groups.any_limit() {
+            return Ok(());
+        }
+        self.admit_limited(self.current_group(), bytes, err)
     }
 
     /// Records that `group` now has objects on shrinker `id`'s lists (after
