@@ -198,6 +198,11 @@ fn reparenting_keeps_objects_reachable_and_counted() {
     assert_eq!(vfs.group_lru_count(parent), 200);
     assert_eq!(vfs.group_lru_count(child), 0);
     assert!(vfs.group_is_populated(parent));
+    // The invariant checker (lists, flags, counts, bits) with every
+    // process gone.
+    drop(root);
+    vfs.check_invariants().unwrap();
+    let root = vfs.root_process();
     let s = vfs.group_stat(parent).unwrap();
     assert_eq!((s.dentries, s.inodes), (201, 1));
     assert_eq!(vfs.drop_caches(), 200);
@@ -255,6 +260,8 @@ fn bits_stay_correct_under_concurrent_adds_and_scans() {
     }
     stop.store(true, Ordering::Relaxed);
     assert!(scanner.join().unwrap() > 0);
+    drop(root);
+    vfs.check_invariants().unwrap();
     // Quiescent: objects on the lists ⇒ bits set; and they are all found.
     let left = vfs.group_lru_count(g);
     if left > 0 {
@@ -282,6 +289,8 @@ fn memory_pressure_never_fails_while_reclaimable() {
     let s = vfs.group_stat(g).unwrap();
     assert_eq!(s.limit_failures, 0, "{s:?}");
     assert!(s.reclaimed > 0, "{s:?}");
+    drop(root);
+    vfs.check_invariants().unwrap();
     assert!(s.usage_bytes <= 64 * 1024 + 3 * KIND_BYTES[0], "{s:?}");
 }
 

@@ -78,6 +78,28 @@ impl VfsInner {
     }
 }
 
+impl VfsInner {
+    /// The reclaim part of `Vfs::check_invariants` for superblock `sb` of a
+    /// quiescent VFS: its lists are well formed, and every non-empty list's
+    /// group has the superblock's shrinker bit and is in the populated set.
+    pub(crate) fn check_reclaim(&self, sb: &SuperBlock) -> Result<(), String> {
+        let sid = sb.lru.shrinker_id();
+        for (group, n) in sb.lru.check()? {
+            let groups = &self.reclaim.groups;
+            let g = groups.get(group).ok_or("a list of an unknown group")?;
+            if g.is_dead() {
+                return Err(format!("{n} dentries on removed group {group}'s list"));
+            }
+            if !g.shrinker_map.test(sid as usize) || !groups.populated.test(group as usize) {
+                return Err(format!(
+                    "group {group} holds {n} unused dentries but its bits are clear"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Vfs {
     /// Reclaims every unused cached dentry (drop_caches level 3).
     pub fn drop_caches(&self) -> usize {

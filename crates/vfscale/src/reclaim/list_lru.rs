@@ -237,6 +237,43 @@ impl ListLru {
         self.len() == 0
     }
 
+    /// Checks every list of a quiescent superblock: each linked dentry has
+    /// `D_ON_LRU`, names this list, is hashed, and the count equals the
+    /// links. Returns the (group, length) of every non-empty list.
+    pub(crate) fn check(&self) -> Result<Vec<(GroupId, usize)>, String> {
+        let mut out = Vec::new();
+        for list in self.lists() {
+            let l = list.lock();
+            let mut n = 0;
+            let mut p = l.links.head;
+            while let Some(d) = unsafe_ref(p) {
+                if !l.holds(d) {
+                    return Err(format!(
+                        "a dentry on group {}'s list does not name it",
+                        list.group
+                    ));
+                }
+                if !d.is_hashed() {
+                    return Err("an unhashed dentry on an LRU list".into());
+                }
+                n += 1;
+                p = d.lru_next.load(Ordering::Relaxed);
+            }
+            if n != l.links.len || n != list.count() {
+                return Err(format!(
+                    "group {}'s list links {n} dentries but counts {} / {}",
+                    list.group,
+                    l.links.len,
+                    list.count()
+                ));
+            }
+            if n > 0 {
+                out.push((list.group, n));
+            }
+        }
+        Ok(out)
+    }
+
     /// Unlinks `d` from whatever list holds it, if any. The caller keeps
     /// `d` allocated (a reference, the kill, or a guard).
     pub fn remove(&self, d: &Dentry) {
