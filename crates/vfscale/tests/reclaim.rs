@@ -173,6 +173,8 @@ fn limit_fails_only_when_nothing_is_reclaimable() {
     // Data beyond the limit is ENOSPC (pages are pinned too).
     // (At the limit, even an open file does not fit.)
     assert_eq!(p.open(b"/d/again", O_WRONLY, 0), Err(Errno::ENOMEM));
+    assert_eq!(p.pipe().map(|_| ()), Err(Errno::ENOMEM));
+    assert_eq!(p.eventfd(0, 0).map(|_| ()), Err(Errno::ENOMEM));
     vfs.group_set_max(g, u64::MAX).unwrap();
     let fd = p.open(b"/d/again", O_WRONLY, 0).unwrap();
     let used = vfs.group_stat(g).unwrap().usage_bytes as u64;

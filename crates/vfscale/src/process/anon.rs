@@ -30,6 +30,12 @@ enum Stream<'a> {
     EventFd(&'a EventFd),
 }
 
+/// What an anonymous object charges at most: its node (a dentry and an
+/// inode) and two open files (a pipe's ends).
+const ANON_BYTES: u64 = (crate::reclaim::KIND_BYTES[0]
+    + crate::reclaim::KIND_BYTES[1]
+    + 2 * crate::reclaim::KIND_BYTES[2]) as u64;
+
 fn stream(file: &OpenFile) -> Option<Stream<'_>> {
     let p = file.private;
     // SAFETY (all arms): the FMODE bit says what `private` points to, and
@@ -158,6 +164,8 @@ impl Process {
         if flags & !(O_NONBLOCK | O_CLOEXEC) != 0 {
             return Err(Errno::EINVAL);
         }
+        // Its node and files are charged to our group: make room first.
+        self.vfs.admit(ANON_BYTES, Errno::ENOMEM)?;
         let v = &self.vfs;
         let node = v.new_anon_node(
             v.anon().mnt,
@@ -243,6 +251,8 @@ impl Process {
         if flags & !(EFD_SEMAPHORE | EFD_NONBLOCK | EFD_CLOEXEC) != 0 {
             return Err(Errno::EINVAL);
         }
+        // Its node and files are charged to our group: make room first.
+        self.vfs.admit(ANON_BYTES, Errno::ENOMEM)?;
         let v = &self.vfs;
         let a = v.anon();
         // SAFETY: the shared eventfd node lives as long as the namespace.
@@ -268,6 +278,8 @@ impl Process {
         if flags & !(MFD_CLOEXEC | MFD_ALLOW_SEALING) != 0 {
             return Err(Errno::EINVAL);
         }
+        // Its node and files are charged to our group: make room first.
+        self.vfs.admit(ANON_BYTES, Errno::ENOMEM)?;
         if name.len() > MFD_NAME_MAX || name.contains(&0) {
             return Err(Errno::EINVAL);
         }
