@@ -14,4 +14,5 @@ exec cargo +nightly test -p vfscale --target x86_64-unknown-linux-gnu \
     --target-dir target/asan --test stress --test smoke --test hot_path \
     --test api_names --test api_io --test api_open --test api_context \
     --test api_mounts --test api_dirs --test api_attrs --test api_perms \
-    --test api_anon --test anon_stress --test api_handles --test api_xattr_space -- "$@"
+    --test api_anon --test anon_stress --test api_handles --test api_xattr_space \
+    --test reclaim -- "$@"
