@@ -383,3 +383,20 @@ fn idle_groups_with_their_own_mounts_cost_no_visit() {
         assert!(!vfs.group_is_populated(i), "group {i} still populated");
     }
 }
+
+#[test]
+fn limit_reclaim_is_incremental() {
+    let (vfs, root) = setup();
+    let g = vfs.group_create(0, "g").unwrap();
+    let p = root.fork().unwrap();
+    vfs.group_attach(&p, g).unwrap();
+    miss(&p, "/d", "n", 1000);
+    vfs.group_set_max(g, 1000 * KIND_BYTES[0] as u64).unwrap();
+    // One more dentry than the limit holds: reclaim starts at a narrow
+    // priority and stops once it fits, keeping most of the cache.
+    miss(&p, "/d", "extra", 1);
+    let s = vfs.group_stat(g).unwrap();
+    assert!(s.usage_bytes <= 1000 * KIND_BYTES[0], "{s:?}");
+    assert!(s.reclaimed >= 1 && s.reclaimed <= 500, "{s:?}");
+    assert_eq!(vfs.group_lru_count(g) as i64, s.dentries);
+}

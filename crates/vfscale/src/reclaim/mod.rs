@@ -120,6 +120,9 @@ impl VfsInner {
         for id in groups.limited_ancestors(group) {
             let Some(g) = groups.get(id) else { continue };
             let mut counted = false;
+            // Like Linux's reclaim priorities: start by scanning a small
+            // fraction of each list (freeable >> priority), widen each round.
+            let mut priority = shrinker::DEF_PRIORITY;
             loop {
                 let max = g.max();
                 let usage = groups.usage(id).max(0) as u64;
@@ -133,12 +136,14 @@ impl VfsInner {
                         .fetch_add(1, crate::sync::atomic::Ordering::Relaxed);
                 }
                 let _guard = self.collector.enter();
-                if self.shrink_subtree(id, 0) == 0 {
+                let freed = self.shrink_subtree(id, priority);
+                if freed == 0 && priority == 0 {
                     // Relaxed: a statistic.
                     g.limit_failures
                         .fetch_add(1, crate::sync::atomic::Ordering::Relaxed);
                     return Err(err);
                 }
+                priority = priority.saturating_sub(1);
             }
         }
         Ok(())

@@ -27,6 +27,9 @@ use std::sync::{Arc, Weak};
 pub const DEFAULT_SEEKS: u32 = 2;
 /// Objects per scan call (Linux's SHRINK_BATCH).
 pub const SHRINK_BATCH: u64 = 128;
+/// The first (narrowest) reclaim priority of a limit-triggered reclaim:
+/// scans start at freeable >> 12 (Linux's DEF_PRIORITY).
+pub const DEF_PRIORITY: u32 = 12;
 
 /// A cache an embedder lets the VFS shrink. After making its objects of a
 /// group non-empty it must call `Vfs::shrinker_mark(id, group)`, or
