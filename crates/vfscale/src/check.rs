@@ -13,7 +13,10 @@
 //!   dentry (positive or negative) + one per mount using it as root or
 //!   mountpoint; an inode holds one per dentry bound to it;
 //! - counters: live dentry, inode, file and mount counts equal what the scan
-//!   finds.
+//!   finds;
+//! - reclaim: every unused negative dentry is on an LRU list; every list's
+//!   links, flags and count agree; a group with a non-empty list has its
+//!   shrinker bit and populated bit set (`reclaim/`).
 
 use crate::dcache::dentry::Dentry;
 use crate::dcache::name::NameKey;
@@ -59,6 +62,7 @@ impl Vfs {
             let root = mr.sb().root();
             if !sb_roots.contains(&root) {
                 sb_roots.push(root);
+                v.check_reclaim(mr.sb())?;
             }
             let expected_mnt_refs = 1 + mounts
                 .iter()
@@ -86,6 +90,12 @@ impl Vfs {
                 }
                 if !d.is_hashed() {
                     return Err("a dentry in a hash chain lacks D_HASHED".into());
+                }
+                if d.inode_ptr().is_null()
+                    && d.refcount.count() == 0
+                    && d.flags() & crate::dcache::dentry::D_ON_LRU == 0
+                {
+                    return Err("an unused negative dentry on no LRU list".into());
                 }
                 *children.entry(d.parent_ptr() as usize).or_default() += 1;
                 p = d.chain_next_ptr();

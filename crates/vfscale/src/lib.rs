@@ -25,6 +25,7 @@ pub mod inode;
 pub mod mem;
 pub mod mount;
 pub mod process;
+pub mod reclaim;
 pub mod sync;
 pub mod vfs;
 pub mod watch;

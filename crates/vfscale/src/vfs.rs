@@ -14,7 +14,6 @@ use crate::abi::*;
 use crate::cred::Cred;
 use crate::dcache::dentry::Dentry;
 use crate::dcache::hash::ChainTable;
-use crate::dcache::lru::DentryLru;
 use crate::dcache::name::NameKey;
 use crate::dcache::DEFAULT_MAX_UNUSED_DENTRIES;
 use crate::dir::index::DirIndex;
@@ -126,6 +125,8 @@ pub struct VfsInner {
     pub(crate) in_lookup: crate::dcache::in_lookup::InLookupTable,
     /// Per-thread queues of deferred final puts.
     pub(crate) defer: crate::defer::DeferQueues,
+    /// Memory groups and shrinkers (`reclaim/`).
+    pub(crate) reclaim: crate::reclaim::Reclaim,
 }
 
 /// A namespace: the handle embedders keep. Cheap to clone.
@@ -172,6 +173,7 @@ impl Vfs {
                 config.defer_max_entries,
                 config.defer_max_bytes,
             ),
+            reclaim: Default::default(),
         });
         inner.defer.set_owner(Arc::downgrade(&inner));
         let sb = inner.new_superblock(fs, S_IFDIR | 0o755);
@@ -239,46 +241,6 @@ impl Vfs {
     pub fn defer_high_water(&self) -> usize {
         self.inner.defer.high_water()
     }
-
-    /// Reclaims every unused cached dentry of every mounted instance
-    /// (deferred puts are flushed first, and what reclaim frees is
-    /// drained before returning).
-    pub fn drop_caches(&self) -> usize {
-        let v = &self.inner;
-        v.flush_all();
-        let scope = v.batch_scope();
-        let freed = self.drop_caches_now();
-        drop(scope);
-        v.flush_all();
-        freed
-    }
-
-    fn drop_caches_now(&self) -> usize {
-        let v = &self.inner;
-        let sbs: Vec<*const SuperBlock> = v
-            .mounts
-            .lock
-            .lock()
-            .iter()
-            // SAFETY: attached mounts are live under the table lock.
-            .map(|&m| unsafe { &*(m as *const crate::mount::Mount) }.sb() as *const SuperBlock)
-            .collect();
-        let _guard = v.collector.enter();
-        let mut freed = 0;
-        for sb in sbs {
-            // SAFETY: the guard keeps a superblock of a mount we just saw
-            // allocated (superblocks are freed through the collector).
-            let sb = unsafe { &*sb };
-            loop {
-                let n = v.shrink_lru(sb, 1024);
-                freed += n;
-                if n == 0 {
-                    break;
-                }
-            }
-        }
-        freed
-    }
 }
 
 impl VfsInner {
@@ -301,7 +263,7 @@ impl VfsInner {
             root: AtomicPtr::new(core::ptr::null_mut()),
             ino_alloc: InoAllocator::new(2),
             rename_lock: Mutex::new(()),
-            lru: DentryLru::default(),
+            lru: Default::default(),
             used_blocks: ApproxCounter::new(),
             used_inodes: ApproxCounter::new(),
             limits: self.config.tmpfs_limits,
@@ -309,6 +271,7 @@ impl VfsInner {
             xattrs: crate::inode::xattr::XattrTable::new(),
             exports: crate::fs::export::ExportTable::new(instance_salt()),
         });
+        self.register_sb_shrinker(&sb);
         sb.reserve_inode()
             .expect("an empty instance has room for its root");
         let inode = self.alloc_inode(
@@ -320,13 +283,9 @@ impl VfsInner {
             0,
             InodeBody::Directory(RwLock::new(DirIndex::new())),
         );
-        let root = crate::mem::slab::alloc(Dentry::new(
-            &*sb,
-            core::ptr::null(),
-            &NameKey::new(b"/"),
-            inode,
-            1,
-        ));
+        let mut root = Dentry::new(&*sb, core::ptr::null(), &NameKey::new(b"/"), inode, 1);
+        root.group = self.charge(crate::reclaim::ObjKind::Dentry);
+        let root = crate::mem::slab::alloc(root);
         self.stats.dentries.inc();
         // SAFETY: just allocated; the root dentry keeps it.
         sb.fs.init_root(&sb, unsafe { &*inode });
@@ -349,7 +308,8 @@ impl VfsInner {
         rdev: u64,
         body: InodeBody,
     ) -> *const Inode {
-        let inode = Inode::new(sb, ino, mode, uid, gid, rdev, body);
+        let mut inode = Inode::new(sb, ino, mode, uid, gid, rdev, body);
+        inode.group = self.charge(crate::reclaim::ObjKind::Inode);
         let fresh = inode.refcount.get();
         debug_assert!(fresh);
         self.stats.inodes.inc();
@@ -360,7 +320,10 @@ impl VfsInner {
     /// dentry (named or negative) and inode, through the collector.
     pub(crate) fn kill_superblock(&self, sb: &SuperBlock) {
         let _guard = self.collector.enter();
-        while self.shrink_lru(sb, 4096) > 0 {}
+        self.unregister_sb_shrinker(sb);
+        for list in sb.lru.lists() {
+            while self.shrink_dentry_list(list, 4096, true) > 0 {}
+        }
         let mut stack = vec![sb.root()];
         while let Some(d) = stack.pop() {
             // SAFETY: nothing outside this teardown can reach the tree any
@@ -381,6 +344,7 @@ impl VfsInner {
                 self.iput(inode);
             }
             self.stats.dentries.dec();
+            self.uncharge(dr.group, crate::reclaim::ObjKind::Dentry);
             // SAFETY: unhashed and unreachable; readers hold guards.
             unsafe { self.collector.retire_slab(d as *mut Dentry) };
         }

@@ -691,7 +691,7 @@ fn in_lookup_error_is_shared_or_retried() {
 // ------------------------------------------------------------- fast dput
 
 /// A cached dentry's refcount and flags, and its LRU membership under the
-/// LRU lock (`dcache/lru.rs`: `D_ON_LRU` changes only under that lock).
+/// list lock (`reclaim/list_lru.rs`: `D_ON_LRU` changes only under that lock).
 struct Cached {
     rc: RefCount,
     flags: AtomicU32,
@@ -769,4 +769,66 @@ fn fast_put_vs_shrinker() {
         HashSet::from([(true, false), (false, true)]),
         "both the kill and the re-add happen"
     );
+}
+
+// ---------------------------------------------------------------- reclaim
+
+/// The three levels of reclaim bits (`reclaim/bits.rs`): a producer makes a
+/// list non-empty (count store), then marks the shrinker bit, the group's
+/// populated bit and that bit's summary bit; a scanner that saw the list
+/// empty clears each level with a re-check of the level below. Whatever the
+/// interleaving, at the end a non-empty list has all three bits.
+#[test]
+fn reclaim_bit_set_clear_recheck() {
+    use vfscale::reclaim::bits::{clear_if_empty, mark_nonempty};
+    use vfscale::sync::atomic::AtomicU64;
+    let seen = outcomes(|| {
+        let count = Arc::new(AtomicUsize::new(0));
+        let map = Arc::new(AtomicU64::new(1)); // stale bit of an earlier add
+        let populated = Arc::new(AtomicU64::new(1));
+        let summary = Arc::new(AtomicU64::new(1));
+        let (c, m, p, s) = (
+            count.clone(),
+            map.clone(),
+            populated.clone(),
+            summary.clone(),
+        );
+        let producer = thread::spawn(move || {
+            // Under the list lock in the real code; the lock is not what
+            // makes the protocol correct, so the model leaves it out.
+            c.store(1, Relaxed);
+            mark_nonempty(&m, 1);
+            mark_nonempty(&p, 1);
+            mark_nonempty(&s, 1);
+        });
+        // The scanner.
+        let mut cleared = (false, false, false);
+        if count.load(Relaxed) == 0 {
+            cleared.0 = clear_if_empty(&map, 1, || count.load(Relaxed) == 0);
+        }
+        if map.load(Relaxed) == 0 {
+            cleared.1 = clear_if_empty(&populated, 1, || map.load(Relaxed) == 0);
+        }
+        if populated.load(Relaxed) == 0 {
+            cleared.2 = clear_if_empty(&summary, 1, || populated.load(Relaxed) == 0);
+        }
+        producer.join().unwrap();
+        assert_eq!(count.load(Relaxed), 1);
+        assert_eq!(
+            map.load(Relaxed),
+            1,
+            "non-empty list without its shrinker bit"
+        );
+        assert_eq!(populated.load(Relaxed), 1, "populated group not in the set");
+        assert_eq!(
+            summary.load(Relaxed),
+            1,
+            "populated word not in the summary"
+        );
+        cleared
+    });
+    // Both the scanner-first (cleared, then re-set by the producer) and the
+    // producer-first (re-check sees the count) paths were explored.
+    assert!(seen.contains(&(true, true, true)), "{seen:?}");
+    assert!(seen.contains(&(false, false, false)), "{seen:?}");
 }

@@ -72,6 +72,8 @@ pub enum Op {
     AnonChurn,
     /// Processes holding many objects exit at once (fd-implosion).
     FdImplosion,
+    /// Seed 004: memory groups with a mount each, then timed drop_caches.
+    ReclaimGroups,
 }
 
 /// The anonymous objects `anon-churn` creates and closes.
@@ -116,6 +118,7 @@ impl Op {
             Op::Chmod => "chmod",
             Op::AnonChurn => "anonymous object create+close",
             Op::FdImplosion => "mass process exit",
+            Op::ReclaimGroups => "memory groups + drop_caches",
         }
     }
 }
@@ -236,6 +239,20 @@ pub trait Target: Sync {
     /// The deferral settings fd-implosion measures (`None`: no switch).
     fn deferral_modes(&self) -> &'static [Option<bool>] {
         &[None]
+    }
+    /// Seed 004's experiment: `groups` memory groups, each with its own
+    /// tmpfs mount and one file created by a process of that group; then
+    /// `passes` timed drop_caches(3) passes (`naive`: the pre-bitmap walk
+    /// of every shrinker for every group, where the target has one).
+    /// Returns the groups actually made (a target may cap them) and each
+    /// pass's seconds; cleans up everything it made, even on error.
+    fn reclaim_groups(
+        &self,
+        _groups: usize,
+        _passes: usize,
+        _naive: bool,
+    ) -> OpResult<(usize, Vec<f64>)> {
+        unsupported(self, Op::ReclaimGroups)
     }
 }
 

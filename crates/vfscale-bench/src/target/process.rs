@@ -106,7 +106,59 @@ impl ImplosionOps for vfscale_model::ModelFs {
     }
 }
 
-impl<S: Sync + ImplosionOps, P: ProcessApi + AnonOps> Target for ProcessTarget<S, P> {
+/// Memory groups and drop_caches (`reclaim-groups`), which only vfscale has.
+pub trait ReclaimOps {
+    const LACKS: Option<&'static str>;
+    /// See `Target::reclaim_groups`; runs on a fresh instance of its own.
+    fn reclaim_groups(groups: usize, passes: usize, naive: bool) -> Result<Vec<f64>, String>;
+}
+
+impl ReclaimOps for vfscale::Process {
+    const LACKS: Option<&'static str> = None;
+
+    fn reclaim_groups(groups: usize, passes: usize, naive: bool) -> Result<Vec<f64>, String> {
+        use vfscale::abi::AT_FDCWD;
+        let e = |what: &str, err: vfscale::Errno| format!("{what}: {err}");
+        let vfs = vfscale::Vfs::new();
+        let root = vfs.root_process();
+        root.mkdir(b"/s", 0o755).map_err(|x| e("mkdir /s", x))?;
+        for i in 0..groups {
+            let g = vfs
+                .group_create(0, &format!("c{i}"))
+                .map_err(|x| e("group_create", x))?;
+            let p = root.fork().map_err(|x| e("fork", x))?;
+            vfs.group_attach(&p, g).map_err(|x| e("group_attach", x))?;
+            let dir = format!("/s/{i}");
+            root.mkdir(dir.as_bytes(), 0o755)
+                .map_err(|x| e("mkdir", x))?;
+            p.mount(b"tmpfs", dir.as_bytes(), b"tmpfs", 0)
+                .map_err(|x| e("mount", x))?;
+            p.mknodat(AT_FDCWD, format!("{dir}/file").as_bytes(), 0o100644, 0)
+                .map_err(|x| e("create", x))?;
+        }
+        let mut times = Vec::with_capacity(passes);
+        for _ in 0..passes {
+            let t = std::time::Instant::now();
+            if naive {
+                vfs.drop_caches_naive();
+            } else {
+                vfs.drop_caches_level(3).map_err(|x| e("drop_caches", x))?;
+            }
+            times.push(t.elapsed().as_secs_f64());
+        }
+        Ok(times)
+    }
+}
+
+impl ReclaimOps for vfscale_model::ModelProcess {
+    const LACKS: Option<&'static str> = Some("the reference model has no memory groups or reclaim");
+
+    fn reclaim_groups(_: usize, _: usize, _: bool) -> Result<Vec<f64>, String> {
+        Err(<Self as ReclaimOps>::LACKS.unwrap_or_default().to_string())
+    }
+}
+
+impl<S: Sync + ImplosionOps, P: ProcessApi + AnonOps + ReclaimOps> Target for ProcessTarget<S, P> {
     type Path = BytePath;
     type Thread = ProcThread<P>;
 
@@ -116,8 +168,9 @@ impl<S: Sync + ImplosionOps, P: ProcessApi + AnonOps> Target for ProcessTarget<S
 
     fn lacks(&self, op: Op) -> Option<&'static str> {
         match op {
-            Op::AnonChurn => P::LACKS,
+            Op::AnonChurn => <P as AnonOps>::LACKS,
             Op::FdImplosion => S::LACKS,
+            Op::ReclaimGroups => <P as ReclaimOps>::LACKS,
             _ => None,
         }
     }
@@ -137,12 +190,26 @@ impl<S: Sync + ImplosionOps, P: ProcessApi + AnonOps> Target for ProcessTarget<S
 
     #[inline]
     fn anon_churn(&self, th: &mut ProcThread<P>, kind: AnonKind) -> OpResult<()> {
-        if let Some(why) = P::LACKS {
+        if let Some(why) = <P as AnonOps>::LACKS {
             return Err(OpError::Unsupported(why.to_string()));
         }
         th.process
             .anon_churn(kind)
             .map_err(|e| failed("anon-churn", &kind.name(), &e))
+    }
+
+    fn reclaim_groups(
+        &self,
+        groups: usize,
+        passes: usize,
+        naive: bool,
+    ) -> OpResult<(usize, Vec<f64>)> {
+        if let Some(why) = <P as ReclaimOps>::LACKS {
+            return Err(OpError::Unsupported(why.to_string()));
+        }
+        P::reclaim_groups(groups, passes, naive)
+            .map(|t| (groups, t))
+            .map_err(OpError::Failed)
     }
 
     fn in_process(&self) -> bool {

@@ -23,6 +23,7 @@ pub mod fd_implosion;
 pub mod lockref_recovery;
 pub mod open_close;
 pub mod readdir_large;
+pub mod reclaim_groups;
 pub mod stat;
 
 /// Extra facts of a row (the JSON "params" object).
@@ -183,6 +184,7 @@ pub fn all() -> &'static [&'static dyn DynWorkload] {
         &lockref_recovery::LockrefRecovery,
         &anon_churn::AnonChurn,
         &fd_implosion::FdImplosion,
+        &reclaim_groups::ReclaimGroups,
     ]
 }
 

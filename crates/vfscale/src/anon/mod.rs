@@ -100,7 +100,10 @@ impl VfsInner {
     pub(crate) fn drop_anon(&self, a: &AnonMount) {
         // SAFETY: allocated by `new_anon_node`, never freed before; no
         // eventfd file is left (every process is gone).
-        drop(unsafe { Box::from_raw(a.eventfd_node as *mut AnonInode) });
+        let node = unsafe { Box::from_raw(a.eventfd_node as *mut AnonInode) };
+        self.uncharge(node.dentry.group, crate::reclaim::ObjKind::Dentry);
+        self.uncharge(node.inode.group, crate::reclaim::ObjKind::Inode);
+        drop(node);
         self.stats.mounts.inc();
         self.stats.dentries.inc();
         self.stats.inodes.inc();
@@ -129,7 +132,7 @@ impl VfsInner {
         // SAFETY: the anonymous mount lives as long as the namespace.
         let sb = unsafe { &*mnt }.sb();
         let ino = sb.ino_alloc.alloc();
-        let inode = Inode::new(
+        let mut inode = Inode::new(
             sb,
             ino,
             mode,
@@ -138,17 +141,16 @@ impl VfsInner {
             0,
             body,
         );
-        let node = Box::into_raw(Box::new(AnonInode {
-            dentry: Dentry::new(
-                sb,
-                core::ptr::null(),
-                &NameKey::new(name),
-                core::ptr::null(),
-                files,
-            ),
-            inode,
-            obj,
-        }));
+        let mut dentry = Dentry::new(
+            sb,
+            core::ptr::null(),
+            &NameKey::new(name),
+            core::ptr::null(),
+            files,
+        );
+        inode.group = self.charge(crate::reclaim::ObjKind::Inode);
+        dentry.group = self.charge(crate::reclaim::ObjKind::Dentry);
+        let node = Box::into_raw(Box::new(AnonInode { dentry, inode, obj }));
         // SAFETY: just allocated, not shared yet.
         let n = unsafe { &*node };
         // Relaxed: not yet shared; publication to other threads goes
@@ -184,7 +186,10 @@ impl VfsInner {
         let blocks = n.inode.attr().blocks as i64;
         if blocks > 0 {
             let _ = sb.charge_blocks(-blocks);
+            self.charge_pages(n.inode.group, -(blocks / 8));
         }
+        self.uncharge(n.dentry.group, crate::reclaim::ObjKind::Dentry);
+        self.uncharge(n.inode.group, crate::reclaim::ObjKind::Inode);
         if in_guard {
             // SAFETY: dead and unreachable except by guarded readers.
             unsafe { self.collector.retire_box(node as *mut AnonInode) };

@@ -30,8 +30,10 @@ use core::ptr;
 pub const D_HASHED: u32 = 1 << 0;
 /// Something is mounted on this dentry (check the mount table).
 pub const D_MOUNTED: u32 = 1 << 1;
-/// The dentry is on its superblock's LRU list.
+/// The dentry is on one of its superblock's LRU lists (`reclaim/list_lru.rs`).
 pub const D_ON_LRU: u32 = 1 << 2;
+/// Put while on an LRU list: the scan gives it a second chance.
+pub const D_REFERENCED: u32 = 1 << 5;
 
 /// The bound inode is a directory (cached from the immutable type bits, so a
 /// walk need not read the inode's attribute line, which writers dirty).
@@ -88,7 +90,11 @@ pub struct Dentry {
     name_inline: [AtomicU64; INLINE_WORDS],
     // ---- line 2: write-hot ----
     pub(crate) refcount: RefCount,
-    /// LRU links, touched only under the superblock's LRU lock.
+    /// The memory group charged for this dentry (uncharged on free).
+    pub(crate) group: u32,
+    /// The LRU list holding it (null when not on one) and its links, all
+    /// touched only under that list's lock.
+    pub(crate) lru_list: AtomicPtr<crate::reclaim::list_lru::DentryList>,
     pub(crate) lru_prev: AtomicPtr<Dentry>,
     pub(crate) lru_next: AtomicPtr<Dentry>,
 }
@@ -148,6 +154,8 @@ impl Dentry {
             name_ext: AtomicPtr::new(ptr::null_mut()),
             name_inline: Default::default(),
             refcount: RefCount::new(refcount),
+            group: 0,
+            lru_list: AtomicPtr::new(ptr::null_mut()),
             cookie: AtomicU64::new(0),
             lru_prev: AtomicPtr::new(ptr::null_mut()),
             lru_next: AtomicPtr::new(ptr::null_mut()),

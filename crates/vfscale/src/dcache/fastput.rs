@@ -13,7 +13,7 @@
 //! on no list: never reclaimed.
 //!
 //! Protocol (modelled in `tests/loom_sync.rs`, `fast_put_vs_shrinker`):
-//! - `D_ON_LRU` changes only under the LRU lock (dcache/lru.rs);
+//! - `D_ON_LRU` changes only under its list's lock (reclaim/list_lru.rs);
 //! - the shrinker's kill attempt after unlinking is
 //!   `RefCount::try_kill_publishing`, a writing RMW with release, even when
 //!   it fails;

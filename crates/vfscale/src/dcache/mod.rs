@@ -1,5 +1,6 @@
 //! The dentry cache: the hash of (parent, name) → dentry, reference counting,
-//! and the negative-dentry LRU.
+//! and the dentry side of reclaim (the per-group LRU lists live in
+//! `reclaim/list_lru.rs`; adding, isolating and freeing dentries is here).
 //!
 //! Rules (see docs/ARCHITECTURE.md for the whole picture):
 //! - `lookup_rcu` writes nothing: it scans a chain under the caller's epoch
@@ -28,7 +29,6 @@ pub mod dentry;
 pub mod fastput;
 pub mod hash;
 pub mod in_lookup;
-pub mod lru;
 pub mod name;
 pub mod walk;
 
@@ -156,7 +156,7 @@ impl VfsInner {
             return Ok(found);
         }
         if sb.fs.dcache_is_authoritative() {
-            let d = self.cache_lookup_answer(sb, parent, key, core::ptr::null());
+            let d = self.cache_lookup_answer(sb, parent, key, core::ptr::null())?;
             // SAFETY: see `cache_lookup_answer`.
             let seq = unsafe { &*d }.seq.read_begin();
             drop(locked);
@@ -192,7 +192,13 @@ impl VfsInner {
                     return Err(e);
                 }
             };
-            let d = self.cache_lookup_answer(sb, parent, key, inode);
+            let d = match self.cache_lookup_answer(sb, parent, key, inode) {
+                Ok(d) => d,
+                Err(e) => {
+                    leader.complete(in_lookup::Outcome::Failed(e));
+                    return Err(e);
+                }
+            };
             // SAFETY: see `cache_lookup_answer`.
             let seq = unsafe { &*d }.seq.read_begin();
             leader.complete(in_lookup::Outcome::Done);
@@ -226,10 +232,21 @@ impl VfsInner {
         parent: *const Dentry,
         key: &NameKey<'_>,
         inode: *const Inode,
-    ) -> *const Dentry {
+    ) -> crate::abi::SysResult<*const Dentry> {
         if !inode.is_null() {
             // A backend's inode: counted here, uncounted by `iput`.
             self.stats.inodes.inc();
+        }
+        // A new dentry is charged to the caller's group: make room first
+        // (ENOMEM only if its limit holds nothing reclaimable).
+        if let Err(e) = self.admit(
+            crate::reclaim::KIND_BYTES[0] as u64,
+            crate::abi::Errno::ENOMEM,
+        ) {
+            if !inode.is_null() {
+                self.iput(inode);
+            }
+            return Err(e);
         }
         let (d, inserted) = self.insert_dentry(sb, parent, key, inode, 0);
         if inserted {
@@ -248,7 +265,7 @@ impl VfsInner {
             // Lost a race with another miss: drop the backend's inode.
             self.iput(inode);
         }
-        d
+        Ok(d)
     }
 
     /// Inserts a new dentry for (parent, key) unless one exists. Returns the
@@ -310,7 +327,9 @@ impl VfsInner {
         let got = unsafe { &*parent }.refcount.get();
         debug_assert!(got, "parent of a new dentry must be live");
         self.stats.dentries.inc();
-        crate::mem::slab::alloc(Dentry::new(sb, parent, key, inode, refs))
+        let mut d = Dentry::new(sb, parent, key, inode, refs);
+        d.group = self.charge(crate::reclaim::ObjKind::Dentry);
+        crate::mem::slab::alloc(d)
     }
 
     /// Publishes a fresh dentry in the locked bucket.
@@ -327,7 +346,7 @@ impl VfsInner {
     pub(crate) fn instantiate(&self, d: &Dentry, inode: *const Inode) {
         // SAFETY: a dentry's superblock outlives it.
         let sb = unsafe { &*d.sb };
-        sb.lru.lock().remove(d);
+        sb.lru.remove(d);
         d.seq.write_begin();
         d.set_flag(dentry::type_flags(inode));
         // Release: pairs with the acquire in `Dentry::inode_ptr`.
@@ -425,13 +444,7 @@ impl VfsInner {
             if !dr.refcount.put() {
                 return;
             }
-            // fast_dput: cached and already on its LRU, no lock (fastput.rs).
-            if fastput::cached_on_lru(&dr.flags) {
-                return;
-            }
-            if dr.is_hashed() {
-                // SAFETY: a dentry's superblock outlives it.
-                self.lru_add(unsafe { &*dr.sb }, d);
+            if self.keep_cached(d) {
                 return;
             }
             if !dr.refcount.try_kill() {
@@ -447,6 +460,27 @@ impl VfsInner {
         }
     }
 
+    /// After a put left `d` (allocated under the caller's guard) at zero:
+    /// true if it stays cached — hashed, and on its list already (no lock:
+    /// fast_dput, fastput.rs; marked referenced once for the shrinker's
+    /// second chance) or added now. False: unhashed, the caller kills it.
+    pub(crate) fn keep_cached(&self, d: *const Dentry) -> bool {
+        // SAFETY: see above.
+        let dr = unsafe { &*d };
+        if fastput::cached_on_lru(&dr.flags) {
+            if dr.flags() & dentry::D_REFERENCED == 0 {
+                dr.set_flag(dentry::D_REFERENCED);
+            }
+            return true;
+        }
+        if dr.is_hashed() {
+            // SAFETY: a dentry's superblock outlives it.
+            self.lru_add(unsafe { &*dr.sb }, d);
+            return true;
+        }
+        false
+    }
+
     /// Frees a killed, unhashed dentry: drops its inode, retires it, and
     /// returns the parent whose reference the caller must now drop.
     fn free_dentry(&self, d: *const Dentry) -> Option<*const Dentry> {
@@ -454,57 +488,99 @@ impl VfsInner {
         let dr = unsafe { &*d };
         if dr.flags() & dentry::D_ON_LRU != 0 {
             // SAFETY: a dentry's superblock outlives it.
-            unsafe { &*dr.sb }.lru.lock().remove(dr);
+            unsafe { &*dr.sb }.lru.remove(dr);
         }
-        let inode = dr.inode_ptr();
+        let (inode, parent) = self.release_dentry(dr);
         if !inode.is_null() {
             self.iput(inode);
         }
-        let parent = dr.parent_ptr();
         self.stats.dentries.dec();
-        // SAFETY: `d` is unhashed, off the LRU and dead: no new reader can
-        // reach it; current readers hold guards.
-        unsafe { self.collector.retire_slab(d as *mut Dentry) };
         (!parent.is_null()).then_some(parent)
     }
 
-    /// Puts an unused hashed dentry on its superblock's LRU, shrinking the
-    /// list when it is over its bound.
+    /// The per-dentry part of freeing a killed dentry that is unhashed and
+    /// off its list: uncharges and retires it. Returns its inode and parent,
+    /// whose references the caller drops, and leaves the dentry count to
+    /// the caller (the batched drain updates it once per batch).
+    pub(crate) fn release_dentry(&self, dr: &Dentry) -> (*const Inode, *const Dentry) {
+        self.uncharge(dr.group, crate::reclaim::ObjKind::Dentry);
+        let found = (dr.inode_ptr(), dr.parent_ptr());
+        // SAFETY: unhashed, off the list and dead: no new reader can reach
+        // it; current readers hold guards.
+        unsafe {
+            self.collector
+                .retire_slab(dr as *const Dentry as *mut Dentry)
+        };
+        found
+    }
+
+    /// Puts an unused hashed dentry on its superblock's list for its group
+    /// (a put of one already there marks it referenced: second chance),
+    /// shrinking the list when it is over its bound.
     pub(crate) fn lru_add(&self, sb: &SuperBlock, d: *const Dentry) {
+        // SAFETY: the caller (dput) holds an epoch guard taken before its
+        // put, so `d` is allocated even if the shrinker freed it meanwhile.
+        let dr = unsafe { &*d };
+        let group = self.reclaim.groups.live(dr.group).id;
+        let list = sb.lru.list_for(group);
         let over = {
-            let mut lru = sb.lru.lock();
-            // SAFETY: the caller (dput) holds an epoch guard taken before its
-            // put, so `d` is allocated even if the shrinker freed it meanwhile;
-            // re-check that it is still hashed and unused before linking it.
-            let dr = unsafe { &*d };
+            let mut l = list.lock();
+            // Re-check under the list lock that it is still hashed and
+            // unused before linking it.
             if dr.is_hashed() && dr.refcount.count() == 0 && !dr.refcount.is_dead() {
-                lru.add(dr);
+                if dr.flags() & dentry::D_ON_LRU != 0 {
+                    dr.set_flag(dentry::D_REFERENCED);
+                } else if l.add(dr) {
+                    // Empty → non-empty: the count is stored; now the bits.
+                    self.note_nonempty(group, sb.lru.shrinker_id());
+                }
             }
-            lru.len() > self.config.max_unused_dentries
+            l.len() > self.config.max_unused_dentries
         };
         if over {
-            self.shrink_lru(sb, 64);
+            self.shrink_dentry_list(list, 64, false);
         }
     }
 
-    /// Reclaims up to `n` unused dentries from the cold end of `sb`'s LRU.
-    /// Returns how many were freed.
-    pub(crate) fn shrink_lru(&self, sb: &SuperBlock, n: usize) -> usize {
+    /// Isolates and frees up to `nr` dentries from the cold end of `list`
+    /// (Linux's `dentry_lru_isolate`): a referenced one gets a second chance
+    /// (rotated, flag cleared), one whose bucket lock is busy is skipped
+    /// (rotated), one in use again leaves the list (its last put re-adds
+    /// it). `force` (teardown) waits for bucket locks and ignores the
+    /// referenced flag. Returns how many were freed.
+    pub(crate) fn shrink_dentry_list(
+        &self,
+        list: &crate::reclaim::list_lru::DentryList,
+        nr: usize,
+        force: bool,
+    ) -> usize {
         let mut parents = Vec::new();
         let mut freed = 0;
         {
-            let mut lru = sb.lru.lock();
-            for _ in 0..n {
-                let p = lru.oldest();
+            let mut l = list.lock();
+            for _ in 0..nr {
+                let p = l.oldest();
                 if p.is_null() {
                     break;
                 }
-                // SAFETY: on the LRU, hence not freed (LRU invariant).
+                // SAFETY: on the list, hence not freed (list invariant).
                 let d = unsafe { &*p };
-                lru.remove(d);
-                let mut b = self
-                    .bucket_of(d.parent_ptr(), (d.hash_len() >> 32) as u32)
-                    .lock();
+                if !force && d.flags() & dentry::D_REFERENCED != 0 {
+                    d.clear_flag(dentry::D_REFERENCED);
+                    l.rotate(d);
+                    continue;
+                }
+                let bucket = self.bucket_of(d.parent_ptr(), (d.hash_len() >> 32) as u32);
+                let b = if force {
+                    Some(bucket.lock())
+                } else {
+                    bucket.try_lock()
+                };
+                let Some(mut b) = b else {
+                    l.rotate(d);
+                    continue;
+                };
+                l.remove(d);
                 // Publishing: a racing last put must see D_ON_LRU cleared
                 // (fastput.rs).
                 if !d.is_hashed() || !d.refcount.try_kill_publishing() {
@@ -541,17 +617,30 @@ impl VfsInner {
             }
             // SAFETY: an inode's superblock outlives it.
             let sb = unsafe { &*i.sb };
-            if sb.backend_served {
-                sb.fs.evict(i);
-            }
-            sb.xattrs.forget(i.ino);
+            let blocks = self.release_inode(i, sb);
             sb.release_inode();
-            let _ = sb.charge_blocks(-(i.attr().blocks as i64));
+            let _ = sb.charge_blocks(-blocks);
             self.stats.inodes.dec();
-            // SAFETY: no dentry refers to the inode any more; lock-free
-            // readers that loaded it hold guards.
-            unsafe { self.collector.retire_slab(inode as *mut Inode) };
         }
+    }
+
+    /// The per-inode part of freeing a killed inode: the backend's
+    /// eviction, its extended attributes, its page and object charges, and
+    /// retiring it. Returns its size in 512-byte blocks; the instance's
+    /// inode and space accounting and the inode count are the caller's (the
+    /// batched drain updates them once per superblock).
+    pub(crate) fn release_inode(&self, i: &Inode, sb: &SuperBlock) -> i64 {
+        if sb.backend_served {
+            sb.fs.evict(i);
+        }
+        sb.xattrs.forget(i.ino);
+        let blocks = i.attr().blocks as i64;
+        self.charge_pages(i.group, -(blocks / 8));
+        self.uncharge(i.group, crate::reclaim::ObjKind::Inode);
+        // SAFETY: no dentry refers to the inode any more; lock-free readers
+        // that loaded it hold guards.
+        unsafe { self.collector.retire_slab(i as *const Inode as *mut Inode) };
+        blocks
     }
 }
 

@@ -227,9 +227,32 @@ impl VfsInner {
         self.walk_slow(cred, root, start, path, flags)
     }
 
+    /// `walk`'s checks and fast path only: None when the full walk
+    /// (`walk_slow`) must run. For callers that prepare something before
+    /// the slow path (a process sets its charge group: the slow path may
+    /// create a negative dentry) without keeping more values live across
+    /// the fast path.
+    #[inline(always)]
+    pub(crate) fn walk_fast_only(
+        &self,
+        cred: &Cred,
+        root: PathPtr,
+        start: PathPtr,
+        path: &[u8],
+        flags: u32,
+    ) -> Option<SysResult<Found>> {
+        if path.len() >= PATH_MAX {
+            return Some(Err(Errno::ENAMETOOLONG));
+        }
+        if path.is_empty() {
+            return Some(Err(Errno::ENOENT));
+        }
+        self.walk_fast(cred, root, start, path, flags)
+    }
+
     /// Everything the fast path declines: the full walk with its retries.
     #[inline(never)]
-    fn walk_slow(
+    pub(crate) fn walk_slow(
         &self,
         cred: &Cred,
         root: PathPtr,

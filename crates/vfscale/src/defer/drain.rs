@@ -23,7 +23,6 @@
 
 use super::Deferred;
 use crate::dcache::dentry::{Dentry, D_ON_LRU};
-use crate::dcache::fastput::cached_on_lru;
 use crate::file::{FileRef, OpenFile, FMODE_SPECIAL};
 use crate::fs::SuperBlock;
 use crate::inode::Inode;
@@ -137,7 +136,7 @@ fn free_files(v: &VfsInner, b: &mut Batch) {
         b.mount_puts.push(file.mnt);
         plain += 1;
         // Freed once, here (the file is uncounted below).
-        v.free_file_memory(f);
+        v.release_file(f);
     }
     if plain > 0 {
         v.stats.files.add(-plain);
@@ -180,12 +179,7 @@ fn put_dentries(v: &VfsInner, b: &mut Batch) {
         if !dr.refcount.put() {
             continue;
         }
-        if cached_on_lru(&dr.flags) {
-            continue;
-        }
-        if dr.is_hashed() {
-            // SAFETY: a dentry's superblock outlives it.
-            v.lru_add(unsafe { &*dr.sb }, d);
+        if v.keep_cached(d) {
             continue;
         }
         if dr.refcount.try_kill() {
@@ -196,49 +190,25 @@ fn put_dentries(v: &VfsInner, b: &mut Batch) {
     b.dentry_puts.clear();
 }
 
-/// Phase 3b: killed dentries. LRU unlinks grouped by superblock; inode and
-/// parent references collected for the next phases.
+/// Phase 3b: killed dentries: off their lists (each list's lock once per
+/// run of its dentries), then released; inode and parent references are
+/// collected for the next phases.
 fn free_dentries(v: &VfsInner, b: &mut Batch) {
     let mut kills = core::mem::take(&mut b.dentry_kills);
-    // SAFETY (closure): the batch owns the killed dentries.
-    let on_lru = |d: &*const Dentry| unsafe { &**d }.flags() & D_ON_LRU != 0;
-    if kills.iter().any(on_lru) {
-        // SAFETY: as above.
-        kills.sort_unstable_by_key(|&d| unsafe { &*d }.sb as usize);
-        let mut start = 0;
-        while start < kills.len() {
-            // SAFETY: as above.
-            let sb = unsafe { &*kills[start] }.sb;
-            let end = kills[start..]
-                .iter()
-                // SAFETY: as above.
-                .position(|&d| unsafe { &*d }.sb != sb)
-                .map_or(kills.len(), |n| start + n);
-            if kills[start..end].iter().any(on_lru) {
-                // SAFETY: a dentry's superblock outlives it.
-                let mut lru = unsafe { &*sb }.lru.lock();
-                for &d in &kills[start..end] {
-                    // SAFETY: as above.
-                    lru.remove(unsafe { &*d });
-                }
-            }
-            start = end;
-        }
-    }
     for &d in &kills {
         // SAFETY: the batch owns the killed dentry.
         let dr = unsafe { &*d };
-        let inode = dr.inode_ptr();
+        if dr.flags() & D_ON_LRU != 0 {
+            // SAFETY: a dentry's superblock outlives it.
+            unsafe { &*dr.sb }.lru.remove(dr);
+        }
+        let (inode, parent) = v.release_dentry(dr);
         if !inode.is_null() {
             b.inode_puts.push(inode);
         }
-        let parent = dr.parent_ptr();
         if !parent.is_null() {
             b.dentry_puts.push(parent);
         }
-        // SAFETY: unhashed, off the LRU and dead: no new reader can reach
-        // it; current readers hold guards.
-        unsafe { v.collector.retire_slab(d as *mut Dentry) };
     }
     v.stats.dentries.add(-(kills.len() as i64));
     kills.clear();
@@ -279,13 +249,9 @@ fn free_inodes(v: &VfsInner, b: &mut Batch) {
             if ir.sb != sb_ptr {
                 break;
             }
-            sb.xattrs.forget(ir.ino);
             // Per inode, as `charge_blocks` rounds each one.
-            pages += ir.attr().blocks as i64 / 8;
+            pages += v.release_inode(ir, sb) / 8;
             n += 1;
-            // SAFETY: no dentry refers to the inode any more; lock-free
-            // readers that loaded it hold guards.
-            unsafe { v.collector.retire_slab(i as *mut Inode) };
             start += 1;
         }
         sb.release_inodes(n);

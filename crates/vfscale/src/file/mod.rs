@@ -61,7 +61,9 @@ pub struct OpenFile {
     /// The pipe, socket or eventfd behind the file (see the FMODE_* bits);
     /// null for plain files.
     pub(crate) private: *const (),
-    _line0_end: [u8; 16],
+    /// The memory group charged for this open file.
+    pub(crate) group: u32,
+    _line0_end: [u8; 12],
     // ---- line 1: write-hot ----
     pub(crate) refcount: RefCount,
     pub(crate) pos: Mutex<u64>,
@@ -133,6 +135,7 @@ impl VfsInner {
         private: *const (),
     ) -> FileRef {
         self.stats.files.inc();
+        let group = self.charge(crate::reclaim::ObjKind::File);
         self.open_files.add(1);
         let f = crate::mem::slab::alloc_in_place::<OpenFile>();
         // SAFETY: `f` is an object of the file pool that nobody owns: every
@@ -147,7 +150,8 @@ impl VfsInner {
             ptr::addr_of_mut!((*f).status).write(AtomicU32::new(status as u32));
             ptr::addr_of_mut!((*f).opener).write(opener);
             ptr::addr_of_mut!((*f).private).write(private);
-            ptr::addr_of_mut!((*f)._line0_end).write([0; 16]);
+            ptr::addr_of_mut!((*f).group).write(group);
+            ptr::addr_of_mut!((*f)._line0_end).write([0; 12]);
             ptr::addr_of_mut!((*f).pos).write(Mutex::new(0));
             // The pool's memory only ever holds open files (or zeros), so
             // the count is a valid `RefCount` to store into.
@@ -232,12 +236,15 @@ impl VfsInner {
     pub(crate) fn free_file(&self, f: FileRef) {
         self.stats.files.dec();
         self.open_files.add(-1);
-        self.free_file_memory(f.0);
+        self.release_file(f.0);
     }
 
-    /// Returns a killed file's memory to its pool (the caller uncounts it;
-    /// the batched drain does so once per batch).
-    pub(crate) fn free_file_memory(&self, f: *const OpenFile) {
+    /// The per-file part of freeing a killed file: uncharges it and returns
+    /// its memory to its pool (the file counts are the caller's; the
+    /// batched drain updates them once per batch).
+    pub(crate) fn release_file(&self, f: *const OpenFile) {
+        // SAFETY: the caller won the kill, so the file is still ours to read.
+        self.uncharge(unsafe { &*f }.group, crate::reclaim::ObjKind::File);
         // SAFETY: the caller won the kill and the file is in no fd table;
         // lock-free lookups that still hold its address only add to its
         // dead count, which the type-stable pool keeps a `RefCount`

@@ -19,7 +19,6 @@ pub mod tmpfs;
 
 use crate::abi::*;
 use crate::dcache::dentry::Dentry;
-use crate::dcache::lru::DentryLru;
 use crate::inode::Inode;
 use crate::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use crate::sync::counter::ApproxCounter;
@@ -207,7 +206,8 @@ pub struct SuperBlock {
     pub(crate) ino_alloc: InoAllocator,
     /// Serializes cross-directory renames (Linux's s_vfs_rename_mutex).
     pub(crate) rename_lock: Mutex<()>,
-    pub(crate) lru: DentryLru,
+    /// Unused dentries, one list per memory group (`reclaim/list_lru.rs`).
+    pub(crate) lru: crate::reclaim::list_lru::ListLru,
     pub(crate) used_blocks: ApproxCounter,
     pub(crate) used_inodes: ApproxCounter,
     pub(crate) limits: FsLimits,

@@ -99,6 +99,9 @@ pub struct Inode {
     uid: AtomicU32,
     gid: AtomicU32,
     nlink: AtomicU32,
+    /// The memory group charged for this inode and its data pages (fixed
+    /// at creation; fills the padding before `size`).
+    pub(crate) group: u32,
     size: AtomicU64,
     ctime: AtomicTime,
     mtime: AtomicTime,
@@ -198,6 +201,7 @@ impl Inode {
             btime: t,
             sb,
             refcount: RefCount::new(0),
+            group: 0,
             attr_lock: Mutex::new(()),
             body,
         }

@@ -30,6 +30,12 @@ enum Stream<'a> {
     EventFd(&'a EventFd),
 }
 
+/// What an anonymous object charges at most: its node (a dentry and an
+/// inode) and two open files (a pipe's ends).
+const ANON_BYTES: u64 = (crate::reclaim::KIND_BYTES[0]
+    + crate::reclaim::KIND_BYTES[1]
+    + 2 * crate::reclaim::KIND_BYTES[2]) as u64;
+
 fn stream(file: &OpenFile) -> Option<Stream<'_>> {
     let p = file.private;
     // SAFETY (all arms): the FMODE bit says what `private` points to, and
@@ -154,9 +160,12 @@ impl Process {
     /// pipe2(2): [read end, write end]. Flags: O_NONBLOCK, O_CLOEXEC
     /// (O_DIRECT, packet mode, is refused with EINVAL).
     pub fn pipe2(&self, flags: i32) -> SysResult<[Fd; 2]> {
+        self.charge_here();
         if flags & !(O_NONBLOCK | O_CLOEXEC) != 0 {
             return Err(Errno::EINVAL);
         }
+        // Its node and files are charged to our group: make room first.
+        self.vfs.admit(ANON_BYTES, Errno::ENOMEM)?;
         let v = &self.vfs;
         let node = v.new_anon_node(
             v.anon().mnt,
@@ -185,6 +194,7 @@ impl Process {
     }
 
     fn socket_file(&self, sock: Socket, nb: bool) -> FileRef {
+        self.charge_here();
         let v = &self.vfs;
         let node = v.new_anon_node(
             v.anon().mnt,
@@ -237,9 +247,12 @@ impl Process {
 
     /// eventfd2(2). Flags: EFD_SEMAPHORE, EFD_NONBLOCK, EFD_CLOEXEC.
     pub fn eventfd(&self, initval: u32, flags: i32) -> SysResult<Fd> {
+        self.charge_here();
         if flags & !(EFD_SEMAPHORE | EFD_NONBLOCK | EFD_CLOEXEC) != 0 {
             return Err(Errno::EINVAL);
         }
+        // Its node and files are charged to our group: make room first.
+        self.vfs.admit(ANON_BYTES, Errno::ENOMEM)?;
         let v = &self.vfs;
         let a = v.anon();
         // SAFETY: the shared eventfd node lives as long as the namespace.
@@ -261,9 +274,12 @@ impl Process {
     /// Flags: MFD_CLOEXEC, MFD_ALLOW_SEALING (accepted; seals are not
     /// implemented, docs/COMPATIBILITY.md).
     pub fn memfd_create(&self, name: &[u8], flags: u32) -> SysResult<Fd> {
+        self.charge_here();
         if flags & !(MFD_CLOEXEC | MFD_ALLOW_SEALING) != 0 {
             return Err(Errno::EINVAL);
         }
+        // Its node and files are charged to our group: make room first.
+        self.vfs.admit(ANON_BYTES, Errno::ENOMEM)?;
         if name.len() > MFD_NAME_MAX || name.contains(&0) {
             return Err(Errno::EINVAL);
         }

@@ -4,7 +4,7 @@ use super::{FsContext, Process};
 use crate::abi::*;
 use crate::cred::perm::{may_access, MAY_EXEC};
 use crate::dcache::walk::{Found, PathPtr, WALK_DIRECTORY, WALK_FOLLOW};
-use crate::sync::atomic::Ordering;
+use crate::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 impl Process {
@@ -180,6 +180,9 @@ impl Process {
             cred: Arc::new((*self.cred).clone()),
             fs: Arc::new(fs),
             files: Arc::new(self.files.duplicate(&self.vfs)),
+            // A child starts in its parent's group (cgroup inheritance).
+            // Relaxed: see `Vfs::group_attach`.
+            group: Arc::new(AtomicU32::new(self.group.load(Ordering::Relaxed))),
             exited: false,
         })
     }
@@ -193,6 +196,7 @@ impl Process {
             cred: self.cred.clone(),
             fs: self.fs.clone(),
             files: self.files.clone(),
+            group: self.group.clone(),
             exited: false,
         }
     }

@@ -125,6 +125,8 @@ pub struct Namespace {
     vfs: Arc<VfsInner>,
     files: Arc<FdTable>,
     root: Handle,
+    /// The memory group its calls are charged to (the root group).
+    group: Arc<crate::sync::atomic::AtomicU32>,
 }
 
 fn check_name(name: &[u8]) -> SysResult<()> {
@@ -158,6 +160,9 @@ impl Namespace {
             },
             vfs: inner,
             files: Arc::new(files),
+            group: Arc::new(crate::sync::atomic::AtomicU32::new(
+                crate::reclaim::ROOT_GROUP,
+            )),
         }
     }
 
@@ -174,6 +179,7 @@ impl Namespace {
             cred: cred.clone(),
             fs: Arc::new(FsContext::new(root.path, cwd.path, 0)),
             files: self.files.clone(),
+            group: self.group.clone(),
             exited: true,
         }
     }

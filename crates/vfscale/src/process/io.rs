@@ -162,8 +162,6 @@ impl Process {
         if len == 0 {
             return Ok(0);
         }
-        // SAFETY: an inode's superblock outlives it.
-        let sb = unsafe { &*inode.sb };
         // Page by page, charging each new page: when the instance is full
         // the write stops there and returns what it wrote (ENOSPC only if
         // nothing fit), as tmpfs does.
@@ -175,7 +173,10 @@ impl Process {
                 let (piece, tail) = rest.split_at(in_page.min(rest.len()));
                 let (len_before, blocks_before) = (d.len(), d.blocks_512());
                 d.write_at(pos, piece)?;
-                if let Err(e) = sb.charge_blocks(d.blocks_512() as i64 - blocks_before as i64) {
+                if let Err(e) = self
+                    .vfs
+                    .charge_data(inode, d.blocks_512() as i64 - blocks_before as i64)
+                {
                     // Undo this page's allocation and any growth.
                     let page = pos - pos % BLOCK_SIZE;
                     d.punch_hole(page, BLOCK_SIZE);
@@ -271,13 +272,11 @@ impl Process {
             return sb.fs.truncate(sb, inode, length);
         }
         let data = inode.file_data().ok_or(Errno::EINVAL)?;
-        // SAFETY: an inode's superblock outlives it.
-        let sb = unsafe { &*inode.sb };
         let mut d = data.write();
         let before = d.blocks_512();
         d.set_len(length);
         let after = d.blocks_512();
-        sb.charge_blocks(after as i64 - before as i64)?;
+        self.vfs.charge_data(inode, after as i64 - before as i64)?;
         drop(d);
         let t = now();
         let cred = &self.cred;

@@ -114,6 +114,9 @@ pub struct Process {
     pub(crate) cred: Arc<Cred>,
     pub(crate) fs: Arc<FsContext>,
     pub(crate) files: Arc<FdTable>,
+    /// The memory group charged for what this process creates; shared
+    /// with `clone_thread` siblings, copied by fork (`reclaim/`).
+    pub(crate) group: Arc<AtomicU32>,
     exited: bool,
 }
 
@@ -135,6 +138,7 @@ impl Process {
             cred: Arc::new(cred),
             files,
             vfs,
+            group: Arc::new(AtomicU32::new(crate::reclaim::ROOT_GROUP)),
             exited: false,
         }
     }
@@ -151,6 +155,13 @@ impl Process {
 
     pub fn fd_limit(&self) -> usize {
         self.files.limit()
+    }
+
+    /// Charges objects this thread creates from now on to our group.
+    #[inline]
+    pub(crate) fn charge_here(&self) {
+        // Relaxed: see `Vfs::group_attach`.
+        self.vfs.enter_group(self.group.load(Ordering::Relaxed));
     }
 
     /// The namespace this process lives in.
@@ -221,7 +232,28 @@ impl Process {
         } else {
             WALK_FOLLOW
         };
-        self.vfs.walk(cred, root, start, path, walk_flags | follow)
+        let flags = walk_flags | follow;
+        if let Some(r) = self.vfs.walk_fast_only(cred, root, start, path, flags) {
+            return r;
+        }
+        self.lookup_at_slow(cred, dirfd, path, flags)
+    }
+
+    /// The full walk of `lookup_at` (whose fast path declined), charging
+    /// what it creates (negative dentries) to our group. Out of line and
+    /// re-reading root and start, so the fast path keeps fewer values live
+    /// than a plain `walk` would (the stat instruction count).
+    #[cold]
+    #[inline(never)]
+    fn lookup_at_slow(&self, cred: &Cred, dirfd: Fd, path: &[u8], flags: u32) -> SysResult<Found> {
+        self.charge_here();
+        let (root, cwd) = self.fs.get();
+        let start = if path[0] == b'/' {
+            cwd
+        } else {
+            self.start_dir(dirfd, cwd)?
+        };
+        self.vfs.walk_slow(cred, root, start, path, flags)
     }
 
     /// The directory a relative path starts from (ENOTDIR if `dirfd` is not
@@ -243,6 +275,8 @@ impl Process {
         } else {
             self.start_dir(dirfd, cwd)?
         };
+        // A parent walk precedes creating names: charge them to our group.
+        self.charge_here();
         self.vfs.walk_parent(&self.cred, root, start, path)
     }
 

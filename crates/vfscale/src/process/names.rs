@@ -41,6 +41,10 @@ impl Process {
         if is_dir && dir.attr().nlink >= LINK_MAX {
             return Err(Errno::EMLINK);
         }
+        // The inode and (unless a negative one is reused) the dentry are
+        // charged to our group: make room first.
+        let bytes = (crate::reclaim::KIND_BYTES[0] + crate::reclaim::KIND_BYTES[1]) as u64;
+        self.vfs.admit(bytes, Errno::ENOMEM)?;
         sb.reserve_inode()?;
         let ino = sb.ino_alloc.alloc();
         let inode = self.vfs.alloc_inode(sb, ino, mode, uid, gid, rdev, body);

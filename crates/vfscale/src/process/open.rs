@@ -34,6 +34,10 @@ impl Process {
         if flags & O_TMPFILE == O_TMPFILE {
             return Err(Errno::EOPNOTSUPP);
         }
+        // The open file (and any name it creates) is charged to our group.
+        self.charge_here();
+        self.vfs
+            .admit(crate::reclaim::KIND_BYTES[2] as u64, Errno::ENOMEM)?;
         let flags = if flags & O_PATH != 0 {
             flags & (O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         } else {

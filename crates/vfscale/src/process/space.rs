@@ -45,8 +45,6 @@ impl Process {
                 .ok_or(Errno::EFBIG)? as u64;
             let (offset, len) = (offset as u64, len as u64);
             let data = inode.file_data().ok_or(Errno::EINVAL)?;
-            // SAFETY: an inode's superblock outlives it.
-            let sb = unsafe { &*inode.sb };
             let mut d = data.write();
             let blocks_before = d.blocks_512();
             if mode & FALLOC_FL_PUNCH_HOLE != 0 {
@@ -54,7 +52,7 @@ impl Process {
             } else {
                 let added = d.allocate(offset, len);
                 let delta = d.blocks_512() as i64 - blocks_before as i64;
-                if let Err(e) = sb.charge_blocks(delta) {
+                if let Err(e) = self.vfs.charge_data(inode, delta) {
                     // Nothing is allocated when the instance is full: free
                     // exactly the holes this call filled (old data stays).
                     d.free_chunks(&added);
@@ -66,7 +64,9 @@ impl Process {
             }
             let (size, blocks) = (d.len(), d.blocks_512());
             if mode & FALLOC_FL_PUNCH_HOLE != 0 {
-                let _ = sb.charge_blocks(blocks as i64 - blocks_before as i64);
+                let _ = self
+                    .vfs
+                    .charge_data(inode, blocks as i64 - blocks_before as i64);
             }
             drop(d);
             let t = now();

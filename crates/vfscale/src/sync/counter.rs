@@ -45,7 +45,7 @@ pub fn shard_index() -> usize {
 
 /// Number of shards per counter: the next power of two of twice the
 /// available parallelism, at least 4. Computed once (it reads cgroup files).
-fn shard_count() -> usize {
+pub(crate) fn shard_count() -> usize {
     static COUNT: OnceLock<usize> = OnceLock::new();
     *COUNT.get_or_init(|| {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());

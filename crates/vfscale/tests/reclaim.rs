@@ -1,0 +1,402 @@
+//! Memory groups and reclaim (issue 7): charging, limits, per-group LRU
+//! lists, shrinker bits, reparenting, drop_caches levels. Every test is
+//! bounded (a few thousand operations).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use vfscale::abi::*;
+use vfscale::reclaim::{GroupId, Shrinker, KIND_BYTES};
+use vfscale::{ProcessApi, Vfs};
+
+/// `n` lookups of missing names under `dir`: each leaves one negative
+/// dentry charged to the caller's group.
+fn miss(p: &vfscale::Process, dir: &str, tag: &str, n: usize) {
+    for i in 0..n {
+        let e = p.stat(format!("{dir}/{tag}{i}").as_bytes()).unwrap_err();
+        assert_eq!(e, Errno::ENOENT);
+    }
+}
+
+fn setup() -> (Vfs, vfscale::Process) {
+    let vfs = Vfs::new();
+    let root = vfs.root_process();
+    root.mkdir(b"/d", 0o777).unwrap();
+    (vfs, root)
+}
+
+#[test]
+fn group_tree_errors() {
+    let vfs = Vfs::new();
+    let a = vfs.group_create(0, "a").unwrap();
+    assert_eq!(vfs.group_create(0, "a"), Err(Errno::EEXIST));
+    assert_eq!(vfs.group_create(0, ""), Err(Errno::EINVAL));
+    assert_eq!(vfs.group_create(0, "x/y"), Err(Errno::EINVAL));
+    assert_eq!(vfs.group_create(999, "b"), Err(Errno::ENOENT));
+    let b = vfs.group_create(a, "b").unwrap();
+    assert_eq!(vfs.group_remove(a), Err(Errno::EBUSY));
+    assert_eq!(vfs.group_remove(0), Err(Errno::EINVAL));
+    vfs.group_remove(b).unwrap();
+    assert_eq!(vfs.group_remove(b), Err(Errno::ENOENT));
+    assert_eq!(vfs.group_stat(b).unwrap_err(), Errno::ENOENT);
+    vfs.group_remove(a).unwrap();
+    // The name is free again; ids are not reused.
+    let a2 = vfs.group_create(0, "a").unwrap();
+    assert!(a2 > b);
+    assert_eq!(vfs.group_stat(a2).unwrap().name, "a");
+    assert_eq!(vfs.drop_caches_level(0), Err(Errno::EINVAL));
+    assert_eq!(vfs.drop_caches_level(4), Err(Errno::EINVAL));
+    assert_eq!(vfs.drop_caches_level(1), Ok(0));
+}
+
+#[test]
+fn charges_follow_the_creating_process_and_uncharge_on_free() {
+    let (vfs, root) = setup();
+    let g = vfs.group_create(0, "g").unwrap();
+    let h = vfs.group_create(0, "h").unwrap();
+    let p = root.fork().unwrap();
+    vfs.group_attach(&p, g).unwrap();
+    assert_eq!(p.fork().unwrap().group(), g, "children inherit the group");
+    assert_eq!(p.clone_thread().group(), g);
+    let fd = p.open(b"/d/f", O_CREAT | O_WRONLY, 0o644).unwrap();
+    p.write(fd, &[7u8; 10000]).unwrap();
+    let s = vfs.group_stat(g).unwrap();
+    assert_eq!((s.dentries, s.inodes, s.files, s.pages), (1, 1, 1, 3));
+    assert_eq!(
+        s.usage_bytes,
+        KIND_BYTES[0] + KIND_BYTES[1] + KIND_BYTES[2] + 3 * KIND_BYTES[3]
+    );
+    // Moving the process does not move what it created.
+    vfs.group_attach(&p, h).unwrap();
+    p.close(fd).unwrap();
+    p.unlink(b"/d/f").unwrap();
+    let s = vfs.group_stat(g).unwrap();
+    assert_eq!(
+        (s.dentries, s.inodes, s.files, s.pages, s.usage_bytes),
+        (0, 0, 0, 0, 0)
+    );
+    assert_eq!(vfs.group_stat(h).unwrap().usage_bytes, 0);
+    // The stat path of an existing name charges nothing.
+    root.open(b"/d/e", O_CREAT | O_WRONLY, 0o644)
+        .and_then(|fd| root.close(fd))
+        .unwrap();
+    p.stat(b"/d/e").unwrap();
+    assert_eq!(vfs.group_stat(h).unwrap().usage_bytes, 0);
+    // A missing name does: one negative dentry.
+    assert_eq!(p.stat(b"/d/missing"), Err(Errno::ENOENT));
+    assert_eq!(vfs.group_stat(h).unwrap().dentries, 1);
+    assert_eq!(vfs.group_lru_count(h), 1);
+}
+
+#[test]
+fn counters_equal_list_contents_at_quiescence() {
+    let (vfs, root) = setup();
+    let g = vfs.group_create(0, "g").unwrap();
+    let p = root.fork().unwrap();
+    vfs.group_attach(&p, g).unwrap();
+    miss(&p, "/d", "n", 500);
+    let s = vfs.group_stat(g).unwrap();
+    assert_eq!(s.dentries, 500);
+    assert_eq!(vfs.group_lru_count(g), 500);
+    // Creating some of those names makes their dentries positive: off the
+    // lists, still charged to the creating group.
+    for i in 0..100 {
+        let fd = p
+            .open(format!("/d/n{i}").as_bytes(), O_CREAT | O_WRONLY, 0o644)
+            .unwrap();
+        p.close(fd).unwrap();
+    }
+    let s = vfs.group_stat(g).unwrap();
+    assert_eq!(s.dentries, 500);
+    assert_eq!(s.inodes, 100);
+    assert_eq!(vfs.group_lru_count(g), 400);
+    assert!(vfs.drop_caches() >= 400);
+    assert_eq!(vfs.group_lru_count(g), 0);
+    let s = vfs.group_stat(g).unwrap();
+    assert_eq!(s.dentries, 100);
+    assert!(s.reclaimed >= 400);
+}
+
+#[test]
+fn over_limit_reclaims_own_objects_only() {
+    let (vfs, root) = setup();
+    let a = vfs.group_create(0, "a").unwrap();
+    let b = vfs.group_create(0, "b").unwrap();
+    let pa = root.fork().unwrap();
+    let pb = root.fork().unwrap();
+    vfs.group_attach(&pa, a).unwrap();
+    vfs.group_attach(&pb, b).unwrap();
+    miss(&pb, "/d", "b", 300);
+    miss(&pa, "/d", "a", 300);
+    assert_eq!(vfs.group_lru_count(b), 300);
+    // a may hold 100 dentries: its next lookups reclaim its own.
+    vfs.group_set_max(a, 100 * KIND_BYTES[0] as u64).unwrap();
+    miss(&pa, "/d", "x", 200);
+    let sa = vfs.group_stat(a).unwrap();
+    assert!(sa.usage_bytes <= 100 * KIND_BYTES[0], "{sa:?}");
+    assert!(sa.reclaimed >= 400, "{sa:?}");
+    assert!(sa.limit_reclaims > 0 && sa.limit_failures == 0, "{sa:?}");
+    assert_eq!(vfs.group_lru_count(b), 300, "b's dentries untouched");
+    assert_eq!(vfs.group_stat(b).unwrap().reclaimed, 0);
+}
+
+#[test]
+fn limit_fails_only_when_nothing_is_reclaimable() {
+    let (vfs, root) = setup();
+    let g = vfs.group_create(0, "g").unwrap();
+    let p = root.fork().unwrap();
+    vfs.group_attach(&p, g).unwrap();
+    let max = 20 * (KIND_BYTES[0] + KIND_BYTES[1]) as u64;
+    vfs.group_set_max(g, max).unwrap();
+    // Positive tmpfs dentries are pinned: creation stops with ENOMEM.
+    let mut made = 0;
+    let err = loop {
+        match p.mknodat(
+            AT_FDCWD,
+            format!("/d/f{made}").as_bytes(),
+            S_IFREG | 0o644,
+            0,
+        ) {
+            Ok(()) => made += 1,
+            Err(e) => break e,
+        }
+        assert!(made < 1000);
+    };
+    assert_eq!(err, Errno::ENOMEM);
+    assert!((15..=20).contains(&made), "{made}");
+    let s = vfs.group_stat(g).unwrap();
+    assert!(s.limit_failures >= 1);
+    assert!(s.usage_bytes as u64 <= max);
+    // Freeing one makes room again.
+    p.unlink(b"/d/f0").unwrap();
+    p.mknodat(AT_FDCWD, b"/d/again", S_IFREG | 0o644, 0)
+        .unwrap();
+    // Data beyond the limit is ENOSPC (pages are pinned too).
+    // (At the limit, even an open file does not fit.)
+    assert_eq!(p.open(b"/d/again", O_WRONLY, 0), Err(Errno::ENOMEM));
+    assert_eq!(p.pipe().map(|_| ()), Err(Errno::ENOMEM));
+    assert_eq!(p.eventfd(0, 0).map(|_| ()), Err(Errno::ENOMEM));
+    vfs.group_set_max(g, u64::MAX).unwrap();
+    let fd = p.open(b"/d/again", O_WRONLY, 0).unwrap();
+    let used = vfs.group_stat(g).unwrap().usage_bytes as u64;
+    vfs.group_set_max(g, used + 2 * 4096).unwrap();
+    assert_eq!(p.write(fd, &[1u8; 8192]), Ok(8192));
+    assert_eq!(p.write(fd, &[1u8; 4096]), Err(Errno::ENOSPC));
+    p.close(fd).unwrap();
+}
+
+#[test]
+fn reparenting_keeps_objects_reachable_and_counted() {
+    let (vfs, root) = setup();
+    let parent = vfs.group_create(0, "parent").unwrap();
+    let child = vfs.group_create(parent, "child").unwrap();
+    let p = root.fork().unwrap();
+    vfs.group_attach(&p, child).unwrap();
+    miss(&p, "/d", "c", 200);
+    p.mknodat(AT_FDCWD, b"/d/kept", S_IFREG | 0o644, 0).unwrap();
+    drop(p);
+    vfs.group_remove(child).unwrap();
+    // The parent's lists hold the child's dentries, its bits are set, its
+    // statistics include them.
+    assert_eq!(vfs.group_lru_count(parent), 200);
+    assert_eq!(vfs.group_lru_count(child), 0);
+    assert!(vfs.group_is_populated(parent));
+    // The invariant checker (lists, flags, counts, bits) with every
+    // process gone.
+    drop(root);
+    vfs.check_invariants().unwrap();
+    let root = vfs.root_process();
+    let s = vfs.group_stat(parent).unwrap();
+    assert_eq!((s.dentries, s.inodes), (201, 1));
+    assert_eq!(vfs.drop_caches(), 200);
+    let s = vfs.group_stat(parent).unwrap();
+    assert_eq!((s.dentries, s.inodes), (1, 1));
+    root.unlink(b"/d/kept").unwrap();
+    let s = vfs.group_stat(parent).unwrap();
+    assert_eq!((s.dentries, s.inodes, s.usage_bytes), (0, 0, 0));
+}
+
+#[test]
+fn bits_clear_after_empty_scan_and_set_on_first_add() {
+    let (vfs, root) = setup();
+    let g = vfs.group_create(0, "g").unwrap();
+    let p = root.fork().unwrap();
+    vfs.group_attach(&p, g).unwrap();
+    assert!(!vfs.group_is_populated(g));
+    miss(&p, "/d", "n", 3);
+    assert!(vfs.group_is_populated(g));
+    assert_eq!(vfs.drop_caches(), 3);
+    // The pass that emptied the list left the bits; the next clears them.
+    vfs.drop_caches();
+    assert!(!vfs.group_is_populated(g));
+    miss(&p, "/d", "m", 1);
+    assert!(vfs.group_is_populated(g));
+}
+
+#[test]
+fn bits_stay_correct_under_concurrent_adds_and_scans() {
+    let (vfs, root) = setup();
+    let g = vfs.group_create(0, "g").unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut adders = Vec::new();
+    for t in 0..2 {
+        let p = root.fork().unwrap();
+        vfs.group_attach(&p, g).unwrap();
+        adders.push(std::thread::spawn(move || {
+            for round in 0..300 {
+                miss(&p, "/d", &format!("t{t}r{round}_"), 3);
+            }
+        }));
+    }
+    let v = vfs.clone();
+    let s = stop.clone();
+    let scanner = std::thread::spawn(move || {
+        let mut passes = 0;
+        while !s.load(Ordering::Relaxed) {
+            v.drop_caches();
+            passes += 1;
+        }
+        passes
+    });
+    for a in adders {
+        a.join().unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(scanner.join().unwrap() > 0);
+    drop(root);
+    vfs.check_invariants().unwrap();
+    // Quiescent: objects on the lists ⇒ bits set; and they are all found.
+    let left = vfs.group_lru_count(g);
+    if left > 0 {
+        assert!(vfs.group_is_populated(g));
+    }
+    assert_eq!(vfs.drop_caches(), left);
+    assert_eq!(vfs.group_stat(g).unwrap().dentries, 0);
+}
+
+#[test]
+fn memory_pressure_never_fails_while_reclaimable() {
+    let (vfs, root) = setup();
+    let g = vfs.group_create(0, "g").unwrap();
+    vfs.group_set_max(g, 64 * 1024).unwrap();
+    let threads: Vec<_> = (0..3)
+        .map(|t| {
+            let p = root.fork().unwrap();
+            vfs.group_attach(&p, g).unwrap();
+            std::thread::spawn(move || miss(&p, "/d", &format!("t{t}_"), 4000))
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let s = vfs.group_stat(g).unwrap();
+    assert_eq!(s.limit_failures, 0, "{s:?}");
+    assert!(s.reclaimed > 0, "{s:?}");
+    drop(root);
+    vfs.check_invariants().unwrap();
+    assert!(s.usage_bytes <= 64 * 1024 + 3 * KIND_BYTES[0], "{s:?}");
+}
+
+/// A shrinker holding a count of objects per group; records its calls.
+struct Counting {
+    objects: Mutex<Vec<u64>>,
+    counts: AtomicU64,
+    scanned_groups: Mutex<Vec<GroupId>>,
+}
+
+impl Shrinker for Counting {
+    fn count(&self, group: GroupId) -> u64 {
+        self.counts.fetch_add(1, Ordering::Relaxed);
+        self.objects.lock().unwrap()[group as usize]
+    }
+    fn scan(&self, group: GroupId, nr: u64) -> u64 {
+        self.scanned_groups.lock().unwrap().push(group);
+        let mut o = self.objects.lock().unwrap();
+        let n = o[group as usize].min(nr);
+        o[group as usize] -= n;
+        n
+    }
+}
+
+#[test]
+fn custom_shrinker_is_called_for_marked_groups_only() {
+    let vfs = Vfs::new();
+    let groups: Vec<GroupId> = (0..100)
+        .map(|i| vfs.group_create(0, &format!("g{i}")).unwrap())
+        .collect();
+    let s = Arc::new(Counting {
+        objects: Mutex::new(vec![0; 101]),
+        counts: AtomicU64::new(0),
+        scanned_groups: Mutex::new(Vec::new()),
+    });
+    let id = vfs.register_shrinker(s.clone());
+    vfs.drop_caches();
+    assert_eq!(
+        s.counts.load(Ordering::Relaxed),
+        0,
+        "no bit set: not called"
+    );
+    let g = groups[42];
+    s.objects.lock().unwrap()[g as usize] = 1000;
+    vfs.shrinker_mark(id, g);
+    let freed = vfs.drop_caches();
+    assert_eq!(freed, 1000);
+    assert_eq!(s.objects.lock().unwrap()[g as usize], 0);
+    assert!(s.scanned_groups.lock().unwrap().iter().all(|&x| x == g));
+    // do_shrink_slab's batches: 128 at a time.
+    assert!(s.scanned_groups.lock().unwrap().len() >= 1000 / 128);
+    let before = s.counts.load(Ordering::Relaxed);
+    vfs.drop_caches();
+    vfs.drop_caches();
+    // One empty visit clears the bit; then it is not called at all.
+    assert!(s.counts.load(Ordering::Relaxed) - before <= 2);
+    assert!(!vfs.group_shrinker_bit(g, id));
+    // The naive walk calls it for every group.
+    let before = s.counts.load(Ordering::Relaxed);
+    vfs.drop_caches_naive();
+    assert!(s.counts.load(Ordering::Relaxed) - before >= 101);
+    vfs.unregister_shrinker(id).unwrap();
+    assert_eq!(vfs.unregister_shrinker(id), Err(Errno::ENOENT));
+}
+
+#[test]
+fn idle_groups_with_their_own_mounts_cost_no_visit() {
+    let vfs = Vfs::new();
+    let root = vfs.root_process();
+    for i in 0..50 {
+        let g = vfs.group_create(0, &format!("c{i}")).unwrap();
+        let p = root.fork().unwrap();
+        vfs.group_attach(&p, g).unwrap();
+        let dir = format!("/m{i}");
+        root.mkdir(dir.as_bytes(), 0o755).unwrap();
+        p.mount(b"tmpfs", dir.as_bytes(), b"tmpfs", 0).unwrap();
+        p.mknodat(
+            AT_FDCWD,
+            format!("{dir}/file").as_bytes(),
+            S_IFREG | 0o644,
+            0,
+        )
+        .unwrap();
+    }
+    vfs.drop_caches();
+    vfs.drop_caches();
+    for i in 1..=50 {
+        assert!(!vfs.group_is_populated(i), "group {i} still populated");
+    }
+}
+
+#[test]
+fn limit_reclaim_is_incremental() {
+    let (vfs, root) = setup();
+    let g = vfs.group_create(0, "g").unwrap();
+    let p = root.fork().unwrap();
+    vfs.group_attach(&p, g).unwrap();
+    miss(&p, "/d", "n", 1000);
+    vfs.group_set_max(g, 1000 * KIND_BYTES[0] as u64).unwrap();
+    // One more dentry than the limit holds: reclaim starts at a narrow
+    // priority and stops once it fits, keeping most of the cache.
+    miss(&p, "/d", "extra", 1);
+    let s = vfs.group_stat(g).unwrap();
+    assert!(s.usage_bytes <= 1000 * KIND_BYTES[0], "{s:?}");
+    assert!(s.reclaimed >= 1 && s.reclaimed <= 500, "{s:?}");
+    assert_eq!(vfs.group_lru_count(g) as i64, s.dentries);
+}
