@@ -234,10 +234,14 @@ mod barrier {
     #[cfg(not(loom))]
     static STRATEGY: AtomicU8 = AtomicU8::new(FENCES);
 
+    #[cfg(not(loom))]
     const CMD_QUERY: libc::c_int = 0;
+    #[cfg(not(loom))]
     const CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
+    #[cfg(not(loom))]
     const CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
 
+    #[cfg(not(loom))]
     fn membarrier(cmd: libc::c_int) -> libc::c_long {
         // SAFETY: membarrier takes two integers and touches no memory of ours.
         unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0 as libc::c_int) }
