@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 OUT="${1:-target/fuse-peers}"
 shift || true
 read -r -a WORKLOADS <<< "${WORKLOADS:-stat-same create-unlink readdir-large}"
-ARGS=(--threads 1,2 --entries 100000 "$@")
+ARGS=(--threads 1,2 --entries 20000 "$@")
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "fuse_peers skipped: needs root to install and mount the peers"
