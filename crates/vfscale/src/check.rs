@@ -32,6 +32,8 @@ pub struct CheckReport {
     pub negative_dentries: i64,
     pub inodes: i64,
     pub mounts: i64,
+    /// Names whose reference count is sharded (dcache/hot.rs).
+    pub hot_dentries: i64,
 }
 
 impl Vfs {
@@ -80,6 +82,7 @@ impl Vfs {
         let mut children: HashMap<usize, i64> = HashMap::new();
         let mut hashed = 0i64;
         let mut negative = 0i64;
+        let mut hot = 0i64;
         for b in v.dcache.buckets() {
             let mut p = b.first();
             while !p.is_null() {
@@ -90,6 +93,12 @@ impl Vfs {
                 }
                 if !d.is_hashed() {
                     return Err("a dentry in a hash chain lacks D_HASHED".into());
+                }
+                if d.refcount.is_sharded() {
+                    if d.inode_ptr().is_null() {
+                        return Err("a negative dentry has a sharded count".into());
+                    }
+                    hot += 1;
                 }
                 if d.inode_ptr().is_null()
                     && d.refcount.count() == 0
@@ -117,11 +126,11 @@ impl Vfs {
             let expected = 1
                 + children.get(&(dp as usize)).copied().unwrap_or(0)
                 + extra_refs.get(&(dp as usize)).copied().unwrap_or(0);
-            if d.refcount.count() as i64 != expected {
+            if d.refcount.count_at_rest() != expected {
                 return Err(format!(
                     "dentry {:?} holds {} references, expected {expected}",
                     String::from_utf8_lossy(&d.name()),
-                    d.refcount.count()
+                    d.refcount.count_at_rest()
                 ));
             }
             let inode: &Inode = unsafe { &*ip };
@@ -198,6 +207,7 @@ impl Vfs {
         let report = CheckReport {
             dentries: hashed + sb_roots.len() as i64,
             negative_dentries: negative,
+            hot_dentries: hot,
             inodes: inodes_seen.len() as i64,
             mounts: mounts.len() as i64,
         };
@@ -205,6 +215,7 @@ impl Vfs {
             || counts.inodes != report.inodes
             || counts.files != 0
             || counts.mounts != report.mounts
+            || counts.hot_dentries != report.hot_dentries
         {
             return Err(format!(
                 "object counters {counts:?} disagree with the scan {report:?}"

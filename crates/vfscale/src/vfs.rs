@@ -96,6 +96,8 @@ pub struct ObjectCounts {
     pub inodes: i64,
     pub files: i64,
     pub mounts: i64,
+    /// Names whose reference count is sharded (dcache/hot.rs).
+    pub hot_dentries: i64,
 }
 
 #[derive(Default)]
@@ -104,6 +106,7 @@ pub(crate) struct Stats {
     pub inodes: ShardedCounter,
     pub files: ShardedCounter,
     pub mounts: ShardedCounter,
+    pub hot_dentries: ShardedCounter,
 }
 
 pub struct VfsInner {
@@ -220,6 +223,7 @@ impl Vfs {
             inodes: s.inodes.sum(),
             files: s.files.sum(),
             mounts: s.mounts.sum(),
+            hot_dentries: s.hot_dentries.sum(),
         }
     }
 
@@ -339,6 +343,11 @@ impl VfsInner {
             }
             if dr.is_hashed() {
                 self.unhash(dr);
+            }
+            // A hot name's shards (dcache/hot.rs): the count no longer
+            // matters, and a reader may still be adding to them.
+            if dr.refcount.discard(&self.collector) {
+                self.stats.hot_dentries.dec();
             }
             if !inode.is_null() {
                 self.iput(inode);

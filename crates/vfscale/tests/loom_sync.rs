@@ -508,6 +508,51 @@ fn sharded_ref_switch_loses_nothing() {
     );
 }
 
+/// A hot dentry's count (dcache/hot.rs): an opener makes the count sharded
+/// and drops its reference while the name's remover freezes the count and
+/// drops the name's reference. Whatever the interleaving, exactly one of
+/// the two puts reports the last reference (a lost one leaks the dentry, a
+/// doubled one frees it under the other), and a count frozen first never
+/// shards.
+#[test]
+fn sharded_ref_freeze_races_make_sharded() {
+    use vfscale::sync::epoch::Domain;
+    use vfscale::sync::shardref::ShardedRef;
+    let seen = outcomes(|| {
+        let domain = Arc::new(Domain::new());
+        // The name's reference and the opener's.
+        let count = Arc::new(ShardedRef::new(2));
+        let opener = {
+            let (domain, count) = (domain.clone(), count.clone());
+            thread::spawn(move || {
+                let record = domain.acquire_record();
+                domain.enter(record);
+                let sharded = count.make_sharded();
+                let last = count.put();
+                domain.leave(record);
+                (sharded, last)
+            })
+        };
+        if !count.freeze_if_atomic() {
+            assert!(count.freeze_with(|| domain.synchronize_except(std::ptr::null())));
+        }
+        assert!(!count.is_sharded(), "frozen counts stay atomic");
+        let remover_last = count.put();
+        let (sharded, opener_last) = opener.join().unwrap();
+        assert!(
+            remover_last ^ opener_last,
+            "exactly one last put (remover {remover_last}, opener {opener_last})"
+        );
+        assert!(!count.make_sharded(), "a frozen count never shards");
+        sharded
+    });
+    assert_eq!(
+        seen,
+        HashSet::from([true, false]),
+        "sharding both before and after the freeze explored"
+    );
+}
+
 // ------------------------------------------------------ lock-free fd lookup
 
 /// A file of the type-stable pool: freed memory is reused for the next

@@ -76,11 +76,12 @@ fn run_stress(threads: usize, secs: f64, salt: u64) {
     drop(setup);
     let stop = AtomicBool::new(false);
     let ops = AtomicU64::new(0);
+    let hot_seen = AtomicBool::new(false);
     let deadline = Instant::now() + Duration::from_secs_f64(secs);
     std::thread::scope(|s| {
         for t in 0..threads {
             let vfs = vfs.clone();
-            let (stop, ops) = (&stop, &ops);
+            let (stop, ops, hot_seen) = (&stop, &ops, &hot_seen);
             s.spawn(move || {
                 let p = if t % 2 == 0 {
                     vfs.root_process()
@@ -107,6 +108,13 @@ fn run_stress(threads: usize, secs: f64, salt: u64) {
                         7 => p.renameat2(AT_FDCWD, &a, AT_FDCWD, &b, RENAME_EXCHANGE),
                         8 => p.open(&a, O_RDONLY, 0).and_then(|fd| {
                             let _ = p.read(fd, &mut buf);
+                            // A second open while the first is held: with
+                            // another thread's, the name turns hot
+                            // (dcache/hot.rs), racing the renames and unlinks.
+                            if let Ok(again) = p.open(&a, O_RDONLY, 0) {
+                                let _ = p.read(again, &mut buf);
+                                p.close(again)?;
+                            }
                             p.close(fd)
                         }),
                         9 => p
@@ -121,6 +129,9 @@ fn run_stress(threads: usize, secs: f64, salt: u64) {
                         );
                     }
                     n += 1;
+                    if n.is_multiple_of(16) && vfs.object_counts().hot_dentries > 0 {
+                        hot_seen.store(true, Ordering::Relaxed);
+                    }
                     if n.is_multiple_of(64) && Instant::now() > deadline {
                         stop.store(true, Ordering::Relaxed);
                     }
@@ -132,6 +143,10 @@ fn run_stress(threads: usize, secs: f64, salt: u64) {
     assert!(
         ops.load(Ordering::Relaxed) > 1000,
         "the stress did too little work"
+    );
+    assert!(
+        hot_seen.load(Ordering::Relaxed),
+        "no name turned hot (dcache/hot.rs): the race was not exercised"
     );
     vfs.drop_caches();
     let report = vfs

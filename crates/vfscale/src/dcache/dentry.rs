@@ -22,8 +22,8 @@ use super::name::{name_word, NameKey};
 use crate::fs::SuperBlock;
 use crate::inode::Inode;
 use crate::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
-use crate::sync::refcount::RefCount;
 use crate::sync::seqcount::SeqCount;
+use crate::sync::shardref::ShardedRef;
 use core::ptr;
 
 /// The dentry is in the hash table.
@@ -89,7 +89,8 @@ pub struct Dentry {
     // ---- line 1: inline name ----
     name_inline: [AtomicU64; INLINE_WORDS],
     // ---- line 2: write-hot ----
-    pub(crate) refcount: RefCount,
+    /// Sharded while many threads keep opening the dentry (`dcache/hot.rs`).
+    pub(crate) refcount: ShardedRef,
     /// The memory group charged for this dentry (uncharged on free).
     pub(crate) group: u32,
     /// The LRU list holding it (null when not on one) and its links, all
@@ -153,7 +154,7 @@ impl Dentry {
             sb,
             name_ext: AtomicPtr::new(ptr::null_mut()),
             name_inline: Default::default(),
-            refcount: RefCount::new(refcount),
+            refcount: ShardedRef::new(refcount),
             group: 0,
             lru_list: AtomicPtr::new(ptr::null_mut()),
             cookie: AtomicU64::new(0),

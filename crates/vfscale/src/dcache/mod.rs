@@ -28,6 +28,7 @@
 pub mod dentry;
 pub mod fastput;
 pub mod hash;
+pub mod hot;
 pub mod in_lookup;
 pub mod name;
 pub mod walk;

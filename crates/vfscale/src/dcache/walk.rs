@@ -434,10 +434,26 @@ impl VfsInner {
             Some(i) => (&trimmed[..i + 1], &trimmed[i + 1..]),
             None => (&b""[..], trimmed),
         };
+        // The directory part without its trailing slashes: WALK_DIRECTORY
+        // already demands a directory, and the fast walk declines trailing
+        // slashes (so "/d/f" would always take the full walk).
+        let dir_len = dir_part
+            .iter()
+            .rposition(|&b| b != b'/')
+            .map_or(0, |i| i + 1);
         let dir = if dir_part.is_empty() {
             self.walk_start(start)?
+        } else if dir_len == 0 {
+            // "/name": the process root, as a walk of "/" gives it.
+            self.walk_start(root)?
         } else {
-            self.walk(cred, root, start, dir_part, WALK_FOLLOW | WALK_DIRECTORY)?
+            self.walk(
+                cred,
+                root,
+                start,
+                &dir_part[..dir_len],
+                WALK_FOLLOW | WALK_DIRECTORY,
+            )?
         };
         // Like link_path_walk, search permission on the directory holding
         // the last component is checked before that component is used.

@@ -204,14 +204,14 @@ impl VfsInner {
     pub(crate) fn mntget(&self, m: *const Mount) {
         let _g = self.collector.enter();
         // SAFETY: the caller holds a reference or the table lock.
-        let ok = unsafe { &*m }.refcount.get();
+        let ok = unsafe { &*m }.refcount.get_guarded();
         debug_assert!(ok, "mntget of a dead mount");
     }
 
     /// Takes a reference on a mount found lock-free; fails if it is dying.
     pub(crate) fn mntget_rcu(&self, m: *const Mount) -> bool {
         // SAFETY: the caller holds an epoch guard.
-        unsafe { &*m }.refcount.get()
+        unsafe { &*m }.refcount.get_guarded()
     }
 
     /// Drops a mount reference; the last one frees a detached mount and
@@ -221,7 +221,7 @@ impl VfsInner {
         let mr = unsafe { &*m };
         let last = {
             let _g = self.collector.enter();
-            mr.refcount.put()
+            mr.refcount.put_guarded()
         };
         if !(last && mr.refcount.try_kill()) {
             return;

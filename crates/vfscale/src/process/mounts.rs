@@ -161,9 +161,9 @@ impl Process {
             // Busy: anything but the attachment's own reference (exact now).
             if mr.refcount.count_at_rest() > 1 {
                 // Back to the fast mode while it stays attached (unless
-                // another umount is switching it: we must not wait for a
-                // switcher inside our guard).
-                mr.refcount.try_make_sharded();
+                // another umount is switching it: `make_sharded` never
+                // waits, so this is safe inside our guard).
+                let _ = mr.refcount.make_sharded();
                 return Err(Errno::EBUSY);
             }
             self.vfs.detach_mount(&mut list, m);

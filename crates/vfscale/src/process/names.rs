@@ -454,7 +454,7 @@ impl Process {
         }
         self.remove_name(&mut locked, dir, vd, vi, victim_index);
         drop(locked);
-        self.vfs.dput(victim);
+        self.vfs.release_name_refs(&[victim], _g);
         Ok(())
     }
 
@@ -820,9 +820,10 @@ impl Process {
         }
         drop(nidx);
         drop(oidx);
-        for d in to_put {
-            self.vfs.dput(d);
-        }
+        // No lock may be held while a hot victim's count waits for a grace
+        // period (threads inside guards may be waiting for these).
+        drop(_rename_lock);
+        self.vfs.release_name_refs(&to_put, _g);
         Ok(())
     }
 

@@ -331,6 +331,8 @@ impl Process {
             self.vfs.dput(found.path.dentry);
             return Ok(None);
         }
+        // SAFETY: the reference just taken keeps the dentry alive.
+        self.vfs.note_open(unsafe { &*found.path.dentry });
         let status = flags & KEPT_STATUS;
         // A FIFO's file joins its pipe's readers/writers (anon/pipe.rs).
         let (fmode, private, wait) = match inode.fifo_pipe() {

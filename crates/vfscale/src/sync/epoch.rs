@@ -360,6 +360,35 @@ fn register_thread(l: &Local) -> *const Record {
     r
 }
 
+/// Enters the epoch for the current thread, for code that protects
+/// memory it does not reach through a collector (the shards of a
+/// `ShardedRef`, freed after `synchronize`).
+#[inline(always)]
+pub fn pin() -> Guard<'static> {
+    LOCAL.with(|l| {
+        let n = l.nesting.get();
+        if n == 0 {
+            let mut r = l.record.get();
+            if r.is_null() {
+                r = register_thread(l);
+            }
+            // SAFETY: records are never freed.
+            domain().enter(unsafe { &*r });
+        }
+        l.nesting.set(n + 1);
+    });
+    Guard {
+        _collector: PhantomData,
+        _not_send: PhantomData,
+    }
+}
+
+/// True while the current thread is inside a guard (for assertions: a
+/// thread that waits for a grace period must not be).
+pub fn is_pinned() -> bool {
+    LOCAL.with(|l| l.nesting.get() > 0)
+}
+
 /// Waits for a grace period (Linux's `synchronize_rcu`): every guard held
 /// by another thread when this is called has been dropped when it returns.
 /// The caller's own guard, if any, is not waited for. Must not be called
@@ -440,22 +469,7 @@ impl Collector {
     /// Enters the epoch for the current thread.
     #[inline(always)]
     pub fn enter(&self) -> Guard<'_> {
-        LOCAL.with(|l| {
-            let n = l.nesting.get();
-            if n == 0 {
-                let mut r = l.record.get();
-                if r.is_null() {
-                    r = register_thread(l);
-                }
-                // SAFETY: records are never freed.
-                domain().enter(unsafe { &*r });
-            }
-            l.nesting.set(n + 1);
-        });
-        Guard {
-            _collector: PhantomData,
-            _not_send: PhantomData,
-        }
+        pin()
     }
 
     /// Frees `ptr` (a `Box<T>`) once no reader can hold it.

@@ -1,36 +1,46 @@
 //! A reference count that is per-thread sharded while its owner keeps a
-//! base reference, and exact on demand (Linux's `percpu_ref`).
+//! base reference, and exact on demand (Linux's `percpu_ref`), with the
+//! shards allocated only while sharded.
 //!
 //! Made for counts that many threads change but whose exact value matters
 //! only at rare moments: a mount's count is taken by every open and chdir
 //! and dropped by every close, but read exactly only by umount (EBUSY) and
-//! after detach (the last put frees the mount). Sharded, an open and a
-//! close on two cores write two different cache lines instead of one.
+//! after detach (the last put frees the mount); a dentry that many threads
+//! keep opening is read exactly only when its name goes away. Sharded, an
+//! open and a close on two cores write two different cache lines instead
+//! of one. Unsharded, the count costs one word and one pointer: dentries
+//! carry one each and only the hot ones ever allocate shards.
 //!
 //! Invariants:
+//! - `shards` is null (atomic mode, may be sharded later), `SWITCHING`
+//!   (atomic mode, a switch to atomic mode is folding), `FROZEN` (atomic
+//!   mode for good) or a pointer to live shards (sharded mode). Every
+//!   change of it is a compare-exchange or a swap by the one switcher that
+//!   installed `SWITCHING`, so switches are serialised without a lock.
 //! - The number of references is `count + Σ shards` at every moment
 //!   (shards may go negative: a reference taken in atomic mode can be
 //!   dropped in sharded mode).
 //! - In sharded mode `put` never reports the last reference: the owner's
-//!   base reference (a mount's attachment) keeps the true count above zero,
-//!   and the owner switches to atomic mode (`make_exact`) before dropping
-//!   it. In atomic mode the shards are all zero and nobody is about to
-//!   change them, so `count` is the exact count and `put` detects the last
-//!   reference as `RefCount` does.
-//! - `get` and `put` run inside an epoch guard. `make_exact` flips the mode
-//!   and then waits for a grace period before it folds the shards into
-//!   `count`: a thread that saw sharded mode finished its shard update
-//!   inside its guard, so the fold sees it; a thread that enters later sees
-//!   atomic mode (the mode store precedes the epoch bump it reads).
+//!   base reference (a mount's attachment, a dentry's name) keeps the true
+//!   count above zero, and the owner switches to atomic mode
+//!   (`make_exact`/`freeze`) before dropping it. In atomic mode nobody is
+//!   about to change the shards, so `count` is the exact count and `put`
+//!   detects the last reference as `RefCount` does.
+//! - The shards are read and updated only inside an epoch guard (`get`
+//!   and `put` enter one on the sharded path). The switch replaces the
+//!   pointer and then waits for a grace period before it folds the shards
+//!   into `count` and frees them: a thread that saw the pointer finished
+//!   its shard update inside its guard, so the fold sees it and the memory
+//!   outlives it; a thread that enters later sees atomic mode (the swap
+//!   precedes the epoch bump it reads).
 //! - During a switch to atomic mode `count` carries a bias: threads that
 //!   already see atomic mode may put references whose gets still sit in the
 //!   shards, and `count` alone must not reach zero before the fold.
-//! - Mode switches are serialised by `switch`, which is never held by a
-//!   thread inside a guard (so a grace period under it cannot deadlock).
+//! - A switcher holds no guard and no lock a guard holder may wait for
+//!   (the grace period must end).
 
-use super::atomic::{AtomicBool, AtomicI64, Ordering};
+use super::atomic::{AtomicI64, AtomicPtr, Ordering};
 use super::counter::shard_index;
-use super::lock::Mutex;
 use super::refcount::RefCount;
 use crossbeam_utils::CachePadded;
 
@@ -42,11 +52,22 @@ const SHARDS: usize = 8;
 /// far below the refcount's saturation zone, far above any real count.
 const SWITCH_BIAS: i64 = 1 << 30;
 
+type Shards = [CachePadded<AtomicI64>; SHARDS];
+
+/// `shards` while a switch to atomic mode folds (not a real pointer: real
+/// ones are aligned to a cache line).
+const SWITCHING: *mut Shards = core::ptr::without_provenance_mut(1);
+/// `shards` of a count that stays atomic (a dentry whose name is gone).
+const FROZEN: *mut Shards = core::ptr::without_provenance_mut(2);
+
+#[inline]
+fn is_live(p: *mut Shards) -> bool {
+    p.addr() > FROZEN.addr()
+}
+
 pub struct ShardedRef {
     count: RefCount,
-    sharded: AtomicBool,
-    switch: Mutex<()>,
-    shards: Box<[CachePadded<AtomicI64>; SHARDS]>,
+    shards: AtomicPtr<Shards>,
 }
 
 impl ShardedRef {
@@ -54,127 +75,180 @@ impl ShardedRef {
     pub fn new(initial: u32) -> ShardedRef {
         ShardedRef {
             count: RefCount::new(initial),
-            sharded: AtomicBool::new(false),
-            switch: Mutex::new(()),
-            shards: Box::new(core::array::from_fn(|_| {
-                CachePadded::new(AtomicI64::new(0))
-            })),
+            shards: AtomicPtr::new(core::ptr::null_mut()),
         }
     }
 
+    /// The live shards, if sharded. Acquire: pairs with the Release of the
+    /// compare-exchange in `make_sharded`, so the zeroed shards are seen.
+    /// The caller is inside a guard, which keeps them allocated.
     #[inline]
-    fn my_shard(&self) -> &AtomicI64 {
-        &self.shards[shard_index() & (SHARDS - 1)]
+    fn live_shards(&self) -> Option<&Shards> {
+        let p = self.shards.load(Ordering::Acquire);
+        // SAFETY: a live pointer stays allocated until a switch's grace
+        // period has ended, and the caller is inside a guard (module doc).
+        is_live(p).then(|| unsafe { &*p })
+    }
+
+    /// Adds `delta` to this thread's shard if the count is sharded, else
+    /// applies `atomic` to the count. The caller is inside a guard.
+    #[inline(always)]
+    fn apply_guarded(&self, delta: i64, atomic: impl FnOnce(&RefCount) -> bool) -> bool {
+        match self.live_shards() {
+            Some(shards) => {
+                super::opcount::note_refcount_op();
+                // Release: a holder's accesses happen before a later fold
+                // and teardown (the fold's grace period already orders
+                // them; Release costs nothing extra on an RMW). Gets need
+                // no order: the fold after a grace period sees them.
+                shards[shard_index() & (SHARDS - 1)].fetch_add(delta, Ordering::Release);
+                // A sharded get always succeeds and a sharded put is never
+                // the last (the base reference).
+                delta > 0
+            }
+            None => atomic(&self.count),
+        }
+    }
+
+    /// `apply_guarded` inside a guard of its own, for callers that may hold
+    /// none (a `dget` under a directory lock): the shards cannot be folded
+    /// and freed between the load and the add.
+    #[cold]
+    #[inline(never)]
+    fn apply_pinned(&self, delta: i64, atomic: impl FnOnce(&RefCount) -> bool) -> bool {
+        #[cfg(not(loom))]
+        let _guard = super::epoch::pin();
+        self.apply_guarded(delta, atomic)
+    }
+
+    /// True if the count looks sharded: the cheap test that sends `get` and
+    /// `put` to `apply_pinned`, which reloads inside its guard.
+    #[inline(always)]
+    fn looks_sharded(&self) -> bool {
+        // Relaxed: only chooses the path; `apply_guarded` reloads with
+        // Acquire.
+        is_live(self.shards.load(Ordering::Relaxed))
     }
 
     /// Takes a reference; false if the object is dead (atomic mode only:
-    /// in sharded mode the owner's base reference keeps it alive). The
-    /// caller holds an epoch guard.
+    /// in sharded mode the owner's base reference keeps it alive). Any
+    /// caller: the sharded path enters a guard of its own.
     #[must_use]
     #[inline]
     pub fn get(&self) -> bool {
-        // Relaxed: the mode is ordered against `make_exact` by the epoch
-        // protocol (see the module doc), not by this load.
-        if self.sharded.load(Ordering::Relaxed) {
-            super::opcount::note_refcount_op();
-            // Relaxed: folded by `make_exact` after a grace period, which
-            // orders it (the guard's Release leave pairs with the scan).
-            self.my_shard().fetch_add(1, Ordering::Relaxed);
-            return true;
+        if self.looks_sharded() {
+            return self.apply_pinned(1, RefCount::get);
         }
         self.count.get()
     }
 
     /// Drops a reference; true if it was the last one (atomic mode only).
-    /// The caller holds an epoch guard.
+    /// Any caller, as `get`.
     #[must_use]
     #[inline]
     pub fn put(&self) -> bool {
-        // Relaxed: as in `get`.
-        if self.sharded.load(Ordering::Relaxed) {
-            super::opcount::note_refcount_op();
-            // Release: this holder's accesses happen before a later fold
-            // and teardown (the fold's grace period already orders them;
-            // Release costs nothing extra on an RMW).
-            self.my_shard().fetch_sub(1, Ordering::Release);
-            return false;
+        if self.looks_sharded() {
+            return self.apply_pinned(-1, RefCount::put);
         }
         self.count.put()
     }
 
+    /// `get` for a caller inside an epoch guard (a count that is sharded
+    /// most of its life, like a mount's, saves the inner guard).
+    #[must_use]
+    #[inline]
+    pub fn get_guarded(&self) -> bool {
+        self.apply_guarded(1, RefCount::get)
+    }
+
+    /// `put` for a caller inside an epoch guard.
+    #[must_use]
+    #[inline]
+    pub fn put_guarded(&self) -> bool {
+        self.apply_guarded(-1, RefCount::put)
+    }
+
     /// Drops `n` references at once (a batched teardown's run of puts on
     /// one mount); true if the last of them was the last reference (atomic
-    /// mode only). The caller holds an epoch guard.
+    /// mode only). Any caller, as `put`.
     #[must_use]
     pub fn put_many(&self, n: u32) -> bool {
-        // Relaxed: as in `get`.
-        if self.sharded.load(Ordering::Relaxed) {
-            super::opcount::note_refcount_op();
-            // Release: as in `put`.
-            self.my_shard().fetch_sub(i64::from(n), Ordering::Release);
-            return false;
+        let all = |c: &RefCount| (0..n).fold(false, |_, _| c.put());
+        if self.looks_sharded() {
+            return self.apply_pinned(-i64::from(n), all);
         }
-        (0..n).fold(false, |_, _| self.count.put())
+        all(&self.count)
     }
 
     /// Kills an unreferenced object (atomic mode): see `RefCount::try_kill`.
     #[must_use]
     pub fn try_kill(&self) -> bool {
-        debug_assert!(!self.sharded.load(Ordering::Relaxed));
+        debug_assert!(!self.is_sharded());
         self.count.try_kill()
+    }
+
+    /// `RefCount::try_kill_publishing` (atomic mode).
+    #[must_use]
+    pub fn try_kill_publishing(&self) -> bool {
+        debug_assert!(!self.is_sharded());
+        self.count.try_kill_publishing()
+    }
+
+    /// True once killed (a snapshot; see `RefCount::is_dead`).
+    pub fn is_dead(&self) -> bool {
+        self.count.is_dead()
+    }
+
+    /// The atomic part of the count (a snapshot; see `RefCount::count`).
+    /// In sharded mode it never drops below the base reference, so "zero"
+    /// still means unused; exact only in atomic mode.
+    pub fn count(&self) -> u32 {
+        self.count.count()
     }
 
     /// True if gets and puts currently go to the shards.
     pub fn is_sharded(&self) -> bool {
-        // Relaxed: a snapshot; switches are serialised by `switch`.
-        self.sharded.load(Ordering::Relaxed)
+        // Relaxed: a snapshot; switches are serialised on the pointer.
+        is_live(self.shards.load(Ordering::Relaxed))
     }
 
-    /// Switches to sharded mode. The caller holds a reference that it
-    /// drops only after `make_exact` (the base reference), and no other
-    /// thread can be switching this count (else `try_make_sharded`).
-    pub fn make_sharded(&self) {
-        let _s = self.switch.lock();
-        // Relaxed: a thread that still sees atomic mode updates `count`,
-        // which is just as correct (the invariant is about the sum).
-        self.sharded.store(true, Ordering::Relaxed);
-    }
-
-    /// `make_sharded` unless a switch is in progress (then it does
-    /// nothing): for callers inside a guard, which must not wait for a
-    /// switcher that waits for their guard.
-    pub fn try_make_sharded(&self) {
-        if let Some(_s) = self.switch.try_lock() {
-            // Relaxed: as in `make_sharded`.
-            self.sharded.store(true, Ordering::Relaxed);
+    /// Switches to sharded mode, allocating the shards; false (nothing
+    /// changed) if already sharded, switching or frozen. The caller holds a
+    /// reference that it drops only after `make_exact` or `freeze` (the
+    /// base reference). Never waits, so callers may hold guards and locks.
+    pub fn make_sharded(&self) -> bool {
+        // Relaxed: a hint that saves the allocation.
+        if !self.shards.load(Ordering::Relaxed).is_null() {
+            return false;
+        }
+        let fresh = Box::into_raw(Box::new(core::array::from_fn(|_| {
+            CachePadded::new(AtomicI64::new(0))
+        })));
+        // Release: publishes the zeroed shards to `live_shards`' Acquire.
+        // Relaxed on failure: we only free our allocation. A thread that
+        // still sees atomic mode updates `count`, which is just as correct
+        // (the invariant is about the sum).
+        match self.shards.compare_exchange(
+            core::ptr::null_mut(),
+            fresh,
+            Ordering::Release,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => true,
+            Err(_) => {
+                // SAFETY: never published.
+                drop(unsafe { Box::from_raw(fresh) });
+                false
+            }
         }
     }
 
     /// Switches to atomic mode and returns the exact count. Waits for a
-    /// grace period with `synchronize` (the epoch's, in production). The
-    /// caller holds a reference, holds no guard that the wait would need
-    /// and no lock a guard holder may wait for.
+    /// grace period with `synchronize` (the epoch's, in production) when
+    /// it was sharded. The caller holds a reference, holds no guard that
+    /// the wait would need and no lock a guard holder may wait for.
     pub fn make_exact_with(&self, synchronize: impl FnOnce()) -> u32 {
-        let _s = self.switch.lock();
-        // SeqCst: ordered before the epoch bump inside `synchronize`, which
-        // later readers load with Acquire (they then see atomic mode).
-        // The bias keeps `count` above zero while threads that already saw
-        // atomic mode put references whose gets are still in the shards
-        // (percpu_ref's PERCPU_COUNT_BIAS).
-        self.count.add_signed(SWITCH_BIAS);
-        if self.sharded.swap(false, Ordering::SeqCst) {
-            synchronize();
-            let mut sum = 0i64;
-            for s in self.shards.iter() {
-                // Relaxed: after the grace period no thread is updating the
-                // shards, and the period's scan ordered their updates
-                // before us.
-                sum += s.swap(0, Ordering::Relaxed);
-            }
-            self.count.add_signed(sum);
-        }
-        self.count.add_signed(-SWITCH_BIAS);
-        self.count.count()
+        self.switch_to_atomic(core::ptr::null_mut(), synchronize).0
     }
 
     /// `make_exact_with` with the epoch's grace period.
@@ -182,16 +256,115 @@ impl ShardedRef {
         self.make_exact_with(super::epoch::synchronize)
     }
 
+    /// `make_exact_with`, and the count never shards again (a dentry whose
+    /// name is removed: its base reference is about to go). True if it was
+    /// sharded (its shards were folded and freed).
+    pub fn freeze_with(&self, synchronize: impl FnOnce()) -> bool {
+        self.switch_to_atomic(FROZEN, synchronize).1
+    }
+
+    /// Freezes an unsharded count at once (one compare-exchange); false if
+    /// it is sharded or switching, which needs `freeze`'s grace period.
+    pub fn freeze_if_atomic(&self) -> bool {
+        // AcqRel/Relaxed: ordering only against switches, which all go
+        // through this word (a racing `make_sharded` then fails).
+        match self.shards.compare_exchange(
+            core::ptr::null_mut(),
+            FROZEN,
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => true,
+            Err(cur) => cur == FROZEN,
+        }
+    }
+
+    /// `freeze_with` with the epoch's grace period.
+    pub fn freeze(&self) -> bool {
+        self.freeze_with(super::epoch::synchronize)
+    }
+
+    /// The switch: (the exact count, whether shards were folded).
+    fn switch_to_atomic(&self, after: *mut Shards, synchronize: impl FnOnce()) -> (u32, bool) {
+        // The bias keeps `count` above zero while threads that already see
+        // atomic mode put references whose gets are still in the shards
+        // (percpu_ref's PERCPU_COUNT_BIAS).
+        self.count.add_signed(SWITCH_BIAS);
+        let old = loop {
+            // Relaxed: only a guess for the compare-exchange.
+            let cur = self.shards.load(Ordering::Relaxed);
+            if cur == SWITCHING {
+                // Another switcher is folding; it is brief and holds no
+                // guard, so waiting for it cannot deadlock.
+                super::atomic::yield_thread();
+                continue;
+            }
+            // SeqCst: ordered before the epoch bump inside `synchronize`,
+            // which later readers load with Acquire (they then see atomic
+            // mode). Acquire on the old pointer: its shards' zeroing.
+            if self
+                .shards
+                .compare_exchange(cur, SWITCHING, Ordering::SeqCst, Ordering::Relaxed)
+                .is_ok()
+            {
+                break cur;
+            }
+        };
+        if is_live(old) {
+            synchronize();
+            // SAFETY: unpublished by the exchange above, and after the grace
+            // period no thread can still hold it; it came from `Box::into_raw`.
+            let shards = unsafe { Box::from_raw(old) };
+            // Relaxed: after the grace period no thread is updating the
+            // shards, and the period's scan ordered their updates before us.
+            let sum: i64 = shards.iter().map(|s| s.load(Ordering::Relaxed)).sum();
+            self.count.add_signed(sum);
+        }
+        let after = if old == FROZEN { FROZEN } else { after };
+        // Release: the fold happens before a later `make_sharded` (which
+        // only compares the word, so this orders nothing it reads; Release
+        // documents the hand-over).
+        self.shards.store(after, Ordering::Release);
+        self.count.add_signed(-SWITCH_BIAS);
+        (self.count.count(), is_live(old))
+    }
+
+    /// Drops the shards of an object being torn down whose references no
+    /// longer matter (a superblock's teardown): the count is left as it is,
+    /// and the memory goes through the collector, since a reader inside a
+    /// guard may still be adding to it. True if it was sharded.
+    pub fn discard(&self, collector: &super::epoch::Collector) -> bool {
+        // Relaxed: the teardown owns the object; readers only need the
+        // memory to stay valid, which the collector ensures.
+        let old = self.shards.swap(FROZEN, Ordering::Relaxed);
+        if is_live(old) {
+            // SAFETY: unpublished by the swap, retired once, from
+            // `Box::into_raw`.
+            unsafe { collector.retire_box(old) };
+        }
+        is_live(old)
+    }
+
     /// The number of references when nothing changes it (tests, the
     /// invariant checker): `count + Σ shards`.
     pub fn count_at_rest(&self) -> i64 {
         let shards: i64 = self
-            .shards
-            .iter()
+            .live_shards()
             // Relaxed: a snapshot, exact only at rest (see above).
-            .map(|s| s.load(Ordering::Relaxed))
-            .sum();
+            .map(|s| s.iter().map(|s| s.load(Ordering::Relaxed)).sum())
+            .unwrap_or(0);
         i64::from(self.count.count()) + shards
+    }
+}
+
+impl Drop for ShardedRef {
+    fn drop(&mut self) {
+        // Relaxed: `&mut self`, nobody else reads the word.
+        let p = self.shards.load(Ordering::Relaxed);
+        if is_live(p) {
+            // SAFETY: `&mut self`: nobody else can reach the shards.
+            drop(unsafe { Box::from_raw(p) });
+        }
     }
 }
 

@@ -1,0 +1,85 @@
+//! Hot dentries: a name that several threads keep open at once gets a
+//! sharded reference count, so their opens and closes stop writing one
+//! shared cache line (the open-close-same workload; Linux's lockref on
+//! such a dentry is the seed's contended line).
+//!
+//! Invariants:
+//! - Only a pinned dentry is sharded: a hashed positive dentry of an
+//!   instance whose dcache is authoritative (tmpfs), whose name holds one
+//!   reference. That reference is the sharded count's base (`ShardedRef`),
+//!   so sharded puts never need to detect the last reference.
+//! - Whoever removes a name (unlink, rmdir, rename's victim) freezes the
+//!   count (`release_name_ref`) before dropping the name's reference: an
+//!   unsharded count freezes with one compare-exchange; a sharded one is
+//!   folded after a grace period, waited for with no guard and no lock
+//!   held. A frozen count never shards again, so once the name is gone
+//!   the last put is detected exactly, as for any dentry.
+//! - Sharding is decided on open only, from a snapshot of the count: the
+//!   name's reference plus at least two holders. A dentry becomes hot at
+//!   most once per name (the shards stay until the name goes or the
+//!   instance is torn down: 512 bytes per hot name).
+
+use super::dentry::{Dentry, D_REVALIDATE};
+use crate::sync::epoch::Guard;
+use crate::vfs::VfsInner;
+
+/// The count, at an open, from which a dentry is made hot: the name's
+/// reference plus two open holders.
+const HOT_AT_COUNT: u32 = 3;
+
+impl VfsInner {
+    /// After an open took a reference on `d`: shards the count of a name
+    /// that other holders keep open at the same time.
+    #[inline]
+    pub(crate) fn note_open(&self, d: &Dentry) {
+        if d.refcount.count() >= HOT_AT_COUNT && !d.refcount.is_sharded() {
+            self.make_hot(d);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn make_hot(&self, d: &Dentry) {
+        // SAFETY: a dentry's superblock outlives it.
+        let sb = unsafe { &*d.sb };
+        // Pinned only (module doc). A name removed after this check froze
+        // the count first, so the compare-exchange in `make_sharded` fails.
+        if d.is_hashed()
+            && !d.inode_ptr().is_null()
+            && d.flags() & D_REVALIDATE == 0
+            && sb.fs.dcache_is_authoritative()
+            && d.refcount.make_sharded()
+        {
+            self.stats.hot_dentries.inc();
+        }
+    }
+
+    /// Drops the references that just-removed names held on `names` (the
+    /// caller removed them under the directory lock and has released that
+    /// lock and every other: threads inside guards may wait for them),
+    /// freezing each count first. `guard` is the caller's: a sharded
+    /// count must wait for a grace period outside it.
+    pub(crate) fn release_name_refs(&self, names: &[*const Dentry], guard: Guard<'_>) {
+        // SAFETY (all three loops): the names' references, still ours, keep
+        // the dentries alive.
+        let sharded = names
+            .iter()
+            .filter(|&&d| !unsafe { &*d }.refcount.freeze_if_atomic())
+            .count();
+        if sharded > 0 {
+            drop(guard);
+            debug_assert!(
+                !crate::sync::epoch::is_pinned(),
+                "a grace period waited for inside a guard"
+            );
+            for &d in names {
+                if unsafe { &*d }.refcount.freeze() {
+                    self.stats.hot_dentries.dec();
+                }
+            }
+        }
+        for &d in names {
+            self.dput(d);
+        }
+    }
+}
