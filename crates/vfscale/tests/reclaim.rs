@@ -180,8 +180,48 @@ fn limit_fails_only_when_nothing_is_reclaimable() {
     let used = vfs.group_stat(g).unwrap().usage_bytes as u64;
     vfs.group_set_max(g, used + 2 * 4096).unwrap();
     assert_eq!(p.write(fd, &[1u8; 8192]), Ok(8192));
-    assert_eq!(p.write(fd, &[1u8; 4096]), Err(Errno::ENOSPC));
+    // Over the group's max, data fails as memcg does (ENOMEM); ENOSPC is
+    // the instance's size limit, not the group's.
+    assert_eq!(p.write(fd, &[1u8; 4096]), Err(Errno::ENOMEM));
     p.close(fd).unwrap();
+    drop((p, root));
+    vfs.check_invariants().unwrap();
+}
+
+#[test]
+fn long_symlink_page_is_charged_and_released() {
+    let (vfs, root) = setup();
+    let g = vfs.group_create(0, "g").unwrap();
+    let p = root.fork().unwrap();
+    vfs.group_attach(&p, g).unwrap();
+    let statfs_used = |p: &vfscale::Process| {
+        let s = p.statfs(b"/").unwrap();
+        s.f_blocks - s.f_bfree
+    };
+    let used0 = statfs_used(&p);
+    let long = "t".repeat(200);
+    p.symlink(long.as_bytes(), b"/d/long").unwrap();
+    p.symlink(b"short", b"/d/short").unwrap();
+    let s = vfs.group_stat(g).unwrap();
+    assert_eq!((s.inodes, s.pages), (2, 1), "{s:?}");
+    assert_eq!(statfs_used(&p), used0 + 1, "the instance counts the page");
+    p.unlink(b"/d/long").unwrap();
+    let s = vfs.group_stat(g).unwrap();
+    assert_eq!((s.inodes, s.pages), (1, 0), "{s:?}");
+    assert_eq!(statfs_used(&p), used0);
+    // At the group's limit the page does not fit: ENOMEM, nothing created.
+    let used = vfs.group_stat(g).unwrap().usage_bytes as u64;
+    vfs.group_set_max(g, used + (KIND_BYTES[0] + KIND_BYTES[1]) as u64)
+        .unwrap();
+    assert_eq!(p.symlink(long.as_bytes(), b"/d/long2"), Err(Errno::ENOMEM));
+    assert_eq!(p.lstat(b"/d/long2").unwrap_err(), Errno::ENOENT);
+    assert_eq!(statfs_used(&p), used0);
+    p.symlink(b"fits", b"/d/short2").unwrap();
+    p.symlink(long.as_bytes(), b"/d/long3").unwrap_err();
+    vfs.group_set_max(g, u64::MAX).unwrap();
+    p.symlink(long.as_bytes(), b"/d/long3").unwrap();
+    drop((p, root));
+    vfs.check_invariants().unwrap();
 }
 
 #[test]

@@ -635,7 +635,11 @@ impl VfsInner {
         }
         sb.xattrs.forget(i.ino);
         let blocks = i.attr().blocks as i64;
-        self.charge_pages(i.group, -(blocks / 8));
+        // A backend-served inode's blocks mirror the host's and were never
+        // charged as pages (reclaim/check.rs counts the same way).
+        if !sb.backend_served {
+            self.charge_pages(i.group, -(blocks / 8));
+        }
         self.uncharge(i.group, crate::reclaim::ObjKind::Inode);
         // SAFETY: no dentry refers to the inode any more; lock-free readers
         // that loaded it hold guards.

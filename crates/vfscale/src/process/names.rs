@@ -281,23 +281,38 @@ impl Process {
             || Ok(()),
             |idx, dir, key, neg| {
                 let (uid, gid, _) = self.owner_in(dir, S_IFLNK | 0o777);
-                let d = self.create_locked(
-                    idx,
-                    parent.dir.path.dentry,
-                    dir,
-                    key,
-                    neg,
-                    S_IFLNK | 0o777,
-                    uid,
-                    gid,
-                    0,
-                    InodeBody::Symlink(target.into()),
-                )?;
+                // tmpfs keeps targets under 128 bytes inline, longer ones in
+                // a page: charged to the instance (ENOSPC when full) and to
+                // our group (with the inode and dentry: ENOMEM over `max`)
+                // before anything is created, as shmem_symlink allocates it.
+                let blocks = if target.len() < 128 { 0 } else { 8 };
+                // SAFETY: an inode's superblock outlives it.
+                let sb = unsafe { &*dir.sb };
+                if blocks > 0 {
+                    let k = crate::reclaim::KIND_BYTES;
+                    self.vfs.admit((k[0] + k[1] + k[3]) as u64, Errno::ENOMEM)?;
+                    sb.charge_blocks(blocks)?;
+                }
+                let d = self
+                    .create_locked(
+                        idx,
+                        parent.dir.path.dentry,
+                        dir,
+                        key,
+                        neg,
+                        S_IFLNK | 0o777,
+                        uid,
+                        gid,
+                        0,
+                        InodeBody::Symlink(target.into()),
+                    )
+                    .inspect_err(|_| {
+                        let _ = sb.charge_blocks(-blocks);
+                    })?;
                 // SAFETY: pinned by the namespace reference.
                 let inode = unsafe { &*(*d).inode_ptr() };
-                // tmpfs keeps targets under 128 bytes inline, longer ones in a page.
-                let blocks = if target.len() < 128 { 0 } else { 8 };
-                inode.update_attr(|a| a.set_size(target.len() as u64, blocks));
+                self.vfs.charge_pages(inode.group, blocks / 8);
+                inode.update_attr(|a| a.set_size(target.len() as u64, blocks as u64));
                 Ok(())
             },
         )

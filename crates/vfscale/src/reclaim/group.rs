@@ -148,6 +148,11 @@ impl MemGroup {
             .sum()
     }
 
+    /// Objects of each kind charged to this group itself (a snapshot).
+    pub(crate) fn own_counts(&self) -> [i64; 4] {
+        core::array::from_fn(|k| self.sum(SLOT_KIND0 + k))
+    }
+
     pub fn max(&self) -> u64 {
         // Relaxed: a tunable; a charge racing with a change may use either.
         self.max.load(Ordering::Relaxed)
