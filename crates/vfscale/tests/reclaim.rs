@@ -440,3 +440,147 @@ fn limit_reclaim_is_incremental() {
     assert!(s.reclaimed >= 1 && s.reclaimed <= 500, "{s:?}");
     assert_eq!(vfs.group_lru_count(g) as i64, s.dentries);
 }
+
+/// One call that charges objects, checked at a limit: with nothing
+/// reclaimable in the group it fails with ENOMEM (and creates nothing the
+/// invariant checker would miss); with reclaimable negative dentries in the
+/// group it succeeds by reclaiming them. `prepare` runs unlimited (files to
+/// link or rename, mountpoints); `op(p, i)` is the call, `i` 0 then 1.
+fn limit_case(
+    what: &str,
+    prepare: impl Fn(&vfscale::Process),
+    op: impl Fn(&vfscale::Process, usize) -> Result<(), Errno>,
+) {
+    let (vfs, root) = setup();
+    let g = vfs.group_create(0, "g").unwrap();
+    let p = root.fork().unwrap();
+    vfs.group_attach(&p, g).unwrap();
+    prepare(&p);
+    let usage = |vfs: &Vfs| vfs.group_stat(g).unwrap().usage_bytes as u64;
+    // Exactly at the limit, everything charged pinned: ENOMEM.
+    vfs.group_set_max(g, usage(&vfs)).unwrap();
+    let before = vfs.group_stat(g).unwrap();
+    assert_eq!(op(&p, 0), Err(Errno::ENOMEM), "{what} at the limit");
+    let after = vfs.group_stat(g).unwrap();
+    assert_eq!(after.limit_failures, before.limit_failures + 1, "{what}");
+    assert_eq!(
+        after.usage_bytes, before.usage_bytes,
+        "{what}: nothing made"
+    );
+    // Reclaimable objects in the group: the same call reclaims and fits.
+    vfs.group_set_max(g, u64::MAX).unwrap();
+    miss(&p, "/d", "neg", 40);
+    let max = usage(&vfs);
+    vfs.group_set_max(g, max).unwrap();
+    assert_eq!(op(&p, 1), Ok(()), "{what} with reclaimable objects");
+    let s = vfs.group_stat(g).unwrap();
+    assert!(
+        s.reclaimed > 0 && s.usage_bytes as u64 <= max,
+        "{what}: {s:?}"
+    );
+    assert_eq!(s.limit_failures, before.limit_failures + 1, "{what}");
+    drop((p, root));
+    vfs.check_invariants()
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+}
+
+#[test]
+fn link_at_the_limit() {
+    limit_case(
+        "link",
+        |p| p.mknodat(AT_FDCWD, b"/d/f", S_IFREG | 0o644, 0).unwrap(),
+        |p, i| p.link(b"/d/f", format!("/d/l{i}").as_bytes()),
+    );
+}
+
+#[test]
+fn rename_whiteout_at_the_limit() {
+    limit_case(
+        "renameat2(RENAME_WHITEOUT)",
+        |p| {
+            for i in 0..2 {
+                p.mknodat(AT_FDCWD, format!("/d/s{i}").as_bytes(), S_IFREG | 0o644, 0)
+                    .unwrap();
+            }
+        },
+        |p, i| {
+            let (from, to) = (format!("/d/s{i}"), format!("/d/t{i}"));
+            let r = p.renameat2(
+                AT_FDCWD,
+                from.as_bytes(),
+                AT_FDCWD,
+                to.as_bytes(),
+                RENAME_WHITEOUT,
+            );
+            if r.is_err() {
+                // Nothing moved, no whiteout.
+                assert!(p.stat(from.as_bytes()).unwrap().mode & S_IFMT == S_IFREG);
+            } else {
+                assert_eq!(p.lstat(from.as_bytes()).unwrap().mode & S_IFMT, S_IFCHR);
+            }
+            r
+        },
+    );
+}
+
+#[test]
+fn socket_at_the_limit() {
+    limit_case(
+        "socket",
+        |_| {},
+        |p, _| p.socket(AF_UNIX, SOCK_STREAM, 0).map(drop),
+    );
+}
+
+#[test]
+fn socketpair_at_the_limit() {
+    limit_case(
+        "socketpair",
+        |_| {},
+        |p, _| p.socketpair(AF_UNIX, SOCK_STREAM, 0).map(drop),
+    );
+}
+
+#[test]
+fn pipe_at_the_limit() {
+    limit_case("pipe", |_| {}, |p, _| p.pipe().map(drop));
+}
+
+#[test]
+fn eventfd_at_the_limit() {
+    limit_case("eventfd", |_| {}, |p, _| p.eventfd(0, 0).map(drop));
+}
+
+#[test]
+fn memfd_at_the_limit() {
+    limit_case(
+        "memfd_create",
+        |_| {},
+        |p, _| p.memfd_create(b"m", 0).map(drop),
+    );
+}
+
+#[test]
+fn mount_root_at_the_limit() {
+    limit_case(
+        "mount tmpfs",
+        |p| {
+            for i in 0..2 {
+                p.mkdir(format!("/d/m{i}").as_bytes(), 0o755).unwrap();
+            }
+        },
+        |p, i| p.mount(b"tmpfs", format!("/d/m{i}").as_bytes(), b"tmpfs", 0),
+    );
+}
+
+#[test]
+fn open_create_at_the_limit() {
+    limit_case(
+        "open(O_CREAT)",
+        |_| {},
+        |p, i| {
+            p.open(format!("/d/c{i}").as_bytes(), O_CREAT | O_WRONLY, 0o644)
+                .map(drop)
+        },
+    );
+}

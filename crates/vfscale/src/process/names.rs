@@ -375,6 +375,10 @@ impl Process {
             if inode.is_dir() {
                 return Err(Errno::EPERM);
             }
+            // The new name's dentry (unless a negative one is reused) is
+            // charged to our group: make room first.
+            self.vfs
+                .admit(crate::reclaim::KIND_BYTES[0] as u64, Errno::ENOMEM)?;
             // A hard link takes an inode from the instance's budget (tmpfs).
             // SAFETY: an inode's superblock outlives it.
             let sb = unsafe { &*inode.sb };
@@ -732,6 +736,9 @@ impl Process {
         // left at the old name) before moving, so its inode and its
         // listing position come first; only the name is bound afterwards.
         let whiteout = if flags & RENAME_WHITEOUT != 0 {
+            // Its inode and dentry are charged to our group: make room first.
+            let k = crate::reclaim::KIND_BYTES;
+            self.vfs.admit((k[0] + k[1]) as u64, Errno::ENOMEM)?;
             // SAFETY: an inode's superblock outlives it.
             let sb = unsafe { &*odir.sb };
             sb.reserve_inode()?;
