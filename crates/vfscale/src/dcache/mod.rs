@@ -234,8 +234,14 @@ impl VfsInner {
         inode: *const Inode,
     ) -> crate::abi::SysResult<*const Dentry> {
         if !inode.is_null() {
-            // A backend's inode: counted here, uncounted by `iput`.
+            // A backend's inode: counted and charged to the caller's group
+            // here, uncounted and uncharged by `iput` (the admission below
+            // then makes room for it and the dentry together).
             self.stats.inodes.inc();
+            let group = self.charge(crate::reclaim::ObjKind::Inode);
+            // SAFETY: `Filesystem::lookup` returns a fresh inode that no
+            // one else references yet (its one reference is ours).
+            unsafe { (*(inode as *mut Inode)).group = group };
         }
         // A new dentry is charged to the caller's group: make room first
         // (ENOMEM only if its limit holds nothing reclaimable).
