@@ -39,10 +39,27 @@ fn group_tree_errors() {
     assert_eq!(vfs.group_remove(b), Err(Errno::ENOENT));
     assert_eq!(vfs.group_stat(b).unwrap_err(), Errno::ENOENT);
     vfs.group_remove(a).unwrap();
-    // The name is free again; ids are not reused.
+    assert_eq!(vfs.group_stat(a).unwrap_err(), Errno::ENOENT);
+    // The name is free again; the pruned ids are reused (nothing was
+    // charged to them), as the kernel reuses memcg ids.
     let a2 = vfs.group_create(0, "a").unwrap();
-    assert!(a2 > b);
-    assert_eq!(vfs.group_stat(a2).unwrap().name, "a");
+    assert!([a, b].contains(&a2), "{a2}");
+    let s = vfs.group_stat(a2).unwrap();
+    assert_eq!((s.name.as_str(), s.parent, s.usage_bytes), ("a", 0, 0));
+    assert_eq!(vfs.group_table_size(), (0, 3));
+    // A process keeps its group from removal (cgroup rmdir: EBUSY).
+    let root = vfs.root_process();
+    let p = root.fork().unwrap();
+    vfs.group_attach(&p, a2).unwrap();
+    let child = p.fork().unwrap();
+    let thread = child.clone_thread();
+    assert_eq!(vfs.group_remove(a2), Err(Errno::EBUSY));
+    vfs.group_attach(&p, 0).unwrap();
+    drop(child);
+    assert_eq!(vfs.group_remove(a2), Err(Errno::EBUSY), "a thread left");
+    drop(thread);
+    vfs.group_remove(a2).unwrap();
+    assert_eq!(vfs.group_attach(&p, a2), Err(Errno::ENOENT));
     assert_eq!(vfs.drop_caches_level(0), Err(Errno::EINVAL));
     assert_eq!(vfs.drop_caches_level(4), Err(Errno::EINVAL));
     assert_eq!(vfs.drop_caches_level(1), Ok(0));
@@ -583,4 +600,63 @@ fn open_create_at_the_limit() {
                 .map(drop)
         },
     );
+}
+
+#[test]
+fn removed_groups_are_pruned_and_memory_stays_bounded() {
+    let (vfs, root) = setup();
+    // 100,000 groups created and removed, every 1,000th after one of its
+    // processes cached a negative dentry (charged to it, so its tombstone
+    // stays until reclaim frees the dentry).
+    for i in 0..100_000 {
+        let g = vfs.group_create(0, "g").unwrap();
+        if i % 1000 == 0 {
+            let p = root.fork().unwrap();
+            vfs.group_attach(&p, g).unwrap();
+            miss(&p, "/d", &format!("r{i}_"), 1);
+        }
+        vfs.group_remove(g).unwrap();
+        let (tombstones, ids) = vfs.group_table_size();
+        assert!(tombstones <= 100 && ids <= 102, "{i}: {tombstones} {ids}");
+    }
+    let (tombstones, _) = vfs.group_table_size();
+    assert_eq!(
+        tombstones, 100,
+        "each holds its dentry (on the root's list)"
+    );
+    assert_eq!(vfs.group_lru_count(0), 100);
+    assert_eq!(vfs.drop_caches(), 100);
+    assert_eq!(
+        vfs.group_table_size().0,
+        0,
+        "pruned once their charges went"
+    );
+    // A tombstone holding a pinned tmpfs file stays until the file goes.
+    let inodes_before = vfs.group_stat(0).unwrap().inodes;
+    let g = vfs.group_create(0, "pinned").unwrap();
+    let p = root.fork().unwrap();
+    vfs.group_attach(&p, g).unwrap();
+    p.mknodat(AT_FDCWD, b"/d/pinned", S_IFREG | 0o644, 0)
+        .unwrap();
+    drop(p);
+    vfs.group_remove(g).unwrap();
+    vfs.drop_caches();
+    assert_eq!(vfs.group_table_size().0, 1);
+    assert_eq!(
+        vfs.group_stat(0).unwrap().inodes,
+        inodes_before + 1,
+        "the root's statistics include its removed child's file"
+    );
+    drop(root);
+    vfs.check_invariants().unwrap();
+    let root = vfs.root_process();
+    root.unlink(b"/d/pinned").unwrap();
+    // Its last charge is gone; the next sweep (drop_caches, or a creation
+    // once tombstones piled up) prunes it, and its id is the next reused.
+    vfs.drop_caches();
+    assert_eq!(vfs.group_table_size().0, 0);
+    let again = vfs.group_create(0, "again").unwrap();
+    assert_eq!(again, g, "the pruned id is reused");
+    drop(root);
+    vfs.check_invariants().unwrap();
 }

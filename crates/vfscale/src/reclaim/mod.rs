@@ -6,7 +6,9 @@
 //! - `bits`: the lazily cleared shrinker / populated-group bits;
 //! - `shrinker`: the registry, `do_shrink_slab`, per-group and global passes;
 //! - `api`: the `Vfs` methods (groups, shrinkers, `drop_caches`);
-//! - `check`: the per-group totals of the invariant checker.
+//! - `check`: the per-group totals of the invariant checker;
+//! - `member`: a process's membership (`GroupCell`), counted per group;
+//! - `prune`: removed groups freed for reuse once nothing refers to them.
 //!
 //! Which group is charged: the calling process's. Process entry points that
 //! may create cached objects store (VFS, group) in a thread-local
@@ -21,10 +23,13 @@ pub mod bits;
 pub(crate) mod check;
 pub mod group;
 pub mod list_lru;
+mod member;
+mod prune;
 pub mod shrinker;
 
 pub use api::DropLevel;
 pub use group::{GroupStat, ObjKind, KIND_BYTES};
+pub use member::GroupCell;
 pub use shrinker::{Shrinker, DEFAULT_SEEKS, SHRINK_BATCH};
 
 use crate::abi::{Errno, SysResult};
