@@ -660,3 +660,31 @@ fn removed_groups_are_pruned_and_memory_stays_bounded() {
     drop(root);
     vfs.check_invariants().unwrap();
 }
+
+#[test]
+fn tombstone_with_an_embedders_objects_waits_for_its_shrinker() {
+    let vfs = Vfs::new();
+    let g = vfs.group_create(0, "g").unwrap();
+    let s = Arc::new(Counting {
+        objects: Mutex::new(vec![0; 8]),
+        counts: AtomicU64::new(0),
+        scanned_groups: Mutex::new(Vec::new()),
+    });
+    let id = vfs.register_shrinker(s.clone());
+    s.objects.lock().unwrap()[g as usize] = 10;
+    vfs.shrinker_mark(id, g);
+    // Nothing of ours is charged to g, but the embedder still has objects
+    // of it: the tombstone (and its id) must stay.
+    vfs.group_remove(g).unwrap();
+    assert_eq!(vfs.group_table_size().0, 1);
+    assert!(vfs.group_shrinker_bit(0, id), "the parent inherits the bit");
+    // Reclaim frees them (the removed group is still visited) and clears
+    // its bit; the sweep after it prunes the tombstone.
+    vfs.drop_caches();
+    vfs.drop_caches();
+    assert_eq!(s.objects.lock().unwrap()[g as usize], 0);
+    assert_eq!(vfs.group_table_size().0, 0);
+    assert_eq!(vfs.group_create(0, "h").unwrap(), g, "its id is reused");
+    vfs.unregister_shrinker(id).unwrap();
+    vfs.check_invariants().unwrap();
+}
