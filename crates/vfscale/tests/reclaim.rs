@@ -102,6 +102,8 @@ fn charges_follow_the_creating_process_and_uncharge_on_free() {
     assert_eq!(p.stat(b"/d/missing"), Err(Errno::ENOENT));
     assert_eq!(vfs.group_stat(h).unwrap().dentries, 1);
     assert_eq!(vfs.group_lru_count(h), 1);
+    drop((p, root));
+    vfs.check_invariants().unwrap();
 }
 
 #[test]
@@ -131,6 +133,8 @@ fn counters_equal_list_contents_at_quiescence() {
     let s = vfs.group_stat(g).unwrap();
     assert_eq!(s.dentries, 100);
     assert!(s.reclaimed >= 400);
+    drop((p, root));
+    vfs.check_invariants().unwrap();
 }
 
 #[test]
@@ -154,6 +158,8 @@ fn over_limit_reclaims_own_objects_only() {
     assert!(sa.limit_reclaims > 0 && sa.limit_failures == 0, "{sa:?}");
     assert_eq!(vfs.group_lru_count(b), 300, "b's dentries untouched");
     assert_eq!(vfs.group_stat(b).unwrap().reclaimed, 0);
+    drop((pa, pb, root));
+    vfs.check_invariants().unwrap();
 }
 
 #[test]
@@ -287,6 +293,8 @@ fn bits_clear_after_empty_scan_and_set_on_first_add() {
     assert!(!vfs.group_is_populated(g));
     miss(&p, "/d", "m", 1);
     assert!(vfs.group_is_populated(g));
+    drop((p, root));
+    vfs.check_invariants().unwrap();
 }
 
 #[test]
@@ -413,6 +421,7 @@ fn custom_shrinker_is_called_for_marked_groups_only() {
     assert!(s.counts.load(Ordering::Relaxed) - before >= 101);
     vfs.unregister_shrinker(id).unwrap();
     assert_eq!(vfs.unregister_shrinker(id), Err(Errno::ENOENT));
+    vfs.check_invariants().unwrap();
 }
 
 #[test]
@@ -439,6 +448,10 @@ fn idle_groups_with_their_own_mounts_cost_no_visit() {
     for i in 1..=50 {
         assert!(!vfs.group_is_populated(i), "group {i} still populated");
     }
+    // Each group holds its mount's root and its file.
+    assert_eq!(vfs.group_stat(1).unwrap().inodes, 2);
+    drop(root);
+    vfs.check_invariants().unwrap();
 }
 
 #[test]
@@ -456,6 +469,8 @@ fn limit_reclaim_is_incremental() {
     assert!(s.usage_bytes <= 1000 * KIND_BYTES[0], "{s:?}");
     assert!(s.reclaimed >= 1 && s.reclaimed <= 500, "{s:?}");
     assert_eq!(vfs.group_lru_count(g) as i64, s.dentries);
+    drop((p, root));
+    vfs.check_invariants().unwrap();
 }
 
 /// One call that charges objects, checked at a limit: with nothing
