@@ -703,3 +703,22 @@ fn tombstone_with_an_embedders_objects_waits_for_its_shrinker() {
     vfs.unregister_shrinker(id).unwrap();
     vfs.check_invariants().unwrap();
 }
+
+#[test]
+fn open_by_handle_at_the_limit() {
+    let handle = std::cell::RefCell::new(None);
+    limit_case(
+        "open_by_handle_at",
+        |p| {
+            p.mknodat(AT_FDCWD, b"/d/h", S_IFREG | 0o644, 0).unwrap();
+            let mut h = FileHandle::with_capacity(MAX_HANDLE_SZ);
+            p.name_to_handle_at(AT_FDCWD, b"/d/h", &mut h, 0).unwrap();
+            *handle.borrow_mut() = Some(h);
+        },
+        |p, _| {
+            let h = handle.borrow();
+            p.open_by_handle_at(AT_FDCWD, h.as_ref().unwrap(), O_RDONLY)
+                .map(drop)
+        },
+    );
+}
