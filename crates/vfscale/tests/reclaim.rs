@@ -722,3 +722,127 @@ fn open_by_handle_at_the_limit() {
         },
     );
 }
+
+/// Threads in small-limited groups race every charging call (creates,
+/// links, long symlinks, writes, renames with whiteouts, pipes, sockets,
+/// misses) on shared names for a bounded time. Any call may fail with
+/// ENOMEM (pinned tmpfs names fill a group) or the usual races' errnos;
+/// afterwards the group totals must equal the objects, and after removing
+/// every name every counter is zero: no error path leaks or double
+/// uncharges a charge.
+#[test]
+fn limited_groups_race_every_charging_call() {
+    let (vfs, root) = setup();
+    let parent = vfs.group_create(0, "parent").unwrap();
+    let groups = [
+        vfs.group_create(parent, "a").unwrap(),
+        vfs.group_create(parent, "b").unwrap(),
+        vfs.group_create(0, "c").unwrap(),
+    ];
+    let entry = (KIND_BYTES[0] + KIND_BYTES[1]) as u64;
+    vfs.group_set_max(parent, 60 * entry).unwrap();
+    vfs.group_set_max(groups[0], 30 * entry).unwrap();
+    vfs.group_set_max(groups[2], 16 * 4096 + 20 * entry)
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(600);
+    let long = "l".repeat(200);
+    std::thread::scope(|s| {
+        for (t, &group) in groups.iter().enumerate() {
+            let p = root.fork().unwrap();
+            vfs.group_attach(&p, group).unwrap();
+            let long = long.as_str();
+            s.spawn(move || {
+                let mut x = 0x9E37_79B9_7F4A_7C15u64.wrapping_mul(t as u64 + 1) | 1;
+                let mut rnd = move |n: u64| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x % n
+                };
+                while std::time::Instant::now() < deadline {
+                    let a = format!("/d/n{}", rnd(24));
+                    let b = format!("/d/n{}", rnd(24));
+                    let r = match rnd(11) {
+                        0 => p.mknodat(AT_FDCWD, a.as_bytes(), S_IFREG | 0o644, 0),
+                        1 => p.unlink(a.as_bytes()),
+                        2 => p.link(a.as_bytes(), b.as_bytes()),
+                        3 => p.symlink(long.as_bytes(), a.as_bytes()),
+                        4 => p
+                            .open(a.as_bytes(), O_CREAT | O_WRONLY, 0o644)
+                            .and_then(|fd| {
+                                let r = p.write(fd, &[1u8; 9000]).map(drop);
+                                p.close(fd).unwrap();
+                                r
+                            }),
+                        5 => p.renameat2(
+                            AT_FDCWD,
+                            a.as_bytes(),
+                            AT_FDCWD,
+                            b.as_bytes(),
+                            RENAME_WHITEOUT,
+                        ),
+                        6 => p.pipe().map(|[r, w]| {
+                            p.close(r).unwrap();
+                            p.close(w).unwrap();
+                        }),
+                        7 => p.socketpair(AF_UNIX, SOCK_STREAM, 0).map(|[x, y]| {
+                            p.close(x).unwrap();
+                            p.close(y).unwrap();
+                        }),
+                        8 => p.memfd_create(b"m", 0).and_then(|fd| {
+                            let r = p.write(fd, &[2u8; 5000]).map(drop);
+                            p.close(fd).unwrap();
+                            r
+                        }),
+                        9 => p.truncate(a.as_bytes(), 0),
+                        _ => p
+                            .stat(format!("/d/miss{t}_{}", rnd(1000)).as_bytes())
+                            .map(drop),
+                    };
+                    if let Err(e) = r {
+                        assert!(
+                            [
+                                Errno::ENOMEM,
+                                Errno::ENOENT,
+                                Errno::EEXIST,
+                                Errno::EISDIR,
+                                Errno::ENOTDIR,
+                                Errno::EINVAL,
+                                // Opening a whiteout (a 0:0 device).
+                                Errno::ENXIO,
+                            ]
+                            .contains(&e),
+                            "thread {t}: {e:?}"
+                        );
+                    }
+                }
+            });
+        }
+    });
+    for g in groups.iter().chain([&parent]) {
+        let s = vfs.group_stat(*g).unwrap();
+        assert_eq!(s.files, 0, "{s:?}");
+    }
+    drop(root);
+    vfs.check_invariants().unwrap();
+    // Remove every name: each group's counters return to zero.
+    let root = vfs.root_process();
+    for e in root.read_dir(b"/d").unwrap() {
+        if e.name != b"." && e.name != b".." {
+            let mut path = b"/d/".to_vec();
+            path.extend_from_slice(&e.name);
+            root.unlink(&path).unwrap();
+        }
+    }
+    drop(root);
+    vfs.drop_caches();
+    vfs.check_invariants().unwrap();
+    for g in groups.iter().chain([&parent]) {
+        let s = vfs.group_stat(*g).unwrap();
+        assert_eq!(
+            (s.dentries, s.inodes, s.files, s.pages, s.usage_bytes),
+            (0, 0, 0, 0, 0),
+            "{s:?}"
+        );
+    }
+}

@@ -873,17 +873,28 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         let _g = self.vfs.collector.enter();
-        let found = self.lookup_at(&self.cred, AT_FDCWD, path, 0, WALK_FOLLOW)?;
+        // Hold the name (and so the inode) while the data changes, as
+        // Linux holds the path: without it a racing unlink's final put
+        // could free the inode — uncharging its pages from the blocks it
+        // had then — while this truncation uncharged them a second time.
+        let found = loop {
+            let found = self.lookup_at(&self.cred, AT_FDCWD, path, 0, WALK_FOLLOW)?;
+            if self.vfs.dget_validated(found.path.dentry, found.seq) {
+                break found;
+            }
+        };
         let inode = found.inode();
-        if inode.is_dir() {
-            return Err(Errno::EISDIR);
-        }
-        if inode.file_type() != S_IFREG {
-            return Err(Errno::EINVAL);
-        }
-        let (m, u, g) = inode.perm_attr();
-        may_access(&self.cred, m, u, g, MAY_WRITE)?;
-        self.truncate_inode(inode, length as u64)
+        let r = if inode.is_dir() {
+            Err(Errno::EISDIR)
+        } else if inode.file_type() != S_IFREG {
+            Err(Errno::EINVAL)
+        } else {
+            let (m, u, g) = inode.perm_attr();
+            may_access(&self.cred, m, u, g, MAY_WRITE)
+                .and_then(|()| self.truncate_inode(inode, length as u64))
+        };
+        self.vfs.dput(found.path.dentry);
+        r
     }
 }
 
