@@ -16,12 +16,16 @@
 //!   finds;
 //! - reclaim: every unused negative dentry is on an LRU list; every list's
 //!   links, flags and count agree; a group with a non-empty list has its
-//!   shrinker bit and populated bit set (`reclaim/`).
+//!   shrinker bit and populated bit set (`reclaim/`);
+//! - memory groups: every group's per-kind counters equal the objects that
+//!   record it, found by this same walk (`reclaim/check.rs`).
 
 use crate::dcache::dentry::Dentry;
 use crate::dcache::name::NameKey;
 use crate::inode::Inode;
 use crate::mount::Mount;
+use crate::reclaim::check::GroupTally;
+use crate::reclaim::ObjKind;
 use crate::vfs::Vfs;
 use std::collections::HashMap;
 
@@ -51,6 +55,7 @@ impl Vfs {
             .map(|&m| m as *const Mount)
             .collect();
         let mut extra_refs: HashMap<usize, i64> = HashMap::new();
+        let mut tally = GroupTally::default();
         let mut sb_roots = Vec::new();
         for &m in &mounts {
             // SAFETY (whole function): the caller guarantees quiescence and
@@ -88,6 +93,7 @@ impl Vfs {
             while !p.is_null() {
                 let d = unsafe { &*p };
                 hashed += 1;
+                tally.add(d.group, ObjKind::Dentry, 1);
                 if d.inode_ptr().is_null() {
                     negative += 1;
                 }
@@ -121,6 +127,9 @@ impl Vfs {
                 return Err("a reachable dentry is negative".into());
             }
             positive += 1;
+            if d.is_root() {
+                tally.add(d.group, ObjKind::Dentry, 1);
+            }
             *names_per_inode.entry(ip as usize).or_default() += 1;
             inodes_seen.insert(ip as usize, ());
             let expected = 1
@@ -185,6 +194,7 @@ impl Vfs {
         for (&ip, &names) in &names_per_inode {
             // SAFETY: inodes collected from live dentries of a quiescent VFS.
             let inode = unsafe { &*(ip as *const Inode) };
+            tally_inode(&mut tally, inode);
             if !inode.is_dir() && inode.attr().nlink != names {
                 return Err(format!(
                     "inode {} has nlink {} but {names} names",
@@ -221,6 +231,28 @@ impl Vfs {
                 "object counters {counts:?} disagree with the scan {report:?}"
             ));
         }
+        // The anonymous mount's internal objects: its root and the shared
+        // eventfd node (every other anonymous node died with its files).
+        let anon = v.anon();
+        // SAFETY: the anonymous mount and its nodes live as long as the VFS.
+        let anon_root = unsafe { &*(*anon.mnt).sb().root() };
+        // SAFETY: as above.
+        let eventfd = unsafe { &*anon.eventfd_node };
+        for d in [anon_root, &eventfd.dentry] {
+            tally.add(d.group, ObjKind::Dentry, 1);
+            // SAFETY: both are positive and keep their inodes.
+            tally_inode(&mut tally, unsafe { &*d.inode_ptr() });
+        }
+        v.check_group_totals(&tally)?;
         Ok(report)
+    }
+}
+
+/// Counts an inode and the data pages it keeps in its group.
+fn tally_inode(tally: &mut GroupTally, inode: &Inode) {
+    tally.add(inode.group, ObjKind::Inode, 1);
+    // SAFETY: an inode's superblock outlives it.
+    if !unsafe { &*inode.sb }.backend_served {
+        tally.add(inode.group, ObjKind::Page, inode.attr().blocks as i64 / 8);
     }
 }

@@ -1,7 +1,9 @@
 //! Multi-thread stress: threads race create/unlink/rename/link/mkdir/rmdir/
 //! stat/open/readdir on shared directories for a bounded time, then every
 //! process exits and the invariant checker (names ↔ inodes ↔ nlink,
-//! refcounts at rest, object counters) must pass.
+//! refcounts at rest, object counters, memory-group totals) must pass.
+//! The threads run in three memory groups (one nested), so objects are
+//! charged to, freed from and reparented between groups as they race.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -74,6 +76,12 @@ fn run_stress(threads: usize, secs: f64, salt: u64) {
         setup.mkdir(format!("/d{d}").as_bytes(), 0o777).unwrap();
     }
     drop(setup);
+    let parent = vfs.group_create(0, "parent").unwrap();
+    let groups = [
+        vfs.group_create(0, "a").unwrap(),
+        parent,
+        vfs.group_create(parent, "child").unwrap(),
+    ];
     let stop = AtomicBool::new(false);
     let ops = AtomicU64::new(0);
     let hot_seen = AtomicBool::new(false);
@@ -88,6 +96,7 @@ fn run_stress(threads: usize, secs: f64, salt: u64) {
                 } else {
                     vfs.process(Cred::user(1000, 1000, &[]))
                 };
+                vfs.group_attach(&p, groups[t % 3]).unwrap();
                 let mut rng = Rng(seed ^ (t as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
                 let mut buf = vec![0u8; 4096];
                 let mut n = 0u64;
@@ -148,6 +157,9 @@ fn run_stress(threads: usize, secs: f64, salt: u64) {
         hot_seen.load(Ordering::Relaxed),
         "no name turned hot (dcache/hot.rs): the race was not exercised"
     );
+    // The child's objects move to its parent (dentries on the parent's
+    // lists, charges still counted by the tombstone).
+    vfs.group_remove(groups[2]).unwrap();
     vfs.drop_caches();
     let report = vfs
         .check_invariants()
@@ -165,6 +177,10 @@ fn run_stress(threads: usize, secs: f64, salt: u64) {
     vfs.drop_caches();
     let r = vfs.check_invariants().unwrap();
     assert_eq!((r.dentries, r.inodes), (1, 1), "only the root is left");
+    for g in &groups[..2] {
+        let s = vfs.group_stat(*g).unwrap();
+        assert_eq!(s.usage_bytes, 0, "everything uncharged: {s:?}");
+    }
 }
 
 fn remove_tree(p: &vfscale::Process, dir: &[u8]) {

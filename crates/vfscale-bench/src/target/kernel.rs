@@ -243,11 +243,15 @@ impl Target for KernelTarget {
         let groups = groups.min(cap);
         let dir = self.dir.clone();
         // A thread of its own: it unshares its mount namespace, so every
-        // tmpfs it mounts goes away with it even if cleanup fails, and it
-        // moves only itself between memory cgroups.
-        std::thread::scope(|s| s.spawn(|| reclaim::run(&dir, groups, passes)).join())
-            .map_err(|_| OpError::Failed("reclaim-groups thread panicked".into()))?
-            .map(|t| (groups, t))
+        // tmpfs it (or its children, cgroup v2) mounts goes away with it
+        // even if cleanup fails, and under cgroup v1 it moves only itself
+        // between memory cgroups (kernel_reclaim.rs).
+        std::thread::scope(|s| {
+            s.spawn(|| super::kernel_reclaim::run(&dir, groups, passes))
+                .join()
+        })
+        .map_err(|_| OpError::Failed("reclaim-groups thread panicked".into()))?
+        .map(|t| (groups, t))
     }
 
     fn in_process(&self) -> bool {
@@ -399,150 +403,4 @@ fn close(fd: libc::c_int, p: &CString) -> OpResult<()> {
         return Err(failed("close", p, &errno()));
     }
     Ok(())
-}
-
-/// The kernel side of `reclaim-groups`: seed 004's experiment under the
-/// cgroup v1 memory controller.
-mod reclaim {
-    use crate::target::OpError;
-    use std::ffi::CString;
-    use std::os::unix::ffi::OsStrExt;
-    use std::path::{Path, PathBuf};
-
-    fn unsupported(why: String) -> OpError {
-        OpError::Unsupported(format!("cannot run: {why}"))
-    }
-
-    fn cstr(p: &Path) -> CString {
-        CString::new(p.as_os_str().as_bytes()).expect("paths here have no NUL")
-    }
-
-    /// This thread's memory cgroup directory (v1), from /proc/thread-self.
-    fn memcg_dir() -> Result<PathBuf, String> {
-        let root = Path::new("/sys/fs/cgroup/memory");
-        if !root.join("tasks").exists() {
-            return Err(
-                "no cgroup v1 memory hierarchy at /sys/fs/cgroup/memory (cgroup v2 \
-                        needs threaded mode to move one thread; not implemented)"
-                    .into(),
-            );
-        }
-        let text = std::fs::read_to_string("/proc/thread-self/cgroup")
-            .map_err(|e| format!("/proc/thread-self/cgroup: {e}"))?;
-        let rel = text
-            .lines()
-            .find_map(|l| {
-                let mut f = l.splitn(3, ':');
-                let (_, ctl, path) = (f.next()?, f.next()?, f.next()?);
-                ctl.split(',')
-                    .any(|c| c == "memory")
-                    .then(|| path.to_string())
-            })
-            .ok_or("this thread is in no memory cgroup")?;
-        Ok(root.join(rel.trim_start_matches('/')))
-    }
-
-    fn move_self(cg: &Path) -> std::io::Result<()> {
-        // SAFETY: gettid has no preconditions.
-        let tid = unsafe { libc::gettid() };
-        std::fs::write(cg.join("tasks"), tid.to_string())
-    }
-
-    struct Made {
-        home: PathBuf,
-        base: PathBuf,
-        cgroups: Vec<PathBuf>,
-        mounts: Vec<PathBuf>,
-        dirs: Vec<PathBuf>,
-    }
-
-    impl Drop for Made {
-        fn drop(&mut self) {
-            let _ = move_self(&self.home);
-            for m in self.mounts.iter().rev() {
-                // SAFETY: a NUL-terminated path.
-                unsafe { libc::umount2(cstr(m).as_ptr(), libc::MNT_DETACH) };
-            }
-            for d in self.dirs.iter().rev() {
-                let _ = std::fs::remove_dir_all(d);
-            }
-            for c in self.cgroups.iter().rev() {
-                let _ = std::fs::remove_dir(c);
-            }
-            let _ = std::fs::remove_dir(&self.base);
-        }
-    }
-
-    pub(super) fn run(dir: &Path, groups: usize, passes: usize) -> Result<Vec<f64>, OpError> {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            return Err(unsupported("not root".into()));
-        }
-        let home = memcg_dir().map_err(unsupported)?;
-        // SAFETY: unshare changes only this thread's namespaces.
-        if unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
-            return Err(unsupported(format!(
-                "unshare(CLONE_NEWNS): {}",
-                std::io::Error::last_os_error()
-            )));
-        }
-        // SAFETY: NULL source/fstype/data are allowed for a propagation change.
-        let rc = unsafe {
-            libc::mount(
-                core::ptr::null(),
-                c"/".as_ptr(),
-                core::ptr::null(),
-                libc::MS_REC | libc::MS_PRIVATE,
-                core::ptr::null(),
-            )
-        };
-        if rc != 0 {
-            return Err(unsupported("cannot make / private in this thread".into()));
-        }
-        let base = home.join(format!("vfscale-reclaim-{}", std::process::id()));
-        std::fs::create_dir(&base)
-            .map_err(|e| unsupported(format!("mkdir {}: {e}", base.display())))?;
-        let mut made = Made {
-            home,
-            base,
-            cgroups: Vec::new(),
-            mounts: Vec::new(),
-            dirs: Vec::new(),
-        };
-        let fail = |what: &str, e: std::io::Error| OpError::Failed(format!("{what}: {e}"));
-        for i in 0..groups {
-            let cg = made.base.join(i.to_string());
-            std::fs::create_dir(&cg).map_err(|e| fail("mkdir cgroup", e))?;
-            made.cgroups.push(cg.clone());
-            move_self(&cg).map_err(|e| fail("join cgroup", e))?;
-            let m = dir.join(format!("reclaim-{i}"));
-            std::fs::create_dir(&m).map_err(|e| fail("mkdir", e))?;
-            made.dirs.push(m.clone());
-            // SAFETY: NUL-terminated strings.
-            let rc = unsafe {
-                libc::mount(
-                    c"vfscale-reclaim".as_ptr(),
-                    cstr(&m).as_ptr(),
-                    c"tmpfs".as_ptr(),
-                    0,
-                    core::ptr::null(),
-                )
-            };
-            if rc != 0 {
-                return Err(fail("mount tmpfs", std::io::Error::last_os_error()));
-            }
-            made.mounts.push(m.clone());
-            std::fs::write(m.join("file"), b"").map_err(|e| fail("create", e))?;
-        }
-        move_self(&made.home).map_err(|e| fail("leave cgroup", e))?;
-        let mut times = Vec::with_capacity(passes);
-        for _ in 0..passes {
-            let t = std::time::Instant::now();
-            std::fs::write("/proc/sys/vm/drop_caches", b"3")
-                .map_err(|e| unsupported(format!("/proc/sys/vm/drop_caches: {e}")))?;
-            times.push(t.elapsed().as_secs_f64());
-        }
-        drop(made);
-        Ok(times)
-    }
 }

@@ -17,6 +17,7 @@ use std::fmt;
 pub mod fuse;
 pub mod kernel;
 mod kernel_implosion;
+mod kernel_reclaim;
 #[cfg(feature = "peers")]
 pub mod peers;
 pub mod process;

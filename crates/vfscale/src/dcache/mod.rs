@@ -235,8 +235,14 @@ impl VfsInner {
         inode: *const Inode,
     ) -> crate::abi::SysResult<*const Dentry> {
         if !inode.is_null() {
-            // A backend's inode: counted here, uncounted by `iput`.
+            // A backend's inode: counted and charged to the caller's group
+            // here, uncounted and uncharged by `iput` (the admission below
+            // then makes room for it and the dentry together).
             self.stats.inodes.inc();
+            let group = self.charge(crate::reclaim::ObjKind::Inode);
+            // SAFETY: `Filesystem::lookup` returns a fresh inode that no
+            // one else references yet (its one reference is ours).
+            unsafe { (*(inode as *mut Inode)).group = group };
         }
         // A new dentry is charged to the caller's group: make room first
         // (ENOMEM only if its limit holds nothing reclaimable).
@@ -636,7 +642,11 @@ impl VfsInner {
         }
         sb.xattrs.forget(i.ino);
         let blocks = i.attr().blocks as i64;
-        self.charge_pages(i.group, -(blocks / 8));
+        // A backend-served inode's blocks mirror the host's and were never
+        // charged as pages (reclaim/check.rs counts the same way).
+        if !sb.backend_served {
+            self.charge_pages(i.group, -(blocks / 8));
+        }
         self.uncharge(i.group, crate::reclaim::ObjKind::Inode);
         // SAFETY: no dentry refers to the inode any more; lock-free readers
         // that loaded it hold guards.

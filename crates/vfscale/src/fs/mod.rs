@@ -35,6 +35,9 @@ pub trait Filesystem: Send + Sync {
     fn dcache_is_authoritative(&self) -> bool;
 
     /// Looks up a name the dcache does not hold. `Ok(None)`: no such name.
+    /// A found inode is fresh (one reference, the caller's, not reachable by
+    /// anyone else): the core counts it and charges it to the caller's
+    /// memory group before publishing it.
     fn lookup(&self, sb: &SuperBlock, dir: &Inode, name: &[u8]) -> SysResult<Option<*const Inode>>;
 
     // ---- backend-served instances (passthrough). tmpfs keeps the

@@ -36,6 +36,11 @@ const ANON_BYTES: u64 = (crate::reclaim::KIND_BYTES[0]
     + crate::reclaim::KIND_BYTES[1]
     + 2 * crate::reclaim::KIND_BYTES[2]) as u64;
 
+/// What one socket charges: its node and its file.
+const SOCKET_BYTES: u64 = (crate::reclaim::KIND_BYTES[0]
+    + crate::reclaim::KIND_BYTES[1]
+    + crate::reclaim::KIND_BYTES[2]) as u64;
+
 fn stream(file: &OpenFile) -> Option<Stream<'_>> {
     let p = file.private;
     // SAFETY (all arms): the FMODE bit says what `private` points to, and
@@ -224,6 +229,9 @@ impl Process {
     /// programs that make one and close it).
     pub fn socket(&self, domain: i32, ty: i32, protocol: i32) -> SysResult<Fd> {
         let (base, nb, cloexec) = socket_args(domain, ty, protocol)?;
+        // Its node and file are charged to our group: make room first.
+        self.charge_here();
+        self.vfs.admit(SOCKET_BYTES, Errno::ENOMEM)?;
         let f = self.socket_file(Socket::unconnected(base), nb);
         Ok(self.install_all([f], cloexec)?[0])
     }
@@ -231,6 +239,9 @@ impl Process {
     /// socketpair(2): two connected AF_UNIX sockets.
     pub fn socketpair(&self, domain: i32, ty: i32, protocol: i32) -> SysResult<[Fd; 2]> {
         let (base, nb, cloexec) = socket_args(domain, ty, protocol)?;
+        // Two nodes and two files: make room for both first.
+        self.charge_here();
+        self.vfs.admit(2 * SOCKET_BYTES, Errno::ENOMEM)?;
         let (a, b) = Socket::pair(base);
         let fa = self.socket_file(a, nb);
         let fb = self.socket_file(b, nb);

@@ -4,7 +4,7 @@ use super::{FsContext, Process};
 use crate::abi::*;
 use crate::cred::perm::{may_access, MAY_EXEC};
 use crate::dcache::walk::{Found, PathPtr, WALK_DIRECTORY, WALK_FOLLOW};
-use crate::sync::atomic::{AtomicU32, Ordering};
+use crate::sync::atomic::Ordering;
 use std::sync::Arc;
 
 impl Process {
@@ -181,8 +181,7 @@ impl Process {
             fs: Arc::new(fs),
             files: Arc::new(self.files.duplicate(&self.vfs)),
             // A child starts in its parent's group (cgroup inheritance).
-            // Relaxed: see `Vfs::group_attach`.
-            group: Arc::new(AtomicU32::new(self.group.load(Ordering::Relaxed))),
+            group: self.group.fork(),
             exited: false,
         })
     }

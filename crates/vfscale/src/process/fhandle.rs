@@ -128,6 +128,10 @@ impl Process {
         } else {
             flags
         };
+        // The open file is charged to our group: make room first.
+        self.charge_here();
+        self.vfs
+            .admit(crate::reclaim::KIND_BYTES[2] as u64, Errno::ENOMEM)?;
         let file = loop {
             let (dentry, seq) = sb.exports.find_alias(ino).ok_or(Errno::ESTALE)?;
             // SAFETY: the guard keeps the alias allocated (export table

@@ -126,7 +126,7 @@ pub struct Namespace {
     files: Arc<FdTable>,
     root: Handle,
     /// The memory group its calls are charged to (the root group).
-    group: Arc<crate::sync::atomic::AtomicU32>,
+    group: Arc<crate::reclaim::GroupCell>,
 }
 
 fn check_name(name: &[u8]) -> SysResult<()> {
@@ -144,6 +144,7 @@ impl Namespace {
     /// Serves `vfs` from its root mount's root.
     pub fn new(vfs: &crate::Vfs) -> Namespace {
         let inner = vfs.inner.clone();
+        let group = crate::reclaim::GroupCell::in_root(&inner);
         let m = inner.mounts.root();
         // SAFETY: the root mount lives as long as the VFS.
         let path = PathPtr {
@@ -160,9 +161,7 @@ impl Namespace {
             },
             vfs: inner,
             files: Arc::new(files),
-            group: Arc::new(crate::sync::atomic::AtomicU32::new(
-                crate::reclaim::ROOT_GROUP,
-            )),
+            group,
         }
     }
 

@@ -195,12 +195,14 @@ impl Process {
         }
         let size = d.len();
         let blocks = d.blocks_512();
-        drop(d);
         if let Some(g) = pos_guard.as_mut() {
             **g = pos;
         }
         let t = now();
         let cred = &self.cred;
+        // Under the data lock: the size and blocks published are this
+        // change's, never overtaken by a racing writer's or truncate's
+        // older values (the inode's free uncharges the published blocks).
         inode.update_attr(|a| {
             let cur = a.get();
             a.set_size(size, blocks);
@@ -210,6 +212,7 @@ impl Process {
                 a.set_mode(m);
             }
         });
+        drop(d);
         Ok(total)
     }
 
@@ -277,9 +280,9 @@ impl Process {
         d.set_len(length);
         let after = d.blocks_512();
         self.vfs.charge_data(inode, after as i64 - before as i64)?;
-        drop(d);
         let t = now();
         let cred = &self.cred;
+        // Under the data lock, as in `write_file`.
         inode.update_attr(|a| {
             let cur = a.get();
             a.set_size(length, after);
@@ -290,6 +293,7 @@ impl Process {
                 a.set_mode(m);
             }
         });
+        drop(d);
         Ok(())
     }
 

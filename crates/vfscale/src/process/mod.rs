@@ -116,7 +116,7 @@ pub struct Process {
     pub(crate) files: Arc<FdTable>,
     /// The memory group charged for what this process creates; shared
     /// with `clone_thread` siblings, copied by fork (`reclaim/`).
-    pub(crate) group: Arc<AtomicU32>,
+    pub(crate) group: Arc<crate::reclaim::GroupCell>,
     exited: bool,
 }
 
@@ -133,12 +133,13 @@ impl Process {
             vfs.dget(root.dentry);
         }
         let files = Arc::new(FdTable::new(vfs.config.fd_limit));
+        let group = crate::reclaim::GroupCell::in_root(&vfs);
         Process {
             fs: Arc::new(FsContext::new(root, root, 0o022)),
             cred: Arc::new(cred),
             files,
             vfs,
-            group: Arc::new(AtomicU32::new(crate::reclaim::ROOT_GROUP)),
+            group,
             exited: false,
         }
     }
@@ -160,8 +161,7 @@ impl Process {
     /// Charges objects this thread creates from now on to our group.
     #[inline]
     pub(crate) fn charge_here(&self) {
-        // Relaxed: see `Vfs::group_attach`.
-        self.vfs.enter_group(self.group.load(Ordering::Relaxed));
+        self.vfs.enter_group(self.group.get());
     }
 
     /// The namespace this process lives in.

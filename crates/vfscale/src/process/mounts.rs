@@ -55,6 +55,12 @@ impl Process {
             if !tgt.inode().is_dir() {
                 return Err(Errno::ENOTDIR);
             }
+            // The new instance's root dentry and inode are charged to our
+            // group (Linux's dentry and inode caches are memcg-accounted):
+            // make room first.
+            self.charge_here();
+            let k = crate::reclaim::KIND_BYTES;
+            self.vfs.admit((k[0] + k[1]) as u64, Errno::ENOMEM)?;
             let sb = self.vfs.new_superblock(fs, S_IFDIR | 0o1777);
             let root = sb.root();
             self.vfs.dget(root);

@@ -281,23 +281,38 @@ impl Process {
             || Ok(()),
             |idx, dir, key, neg| {
                 let (uid, gid, _) = self.owner_in(dir, S_IFLNK | 0o777);
-                let d = self.create_locked(
-                    idx,
-                    parent.dir.path.dentry,
-                    dir,
-                    key,
-                    neg,
-                    S_IFLNK | 0o777,
-                    uid,
-                    gid,
-                    0,
-                    InodeBody::Symlink(target.into()),
-                )?;
+                // tmpfs keeps targets under 128 bytes inline, longer ones in
+                // a page: charged to the instance (ENOSPC when full) and to
+                // our group (with the inode and dentry: ENOMEM over `max`)
+                // before anything is created, as shmem_symlink allocates it.
+                let blocks = if target.len() < 128 { 0 } else { 8 };
+                // SAFETY: an inode's superblock outlives it.
+                let sb = unsafe { &*dir.sb };
+                if blocks > 0 {
+                    let k = crate::reclaim::KIND_BYTES;
+                    self.vfs.admit((k[0] + k[1] + k[3]) as u64, Errno::ENOMEM)?;
+                    sb.charge_blocks(blocks)?;
+                }
+                let d = self
+                    .create_locked(
+                        idx,
+                        parent.dir.path.dentry,
+                        dir,
+                        key,
+                        neg,
+                        S_IFLNK | 0o777,
+                        uid,
+                        gid,
+                        0,
+                        InodeBody::Symlink(target.into()),
+                    )
+                    .inspect_err(|_| {
+                        let _ = sb.charge_blocks(-blocks);
+                    })?;
                 // SAFETY: pinned by the namespace reference.
                 let inode = unsafe { &*(*d).inode_ptr() };
-                // tmpfs keeps targets under 128 bytes inline, longer ones in a page.
-                let blocks = if target.len() < 128 { 0 } else { 8 };
-                inode.update_attr(|a| a.set_size(target.len() as u64, blocks));
+                self.vfs.charge_pages(inode.group, blocks / 8);
+                inode.update_attr(|a| a.set_size(target.len() as u64, blocks as u64));
                 Ok(())
             },
         )
@@ -360,6 +375,10 @@ impl Process {
             if inode.is_dir() {
                 return Err(Errno::EPERM);
             }
+            // The new name's dentry (unless a negative one is reused) is
+            // charged to our group: make room first.
+            self.vfs
+                .admit(crate::reclaim::KIND_BYTES[0] as u64, Errno::ENOMEM)?;
             // A hard link takes an inode from the instance's budget (tmpfs).
             // SAFETY: an inode's superblock outlives it.
             let sb = unsafe { &*inode.sb };
@@ -717,6 +736,9 @@ impl Process {
         // left at the old name) before moving, so its inode and its
         // listing position come first; only the name is bound afterwards.
         let whiteout = if flags & RENAME_WHITEOUT != 0 {
+            // Its inode and dentry are charged to our group: make room first.
+            let k = crate::reclaim::KIND_BYTES;
+            self.vfs.admit((k[0] + k[1]) as u64, Errno::ENOMEM)?;
             // SAFETY: an inode's superblock outlives it.
             let sb = unsafe { &*odir.sb };
             sb.reserve_inode()?;
@@ -852,17 +874,28 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         let _g = self.vfs.collector.enter();
-        let found = self.lookup_at(&self.cred, AT_FDCWD, path, 0, WALK_FOLLOW)?;
+        // Hold the name (and so the inode) while the data changes, as
+        // Linux holds the path: without it a racing unlink's final put
+        // could free the inode — uncharging its pages from the blocks it
+        // had then — while this truncation uncharged them a second time.
+        let found = loop {
+            let found = self.lookup_at(&self.cred, AT_FDCWD, path, 0, WALK_FOLLOW)?;
+            if self.vfs.dget_validated(found.path.dentry, found.seq) {
+                break found;
+            }
+        };
         let inode = found.inode();
-        if inode.is_dir() {
-            return Err(Errno::EISDIR);
-        }
-        if inode.file_type() != S_IFREG {
-            return Err(Errno::EINVAL);
-        }
-        let (m, u, g) = inode.perm_attr();
-        may_access(&self.cred, m, u, g, MAY_WRITE)?;
-        self.truncate_inode(inode, length as u64)
+        let r = if inode.is_dir() {
+            Err(Errno::EISDIR)
+        } else if inode.file_type() != S_IFREG {
+            Err(Errno::EINVAL)
+        } else {
+            let (m, u, g) = inode.perm_attr();
+            may_access(&self.cred, m, u, g, MAY_WRITE)
+                .and_then(|()| self.truncate_inode(inode, length as u64))
+        };
+        self.vfs.dput(found.path.dentry);
+        r
     }
 }
 

@@ -68,13 +68,14 @@ impl Process {
                     .vfs
                     .charge_data(inode, blocks as i64 - blocks_before as i64);
             }
-            drop(d);
             let t = now();
+            // Under the data lock, as in `write_file`.
             inode.update_attr(|a| {
                 a.set_size(size, blocks);
                 a.set_mtime(t);
                 a.set_ctime(t);
             });
+            drop(d);
             Ok(())
         })();
         self.vfs.fput(f);

@@ -1,10 +1,10 @@
 //! The `Vfs` methods of memory groups, shrinkers and `drop_caches`.
 //!
 //! Group removal (like rmdir of a cgroup): refused (EBUSY) while the group
-//! has live children; otherwise the group becomes a tombstone, each
-//! superblock's list of it is spliced into the parent's list, and the
-//! parent gets the bits (shrinker and populated) so reclaim finds them.
-//! Processes still attached are charged to the parent from then on.
+//! has live children or attached processes; otherwise the group becomes a
+//! tombstone, each superblock's list of it is spliced into the parent's
+//! list, and the parent gets the bits (shrinker and populated) so reclaim
+//! finds them. The tombstone is pruned once nothing is charged to it.
 
 use super::shrinker::{Shrinker, Slot};
 use super::{GroupId, GroupStat};
@@ -67,6 +67,8 @@ impl VfsInner {
         let freed = self.drop_slab_now(naive);
         drop(scope);
         self.flush_all();
+        // What was freed may have been the last charge of a removed group.
+        self.prune_tombstones();
         freed
     }
 
@@ -140,16 +142,22 @@ impl Vfs {
     /// Creates group `name` under `parent` (EEXIST, ENOENT, EINVAL for an
     /// empty name or one with '/').
     pub fn group_create(&self, parent: GroupId, name: &str) -> SysResult<GroupId> {
+        // Tombstones freed since the last sweep give their ids back first
+        // (when they have piled up: amortized O(1), reclaim/prune.rs).
+        self.inner.prune_if_grown();
         self.inner.reclaim.groups.create(parent, name)
     }
 
-    /// Removes group `id` (EBUSY with live children, EINVAL for the root,
-    /// ENOENT if absent); its cached objects move to the parent.
+    /// Removes group `id` (EBUSY with live children or attached processes,
+    /// as cgroup rmdir; EINVAL for the root, ENOENT if absent); its cached
+    /// objects move to the parent. The group stays a tombstone while
+    /// objects are charged to it and is pruned (its id reused) once none
+    /// is (`reclaim/prune.rs`).
     pub fn group_remove(&self, id: GroupId) -> SysResult<()> {
         let v = &self.inner;
         let groups = &v.reclaim.groups;
         let g = groups.remove(id)?;
-        let parent = groups.live(g.parent).id;
+        let parent = groups.live(g.parent()).id;
         for sid in v.reclaim.shrinkers.ids() {
             match v.reclaim.shrinkers.get(sid) {
                 Some(Slot::Super(w)) => {
@@ -166,6 +174,10 @@ impl Vfs {
                 _ => {}
             }
         }
+        // Only now, with its lists spliced, may it be pruned (and its id
+        // re-created): a splice must never move a new group's list.
+        groups.tree_lock.lock().tombstones.push(id);
+        v.prune_removed(id);
         Ok(())
     }
 
@@ -183,14 +195,10 @@ impl Vfs {
     /// `Process::clone_thread`) to group `id`. Objects it created stay
     /// charged where they were.
     pub fn group_attach(&self, p: &Process, id: GroupId) -> SysResult<()> {
-        let g = self.inner.reclaim.groups.get(id).ok_or(Errno::ENOENT)?;
-        if g.is_dead() || !Arc::ptr_eq(&p.vfs, &self.inner) {
+        if !Arc::ptr_eq(&p.vfs, &self.inner) {
             return Err(Errno::ENOENT);
         }
-        // Relaxed: the next call of the process reads it; nothing else is
-        // published with it.
-        p.group.store(id, Ordering::Relaxed);
-        Ok(())
+        p.group.attach(id)
     }
 
     /// Registers an embedder's shrinker; returns its id.
@@ -211,6 +219,14 @@ impl Vfs {
     /// the store that makes `count` non-zero).
     pub fn shrinker_mark(&self, id: u32, group: GroupId) {
         self.inner.note_nonempty(group, id);
+    }
+
+    /// Removed groups not yet pruned, and ids ever handed out (pruned ones
+    /// are reused): what group memory is bounded by (for tests).
+    #[doc(hidden)]
+    pub fn group_table_size(&self) -> (usize, usize) {
+        let t = self.inner.reclaim.groups.tree_lock.lock();
+        (t.tombstones.len(), t.next as usize)
     }
 
     /// Whether group `id` is in the populated set (for tests).
@@ -250,7 +266,6 @@ impl Vfs {
 impl Process {
     /// The memory group this process is charged to.
     pub fn group(&self) -> GroupId {
-        // Relaxed: see `Vfs::group_attach`.
-        self.group.load(Ordering::Relaxed)
+        self.group.get()
     }
 }

@@ -3,14 +3,21 @@
 //! one group, the group of the process that created it, and uncharged from
 //! that same group when freed (even if the process moved since, or the group
 //! was removed: a removed group stays as a tombstone whose counts belong to
-//! its nearest live ancestor).
+//! its nearest live ancestor, until nothing refers to it and it is pruned,
+//! `reclaim/prune.rs`).
 //!
 //! Invariants:
-//! - Group ids are never reused. The table is append-only: a slot, once
-//!   published (Release, read with Acquire), stays valid until the VFS is
-//!   dropped, so lookups take no lock and write nothing.
-//! - `tree_lock` serialises creation, removal and `max` changes, and guards
-//!   every group's `children` list.
+//! - The table only grows: a slot, once published (Release, read with
+//!   Acquire), holds the same `MemGroup` allocation until the VFS is
+//!   dropped, so lookups take no lock and write nothing. A pruned
+//!   tombstone's id (and its allocation) is reused by a later `create`,
+//!   which re-initialises the group in place (`reset_for_reuse`).
+//! - `tree_lock` serialises creation, removal, pruning, attachment and `max`
+//!   changes, and guards every group's `children` list and the free and
+//!   tombstone id lists.
+//! - `attached` counts the process memberships (`GroupCell`s) naming the
+//!   group; it rises only under `tree_lock`, so a group seen at zero there
+//!   gains no member until it is re-created.
 //! - Counters are sharded per thread (one padded line per shard holds all of
 //!   a group's counters), so two threads charging the same group write
 //!   different lines; sums are snapshots, exact at quiescence.
@@ -20,7 +27,9 @@
 use super::bits::GrowBits;
 use super::GroupId;
 use crate::abi::{Errno, SysResult};
-use crate::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, Ordering};
+use crate::sync::atomic::{
+    AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
 use crate::sync::counter::shard_index;
 use crate::sync::lock::{Mutex, RwLock};
 use crossbeam_utils::CachePadded;
@@ -80,8 +89,11 @@ pub struct GroupStat {
 /// One memory group.
 pub struct MemGroup {
     pub(crate) id: GroupId,
-    pub(crate) parent: GroupId,
-    pub(crate) name: String,
+    /// Set at creation (and at reuse, under `tree_lock`).
+    parent: AtomicU32,
+    name: Mutex<String>,
+    /// Process memberships naming this group (`reclaim/member.rs`).
+    pub(crate) attached: AtomicUsize,
     max: AtomicU64,
     /// Removed: new charges go to the nearest live ancestor.
     pub(crate) dead: AtomicBool,
@@ -101,8 +113,9 @@ impl MemGroup {
         let n = crate::sync::counter::shard_count();
         MemGroup {
             id,
-            parent,
-            name,
+            parent: AtomicU32::new(parent),
+            name: Mutex::new(name),
+            attached: AtomicUsize::new(0),
             max: AtomicU64::new(u64::MAX),
             dead: AtomicBool::new(false),
             shards: (0..n)
@@ -114,6 +127,41 @@ impl MemGroup {
             shrinker_map: GrowBits::new(),
             deferred: RwLock::new(Vec::new()),
         }
+    }
+
+    /// The parent's id.
+    #[inline]
+    pub(crate) fn parent(&self) -> GroupId {
+        // Relaxed: changes only when a pruned id is re-created under
+        // `tree_lock`; a racing reader follows either parent, both of
+        // which exist (see `Groups::live`).
+        self.parent.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn name(&self) -> String {
+        self.name.lock().clone()
+    }
+
+    /// Makes a pruned tombstone a fresh group (caller holds `tree_lock`).
+    /// Object counters are kept, not zeroed: they are zero unless a charge
+    /// raced with the removal, and then they belong to objects that will
+    /// uncharge this id. Statistics start over.
+    fn reset_for_reuse(&self, parent: GroupId, name: &str) {
+        // Relaxed (all stores): the caller publishes the group to lookups
+        // by clearing `dead` last, below, and by its parent's children list
+        // under `tree_lock`.
+        self.parent.store(parent, Ordering::Relaxed);
+        *self.name.lock() = name.to_owned();
+        self.max.store(u64::MAX, Ordering::Relaxed);
+        self.limit_reclaims.store(0, Ordering::Relaxed);
+        self.limit_failures.store(0, Ordering::Relaxed);
+        for s in self.shards.iter() {
+            s[SLOT_RECLAIMED].store(0, Ordering::Relaxed);
+        }
+        for d in self.deferred.read().iter() {
+            d.store(0, Ordering::Relaxed);
+        }
+        self.dead.store(false, Ordering::Relaxed);
     }
 
     #[inline]
@@ -146,6 +194,11 @@ impl MemGroup {
             .iter()
             .map(|s| s[slot].load(Ordering::Relaxed))
             .sum()
+    }
+
+    /// Objects of each kind charged to this group itself (a snapshot).
+    pub(crate) fn own_counts(&self) -> [i64; 4] {
+        core::array::from_fn(|k| self.sum(SLOT_KIND0 + k))
     }
 
     pub fn max(&self) -> u64 {
@@ -184,15 +237,29 @@ impl MemGroup {
 const CHUNK_BITS: u32 = 10;
 const CHUNK: usize = 1 << CHUNK_BITS;
 const CHUNKS: usize = 1024;
-/// Groups one VFS can ever create (ids are not reused).
+/// Groups (live, tombstones and pruned ids awaiting reuse) one VFS can
+/// hold at once.
 pub const MAX_GROUPS: usize = CHUNK * CHUNKS;
+
+/// What `tree_lock` guards besides the children lists.
+pub(crate) struct TreeState {
+    /// Ids never handed out start here.
+    pub(crate) next: GroupId,
+    /// Pruned ids, reused by `create` (last pruned first).
+    pub(crate) free: Vec<GroupId>,
+    /// Removed groups not yet pruned.
+    pub(crate) tombstones: Vec<GroupId>,
+    /// Creation sweeps the tombstones when there are this many
+    /// (`reclaim/prune.rs`).
+    pub(crate) sweep_at: usize,
+}
 
 /// The group table of one VFS.
 pub struct Groups {
     /// Chunks of `CHUNK` slots, allocated on first use.
     chunks: Box<[AtomicPtr<AtomicPtr<MemGroup>>]>,
-    /// Serialises tree changes; holds the next id.
-    tree_lock: Mutex<GroupId>,
+    /// Serialises tree changes.
+    pub(crate) tree_lock: Mutex<TreeState>,
     /// Bit g: group g may hold reclaimable objects.
     pub(crate) populated: GrowBits,
     /// Set (never cleared) by the first `set_max` of a finite limit: until
@@ -213,7 +280,12 @@ impl Groups {
             chunks: (0..CHUNKS)
                 .map(|_| AtomicPtr::new(core::ptr::null_mut()))
                 .collect(),
-            tree_lock: Mutex::new(1),
+            tree_lock: Mutex::new(TreeState {
+                next: 1,
+                free: Vec::new(),
+                tombstones: Vec::new(),
+                sweep_at: 64,
+            }),
             populated: GrowBits::new(),
             any_limit: AtomicBool::new(false),
         };
@@ -274,7 +346,7 @@ impl Groups {
             None => return self.root(),
         };
         while g.is_dead() {
-            g = self.get(g.parent).unwrap_or_else(|| self.root());
+            g = self.get(g.parent()).unwrap_or_else(|| self.root());
         }
         g
     }
@@ -303,7 +375,7 @@ impl Groups {
         if name.is_empty() || name.contains('/') || name.len() > 255 {
             return Err(Errno::EINVAL);
         }
-        let mut next = self.tree_lock.lock();
+        let mut t = self.tree_lock.lock();
         let p = self.get(parent).ok_or(Errno::ENOENT)?;
         if p.is_dead() {
             return Err(Errno::ENOENT);
@@ -312,30 +384,43 @@ impl Groups {
         if kids
             .iter()
             .filter_map(|&k| self.get(k))
-            .any(|k| !k.is_dead() && k.name == name)
+            .any(|k| !k.is_dead() && *k.name.lock() == name)
         {
             return Err(Errno::EEXIST);
         }
-        let id = *next;
-        if id as usize >= MAX_GROUPS {
-            return Err(Errno::ENOSPC);
-        }
-        *next += 1;
-        self.publish(MemGroup::new(id, parent, name.to_owned()));
+        let id = if let Some(id) = t.free.pop() {
+            let g = self.get(id).expect("a pruned id keeps its group");
+            g.reset_for_reuse(parent, name);
+            id
+        } else {
+            let id = t.next;
+            if id as usize >= MAX_GROUPS {
+                return Err(Errno::ENOSPC);
+            }
+            t.next += 1;
+            self.publish(MemGroup::new(id, parent, name.to_owned()));
+            id
+        };
         kids.push(id);
         Ok(id)
     }
 
-    /// Marks `id` removed (EBUSY if it has live children, EINVAL for the
-    /// root). The caller then reparents its lists.
+    /// Marks `id` removed (EBUSY if it has live children or processes,
+    /// as cgroup rmdir; EINVAL for the root). The caller then reparents its
+    /// lists.
     pub fn remove(&self, id: GroupId) -> SysResult<&MemGroup> {
         if id == 0 {
             return Err(Errno::EINVAL);
         }
-        let _t = self.tree_lock.lock();
+        let t = self.tree_lock.lock();
         let g = self.get(id).ok_or(Errno::ENOENT)?;
         if g.is_dead() {
             return Err(Errno::ENOENT);
+        }
+        // Acquire: pairs with the Release decrement of a dropped membership
+        // (`GroupCell::drop`); increments happen under this lock.
+        if g.attached.load(Ordering::Acquire) != 0 {
+            return Err(Errno::EBUSY);
         }
         let busy = g
             .children
@@ -348,6 +433,7 @@ impl Groups {
         }
         // Relaxed: see `MemGroup::is_dead`.
         g.dead.store(true, Ordering::Relaxed);
+        drop(t);
         Ok(g)
     }
 
@@ -405,7 +491,7 @@ impl Groups {
             if g.id == 0 {
                 return out;
             }
-            g = self.live(g.parent);
+            g = self.live(g.parent());
         }
     }
 
@@ -424,7 +510,7 @@ impl Groups {
             if g.id == 0 {
                 return false;
             }
-            g = self.live(g.parent);
+            g = self.live(g.parent());
         }
     }
 
@@ -449,8 +535,8 @@ impl Groups {
         let kind = |k: ObjKind| own[SLOT_KIND0 + k as usize];
         Ok(GroupStat {
             id,
-            name: g.name.clone(),
-            parent: g.parent,
+            name: g.name(),
+            parent: g.parent(),
             usage_bytes: self.usage(id),
             max_bytes: g.max(),
             dentries: kind(ObjKind::Dentry),
@@ -468,9 +554,17 @@ impl Groups {
         })
     }
 
-    /// Ids of every group ever created (live or removed), in order.
+    /// Every id with a group (live, removed or pruned), in order.
     pub fn all_ids(&self) -> core::ops::Range<GroupId> {
-        0..*self.tree_lock.lock()
+        0..self.tree_lock.lock().next
+    }
+
+    /// The children list of `g` (for pruning; caller holds `tree_lock`).
+    pub(crate) fn children_of<'g>(
+        &self,
+        g: &'g MemGroup,
+    ) -> crate::sync::lock::MutexGuard<'g, Vec<GroupId>> {
+        g.children.lock()
     }
 }
 

@@ -5,7 +5,10 @@
 //! - `list_lru`: per-(superblock × group) lists of unused dentries;
 //! - `bits`: the lazily cleared shrinker / populated-group bits;
 //! - `shrinker`: the registry, `do_shrink_slab`, per-group and global passes;
-//! - `api`: the `Vfs` methods (groups, shrinkers, `drop_caches`).
+//! - `api`: the `Vfs` methods (groups, shrinkers, `drop_caches`);
+//! - `check`: the per-group totals of the invariant checker;
+//! - `member`: a process's membership (`GroupCell`), counted per group;
+//! - `prune`: removed groups freed for reuse once nothing refers to them.
 //!
 //! Which group is charged: the calling process's. Process entry points that
 //! may create cached objects store (VFS, group) in a thread-local
@@ -17,12 +20,16 @@
 
 mod api;
 pub mod bits;
+pub(crate) mod check;
 pub mod group;
 pub mod list_lru;
+mod member;
+mod prune;
 pub mod shrinker;
 
 pub use api::DropLevel;
 pub use group::{GroupStat, ObjKind, KIND_BYTES};
+pub use member::GroupCell;
 pub use shrinker::{Shrinker, DEFAULT_SEEKS, SHRINK_BATCH};
 
 use crate::abi::{Errno, SysResult};
@@ -86,12 +93,13 @@ impl VfsInner {
     }
 
     /// Accounts a change of a regular file's allocated 512-byte blocks to
-    /// its instance (ENOSPC when full) and to the inode's group (growth past
-    /// the group's limit reclaims, then ENOSPC).
+    /// its instance (ENOSPC when full: the tmpfs `size=` limit) and to the
+    /// inode's group (growth past the group's limit reclaims, then ENOMEM,
+    /// as Linux's memcg charge of a shmem folio fails).
     pub(crate) fn charge_data(&self, inode: &crate::inode::Inode, delta_512: i64) -> SysResult<()> {
         let pages = delta_512 / 8;
         if pages > 0 {
-            self.admit_for(inode.group, pages as u64 * 4096, Errno::ENOSPC)?;
+            self.admit_for(inode.group, pages as u64 * 4096, Errno::ENOMEM)?;
         }
         // SAFETY: an inode's superblock outlives it.
         unsafe { &*inode.sb }.charge_blocks(delta_512)?;
@@ -100,8 +108,8 @@ impl VfsInner {
     }
 
     /// Admission of `bytes` more for `group`: if it or an ancestor would go
-    /// over its `max`, reclaims in that subtree until it fits; `err` (ENOMEM
-    /// for objects, ENOSPC for data) only when nothing more can be freed.
+    /// over its `max`, reclaims in that subtree until it fits; `err` (ENOMEM,
+    /// as memcg) only when nothing more can be freed.
     /// Unlimited groups pay one load per level.
     #[inline]
     pub(crate) fn admit_for(&self, group: GroupId, bytes: u64, err: Errno) -> SysResult<()> {
