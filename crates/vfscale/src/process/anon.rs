@@ -160,6 +160,9 @@ impl Process {
     /// pipe2(2): [read end, write end]. Flags: O_NONBLOCK, O_CLOEXEC
     /// (O_DIRECT, packet mode, is refused with EINVAL).
     pub fn pipe2(&self, flags: i32) -> SysResult<[Fd; 2]> {
+        // Frees what the call queued (a final put on an error path, or
+        // after a racing close) when it returns.
+        let _end = self.vfs.call_end();
         self.charge_here();
         if flags & !(O_NONBLOCK | O_CLOEXEC) != 0 {
             return Err(Errno::EINVAL);
@@ -223,6 +226,7 @@ impl Process {
     /// it yet; it exists for the seed's create/close benchmark and for
     /// programs that make one and close it).
     pub fn socket(&self, domain: i32, ty: i32, protocol: i32) -> SysResult<Fd> {
+        let _end = self.vfs.call_end();
         let (base, nb, cloexec) = socket_args(domain, ty, protocol)?;
         let f = self.socket_file(Socket::unconnected(base), nb);
         Ok(self.install_all([f], cloexec)?[0])
@@ -230,6 +234,7 @@ impl Process {
 
     /// socketpair(2): two connected AF_UNIX sockets.
     pub fn socketpair(&self, domain: i32, ty: i32, protocol: i32) -> SysResult<[Fd; 2]> {
+        let _end = self.vfs.call_end();
         let (base, nb, cloexec) = socket_args(domain, ty, protocol)?;
         let (a, b) = Socket::pair(base);
         let fa = self.socket_file(a, nb);
@@ -239,6 +244,7 @@ impl Process {
 
     /// shutdown(2).
     pub fn shutdown(&self, fd: Fd, how: i32) -> SysResult<()> {
+        let _end = self.vfs.call_end();
         self.with_file(fd, false, |f| match stream(f) {
             Some(Stream::Socket(s)) => s.shutdown(how),
             _ => Err(Errno::ENOTSOCK),
@@ -247,6 +253,7 @@ impl Process {
 
     /// eventfd2(2). Flags: EFD_SEMAPHORE, EFD_NONBLOCK, EFD_CLOEXEC.
     pub fn eventfd(&self, initval: u32, flags: i32) -> SysResult<Fd> {
+        let _end = self.vfs.call_end();
         self.charge_here();
         if flags & !(EFD_SEMAPHORE | EFD_NONBLOCK | EFD_CLOEXEC) != 0 {
             return Err(Errno::EINVAL);
@@ -274,6 +281,7 @@ impl Process {
     /// Flags: MFD_CLOEXEC, MFD_ALLOW_SEALING (accepted; seals are not
     /// implemented, docs/COMPATIBILITY.md).
     pub fn memfd_create(&self, name: &[u8], flags: u32) -> SysResult<Fd> {
+        let _end = self.vfs.call_end();
         self.charge_here();
         if flags & !(MFD_CLOEXEC | MFD_ALLOW_SEALING) != 0 {
             return Err(Errno::EINVAL);
@@ -337,6 +345,7 @@ impl Process {
     /// non-zero. `timeout_ms` < 0 waits forever, 0 not at all. Sleeps on a
     /// condition variable woken by any watched object's change.
     pub fn poll(&self, fds: &mut [PollFd], timeout_ms: i32) -> SysResult<usize> {
+        let _end = self.vfs.call_end();
         if fds.len() > self.fd_limit() {
             return Err(Errno::EINVAL);
         }
@@ -399,6 +408,7 @@ impl Process {
     /// F_SETFL (O_APPEND, O_NONBLOCK, O_DIRECT, O_NOATIME), F_GETPIPE_SZ,
     /// F_SETPIPE_SZ. Other commands: EINVAL.
     pub fn fcntl(&self, fd: Fd, cmd: i32, arg: i64) -> SysResult<i64> {
+        let _end = self.vfs.call_end();
         match cmd {
             F_DUPFD | F_DUPFD_CLOEXEC => {
                 let f = self.fd_file(fd)?;
@@ -449,6 +459,7 @@ impl Process {
     /// `anon_inode:[eventfd]`, `/memfd:NAME (deleted)`, or the file's path
     /// (with " (deleted)" once unlinked). Formatted now; nothing is stored.
     pub fn fd_path(&self, fd: Fd) -> SysResult<Vec<u8>> {
+        let _end = self.vfs.call_end();
         let _g = self.vfs.collector.enter();
         let f = self.fd_file(fd)?;
         let file = f.file();
