@@ -291,15 +291,22 @@ impl Process {
         if name.len() > MFD_NAME_MAX || name.contains(&0) {
             return Err(Errno::EINVAL);
         }
-        let mut full = b"memfd:".to_vec();
-        full.extend_from_slice(name);
+        // "memfd:NAME" on the stack: a heap buffer here was the one
+        // allocation a memfd churn made besides the node, and under a
+        // shared-heap allocator it shared a line with the other thread's
+        // memory (scripts/anon_shared_lines.py, docs/PERFORMANCE.md).
+        const PREFIX: &[u8] = b"memfd:";
+        let mut buf = [0u8; PREFIX.len() + MFD_NAME_MAX];
+        buf[..PREFIX.len()].copy_from_slice(PREFIX);
+        buf[PREFIX.len()..PREFIX.len() + name.len()].copy_from_slice(name);
+        let full = &buf[..PREFIX.len() + name.len()];
         let v = &self.vfs;
         let node = v.new_anon_node(
             v.anon().mnt,
             S_IFREG | 0o777,
             InodeBody::Regular(RwLock::new(FileData::default())),
             AnonObj::Plain,
-            &full,
+            full,
             1,
             self.owner(),
         );
