@@ -11,16 +11,21 @@
 use std::time::Instant;
 use vfscale::{abi::*, ProcessApi, Vfs, VfsConfig};
 
+/// A namespace holding "/file", and a process in it.
+fn namespace_with_file(config: VfsConfig) -> (Vfs, vfscale::Process) {
+    let vfs = Vfs::with_config(config);
+    let p = vfs.root_process();
+    let fd = p.open(b"/file", O_CREAT | O_WRONLY, 0o644).unwrap();
+    p.close(fd).unwrap();
+    (vfs, p)
+}
+
 fn compare(rounds: usize) {
     let setup = |queued: bool| {
-        let vfs = Vfs::with_config(VfsConfig {
+        namespace_with_file(VfsConfig {
             defer_single_puts: queued,
             ..VfsConfig::default()
-        });
-        let p = vfs.root_process();
-        let fd = p.open(b"/file", O_CREAT | O_WRONLY, 0o644).unwrap();
-        p.close(fd).unwrap();
-        (vfs, p)
+        })
     };
     let modes = [setup(true), setup(false)];
     let path = std::hint::black_box(b"/file".to_vec());
@@ -57,10 +62,7 @@ fn main() {
         defer_single_puts: std::env::var_os("OPENCLOSE_INLINE").is_none(),
         ..VfsConfig::default()
     };
-    let vfs = Vfs::with_config(config);
-    let p = vfs.root_process();
-    let fd = p.open(b"/file", O_CREAT | O_WRONLY, 0o644).unwrap();
-    p.close(fd).unwrap();
+    let (vfs, _) = namespace_with_file(config);
     let mut args = std::env::args().skip(1);
     let iters: u64 = args
         .next()

@@ -689,27 +689,40 @@ mod tests {
         assert_eq!(v.object_counts().files, 0);
     }
 
+    /// Runs `work` on a new thread; `work` calls its argument to signal
+    /// that it queued and to park until the returned sender fires. Returns
+    /// once it parked.
+    fn parked(
+        work: impl FnOnce(&dyn Fn()) + Send + 'static,
+    ) -> (std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let t = std::thread::spawn(move || {
+            work(&|| {
+                tx.send(()).unwrap();
+                go_rx.recv().unwrap();
+            })
+        });
+        rx.recv().unwrap();
+        (go_tx, t)
+    }
+
     #[test]
     fn flush_drains_a_live_thread_queue() {
         let v = queueing_vfs();
         let f = detached_file(&v);
         let inner = v.inner.clone();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-        let t = std::thread::spawn(move || {
+        let (go, t) = parked(move |pause| {
             // Inside a batch scope (as exit, close_range): the locked queue.
-            let scope = inner.batch_scope();
+            let _scope = inner.batch_scope();
             inner.fput(f);
-            tx.send(()).unwrap();
             // Stay alive with the queue untouched until the flush is seen.
-            done_rx.recv().unwrap();
-            drop(scope);
+            pause();
         });
-        rx.recv().unwrap();
         assert_eq!(v.object_counts().files, 1, "still queued on the thread");
         v.flush();
         assert_eq!(v.object_counts().files, 0, "flushed from another thread");
-        done_tx.send(()).unwrap();
+        go.send(()).unwrap();
         t.join().unwrap();
     }
 
@@ -721,20 +734,16 @@ mod tests {
         let v = queueing_vfs();
         let f = detached_file(&v);
         let inner = v.inner.clone();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-        let t = std::thread::spawn(move || {
+        let (go, t) = parked(move |pause| {
             inner.fput(f);
-            tx.send(()).unwrap();
-            done_rx.recv().unwrap();
+            pause();
             inner.op_end();
             assert_eq!(super::PENDING.with(|p| p.get()), 0);
             assert_eq!(inner.stats.files.sum(), 0, "freed at the call's end");
         });
-        rx.recv().unwrap();
         v.flush();
         assert_eq!(v.object_counts().files, 1, "the owner's call still runs");
-        done_tx.send(()).unwrap();
+        go.send(()).unwrap();
         t.join().unwrap();
         assert_eq!(v.object_counts().files, 0);
     }
