@@ -58,9 +58,10 @@ pub struct VfsConfig {
     /// with consolidated locking; off: every final put frees inline.
     pub defer_puts: bool,
     /// With `defer_puts`, also queue the lone final put of every other
-    /// operation (close, unlink, ...) until that operation ends. Off by
-    /// default: the queue costs a lone close ~60-80 ns today
-    /// (docs/PERFORMANCE.md), and there is nothing to batch.
+    /// operation (close, unlink, ...) until that operation ends (issue 5:
+    /// nothing is freed under the caller's locks). On by default: a lone
+    /// put goes to an owner-only buffer without a lock (defer/queue.rs),
+    /// a few instructions over the inline free (docs/PERFORMANCE.md).
     pub defer_single_puts: bool,
     /// A thread's queue drains as soon as it holds this many objects
     /// (0 is taken as 1, more than 2^24 as 2^24).
@@ -82,7 +83,7 @@ impl Default for VfsConfig {
                 max_inodes: 1 << 32,
             },
             defer_puts: true,
-            defer_single_puts: false,
+            defer_single_puts: true,
             defer_max_entries: 1024,
             defer_max_bytes: 16 << 20,
         }
@@ -376,7 +377,7 @@ impl Drop for VfsInner {
     fn drop(&mut self) {
         // Every thread's queue first (nobody else can use this VFS now),
         // then tear down with inline puts.
-        self.flush_all();
+        self.drain_at_drop();
         self.defer.enabled = false;
         if let Some(anon) = self.anon.take() {
             self.drop_anon(&anon);

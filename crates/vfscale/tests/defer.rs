@@ -301,13 +301,25 @@ fn syncfs_flushes() {
 }
 
 #[test]
-fn default_config_batches_scopes_and_frees_lone_puts_inline() {
+fn default_config_queues_lone_puts_until_the_call_ends() {
     let v = Vfs::new();
     let p = v.root_process();
     fill(&p, "", "f", 100);
+    let files = v.object_counts().files;
     let fd = p.open(b"/f0", O_RDONLY, 0).unwrap();
     p.close(fd).unwrap();
-    assert_eq!(v.defer_high_water(), 0, "a lone close frees inline");
+    assert_eq!(v.defer_high_water(), 1, "a lone close queues its file");
+    assert_eq!(v.object_counts().files, files, "and frees it as it returns");
+    // The last close of an unlinked file releases its space and inode by
+    // the time close returns.
+    let s0 = p.statfs(b"/").unwrap();
+    let fd = p.open(b"/big", O_CREAT | O_RDWR, 0o644).unwrap();
+    p.write(fd, &[7u8; 64 * 1024]).unwrap();
+    p.unlink(b"/big").unwrap();
+    assert!(p.statfs(b"/").unwrap().f_bfree < s0.f_bfree);
+    p.close(fd).unwrap();
+    let s1 = p.statfs(b"/").unwrap();
+    assert_eq!((s1.f_bfree, s1.f_ffree), (s0.f_bfree, s0.f_ffree));
     p.close_range(0, u32::MAX, 0).unwrap();
     assert!(v.defer_high_water() > 1, "close_range batches");
     assert_eq!(v.object_counts().files, 0);
@@ -315,4 +327,87 @@ fn default_config_batches_scopes_and_frees_lone_puts_inline() {
     fill(&q, "", "g", 100);
     q.exit();
     assert_eq!(v.object_counts().files, 0, "exit batches and drains");
+}
+
+#[test]
+fn lone_puts_inline_when_configured_off() {
+    let v = Vfs::with_config(VfsConfig {
+        defer_single_puts: false,
+        ..VfsConfig::default()
+    });
+    let p = v.root_process();
+    fill(&p, "", "f", 100);
+    let fd = p.open(b"/f0", O_RDONLY, 0).unwrap();
+    p.close(fd).unwrap();
+    assert_eq!(v.defer_high_water(), 0, "a lone close frees inline");
+    p.close_range(0, u32::MAX, 0).unwrap();
+    assert!(v.defer_high_water() > 1, "close_range still batches");
+    assert_eq!(v.object_counts().files, 0);
+}
+
+/// Public calls outside `ProcessApi` (the anonymous-object calls, a
+/// namespace's `release`) free what they queued before they return: no
+/// later call, flush or `drop_caches` is needed.
+#[test]
+fn calls_outside_process_api_free_their_puts_before_returning() {
+    let v = Vfs::new();
+    let p = v.root_process();
+    let base = v.object_counts();
+    p.set_fd_limit(1);
+    p.eventfd(0, 0).unwrap();
+    let one = v.object_counts();
+    // Each failing call made its objects and put them back (EMFILE).
+    assert_eq!(p.pipe2(0), Err(Errno::EMFILE));
+    assert_eq!(v.object_counts(), one, "pipe2");
+    assert_eq!(p.socketpair(AF_UNIX, SOCK_STREAM, 0), Err(Errno::EMFILE));
+    assert_eq!(v.object_counts(), one, "socketpair");
+    assert_eq!(p.socket(AF_UNIX, SOCK_STREAM, 0), Err(Errno::EMFILE));
+    assert_eq!(v.object_counts(), one, "socket");
+    assert_eq!(p.memfd_create(b"m", 0), Err(Errno::EMFILE));
+    assert_eq!(v.object_counts(), one, "memfd_create");
+    assert_eq!(p.eventfd(0, 0), Err(Errno::EMFILE));
+    assert_eq!(v.object_counts(), one, "eventfd");
+    p.close(0).unwrap();
+    assert_eq!(v.object_counts(), base);
+    p.set_fd_limit(64);
+
+    // poll holds the last reference of a descriptor another thread closed:
+    // its own put is the final one, freed as poll returns.
+    let [r, w] = p.pipe2(0).unwrap();
+    let files = v.object_counts().files;
+    let t = p.clone_thread();
+    let v2 = v.clone();
+    let (polling_tx, polling_rx) = std::sync::mpsc::channel();
+    let poller = std::thread::spawn(move || {
+        let mut fds = [PollFd {
+            fd: r,
+            events: POLLIN,
+            revents: 0,
+        }];
+        polling_tx.send(()).unwrap();
+        let n = t.poll(&mut fds, -1);
+        // Checked on this thread, before it exits (its exit would drain).
+        (n, v2.object_counts().files)
+    });
+    polling_rx.recv().unwrap();
+    // Give poll time to take its reference (not a timing assertion: were
+    // the close first, poll reports POLLNVAL and the close frees the read
+    // end, so the checks below hold either way; this order is the likely
+    // one and the one under test).
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    p.close(r).unwrap();
+    // Wakes the poll (EPIPE in the unlikely order).
+    let _ = p.write(w, b"x");
+    let (n, after) = poller.join().unwrap();
+    assert_eq!(n, Ok(1));
+    assert_eq!(after, files - 1, "poll freed the read end as it returned");
+    p.close(w).unwrap();
+
+    // A namespace's release of the last reference to an open file.
+    let ns = vfscale::Namespace::new(&v);
+    let root = std::sync::Arc::new(vfscale::Cred::root());
+    let fh = ns.open(&root, ns.root(), O_RDONLY | O_DIRECTORY).unwrap();
+    let files = v.object_counts().files;
+    ns.release(fh).unwrap();
+    assert_eq!(v.object_counts().files, files - 1, "release");
 }

@@ -877,3 +877,65 @@ fn reclaim_bit_set_clear_recheck() {
     assert!(seen.contains(&(true, true, true)), "{seen:?}");
     assert!(seen.contains(&(false, false, false)), "{seen:?}");
 }
+
+// ------------------------------------------------------- lone-put buffer
+
+/// A namespace with one thread slot's owner-only buffer of lone puts
+/// (`defer/queue.rs`, `Slot::local`): the owner pushes and drains it only
+/// while it holds the namespace alive; the namespace's drop drains what a
+/// call left there, once no owner holds it.
+struct LoneNs {
+    local: UnsafeCell<Vec<u32>>,
+    freed: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Drop for LoneNs {
+    fn drop(&mut self) {
+        // `drain_at_drop`: the strong count is zero.
+        let n = self.local.with_mut(|l| {
+            // SAFETY: loom checks this access is ordered after every
+            // owner's access (the model's claim).
+            let l = unsafe { &mut *l };
+            let n = l.len();
+            l.clear();
+            n
+        });
+        self.freed
+            .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// The owner thread queues two lone puts inside a call, frees one at the
+/// call's end, and leaves one (a call that missed its end) as it drops its
+/// reference; the embedder drops the namespace on another thread at the
+/// same time. Whichever reference goes last, the buffer's accesses are
+/// ordered (loom's cell checker: the `Arc`'s release decrement and acquire
+/// fence carry them) and each object is freed exactly once. The slot's
+/// `Weak` upgrade at thread exit is not modelled: loom 0.7 has no `Weak`;
+/// it relies on std's guarantee that an upgrade fails once the strong
+/// count reached zero.
+#[test]
+fn lone_put_buffer_vs_namespace_drop() {
+    let seen = outcomes(|| {
+        let freed = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let ns = Arc::new(LoneNs {
+            local: UnsafeCell::new(Vec::new()),
+            freed: freed.clone(),
+        });
+        let mine = Arc::clone(&ns);
+        let f2 = freed.clone();
+        let owner = thread::spawn(move || {
+            // SAFETY (both closures): the owner, holding `mine`.
+            mine.local.with_mut(|l| unsafe { &mut *l }.extend([1, 2]));
+            let drained = mine.local.with_mut(|l| unsafe { &mut *l }.pop());
+            if drained.is_some() {
+                f2.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            drop(mine);
+        });
+        drop(ns);
+        owner.join().unwrap();
+        freed.load(std::sync::atomic::Ordering::Relaxed)
+    });
+    assert_eq!(seen, HashSet::from([2]), "each object freed exactly once");
+}

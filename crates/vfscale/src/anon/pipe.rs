@@ -18,7 +18,7 @@
 //! There are no signals: a write with no reader returns EPIPE without a
 //! SIGPIPE.
 
-use super::wait::{Poller, WaitCell};
+use super::wait::{partial, Poller, Step, WaitCell};
 use crate::abi::*;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -155,8 +155,7 @@ impl Pipe {
         if want == 0 {
             return Ok(0);
         }
-        let mut g = self.cell.lock();
-        loop {
+        self.cell.block_on(nonblock, |g| {
             if !g.buf.is_empty() {
                 let mut total = 0;
                 for b in bufs.iter_mut() {
@@ -169,58 +168,46 @@ impl Pipe {
                         break;
                     }
                 }
-                self.cell.wake_all(&mut g);
-                return Ok(total);
+                self.cell.wake_all(g);
+                return Step::Done(Ok(total));
             }
             if g.writers == 0 {
-                return Ok(0);
+                return Step::Done(Ok(0));
             }
-            if nonblock {
-                return Err(Errno::EAGAIN);
-            }
-            self.cell.wait(&mut g);
-        }
+            Step::Wait(Err(Errno::EAGAIN))
+        })
     }
 
     pub(crate) fn write(&self, bufs: &[&[u8]], nonblock: bool) -> SysResult<usize> {
         let len: usize = bufs.iter().map(|b| b.len()).sum();
-        let mut g = self.cell.lock();
-        if g.readers == 0 {
-            return Err(Errno::EPIPE);
-        }
         if len == 0 {
-            return Ok(0);
+            // EPIPE still wins over an empty write.
+            let g = self.cell.lock();
+            return if g.readers == 0 {
+                Err(Errno::EPIPE)
+            } else {
+                Ok(0)
+            };
         }
         let atomic = len <= PIPE_BUF;
         let mut src = bufs.iter().flat_map(|b| b.iter().copied());
         let mut done = 0;
-        loop {
+        self.cell.block_on(nonblock, |g| {
             if g.readers == 0 {
-                return if done > 0 {
-                    Ok(done)
-                } else {
-                    Err(Errno::EPIPE)
-                };
+                return Step::Done(partial(done, Errno::EPIPE));
             }
             let room = g.cap - g.buf.len();
             if room > 0 && (!atomic || room >= len) {
                 let n = room.min(len - done);
                 g.buf.extend(src.by_ref().take(n));
                 done += n;
-                self.cell.wake_all(&mut g);
+                self.cell.wake_all(g);
                 if done == len {
-                    return Ok(done);
+                    return Step::Done(Ok(done));
                 }
             }
-            if nonblock {
-                return if done > 0 {
-                    Ok(done)
-                } else {
-                    Err(Errno::EAGAIN)
-                };
-            }
-            self.cell.wait(&mut g);
-        }
+            Step::Wait(partial(done, Errno::EAGAIN))
+        })
     }
 
     /// poll readiness for a file with these access modes.

@@ -16,7 +16,7 @@
 //! somewhat less in practice (docs/COMPATIBILITY.md). No signals: a write
 //! to a shut-down stream returns EPIPE without SIGPIPE.
 
-use super::wait::{Poller, WaitCell};
+use super::wait::{partial, Poller, Step, WaitCell};
 use crate::abi::*;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -144,8 +144,7 @@ impl Socket {
         if self.ty == SOCK_STREAM && want == 0 {
             return Ok(0);
         }
-        let mut g = c.cell.lock();
-        loop {
+        c.cell.block_on(nonblock, |g| {
             if self.ty == SOCK_STREAM {
                 if !g.dirs[s].bytes.is_empty() {
                     let d = &mut g.dirs[s];
@@ -158,8 +157,8 @@ impl Socket {
                         total += n;
                     }
                     d.queued -= total;
-                    c.cell.wake_all(&mut g);
-                    return Ok(total);
+                    c.cell.wake_all(g);
+                    return Step::Done(Ok(total));
                 }
             } else if let Some(m) = g.dirs[s].msgs.pop_front() {
                 g.dirs[s].queued -= m.len();
@@ -170,20 +169,17 @@ impl Socket {
                     b[..n].copy_from_slice(&m[at..at + n]);
                     at += n;
                 }
-                c.cell.wake_all(&mut g);
-                return Ok(at);
+                c.cell.wake_all(g);
+                return Step::Done(Ok(at));
             }
             if let Some(e) = g.err[s].take() {
-                return Err(e);
+                return Step::Done(Err(e));
             }
             if g.rcv_shut(self.ty, s) {
-                return Ok(0);
+                return Step::Done(Ok(0));
             }
-            if nonblock {
-                return Err(Errno::EAGAIN);
-            }
-            c.cell.wait(&mut g);
-        }
+            Step::Wait(Err(Errno::EAGAIN))
+        })
     }
 
     pub(crate) fn write(&self, bufs: &[&[u8]], nonblock: bool) -> SysResult<usize> {
@@ -193,44 +189,36 @@ impl Socket {
         };
         let s = self.side;
         let p = 1 - s;
-        let mut g = c.cell.lock();
         if self.ty != SOCK_STREAM {
             if len > SOCK_BUF - 32 {
                 return Err(Errno::EMSGSIZE);
             }
-            loop {
+            return c.cell.block_on(nonblock, |g| {
                 if g.send_shut(self.ty, s) {
-                    return Err(Errno::EPIPE);
+                    return Step::Done(Err(Errno::EPIPE));
                 }
                 if g.closed[p] {
-                    return Err(Errno::ECONNREFUSED);
+                    return Step::Done(Err(Errno::ECONNREFUSED));
                 }
                 if g.dirs[p].queued + len <= SOCK_BUF {
                     let m: Vec<u8> = bufs.concat();
                     let d = &mut g.dirs[p];
                     d.queued += len;
                     d.msgs.push_back(m);
-                    c.cell.wake_all(&mut g);
-                    return Ok(len);
+                    c.cell.wake_all(g);
+                    return Step::Done(Ok(len));
                 }
-                if nonblock {
-                    return Err(Errno::EAGAIN);
-                }
-                c.cell.wait(&mut g);
-            }
+                Step::Wait(Err(Errno::EAGAIN))
+            });
         }
         if len == 0 {
             return Ok(0);
         }
         let mut src = bufs.iter().flat_map(|b| b.iter().copied());
         let mut done = 0;
-        loop {
+        c.cell.block_on(nonblock, |g| {
             if g.send_shut(self.ty, s) {
-                return if done > 0 {
-                    Ok(done)
-                } else {
-                    Err(Errno::EPIPE)
-                };
+                return Step::Done(partial(done, Errno::EPIPE));
             }
             let room = SOCK_BUF - g.dirs[p].queued;
             if room > 0 {
@@ -239,20 +227,13 @@ impl Socket {
                 d.bytes.extend(src.by_ref().take(n));
                 d.queued += n;
                 done += n;
-                c.cell.wake_all(&mut g);
+                c.cell.wake_all(g);
                 if done == len {
-                    return Ok(done);
+                    return Step::Done(Ok(done));
                 }
             }
-            if nonblock {
-                return if done > 0 {
-                    Ok(done)
-                } else {
-                    Err(Errno::EAGAIN)
-                };
-            }
-            c.cell.wait(&mut g);
-        }
+            Step::Wait(partial(done, Errno::EAGAIN))
+        })
     }
 
     pub(crate) fn poll(&self, p: Option<&Arc<Poller>>) -> i16 {

@@ -13,6 +13,7 @@
 //! - Nothing here spins: sleepers park on condition variables. There is no
 //!   lock-free part, so no loom model is needed (docs/TESTING.md).
 
+use crate::abi::{Errno, SysResult};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::sync::Arc;
 use std::time::Instant;
@@ -47,6 +48,26 @@ impl Poller {
         let was = *w;
         *w = false;
         was
+    }
+}
+
+/// What one look at an object's state decided, for [`WaitCell::block_on`].
+pub(crate) enum Step<R> {
+    /// Finished: the call returns this.
+    Done(SysResult<R>),
+    /// No progress possible now: a non-blocking caller returns this (EAGAIN,
+    /// or the count a partial write made); a blocking one sleeps until the
+    /// next `wake_all` and looks again.
+    Wait(SysResult<R>),
+}
+
+/// A write that may have made progress before it had to stop: the count
+/// so far, or `err` if nothing was written (Linux's partial writes).
+pub(crate) fn partial(done: usize, err: Errno) -> SysResult<usize> {
+    if done > 0 {
+        Ok(done)
+    } else {
+        Err(err)
     }
 }
 
@@ -95,6 +116,25 @@ impl<S> WaitCell<S> {
     /// Releases the lock and sleeps until a `wake_all`, then relocks.
     pub(crate) fn wait(&self, g: &mut Locked<'_, S>) {
         self.cond.wait(&mut g.0);
+    }
+
+    /// The loop of a blocking read or write (pipes and sockets): looks at
+    /// the state under the lock with `step` until it decides; a `Wait`
+    /// sleeps (without spinning; the lock is released while asleep) unless
+    /// `nonblock`. `step` calls `wake_all` itself after a change.
+    pub(crate) fn block_on<R>(
+        &self,
+        nonblock: bool,
+        mut step: impl FnMut(&mut Locked<'_, S>) -> Step<R>,
+    ) -> SysResult<R> {
+        let mut g = self.lock();
+        loop {
+            match step(&mut g) {
+                Step::Done(r) => return r,
+                Step::Wait(r) if nonblock => return r,
+                Step::Wait(_) => self.wait(&mut g),
+            }
+        }
     }
 
     /// Wakes every blocked caller and every registered poller. Call with

@@ -490,7 +490,7 @@ impl VfsInner {
 
     /// Frees a killed, unhashed dentry: drops its inode, retires it, and
     /// returns the parent whose reference the caller must now drop.
-    fn free_dentry(&self, d: *const Dentry) -> Option<*const Dentry> {
+    pub(crate) fn free_dentry(&self, d: *const Dentry) -> Option<*const Dentry> {
         // SAFETY: the caller won the kill, so nobody else frees `d`.
         let dr = unsafe { &*d };
         if dr.flags() & dentry::D_ON_LRU != 0 {

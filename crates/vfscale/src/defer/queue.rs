@@ -29,7 +29,28 @@
 //!
 //! What queues: a final put inside a batch scope (`VfsInner::batch_scope`:
 //! exit, close_range, umount, `drop_caches`), or any final put when
-//! `VfsConfig::defer_single_puts` is set; the outermost scope's end drains.
+//! `VfsConfig::defer_single_puts` is set (the default); the outermost
+//! scope's end drains.
+//!
+//! Lone puts (outside a batch scope) skip the mutex: they go to the slot's
+//! owner-only buffer (`Slot::local`, at most `LOCAL_CAP` entries), and the
+//! end of the operation frees them one by one with the inline free path
+//! (`drain::free_one`; a batch of one gains nothing from grouping). Cost of
+//! a queued lone put over an inline one: two TLS loads, a store into the
+//! buffer and the end-of-call branch (docs/PERFORMANCE.md, issue 5).
+//! Who may touch `local` (its ownership rule):
+//! - the slot's owner thread, while it holds the slot's `Vfs` alive (inside
+//!   an operation on it: `defer_put`, `drain_mine`, `flush_all`; or after
+//!   upgrading `Slot::vfs` at thread exit);
+//! - the `Vfs`'s drop (`drain_at_drop`), once its strong count is zero:
+//!   then no owner holds it alive, and none can upgrade to it any more; the
+//!   `Arc`'s release decrement / acquire fence orders the owner's writes
+//!   before the drop's reads.
+//!
+//! Other threads' flushes never touch `local`: what it holds belongs to an
+//! operation still running on its owner (every public entry point ends
+//! with `VfsInner::op_end`), which frees it before returning. So
+//! `Vfs::flush` completes the frees of every *finished* operation.
 
 use super::drain;
 use crate::dcache::dentry::Dentry;
@@ -39,7 +60,7 @@ use crate::mount::Mount;
 use crate::sync::atomic::{AtomicUsize, Ordering};
 use crate::sync::lock::Mutex;
 use crate::vfs::VfsInner;
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, RefCell, UnsafeCell};
 use std::sync::{Arc, OnceLock, Weak};
 
 /// A dead object waiting to be freed; the queue owns it.
@@ -80,6 +101,31 @@ struct Queue {
     bytes: usize,
 }
 
+/// Capacity of a slot's owner-only buffer of lone puts (also capped by
+/// `defer_max_entries`); an operation that releases more drains early.
+const LOCAL_CAP: usize = 16;
+
+/// Up to this many lone puts are freed one by one; more go through the
+/// grouped drain (`drain::drain_batch`).
+const ONE_BY_ONE_MAX: usize = 4;
+
+/// The owner-only buffer of lone puts (module doc, "Lone puts").
+struct LocalPuts {
+    items: [Deferred; LOCAL_CAP],
+    len: usize,
+    bytes: usize,
+}
+
+impl Default for LocalPuts {
+    fn default() -> Self {
+        LocalPuts {
+            items: [Deferred::File(core::ptr::null()); LOCAL_CAP],
+            len: 0,
+            bytes: 0,
+        }
+    }
+}
+
 /// One thread's queue for one `Vfs`.
 pub(crate) struct Slot {
     vfs: Weak<VfsInner>,
@@ -88,12 +134,20 @@ pub(crate) struct Slot {
     /// `PENDING`). Relaxed everywhere: written under the mutex, read as a
     /// snapshot; it orders nothing.
     len: AtomicUsize,
+    /// Lone puts of the operation running on the owner thread; see the
+    /// module doc for who may touch it.
+    local: UnsafeCell<LocalPuts>,
+    /// `local.len`, readable by anyone (recounts, thread exit). Relaxed:
+    /// written by whoever may touch `local`, read as a hint; `local`'s
+    /// contents are ordered by the ownership rule, not by this.
+    local_len: AtomicUsize,
 }
 
 // SAFETY: the raw pointers in the queue are dead objects the queue owns;
 // any thread may free them (module invariant of `defer`).
 unsafe impl Send for Slot {}
-// SAFETY: as above; the queue is behind a mutex.
+// SAFETY: as above; the queue is behind a mutex, and `local` is touched by
+// one thread at a time under its ownership rule (module doc).
 unsafe impl Sync for Slot {}
 
 impl Slot {
@@ -116,6 +170,8 @@ pub(crate) struct DeferQueues {
     single: bool,
     max_entries: usize,
     max_bytes: usize,
+    /// `min(max_entries, LOCAL_CAP)`: the owner-only buffer drains there.
+    local_cap: usize,
     /// Every thread's slot for this `Vfs` (cold: touched when a thread
     /// first queues, and by flushes).
     slots: Mutex<Vec<Arc<Slot>>>,
@@ -150,11 +206,14 @@ impl Drop for ThreadSlots {
     fn drop(&mut self) {
         LAST.with(|l| l.set((0, core::ptr::null())));
         for (_, slot) in self.0.drain(..) {
-            if slot.len.load(Ordering::Relaxed) == 0 {
+            if slot.len.load(Ordering::Relaxed) == 0 && slot.local_len.load(Ordering::Relaxed) == 0
+            {
                 continue;
             }
             // The namespace is gone: its drop drained this slot already.
             if let Some(vfs) = slot.vfs.upgrade() {
+                // We own `local` and hold the namespace (ownership rule).
+                vfs.drain_local(&slot);
                 vfs.drain_slot(&slot);
             }
         }
@@ -177,6 +236,7 @@ impl DeferQueues {
             // 2^24 as 2^24 (a batch's runs are counted in u32).
             max_entries: max_entries.clamp(1, 1 << 24),
             max_bytes: max_bytes.max(1),
+            local_cap: max_entries.clamp(1, LOCAL_CAP),
             slots: Mutex::new(Vec::new()),
             high_water: AtomicUsize::new(0),
             owner: OnceLock::new(),
@@ -210,6 +270,16 @@ impl DeferQueues {
         self.max_entries
     }
 
+    /// Records a queue length for `high_water`.
+    #[inline]
+    fn note_len(&self, len: usize) {
+        // Relaxed: a statistic (the load keeps the line shared: it is
+        // written only when a queue grows past every earlier length).
+        if len > self.high_water.load(Ordering::Relaxed) {
+            self.high_water.fetch_max(len, Ordering::Relaxed);
+        }
+    }
+
     /// The calling thread's slot for this `Vfs`, registering one if needed;
     /// `None` while the thread tears its locals down. The pointer stays
     /// valid while the thread runs (`MINE` holds the slot).
@@ -219,9 +289,28 @@ impl DeferQueues {
         if id == self.id {
             return Some(slot);
         }
+        self.my_slot_slow(true)
+    }
+
+    /// The calling thread's slot for this `Vfs` if it has one (never
+    /// registers).
+    fn my_registered_slot(&self) -> Option<*const Slot> {
+        let (id, slot) = LAST.with(Cell::get);
+        if id == self.id {
+            return Some(slot);
+        }
+        self.my_slot_slow(false)
+    }
+
+    #[cold]
+    fn my_slot_slow(&self, register: bool) -> Option<*const Slot> {
         let slot = MINE
             .try_with(|m| {
                 let mut m = m.try_borrow_mut().ok()?;
+                if !register {
+                    let (_, s) = m.0.iter().find(|(id, _)| *id == self.id)?;
+                    return Some(Arc::as_ptr(s));
+                }
                 Some(Arc::as_ptr(&self.find_or_register(&mut m)))
             })
             .ok()
@@ -242,6 +331,8 @@ impl DeferQueues {
             vfs: self.owner.get().cloned().unwrap_or_default(),
             queue: Mutex::new(Queue::default()),
             len: AtomicUsize::new(0),
+            local: UnsafeCell::new(LocalPuts::default()),
+            local_len: AtomicUsize::new(0),
         });
         self.slots.lock().push(Arc::clone(&slot));
         mine.0.push((self.id, Arc::clone(&slot)));
@@ -265,7 +356,13 @@ impl DeferQueues {
         let n = MINE
             .try_with(|m| {
                 m.try_borrow()
-                    .map(|m| m.0.iter().map(|(_, s)| s.len.load(Ordering::Relaxed)).sum())
+                    .map(|m| {
+                        m.0.iter()
+                            .map(|(_, s)| {
+                                s.len.load(Ordering::Relaxed) + s.local_len.load(Ordering::Relaxed)
+                            })
+                            .sum()
+                    })
                     .unwrap_or(0)
             })
             .unwrap_or(0);
@@ -293,7 +390,27 @@ impl Drop for BatchScope<'_> {
     }
 }
 
+/// The end of a public call that is not a `ProcessApi` method (those end
+/// in `Process::done`): frees what the call queued when dropped. Declare
+/// it first in the call, so it drops after everything else.
+pub(crate) struct CallEnd<'v> {
+    vfs: &'v VfsInner,
+}
+
+impl Drop for CallEnd<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.vfs.op_end();
+    }
+}
+
 impl VfsInner {
+    /// Marks a public call whose end must drain (see [`CallEnd`]).
+    #[inline(always)]
+    pub(crate) fn call_end(&self) -> CallEnd<'_> {
+        CallEnd { vfs: self }
+    }
+
     /// Opens a batch scope (see [`BatchScope`]).
     pub(crate) fn batch_scope(&self) -> BatchScope<'_> {
         SCOPES.with(|s| s.set(s.get() + 1));
@@ -302,33 +419,119 @@ impl VfsInner {
 
     /// Queues a dead object on the calling thread's queue; drains at once
     /// when the queue reaches its bound. Call only when `defer.active()`.
+    #[inline]
     pub(crate) fn defer_put(&self, item: Deferred) {
-        let bytes = item.bytes();
+        if SCOPES.with(Cell::get) == 0 {
+            self.defer_lone_put(item)
+        } else {
+            self.defer_batched_put(item)
+        }
+    }
+
+    /// A put inside a batch scope: into the slot's locked queue, where
+    /// other threads' flushes find it.
+    #[inline(never)]
+    fn defer_batched_put(&self, item: Deferred) {
         let d = &self.defer;
-        let queued = d.my_slot().map(|slot| {
-            // SAFETY: `my_slot`'s pointer is kept alive by `MINE`.
-            let slot = unsafe { &*slot };
+        let Some(slot) = d.my_slot() else {
+            // The thread is tearing its locals down: no queue; free now.
+            return self.drain_items(vec![item]);
+        };
+        // SAFETY: `my_slot`'s pointer is kept alive by `MINE`.
+        let slot = unsafe { &*slot };
+        PENDING.with(|p| p.set(p.get() + 1));
+        let bytes = item.bytes();
+        let over = {
             let mut q = slot.queue.lock();
             q.items.push(item);
             q.bytes = q.bytes.saturating_add(bytes);
             let len = q.items.len();
             slot.len.store(len, Ordering::Relaxed);
-            if len > d.high_water.load(Ordering::Relaxed) {
-                // Relaxed: a statistic.
-                d.high_water.fetch_max(len, Ordering::Relaxed);
-            }
+            d.note_len(len);
             len >= d.max_entries || q.bytes >= d.max_bytes
-        });
-        match queued {
-            Some(over) => {
-                PENDING.with(|p| p.set(p.get() + 1));
-                if over {
-                    self.drain_mine();
-                }
-            }
-            // The thread is tearing its locals down: no queue; free now.
-            None => self.drain_items(vec![item]),
+        };
+        if over {
+            self.drain_mine();
         }
+    }
+
+    /// A lone put: into the owner-only buffer, no lock.
+    #[inline]
+    fn defer_lone_put(&self, item: Deferred) {
+        let d = &self.defer;
+        let (id, slot) = LAST.with(Cell::get);
+        if id != d.id {
+            return self.defer_lone_put_slow(item);
+        }
+        // SAFETY: `LAST`'s slot is kept alive by `MINE`.
+        let slot = unsafe { &*slot };
+        PENDING.with(|p| p.set(p.get() + 1));
+        // SAFETY: we are the slot's owner, inside an operation on this
+        // `Vfs` (`&self` keeps it alive): the ownership rule of `local`.
+        // No other reference to it is live (drains take items out before
+        // freeing them).
+        let local = unsafe { &mut *slot.local.get() };
+        let len = local.len;
+        // `len < local_cap <= LOCAL_CAP`: a full buffer drained at its
+        // push (the index check below never fails).
+        local.items[len] = item;
+        local.len = len + 1;
+        slot.local_len.store(len + 1, Ordering::Relaxed);
+        local.bytes = local.bytes.saturating_add(item.bytes());
+        d.note_len(len + 1);
+        if len + 1 >= d.local_cap || local.bytes >= d.max_bytes {
+            self.drain_mine();
+        }
+    }
+
+    /// `defer_lone_put` for a thread whose cached slot is another `Vfs`'s
+    /// (or none yet).
+    #[cold]
+    #[inline(never)]
+    fn defer_lone_put_slow(&self, item: Deferred) {
+        if self.defer.my_slot().is_none() {
+            // The thread is tearing its locals down: no queue; free now.
+            return self.drain_items(vec![item]);
+        }
+        // `my_slot` cached it in `LAST`.
+        self.defer_lone_put(item)
+    }
+
+    /// Frees the lone puts in `slot`'s owner-only buffer; returns how many.
+    /// Only under the ownership rule of `local` (module doc).
+    #[inline]
+    pub(crate) fn drain_local(&self, slot: &Slot) -> usize {
+        let was = DRAINING.with(|f| f.replace(true));
+        let mut total = 0;
+        loop {
+            // SAFETY: the caller keeps the ownership rule. The reference
+            // ends before the object is freed (and frees run inline while
+            // draining, so nothing is pushed meanwhile anyway).
+            let local = unsafe { &mut *slot.local.get() };
+            let n = local.len;
+            if n == 0 {
+                break;
+            }
+            local.bytes = 0;
+            if n <= ONE_BY_ONE_MAX {
+                // Last in, first out: the objects are independent.
+                local.len = n - 1;
+                let item = local.items[n - 1];
+                slot.local_len.store(n - 1, Ordering::Relaxed);
+                total += 1;
+                drain::free_one(self, item);
+                continue;
+            }
+            local.len = 0;
+            slot.local_len.store(0, Ordering::Relaxed);
+            total += n;
+            let mut batch = SPARE.try_with(Cell::take).unwrap_or_default();
+            batch.extend_from_slice(&local.items[..n]);
+            drain::drain_batch(self, &mut batch);
+            let _ = SPARE.try_with(|s| s.set(batch));
+        }
+        DRAINING.with(|f| f.set(was));
+        total
     }
 
     /// End of a top-level operation: drains the calling thread's queue if
@@ -344,9 +547,46 @@ impl VfsInner {
     #[cold]
     #[inline(never)]
     pub(crate) fn drain_mine(&self) {
-        let drained = match self.defer.my_slot() {
-            // SAFETY: `my_slot`'s pointer is kept alive by `MINE`.
-            Some(slot) => self.drain_slot(unsafe { &*slot }),
+        // The common case: one lone put (a close, an unlink) in the slot
+        // `LAST` caches, freed as its inline put would have been.
+        let (id, slot) = LAST.with(Cell::get);
+        if id == self.defer.id && PENDING.with(Cell::get) == 1 {
+            // SAFETY: `LAST`'s slot is kept alive by `MINE`.
+            let slot = unsafe { &*slot };
+            // SAFETY: we are its owner, inside an operation on this `Vfs`
+            // (ownership rule of `local`); the reference ends before the
+            // free.
+            let local = unsafe { &mut *slot.local.get() };
+            if local.len == 1 {
+                local.len = 0;
+                local.bytes = 0;
+                let item = local.items[0];
+                slot.local_len.store(0, Ordering::Relaxed);
+                PENDING.with(|p| p.set(0));
+                let was = DRAINING.with(|f| f.replace(true));
+                drain::free_one(self, item);
+                DRAINING.with(|f| f.set(was));
+                return;
+            }
+        }
+        self.drain_mine_general();
+    }
+
+    #[inline(never)]
+    fn drain_mine_general(&self) {
+        let drained = match self.defer.my_registered_slot() {
+            Some(slot) => {
+                // SAFETY: the slot pointer is kept alive by `MINE`.
+                let slot = unsafe { &*slot };
+                // We are the owner, inside an operation on this `Vfs`.
+                let mut n = self.drain_local(slot);
+                // Only the owner pushes to the locked queue: a zero here
+                // is exact for our own pushes, so no lock is needed.
+                if slot.len.load(Ordering::Relaxed) != 0 {
+                    n += self.drain_slot(slot);
+                }
+                n
+            }
             None => 0,
         };
         let left = PENDING.with(Cell::get).saturating_sub(drained);
@@ -379,7 +619,24 @@ impl VfsInner {
 
     /// Drains every thread's queue of this `Vfs` (flush points).
     pub(crate) fn flush_all(&self) {
+        if let Some(mine) = self.defer.my_registered_slot() {
+            // SAFETY: kept alive by `MINE`; we are its owner, inside an
+            // operation on this `Vfs` (ownership rule of `local`).
+            self.drain_local(unsafe { &*mine });
+        }
         for slot in self.defer.all_slots() {
+            self.drain_slot(&slot);
+        }
+        self.defer.prune();
+        DeferQueues::recount_pending();
+    }
+
+    /// The `Vfs`'s drop: frees every thread's queue, owner-only buffers
+    /// included (`&mut self`: the strong count is zero, so no owner may
+    /// touch its buffer any more, ownership rule of `local`).
+    pub(crate) fn drain_at_drop(&mut self) {
+        for slot in self.defer.all_slots() {
+            self.drain_local(&slot);
             self.drain_slot(&slot);
         }
         self.defer.prune();
@@ -432,25 +689,83 @@ mod tests {
         assert_eq!(v.object_counts().files, 0);
     }
 
+    /// Runs `work` on a new thread; `work` calls its argument to signal
+    /// that it queued and to park until the returned sender fires. Returns
+    /// once it parked.
+    fn parked(
+        work: impl FnOnce(&dyn Fn()) + Send + 'static,
+    ) -> (std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let t = std::thread::spawn(move || {
+            work(&|| {
+                tx.send(()).unwrap();
+                go_rx.recv().unwrap();
+            })
+        });
+        rx.recv().unwrap();
+        (go_tx, t)
+    }
+
     #[test]
     fn flush_drains_a_live_thread_queue() {
         let v = queueing_vfs();
         let f = detached_file(&v);
         let inner = v.inner.clone();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-        let t = std::thread::spawn(move || {
+        let (go, t) = parked(move |pause| {
+            // Inside a batch scope (as exit, close_range): the locked queue.
+            let _scope = inner.batch_scope();
             inner.fput(f);
-            tx.send(()).unwrap();
             // Stay alive with the queue untouched until the flush is seen.
-            done_rx.recv().unwrap();
+            pause();
         });
-        rx.recv().unwrap();
         assert_eq!(v.object_counts().files, 1, "still queued on the thread");
         v.flush();
         assert_eq!(v.object_counts().files, 0, "flushed from another thread");
-        done_tx.send(()).unwrap();
+        go.send(()).unwrap();
         t.join().unwrap();
+    }
+
+    #[test]
+    fn a_running_call_frees_its_own_lone_puts() {
+        // A lone put belongs to the call still running on its thread: a
+        // flush elsewhere leaves it (the owner-only buffer), the call's end
+        // frees it.
+        let v = queueing_vfs();
+        let f = detached_file(&v);
+        let inner = v.inner.clone();
+        let (go, t) = parked(move |pause| {
+            inner.fput(f);
+            pause();
+            inner.op_end();
+            assert_eq!(super::PENDING.with(|p| p.get()), 0);
+            assert_eq!(inner.stats.files.sum(), 0, "freed at the call's end");
+        });
+        v.flush();
+        assert_eq!(v.object_counts().files, 1, "the owner's call still runs");
+        go.send(()).unwrap();
+        t.join().unwrap();
+        assert_eq!(v.object_counts().files, 0);
+    }
+
+    #[test]
+    fn lone_puts_drain_at_the_entry_bound() {
+        // More lone puts in one call than the bound: the buffer drains
+        // each time it fills, so it never holds more than the bound.
+        let v = Vfs::with_config(crate::VfsConfig {
+            defer_single_puts: true,
+            defer_max_entries: 8,
+            ..crate::VfsConfig::default()
+        });
+        let files: Vec<_> = (0..20).map(|_| detached_file(&v)).collect();
+        assert_eq!(v.object_counts().files, 20);
+        for f in files {
+            v.inner.fput(f);
+        }
+        assert_eq!(v.defer_high_water(), 8);
+        assert_eq!(v.object_counts().files, 4, "two full buffers drained");
+        v.inner.op_end();
+        assert_eq!(v.object_counts().files, 0);
     }
 
     #[test]

@@ -165,6 +165,9 @@ impl Process {
     /// pipe2(2): [read end, write end]. Flags: O_NONBLOCK, O_CLOEXEC
     /// (O_DIRECT, packet mode, is refused with EINVAL).
     pub fn pipe2(&self, flags: i32) -> SysResult<[Fd; 2]> {
+        // Frees what the call queued (a final put on an error path, or
+        // after a racing close) when it returns.
+        let _end = self.vfs.call_end();
         self.charge_here();
         if flags & !(O_NONBLOCK | O_CLOEXEC) != 0 {
             return Err(Errno::EINVAL);
@@ -228,6 +231,7 @@ impl Process {
     /// it yet; it exists for the seed's create/close benchmark and for
     /// programs that make one and close it).
     pub fn socket(&self, domain: i32, ty: i32, protocol: i32) -> SysResult<Fd> {
+        let _end = self.vfs.call_end();
         let (base, nb, cloexec) = socket_args(domain, ty, protocol)?;
         // Its node and file are charged to our group: make room first.
         self.charge_here();
@@ -238,6 +242,7 @@ impl Process {
 
     /// socketpair(2): two connected AF_UNIX sockets.
     pub fn socketpair(&self, domain: i32, ty: i32, protocol: i32) -> SysResult<[Fd; 2]> {
+        let _end = self.vfs.call_end();
         let (base, nb, cloexec) = socket_args(domain, ty, protocol)?;
         // Two nodes and two files: make room for both first.
         self.charge_here();
@@ -250,6 +255,7 @@ impl Process {
 
     /// shutdown(2).
     pub fn shutdown(&self, fd: Fd, how: i32) -> SysResult<()> {
+        let _end = self.vfs.call_end();
         self.with_file(fd, false, |f| match stream(f) {
             Some(Stream::Socket(s)) => s.shutdown(how),
             _ => Err(Errno::ENOTSOCK),
@@ -258,6 +264,7 @@ impl Process {
 
     /// eventfd2(2). Flags: EFD_SEMAPHORE, EFD_NONBLOCK, EFD_CLOEXEC.
     pub fn eventfd(&self, initval: u32, flags: i32) -> SysResult<Fd> {
+        let _end = self.vfs.call_end();
         self.charge_here();
         if flags & !(EFD_SEMAPHORE | EFD_NONBLOCK | EFD_CLOEXEC) != 0 {
             return Err(Errno::EINVAL);
@@ -285,6 +292,7 @@ impl Process {
     /// Flags: MFD_CLOEXEC, MFD_ALLOW_SEALING (accepted; seals are not
     /// implemented, docs/COMPATIBILITY.md).
     pub fn memfd_create(&self, name: &[u8], flags: u32) -> SysResult<Fd> {
+        let _end = self.vfs.call_end();
         self.charge_here();
         if flags & !(MFD_CLOEXEC | MFD_ALLOW_SEALING) != 0 {
             return Err(Errno::EINVAL);
@@ -294,15 +302,22 @@ impl Process {
         if name.len() > MFD_NAME_MAX || name.contains(&0) {
             return Err(Errno::EINVAL);
         }
-        let mut full = b"memfd:".to_vec();
-        full.extend_from_slice(name);
+        // "memfd:NAME" on the stack: a heap buffer here was the one
+        // allocation a memfd churn made besides the node, and under a
+        // shared-heap allocator it shared a line with the other thread's
+        // memory (scripts/anon_shared_lines.py, docs/PERFORMANCE.md).
+        const PREFIX: &[u8] = b"memfd:";
+        let mut buf = [0u8; PREFIX.len() + MFD_NAME_MAX];
+        buf[..PREFIX.len()].copy_from_slice(PREFIX);
+        buf[PREFIX.len()..PREFIX.len() + name.len()].copy_from_slice(name);
+        let full = &buf[..PREFIX.len() + name.len()];
         let v = &self.vfs;
         let node = v.new_anon_node(
             v.anon().mnt,
             S_IFREG | 0o777,
             InodeBody::Regular(RwLock::new(FileData::default())),
             AnonObj::Plain,
-            &full,
+            full,
             1,
             self.owner(),
         );
@@ -348,6 +363,7 @@ impl Process {
     /// non-zero. `timeout_ms` < 0 waits forever, 0 not at all. Sleeps on a
     /// condition variable woken by any watched object's change.
     pub fn poll(&self, fds: &mut [PollFd], timeout_ms: i32) -> SysResult<usize> {
+        let _end = self.vfs.call_end();
         if fds.len() > self.fd_limit() {
             return Err(Errno::EINVAL);
         }
@@ -410,6 +426,7 @@ impl Process {
     /// F_SETFL (O_APPEND, O_NONBLOCK, O_DIRECT, O_NOATIME), F_GETPIPE_SZ,
     /// F_SETPIPE_SZ. Other commands: EINVAL.
     pub fn fcntl(&self, fd: Fd, cmd: i32, arg: i64) -> SysResult<i64> {
+        let _end = self.vfs.call_end();
         match cmd {
             F_DUPFD | F_DUPFD_CLOEXEC => {
                 let f = self.fd_file(fd)?;
@@ -460,6 +477,7 @@ impl Process {
     /// `anon_inode:[eventfd]`, `/memfd:NAME (deleted)`, or the file's path
     /// (with " (deleted)" once unlinked). Formatted now; nothing is stored.
     pub fn fd_path(&self, fd: Fd) -> SysResult<Vec<u8>> {
+        let _end = self.vfs.call_end();
         let _g = self.vfs.collector.enter();
         let f = self.fd_file(fd)?;
         let file = f.file();

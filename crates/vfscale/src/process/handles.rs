@@ -426,6 +426,8 @@ impl Namespace {
 
     /// Closes an open file handle.
     pub fn release(&self, fh: Fh) -> SysResult<()> {
+        // Not a view call (whose drop ends it): end it here.
+        let _end = self.vfs.call_end();
         let f = self.files.remove(fh_fd(fh)?)?;
         self.vfs.fput(f);
         Ok(())
@@ -469,6 +471,7 @@ impl Namespace {
         cookie: u64,
         emit: impl FnMut(&DirEntryRef<'_>) -> bool,
     ) -> SysResult<()> {
+        let _end = self.vfs.call_end();
         let f = self.files.get(&self.vfs, fh_fd(fh)?)?;
         let r = self.vfs.list_dir(f.file(), cookie, emit).map(|_| ());
         self.vfs.fput(f);

@@ -455,6 +455,7 @@ impl Process {
 
     /// The file status flags of `fd` (F_GETFL).
     pub fn fd_status_flags(&self, fd: Fd) -> SysResult<i32> {
+        let _end = self.vfs.call_end();
         self.with_file(fd, true, |f| Ok(f.status()))
     }
 }
