@@ -210,6 +210,7 @@ impl Process {
                 a.set_mode(m);
             }
         });
+        self.vfs.watchers.inode_changed(inode, true);
         Ok(total)
     }
 
@@ -261,6 +262,9 @@ impl Process {
         if let Some(g) = pos_guard.as_mut() {
             **g = pos;
         }
+        if total > 0 {
+            self.vfs.watchers.inode_changed(inode, true);
+        }
         Ok(total)
     }
 
@@ -269,7 +273,10 @@ impl Process {
         // SAFETY: an inode's superblock outlives it.
         let sb = unsafe { &*inode.sb };
         if sb.backend_served {
-            return sb.fs.truncate(sb, inode, length);
+            return sb
+                .fs
+                .truncate(sb, inode, length)
+                .inspect(|()| self.vfs.watchers.inode_changed(inode, true));
         }
         let data = inode.file_data().ok_or(Errno::EINVAL)?;
         let mut d = data.write();
@@ -290,6 +297,7 @@ impl Process {
                 a.set_mode(m);
             }
         });
+        self.vfs.watchers.inode_changed(inode, true);
         Ok(())
     }
 

@@ -75,6 +75,7 @@ impl Process {
                 a.set_mtime(t);
                 a.set_ctime(t);
             });
+            self.vfs.watchers.inode_changed(inode, true);
             Ok(())
         })();
         self.vfs.fput(f);
