@@ -195,6 +195,7 @@ impl Filesystem for VfsFs {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
+        let _own = OwnChange::begin(&self.nodes);
         let n = node_or_reply!(self, ino, reply);
         let set = SetAttr {
             mode,
@@ -378,6 +379,7 @@ impl Filesystem for VfsFs {
         _lock_owner: Option<fuser::LockOwner>,
         reply: ReplyWrite,
     ) {
+        let _own = OwnChange::begin(&self.nodes);
         match self.ns.write(&cred(req), fh.0, offset, data) {
             Ok(n) => reply.written(n as u32),
             Err(e) => reply.error(errno(e)),
@@ -427,7 +429,17 @@ impl Filesystem for VfsFs {
         let n = node_or_reply!(self, ino, reply);
         let flags = (flags.0 & !O_ACCMODE) | O_RDONLY | O_DIRECTORY;
         match self.ns.open(&cred(req), &n.handle, flags) {
-            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
+            // FOPEN_CACHE_DIR: the kernel keeps the listing in the
+            // directory's page cache and serves later readdirs from it;
+            // FOPEN_KEEP_CACHE: the next opendir does not drop it. The
+            // kernel resets the cache itself on its own changes through
+            // the mount (fuse_dir_changed) and when the directory's mtime
+            // differs at offset 0; changes beside the mount reach it as
+            // inval_entry + inval_inode on the directory (invalidate.rs).
+            Ok(fh) => reply.opened(
+                FileHandle(fh),
+                FopenFlags::FOPEN_CACHE_DIR | FopenFlags::FOPEN_KEEP_CACHE,
+            ),
             Err(e) => reply.error(errno(e)),
         }
     }
@@ -701,6 +713,7 @@ impl Filesystem for VfsFs {
         mode: i32,
         reply: ReplyEmpty,
     ) {
+        let _own = OwnChange::begin(&self.nodes);
         Self::reply_empty(self.ns.fallocate(fh.0, mode, offset, length), reply);
     }
 
@@ -717,6 +730,7 @@ impl Filesystem for VfsFs {
         _flags: CopyFileRangeFlags,
         reply: ReplyWrite,
     ) {
+        let _own = OwnChange::begin(&self.nodes);
         // The kernel checked the flags (none are defined) before sending.
         match self
             .ns
