@@ -76,6 +76,13 @@ pub struct BenchArgs {
     /// Entries readdir-large creates (default 1,000,000; 100,000 with --quick).
     #[arg(long, value_name = "N")]
     pub entries: Option<usize>,
+    /// readdir-large over this existing directory instead: no create or
+    /// unlink phase, only readdir passes, each checked to list exactly
+    /// --entries entries (a host path, for the kernel target only; lets
+    /// FUSE filesystems whose creates are slow be populated through their
+    /// backing store: scripts/fuse_peers.sh --prepopulated).
+    #[arg(long, value_name = "DIR")]
+    pub readdir_dir: Option<PathBuf>,
     /// The `vfscale` target's root filesystem: tmpfs (default) or
     /// passthrough (a fresh host directory inside the kernel target's
     /// directory, or the temporary directory without the kernel target).
@@ -164,6 +171,17 @@ impl BenchArgs {
         if entries == 0 {
             return Err("--entries must be at least 1".into());
         }
+        if let Some(d) = &self.readdir_dir {
+            if !d.is_absolute() || !d.is_dir() {
+                return Err(format!(
+                    "--readdir-dir {}: not an absolute path to a directory",
+                    d.display()
+                ));
+            }
+            if targets.iter().any(|t| *t != TargetId::Kernel) {
+                return Err("--readdir-dir needs --targets kernel (a host directory)".into());
+            }
+        }
         Ok(Config {
             workloads,
             targets,
@@ -173,6 +191,7 @@ impl BenchArgs {
             repeat: self.repeat,
             entries,
             kernel_dir: self.kernel_dir.clone(),
+            readdir_dir: self.readdir_dir.clone(),
             backend: crate::target::Backend::parse(&self.backend)?,
             quick: self.quick,
             progress: true,
