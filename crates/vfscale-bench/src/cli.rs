@@ -322,6 +322,29 @@ mod tests {
     }
 
     #[test]
+    fn readdir_dir_needs_an_absolute_directory_and_the_kernel_target_alone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_str().unwrap();
+        let c = parse(&["--targets", "kernel", "--readdir-dir", dir])
+            .config()
+            .unwrap();
+        assert_eq!(c.readdir_dir.as_deref(), Some(tmp.path()));
+        let err = |a: &[&str]| parse(a).config().err().unwrap();
+        assert!(err(&["--targets", "kernel,vfscale", "--readdir-dir", dir])
+            .contains("--targets kernel"));
+        assert!(err(&["--targets", "kernel", "--readdir-dir", "rel/dir"]).contains("absolute path"));
+        let missing = tmp.path().join("missing");
+        assert!(err(&[
+            "--targets",
+            "kernel",
+            "--readdir-dir",
+            missing.to_str().unwrap()
+        ])
+        .contains("not an absolute path to a directory"));
+        assert_eq!(parse(&[]).config().unwrap().readdir_dir, None);
+    }
+
+    #[test]
     fn defaults_and_quick() {
         let c = parse(&[]).config().unwrap();
         assert_eq!(c.workloads.len(), workload::all().len());
