@@ -96,20 +96,7 @@ impl Workload for ReaddirLarge {
         }
         ctx.record(1, n as u64, secs, params);
 
-        for &threads in ctx.threads {
-            ctx.progress(&format!("readdir, {threads} threads"));
-            let m = harness::measure(
-                &ctx.spec(threads, 1),
-                |_| t.thread(),
-                |th| check_count(t.readdir(th, &dir)?, n, &dir),
-            )?;
-            ctx.record(
-                threads,
-                m.ops * n as u64,
-                m.secs,
-                params! {"phase" => "readdir", "entries" => n, "passes" => m.ops},
-            );
-        }
+        readdir_passes(t, ctx, &dir, false)?;
 
         ctx.progress(&format!("unlink {n}"));
         let ((), secs) = timed_once(
@@ -147,19 +134,30 @@ fn readdir_existing<T: Target>(t: &T, ctx: &mut Ctx<'_>, dir: &std::path::Path) 
     // directory for it.
     let dir = t.path(path);
     check_count(t.readdir(&mut t.thread()?, &dir)?, n, &dir)?;
+    readdir_passes(t, ctx, &dir, true)
+}
+
+/// The readdir rows: full passes over `dir` (which must list
+/// `ctx.entries`) at every thread count.
+fn readdir_passes<T: Target>(
+    t: &T,
+    ctx: &mut Ctx<'_>,
+    dir: &T::Path,
+    prepopulated: bool,
+) -> OpResult<()> {
+    let n = ctx.entries;
     for &threads in ctx.threads {
-        ctx.progress(&format!("readdir (prepopulated), {threads} threads"));
+        ctx.progress(&format!("readdir, {threads} threads"));
         let m = harness::measure(
             &ctx.spec(threads, 1),
             |_| t.thread(),
-            |th| check_count(t.readdir(th, &dir)?, n, &dir),
+            |th| check_count(t.readdir(th, dir)?, n, dir),
         )?;
-        ctx.record(
-            threads,
-            m.ops * n as u64,
-            m.secs,
-            params! {"phase" => "readdir", "entries" => n, "passes" => m.ops, "prepopulated" => true},
-        );
+        let mut params = params! {"phase" => "readdir", "entries" => n, "passes" => m.ops};
+        if prepopulated {
+            params.insert("prepopulated".into(), serde_json::json!(true));
+        }
+        ctx.record(threads, m.ops * n as u64, m.secs, params);
     }
     Ok(())
 }
