@@ -131,3 +131,35 @@ fn handles_open_while_cached_and_after_the_kernel_forgot_the_node() {
         Some(libc::ESTALE)
     );
 }
+
+#[test]
+fn a_node_the_kernel_evicts_is_exported_at_forget_and_opens_by_handle() {
+    let Some(m) = mount() else { return };
+    fs::create_dir(m.p("e")).unwrap();
+    fs::write(m.p("e/f"), b"evicted").unwrap();
+    let file = name_to_handle(&m.p("e/f")).unwrap();
+    let ino = fs::metadata(m.p("e/f")).unwrap().ino();
+    // A second view of the namespace: the core's export table is where the
+    // server registers what the kernel forgets.
+    let ns = vfscale::Namespace::new(&m.vfs);
+    assert_eq!(ns.exported(ino).err(), Some(vfscale::Errno::ESTALE));
+    // Make the kernel evict its unused inodes (dentries and inodes only;
+    // the kernel then sends FORGET for them).
+    if let Err(e) = fs::write("/proc/sys/vm/drop_caches", b"2") {
+        eprintln!("SKIPPED: cannot drop the kernel's inode cache: {e}");
+        return;
+    }
+    // FORGET is asynchronous: wait for the server to have handled it.
+    let mut exported = false;
+    for _ in 0..500 {
+        if ns.exported(ino).is_ok() {
+            exported = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(exported, "the server exports a node at its last FORGET");
+    let f = open_by_handle(m.path(), &file, libc::O_RDONLY)
+        .expect("open_by_handle_at after the kernel evicted the inode");
+    assert_eq!(contents(f), b"evicted");
+}
