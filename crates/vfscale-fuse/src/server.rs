@@ -226,14 +226,20 @@ impl Filesystem for VfsFs {
     // BATCH_FORGET: fuser's default splits it into these calls (its
     // `ForgetOne` type is not public).
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
-        if let Some(node) = self.nodes.last_lookups(ino.0, nlookup) {
+        if let Some(node) = self
+            .nodes
+            .last_lookups(ino.0, nlookup)
+            .filter(|n| n.handle.stat().nlink > 0)
+        {
             // The kernel forgets the node, but may still hold a file handle
             // naming it (export support): keep the object findable by its
             // number while it has a name. Done before the slot goes, so a
             // LOOKUP "." racing this FORGET finds one or the other; outside
             // the table's lock (export takes a directory lock, which
-            // name observers hold while taking the table's). ENOENT: the
-            // object has no name left (unlinked), so the handle is stale.
+            // name observers hold while taking the table's). A removed
+            // object (nlink 0, the common FORGET after an unlink) is
+            // skipped, and ENOENT (its last name went meanwhile) ignored:
+            // its handles are stale.
             let _ = self.ns.export(&node.handle);
         }
         self.nodes.forget(ino.0, nlookup);
