@@ -502,9 +502,15 @@ impl Filesystem for VfsFs {
             // the mount (fuse_dir_changed) and when the directory's mtime
             // differs at offset 0; changes beside the mount reach it as
             // inval_entry + inval_inode on the directory (invalidate.rs).
+            // Not for a passthrough directory: its host can change behind
+            // us, which the kernel's cached listing would never show.
             Ok(fh) => reply.opened(
                 FileHandle(fh),
-                FopenFlags::FOPEN_CACHE_DIR | FopenFlags::FOPEN_KEEP_CACHE,
+                if self.ns.changes_are_observed(&n.handle) {
+                    FopenFlags::FOPEN_CACHE_DIR | FopenFlags::FOPEN_KEEP_CACHE
+                } else {
+                    FopenFlags::empty()
+                },
             ),
             Err(e) => reply.error(errno(e)),
         }

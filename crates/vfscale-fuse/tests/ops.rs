@@ -663,3 +663,31 @@ fn cached_listings_follow_changes_made_beside_and_through_the_mount() {
     fs::remove_file(d.join("c")).unwrap();
     assert_eq!(listing(&d), ["m", "z"]);
 }
+
+#[test]
+fn passthrough_listings_are_not_cached_by_the_kernel() {
+    // The host directory changes behind vfscale: the kernel must not serve
+    // a passthrough directory's listing from its cache (FOPEN_CACHE_DIR is
+    // for directories whose every change the core observes).
+    if mount().is_none() {
+        return;
+    }
+    let host = tempfile::tempdir().unwrap();
+    std::fs::create_dir(host.path().join("d")).unwrap();
+    std::fs::write(host.path().join("d/a"), b"").unwrap();
+    let vfs = vfscale::Vfs::with_passthrough_root(
+        vfscale::VfsConfig::default(),
+        host.path(),
+        vfscale::fs::passthrough::PassthroughConfig {
+            ttl: std::time::Duration::ZERO,
+        },
+    )
+    .unwrap();
+    let mnt = tempfile::tempdir().unwrap();
+    let _m = vfscale_fuse::mount(&vfs, mnt.path(), &Default::default()).unwrap();
+    let d = mnt.path().join("d");
+    assert_eq!(listing(&d), ["a"]);
+    assert_eq!(listing(&d), ["a"]);
+    std::fs::write(host.path().join("d/b"), b"").unwrap();
+    assert_eq!(listing(&d), ["a", "b"], "a host create shows at once");
+}

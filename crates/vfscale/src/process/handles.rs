@@ -538,6 +538,17 @@ impl Namespace {
         )
     }
 
+    /// True if every change to `h`'s object goes through this VFS, so a
+    /// cache of it kept elsewhere stays exact by listening to the
+    /// observers of `watch.rs`; false for a backend-served instance
+    /// (passthrough), whose host directory can change behind vfscale.
+    pub fn changes_are_observed(&self, h: &Handle) -> bool {
+        // SAFETY: the handle references its dentry; a dentry's superblock
+        // outlives it.
+        let sb = unsafe { &*(*h.path.dentry).sb };
+        !sb.backend_served
+    }
+
     /// Makes `h`'s object findable by inode number (`exported`) for as
     /// long as it keeps a name, by registering it in its instance's export
     /// table as name_to_handle_at does: for servers whose clients keep
