@@ -11,13 +11,34 @@
 # tmpfs (kernel) and vfscale's own mount (fuse) run in one invocation.
 # Needs root (apt, mount). Usage:
 #   [WORKLOADS="w1 w2"] scripts/fuse_peers.sh [OUTDIR] [extra bench args]
+#   [ENTRIES=N] scripts/fuse_peers.sh --prepopulated [OUTDIR] [extra bench args]
 # e.g. scripts/fuse_peers.sh docs/perf/fuse-peers --repeat 3
+#
+# --prepopulated: readdir-large only, at ENTRIES (default 100,000) entries.
+# The peers' creates are too slow to build that many files through their
+# mounts in bounded time, so each peer's directory is filled through its
+# backing store before mounting (mergerfs and fuse-overlayfs: files made in
+# the branch / lower directory; fuse2fs: the image filled through a loop
+# mount of the kernel's ext4) and only its readdir rate is measured through the
+# mount (`vfscale bench --readdir-dir`); vfscale and the host tmpfs run the
+# whole workload (their create and unlink rows have no peer to compare).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+PREPOPULATED=0
+if [ "${1:-}" = "--prepopulated" ]; then
+    PREPOPULATED=1
+    shift
+fi
 OUT="${1:-target/fuse-peers}"
 shift || true
-read -r -a WORKLOADS <<< "${WORKLOADS:-stat-same create-unlink readdir-large}"
-ARGS=(--threads 1,2 --entries 20000 "$@")
+if [ $PREPOPULATED = 1 ]; then
+    ENTRIES="${ENTRIES:-100000}"
+    WORKLOADS=(readdir-large)
+    ARGS=(--threads 1,2 --entries "$ENTRIES" "$@")
+else
+    read -r -a WORKLOADS <<< "${WORKLOADS:-stat-same create-unlink readdir-large}"
+    ARGS=(--threads 1,2 --entries 20000 "$@")
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "fuse_peers skipped: needs root to install and mount the peers"
@@ -44,6 +65,19 @@ cleanup() {
 trap cleanup EXIT
 mkdir -p "$OUT"
 
+# Makes DIR/big holding ENTRIES empty files e0.. (the names readdir-large
+# itself uses), when --prepopulated.
+populate() {
+    [ $PREPOPULATED = 1 ] || return 0
+    mkdir -p "$1/big"
+    python3 - "$1/big" "$ENTRIES" <<'PY'
+import os, sys
+d, n = sys.argv[1], int(sys.argv[2])
+for i in range(n):
+    os.close(os.open(os.path.join(d, f"e{i}"), os.O_CREAT | os.O_WRONLY, 0o644))
+PY
+}
+
 mount_peer() {
     local name=$1 mnt=$WORK/mnt-$1
     mkdir -p "$mnt"
@@ -51,14 +85,25 @@ mount_peer() {
         fuse2fs)
             truncate -s 4G "$WORK/ext4.img"
             mkfs.ext4 -q -F -N 400000 "$WORK/ext4.img"
+            if [ $PREPOPULATED = 1 ]; then
+                # Filled through the kernel's own ext4 on a loop device
+                # (`mkfs.ext4 -d` inserts names one by one into an unindexed
+                # directory: minutes for 100,000).
+                mkdir -p "$WORK/ext4-loop"
+                mount -o loop "$WORK/ext4.img" "$WORK/ext4-loop"
+                populate "$WORK/ext4-loop"
+                umount "$WORK/ext4-loop"
+            fi
             fuse2fs "$WORK/ext4.img" "$mnt" -o rw
             ;;
         fuse-overlayfs)
             mkdir -p "$WORK/lower" "$WORK/upper" "$WORK/work"
+            populate "$WORK/lower"
             fuse-overlayfs -o "lowerdir=$WORK/lower,upperdir=$WORK/upper,workdir=$WORK/work" "$mnt"
             ;;
         mergerfs)
             mkdir -p "$WORK/branch"
+            populate "$WORK/branch"
             mergerfs "$WORK/branch" "$mnt"
             ;;
     esac
@@ -69,8 +114,12 @@ mount_peer() {
 for peer in fuse2fs fuse-overlayfs mergerfs; do
     echo "==> $peer"
     mount_peer "$peer"
+    PEER_ARGS=()
+    if [ $PREPOPULATED = 1 ]; then
+        PEER_ARGS=(--readdir-dir "$PEER_MNT/big")
+    fi
     "$BIN" bench "${WORKLOADS[@]}" --targets kernel --kernel-dir "$PEER_MNT" "${ARGS[@]}" \
-        --json "$OUT/$peer.json"
+        "${PEER_ARGS[@]}" --json "$OUT/$peer.json"
 done
 echo "==> host tmpfs (kernel) and vfscale through FUSE (fuse)"
 "$BIN" bench "${WORKLOADS[@]}" --targets kernel,fuse "${ARGS[@]}" --json "$OUT/vfscale.json"

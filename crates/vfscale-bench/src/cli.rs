@@ -76,6 +76,13 @@ pub struct BenchArgs {
     /// Entries readdir-large creates (default 1,000,000; 100,000 with --quick).
     #[arg(long, value_name = "N")]
     pub entries: Option<usize>,
+    /// readdir-large over this existing directory instead: no create or
+    /// unlink phase, only readdir passes, each checked to list exactly
+    /// --entries entries (a host path, for the kernel target only; lets
+    /// FUSE filesystems whose creates are slow be populated through their
+    /// backing store: scripts/fuse_peers.sh --prepopulated).
+    #[arg(long, value_name = "DIR")]
+    pub readdir_dir: Option<PathBuf>,
     /// The `vfscale` target's root filesystem: tmpfs (default) or
     /// passthrough (a fresh host directory inside the kernel target's
     /// directory, or the temporary directory without the kernel target).
@@ -164,6 +171,17 @@ impl BenchArgs {
         if entries == 0 {
             return Err("--entries must be at least 1".into());
         }
+        if let Some(d) = &self.readdir_dir {
+            if !d.is_absolute() || !d.is_dir() {
+                return Err(format!(
+                    "--readdir-dir {}: not an absolute path to a directory",
+                    d.display()
+                ));
+            }
+            if targets.iter().any(|t| *t != TargetId::Kernel) {
+                return Err("--readdir-dir needs --targets kernel (a host directory)".into());
+            }
+        }
         Ok(Config {
             workloads,
             targets,
@@ -173,6 +191,7 @@ impl BenchArgs {
             repeat: self.repeat,
             entries,
             kernel_dir: self.kernel_dir.clone(),
+            readdir_dir: self.readdir_dir.clone(),
             backend: crate::target::Backend::parse(&self.backend)?,
             quick: self.quick,
             progress: true,
@@ -300,6 +319,29 @@ mod tests {
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("2h").is_err());
         assert!(parse_duration("fast").is_err());
+    }
+
+    #[test]
+    fn readdir_dir_needs_an_absolute_directory_and_the_kernel_target_alone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_str().unwrap();
+        let c = parse(&["--targets", "kernel", "--readdir-dir", dir])
+            .config()
+            .unwrap();
+        assert_eq!(c.readdir_dir.as_deref(), Some(tmp.path()));
+        let err = |a: &[&str]| parse(a).config().err().unwrap();
+        assert!(err(&["--targets", "kernel,vfscale", "--readdir-dir", dir])
+            .contains("--targets kernel"));
+        assert!(err(&["--targets", "kernel", "--readdir-dir", "rel/dir"]).contains("absolute path"));
+        let missing = tmp.path().join("missing");
+        assert!(err(&[
+            "--targets",
+            "kernel",
+            "--readdir-dir",
+            missing.to_str().unwrap()
+        ])
+        .contains("not an absolute path to a directory"));
+        assert_eq!(parse(&[]).config().unwrap().readdir_dir, None);
     }
 
     #[test]

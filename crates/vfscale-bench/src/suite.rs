@@ -24,6 +24,9 @@ pub struct Config {
     pub repeat: usize,
     pub entries: usize,
     pub kernel_dir: Option<PathBuf>,
+    /// readdir-large lists this existing host directory (no create or
+    /// unlink phase): `--readdir-dir`.
+    pub readdir_dir: Option<PathBuf>,
     /// The `vfscale` target's root filesystem.
     pub backend: crate::target::Backend,
     pub quick: bool,
@@ -96,6 +99,7 @@ pub fn run(
                 let show = |what: &str| bar.set_message(format!("{prefix} · {what}"));
                 show("setup");
                 let mut ctx = Ctx::new(&cfg.threads, cfg.warmup, cfg.duration, cfg.entries, &show);
+                ctx.readdir_dir = cfg.readdir_dir.as_deref();
                 let r = w.run_on(&target, &mut ctx);
                 drop(target);
                 bar.inc(1);

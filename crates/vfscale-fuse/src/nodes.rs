@@ -76,6 +76,18 @@ impl NodeTable {
         }
     }
 
+    /// The inode number on the served root's filesystem that node `id`
+    /// stands for (the inverse of `id_of` there).
+    pub fn ino_of(&self, id: u64) -> u64 {
+        if id == ROOT_ID {
+            self.root_ino
+        } else if id == self.root_ino {
+            ROOT_ID
+        } else {
+            id
+        }
+    }
+
     pub fn id_of_stat(&self, st: &Stat) -> u64 {
         self.id_of(st.dev, st.ino)
     }
@@ -134,6 +146,17 @@ impl NodeTable {
         id
     }
 
+    /// The node `id` if forgetting `n` lookups would remove it (the
+    /// kernel drops its last reference), else None.
+    pub fn last_lookups(&self, id: u64, n: u64) -> Option<Arc<Node>> {
+        if id == ROOT_ID {
+            return None;
+        }
+        let shard = self.shard(id).lock();
+        let slot = shard.get(&id)?;
+        (slot.nlookup <= n).then(|| slot.node.clone())
+    }
+
     /// The kernel forgets `n` lookups of `id`.
     pub fn forget(&self, id: u64, n: u64) {
         if id == ROOT_ID {
@@ -153,10 +176,14 @@ impl NodeTable {
         drop(gone);
     }
 
-    /// Drops every node (the session ended: the kernel forgot them all).
-    pub fn clear(&self) {
+    /// Drops every node (the session ended: the kernel forgot them all),
+    /// calling `each` on each outside the table's locks.
+    pub fn clear(&self, mut each: impl FnMut(&Node)) {
         for s in self.shards.iter() {
             let drained: Vec<Slot> = s.lock().drain().map(|(_, v)| v).collect();
+            for slot in &drained {
+                each(&slot.node);
+            }
             drop(drained);
         }
     }

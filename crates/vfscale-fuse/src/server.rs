@@ -110,6 +110,52 @@ impl VfsFs {
         }
     }
 
+    /// Serves a request that makes a name in `parent` (mknod, mkdir,
+    /// symlink, link): `make` runs as this mount's own change (no
+    /// invalidation echoed back) and the entry it returns is the reply.
+    fn make_entry(
+        &self,
+        parent: INodeNo,
+        reply: ReplyEntry,
+        make: impl FnOnce(&Node) -> Result<Entry, Errno>,
+    ) {
+        let _own = OwnChange::begin(&self.nodes);
+        match self.node(parent) {
+            Ok(dir) => self.reply_entry(make(&dir), reply),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    /// LOOKUP of "." or ".." in node `id`: the kernel resolving a file
+    /// handle (fuse_get_dentry, fuse_get_parent) for a node it may have
+    /// forgotten. A forgotten node is found again by its inode number
+    /// among the objects exported at FORGET; one with no name left (or
+    /// no link left, for a node whose FORGET is still in flight) is ESTALE.
+    fn lookup_dot(&self, req: &Request, id: INodeNo, name: &[u8], reply: ReplyEntry) {
+        let node = match self.nodes.get(id.0) {
+            Some(n) => Entry {
+                handle: n.handle.dup(),
+                stat: self.ns.getattr(&n.handle),
+            },
+            None => match self.ns.exported(self.nodes.ino_of(id.0)) {
+                Ok(e) if self.nodes.id_of_stat(&e.stat) == id.0 => e,
+                _ => return reply.error(fuser::Errno::ESTALE),
+            },
+        };
+        if node.stat.nlink == 0 {
+            // Removed: the kernel evicted its inode and our node only waits
+            // for the FORGET in flight. A handle to a removed file is stale
+            // (as on ext4; the kernel never asks while it holds the inode).
+            return reply.error(fuser::Errno::ESTALE);
+        }
+        if name == b"." {
+            self.reply_entry(Ok(node), reply);
+        } else {
+            let parent = self.ns.lookup(&cred(req), &node.handle, b"..");
+            self.reply_entry(parent, reply);
+        }
+    }
+
     fn reply_empty(r: Result<(), Errno>, reply: ReplyEmpty) {
         match r {
             Ok(()) => reply.ok(),
@@ -137,6 +183,10 @@ impl Filesystem for VfsFs {
             InitFlags::FUSE_BIG_WRITES,
             InitFlags::FUSE_ATOMIC_O_TRUNC,
             InitFlags::FUSE_MAX_PAGES,
+            // name_to_handle_at/open_by_handle_at on the mount: the kernel
+            // may then LOOKUP "." and ".." of a node id it no longer
+            // holds (`lookup_dot`).
+            InitFlags::FUSE_EXPORT_SUPPORT,
         ] {
             // A capability the kernel lacks is simply not used.
             let _ = config.add_capabilities(cap);
@@ -148,10 +198,17 @@ impl Filesystem for VfsFs {
     }
 
     fn destroy(&mut self) {
-        self.nodes.clear();
+        // As at FORGET: file handles the kernel gave out stay usable on a
+        // later mount of the same namespace (a server restart).
+        self.nodes.clear(|n| {
+            let _ = self.ns.export(&n.handle);
+        });
     }
 
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        if matches!(name.as_bytes(), b"." | b"..") {
+            return self.lookup_dot(req, parent, name.as_bytes(), reply);
+        }
         let dir = node_or_reply!(self, parent, reply);
         match self.ns.lookup(&cred(req), &dir.handle, name.as_bytes()) {
             // A miss is answered as node 0 with the entry TTL: the kernel
@@ -169,6 +226,22 @@ impl Filesystem for VfsFs {
     // BATCH_FORGET: fuser's default splits it into these calls (its
     // `ForgetOne` type is not public).
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        if let Some(node) = self
+            .nodes
+            .last_lookups(ino.0, nlookup)
+            .filter(|n| n.handle.stat().nlink > 0)
+        {
+            // The kernel forgets the node, but may still hold a file handle
+            // naming it (export support): keep the object findable by its
+            // number while it has a name. Done before the slot goes, so a
+            // LOOKUP "." racing this FORGET finds one or the other; outside
+            // the table's lock (export takes a directory lock, which
+            // name observers hold while taking the table's). A removed
+            // object (nlink 0, the common FORGET after an unlink) is
+            // skipped, and ENOENT (its last name went meanwhile) ignored:
+            // its handles are stale.
+            let _ = self.ns.export(&node.handle);
+        }
         self.nodes.forget(ino.0, nlookup);
     }
 
@@ -195,6 +268,7 @@ impl Filesystem for VfsFs {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
+        let _own = OwnChange::begin(&self.nodes);
         let n = node_or_reply!(self, ino, reply);
         let set = SetAttr {
             mode,
@@ -229,12 +303,10 @@ impl Filesystem for VfsFs {
         rdev: u32,
         reply: ReplyEntry,
     ) {
-        let _own = OwnChange::begin(&self.nodes);
-        let dir = node_or_reply!(self, parent, reply);
-        let r = self
-            .ns
-            .mknod(&cred(req), &dir.handle, name.as_bytes(), mode, rdev as u64);
-        self.reply_entry(r, reply);
+        self.make_entry(parent, reply, |dir| {
+            self.ns
+                .mknod(&cred(req), &dir.handle, name.as_bytes(), mode, rdev as u64)
+        });
     }
 
     fn mkdir(
@@ -246,12 +318,10 @@ impl Filesystem for VfsFs {
         _umask: u32,
         reply: ReplyEntry,
     ) {
-        let _own = OwnChange::begin(&self.nodes);
-        let dir = node_or_reply!(self, parent, reply);
-        let r = self
-            .ns
-            .mkdir(&cred(req), &dir.handle, name.as_bytes(), mode);
-        self.reply_entry(r, reply);
+        self.make_entry(parent, reply, |dir| {
+            self.ns
+                .mkdir(&cred(req), &dir.handle, name.as_bytes(), mode)
+        });
     }
 
     fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
@@ -280,15 +350,14 @@ impl Filesystem for VfsFs {
         target: &std::path::Path,
         reply: ReplyEntry,
     ) {
-        let _own = OwnChange::begin(&self.nodes);
-        let dir = node_or_reply!(self, parent, reply);
-        let r = self.ns.symlink(
-            &cred(req),
-            &dir.handle,
-            link_name.as_bytes(),
-            target.as_os_str().as_bytes(),
-        );
-        self.reply_entry(r, reply);
+        self.make_entry(parent, reply, |dir| {
+            self.ns.symlink(
+                &cred(req),
+                &dir.handle,
+                link_name.as_bytes(),
+                target.as_os_str().as_bytes(),
+            )
+        });
     }
 
     fn rename(
@@ -325,13 +394,11 @@ impl Filesystem for VfsFs {
         newname: &OsStr,
         reply: ReplyEntry,
     ) {
-        let _own = OwnChange::begin(&self.nodes);
-        let n = node_or_reply!(self, ino, reply);
-        let dir = node_or_reply!(self, newparent, reply);
-        let r = self
-            .ns
-            .link(&cred(req), &n.handle, &dir.handle, newname.as_bytes());
-        self.reply_entry(r, reply);
+        self.make_entry(newparent, reply, |dir| {
+            let n = self.nodes.get(ino.0).ok_or(Errno::ENOENT)?;
+            self.ns
+                .link(&cred(req), &n.handle, &dir.handle, newname.as_bytes())
+        });
     }
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
@@ -378,6 +445,7 @@ impl Filesystem for VfsFs {
         _lock_owner: Option<fuser::LockOwner>,
         reply: ReplyWrite,
     ) {
+        let _own = OwnChange::begin(&self.nodes);
         match self.ns.write(&cred(req), fh.0, offset, data) {
             Ok(n) => reply.written(n as u32),
             Err(e) => reply.error(errno(e)),
@@ -427,7 +495,23 @@ impl Filesystem for VfsFs {
         let n = node_or_reply!(self, ino, reply);
         let flags = (flags.0 & !O_ACCMODE) | O_RDONLY | O_DIRECTORY;
         match self.ns.open(&cred(req), &n.handle, flags) {
-            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
+            // FOPEN_CACHE_DIR: the kernel keeps the listing in the
+            // directory's page cache and serves later readdirs from it;
+            // FOPEN_KEEP_CACHE: the next opendir does not drop it. The
+            // kernel resets the cache itself on its own changes through
+            // the mount (fuse_dir_changed) and when the directory's mtime
+            // differs at offset 0; changes beside the mount reach it as
+            // inval_entry + inval_inode on the directory (invalidate.rs).
+            // Not for a passthrough directory: its host can change behind
+            // us, which the kernel's cached listing would never show.
+            Ok(fh) => reply.opened(
+                FileHandle(fh),
+                if self.ns.changes_are_observed(&n.handle) {
+                    FopenFlags::FOPEN_CACHE_DIR | FopenFlags::FOPEN_KEEP_CACHE
+                } else {
+                    FopenFlags::empty()
+                },
+            ),
             Err(e) => reply.error(errno(e)),
         }
     }
@@ -701,6 +785,7 @@ impl Filesystem for VfsFs {
         mode: i32,
         reply: ReplyEmpty,
     ) {
+        let _own = OwnChange::begin(&self.nodes);
         Self::reply_empty(self.ns.fallocate(fh.0, mode, offset, length), reply);
     }
 
@@ -717,6 +802,7 @@ impl Filesystem for VfsFs {
         _flags: CopyFileRangeFlags,
         reply: ReplyWrite,
     ) {
+        let _own = OwnChange::begin(&self.nodes);
         // The kernel checked the flags (none are defined) before sending.
         match self
             .ns

@@ -562,3 +562,132 @@ fn core_changes_invalidate_the_kernels_cached_entries() {
     fs::remove_dir(m.p("late")).unwrap();
     assert_eq!(errno(fs::metadata(m.p("late"))), libc::ENOENT);
 }
+
+/// Mounts with one-minute entry and attribute TTLs: without invalidation
+/// the mount would show its cached answers for a minute.
+fn long_ttl_mount() -> Option<TestMount> {
+    let ttl = std::time::Duration::from_secs(60);
+    mount_config(vfscale_fuse::MountConfig {
+        ttls: vfscale_fuse::Ttls {
+            entry: ttl,
+            attr: ttl,
+        },
+        ..vfscale_fuse::MountConfig::default()
+    })
+}
+
+#[test]
+fn core_attribute_and_data_changes_invalidate_the_kernels_cached_inode() {
+    let Some(m) = long_ttl_mount() else { return };
+    let core = m.core();
+    let f = m.p("f");
+    fs::write(&f, b"hello").unwrap();
+    fs::set_permissions(&f, fs::Permissions::from_mode(0o644)).unwrap();
+    let md = fs::metadata(&f).unwrap();
+    assert_eq!((md.mode() & 0o7777, md.len()), (0o644, 5));
+
+    core.chmod(b"/f", 0o600).unwrap();
+    eventually("a core chmod visible through the mount", || {
+        fs::metadata(&f).unwrap().mode() & 0o7777 == 0o600
+    });
+    core.chown(b"/f", 1234, 5678).unwrap();
+    eventually("a core chown visible through the mount", || {
+        let md = fs::metadata(&f).unwrap();
+        (md.uid(), md.gid()) == (1234, 5678)
+    });
+    let t = vfscale::abi::Timespec {
+        sec: 1_000_000,
+        nsec: 0,
+    };
+    core.utimensat(vfscale::abi::AT_FDCWD, b"/f", Some([t, t]), 0)
+        .unwrap();
+    eventually("a core utimes visible through the mount", || {
+        fs::metadata(&f).unwrap().mtime() == 1_000_000
+    });
+    // Data: a longer file written by the core. Without invalidation the
+    // kernel would bound reads by its cached size (5) for a minute.
+    let fd = core.open(b"/f", O_WRONLY, 0).unwrap();
+    core.pwrite(fd, b"HELLO, world", 0).unwrap();
+    core.close(fd).unwrap();
+    eventually("a core write visible through the mount", || {
+        fs::read(&f).unwrap() == b"HELLO, world"
+    });
+    core.truncate(b"/f", 2).unwrap();
+    eventually("a core truncate visible through the mount", || {
+        fs::metadata(&f).unwrap().len() == 2 && fs::read(&f).unwrap() == b"HE"
+    });
+    // Changes through the mount itself are not echoed back (they still
+    // show, from the kernel's own cache update).
+    fs::set_permissions(&f, fs::Permissions::from_mode(0o640)).unwrap();
+    assert_eq!(fs::metadata(&f).unwrap().mode() & 0o7777, 0o640);
+}
+
+/// The names in `dir` as the mount lists them, sorted.
+fn listing(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn cached_listings_follow_changes_made_beside_and_through_the_mount() {
+    let Some(m) = long_ttl_mount() else { return };
+    let core = m.core();
+    let d = m.p("d");
+    fs::create_dir(&d).unwrap();
+    for n in ["a", "b"] {
+        fs::write(d.join(n), b"").unwrap();
+    }
+    // Listed twice: the second listing may come from the kernel's cache.
+    assert_eq!(listing(&d), ["a", "b"]);
+    assert_eq!(listing(&d), ["a", "b"]);
+    // Beside the mount: a create, an unlink and a rename by the core.
+    let fd = core
+        .open(b"/d/c", vfscale::abi::O_CREAT | O_WRONLY, 0o644)
+        .unwrap();
+    core.close(fd).unwrap();
+    eventually("a core create in a cached listing", || {
+        listing(&d) == ["a", "b", "c"]
+    });
+    core.unlink(b"/d/a").unwrap();
+    core.rename(b"/d/b", b"/d/z").unwrap();
+    eventually("a core unlink and rename in a cached listing", || {
+        listing(&d) == ["c", "z"]
+    });
+    // Through the mount: the kernel drops its own cache.
+    fs::write(d.join("m"), b"").unwrap();
+    assert_eq!(listing(&d), ["c", "m", "z"]);
+    fs::remove_file(d.join("c")).unwrap();
+    assert_eq!(listing(&d), ["m", "z"]);
+}
+
+#[test]
+fn passthrough_listings_are_not_cached_by_the_kernel() {
+    // The host directory changes behind vfscale: the kernel must not serve
+    // a passthrough directory's listing from its cache (FOPEN_CACHE_DIR is
+    // for directories whose every change the core observes).
+    if mount().is_none() {
+        return;
+    }
+    let host = tempfile::tempdir().unwrap();
+    std::fs::create_dir(host.path().join("d")).unwrap();
+    std::fs::write(host.path().join("d/a"), b"").unwrap();
+    let vfs = vfscale::Vfs::with_passthrough_root(
+        vfscale::VfsConfig::default(),
+        host.path(),
+        vfscale::fs::passthrough::PassthroughConfig {
+            ttl: std::time::Duration::ZERO,
+        },
+    )
+    .unwrap();
+    let mnt = tempfile::tempdir().unwrap();
+    let _m = vfscale_fuse::mount(&vfs, mnt.path(), &Default::default()).unwrap();
+    let d = mnt.path().join("d");
+    assert_eq!(listing(&d), ["a"]);
+    assert_eq!(listing(&d), ["a"]);
+    std::fs::write(host.path().join("d/b"), b"").unwrap();
+    assert_eq!(listing(&d), ["a", "b"], "a host create shows at once");
+}

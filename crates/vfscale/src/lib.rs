@@ -35,4 +35,4 @@ pub use cred::Cred;
 pub use process::{Entry, Fh, Handle, Namespace, SetAttr};
 pub use process::{Fd, Process, ProcessApi};
 pub use vfs::{ObjectCounts, Vfs, VfsConfig};
-pub use watch::{NameChange, NameObserver, ObserverId};
+pub use watch::{InodeChange, NameChange, NameObserver, ObserverId};

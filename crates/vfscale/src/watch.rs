@@ -9,6 +9,14 @@
 //! is visible and while the directory's lock is still held, so observers
 //! see the changes of one directory in order.
 //!
+//! Attribute and data changes made through the core's write paths — chmod,
+//! chown, utimes, truncate, write, fallocate — are reported as
+//! (device, inode number, whether data changed) after the change is visible
+//! (`InodeObserver`, the same registration): the FUSE front end tells the
+//! kernel to drop the attributes and pages it cached. Name changes already
+//! say that their directory changed, so directories are not reported again.
+//! Extended attributes are not reported (the kernel caches none for FUSE).
+//!
 //! Invariants:
 //! - Observers run on the thread that made the change, inside the
 //!   directory's exclusive lock: they must be quick and must not call back
@@ -18,6 +26,7 @@
 //!   read lock only when `any` is set.
 
 use crate::dcache::dentry::Dentry;
+use crate::inode::Inode;
 use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use parking_lot::RwLock;
 use std::sync::Arc;
@@ -34,6 +43,22 @@ pub struct NameChange<'a> {
 /// Something that wants to hear about name changes.
 pub trait NameObserver: Send + Sync {
     fn name_changed(&self, change: &NameChange<'_>);
+
+    /// An inode's attributes (and, if `change.data`, its contents) changed.
+    /// Called on the changing thread with no core lock held; the same rules
+    /// as `name_changed` apply (quick, no calls back into the namespace).
+    fn inode_changed(&self, _change: &InodeChange) {}
+}
+
+/// One change of an inode's attributes or contents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InodeChange {
+    /// The inode's device (`st_dev`) and inode number (`st_ino`).
+    pub dev: u64,
+    pub ino: u64,
+    /// The contents changed too (write, truncate, fallocate), not only
+    /// attributes (chmod, chown, utimes).
+    pub data: bool,
 }
 
 /// Identifies a registration, to remove it.
@@ -93,6 +118,28 @@ impl Watchers {
     pub(crate) fn notify_at(&self, place: Option<(*const Dentry, Vec<u8>)>) {
         if let Some((dir, name)) = place {
             self.notify(dir, &name);
+        }
+    }
+
+    /// Reports that `inode`'s attributes (and contents, if `data`) changed.
+    #[inline]
+    pub(crate) fn inode_changed(&self, inode: &Inode, data: bool) {
+        // Relaxed: see `add` (the only cost when nobody listens).
+        if self.any.load(Ordering::Relaxed) {
+            self.notify_inode(inode, data);
+        }
+    }
+
+    #[cold]
+    fn notify_inode(&self, inode: &Inode, data: bool) {
+        let change = InodeChange {
+            // SAFETY: an inode's superblock outlives it.
+            dev: unsafe { &*inode.sb }.dev,
+            ino: inode.ino(),
+            data,
+        };
+        for (_, o) in self.list.read().iter() {
+            o.inode_changed(&change);
         }
     }
 

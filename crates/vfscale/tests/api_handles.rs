@@ -213,3 +213,36 @@ fn readdir_cookies_resume_and_survive_changes() {
     ns.release(fh).unwrap();
     assert!(ns.statfs(ns.root()).f_files > 0);
 }
+
+#[test]
+fn exported_objects_are_found_by_number_while_they_keep_a_name() {
+    let (vfs, ns, root) = setup();
+    let p = vfs.root_process();
+    let d = ns.mkdir(&root, ns.root(), b"d", 0o755).unwrap();
+    let (f, fh) = ns.create(&root, &d.handle, b"f", O_RDWR, 0o644).unwrap();
+    ns.release(fh).unwrap();
+    let ino = f.stat.ino;
+    // Not exported yet: nothing to find by number.
+    assert_eq!(ns.exported(ino).err(), Some(Errno::ESTALE));
+    ns.export(&f.handle).unwrap();
+    drop(f);
+    let found = ns.exported(ino).unwrap();
+    assert_eq!(found.stat.ino, ino);
+    // The pinned object is the named one: a write through the path API
+    // shows in its attributes.
+    let fd = p.open(b"/d/f", O_WRONLY, 0).unwrap();
+    p.write(fd, b"abc").unwrap();
+    p.close(fd).unwrap();
+    assert_eq!(ns.getattr(&found.handle).size, 3);
+    drop(found);
+    // Renamed: still found. Removed: stale, and exporting it is ENOENT.
+    p.rename(b"/d/f", b"/g").unwrap();
+    assert_eq!(ns.exported(ino).unwrap().stat.ino, ino);
+    let last = ns.exported(ino).unwrap();
+    p.unlink(b"/g").unwrap();
+    assert_eq!(ns.exported(ino).err(), Some(Errno::ESTALE));
+    assert_eq!(ns.export(&last.handle), Err(Errno::ENOENT));
+    // Directories too.
+    ns.export(&d.handle).unwrap();
+    assert!(s_isdir(ns.exported(d.stat.ino).unwrap().stat.mode));
+}

@@ -4,7 +4,7 @@
 mod common;
 use common::*;
 use std::sync::{Arc, Mutex};
-use vfscale::{NameChange, NameObserver};
+use vfscale::{InodeChange, NameChange, NameObserver};
 
 #[derive(Default)]
 struct Log(Mutex<Vec<(u64, Vec<u8>)>>);
@@ -66,5 +66,66 @@ fn every_name_change_is_reported_once() {
     assert!(vfs.unobserve_names(id));
     assert!(!vfs.unobserve_names(id));
     p.mkdir(b"/e", 0o755).unwrap();
+    assert_eq!(log.take(), vec![]);
+}
+
+/// Logs inode changes only.
+#[derive(Default)]
+struct InodeLog(Mutex<Vec<InodeChange>>);
+
+impl NameObserver for InodeLog {
+    fn name_changed(&self, _: &NameChange<'_>) {}
+    fn inode_changed(&self, c: &InodeChange) {
+        self.0.lock().unwrap().push(*c);
+    }
+}
+
+impl InodeLog {
+    fn take(&self) -> Vec<(u64, bool)> {
+        std::mem::take(&mut *self.0.lock().unwrap())
+            .into_iter()
+            .map(|c| (c.ino, c.data))
+            .collect()
+    }
+}
+
+#[test]
+fn attribute_and_data_changes_are_reported_per_inode() {
+    let (vfs, p) = setup();
+    mkfile(&p, b"/f", b"");
+    let st = p.stat(b"/f").unwrap();
+    let log = Arc::new(InodeLog::default());
+    let id = vfs.observe_names(log.clone());
+    let f = st.ino;
+    // Attributes only.
+    p.chmod(b"/f", 0o600).unwrap();
+    p.chown(b"/f", 7, 8).unwrap();
+    p.utimensat(AT_FDCWD, b"/f", None, 0).unwrap();
+    assert_eq!(log.take(), vec![(f, false); 3]);
+    // Contents: write, truncate, fallocate, copy_file_range into it.
+    let fd = p.open(b"/f", O_RDWR, 0).unwrap();
+    assert_eq!(p.write(fd, b"data").unwrap(), 4);
+    p.ftruncate(fd, 2).unwrap();
+    p.fallocate(fd, 0, 0, 8192).unwrap();
+    assert_eq!(log.take(), vec![(f, true); 3]);
+    mkfile(&p, b"/src", b"copied");
+    log.take();
+    let src = p.open(b"/src", O_RDONLY, 0).unwrap();
+    let mut off_in = 0i64;
+    let mut off_out = 0i64;
+    p.copy_file_range(src, Some(&mut off_in), fd, Some(&mut off_out), 6, 0)
+        .unwrap();
+    p.close(src).unwrap();
+    p.close(fd).unwrap();
+    let got = log.take();
+    assert_eq!(got, vec![(f, true)], "{got:?}");
+    // Failed changes, reads and lookups report nothing.
+    assert_eq!(p.chmod(b"/missing", 0o600).unwrap_err(), Errno::ENOENT);
+    read_file(&p, b"/f");
+    p.stat(b"/f").unwrap();
+    assert_eq!(log.take(), vec![]);
+    // Unregistered: silence.
+    assert!(vfs.unobserve_names(id));
+    p.chmod(b"/f", 0o644).unwrap();
     assert_eq!(log.take(), vec![]);
 }

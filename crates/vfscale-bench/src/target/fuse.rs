@@ -1,5 +1,5 @@
 //! The `fuse` target: vfscale mounted through FUSE for the run (a fresh
-//! namespace on a temporary directory, two server threads), driven with the
+//! namespace on a temporary directory, two server threads, 60 s TTLs), driven with the
 //! kernel target's real syscalls. Unmounted when the target is dropped.
 //!
 //! Needs root and /dev/fuse; otherwise instantiation explains why not.
@@ -9,6 +9,14 @@ use std::ffi::CString;
 
 /// FUSE server threads of a bench mount.
 const SERVER_THREADS: usize = 2;
+
+/// Entry and attribute TTLs of a bench mount. Long, because with the tmpfs
+/// backend every change reaches the kernel's caches as an invalidation
+/// (vfscale-fuse/src/invalidate.rs), so the TTL only decides how often the
+/// kernel re-asks about names and attributes nothing changed: with 1 s, a
+/// name created more than a second ago costs a LOOKUP before its unlink
+/// (readdir-large's unlink phase: 3 requests per unlink instead of 2).
+const TTL: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// A mounted vfscale and the run directory on it. Field order is drop
 /// order: run directory removed, then unmount, then the mountpoint removed.
@@ -35,6 +43,10 @@ impl FuseTarget {
         let vfs = vfscale::Vfs::new();
         let cfg = vfscale_fuse::MountConfig {
             threads: SERVER_THREADS,
+            ttls: vfscale_fuse::Ttls {
+                entry: TTL,
+                attr: TTL,
+            },
             ..vfscale_fuse::MountConfig::default()
         };
         let mount = vfscale_fuse::mount(&vfs, dir.path(), &cfg)

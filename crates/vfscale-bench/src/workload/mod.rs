@@ -57,6 +57,9 @@ pub struct Ctx<'a> {
     pub duration: Duration,
     /// Entries for workloads that build a large directory.
     pub entries: usize,
+    /// readdir-large lists this existing host directory instead of building
+    /// its own (`--readdir-dir`).
+    pub readdir_dir: Option<&'a std::path::Path>,
     progress: &'a dyn Fn(&str),
     samples: Vec<Sample>,
 }
@@ -74,6 +77,7 @@ impl<'a> Ctx<'a> {
             warmup,
             duration,
             entries,
+            readdir_dir: None,
             progress,
             samples: Vec::new(),
         }

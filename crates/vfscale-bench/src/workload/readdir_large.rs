@@ -11,6 +11,11 @@
 //! Every pass's count is checked against `entries`, every create and unlink
 //! must succeed, and the directory must list empty at the end.
 //!
+//! With `--readdir-dir DIR` (kernel target only) only the readdir rows are
+//! measured, over DIR as it is (populated beforehand, e.g. through a FUSE
+//! filesystem's backing store), with params.prepopulated = true; DIR must
+//! list exactly `entries` entries and is left as it was.
+//!
 //! In-process targets also report params.bytes_per_file on the create row:
 //! resident memory growth across the create phase divided by the entries
 //! (paths are prepared before the first reading).
@@ -19,7 +24,7 @@ use super::{Ctx, Workload};
 use crate::harness::{self, timed_once};
 use crate::params;
 use crate::sys::resident_bytes;
-use crate::target::{Op, OpError, OpResult, Target};
+use crate::target::{Op, OpError, OpResult, Target, TargetId};
 
 pub struct ReaddirLarge;
 
@@ -44,6 +49,9 @@ impl Workload for ReaddirLarge {
         &[Op::Create, Op::Unlink, Op::Mkdir, Op::Rmdir, Op::Readdir]
     }
     fn run<T: Target>(&self, t: &T, ctx: &mut Ctx<'_>) -> OpResult<()> {
+        if let Some(dir) = ctx.readdir_dir {
+            return readdir_existing(t, ctx, dir);
+        }
         let n = ctx.entries;
         let mut th = t.thread()?;
         let dir = t.path("big");
@@ -88,20 +96,7 @@ impl Workload for ReaddirLarge {
         }
         ctx.record(1, n as u64, secs, params);
 
-        for &threads in ctx.threads {
-            ctx.progress(&format!("readdir, {threads} threads"));
-            let m = harness::measure(
-                &ctx.spec(threads, 1),
-                |_| t.thread(),
-                |th| check_count(t.readdir(th, &dir)?, n, &dir),
-            )?;
-            ctx.record(
-                threads,
-                m.ops * n as u64,
-                m.secs,
-                params! {"phase" => "readdir", "entries" => n, "passes" => m.ops},
-            );
-        }
+        readdir_passes(t, ctx, &dir, false)?;
 
         ctx.progress(&format!("unlink {n}"));
         let ((), secs) = timed_once(
@@ -122,4 +117,47 @@ impl Workload for ReaddirLarge {
         check_count(t.readdir(&mut th, &dir)?, 0, &dir)?;
         t.rmdir(&mut th, &dir)
     }
+}
+
+/// The readdir passes of `--readdir-dir`: `dir` must list `ctx.entries`.
+fn readdir_existing<T: Target>(t: &T, ctx: &mut Ctx<'_>, dir: &std::path::Path) -> OpResult<()> {
+    if t.id() != TargetId::Kernel {
+        return Err(OpError::Unsupported(
+            "--readdir-dir names a host directory: kernel target only".into(),
+        ));
+    }
+    let n = ctx.entries;
+    let path = dir
+        .to_str()
+        .ok_or_else(|| OpError::Failed(format!("{dir:?}: not UTF-8")))?;
+    // An absolute path: the kernel target's *at calls ignore their run
+    // directory for it.
+    let dir = t.path(path);
+    check_count(t.readdir(&mut t.thread()?, &dir)?, n, &dir)?;
+    readdir_passes(t, ctx, &dir, true)
+}
+
+/// The readdir rows: full passes over `dir` (which must list
+/// `ctx.entries`) at every thread count.
+fn readdir_passes<T: Target>(
+    t: &T,
+    ctx: &mut Ctx<'_>,
+    dir: &T::Path,
+    prepopulated: bool,
+) -> OpResult<()> {
+    let n = ctx.entries;
+    for &threads in ctx.threads {
+        ctx.progress(&format!("readdir, {threads} threads"));
+        let m = harness::measure(
+            &ctx.spec(threads, 1),
+            |_| t.thread(),
+            |th| check_count(t.readdir(th, dir)?, n, dir),
+        )?;
+        let mut params = params! {"phase" => "readdir", "entries" => n, "passes" => m.ops};
+        if prepopulated {
+            params.insert("prepopulated".into(), serde_json::json!(true));
+        }
+        ctx.record(threads, m.ops * n as u64, m.secs, params);
+    }
+    Ok(())
 }

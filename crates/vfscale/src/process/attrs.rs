@@ -117,13 +117,17 @@ impl Process {
                 mode: Some(new),
                 ..Default::default()
             };
-            return sb.fs.setattr(sb, inode, &change);
+            return sb
+                .fs
+                .setattr(sb, inode, &change)
+                .inspect(|()| self.vfs.watchers.inode_changed(inode, false));
         }
         let t = now();
         inode.update_attr(|a| {
             a.set_mode(new);
             a.set_ctime(t);
         });
+        self.vfs.watchers.inode_changed(inode, false);
         Ok(())
     }
 
@@ -163,7 +167,10 @@ impl Process {
                 mode: (new_mode != a.mode).then_some(new_mode),
                 ..Default::default()
             };
-            return sb.fs.setattr(sb, inode, &change);
+            return sb
+                .fs
+                .setattr(sb, inode, &change)
+                .inspect(|()| self.vfs.watchers.inode_changed(inode, false));
         }
         let t = now();
         inode.update_attr(|w| {
@@ -176,6 +183,7 @@ impl Process {
             w.set_mode(new_mode);
             w.set_ctime(t);
         });
+        self.vfs.watchers.inode_changed(inode, false);
         Ok(())
     }
 
@@ -223,7 +231,10 @@ impl Process {
                 times: Some([at, mt]),
                 ..Default::default()
             };
-            return sb.fs.setattr(sb, inode, &change);
+            return sb
+                .fs
+                .setattr(sb, inode, &change)
+                .inspect(|()| self.vfs.watchers.inode_changed(inode, false));
         }
         let t = now();
         let pick = |x: Timespec| if x.nsec == UTIME_NOW { t } else { x };
@@ -236,6 +247,7 @@ impl Process {
             }
             w.set_ctime(t);
         });
+        self.vfs.watchers.inode_changed(inode, false);
         Ok(())
     }
 

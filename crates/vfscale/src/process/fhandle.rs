@@ -63,7 +63,11 @@ impl Process {
 
     /// Registers `d` (positive, inode `ino`) in its superblock's export
     /// table, under its parent's lock. Caller holds an epoch guard.
-    fn export_dentry(&self, d: &crate::dcache::dentry::Dentry, ino: u64) -> SysResult<()> {
+    pub(super) fn export_dentry(
+        &self,
+        d: &crate::dcache::dentry::Dentry,
+        ino: u64,
+    ) -> SysResult<()> {
         // SAFETY: a dentry's superblock outlives it.
         let sb = unsafe { &*d.sb };
         loop {

@@ -540,6 +540,66 @@ impl Namespace {
         )
     }
 
+    /// True if every change to `h`'s object goes through this VFS, so a
+    /// cache of it kept elsewhere stays exact by listening to the
+    /// observers of `watch.rs`; false for a backend-served instance
+    /// (passthrough), whose host directory can change behind vfscale.
+    pub fn changes_are_observed(&self, h: &Handle) -> bool {
+        // SAFETY: the handle references its dentry; a dentry's superblock
+        // outlives it.
+        let sb = unsafe { &*(*h.path.dentry).sb };
+        !sb.backend_served
+    }
+
+    /// Makes `h`'s object findable by inode number (`exported`) for as
+    /// long as it keeps a name, by registering it in its instance's export
+    /// table as name_to_handle_at does: for servers whose clients keep
+    /// handles to objects the server no longer pins (FUSE's export support,
+    /// vfscale-fuse/src/nodes.rs). EOPNOTSUPP for an instance without a
+    /// handle scheme (passthrough), ENOENT if the object has no name left.
+    pub fn export(&self, h: &Handle) -> SysResult<()> {
+        let _g = self.vfs.collector.enter();
+        // SAFETY: the handle references its dentry; a dentry's superblock
+        // outlives it.
+        let d = unsafe { &*h.path.dentry };
+        let sb = unsafe { &*d.sb };
+        if !sb.fs.dcache_is_authoritative() {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        self.at(&Arc::new(Cred::root()), h)
+            .export_dentry(d, h.inode().ino())
+    }
+
+    /// The object with inode number `ino` on the root mount's instance,
+    /// pinned, if it was exported (`export`, name_to_handle_at) and still
+    /// has a name; ESTALE otherwise.
+    pub fn exported(&self, ino: u64) -> SysResult<Entry> {
+        let _g = self.vfs.collector.enter();
+        let mnt = self.root.path.mnt;
+        // SAFETY: the namespace pins its root mount, whose superblock
+        // outlives it.
+        let sb = unsafe { &*mnt }.sb();
+        loop {
+            let (dentry, seq) = sb.exports.find_alias(ino).ok_or(Errno::ESTALE)?;
+            // SAFETY: the guard keeps an alias in the table allocated
+            // (fs/export.rs invariants).
+            let inode = unsafe { &*dentry }.inode_ptr();
+            if inode.is_null() {
+                return Err(Errno::ESTALE);
+            }
+            let found = Found {
+                path: PathPtr { mnt, dentry },
+                seq,
+                inode,
+            };
+            if let Some(handle) = Handle::pin(&self.vfs, &found) {
+                let stat = handle.stat();
+                return Ok(Entry { handle, stat });
+            }
+            // Renamed or removed since read: look again.
+        }
+    }
+
     /// A process over the same namespace with credentials `cred` (for
     /// embedders and tests that mix path calls with handle calls).
     pub fn process(&self, cred: Cred) -> Process {

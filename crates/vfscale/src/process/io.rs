@@ -213,6 +213,7 @@ impl Process {
             }
         });
         drop(d);
+        self.vfs.watchers.inode_changed(inode, true);
         Ok(total)
     }
 
@@ -264,6 +265,9 @@ impl Process {
         if let Some(g) = pos_guard.as_mut() {
             **g = pos;
         }
+        if total > 0 {
+            self.vfs.watchers.inode_changed(inode, true);
+        }
         Ok(total)
     }
 
@@ -272,7 +276,10 @@ impl Process {
         // SAFETY: an inode's superblock outlives it.
         let sb = unsafe { &*inode.sb };
         if sb.backend_served {
-            return sb.fs.truncate(sb, inode, length);
+            return sb
+                .fs
+                .truncate(sb, inode, length)
+                .inspect(|()| self.vfs.watchers.inode_changed(inode, true));
         }
         let data = inode.file_data().ok_or(Errno::EINVAL)?;
         let mut d = data.write();
@@ -294,6 +301,7 @@ impl Process {
             }
         });
         drop(d);
+        self.vfs.watchers.inode_changed(inode, true);
         Ok(())
     }
 

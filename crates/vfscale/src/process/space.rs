@@ -76,6 +76,7 @@ impl Process {
                 a.set_ctime(t);
             });
             drop(d);
+            self.vfs.watchers.inode_changed(inode, true);
             Ok(())
         })();
         self.vfs.fput(f);
