@@ -6,34 +6,22 @@
 //! delimited by stores to `MARK` (its address is printed first).
 //! `scripts/anon_shared_lines.py` intersects the two measured phases' line
 //! sets. Usage: anonshare socket|pipe|eventfd|memfd [OPS]
+#[path = "shared/anon_churn.rs"]
+mod anon_churn;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Barrier};
-use vfscale::abi::*;
-use vfscale::{Process, ProcessApi, Vfs};
+use vfscale::{Process, Vfs};
 
 static MARK: AtomicU64 = AtomicU64::new(0);
 
-fn churn(p: &Process, kind: &str) {
-    match kind {
-        "socket" => p.close(p.socket(AF_UNIX, SOCK_STREAM, 0).unwrap()).unwrap(),
-        "pipe" => {
-            let [r, w] = p.pipe2(0).unwrap();
-            p.close(r).unwrap();
-            p.close(w).unwrap();
-        }
-        "eventfd" => p.close(p.eventfd(0, 0).unwrap()).unwrap(),
-        "memfd" => p.close(p.memfd_create(b"churn", 0).unwrap()).unwrap(),
-        _ => panic!("kind: socket, pipe, eventfd or memfd"),
-    }
-}
-
 fn phase(p: &Process, kind: &str, ops: u64, first_mark: u64) {
     for _ in 0..ops {
-        churn(p, kind);
+        assert!(anon_churn::churn(p, kind), "kind: {}", anon_churn::KINDS);
     }
     MARK.store(first_mark, Ordering::SeqCst);
     for _ in 0..ops {
-        churn(p, kind);
+        assert!(anon_churn::churn(p, kind), "kind: {}", anon_churn::KINDS);
     }
     MARK.store(first_mark + 1, Ordering::SeqCst);
 }

@@ -109,9 +109,10 @@ fn last_err(what: &str) -> String {
     format!("{what}: {}", io::Error::last_os_error())
 }
 
-/// Enters a new mount namespace on this thread, makes every mount in it
-/// private, and mounts a tmpfs on `dir`.
-fn mount_private_tmpfs(dir: &Path) -> Result<(), String> {
+/// Enters a new mount namespace on this thread and makes every mount in it
+/// private, so mounts made here never propagate to the host and vanish
+/// with the namespace.
+pub(crate) fn enter_private_mount_namespace() -> Result<(), String> {
     // SAFETY: unshare only changes this thread's namespaces.
     if unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
         return Err(last_err("unshare(CLONE_NEWNS)"));
@@ -127,9 +128,17 @@ fn mount_private_tmpfs(dir: &Path) -> Result<(), String> {
         )
     };
     if rc != 0 {
-        // Mounting now could propagate to the host: give up on tmpfs.
         return Err(last_err("making / rprivate"));
     }
+    Ok(())
+}
+
+/// Enters a private mount namespace on this thread (see
+/// `enter_private_mount_namespace`) and mounts a tmpfs on `dir`.
+fn mount_private_tmpfs(dir: &Path) -> Result<(), String> {
+    // Mounting without a private namespace could propagate to the host:
+    // give up on tmpfs then.
+    enter_private_mount_namespace()?;
     let target = CString::new(dir.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
     // SAFETY: every pointer is a valid NUL-terminated string.
     let rc = unsafe {

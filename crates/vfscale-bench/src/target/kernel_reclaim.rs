@@ -157,27 +157,7 @@ impl Drop for Made {
 /// Makes this thread's mount namespace private (so the children's mounts
 /// vanish with it).
 fn private_mount_namespace() -> Result<(), OpError> {
-    // SAFETY: unshare changes only this thread's namespaces.
-    if unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
-        return Err(unsupported(format!(
-            "unshare(CLONE_NEWNS): {}",
-            std::io::Error::last_os_error()
-        )));
-    }
-    // SAFETY: NULL source/fstype/data are allowed for a propagation change.
-    let rc = unsafe {
-        libc::mount(
-            core::ptr::null(),
-            c"/".as_ptr(),
-            core::ptr::null(),
-            libc::MS_REC | libc::MS_PRIVATE,
-            core::ptr::null(),
-        )
-    };
-    if rc != 0 {
-        return Err(unsupported("cannot make / private in this thread".into()));
-    }
-    Ok(())
+    super::kernel::enter_private_mount_namespace().map_err(unsupported)
 }
 
 /// A tmpfs on `m` with one empty file, made from inside v2 group `cg` by a
