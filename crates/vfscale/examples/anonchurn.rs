@@ -12,7 +12,10 @@ use vfscale::{ProcessApi, Vfs};
 fn main() {
     let mut args = std::env::args().skip(1);
     let kind = args.next().unwrap_or_default();
-    let ops: u64 = args.next().and_then(|n| n.parse().ok()).unwrap_or(1_000_000);
+    let ops: u64 = args
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1_000_000);
     let vfs = Vfs::new();
     let p = vfs.root_process();
     for _ in 0..ops {

@@ -47,41 +47,118 @@ pub struct Reclaim {
     pub(crate) shrinkers: shrinker::Shrinkers,
 }
 
+/// What the calling thread charges: the group of the process call running
+/// on it, in which VFS, and that group's counter line for this thread
+/// (cached: a charge or uncharge of that group is then one thread-local
+/// read and one RMW on the thread's own line, with no table lookup and no
+/// `shard_index` — the per-thread cache the task of Linux's memcg stock
+/// plays there; the counters stay exact, nothing is held back).
+#[derive(Clone, Copy)]
+struct Current {
+    /// The VFS's unique id (`DeferQueues::vfs_id`, never reused, unlike an
+    /// address): `shard` is dereferenced only inside a call on that VFS,
+    /// whose group table (and so every group's shard lines) outlives it.
+    vfs: u64,
+    /// The group the process asked for (`enter_group`), or `NOT_CACHED`
+    /// when that group was removed (the next entry looks it up again).
+    requested: GroupId,
+    /// The group charged: `requested` when live, else its nearest live
+    /// ancestor, as `Groups::live` answers.
+    charged: GroupId,
+    /// `charged`'s counter line for this thread.
+    shard: *const group::Shard,
+}
+
+/// `Current::requested` of an entry that must be looked up again.
+const NOT_CACHED: GroupId = GroupId::MAX;
+
 thread_local! {
-    /// (VFS address, group) of the process call running on this thread.
-    /// An id, not a pointer: a stale entry (its VFS dropped, another at the
-    /// same address) can only name a wrong or unknown group, never freed
-    /// memory.
-    static CURRENT: Cell<(usize, GroupId)> = const { Cell::new((0, 0)) };
+    /// The calling thread's `Current` (vfs 0: none yet).
+    static CURRENT: Cell<Current> = const {
+        Cell::new(Current {
+            vfs: 0,
+            requested: NOT_CACHED,
+            charged: ROOT_GROUP,
+            shard: core::ptr::null(),
+        })
+    };
 }
 
 impl VfsInner {
     /// Charges objects this thread creates to `group` until the next call.
+    /// The common case (the thread's previous call charged the same group
+    /// of the same VFS) is one thread-local read and a compare.
     #[inline]
     pub(crate) fn enter_group(&self, group: GroupId) {
-        CURRENT.set((self as *const VfsInner as usize, group));
+        let c = CURRENT.get();
+        if c.vfs == self.defer.vfs_id() && c.requested == group {
+            return;
+        }
+        self.enter_group_slow(group);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn enter_group_slow(&self, group: GroupId) {
+        let live = self.reclaim.groups.live(group);
+        CURRENT.set(Current {
+            vfs: self.defer.vfs_id(),
+            // Only a live group is cached by its own id: a removed one's
+            // id may be re-created (in place) while the entry lasts, and
+            // must then be charged itself, not the ancestor found now. A
+            // live group stays live while a process is attached to it
+            // (removal is EBUSY), which every call entering it is; a call
+            // racing with an attach elsewhere may charge either group, as
+            // before this cache.
+            requested: if live.id == group { group } else { NOT_CACHED },
+            charged: live.id,
+            shard: live.my_shard(),
+        });
+    }
+
+    /// The calling thread's entry if it belongs to this VFS, else (a call
+    /// that entered no group here) the root group's, now cached.
+    #[inline]
+    fn current(&self) -> Current {
+        let c = CURRENT.get();
+        if c.vfs == self.defer.vfs_id() {
+            return c;
+        }
+        self.enter_root()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn enter_root(&self) -> Current {
+        self.enter_group_slow(ROOT_GROUP);
+        CURRENT.get()
     }
 
     /// The group to charge for an object created now.
     #[inline]
     pub(crate) fn current_group(&self) -> GroupId {
-        let (vfs, g) = CURRENT.get();
-        if vfs == self as *const VfsInner as usize {
-            g
-        } else {
-            ROOT_GROUP
-        }
+        self.current().charged
     }
 
     /// Charges one object of `kind` to the current group; returns the group
     /// charged (the object records it for `uncharge`).
     #[inline]
     pub(crate) fn charge(&self, kind: ObjKind) -> GroupId {
-        self.reclaim.groups.charge(self.current_group(), kind, 1)
+        let c = self.current();
+        // SAFETY: `c.shard` is a counter line of a group of this VFS (its
+        // id matched), and groups live as long as their VFS (group.rs).
+        group::shard_add(unsafe { &*c.shard }, kind, 1);
+        c.charged
     }
 
+    /// Uncharges one object of `kind` from `group` (what `charge` returned).
     #[inline]
     pub(crate) fn uncharge(&self, group: GroupId, kind: ObjKind) {
+        let c = CURRENT.get();
+        if c.vfs == self.defer.vfs_id() && c.charged == group {
+            // SAFETY: as in `charge`: this VFS's group, this thread's line.
+            return group::shard_add(unsafe { &*c.shard }, kind, -1);
+        }
         self.reclaim.groups.uncharge(group, kind, 1);
     }
 
