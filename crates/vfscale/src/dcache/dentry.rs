@@ -167,6 +167,46 @@ impl Dentry {
         d
     }
 
+    /// `Dentry::new` built at `at` instead of on the stack and moved (a
+    /// dentry is three cache lines: the move was a `memcpy` per object).
+    ///
+    /// # Safety
+    /// `at` is valid for writes, aligned, and holds no live dentry (its old
+    /// contents, if any, were dropped); nobody else can reach it yet.
+    #[inline]
+    pub(crate) unsafe fn write_new(
+        at: *mut Dentry,
+        sb: *const SuperBlock,
+        parent: *const Dentry,
+        name: &NameKey<'_>,
+        inode: *const Inode,
+        refcount: u32,
+    ) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            at.write(Dentry {
+                seq: SeqCount::new(),
+                flags: AtomicU32::new(type_flags(inode)),
+                hash_next: AtomicPtr::new(ptr::null_mut()),
+                parent: AtomicPtr::new(parent as *mut Dentry),
+                hash_len: AtomicU64::new(0),
+                inode: AtomicPtr::new(inode as *mut Inode),
+                sb,
+                name_ext: AtomicPtr::new(ptr::null_mut()),
+                name_inline: Default::default(),
+                refcount: ShardedRef::new(refcount),
+                group: 0,
+                lru_list: AtomicPtr::new(ptr::null_mut()),
+                cookie: AtomicU64::new(0),
+                lru_prev: AtomicPtr::new(ptr::null_mut()),
+                lru_next: AtomicPtr::new(ptr::null_mut()),
+            });
+        }
+        // SAFETY: initialised just above. Not yet shared: no seq section.
+        let old = unsafe { &*at }.store_name(name);
+        debug_assert!(old.is_null());
+    }
+
     /// Writes the name; returns the previous long-name buffer (the caller
     /// retires it through the collector). Call inside a `seq` write section
     /// once the dentry is shared.

@@ -275,7 +275,7 @@ impl Process {
         let a = v.anon();
         // SAFETY: the shared eventfd node lives as long as the namespace.
         let n = unsafe { &*a.eventfd_node };
-        let e = Box::into_raw(Box::new(EventFd::new(initval, flags & EFD_SEMAPHORE != 0)));
+        let e = crate::mem::slab::alloc(EventFd::new(initval, flags & EFD_SEMAPHORE != 0));
         let f = v.alloc_file(
             a.mnt,
             &n.dentry,
