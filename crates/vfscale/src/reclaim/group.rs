@@ -211,6 +211,7 @@ impl MemGroup {
         self.max.load(Ordering::Relaxed)
     }
 
+    #[inline]
     pub(crate) fn is_dead(&self) -> bool {
         // Relaxed: set once under the tree lock; a charge that misses it
         // charges the tombstone, whose counts its ancestor reports anyway.
