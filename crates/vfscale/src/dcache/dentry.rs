@@ -182,18 +182,30 @@ impl Dentry {
         inode: *const Inode,
         refcount: u32,
     ) {
-        // SAFETY: the caller's contract.
+        // The name goes straight into the new value (as `store_name` would
+        // write it, without its exchange with a previous buffer: there is
+        // none).
+        let short = name.bytes.len() <= INLINE_NAME_LEN;
+        let name_ext = if short {
+            ptr::null_mut()
+        } else {
+            Box::into_raw(Box::new(ExtName(name.bytes.into())))
+        };
+        // SAFETY: the caller's contract. Not yet shared: the first release
+        // that publishes the dentry publishes its fields.
         unsafe {
             at.write(Dentry {
                 seq: SeqCount::new(),
                 flags: AtomicU32::new(type_flags(inode)),
                 hash_next: AtomicPtr::new(ptr::null_mut()),
                 parent: AtomicPtr::new(parent as *mut Dentry),
-                hash_len: AtomicU64::new(0),
+                hash_len: AtomicU64::new(name.hash_len()),
                 inode: AtomicPtr::new(inode as *mut Inode),
                 sb,
-                name_ext: AtomicPtr::new(ptr::null_mut()),
-                name_inline: Default::default(),
+                name_ext: AtomicPtr::new(name_ext),
+                name_inline: core::array::from_fn(|i| {
+                    AtomicU64::new(if short { name_word(name.bytes, i) } else { 0 })
+                }),
                 refcount: ShardedRef::new(refcount),
                 group: 0,
                 lru_list: AtomicPtr::new(ptr::null_mut()),
@@ -202,9 +214,6 @@ impl Dentry {
                 lru_next: AtomicPtr::new(ptr::null_mut()),
             });
         }
-        // SAFETY: initialised just above. Not yet shared: no seq section.
-        let old = unsafe { &*at }.store_name(name);
-        debug_assert!(old.is_null());
     }
 
     /// Writes the name; returns the previous long-name buffer (the caller

@@ -179,7 +179,7 @@ impl Process {
             v.anon().mnt,
             S_IFIFO | 0o600,
             InodeBody::Special,
-            AnonObj::Pipe(Pipe::new()),
+            AnonObj::Pipe(Pipe::with_both_ends()),
             b"",
             2,
             self.owner(),
@@ -189,7 +189,6 @@ impl Process {
         let AnonObj::Pipe(pipe) = &unsafe { &*node }.obj else {
             unreachable!("made as a pipe above")
         };
-        pipe.open_end(true, true);
         let private = pipe as *const Pipe as *const ();
         let nb = flags & O_NONBLOCK;
         let r = self.anon_file(node, FMODE_READ | FMODE_PIPE, O_RDONLY | nb, private);
