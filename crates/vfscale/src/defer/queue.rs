@@ -37,7 +37,11 @@
 //! end of the operation frees them one by one with the inline free path
 //! (`drain::free_one`; a batch of one gains nothing from grouping). Cost of
 //! a queued lone put over an inline one: two TLS loads, a store into the
-//! buffer and the end-of-call branch (docs/PERFORMANCE.md, issue 5).
+//! buffer and the end-of-call branch (docs/PERFORMANCE.md, issue 5). A put
+//! that is its call's last act (`close`: `fput_ending_call`) skips the
+//! buffer when nothing is queued on the thread: the drain that would run
+//! next would free exactly that one object, so it is freed there, the same
+//! way (`drain::free_one` with the thread marked draining).
 //! Who may touch `local` (its ownership rule):
 //! - the slot's owner thread, while it holds the slot's `Vfs` alive (inside
 //!   an operation on it: `defer_put`, `drain_mine`, `flush_all`; or after
