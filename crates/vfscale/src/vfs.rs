@@ -105,7 +105,6 @@ pub struct ObjectCounts {
 pub(crate) struct Stats {
     pub dentries: ShardedCounter,
     pub inodes: ShardedCounter,
-    pub files: ShardedCounter,
     pub mounts: ShardedCounter,
     pub hot_dentries: ShardedCounter,
 }
@@ -117,6 +116,9 @@ pub struct VfsInner {
     pub(crate) rename_seq_lock: Mutex<()>,
     pub(crate) mounts: MountTable,
     pub(crate) stats: Stats,
+    /// Open files: its approximate value is the ENFILE check, its exact sum
+    /// `object_counts().files` (one counter for both, updated once per
+    /// file).
     pub(crate) open_files: ApproxCounter,
     pub(crate) config: VfsConfig,
     next_dev: AtomicU64,
@@ -222,7 +224,7 @@ impl Vfs {
         ObjectCounts {
             dentries: s.dentries.sum(),
             inodes: s.inodes.sum(),
-            files: s.files.sum(),
+            files: self.inner.open_files.sum(),
             mounts: s.mounts.sum(),
             hot_dentries: s.hot_dentries.sum(),
         }

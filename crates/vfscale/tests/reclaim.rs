@@ -106,6 +106,54 @@ fn charges_follow_the_creating_process_and_uncharge_on_free() {
     vfs.check_invariants().unwrap();
 }
 
+/// The per-thread charge cache (reclaim/mod.rs, `Current`) charges what
+/// each call names: a process moved to another group, a removed group
+/// whose pruned id is re-created as a new group, and a second namespace
+/// used on the same thread in between.
+#[test]
+fn cached_charges_follow_group_changes_on_one_thread() {
+    let vfs = Vfs::new();
+    let root = vfs.root_process();
+    let files = |g| vfs.group_stat(g).unwrap().files;
+    let a = vfs.group_create(0, "a").unwrap();
+    let b = vfs.group_create(0, "b").unwrap();
+    let p = root.fork().unwrap();
+    vfs.group_attach(&p, a).unwrap();
+    let in_a = p.eventfd(0, 0).unwrap();
+    assert_eq!((files(a), files(b)), (1, 0));
+    vfs.group_attach(&p, b).unwrap();
+    let in_b = p.socket(AF_UNIX, SOCK_STREAM, 0).unwrap();
+    assert_eq!((files(a), files(b)), (1, 1));
+    assert_eq!(vfs.group_stat(b).unwrap().inodes, 1, "the socket's node");
+    // a's file is uncharged from a while the thread charges b.
+    p.close(in_a).unwrap();
+    assert_eq!(files(a), 0);
+    vfs.group_remove(a).unwrap();
+    vfs.drop_caches();
+    let c = vfs.group_create(0, "c").unwrap();
+    assert_eq!(c, a, "the pruned id is reused");
+    vfs.group_attach(&p, c).unwrap();
+    let in_c = p.pipe2(0).unwrap();
+    assert_eq!((files(c), files(b)), (2, 1));
+    // Another namespace on this thread charges its own root group.
+    let other = Vfs::new();
+    let q = other.root_process();
+    let before = other.group_stat(0).unwrap().files;
+    let in_other = q.eventfd(0, 0).unwrap();
+    assert_eq!(other.group_stat(0).unwrap().files, before + 1);
+    let again_c = p.eventfd(0, 0).unwrap();
+    assert_eq!((files(c), files(b)), (3, 1));
+    for fd in [in_b, in_c[0], in_c[1], again_c] {
+        p.close(fd).unwrap();
+    }
+    q.close(in_other).unwrap();
+    assert_eq!((files(c), files(b)), (0, 0));
+    assert_eq!(other.group_stat(0).unwrap().files, before);
+    drop((p, root, q));
+    vfs.check_invariants().unwrap();
+    other.check_invariants().unwrap();
+}
+
 #[test]
 fn counters_equal_list_contents_at_quiescence() {
     let (vfs, root) = setup();

@@ -61,6 +61,10 @@ pub(crate) struct AnonInode {
 
 const _: () = assert!(core::mem::offset_of!(AnonInode, dentry) == 0);
 
+impl crate::mem::slab::SlabPool for AnonInode {
+    const POOL: usize = crate::mem::slab::ANON_POOL;
+}
+
 /// The internal anonymous filesystem of a namespace.
 pub(crate) struct AnonMount {
     pub(crate) mnt: *const Mount,
@@ -100,10 +104,11 @@ impl VfsInner {
     pub(crate) fn drop_anon(&self, a: &AnonMount) {
         // SAFETY: allocated by `new_anon_node`, never freed before; no
         // eventfd file is left (every process is gone).
-        let node = unsafe { Box::from_raw(a.eventfd_node as *mut AnonInode) };
+        let node = unsafe { &*a.eventfd_node };
         self.uncharge(node.dentry.group, crate::reclaim::ObjKind::Dentry);
         self.uncharge(node.inode.group, crate::reclaim::ObjKind::Inode);
-        drop(node);
+        // SAFETY: as above: ours alone, freed once.
+        unsafe { crate::mem::slab::free(a.eventfd_node as *mut AnonInode) };
         self.stats.mounts.inc();
         self.stats.dentries.inc();
         self.stats.inodes.inc();
@@ -132,26 +137,39 @@ impl VfsInner {
         // SAFETY: the anonymous mount lives as long as the namespace.
         let sb = unsafe { &*mnt }.sb();
         let ino = sb.ino_alloc.alloc();
-        let mut inode = Inode::new(
-            sb,
-            ino,
-            mode,
-            (uid_gid >> 32) as u32,
-            uid_gid as u32,
-            0,
-            body,
-        );
-        let mut dentry = Dentry::new(
-            sb,
-            core::ptr::null(),
-            &NameKey::new(name),
-            core::ptr::null(),
-            files,
-        );
-        inode.group = self.charge(crate::reclaim::ObjKind::Inode);
-        dentry.group = self.charge(crate::reclaim::ObjKind::Dentry);
-        let node = Box::into_raw(Box::new(AnonInode { dentry, inode, obj }));
-        // SAFETY: just allocated, not shared yet.
+        let inode_group = self.charge(crate::reclaim::ObjKind::Inode);
+        let dentry_group = self.charge(crate::reclaim::ObjKind::Dentry);
+        // Built in place in a slab object (a node is 512 bytes: built on the
+        // stack and moved into a `Box`, it cost two `memcpy`s and the
+        // allocator's aligned path per pipe or socket).
+        let node = crate::mem::slab::alloc_in_place::<AnonInode>();
+        // SAFETY: `node` is a free object of the anonymous-node pool that
+        // only we own (a previous node there was dropped when freed): each
+        // field is written once, before anything reads it, and nothing is
+        // shared until the caller installs the node's files.
+        unsafe {
+            core::ptr::addr_of_mut!((*node).inode).write(Inode::new(
+                sb,
+                ino,
+                mode,
+                (uid_gid >> 32) as u32,
+                uid_gid as u32,
+                0,
+                body,
+            ));
+            (*node).inode.group = inode_group;
+            Dentry::write_new(
+                core::ptr::addr_of_mut!((*node).dentry),
+                sb,
+                core::ptr::null(),
+                &NameKey::new(name),
+                core::ptr::null(),
+                files,
+            );
+            (*node).dentry.group = dentry_group;
+            core::ptr::addr_of_mut!((*node).obj).write(obj);
+        }
+        // SAFETY: initialised above, not shared yet.
         let n = unsafe { &*node };
         // Relaxed: not yet shared; publication to other threads goes
         // through the fd table's lock.
@@ -183,7 +201,7 @@ impl VfsInner {
         self.stats.inodes.dec();
         // SAFETY: an inode's superblock outlives it.
         let sb = unsafe { &*n.inode.sb };
-        let blocks = n.inode.attr().blocks as i64;
+        let blocks = n.inode.blocks_of_dead();
         if blocks > 0 {
             let _ = sb.charge_blocks(-blocks);
             self.charge_pages(n.inode.group, -(blocks / 8));
@@ -192,10 +210,10 @@ impl VfsInner {
         self.uncharge(n.inode.group, crate::reclaim::ObjKind::Inode);
         if in_guard {
             // SAFETY: dead and unreachable except by guarded readers.
-            unsafe { self.collector.retire_box(node as *mut AnonInode) };
+            unsafe { self.collector.retire_slab(node as *mut AnonInode) };
         } else {
             // SAFETY: we won the kill and nobody else can reach the node.
-            drop(unsafe { Box::from_raw(node as *mut AnonInode) });
+            unsafe { crate::mem::slab::free(node as *mut AnonInode) };
         }
     }
 
@@ -220,8 +238,8 @@ impl VfsInner {
         let (d, m, private) = (file.dentry, file.mnt, file.private);
         self.free_file(f);
         if fmode & FMODE_EVENTFD != 0 {
-            // SAFETY: the file owned its eventfd (Box::into_raw).
-            drop(unsafe { Box::from_raw(private as *mut eventfd::EventFd) });
+            // SAFETY: the file owned its eventfd (`slab::alloc`), freed once.
+            unsafe { crate::mem::slab::free(private as *mut eventfd::EventFd) };
         } else if fmode & FMODE_ANON != 0 {
             self.anon_put(d as *const AnonInode, in_guard);
         } else {

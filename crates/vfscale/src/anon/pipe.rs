@@ -77,11 +77,22 @@ impl Pipe {
         }
     }
 
-    /// Counts a new open file with these access modes.
-    pub(crate) fn open_end(&self, read: bool, write: bool) {
-        let mut g = self.cell.lock();
-        Self::count_open(&mut g, read, write);
-        self.cell.wake_all(&mut g);
+    /// A new anonymous pipe with its two ends already counted (no lock:
+    /// nobody else can see it yet, so nobody waits to be woken).
+    pub(crate) fn with_both_ends() -> Pipe {
+        let mut state = PipeState {
+            buf: VecDeque::new(),
+            cap: PIPE_DEF_SIZE,
+            readers: 0,
+            writers: 0,
+            had_writer: false,
+            read_opens: 0,
+            write_opens: 0,
+        };
+        Self::count_open(&mut state, true, true);
+        Pipe {
+            cell: WaitCell::new(state),
+        }
     }
 
     fn count_open(g: &mut PipeState, read: bool, write: bool) {

@@ -167,6 +167,55 @@ impl Dentry {
         d
     }
 
+    /// `Dentry::new` built at `at` instead of on the stack and moved (a
+    /// dentry is three cache lines: the move was a `memcpy` per object).
+    ///
+    /// # Safety
+    /// `at` is valid for writes, aligned, and holds no live dentry (its old
+    /// contents, if any, were dropped); nobody else can reach it yet.
+    #[inline]
+    pub(crate) unsafe fn write_new(
+        at: *mut Dentry,
+        sb: *const SuperBlock,
+        parent: *const Dentry,
+        name: &NameKey<'_>,
+        inode: *const Inode,
+        refcount: u32,
+    ) {
+        // The name goes straight into the new value (as `store_name` would
+        // write it, without its exchange with a previous buffer: there is
+        // none).
+        let short = name.bytes.len() <= INLINE_NAME_LEN;
+        let name_ext = if short {
+            ptr::null_mut()
+        } else {
+            Box::into_raw(Box::new(ExtName(name.bytes.into())))
+        };
+        // SAFETY: the caller's contract. Not yet shared: the first release
+        // that publishes the dentry publishes its fields.
+        unsafe {
+            at.write(Dentry {
+                seq: SeqCount::new(),
+                flags: AtomicU32::new(type_flags(inode)),
+                hash_next: AtomicPtr::new(ptr::null_mut()),
+                parent: AtomicPtr::new(parent as *mut Dentry),
+                hash_len: AtomicU64::new(name.hash_len()),
+                inode: AtomicPtr::new(inode as *mut Inode),
+                sb,
+                name_ext: AtomicPtr::new(name_ext),
+                name_inline: core::array::from_fn(|i| {
+                    AtomicU64::new(if short { name_word(name.bytes, i) } else { 0 })
+                }),
+                refcount: ShardedRef::new(refcount),
+                group: 0,
+                lru_list: AtomicPtr::new(ptr::null_mut()),
+                cookie: AtomicU64::new(0),
+                lru_prev: AtomicPtr::new(ptr::null_mut()),
+                lru_next: AtomicPtr::new(ptr::null_mut()),
+            });
+        }
+    }
+
     /// Writes the name; returns the previous long-name buffer (the caller
     /// retires it through the collector). Call inside a `seq` write section
     /// once the dentry is shared.

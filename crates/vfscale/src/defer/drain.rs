@@ -186,7 +186,6 @@ fn free_files(v: &VfsInner, b: &mut Batch) {
         v.release_file(f);
     }
     if plain > 0 {
-        v.stats.files.add(-plain);
         v.open_files.add(-plain);
     }
     b.files = files;

@@ -37,7 +37,11 @@
 //! end of the operation frees them one by one with the inline free path
 //! (`drain::free_one`; a batch of one gains nothing from grouping). Cost of
 //! a queued lone put over an inline one: two TLS loads, a store into the
-//! buffer and the end-of-call branch (docs/PERFORMANCE.md, issue 5).
+//! buffer and the end-of-call branch (docs/PERFORMANCE.md, issue 5). A put
+//! that is its call's last act (`close`: `fput_ending_call`) skips the
+//! buffer when nothing is queued on the thread: the drain that would run
+//! next would free exactly that one object, so it is freed there, the same
+//! way (`drain::free_one` with the thread marked draining).
 //! Who may touch `local` (its ownership rule):
 //! - the slot's owner thread, while it holds the slot's `Vfs` alive (inside
 //!   an operation on it: `defer_put`, `drain_mine`, `flush_all`; or after
@@ -54,7 +58,7 @@
 
 use super::drain;
 use crate::dcache::dentry::Dentry;
-use crate::file::OpenFile;
+use crate::file::{FileRef, OpenFile};
 use crate::inode::Inode;
 use crate::mount::Mount;
 use crate::sync::atomic::{AtomicUsize, Ordering};
@@ -243,6 +247,13 @@ impl DeferQueues {
         }
     }
 
+    /// The `Vfs`'s unique id (never reused by a later `Vfs`, unlike its
+    /// address): thread-local caches key on it (`MINE`, `reclaim::CURRENT`).
+    #[inline(always)]
+    pub(crate) fn vfs_id(&self) -> u64 {
+        self.id
+    }
+
     pub(crate) fn set_owner(&self, vfs: Weak<VfsInner>) {
         let _ = self.owner.set(vfs);
     }
@@ -426,6 +437,35 @@ impl VfsInner {
         } else {
             self.defer_batched_put(item)
         }
+    }
+
+    /// `fput` as the last act of a top-level call (close): the call's end
+    /// drains right after it returns. A lone final put that finds nothing
+    /// queued on this thread is therefore freed here, exactly as that drain
+    /// would free its queue of one (`drain::free_one`, this thread marked
+    /// draining), without the round trip through the owner-only buffer;
+    /// it still counts as a queue of one (`high_water`). Anything else
+    /// (other puts pending, a batch scope, deferral off) takes `fput`.
+    #[inline]
+    pub(crate) fn fput_ending_call(&self, f: FileRef) {
+        let file = f.file();
+        if !(file.refcount.put() && file.refcount.try_kill()) {
+            return;
+        }
+        let d = &self.defer;
+        if d.enabled
+            && d.single
+            && !DRAINING.with(Cell::get)
+            && SCOPES.with(Cell::get) == 0
+            && PENDING.with(Cell::get) == 0
+        {
+            d.note_len(1);
+            DRAINING.with(|f| f.set(true));
+            drain::free_one(self, Deferred::File(f.0));
+            DRAINING.with(|f| f.set(false));
+            return;
+        }
+        self.final_fput(f);
     }
 
     /// A put inside a batch scope: into the slot's locked queue, where
@@ -739,7 +779,7 @@ mod tests {
             pause();
             inner.op_end();
             assert_eq!(super::PENDING.with(|p| p.get()), 0);
-            assert_eq!(inner.stats.files.sum(), 0, "freed at the call's end");
+            assert_eq!(inner.open_files.sum(), 0, "freed at the call's end");
         });
         v.flush();
         assert_eq!(v.object_counts().files, 1, "the owner's call still runs");

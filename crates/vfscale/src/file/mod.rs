@@ -134,7 +134,6 @@ impl VfsInner {
         opener: usize,
         private: *const (),
     ) -> FileRef {
-        self.stats.files.inc();
         let group = self.charge(crate::reclaim::ObjKind::File);
         self.open_files.add(1);
         let f = crate::mem::slab::alloc_in_place::<OpenFile>();
@@ -170,17 +169,24 @@ impl VfsInner {
     pub(crate) fn fput(&self, f: FileRef) {
         let file = f.file();
         if file.refcount.put() && file.refcount.try_kill() {
-            if self.defer.active() {
-                return self.defer_put(crate::defer::Deferred::File(f.0));
-            }
-            if file.fmode & FMODE_SPECIAL != 0 {
-                return self.release_special(f, false);
-            }
-            let (d, m) = (file.dentry, file.mnt);
-            self.free_file(f);
-            self.dput(d);
-            self.mntput(m);
+            self.final_fput(f);
         }
+    }
+
+    /// What follows the kill of a file: queued (defer/) or freed now.
+    #[inline]
+    pub(crate) fn final_fput(&self, f: FileRef) {
+        if self.defer.active() {
+            return self.defer_put(crate::defer::Deferred::File(f.0));
+        }
+        let file = f.file();
+        if file.fmode & FMODE_SPECIAL != 0 {
+            return self.release_special(f, false);
+        }
+        let (d, m) = (file.dentry, file.mnt);
+        self.free_file(f);
+        self.dput(d);
+        self.mntput(m);
     }
 
     /// Drops many file references (process exit, close_range): with
@@ -234,7 +240,6 @@ impl VfsInner {
 
     /// Frees a killed file's memory and uncounts it.
     pub(crate) fn free_file(&self, f: FileRef) {
-        self.stats.files.dec();
         self.open_files.add(-1);
         self.release_file(f.0);
     }

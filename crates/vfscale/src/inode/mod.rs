@@ -207,6 +207,17 @@ impl Inode {
         }
     }
 
+    /// The allocated 512-byte blocks of an inode nobody references any
+    /// more (its kill was won): no writer is left, so one load replaces
+    /// `attr()`'s seqcount-validated copy of every attribute.
+    #[inline]
+    pub(crate) fn blocks_of_dead(&self) -> i64 {
+        // Relaxed: the caller's won kill (an Acquire, `RefCount::try_kill`
+        // or the node's dentry count) pairs with every holder's Release
+        // put, so their block updates happened before this load.
+        self.blocks.load(Ordering::Relaxed) as i64
+    }
+
     /// A consistent copy of the attributes, taken without writing anything.
     pub fn attr(&self) -> InodeAttr {
         loop {

@@ -1,4 +1,5 @@
-//! Slab caches for the core's cache-line-aligned objects (dentries, inodes).
+//! Slab caches for the core's cache-line-aligned objects (dentries, inodes,
+//! open files, anonymous nodes, eventfd counters).
 //!
 //! Why: a general-purpose allocator serves a 64-byte-aligned 192-byte
 //! object by over-allocating (mimalloc's aligned path took 256 bytes, glibc
@@ -26,16 +27,16 @@
 #[cfg(not(vfscale_no_slab))]
 use std::alloc::{handle_alloc_error, Layout};
 #[cfg(not(vfscale_no_slab))]
-use std::cell::RefCell;
+use std::cell::UnsafeCell;
 #[cfg(not(vfscale_no_slab))]
 use std::sync::Mutex;
 
 /// Object sizes served: 64, 128, 192 and 256 bytes, one pool each, plus
 /// the dedicated pools below.
 const SIZE_CLASSES: usize = 4;
-/// Pools: the size classes, then one each for dentries, inodes and open
-/// files.
-const CLASSES: usize = SIZE_CLASSES + 3;
+/// Pools: the size classes, then one each for dentries, inodes, open
+/// files and anonymous nodes.
+const CLASSES: usize = SIZE_CLASSES + 4;
 /// The dentry pool: dentries alone, so a directory's dentries created in a
 /// row lie in one ascending run that a listing streams through (and the
 /// inodes in another), instead of alternating with the inodes.
@@ -46,6 +47,12 @@ pub const INODE_POOL: usize = SIZE_CLASSES + 1;
 /// (chunks are never returned), which the lock-free fd lookup relies on
 /// (file/fdtable.rs).
 pub const FILE_POOL: usize = SIZE_CLASSES + 2;
+/// The anonymous-node pool (`anon::AnonInode`: a dentry, an inode and a
+/// pipe or socket in one object, larger than the size classes): pipes
+/// and sockets churn through it.
+pub const ANON_POOL: usize = SIZE_CLASSES + 3;
+/// The largest object a dedicated pool serves.
+const MAX_DEDICATED: usize = 1024;
 #[cfg(not(vfscale_no_slab))]
 const CHUNK_BYTES: usize = 1 << 20;
 /// Objects moved between a thread and the depot at a time.
@@ -54,7 +61,7 @@ const BATCH: usize = 64;
 
 /// The size class of `T`, checked at compile time: a multiple of 64 bytes,
 /// at most 256, aligned to 64.
-const fn class_of<T>() -> usize {
+pub const fn class_of<T>() -> usize {
     let size = core::mem::size_of::<T>();
     assert!(size.is_multiple_of(64) && size > 0 && size <= 64 * SIZE_CLASSES);
     assert!(core::mem::align_of::<T>() == 64);
@@ -66,10 +73,18 @@ pub trait SlabPool {
     const POOL: usize;
 }
 
-/// `T`'s pool, checked at compile time.
+/// `T`'s pool, checked at compile time: a size class holds objects of
+/// exactly its size; a dedicated pool any multiple of 64 bytes up to
+/// `MAX_DEDICATED`, aligned to 64.
 const fn pool_of<T: SlabPool>() -> usize {
-    let _ = class_of::<T>();
     assert!(T::POOL < CLASSES);
+    if T::POOL < SIZE_CLASSES {
+        assert!(class_of::<T>() == T::POOL);
+    } else {
+        let size = core::mem::size_of::<T>();
+        assert!(size.is_multiple_of(64) && size > 0 && size <= MAX_DEDICATED);
+        assert!(core::mem::align_of::<T>() == 64);
+    }
     T::POOL
 }
 
@@ -114,9 +129,27 @@ impl Drop for Local {
 
 #[cfg(not(vfscale_no_slab))]
 thread_local! {
-    static LOCAL: RefCell<Local> = const {
-        RefCell::new(Local { free: [const { Vec::new() }; CLASSES] })
+    /// Touched only through [`with_local`].
+    static LOCAL: UnsafeCell<Local> = const {
+        UnsafeCell::new(Local { free: [const { Vec::new() }; CLASSES] })
     };
+}
+
+/// Runs `f` on the calling thread's free list of `class`; `None` during
+/// thread teardown (the list is gone). No `RefCell`: the list is reached
+/// only here, by its own thread, and `f` never re-enters this module's
+/// list functions (it touches the list and at most the depot; `free` drops
+/// the value before calling here), so no second reference can exist.
+#[cfg(not(vfscale_no_slab))]
+#[inline(always)]
+fn with_local<R>(class: usize, f: impl FnOnce(&mut Vec<usize>) -> R) -> Option<R> {
+    LOCAL
+        .try_with(|l| {
+            // SAFETY: see above: the only reference to the thread's lists
+            // while `f` runs.
+            f(&mut unsafe { &mut *l.get() }.free[class])
+        })
+        .ok()
 }
 
 #[cfg(not(vfscale_no_slab))]
@@ -192,28 +225,35 @@ pub fn alloc<T: SlabPool>(value: T) -> *mut T {
 
 /// A free object of `class`: from this thread's list, else a batch.
 #[cfg(not(vfscale_no_slab))]
-#[inline]
+#[inline(always)]
 fn take_object(class: usize, size: usize) -> usize {
-    LOCAL
-        .try_with(|l| {
-            let mut l = l.borrow_mut();
-            let list = &mut l.free[class];
-            if list.is_empty() {
-                *list = refill(class, size);
-            }
-            list.pop()
-        })
-        .ok()
-        .flatten()
-        // Thread teardown: no local list; one object from the depot.
-        .unwrap_or_else(|| {
-            let mut b = refill(class, size);
-            let a = b.pop().expect("a refill is never empty");
-            if !b.is_empty() {
-                depot(class).batches.push(b);
-            }
-            a
-        })
+    match with_local(class, Vec::pop) {
+        Some(Some(a)) => a,
+        _ => take_object_slow(class, size),
+    }
+}
+
+/// `take_object` with an empty list (refill it) or no list (teardown).
+#[cfg(not(vfscale_no_slab))]
+#[cold]
+#[inline(never)]
+fn take_object_slow(class: usize, size: usize) -> usize {
+    with_local(class, |list| {
+        if list.is_empty() {
+            *list = refill(class, size);
+        }
+        list.pop()
+    })
+    .flatten()
+    // Thread teardown: no local list; one object from the depot.
+    .unwrap_or_else(|| {
+        let mut b = refill(class, size);
+        let a = b.pop().expect("a refill is never empty");
+        if !b.is_empty() {
+            depot(class).batches.push(b);
+        }
+        a
+    })
 }
 
 /// An object of `T`'s pool to initialise in place: either memory no `T`
@@ -254,20 +294,33 @@ pub unsafe fn free<T: SlabPool>(p: *mut T) {
         // SAFETY: the contract: a live value, dropped once.
         unsafe { core::ptr::drop_in_place(p) };
         let addr = p as usize;
-        let pushed = LOCAL.try_with(|l| {
-            let mut l = l.borrow_mut();
-            let list = &mut l.free[class];
-            list.push(addr);
-            if list.len() >= 2 * BATCH {
-                // The oldest batch goes; the recently freed (cache-warm)
-                // objects stay for this thread's next allocations.
-                let batch: Vec<usize> = list.drain(..BATCH).collect();
-                depot(class).batches.push(batch);
+        let pushed = with_local(class, |list| {
+            if list.len() + 1 >= 2 * BATCH {
+                return false;
             }
+            list.push(addr);
+            true
         });
-        if pushed.is_err() {
-            depot(class).batches.push(vec![addr]);
+        if pushed != Some(true) {
+            free_slow(class, addr);
         }
+    }
+}
+
+/// `free` onto a full list (the oldest batch goes to the depot; the
+/// recently freed, cache-warm objects stay for this thread's next
+/// allocations) or with no list (teardown: straight to the depot).
+#[cfg(not(vfscale_no_slab))]
+#[cold]
+#[inline(never)]
+fn free_slow(class: usize, addr: usize) {
+    let spilled = with_local(class, |list| {
+        list.push(addr);
+        let batch: Vec<usize> = list.drain(..BATCH).collect();
+        depot(class).batches.push(batch);
+    });
+    if spilled.is_none() {
+        depot(class).batches.push(vec![addr]);
     }
 }
 

@@ -179,7 +179,7 @@ impl Process {
             v.anon().mnt,
             S_IFIFO | 0o600,
             InodeBody::Special,
-            AnonObj::Pipe(Pipe::new()),
+            AnonObj::Pipe(Pipe::with_both_ends()),
             b"",
             2,
             self.owner(),
@@ -189,7 +189,6 @@ impl Process {
         let AnonObj::Pipe(pipe) = &unsafe { &*node }.obj else {
             unreachable!("made as a pipe above")
         };
-        pipe.open_end(true, true);
         let private = pipe as *const Pipe as *const ();
         let nb = flags & O_NONBLOCK;
         let r = self.anon_file(node, FMODE_READ | FMODE_PIPE, O_RDONLY | nb, private);
@@ -275,7 +274,7 @@ impl Process {
         let a = v.anon();
         // SAFETY: the shared eventfd node lives as long as the namespace.
         let n = unsafe { &*a.eventfd_node };
-        let e = Box::into_raw(Box::new(EventFd::new(initval, flags & EFD_SEMAPHORE != 0)));
+        let e = crate::mem::slab::alloc(EventFd::new(initval, flags & EFD_SEMAPHORE != 0));
         let f = v.alloc_file(
             a.mnt,
             &n.dentry,

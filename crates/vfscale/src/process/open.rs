@@ -386,9 +386,11 @@ impl Process {
         (file, None)
     }
 
+    /// close(2). Its put is the call's last act (`fput_ending_call`): the
+    /// caller ends the call right after (`ProcessApi::close`).
     pub(crate) fn sys_close(&self, fd: Fd) -> SysResult<()> {
         let f = self.files.remove(fd)?;
-        self.vfs.fput(f);
+        self.vfs.fput_ending_call(f);
         Ok(())
     }
 

@@ -57,6 +57,10 @@ const SLOTS: usize = 8;
 #[cfg(not(loom))]
 const _: () = assert!(core::mem::size_of::<[AtomicI64; SLOTS]>() == 64);
 
+/// One thread's counters of one group (one cache line): the object counts
+/// by kind, then the reclaim statistic.
+pub(crate) type Shard = [AtomicI64; SLOTS];
+
 /// Per-group statistics, like memory.stat (`Vfs::group_stat`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GroupStat {
@@ -164,16 +168,17 @@ impl MemGroup {
         self.dead.store(false, Ordering::Relaxed);
     }
 
+    /// The calling thread's counter line of this group. The same line for
+    /// the thread's whole life (`shard_index` is fixed per thread), so a
+    /// pointer to it may be cached (`reclaim::CURRENT`).
     #[inline]
-    fn my_shard(&self) -> &[AtomicI64; SLOTS] {
+    pub(crate) fn my_shard(&self) -> &Shard {
         &self.shards[shard_index() & (self.shards.len() - 1)]
     }
 
     #[inline]
     pub(crate) fn add(&self, kind: ObjKind, n: i64) {
-        let s = self.my_shard();
-        // Relaxed: statistics; they order nothing.
-        s[SLOT_KIND0 + kind as usize].fetch_add(n, Ordering::Relaxed);
+        shard_add(self.my_shard(), kind, n);
     }
 
     pub(crate) fn note_reclaimed(&self, n: u64) {
@@ -206,6 +211,7 @@ impl MemGroup {
         self.max.load(Ordering::Relaxed)
     }
 
+    #[inline]
     pub(crate) fn is_dead(&self) -> bool {
         // Relaxed: set once under the tree lock; a charge that misses it
         // charges the tombstone, whose counts its ancestor reports anyway.
@@ -232,6 +238,13 @@ impl MemGroup {
         // Relaxed: as in `take_deferred`.
         self.deferred.read()[id].fetch_add(n, Ordering::Relaxed);
     }
+}
+
+/// Adds `n` objects of `kind` to one thread's counter line of a group.
+#[inline(always)]
+pub(crate) fn shard_add(shard: &Shard, kind: ObjKind, n: i64) {
+    // Relaxed: statistics; they order nothing (usage sums are snapshots).
+    shard[SLOT_KIND0 + kind as usize].fetch_add(n, Ordering::Relaxed);
 }
 
 const CHUNK_BITS: u32 = 10;

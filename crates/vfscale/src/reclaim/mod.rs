@@ -47,42 +47,143 @@ pub struct Reclaim {
     pub(crate) shrinkers: shrinker::Shrinkers,
 }
 
+/// What the calling thread charges: the group of the process call running
+/// on it, in which VFS, and that group's counter line for this thread
+/// (cached: a charge or uncharge of that group is then one thread-local
+/// read, a test of the group's `dead` flag and one RMW on the thread's own
+/// line, with no table lookup and no `shard_index` — the per-thread cache
+/// that Linux's memcg stock is for a memcg; unlike the stock it holds back
+/// no charge, so every counter stays exact).
+///
+/// Each field is its own `Cell`, so a charge reads only the fields it
+/// needs (a `Cell` of the whole struct copied all five words per charge).
+struct Current {
+    /// The VFS's unique id (`DeferQueues::vfs_id`, never reused, unlike an
+    /// address): `group` and `shard` are dereferenced only inside a call on
+    /// that VFS, whose group table (every group's allocation, shard lines
+    /// included) outlives the call (group.rs: published groups live until
+    /// the table is dropped).
+    vfs: Cell<u64>,
+    /// The group the process asked for (`enter_group`).
+    asked: Cell<GroupId>,
+    /// The group charged: `asked` when live, else its nearest live
+    /// ancestor, as `Groups::live` answers; `group` is its allocation.
+    charged: Cell<GroupId>,
+    group: Cell<*const group::MemGroup>,
+    /// `group`'s counter line for this thread.
+    shard: Cell<*const group::Shard>,
+}
+
 thread_local! {
-    /// (VFS address, group) of the process call running on this thread.
-    /// An id, not a pointer: a stale entry (its VFS dropped, another at the
-    /// same address) can only name a wrong or unknown group, never freed
-    /// memory.
-    static CURRENT: Cell<(usize, GroupId)> = const { Cell::new((0, 0)) };
+    /// The calling thread's `Current` (vfs 0: none yet).
+    static CURRENT: Current = const {
+        Current {
+            vfs: Cell::new(0),
+            asked: Cell::new(ROOT_GROUP),
+            charged: Cell::new(ROOT_GROUP),
+            group: Cell::new(core::ptr::null()),
+            shard: Cell::new(core::ptr::null()),
+        }
+    };
 }
 
 impl VfsInner {
+    /// True if the calling thread's `Current` is this VFS's and its charged
+    /// group is still live.
+    #[inline(always)]
+    fn current_is_live(&self, c: &Current) -> bool {
+        // SAFETY: `c.group` belongs to this VFS (ids matched first), see
+        // `Current`.
+        c.vfs.get() == self.defer.vfs_id() && !unsafe { &*c.group.get() }.is_dead()
+    }
+
     /// Charges objects this thread creates to `group` until the next call.
+    /// The common case (the thread's previous call charged the same live
+    /// group of the same VFS) is a few thread-local loads and compares.
     #[inline]
     pub(crate) fn enter_group(&self, group: GroupId) {
-        CURRENT.set((self as *const VfsInner as usize, group));
+        // Only an entry whose asked group was charged itself is reused: a
+        // removed group's id may be re-created (in place) while an entry
+        // lasts, and must then be charged itself, not the ancestor found
+        // when it was removed.
+        let hit = CURRENT.with(|c| {
+            c.asked.get() == group && c.charged.get() == group && self.current_is_live(c)
+        });
+        if !hit {
+            self.enter_group_slow(group);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn enter_group_slow(&self, group: GroupId) {
+        let live = self.reclaim.groups.live(group);
+        CURRENT.with(|c| {
+            c.vfs.set(self.defer.vfs_id());
+            c.asked.set(group);
+            c.charged.set(live.id);
+            c.group.set(live);
+            c.shard.set(live.my_shard());
+        });
+    }
+
+    /// The calling thread's (charged group, its counter line): the group
+    /// its call on this VFS entered, looked up again if that group was
+    /// removed since (charges then go to its nearest live ancestor, as
+    /// `Groups::charge` does), or the root group if the thread entered
+    /// none here.
+    #[inline]
+    fn current(&self) -> (GroupId, &group::Shard) {
+        let (charged, shard) = CURRENT.with(|c| {
+            if self.current_is_live(c) {
+                (c.charged.get(), c.shard.get())
+            } else {
+                self.current_slow(c)
+            }
+        });
+        // SAFETY: `shard` is a counter line of a group of this VFS (see
+        // `Current`), which lives as long as `self`.
+        (charged, unsafe { &*shard })
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn current_slow(&self, c: &Current) -> (GroupId, *const group::Shard) {
+        let asked = if c.vfs.get() == self.defer.vfs_id() {
+            c.asked.get()
+        } else {
+            ROOT_GROUP
+        };
+        self.enter_group_slow(asked);
+        (c.charged.get(), c.shard.get())
     }
 
     /// The group to charge for an object created now.
     #[inline]
     pub(crate) fn current_group(&self) -> GroupId {
-        let (vfs, g) = CURRENT.get();
-        if vfs == self as *const VfsInner as usize {
-            g
-        } else {
-            ROOT_GROUP
-        }
+        self.current().0
     }
 
     /// Charges one object of `kind` to the current group; returns the group
     /// charged (the object records it for `uncharge`).
     #[inline]
     pub(crate) fn charge(&self, kind: ObjKind) -> GroupId {
-        self.reclaim.groups.charge(self.current_group(), kind, 1)
+        let (charged, shard) = self.current();
+        group::shard_add(shard, kind, 1);
+        charged
     }
 
+    /// Uncharges one object of `kind` from `group` (what `charge` returned).
     #[inline]
     pub(crate) fn uncharge(&self, group: GroupId, kind: ObjKind) {
-        self.reclaim.groups.uncharge(group, kind, 1);
+        let mine = CURRENT.with(|c| {
+            (c.vfs.get() == self.defer.vfs_id() && c.charged.get() == group).then(|| c.shard.get())
+        });
+        match mine {
+            // SAFETY: as in `current`: this VFS's group, this thread's line.
+            Some(shard) => group::shard_add(unsafe { &*shard }, kind, -1),
+            None => self.reclaim.groups.uncharge(group, kind, 1),
+        }
     }
 
     /// Charges (n > 0) or uncharges (n < 0) `n` data pages to `group`.
