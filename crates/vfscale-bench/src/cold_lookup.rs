@@ -284,6 +284,7 @@ pub fn main(args: &ColdLookupArgs) -> Result<(), String> {
             tree.dir.path(),
             PassthroughConfig {
                 ttl: Duration::from_secs(3600),
+                ..Default::default()
             },
         )
         .map_err(|e| format!("passthrough over {}: {e:?}", tree.dir.path().display()))?;

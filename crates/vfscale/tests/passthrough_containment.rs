@@ -21,7 +21,14 @@ use vfscale::{ProcessApi, Vfs, VfsConfig};
 const SECRET: &[u8] = b"SECRET";
 
 fn mirror(host: &HostDir, ttl: Duration, component_walk: bool) -> Vfs {
-    let pt = Passthrough::new(host.path(), PassthroughConfig { ttl }).unwrap();
+    let pt = Passthrough::new(
+        host.path(),
+        PassthroughConfig {
+            ttl,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     if component_walk {
         pt.host().force_component_walk();
     }

@@ -52,6 +52,7 @@ fn concurrent_changes_on_both_sides_stay_consistent() {
         host.path(),
         PassthroughConfig {
             ttl: Duration::ZERO,
+            ..Default::default()
         },
     )
     .unwrap();
