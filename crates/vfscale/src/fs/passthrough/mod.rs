@@ -552,7 +552,12 @@ impl Filesystem for Passthrough {
         name: &[u8],
         cached: Option<&Inode>,
     ) -> SysResult<bool> {
-        let (at, _) = self.dir_at(dir, None)?;
+        let at = match self.dir_at(dir, None) {
+            Ok((at, _)) => at,
+            // The directory is gone from its path: so is the name.
+            Err(Errno::ENOENT) => return Ok(cached.is_none()),
+            Err(e) => return Err(e),
+        };
         let start = observe_start();
         match self.host.stat_at(self.raw(&at), name) {
             Err(Errno::ENOENT) => Ok(cached.is_none()),
@@ -607,8 +612,11 @@ impl Filesystem for Passthrough {
                 return Ok(Some(ds.stamp_at));
             }
         }
-        // Observe the directory now, through its trusted fd.
-        let (at, _) = self.dir_at(dir, None)?;
+        // Observe the directory now, through its trusted fd (if it cannot
+        // be opened, the name's own revalidation says what that means).
+        let Ok((at, _)) = self.dir_at(dir, None) else {
+            return Ok(None);
+        };
         let start = observe_start();
         let st = self.host.fstat(self.raw(&at))?;
         let when = observed(start);
