@@ -25,7 +25,12 @@
 //!   `stamp` again at `stamp_at` proves that no name of the directory
 //!   changed between `stable_since` and `stamp_at`. A cached answer about
 //!   one of its names obtained at or after `stable_since` (the core times
-//!   answers before asking) therefore still holds at `stamp_at`.
+//!   answers before asking) therefore still holds at `stamp_at`. Stamps
+//!   are compared for equality, so a change is missed only if it produced
+//!   the very same mtime and ctime: after the settling time that takes a
+//!   backward step of the real-time clock onto that exact timestamp. The
+//!   host's timestamps must come from this machine's clock (local
+//!   filesystems; `PassthroughConfig::dir_stamps` turns this off).
 //! - The fd bound: `FdRing` lists the directories holding an fd (by inode
 //!   address and a serial that tells a reused address apart); the number
 //!   of fds held stays within the configured bound plus the number of
