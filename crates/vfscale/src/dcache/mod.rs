@@ -266,9 +266,12 @@ impl VfsInner {
             if sb.revalidate_ttl_ns.is_some() {
                 // SAFETY: hashed under our directory lock and guard.
                 let dr = unsafe { &*d };
-                // Relaxed: read by revalidation under the directory lock or
-                // as a hint (a stale time only revalidates early or late by
-                // one race).
+                // Relaxed: pairs with nothing. Every value ever stored
+                // (0 before this store, later ones by `fetch_max` in
+                // revalidation) is a time at which the answer was known to
+                // hold, so whichever one a reader sees is a true claim
+                // (`dir_vouches` relies on that); nothing else is
+                // published through it.
                 dr.cookie.store(asked_at, Ordering::Relaxed);
                 dr.set_flag(dentry::D_REVALIDATE);
             }
