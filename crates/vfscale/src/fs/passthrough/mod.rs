@@ -301,7 +301,7 @@ impl Passthrough {
             closing.push(ds.fd.take());
             self.stats.dir_fds_add(-1);
         }
-        if ring.entries.len() > 2 * cap + 64 {
+        if ring.entries.len() > cap.saturating_mul(2).saturating_add(64) {
             // Entries of freed or re-opened fds: keep the live ones only.
             let entries = std::mem::take(&mut ring.entries);
             ring.entries = entries
