@@ -16,5 +16,6 @@ exec cargo +nightly test -p vfscale --target x86_64-unknown-linux-gnu \
     --test api_mounts --test api_dirs --test api_attrs --test api_perms \
     --test api_anon --test anon_stress --test api_handles --test api_xattr_space \
     --test in_lookup --test api_fhandle --test passthrough --test passthrough_containment \
-    --test passthrough_stress --test defer --test reclaim --test reclaim_passthrough \
+    --test passthrough_stress --test passthrough_dirs --test defer --test reclaim \
+    --test reclaim_passthrough \
     --test hot_dentry -- "$@"

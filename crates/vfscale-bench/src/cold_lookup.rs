@@ -9,6 +9,9 @@
 //! has cached: the "cold" rows then measure vfscale's miss path only — the
 //! output says which). Hot: repeated full passes for `--duration`.
 //!
+//! `--subdir` puts the files one directory below the mirrored root, so each
+//! cold lookup is a miss below the root (the common case on a real tree).
+//!
 //! T threads split the files (thread i stats files i, i+T, ...); rates are
 //! stats per second over the whole pass. Every stat is checked (a regular
 //! file of size 0); a failure aborts the run.
@@ -54,25 +57,46 @@ pub struct ColdLookupArgs {
     /// cold pass instead): for smoke tests on shared machines.
     #[arg(long)]
     pub no_drop_caches: bool,
+    /// Put the files in a subdirectory `sub/` of the mirrored root instead
+    /// of the root itself, so a cold lookup is a miss below the root (the
+    /// kernel target stats them from `sub/`'s own fd, as before).
+    #[arg(long)]
+    pub subdir: bool,
 }
 
 struct Tree {
     dir: tempfile::TempDir,
+    /// The directory holding the files: `dir` or `dir/sub`.
+    files_dir: PathBuf,
+    /// "/" or "/sub/": the files' directory as vfscale sees it.
+    prefix: &'static [u8],
     names: Vec<CString>,
 }
 
-fn make_tree(parent: &Path, files: usize) -> Result<Tree, String> {
+fn make_tree(parent: &Path, files: usize, subdir: bool) -> Result<Tree, String> {
     let dir = tempfile::Builder::new()
         .prefix("vfscale-cold-")
         .tempdir_in(parent)
         .map_err(|e| format!("cannot make a directory in {}: {e}", parent.display()))?;
+    let (files_dir, prefix): (PathBuf, &'static [u8]) = if subdir {
+        let sub = dir.path().join("sub");
+        std::fs::create_dir(&sub).map_err(|e| format!("mkdir {}: {e}", sub.display()))?;
+        (sub, b"/sub/")
+    } else {
+        (dir.path().to_path_buf(), b"/")
+    };
     let mut names = Vec::with_capacity(files);
     for i in 0..files {
         let name = format!("f{i:07}");
-        std::fs::File::create(dir.path().join(&name)).map_err(|e| format!("create {name}: {e}"))?;
+        std::fs::File::create(files_dir.join(&name)).map_err(|e| format!("create {name}: {e}"))?;
         names.push(CString::new(name).expect("no NUL"));
     }
-    Ok(Tree { dir, names })
+    Ok(Tree {
+        dir,
+        files_dir,
+        prefix,
+        names,
+    })
 }
 
 fn is_root() -> bool {
@@ -189,9 +213,9 @@ fn kernel_readdir(dir: &Path, expect: usize) -> Result<u64, String> {
     Ok(n as u64)
 }
 
-fn vfscale_readdir(vfs: &Vfs, expect: usize) -> Result<u64, String> {
+fn vfscale_readdir(vfs: &Vfs, dir: &[u8], expect: usize) -> Result<u64, String> {
     let p = vfs.root_process();
-    let n = p.read_dir(b"/").map_err(|e| format!("{e:?}"))?.len() - 2;
+    let n = p.read_dir(dir).map_err(|e| format!("{e:?}"))?.len() - 2;
     if n != expect {
         return Err(format!("vfscale readdir listed {n}, expected {expect}"));
     }
@@ -217,20 +241,26 @@ pub fn main(args: &ColdLookupArgs) -> Result<(), String> {
     } else {
         "a fresh directory per cold pass (host caches not dropped: not root, or --no-drop-caches)"
     };
+    let subdir = args.subdir;
     println!(
-        "cold-lookup: {files} files in {} ({cold_how})",
-        parent.display()
+        "cold-lookup: {files} files in {}{} ({cold_how})",
+        parent.display(),
+        if subdir {
+            ", in a subdirectory of the mirrored root"
+        } else {
+            ""
+        }
     );
     let mut rows = Vec::new();
-    let mut tree = make_tree(&parent, files)?;
+    let mut tree = make_tree(&parent, files, subdir)?;
     for &t in &threads {
         // Kernel, cold then hot.
         if root {
             drop_host_caches()?;
         } else {
-            tree = make_tree(&parent, files)?;
+            tree = make_tree(&parent, files, subdir)?;
         }
-        let dirfd = open_dir(tree.dir.path())?;
+        let dirfd = open_dir(&tree.files_dir)?;
         let names = &tree.names;
         let kcold = files as f64 / parallel(t, |tid| kernel_pass(&dirfd, names, tid, t))?;
         let khot = hot_rate(files, duration, || {
@@ -240,7 +270,7 @@ pub fn main(args: &ColdLookupArgs) -> Result<(), String> {
         if root {
             drop_host_caches()?;
         } else {
-            tree = make_tree(&parent, files)?;
+            tree = make_tree(&parent, files, subdir)?;
         }
         // The unused-dentry bound must hold the working set (passthrough
         // entries are an unpinned cache, like the kernel's dcache), or hot
@@ -254,13 +284,14 @@ pub fn main(args: &ColdLookupArgs) -> Result<(), String> {
             tree.dir.path(),
             PassthroughConfig {
                 ttl: Duration::from_secs(3600),
+                ..Default::default()
             },
         )
         .map_err(|e| format!("passthrough over {}: {e:?}", tree.dir.path().display()))?;
         let paths: Vec<Vec<u8>> = tree
             .names
             .iter()
-            .map(|n| [b"/".as_slice(), n.as_bytes()].concat())
+            .map(|n| [tree.prefix, n.as_bytes()].concat())
             .collect();
         let vcold = files as f64 / parallel(t, |tid| vfscale_pass(&vfs, &paths, tid, t))?;
         let vhot = hot_rate(files, duration, || {
@@ -279,8 +310,9 @@ pub fn main(args: &ColdLookupArgs) -> Result<(), String> {
         }));
         if t == threads[0] {
             // Listings of the same directory, single thread.
-            let kr = readdir_rate(duration, || kernel_readdir(tree.dir.path(), files))?;
-            let vr = readdir_rate(duration, || vfscale_readdir(&vfs, files))?;
+            let kr = readdir_rate(duration, || kernel_readdir(&tree.files_dir, files))?;
+            let vdir: &[u8] = if subdir { b"/sub" } else { b"/" };
+            let vr = readdir_rate(duration, || vfscale_readdir(&vfs, vdir, files))?;
             println!(
                 "readdir (passthrough backend): dirents/s kernel {kr:.0}, vfscale {vr:.0}, ratio {:.2}",
                 vr / kr
@@ -300,7 +332,8 @@ pub fn main(args: &ColdLookupArgs) -> Result<(), String> {
         println!("vfscale hot 2-thread efficiency {:.2}", h2 / (2.0 * h1));
     }
     if let Some(path) = &args.json {
-        let out = json!({"workload": "cold-lookup", "cold": cold_how, "rows": rows});
+        let out =
+            json!({"workload": "cold-lookup", "cold": cold_how, "subdir": subdir, "rows": rows});
         std::fs::write(path, serde_json::to_string_pretty(&out).expect("json"))
             .map_err(|e| format!("{}: {e}", path.display()))?;
     }

@@ -680,6 +680,7 @@ fn passthrough_listings_are_not_cached_by_the_kernel() {
         host.path(),
         vfscale::fs::passthrough::PassthroughConfig {
             ttl: std::time::Duration::ZERO,
+            ..Default::default()
         },
     )
     .unwrap();

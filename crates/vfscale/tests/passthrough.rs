@@ -16,8 +16,15 @@ use vfscale::fs::passthrough::{Passthrough, PassthroughConfig};
 use vfscale::{ProcessApi, Vfs, VfsConfig};
 
 fn mirror(host: &HostDir, ttl: Duration) -> Vfs {
-    Vfs::with_passthrough_root(VfsConfig::default(), host.path(), PassthroughConfig { ttl })
-        .unwrap()
+    Vfs::with_passthrough_root(
+        VfsConfig::default(),
+        host.path(),
+        PassthroughConfig {
+            ttl,
+            ..Default::default()
+        },
+    )
+    .unwrap()
 }
 
 fn read_path(p: &impl ProcessApi, path: &[u8]) -> SysResult<Vec<u8>> {
@@ -302,6 +309,7 @@ fn failed_host_changes_change_nothing() {
         host.path(),
         PassthroughConfig {
             ttl: Duration::from_secs(3600),
+            ..Default::default()
         },
     )
     .unwrap();
@@ -415,6 +423,7 @@ fn injected_host_errors_surface_and_change_nothing() {
         host.path(),
         PassthroughConfig {
             ttl: Duration::ZERO,
+            ..Default::default()
         },
     )
     .unwrap();

@@ -21,7 +21,14 @@ use vfscale::{ProcessApi, Vfs, VfsConfig};
 const SECRET: &[u8] = b"SECRET";
 
 fn mirror(host: &HostDir, ttl: Duration, component_walk: bool) -> Vfs {
-    let pt = Passthrough::new(host.path(), PassthroughConfig { ttl }).unwrap();
+    let pt = Passthrough::new(
+        host.path(),
+        PassthroughConfig {
+            ttl,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     if component_walk {
         pt.host().force_component_walk();
     }
@@ -128,8 +135,15 @@ fn swapping_a_directory_for_a_symlink_never_leaks() {
     // `f` = SECRET, while vfscale (revalidating on every use, so each open
     // reaches the host) reads /d/f. Between vfscale's lookup of `d` (a
     // directory) and its open of `d/f` the swap can land: that open must
-    // fail, never read SECRET.
-    for component_walk in [false, true] {
+    // fail, never read SECRET. With a 2 ms TTL, lookups also use d's
+    // cached directory fd, which follows the real directory around the
+    // tree and is re-opened from the root (refusing the symlink) each TTL.
+    for (component_walk, ttl) in [
+        (false, Duration::ZERO),
+        (true, Duration::ZERO),
+        (false, Duration::from_millis(2)),
+        (true, Duration::from_millis(2)),
+    ] {
         let host = HostDir::new("swap");
         let outside = host.outside();
         std::fs::write(outside.join("f"), SECRET).unwrap();
@@ -139,7 +153,7 @@ fn swapping_a_directory_for_a_symlink_never_leaks() {
         let d = host.path().join("d");
         std::os::unix::fs::symlink(&outside, host.path().join("evil")).unwrap();
         std::fs::rename(&real, &d).unwrap();
-        let vfs = mirror(&host, Duration::ZERO, component_walk);
+        let vfs = mirror(&host, ttl, component_walk);
         let stop = Arc::new(AtomicBool::new(false));
         let swapper = {
             let (stop, root) = (stop.clone(), host.path().to_path_buf());
@@ -180,7 +194,7 @@ fn swapping_a_directory_for_a_symlink_never_leaks() {
         assert!(swaps > 0);
         // The race really ran both ways at least once in most runs; the
         // safety property above is what must always hold.
-        eprintln!("component_walk {component_walk}: {inside} inside reads, {refused} refused, {swaps} swaps");
+        eprintln!("component_walk {component_walk}, ttl {ttl:?}: {inside} inside reads, {refused} refused, {swaps} swaps");
     }
 }
 

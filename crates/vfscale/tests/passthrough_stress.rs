@@ -8,6 +8,9 @@
 //! leaked or double-freed entry on the revalidation, invalidation and
 //! in-lookup paths). Seeded; `VFSCALE_SEED` replays the thread schedules'
 //! op choices, `VFSCALE_PT_STRESS_MS` (default 700) sets the duration.
+//! A second run keeps one cached directory fd and a 20 ms TTL, so fds are
+//! evicted and re-opened under the race and cached misses are vouched for
+//! by directory stamps; its at-rest check waits out the TTL first.
 
 mod common_host;
 
@@ -30,6 +33,30 @@ fn rng(x: &mut u64) -> u64 {
 
 #[test]
 fn concurrent_changes_on_both_sides_stay_consistent() {
+    run(
+        PassthroughConfig {
+            ttl: Duration::ZERO,
+            ..Default::default()
+        },
+        Duration::ZERO,
+    );
+}
+
+#[test]
+fn concurrent_changes_with_evicted_fds_and_vouched_misses_stay_consistent() {
+    run(
+        PassthroughConfig {
+            ttl: Duration::from_millis(20),
+            dir_fds: 1,
+            dir_stamps: true,
+        },
+        // Past the TTL, and long enough for the directories' stamps to
+        // settle (so the at-rest lookups may be vouched for).
+        Duration::from_millis(150),
+    );
+}
+
+fn run(config: PassthroughConfig, rest: Duration) {
     let seed: u64 = std::env::var("VFSCALE_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -47,14 +74,7 @@ fn concurrent_changes_on_both_sides_stay_consistent() {
         .unwrap_or(700);
     let host = HostDir::new("stress");
     host.mkdir("d");
-    let vfs = Vfs::with_passthrough_root(
-        VfsConfig::default(),
-        host.path(),
-        PassthroughConfig {
-            ttl: Duration::ZERO,
-        },
-    )
-    .unwrap();
+    let vfs = Vfs::with_passthrough_root(VfsConfig::default(), host.path(), config).unwrap();
     let base = vfs.object_counts();
     let stop = Arc::new(AtomicBool::new(false));
     let deadline = Instant::now() + Duration::from_millis(ms);
@@ -143,7 +163,8 @@ fn concurrent_changes_on_both_sides_stay_consistent() {
     host_thread.join().unwrap();
     dropper.join().unwrap();
     assert!(ops > 0);
-    // At rest, with TTL 0, vfscale sees exactly the host's state.
+    // At rest, past the TTL, vfscale sees exactly the host's state.
+    std::thread::sleep(rest);
     let p = vfs.root_process();
     for n in NAMES {
         let want = std::fs::symlink_metadata(host.path().join(n));

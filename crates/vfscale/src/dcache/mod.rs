@@ -157,7 +157,7 @@ impl VfsInner {
             return Ok(found);
         }
         if sb.fs.dcache_is_authoritative() {
-            let d = self.cache_lookup_answer(sb, parent, key, core::ptr::null())?;
+            let d = self.cache_lookup_answer(sb, parent, key, core::ptr::null(), 0)?;
             // SAFETY: see `cache_lookup_answer`.
             let seq = unsafe { &*d }.seq.read_begin();
             drop(locked);
@@ -184,6 +184,9 @@ impl VfsInner {
                 leader.complete(in_lookup::Outcome::Done);
                 return Ok(found);
             }
+            // The answer's time is taken before asking: it describes the
+            // backend at some moment after this (`Filesystem::dir_vouches`).
+            let asked_at = precise_monotonic_ns();
             let inode = match sb.fs.lookup(sb, dir, key.bytes) {
                 Ok(i) => i.unwrap_or(core::ptr::null()),
                 // ENOENT is an answer ("no such name"): cache it negative.
@@ -193,7 +196,7 @@ impl VfsInner {
                     return Err(e);
                 }
             };
-            let d = match self.cache_lookup_answer(sb, parent, key, inode) {
+            let d = match self.cache_lookup_answer(sb, parent, key, inode, asked_at) {
                 Ok(d) => d,
                 Err(e) => {
                     leader.complete(in_lookup::Outcome::Failed(e));
@@ -222,17 +225,20 @@ impl VfsInner {
         (!found.is_null()).then(|| (found, unsafe { &*found }.seq.read_begin()))
     }
 
-    /// Caches a lookup's answer (`inode` null: negative) as a fresh unused
-    /// dentry and returns it; if one appeared meanwhile, drops the backend's
-    /// inode and returns that one. Caller holds the directory lock shared
-    /// and an epoch guard: the returned dentry is hashed and cannot be moved
-    /// or removed except by the shrinker, which the guard covers.
+    /// Caches a lookup's answer (`inode` null: negative), obtained from a
+    /// backend asked at `asked_at` (`precise_monotonic_ns`), as a fresh
+    /// unused dentry and returns it; if one appeared meanwhile, drops the
+    /// backend's inode and returns that one. Caller holds the directory
+    /// lock shared and an epoch guard: the returned dentry is hashed and
+    /// cannot be moved or removed except by the shrinker, which the guard
+    /// covers.
     fn cache_lookup_answer(
         &self,
         sb: &SuperBlock,
         parent: *const Dentry,
         key: &NameKey<'_>,
         inode: *const Inode,
+        asked_at: u64,
     ) -> crate::abi::SysResult<*const Dentry> {
         if !inode.is_null() {
             // A backend's inode: counted and charged to the caller's group
@@ -260,10 +266,13 @@ impl VfsInner {
             if sb.revalidate_ttl_ns.is_some() {
                 // SAFETY: hashed under our directory lock and guard.
                 let dr = unsafe { &*d };
-                // Relaxed: read by revalidation under the directory lock or
-                // as a hint (a stale time only revalidates early or late by
-                // one race).
-                dr.cookie.store(monotonic_ns(), Ordering::Relaxed);
+                // Relaxed: pairs with nothing. Every value ever stored
+                // (0 before this store, later ones by `fetch_max` in
+                // revalidation) is a time at which the answer was known to
+                // hold, so whichever one a reader sees is a true claim
+                // (`dir_vouches` relies on that); nothing else is
+                // published through it.
+                dr.cookie.store(asked_at, Ordering::Relaxed);
                 dr.set_flag(dentry::D_REVALIDATE);
             }
             // A fresh dentry at count zero: cached, reclaimable.
@@ -655,7 +664,22 @@ impl VfsInner {
     }
 }
 
-/// Monotonic coarse time in nanoseconds (revalidation timestamps).
+/// CLOCK_MONOTONIC in nanoseconds: the times backend entries record
+/// (taken before the backend is asked; compared with a backend's own
+/// observation times, so it must not be coarse). The fast walk compares
+/// them with the coarse clock of the same base, which trails by at most a
+/// tick: an entry then looks fresh for up to a tick longer.
+pub(crate) fn precise_monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes only into the timespec we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Monotonic coarse time in nanoseconds (the fast walk's freshness test).
 pub(crate) fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -684,13 +708,14 @@ impl VfsInner {
         let Some(ttl) = sb.revalidate_ttl_ns else {
             return Ok(true);
         };
-        let now = monotonic_ns();
+        let now = precise_monotonic_ns();
         // Relaxed: see `cache_lookup_answer`.
-        if now.saturating_sub(d.cookie.load(Ordering::Relaxed)) < ttl {
+        let answered_at = d.cookie.load(Ordering::Relaxed);
+        if now.saturating_sub(answered_at) < ttl {
             return Ok(true);
         }
         let index = dir.dir_index().ok_or(crate::abi::Errno::ENOTDIR)?;
-        let valid = {
+        let valid_at = {
             let _shared = index.read();
             if !d.is_hashed() || !core::ptr::eq(d.parent_ptr(), parent) {
                 return Ok(false);
@@ -698,11 +723,22 @@ impl VfsInner {
             // SAFETY: a dentry's inode lives as long as the dentry, which
             // the caller's guard keeps allocated.
             let cached = unsafe { d.inode_ptr().as_ref() };
-            sb.fs.revalidate(sb, dir, key.bytes, cached)?
+            // A miss may be vouched for by its unchanged directory; a
+            // positive entry's attributes need the backend's word on the
+            // name itself (a write changes a file, not its directory).
+            let vouched = match cached {
+                None => sb.fs.dir_vouches(sb, dir, answered_at)?,
+                Some(_) => None,
+            };
+            match vouched {
+                Some(at) => Some(at),
+                None => sb.fs.revalidate(sb, dir, key.bytes, cached)?.then_some(now),
+            }
         };
-        if valid {
-            // Relaxed: as above.
-            d.cookie.store(now, Ordering::Relaxed);
+        if let Some(at) = valid_at {
+            // Relaxed: as above. Never moved back (a racing revalidation
+            // may have stored a later time).
+            d.cookie.fetch_max(at, Ordering::Relaxed);
             return Ok(true);
         }
         // A reference keeps the shrinker from killing it under us (it only

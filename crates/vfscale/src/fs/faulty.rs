@@ -208,6 +208,23 @@ impl<F: Filesystem> Filesystem for FaultyFs<F> {
         self.inner.revalidate(sb, dir, name, cached)
     }
 
+    fn dir_vouches(
+        &self,
+        sb: &SuperBlock,
+        dir: &Inode,
+        answered_at: u64,
+    ) -> SysResult<Option<u64>> {
+        // Part of revalidation: the same faults reach it.
+        if let Some(e) = self.control.decide(CallKind::Revalidate) {
+            return Err(e);
+        }
+        self.inner.dir_vouches(sb, dir, answered_at)
+    }
+
+    fn directory_moved(&self, sb: &SuperBlock, dir: &Inode) {
+        self.inner.directory_moved(sb, dir)
+    }
+
     fn evict(&self, inode: &Inode) {
         self.inner.evict(inode)
     }

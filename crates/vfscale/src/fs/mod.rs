@@ -74,6 +74,24 @@ pub trait Filesystem: Send + Sync {
         Ok(true)
     }
 
+    /// Whether directory `dir` itself vouches that a cached *negative*
+    /// entry of it, answered at `answered_at` (CLOCK_MONOTONIC ns, taken
+    /// before the backend was asked), still holds, without asking about
+    /// the name: `Some(t)` — it held at `t` (the entry's new validation
+    /// time); `None` — ask about the name (`revalidate`).
+    fn dir_vouches(
+        &self,
+        _sb: &SuperBlock,
+        _dir: &Inode,
+        _answered_at: u64,
+    ) -> SysResult<Option<u64>> {
+        Ok(None)
+    }
+
+    /// vfscale renamed or removed directory `dir` through the backend
+    /// (after the backend's `rename`/`unlink` succeeded).
+    fn directory_moved(&self, _sb: &SuperBlock, _dir: &Inode) {}
+
     /// The core is freeing `inode` (backend-served instances only).
     fn evict(&self, _inode: &Inode) {}
 

@@ -6,16 +6,21 @@
 //!
 //! Invariants:
 //! - nothing is changed in memory before the backend succeeded, so a host
-//!   error leaves the cache as it was (the errno is returned unchanged);
-//! - the checks run on names looked up (and cached) through the backend
-//!   first, so EEXIST/ENOENT/ENOTDIR/EISDIR come from the host's state;
+//!   error leaves the cache as it was (the errno is returned unchanged) —
+//!   except that an error saying the host's names differ from the cached
+//!   ones (EEXIST, ENOENT, ENOTDIR, EISDIR: the host changed them behind
+//!   vfscale within the TTL) drops the names involved, so the next lookup
+//!   asks the host;
+//! - the checks run on names looked up (and cached, revalidated past the
+//!   TTL) through the backend first, so EEXIST/ENOENT/ENOTDIR/EISDIR come
+//!   from the host's state;
 //! - `forget_name` unhashes under the parent's exclusive directory lock, as
 //!   every name removal does; a dentry still in use (an open file, a cwd)
 //!   stays allocated for its holder, unreachable by name.
 
 use super::Process;
 use crate::abi::*;
-use crate::dcache::dentry::{Dentry, D_MOUNTED};
+use crate::dcache::dentry::{Dentry, D_MOUNTED, D_REVALIDATE};
 use crate::dcache::name::NameKey;
 use crate::dcache::walk::{Last, Parent};
 use crate::fs::SuperBlock;
@@ -37,14 +42,46 @@ impl Process {
         dir: &Inode,
         key: &NameKey<'_>,
     ) -> SysResult<(*const Dentry, *const Inode)> {
-        // A directory entry reclaimed since the walk: as if removed (rare:
-        // only unused backend entries are reclaimable).
-        let (d, _) = self
-            .vfs
-            .lookup_slow(dir_d, dir, key)?
-            .ok_or(Errno::ENOENT)?;
-        // SAFETY: the guard keeps the dentry allocated.
-        Ok((d, unsafe { &*d }.inode_ptr()))
+        let mut tries = 0;
+        loop {
+            // A directory entry reclaimed since the walk: as if removed
+            // (rare: only unused backend entries are reclaimable).
+            let (d, _) = self
+                .vfs
+                .lookup_slow(dir_d, dir, key)?
+                .ok_or(Errno::ENOENT)?;
+            // SAFETY: the guard keeps the dentry allocated.
+            let dr = unsafe { &*d };
+            // Past its TTL the entry is revalidated as a walk would; a
+            // dropped one is looked up again (a few times at most: under
+            // a host storm, the last answer is used and the host's own
+            // errno decides).
+            tries += 1;
+            if tries < 4
+                && dr.flags() & D_REVALIDATE != 0
+                && !self.vfs.revalidate_dentry(dir_d, dir, dr, key)?
+            {
+                continue;
+            }
+            return Ok((d, dr.inode_ptr()));
+        }
+    }
+
+    /// After a host error in a change of `names` in `dir`: an errno that
+    /// says the host's names are not what the cache held drops them (and
+    /// refreshes the directory), so the next lookup asks the host.
+    fn forget_after_error(&self, e: Errno, names: &[(*const Dentry, &Inode, &NameKey<'_>)]) {
+        if matches!(
+            e,
+            Errno::EEXIST | Errno::ENOENT | Errno::ENOTDIR | Errno::EISDIR
+        ) {
+            for &(dir_d, dir, key) in names {
+                self.vfs.forget_name(dir_d, dir, key);
+                if let Some(sb) = backend_of(dir) {
+                    let _ = sb.fs.refresh(sb, dir);
+                }
+            }
+        }
     }
 
     /// mkdir, mknod, symlink, link and O_CREAT on a backend: the name must
@@ -70,7 +107,11 @@ impl Process {
         }
         self.may_write_dir(dir)?;
         let sb = backend_of(dir).ok_or(Errno::EINVAL)?;
-        make(sb, dir, name)?;
+        if let Err(e) = make(sb, dir, name) {
+            // EEXIST: the host has the name although the cache said no.
+            self.forget_after_error(e, &[(dir_d, dir, &key)]);
+            return Err(e);
+        }
         self.vfs.forget_name(dir_d, dir, &key);
         let _ = sb.fs.refresh(sb, dir);
         Ok(())
@@ -110,7 +151,13 @@ impl Process {
             return Err(Errno::EBUSY);
         }
         let sb = backend_of(dir).ok_or(Errno::EINVAL)?;
-        sb.fs.unlink(sb, dir, name, rmdir)?;
+        if let Err(e) = sb.fs.unlink(sb, dir, name, rmdir) {
+            self.forget_after_error(e, &[(dir_d, dir, &key)]);
+            return Err(e);
+        }
+        if rmdir {
+            sb.fs.directory_moved(sb, vi);
+        }
         self.vfs.forget_name(dir_d, dir, &key);
         let _ = sb.fs.refresh(sb, dir);
         Ok(())
@@ -150,7 +197,18 @@ impl Process {
             }
         }
         let sb = backend_of(odir).ok_or(Errno::EINVAL)?;
-        sb.fs.rename(sb, odir, old_name, ndir, new_name, flags)?;
+        if let Err(e) = sb.fs.rename(sb, odir, old_name, ndir, new_name, flags) {
+            self.forget_after_error(e, &[(od, odir, &okey), (nd, ndir, &nkey)]);
+            return Err(e);
+        }
+        // SAFETY: the guard keeps the victim allocated.
+        let victim_is_dir = !ni.is_null() && unsafe { &*ni }.is_dir();
+        if oi.is_dir() {
+            sb.fs.directory_moved(sb, oi);
+        } else if victim_is_dir {
+            // SAFETY: as above.
+            sb.fs.directory_moved(sb, unsafe { &*ni });
+        }
         self.vfs.forget_name(od, odir, &okey);
         self.vfs.forget_name(nd, ndir, &nkey);
         let _ = sb.fs.refresh(sb, odir);

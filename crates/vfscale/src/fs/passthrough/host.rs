@@ -16,12 +16,84 @@
 //!   O_DIRECTORY too. Symlinks are read as text (readlinkat) and resolved
 //!   by vfscale's walk inside vfscale's namespace, so an absolute target
 //!   names vfscale's root, never the host's.
-//! - No cached host fd of an inner directory is used for lookups: each call
-//!   starts at the root fd, so a directory moved out from under the root on
-//!   the host is no longer reachable through its old vfscale path.
+//! - Cached directory fds (`dirs.rs`): lookups and revalidations of a
+//!   name use `stat_at`/`readlink_at` on an O_PATH fd of its directory
+//!   with a single component and AT_SYMLINK_NOFOLLOW, so nothing is
+//!   followed and nothing climbs: the answer is about an entry *of that
+//!   directory*. Such an fd was opened beneath the root (`open_beneath`)
+//!   and is used only while a resolution from the root confirmed, within
+//!   the TTL, that the directory's path still leads to it (dirs.rs says
+//!   how); a host process that moves a directory out of the tree exposes
+//!   its contents to vfscale lookups for at most that long. Data opens and
+//!   namespace changes still resolve from the root every time.
+//! - Every host call that resolves a name or reads attributes is counted
+//!   in `HostStats` (tests count what revalidation costs).
 
 use crate::abi::{Errno, SysResult};
+use crate::sync::counter::ShardedCounter;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
+
+/// An instance's host statistics: the host calls it made (name
+/// resolutions and attribute reads: openat, openat2, fstatat, fstat,
+/// readlinkat) and the directory fds it holds.
+#[derive(Default)]
+pub struct HostStats {
+    calls: ShardedCounter,
+    /// Relaxed everywhere: a bound, not a protocol (the fds themselves are
+    /// guarded by the backend's shard mutexes).
+    dir_fds: std::sync::atomic::AtomicUsize,
+}
+
+impl HostStats {
+    /// Host calls so far (exact once the calls being made returned).
+    pub fn calls(&self) -> u64 {
+        self.calls.sum() as u64
+    }
+
+    /// Directory fds held open now.
+    pub fn dir_fds_held(&self) -> usize {
+        self.dir_fds.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub(crate) fn dir_fds_add(&self, delta: isize) {
+        if delta >= 0 {
+            self.dir_fds
+                .fetch_add(delta as usize, std::sync::atomic::Ordering::Relaxed);
+        } else {
+            self.dir_fds
+                .fetch_sub(delta.unsigned_abs(), std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    fn count(&self) {
+        self.calls.inc();
+    }
+}
+
+/// `name` NUL-terminated in a stack buffer (no allocation on the lookup
+/// path); a component must be valid and at most NAME_MAX bytes.
+struct CName {
+    buf: [u8; crate::abi::NAME_MAX + 1],
+}
+
+impl CName {
+    fn new(name: &[u8]) -> SysResult<CName> {
+        if !valid_component(name) {
+            return Err(Errno::EINVAL);
+        }
+        if name.len() > crate::abi::NAME_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        let mut buf = [0u8; crate::abi::NAME_MAX + 1];
+        buf[..name.len()].copy_from_slice(name);
+        Ok(CName { buf })
+    }
+
+    fn as_ptr(&self) -> *const libc::c_char {
+        self.buf.as_ptr().cast()
+    }
+}
 
 const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
 const RESOLVE_NO_SYMLINKS: u64 = 0x04;
@@ -66,6 +138,7 @@ pub struct HostRoot {
     root: OwnedFd,
     /// openat2 is available and used (else component walks).
     openat2: std::sync::atomic::AtomicBool,
+    calls: Arc<HostStats>,
 }
 
 impl HostRoot {
@@ -87,7 +160,54 @@ impl HostRoot {
             // SAFETY: a fresh fd nobody else owns.
             root: unsafe { OwnedFd::from_raw_fd(fd) },
             openat2: std::sync::atomic::AtomicBool::new(true),
+            calls: Arc::default(),
         })
+    }
+
+    /// The instance's host statistics.
+    pub fn stats(&self) -> Arc<HostStats> {
+        self.calls.clone()
+    }
+
+    /// The root directory's fd.
+    pub(crate) fn root_fd(&self) -> RawFd {
+        self.root.as_raw_fd()
+    }
+
+    /// lstat of the single component `name` in the directory open as
+    /// `dir` (the root's fd or a cached directory fd): nothing followed.
+    pub(crate) fn stat_at(&self, dir: RawFd, name: &[u8]) -> SysResult<libc::stat> {
+        let c = CName::new(name)?;
+        self.calls.count();
+        // SAFETY: zeroed stat is a valid output buffer.
+        let mut st: libc::stat = unsafe { core::mem::zeroed() };
+        // SAFETY: fstatat writes only `st`; `c` is NUL-terminated.
+        let r = unsafe { libc::fstatat(dir, c.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
+        if r < 0 {
+            return Err(last_errno());
+        }
+        Ok(st)
+    }
+
+    /// fstat of an fd of ours (counted).
+    pub(crate) fn fstat(&self, fd: RawFd) -> SysResult<libc::stat> {
+        self.calls.count();
+        fstat(fd)
+    }
+
+    /// The text of the symlink `name` in the directory open as `dir`.
+    pub(crate) fn readlink_at(&self, dir: RawFd, name: &[u8]) -> SysResult<Vec<u8>> {
+        let c = CName::new(name)?;
+        self.calls.count();
+        let mut buf = vec![0u8; crate::abi::PATH_MAX];
+        // SAFETY: readlinkat writes at most `buf.len()` bytes into `buf`;
+        // it never follows the final component.
+        let n = unsafe { libc::readlinkat(dir, c.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+        if n < 0 {
+            return Err(last_errno());
+        }
+        buf.truncate(n as usize);
+        Ok(buf)
     }
 
     /// Uses O_NOFOLLOW component walks instead of openat2 (the fallback for
@@ -118,6 +238,7 @@ impl HostRoot {
     fn openat2(&self, rel: &[u8], flags: i32) -> SysResult<OwnedFd> {
         let path = if rel.is_empty() { &b"."[..] } else { rel };
         let c = std::ffi::CString::new(path).map_err(|_| Errno::EINVAL)?;
+        self.calls.count();
         let how = OpenHow {
             flags: flags as u32 as u64,
             mode: 0,
@@ -143,6 +264,7 @@ impl HostRoot {
 
     fn component_walk(&self, rel: &[u8], flags: i32) -> SysResult<OwnedFd> {
         if rel.is_empty() {
+            self.calls.count();
             return openat_raw(self.root.as_raw_fd(), b".", flags);
         }
         let comps: Vec<&[u8]> = rel.split(|&b| b == b'/').collect();
@@ -159,6 +281,7 @@ impl HostRoot {
             } else {
                 libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC
             };
+            self.calls.count();
             cur = Some(openat_raw(at, comp, f).map_err(|e| {
                 // A symlink in an inner component: refused, as openat2's
                 // RESOLVE_NO_SYMLINKS does.
@@ -178,31 +301,20 @@ impl HostRoot {
     /// path and a third of its syscalls (open, fstat, close), which
     /// dominate a cold lookup on a machine with slow syscalls.
     pub fn lstat(&self, rel: &[u8]) -> SysResult<libc::stat> {
-        if !rel.is_empty() && valid_component(rel) {
-            let c = std::ffi::CString::new(rel).map_err(|_| Errno::EINVAL)?;
-            // SAFETY: zeroed stat is a valid output buffer.
-            let mut st: libc::stat = unsafe { core::mem::zeroed() };
-            // SAFETY: fstatat writes only `st`; `c` is NUL-terminated.
-            let r = unsafe {
-                libc::fstatat(
-                    self.root.as_raw_fd(),
-                    c.as_ptr(),
-                    &mut st,
-                    libc::AT_SYMLINK_NOFOLLOW,
-                )
-            };
-            if r < 0 {
-                return Err(last_errno());
-            }
-            return Ok(st);
+        if rel.is_empty() {
+            return self.fstat(self.root.as_raw_fd());
+        }
+        if valid_component(rel) {
+            return self.stat_at(self.root.as_raw_fd(), rel);
         }
         let fd = self.open_beneath(rel, libc::O_PATH)?;
-        fstat(fd.as_raw_fd())
+        self.fstat(fd.as_raw_fd())
     }
 
     /// The text of the symlink `rel`.
     pub fn readlink(&self, rel: &[u8]) -> SysResult<Vec<u8>> {
         let fd = self.open_beneath(rel, libc::O_PATH)?;
+        self.calls.count();
         let mut buf = vec![0u8; crate::abi::PATH_MAX];
         // SAFETY: readlinkat with an empty path reads the O_PATH symlink
         // fd's own text into `buf`, at most its length.

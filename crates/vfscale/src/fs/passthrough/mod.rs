@@ -13,23 +13,31 @@
 //!
 //! Caching: every answer is cached in the dcache like any other (negative
 //! ones too). A cached entry older than the instance's TTL is revalidated
-//! on its next use by the walk (one host lstat): same host object → its
-//! attributes are refreshed; gone or replaced → the entry is dropped and
-//! looked up again. Host errors (EACCES, EIO...) are returned unchanged and
-//! change nothing in the cache.
+//! on its next use by the walk: a negative one is vouched for by its
+//! directory's unchanged stamp when it can be (dirs.rs: one host stat of
+//! the directory per TTL for all its misses), else one host lstat of the
+//! name; same host object → its attributes are refreshed; gone or
+//! replaced → the entry is dropped and looked up again. Host errors
+//! (EACCES, EIO...) are returned unchanged and change nothing in the
+//! cache. Lookups and revalidations stat the name on its directory's
+//! cached O_PATH fd (one host call; dirs.rs says when such an fd is
+//! trusted).
 //!
 //! Invariants:
 //! - every host call goes through `host::HostRoot` (see host.rs for the
 //!   containment argument);
-//! - `paths` maps each live passthrough inode (by address) to its host path
-//!   relative to the root; an entry is added when the inode is made and
-//!   removed by `evict` when the core frees it, under the shard mutex;
+//! - `nodes` maps each live passthrough inode (by address) to its host path
+//!   relative to the root and, for a directory, its `DirState`; an entry
+//!   is added when the inode is made and removed by `evict` when the core
+//!   frees it, under the shard mutex; no host call is made under a shard
+//!   mutex;
 //! - inodes handed to the core carry one reference, are counted against
 //!   the instance's inode and block limits like tmpfs inodes (the core's
 //!   `iput` releases both), and are never shared between dentries (a host
 //!   hard link seen under two names is two vfscale inodes with the same
 //!   number).
 
+pub mod dirs;
 pub mod host;
 
 use super::{AttrChange, Filesystem, SuperBlock};
@@ -38,38 +46,101 @@ use crate::dir::index::DirIndex;
 use crate::inode::{Inode, InodeBody};
 use crate::process::DirEntryRef;
 use crate::sync::lock::{Mutex, RwLock};
-use host::HostRoot;
+use dirs::{mono_ns, real_ns, DirState, FdRing, Observed};
+use host::{HostRoot, HostStats};
 use std::collections::HashMap;
-use std::os::fd::AsRawFd;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Tunables of a passthrough instance.
 #[derive(Clone, Copy, Debug)]
 pub struct PassthroughConfig {
     /// How long a cached entry is trusted before the next use asks the host
-    /// again (`Duration::ZERO`: every use).
+    /// again (`Duration::ZERO`: every use). Also how long a cached
+    /// directory fd is used before it is re-opened from the root.
     pub ttl: Duration,
+    /// How many host directory fds are kept open for lookups (0: none; each
+    /// lookup below the root then opens its directory from the root).
+    pub dir_fds: usize,
+    /// Let an unchanged directory (same ino, mtime and ctime) vouch for
+    /// its cached misses instead of asking the host per name. Sound when
+    /// the host's directory timestamps come from this machine's clock
+    /// (local filesystems); turn off for a network filesystem whose server
+    /// clock may lag.
+    pub dir_stamps: bool,
 }
 
 impl Default for PassthroughConfig {
     fn default() -> Self {
         PassthroughConfig {
             ttl: Duration::from_secs(1),
+            dir_fds: 1024,
+            dir_stamps: true,
         }
     }
 }
 
 const SHARDS: usize = 16;
 
-/// Host paths of live inodes, by inode address.
-type PathShard = Mutex<HashMap<usize, Box<[u8]>>>;
+/// What the backend keeps per live inode.
+struct Node {
+    /// Host path relative to the root ("" for the root).
+    path: Box<[u8]>,
+    /// Directories only.
+    dir: Option<Box<DirState>>,
+}
+
+/// Live inodes, by inode address.
+type NodeShard = Mutex<HashMap<usize, Node, BuildHasherDefault<AddrHasher>>>;
+
+/// Hashes an inode address with one multiply (the default SipHash cost
+/// ~150 instructions per map operation, three of which a cold lookup
+/// makes): addresses are not chosen by an adversary.
+#[derive(Default)]
+struct AddrHasher(u64);
+
+impl Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_usize(&mut self, addr: usize) {
+        // Inodes are 64-byte aligned: the low bits carry nothing.
+        self.0 = ((addr as u64) >> 6).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// Where a name's directory is open: the root fd, or a cached (or, with
+/// `dir_fds` 0, a one-use) fd of an inner directory.
+enum At {
+    Root,
+    Fd(Arc<OwnedFd>),
+}
 
 /// The passthrough backend of one instance.
 pub struct Passthrough {
     host: HostRoot,
     config: PassthroughConfig,
+    ttl_ns: u64,
     root_dev: std::sync::atomic::AtomicU64,
-    paths: Box<[PathShard]>,
+    nodes: Box<[NodeShard]>,
+    /// Directories holding an fd (bound and eviction order; dirs.rs).
+    ring: Mutex<FdRing>,
+    /// Host calls and fds held (`HostRoot`'s, shared).
+    stats: Arc<HostStats>,
+    fd_serial: AtomicU64,
+    /// Bumped when vfscale renames or removes a directory: every cached fd
+    /// is re-opened from the root before its next use.
+    rename_epoch: AtomicU64,
 }
 
 impl Passthrough {
@@ -78,10 +149,17 @@ impl Passthrough {
         let host = HostRoot::open(dir)?;
         let st = host.lstat(b"")?;
         Ok(Passthrough {
+            stats: host.stats(),
             host,
+            ttl_ns: u64::try_from(config.ttl.as_nanos()).unwrap_or(u64::MAX),
             config,
             root_dev: std::sync::atomic::AtomicU64::new(st.st_dev),
-            paths: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            nodes: (0..SHARDS)
+                .map(|_| Mutex::new(HashMap::default()))
+                .collect(),
+            ring: Mutex::new(FdRing::new()),
+            fd_serial: AtomicU64::new(1),
+            rename_epoch: AtomicU64::new(0),
         })
     }
 
@@ -90,18 +168,169 @@ impl Passthrough {
         &self.host
     }
 
-    fn shard(&self, inode: &Inode) -> &PathShard {
-        let a = inode as *const Inode as usize;
-        &self.paths[(a >> 6) & (SHARDS - 1)]
+    /// The instance's host statistics (shared: keep them after handing
+    /// the backend to a `Vfs`).
+    pub fn stats(&self) -> Arc<HostStats> {
+        self.stats.clone()
+    }
+
+    fn shard_at(&self, addr: usize) -> &NodeShard {
+        &self.nodes[(addr >> 6) & (SHARDS - 1)]
+    }
+
+    fn shard(&self, inode: &Inode) -> &NodeShard {
+        self.shard_at(addr_of(inode))
     }
 
     /// The host path of a live passthrough inode.
     fn path_of(&self, inode: &Inode) -> SysResult<Box<[u8]>> {
         self.shard(inode)
             .lock()
-            .get(&(inode as *const Inode as usize))
-            .cloned()
+            .get(&addr_of(inode))
+            .map(|n| n.path.clone())
             .ok_or(Errno::ESTALE)
+    }
+
+    fn raw(&self, at: &At) -> RawFd {
+        match at {
+            At::Root => self.host.root_fd(),
+            At::Fd(fd) => fd.as_raw_fd(),
+        }
+    }
+
+    /// A trusted fd of directory `dir` (dirs.rs) and, given `name`, the
+    /// host path of its child `name`.
+    fn dir_at(&self, dir: &Inode, name: Option<&[u8]>) -> SysResult<(At, Box<[u8]>)> {
+        let now = mono_ns();
+        // Relaxed: read before the open below, so a rename that bumps it
+        // meanwhile makes the next use re-open (the rename itself races
+        // with this lookup either way).
+        let epoch = self.rename_epoch.load(Ordering::Relaxed);
+        let path = {
+            let mut shard = self.shard(dir).lock();
+            let node = shard.get_mut(&addr_of(dir)).ok_or(Errno::ESTALE)?;
+            let rel = match name {
+                Some(n) => host::join(&node.path, n)?,
+                None => Box::default(),
+            };
+            if node.path.is_empty() {
+                return Ok((At::Root, rel));
+            }
+            if let Some(ds) = node.dir.as_deref_mut() {
+                if let Some(fd) = &ds.fd {
+                    if ds.fd_epoch == epoch && now.saturating_sub(ds.fd_checked_at) < self.ttl_ns {
+                        ds.referenced = true;
+                        return Ok((At::Fd(fd.clone()), rel));
+                    }
+                }
+            }
+            (node.path.clone(), rel)
+        };
+        Ok((At::Fd(self.open_dir(dir, &path.0, epoch)?), path.1))
+    }
+
+    /// Opens directory `dir` at `path` beneath the root and, when fds are
+    /// cached, keeps it as `dir`'s fd (and observes its stamp).
+    fn open_dir(&self, dir: &Inode, path: &[u8], epoch: u64) -> SysResult<Arc<OwnedFd>> {
+        let (before, real_before) = (mono_ns(), real_ns());
+        let fd = self
+            .host
+            .open_beneath(path, libc::O_PATH | libc::O_DIRECTORY)?;
+        if self.config.dir_fds == 0 {
+            return Ok(Arc::new(fd));
+        }
+        let st = self.host.fstat(fd.as_raw_fd())?;
+        let when = Observed {
+            before,
+            after: mono_ns(),
+            real_before,
+        };
+        let fd = Arc::new(fd);
+        let addr = addr_of(dir);
+        // Relaxed: a unique number, nothing else.
+        let serial = self.fd_serial.fetch_add(1, Ordering::Relaxed);
+        let old = {
+            let mut shard = self.shard(dir).lock();
+            // The caller keeps `dir` alive, so its node exists.
+            let Some(node) = shard.get_mut(&addr) else {
+                return Ok(fd);
+            };
+            let ds = node.dir.get_or_insert_with(|| Box::new(DirState::new()));
+            ds.observe(&st, when);
+            ds.fd_checked_at = before;
+            ds.fd_epoch = epoch;
+            ds.fd_serial = serial;
+            ds.referenced = true;
+            ds.fd.replace(fd.clone())
+        };
+        if old.is_none() {
+            self.stats.dir_fds_add(1);
+        }
+        drop(old);
+        self.ring_add(addr, serial);
+        Ok(fd)
+    }
+
+    /// Lists a newly installed fd and closes the coldest ones while more
+    /// than `dir_fds` are held (second chance for recently used ones).
+    fn ring_add(&self, addr: usize, serial: u64) {
+        let cap = self.config.dir_fds;
+        let mut closing = Vec::new();
+        let mut ring = self.ring.lock();
+        ring.entries.push_back((addr, serial));
+        let mut budget = 2 * ring.entries.len();
+        while self.stats.dir_fds_held() > cap && budget > 0 {
+            budget -= 1;
+            let Some((a, s)) = ring.entries.pop_front() else {
+                break;
+            };
+            let mut shard = self.shard_at(a).lock();
+            let Some(ds) = shard.get_mut(&a).and_then(|n| n.dir.as_deref_mut()) else {
+                continue;
+            };
+            if ds.fd_serial != s || ds.fd.is_none() {
+                continue;
+            }
+            if ds.referenced {
+                ds.referenced = false;
+                drop(shard);
+                ring.entries.push_back((a, s));
+                continue;
+            }
+            ds.fd_serial = 0;
+            closing.push(ds.fd.take());
+            self.stats.dir_fds_add(-1);
+        }
+        if ring.entries.len() > cap.saturating_mul(2).saturating_add(64) {
+            // Entries of freed or re-opened fds: keep the live ones only.
+            let entries = std::mem::take(&mut ring.entries);
+            ring.entries = entries
+                .into_iter()
+                .filter(|&(a, s)| {
+                    let shard = self.shard_at(a).lock();
+                    shard
+                        .get(&a)
+                        .and_then(|n| n.dir.as_deref())
+                        .is_some_and(|ds| ds.fd_serial == s && ds.fd.is_some())
+                })
+                .collect();
+        }
+        drop(ring);
+        drop(closing);
+    }
+
+    /// Records a stat of what `dir`'s path leads to (another directory
+    /// there is a stamp change: its ino is part of the stamp).
+    fn observe(&self, dir: &Inode, st: &libc::stat, when: Observed) {
+        if st.st_mode & libc::S_IFMT != libc::S_IFDIR {
+            return;
+        }
+        let mut shard = self.shard(dir).lock();
+        if let Some(node) = shard.get_mut(&addr_of(dir)) {
+            node.dir
+                .get_or_insert_with(|| Box::new(DirState::new()))
+                .observe(st, when);
+        }
     }
 
     /// vfscale's inode number for a host object: the host's own number on
@@ -119,18 +348,22 @@ impl Passthrough {
         }
     }
 
-    /// A fresh inode (one reference) mirroring host object `st` at `rel`.
+    /// A fresh inode (one reference) mirroring host object `st`, entry
+    /// `name` of the directory open as `at`, at host path `rel`; `when`
+    /// timed the stat.
     fn make_inode(
         &self,
         sb: &SuperBlock,
+        (at, name): (&At, &[u8]),
         rel: Box<[u8]>,
         st: &libc::stat,
+        when: Observed,
     ) -> SysResult<*const Inode> {
         let ty = st.st_mode & libc::S_IFMT;
         let body = match ty {
             libc::S_IFDIR => InodeBody::Directory(RwLock::new(DirIndex::new())),
             libc::S_IFREG => InodeBody::Regular(RwLock::new(Default::default())),
-            libc::S_IFLNK => InodeBody::Symlink(self.host.readlink(&rel)?.into()),
+            libc::S_IFLNK => InodeBody::Symlink(self.host.readlink_at(self.raw(at), name)?.into()),
             _ => InodeBody::Special,
         };
         sb.reserve_inode()?;
@@ -149,8 +382,32 @@ impl Passthrough {
         // SAFETY: just allocated, not shared yet.
         let i = unsafe { &*p };
         copy_attrs(i, st);
-        self.shard(i).lock().insert(p as usize, rel);
+        let dir = (ty == libc::S_IFDIR).then(|| {
+            let mut ds = Box::new(DirState::new());
+            ds.observe(st, when);
+            ds
+        });
+        self.shard(i)
+            .lock()
+            .insert(p as usize, Node { path: rel, dir });
         Ok(p)
+    }
+}
+
+fn addr_of(inode: &Inode) -> usize {
+    inode as *const Inode as usize
+}
+
+/// Clocks before a host stat.
+fn observe_start() -> (u64, i64) {
+    (mono_ns(), real_ns())
+}
+
+fn observed((before, real_before): (u64, i64)) -> Observed {
+    Observed {
+        before,
+        after: mono_ns(),
+        real_before,
     }
 }
 
@@ -253,21 +510,31 @@ impl Filesystem for Passthrough {
     }
 
     fn lookup(&self, sb: &SuperBlock, dir: &Inode, name: &[u8]) -> SysResult<Option<*const Inode>> {
-        let rel = host::join(&self.path_of(dir)?, name)?;
-        match self.host.lstat(&rel) {
-            Ok(st) => self.make_inode(sb, rel, &st).map(Some),
+        let (at, rel) = self.dir_at(dir, Some(name))?;
+        let start = observe_start();
+        match self.host.stat_at(self.raw(&at), name) {
+            Ok(st) => self
+                .make_inode(sb, (&at, name), rel, &st, observed(start))
+                .map(Some),
             Err(Errno::ENOENT) => Ok(None),
             Err(e) => Err(e),
         }
     }
 
     fn init_root(&self, _sb: &SuperBlock, root: &Inode) {
+        let mut ds = Box::new(DirState::new());
+        let start = observe_start();
         if let Ok(st) = self.host.lstat(b"") {
             copy_attrs(root, &st);
+            ds.observe(&st, observed(start));
         }
-        self.shard(root)
-            .lock()
-            .insert(root as *const Inode as usize, Box::default());
+        self.shard(root).lock().insert(
+            addr_of(root),
+            Node {
+                path: Box::default(),
+                dir: Some(ds),
+            },
+        );
     }
 
     fn backend_served(&self) -> bool {
@@ -285,11 +552,18 @@ impl Filesystem for Passthrough {
         name: &[u8],
         cached: Option<&Inode>,
     ) -> SysResult<bool> {
-        let rel = host::join(&self.path_of(dir)?, name)?;
-        match self.host.lstat(&rel) {
+        let at = match self.dir_at(dir, None) {
+            Ok((at, _)) => at,
+            // The directory is gone from its path: so is the name.
+            Err(Errno::ENOENT) => return Ok(cached.is_none()),
+            Err(e) => return Err(e),
+        };
+        let start = observe_start();
+        match self.host.stat_at(self.raw(&at), name) {
             Err(Errno::ENOENT) => Ok(cached.is_none()),
             Err(e) => Err(e),
             Ok(st) => {
+                let when = observed(start);
                 let Some(i) = cached else {
                     return Ok(false);
                 };
@@ -299,20 +573,72 @@ impl Filesystem for Passthrough {
                 if i.file_type() == S_IFLNK {
                     // The link text is fixed in the inode: a changed one
                     // needs a new inode.
-                    if self.host.readlink(&rel)? != i.symlink_target().unwrap_or(&[]) {
+                    if self.host.readlink_at(self.raw(&at), name)?
+                        != i.symlink_target().unwrap_or(&[])
+                    {
                         return Ok(false);
                     }
                 }
                 copy_attrs(i, &st);
+                if i.is_dir() {
+                    self.observe(i, &st, when);
+                }
                 Ok(true)
             }
         }
     }
 
+    fn dir_vouches(
+        &self,
+        _sb: &SuperBlock,
+        dir: &Inode,
+        answered_at: u64,
+    ) -> SysResult<Option<u64>> {
+        if !self.config.dir_stamps {
+            return Ok(None);
+        }
+        let now = mono_ns();
+        {
+            let shard = self.shard(dir).lock();
+            let Some(ds) = shard.get(&addr_of(dir)).and_then(|n| n.dir.as_deref()) else {
+                return Ok(None);
+            };
+            if !ds.vouches_for(answered_at) {
+                // A fresh observation cannot help: it could only move
+                // `stable_since` later.
+                return Ok(None);
+            }
+            if now.saturating_sub(ds.stamp_at) < self.ttl_ns {
+                return Ok(Some(ds.stamp_at));
+            }
+        }
+        // Observe the directory now, through its trusted fd (if it cannot
+        // be opened, the name's own revalidation says what that means).
+        let Ok((at, _)) = self.dir_at(dir, None) else {
+            return Ok(None);
+        };
+        let start = observe_start();
+        let st = self.host.fstat(self.raw(&at))?;
+        let when = observed(start);
+        self.observe(dir, &st, when);
+        let shard = self.shard(dir).lock();
+        Ok(shard
+            .get(&addr_of(dir))
+            .and_then(|n| n.dir.as_deref())
+            .filter(|ds| ds.stamp_at == when.before && ds.vouches_for(answered_at))
+            .map(|ds| ds.stamp_at))
+    }
+
+    fn directory_moved(&self, _sb: &SuperBlock, _dir: &Inode) {
+        // Relaxed: see `dir_at`.
+        self.rename_epoch.fetch_add(1, Ordering::Relaxed);
+    }
+
     fn evict(&self, inode: &Inode) {
-        self.shard(inode)
-            .lock()
-            .remove(&(inode as *const Inode as usize));
+        let node = self.shard(inode).lock().remove(&addr_of(inode));
+        if node.is_some_and(|n| n.dir.is_some_and(|d| d.fd.is_some())) {
+            self.stats.dir_fds_add(-1);
+        }
     }
 
     fn read(&self, _sb: &SuperBlock, inode: &Inode, pos: u64, buf: &mut [u8]) -> SysResult<usize> {
@@ -345,7 +671,7 @@ impl Filesystem for Passthrough {
                 n => n as usize,
             },
         };
-        if let Ok(st) = host::fstat(fd.as_raw_fd()) {
+        if let Ok(st) = self.host.fstat(fd.as_raw_fd()) {
             copy_attrs(inode, &st);
         }
         Ok(n)
@@ -363,7 +689,7 @@ impl Filesystem for Passthrough {
                     .unwrap_or(libc::EIO),
             ));
         }
-        if let Ok(st) = host::fstat(fd.as_raw_fd()) {
+        if let Ok(st) = self.host.fstat(fd.as_raw_fd()) {
             copy_attrs(inode, &st);
         }
         Ok(())
@@ -527,8 +853,13 @@ impl Filesystem for Passthrough {
     }
 
     fn refresh(&self, _sb: &SuperBlock, inode: &Inode) -> SysResult<()> {
-        let st = self.host.lstat(&self.path_of(inode)?)?;
+        let path = self.path_of(inode)?;
+        let start = observe_start();
+        let st = self.host.lstat(&path)?;
         copy_attrs(inode, &st);
+        if inode.is_dir() {
+            self.observe(inode, &st, observed(start));
+        }
         Ok(())
     }
 
