@@ -12,14 +12,15 @@
 //!   shrinker-bit fence, see `reclaim/bits.rs`).
 //! - Lists are created on first use and never freed before the superblock:
 //!   `&DentryList` borrowed from the map stays valid as long as the
-//!   superblock. Group removal splices a list into the parent group's list
+//!   superblock (so `ListLru::last_used`, a lock-free hint naming the
+//!   list found last, never dangles). Group removal splices a list into the parent group's list
 //!   (lock order: child list before parent list, then bucket locks).
 //! - `D_REFERENCED` (second chance) is set by a put of a dentry already on a
 //!   list and cleared by the scan, which rotates it instead of freeing it.
 
 use super::GroupId;
 use crate::dcache::dentry::{Dentry, D_ON_LRU};
-use crate::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use crate::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use crate::sync::lock::{Mutex, MutexGuard, RwLock};
 use core::ptr;
 use std::collections::HashMap;
@@ -172,6 +173,10 @@ impl LockedList<'_> {
 /// The per-group lists of one superblock and its shrinker id.
 pub struct ListLru {
     lists: RwLock<HashMap<GroupId, Box<DentryList>>>,
+    /// The list found last (null before the first): a put usually goes to
+    /// the list its thread used before, and this finds it with one shared
+    /// load instead of the map's hash and the read lock's shared write.
+    last_used: AtomicPtr<DentryList>,
     /// This superblock's id in the VFS's shrinker registry (u32::MAX: none).
     pub(crate) shrinker_id: AtomicU32,
 }
@@ -180,6 +185,7 @@ impl Default for ListLru {
     fn default() -> Self {
         ListLru {
             lists: RwLock::new(HashMap::new()),
+            last_used: AtomicPtr::new(ptr::null_mut()),
             shrinker_id: AtomicU32::new(u32::MAX),
         }
     }
@@ -199,16 +205,38 @@ impl ListLru {
     }
 
     /// The list of `group`, created on first use.
+    #[inline]
     pub fn list_for(&self, group: GroupId) -> &DentryList {
-        if let Some(l) = self.existing(group) {
-            return l;
+        // Acquire pairs with the Release store in `list_for_slow`: the list
+        // it names is fully built.
+        let last = self.last_used.load(Ordering::Acquire);
+        // SAFETY: non-null `last_used` points at a boxed list of this map,
+        // and lists are never removed before `self` drops.
+        if let Some(l) = unsafe { last.as_ref() } {
+            if l.group == group {
+                return l;
+            }
         }
-        let mut map = self.lists.write();
-        let p: *const DentryList = &**map
-            .entry(group)
-            .or_insert_with(|| Box::new(DentryList::new(group)));
-        // SAFETY: as in `existing`.
-        unsafe { &*p }
+        self.list_for_slow(group)
+    }
+
+    #[cold]
+    fn list_for_slow(&self, group: GroupId) -> &DentryList {
+        let l = match self.existing(group) {
+            Some(l) => l,
+            None => {
+                let mut map = self.lists.write();
+                let p: *const DentryList = &**map
+                    .entry(group)
+                    .or_insert_with(|| Box::new(DentryList::new(group)));
+                // SAFETY: as in `existing`.
+                unsafe { &*p }
+            }
+        };
+        // Release pairs with the Acquire load in `list_for`.
+        self.last_used
+            .store(l as *const DentryList as *mut DentryList, Ordering::Release);
+        l
     }
 
     /// Unused dentries of `group` here (0 if it never had a list).
