@@ -196,9 +196,13 @@ impl Dentry {
     /// caller validates `seq` afterwards or holds the parent's lock.
     #[inline(always)]
     pub fn name_eq(&self, key: &NameKey<'_>) -> bool {
-        if self.hash_len() != key.hash_len() {
-            return false;
-        }
+        self.hash_len() == key.hash_len() && self.name_eq_same_hash_len(key)
+    }
+
+    /// `name_eq` for a caller that has already compared `hash_len` (the
+    /// lock-free lookup, which filters the chain on it).
+    #[inline(always)]
+    pub fn name_eq_same_hash_len(&self, key: &NameKey<'_>) -> bool {
         if key.bytes.len() <= 8 {
             // Relaxed: validated by the caller's seq check.
             return self.name_inline[0].load(Ordering::Relaxed) == key.first_word;

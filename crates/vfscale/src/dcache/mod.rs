@@ -70,11 +70,16 @@ impl VfsInner {
             // SAFETY: chain nodes are freed only through the epoch collector
             // and the caller holds a guard.
             let d = unsafe { &*p };
-            if d.hash_len() == hl {
-                let seq = d.seq.read_begin_raw() & !1;
-                if std::ptr::eq(d.parent_ptr(), parent) && d.name_eq(key) {
-                    return RcuLookup::Found(p, seq);
-                }
+            // `seq` first, so everything compared below is validated by the
+            // caller's retry check (the name included: a rename may change
+            // it under us; an odd count always fails that check). Same line
+            // as `hash_len`: no extra miss for the nodes that do not match.
+            let seq = d.seq.read_begin_raw() & !1;
+            if d.hash_len() == hl
+                && std::ptr::eq(d.parent_ptr(), parent)
+                && d.name_eq_same_hash_len(key)
+            {
+                return RcuLookup::Found(p, seq);
             }
             // Acquire: pairs with the release that linked the next node.
             p = d.chain_next_ptr();
