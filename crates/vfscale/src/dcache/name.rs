@@ -18,6 +18,16 @@ pub struct NameKey<'a> {
 
 impl<'a> NameKey<'a> {
     pub fn new(bytes: &'a [u8]) -> Self {
+        if bytes.len() <= 8 {
+            // One word: the hash without `name_hash`'s loop.
+            let w = name_word(bytes, 0);
+            let h = if bytes.is_empty() { 0 } else { hash_mix(0, w) };
+            return NameKey {
+                bytes,
+                hash: hash_finish(h, bytes.len()),
+                first_word: w,
+            };
+        }
         NameKey {
             bytes,
             hash: name_hash(bytes),
@@ -273,6 +283,23 @@ mod tests {
                 assert_eq!(key.first_word, NameKey::new(name).first_word, "{name:?}");
                 assert_eq!(got_end, end, "{name:?} {suffix:?}");
             }
+        }
+    }
+
+    #[test]
+    fn name_key_new_agrees_with_name_hash() {
+        let names: [&[u8]; 6] = [
+            b"",
+            b"a",
+            b"file",
+            b"exactly8",
+            b"nine_byte",
+            b"0123456789abcdefX",
+        ];
+        for name in names {
+            let k = NameKey::new(name);
+            assert_eq!(k.hash, name_hash(name), "{name:?}");
+            assert_eq!(k.first_word, name_word(name, 0), "{name:?}");
         }
     }
 

@@ -20,7 +20,7 @@
 
 use super::dentry::{Dentry, D_MOUNTED, D_REVALIDATE, D_TYPE_DIR, D_TYPE_SYMLINK};
 use super::name::{
-    is_dot_or_dotdot_word, scan_component, scan_short_component, ComponentEnd, NameKey,
+    is_dot_or_dotdot_word, load_word, scan_component, scan_short_component, ComponentEnd, NameKey,
 };
 use super::RcuLookup;
 use crate::abi::*;
@@ -145,10 +145,11 @@ fn has_nul(bytes: &[u8]) -> bool {
             return true;
         }
     }
-    chunks
-        .remainder()
-        .iter()
-        .fold(false, |found, &b| found | (b == 0))
+    // The tail (under 8 bytes) as one zero-padded word: a zero byte among
+    // its real bytes is a NUL (the lowest flagged byte is exact).
+    let (w, real) = load_word(chunks.remainder(), 0);
+    let lowest_zero = (w.wrapping_sub(LO) & !w & HI).trailing_zeros() as usize / 8;
+    lowest_zero < real
 }
 
 /// Search permission for a directory whose mode does not grant it to
