@@ -132,7 +132,10 @@ fn stat_fast_path_follows_the_shared_root_and_cwd() {
         s.spawn(|| sibling.chroot(b"/r").unwrap());
     });
     assert_eq!(p.stat(b"/f").unwrap().ino, new_f);
-    assert_eq!(p.statx(AT_FDCWD, b"/f", 0, STATX_BASIC_STATS).unwrap().ino, new_f);
+    assert_eq!(
+        p.statx(AT_FDCWD, b"/f", 0, STATX_BASIC_STATS).unwrap().ino,
+        new_f
+    );
     assert_eq!(p.stat(b"/r"), Err(Errno::ENOENT));
 }
 

@@ -122,9 +122,12 @@ impl Process {
         };
         let dir = parent.dir.inode();
         let index = dir.dir_index().ok_or(Errno::ENOTDIR)?;
-        let mut locked = index.write();
+        let (mut locked, waited) = index.write_noting_wait();
         if locked.dead {
             return Err(Errno::ENOENT);
+        }
+        if waited {
+            self.vfs.note_dir_contended(parent.dir.path.dentry);
         }
         let key = NameKey::lookup(name)?;
         let existing = self.vfs.lookup_exact(parent.dir.path.dentry, &key);
@@ -438,9 +441,12 @@ impl Process {
         let dir_d = parent.dir.path.dentry;
         let dir = parent.dir.inode();
         let index = dir.dir_index().ok_or(Errno::ENOTDIR)?;
-        let mut locked = index.write();
+        let (mut locked, waited) = index.write_noting_wait();
         if locked.dead {
             return Err(Errno::ENOENT);
+        }
+        if waited {
+            self.vfs.note_dir_contended(dir_d);
         }
         let key = NameKey::lookup(name)?;
         let (victim, vd, vi) = self.positive_child(dir_d, &key)?;

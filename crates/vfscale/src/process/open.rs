@@ -152,9 +152,12 @@ impl Process {
                 .ok_or(Errno::ENOENT)?;
         }
         let index = dir.dir_index().ok_or(Errno::ENOTDIR)?;
-        let mut locked = index.write();
+        let (mut locked, waited) = index.write_noting_wait();
         if locked.dead {
             return Err(Errno::ENOENT);
+        }
+        if waited {
+            self.vfs.note_dir_contended(dir_d);
         }
         let existing = self.vfs.lookup_exact(dir_d, &key);
         // SAFETY: found under the bucket lock with the directory locked: live.
