@@ -41,6 +41,20 @@ fn main() {
     let vfs = Vfs::new();
     let (pa, pb) = (vfs.root_process(), vfs.root_process());
     pa.mkdir(b"/d", 0o755).unwrap();
+    // Both threads at once first, as in the real workload: contention on
+    // the directory lock turns the directory hot (dcache/hot.rs), which
+    // the sequential phases below would never do.
+    std::thread::scope(|s| {
+        for path in [&b"/d/a"[..], b"/d/b"] {
+            let p = vfs.root_process();
+            s.spawn(move || {
+                for _ in 0..ops * 4 {
+                    churn(&p, path);
+                }
+            });
+        }
+    });
+    eprintln!("hot directories: {}", vfs.object_counts().hot_dirs);
     let (done_tx, done_rx) = mpsc::channel::<()>();
     let a_done = Arc::new(Barrier::new(2));
     let a_done2 = a_done.clone();
