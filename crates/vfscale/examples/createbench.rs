@@ -48,9 +48,10 @@ fn main() {
         });
         let secs = start.elapsed().as_secs_f64();
         println!(
-            "threads={n} ns/op(per thread)={:.1} Mops/s total={:.2}",
+            "threads={n} ns/op(per thread)={:.1} Mops/s total={:.2} hot directories={}",
             secs * 1e9 / iters as f64,
-            (iters * n as u64) as f64 / secs / 1e6
+            (iters * n as u64) as f64 / secs / 1e6,
+            vfs.object_counts().hot_dirs
         );
     }
 }

@@ -18,6 +18,32 @@ use crate::sync::atomic::Ordering;
 use crate::sync::lock::{RwLock, RwLockWriteGuard};
 use std::sync::Arc;
 
+/// Free inodes an instance must keep for a create to allocate its inode
+/// before taking the directory lock (`Process::prealloc_inode`).
+const PREALLOC_SLACK: i64 = 4096;
+
+/// An inode allocated for a create that has not named it yet: put (and so
+/// freed, its reservation and charge returned) unless `take`n.
+pub(crate) struct Prealloc<'v> {
+    vfs: &'v crate::vfs::VfsInner,
+    inode: *const Inode,
+}
+
+impl Prealloc<'_> {
+    /// The inode, whose reference the caller now owns.
+    fn take(mut self) -> *const Inode {
+        core::mem::replace(&mut self.inode, core::ptr::null())
+    }
+}
+
+impl Drop for Prealloc<'_> {
+    fn drop(&mut self) {
+        if !self.inode.is_null() {
+            self.vfs.iput(self.inode);
+        }
+    }
+}
+
 impl Process {
     /// Creates a node named `key` in the locked directory `dir` (dentry
     /// `dir_d`) and returns its dentry, pinned by the namespace reference.
@@ -51,6 +77,54 @@ impl Process {
         let d = self.bind_name(dir_d, key, neg, inode);
         self.index_child(index, dir, d, is_dir);
         Ok(d)
+    }
+
+    /// `create_locked` for an inode allocated before the directory lock
+    /// (`prealloc_inode`): gives it its owner and mode, then names it.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn create_locked_prealloc(
+        &self,
+        index: &mut RwLockWriteGuard<'_, DirIndex>,
+        dir_d: *const Dentry,
+        dir: &Inode,
+        key: &NameKey<'_>,
+        neg: *const Dentry,
+        inode: Prealloc<'_>,
+        (mode, uid, gid): (u32, u32, u32),
+    ) -> *const Dentry {
+        let inode = inode.take();
+        // SAFETY: ours alone until `bind_name` publishes it.
+        unsafe { &*inode }.init_owner(mode, uid, gid);
+        let d = self.bind_name(dir_d, key, neg, inode);
+        self.index_child(index, dir, d, s_isdir(mode));
+        d
+    }
+
+    /// An inode of type `file_type` for a create in an instance of `sb`,
+    /// allocated before the directory lock so the critical section only
+    /// names it (the allocation, charge and inode-number batch are a third
+    /// of a create's instructions): `None` when the create had better do it
+    /// under the lock as usual — a memory group has a limit, or the
+    /// instance is within `PREALLOC_SLACK` inodes of its limit (a reserved
+    /// inode that then goes unused, say for EEXIST, must not make another
+    /// create fail with ENOSPC, and the errno order stays the kernel's).
+    /// Owner and mode are set under the lock (`create_locked_prealloc`).
+    pub(crate) fn prealloc_inode(
+        &self,
+        sb: &crate::fs::SuperBlock,
+        file_type: u32,
+        body: InodeBody,
+    ) -> Option<Prealloc<'_>> {
+        if self.vfs.reclaim.groups.any_limit() || !sb.far_from_inode_limit(PREALLOC_SLACK) {
+            return None;
+        }
+        sb.reserve_inode().ok()?;
+        let ino = sb.ino_alloc.alloc();
+        let inode = self.vfs.alloc_inode(sb, ino, file_type, 0, 0, 0, body);
+        Some(Prealloc {
+            vfs: &self.vfs,
+            inode,
+        })
     }
 
     /// Binds `key` in `dir_d` to `inode` (whose reference the caller hands
