@@ -588,6 +588,17 @@ fn exclusive_creates_return_what_they_did_not_use() {
     vfs.flush();
     assert_eq!(vfs.object_counts(), counts, "the unused inodes were freed");
     assert_eq!(p.statfs(b"/").unwrap().f_ffree, free, "and unreserved");
+    // A cached miss is revived by the create; its prepared dentry goes.
+    assert_eq!(p.stat(b"/neg"), Err(Errno::ENOENT));
+    vfs.flush();
+    let with_negative = vfs.object_counts();
+    let fd = p.open(b"/neg", O_CREAT | O_EXCL | O_RDWR, 0o600).unwrap();
+    p.close(fd).unwrap();
+    vfs.flush();
+    let after = vfs.object_counts();
+    assert_eq!(after.dentries, with_negative.dentries, "negative revived");
+    assert_eq!(after.inodes, with_negative.inodes + 1);
+    assert_eq!(p.stat(b"/neg").unwrap().mode, S_IFREG | 0o600);
     p.mkdir(b"/sg", 0o2777).unwrap();
     p.chown(b"/sg", 0, 77).unwrap();
     p.chmod(b"/sg", 0o2777).unwrap();
@@ -601,6 +612,9 @@ fn exclusive_creates_return_what_they_did_not_use() {
     assert_eq!((st.uid, st.gid), (1000, 77), "setgid directory's group");
     assert_eq!(st.mode, S_IFREG | 0o640, "mode under the umask");
     drop(user);
+    drop(p);
+    vfs.flush();
+    vfs.check_invariants().unwrap();
     // At the limit: the existing name wins over the full instance.
     let (_vfs, p) = limited(1 << 30, 2);
     let fd = p.open(b"/f", O_CREAT | O_EXCL | O_RDWR, 0o644).unwrap();

@@ -325,6 +325,50 @@ impl VfsInner {
         d
     }
 
+    /// A fresh negative dentry for (parent, key), not hashed: made before
+    /// the directory lock by a create, named under it by
+    /// `link_prepared_dentry` or put if unused. `None` if `parent` is
+    /// dying (no directory lock keeps it alive here). Its reference on
+    /// `parent` is taken now.
+    pub(crate) fn new_unhashed_dentry(
+        &self,
+        sb: &SuperBlock,
+        parent: *const Dentry,
+        key: &NameKey<'_>,
+    ) -> Option<*const Dentry> {
+        // SAFETY: the caller's guard keeps `parent` allocated.
+        if !unsafe { &*parent }.refcount.get() {
+            return None;
+        }
+        self.stats.dentries.inc();
+        let mut d = Dentry::new(sb, parent, key, core::ptr::null(), 1);
+        d.group = self.charge(crate::reclaim::ObjKind::Dentry);
+        Some(crate::mem::slab::alloc(d))
+    }
+
+    /// Names `inode` with a dentry from `new_unhashed_dentry` (whose
+    /// parent and key these are): `insert_new_dentry` with the allocation
+    /// done. Same contract (parent locked exclusively, name absent).
+    pub(crate) fn link_prepared_dentry(
+        &self,
+        d: *const Dentry,
+        parent: *const Dentry,
+        key: &NameKey<'_>,
+        inode: *const Inode,
+    ) -> *const Dentry {
+        // SAFETY: ours alone until linked below.
+        let dr = unsafe { &*d };
+        dr.set_flag(dentry::type_flags(inode));
+        // Relaxed: published by the Release that links the dentry.
+        dr.inode.store(inode as *mut Inode, Ordering::Relaxed);
+        let mut b = self.bucket_of(parent, key.hash).lock();
+        debug_assert!(Self::lookup_in_locked_bucket(b.first(), parent, key).is_null());
+        Self::link(&mut b, d);
+        drop(b);
+        self.watchers.changed(dr);
+        d
+    }
+
     /// A fresh dentry holding a reference on `parent`, which the caller
     /// keeps alive (directory lock held, directory not dead).
     fn new_dentry(

@@ -22,22 +22,31 @@ use std::sync::Arc;
 /// before taking the directory lock (`Process::prealloc_inode`).
 const PREALLOC_SLACK: i64 = 4096;
 
-/// An inode allocated for a create that has not named it yet: put (and so
-/// freed, its reservation and charge returned) unless `take`n.
+/// An inode (and, when its directory was not dying, an unhashed dentry)
+/// allocated for a create that has not named them yet: put (and so freed,
+/// reservation, charges and parent reference returned) unless `take`n.
 pub(crate) struct Prealloc<'v> {
     vfs: &'v crate::vfs::VfsInner,
     inode: *const Inode,
+    /// Null if none was made.
+    dentry: *const Dentry,
 }
 
 impl Prealloc<'_> {
-    /// The inode, whose reference the caller now owns.
-    fn take(mut self) -> *const Inode {
-        core::mem::replace(&mut self.inode, core::ptr::null())
+    /// The inode and dentry, whose references the caller now owns.
+    fn take(mut self) -> (*const Inode, *const Dentry) {
+        (
+            core::mem::replace(&mut self.inode, core::ptr::null()),
+            core::mem::replace(&mut self.dentry, core::ptr::null()),
+        )
     }
 }
 
 impl Drop for Prealloc<'_> {
     fn drop(&mut self) {
+        if !self.dentry.is_null() {
+            self.vfs.dput(self.dentry);
+        }
         if !self.inode.is_null() {
             self.vfs.iput(self.inode);
         }
@@ -92,26 +101,41 @@ impl Process {
         inode: Prealloc<'_>,
         (mode, uid, gid): (u32, u32, u32),
     ) -> *const Dentry {
-        let inode = inode.take();
+        let (inode, fresh) = inode.take();
         // SAFETY: ours alone until `bind_name` publishes it.
         unsafe { &*inode }.init_owner(mode, uid, gid);
-        let d = self.bind_name(dir_d, key, neg, inode);
+        let d = if fresh.is_null() {
+            self.bind_name(dir_d, key, neg, inode)
+        } else if !neg.is_null() && unsafe { &*neg }.refcount.get() {
+            // A cached negative dentry to revive, as `bind_name` would:
+            // the prepared one goes.
+            // SAFETY: `neg` was found under the bucket lock with the
+            // directory locked; the caller's guard keeps it allocated.
+            self.vfs.instantiate(unsafe { &*neg }, inode);
+            self.vfs.dput(fresh);
+            neg
+        } else {
+            self.vfs.link_prepared_dentry(fresh, dir_d, key, inode)
+        };
         self.index_child(index, dir, d, s_isdir(mode));
         d
     }
 
     /// An inode of type `file_type` for a create in an instance of `sb`,
     /// allocated before the directory lock so the critical section only
-    /// names it (the allocation, charge and inode-number batch are a third
-    /// of a create's instructions): `None` when the create had better do it
+    /// names them (the allocations, charges and inode-number batch are
+    /// about 40% of a create's instructions under the lock): `None` when the create had better do it
     /// under the lock as usual — a memory group has a limit, or the
     /// instance is within `PREALLOC_SLACK` inodes of its limit (a reserved
     /// inode that then goes unused, say for EEXIST, must not make another
     /// create fail with ENOSPC, and the errno order stays the kernel's).
     /// Owner and mode are set under the lock (`create_locked_prealloc`).
+    /// The dentry for `key` in `dir_d` is made too (unhashed, negative).
     pub(crate) fn prealloc_inode(
         &self,
         sb: &crate::fs::SuperBlock,
+        dir_d: *const Dentry,
+        key: &NameKey<'_>,
         file_type: u32,
         body: InodeBody,
     ) -> Option<Prealloc<'_>> {
@@ -121,9 +145,14 @@ impl Process {
         sb.reserve_inode().ok()?;
         let ino = sb.ino_alloc.alloc();
         let inode = self.vfs.alloc_inode(sb, ino, file_type, 0, 0, 0, body);
+        let dentry = self
+            .vfs
+            .new_unhashed_dentry(sb, dir_d, key)
+            .unwrap_or(core::ptr::null());
         Some(Prealloc {
             vfs: &self.vfs,
             inode,
+            dentry,
         })
     }
 

@@ -157,6 +157,8 @@ impl Process {
         let prealloc = if flags & O_EXCL != 0 && !dir_sb.backend_served {
             self.prealloc_inode(
                 dir_sb,
+                dir_d,
+                &key,
                 S_IFREG,
                 InodeBody::Regular(RwLock::new(Default::default())),
             )
