@@ -124,7 +124,7 @@ impl Process {
     /// An inode of type `file_type` for a create in an instance of `sb`,
     /// allocated before the directory lock so the critical section only
     /// names them (the allocations, charges and inode-number batch are
-    /// about 40% of a create's instructions under the lock): `None` when the create had better do it
+    /// some 500 instructions, callgrind on createbench): `None` when the create had better do it
     /// under the lock as usual — a memory group has a limit, or the
     /// instance is within `PREALLOC_SLACK` inodes of its limit (a reserved
     /// inode that then goes unused, say for EEXIST, must not make another

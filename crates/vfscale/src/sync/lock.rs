@@ -24,10 +24,11 @@ const SPIN_LIMIT: u32 = 4096;
 /// instead of taking it away from the holder) between pause instructions,
 /// and tries `attempt` only when it looks free, for up to `SPIN_LIMIT`
 /// pauses; then blocks. No growing backoff: with a couple of contenders a
-/// waiter that checks only every few dozen pauses sees the lock free long
-/// after the holder has released it, and the holder, coming back for its
-/// next operation, usually takes it again first (measured on create-unlink
-/// in one directory with 2 threads, docs/PERFORMANCE.md).
+/// waiter that checks only every few dozen pauses can see the lock free
+/// long after the holder released it, and the holder, coming back for its
+/// next operation, may take it again first (session 5's reasoning for
+/// create-unlink in one directory; its wall-clock effect is still to be
+/// measured on a quiet machine, docs/PERFORMANCE.md).
 #[inline]
 fn spin_then<G>(
     is_free: impl Fn() -> bool,
