@@ -121,16 +121,17 @@ impl Process {
         d
     }
 
-    /// An inode of type `file_type` for a create in an instance of `sb`,
-    /// allocated before the directory lock so the critical section only
-    /// names them (the allocations, charges and inode-number batch are
-    /// some 500 instructions, callgrind on createbench): `None` when the create had better do it
-    /// under the lock as usual — a memory group has a limit, or the
-    /// instance is within `PREALLOC_SLACK` inodes of its limit (a reserved
-    /// inode that then goes unused, say for EEXIST, must not make another
-    /// create fail with ENOSPC, and the errno order stays the kernel's).
-    /// Owner and mode are set under the lock (`create_locked_prealloc`).
-    /// The dentry for `key` in `dir_d` is made too (unhashed, negative).
+    /// An inode of type `file_type` and a dentry for `key` in `dir_d`
+    /// (unhashed, negative) for a create in an instance of `sb`, allocated
+    /// before the directory lock so the critical section only names them
+    /// (the allocations, charges and inode-number batch are some 500
+    /// instructions, callgrind on createbench). `None` when the create had
+    /// better do it under the lock as usual: a memory group has a limit, or
+    /// the instance is within `PREALLOC_SLACK` inodes of its limit (a
+    /// reserved inode that then goes unused, say for EEXIST, must not make
+    /// another create fail with ENOSPC, and the errno order stays the
+    /// kernel's). Owner and mode are set under the lock
+    /// (`create_locked_prealloc`).
     pub(crate) fn prealloc_inode(
         &self,
         sb: &crate::fs::SuperBlock,
