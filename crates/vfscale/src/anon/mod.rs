@@ -183,7 +183,7 @@ impl VfsInner {
         self.stats.inodes.dec();
         // SAFETY: an inode's superblock outlives it.
         let sb = unsafe { &*n.inode.sb };
-        let blocks = n.inode.attr().blocks as i64;
+        let blocks = n.inode.blocks() as i64;
         if blocks > 0 {
             let _ = sb.charge_blocks(-blocks);
             self.charge_pages(n.inode.group, -(blocks / 8));

@@ -690,7 +690,7 @@ impl VfsInner {
             sb.fs.evict(i);
         }
         sb.xattrs.forget(i.ino);
-        let blocks = i.attr().blocks as i64;
+        let blocks = i.blocks() as i64;
         // A backend-served inode's blocks mirror the host's and were never
         // charged as pages (reclaim/check.rs counts the same way).
         if !sb.backend_served {

@@ -271,6 +271,20 @@ impl Inode {
         self.gid.store(gid, Ordering::Relaxed);
     }
 
+    /// The allocated 512-byte blocks, read under the seqcount like `attr`
+    /// but without copying the other attributes (the free path's one
+    /// question).
+    pub fn blocks(&self) -> u64 {
+        loop {
+            let seq = self.attr_seq.read_begin();
+            // Relaxed: ordered by the seqcount (see `attr`).
+            let b = self.blocks.load(Ordering::Relaxed);
+            if !self.attr_seq.read_retry(seq) {
+                return b;
+            }
+        }
+    }
+
     /// (mode, uid, gid): what a permission check needs.
     pub fn perm_attr(&self) -> (u32, u32, u32) {
         loop {
