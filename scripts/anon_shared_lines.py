@@ -1,14 +1,18 @@
 #!/usr/bin/env python3
 """Reads `valgrind --tool=lackey --trace-mem=yes` output of the anonshare
-example (stdin: the trace; argv[1]: MARK's hex address) and prints the
-64-byte lines both measured phases touched with at least one write, with the
-instruction addresses that wrote or read them (feed those to addr2line)."""
+or createshare example (stdin: the trace; argv[1]: MARK's hex address;
+optional argv[2]: operations per measured phase) and prints the 64-byte
+lines both measured phases touched with at least one write, with the
+instruction addresses that wrote or read them (feed those to addr2line)
+and, with argv[2], how many writes per operation each phase made there."""
 import sys
 from collections import defaultdict
 
 mark = int(sys.argv[1], 16)
 phase = 0  # 0 warm-up A, 1 measured A, 2 warm-up B, 3 measured B
+ops = int(sys.argv[2]) if len(sys.argv) > 2 else 0
 writes = [defaultdict(set), defaultdict(set)]
+nwrites = [defaultdict(int), defaultdict(int)]
 reads = [defaultdict(set), defaultdict(set)]
 ip = 0
 for line in sys.stdin:
@@ -31,6 +35,7 @@ for line in sys.stdin:
     lineno = addr >> 6
     if op in "SM":
         writes[who][lineno].add(ip)
+        nwrites[who][lineno] += 1
     if op in "LM":
         reads[who][lineno].add(ip)
 
@@ -41,4 +46,6 @@ for w, o in ((0, 1), (1, 0)):
             shared.add(l)
 print(f"phases seen: {phase}; lines written A/B: {len(writes[0])}/{len(writes[1])}; shared with a write: {len(shared)}")
 for l in sorted(shared):
+    if ops:
+        print(f"line {l << 6:#x}: writes per op A {nwrites[0][l] / ops:.2f}, B {nwrites[1][l] / ops:.2f}")
     print(f"line {l << 6:#x}: A writes {sorted(hex(i) for i in writes[0].get(l, ()))} reads {sorted(hex(i) for i in reads[0].get(l, ()))[:4]}; B writes {sorted(hex(i) for i in writes[1].get(l, ()))} reads {sorted(hex(i) for i in reads[1].get(l, ()))[:4]}")

@@ -1,21 +1,57 @@
-//! Single-thread create+unlink instruction count (issue 7's check that
-//! charging costs a create nothing measurable). Usage: createbench [ITERS]
-//! under `valgrind --tool=callgrind`; the difference between two ITERS
-//! values divided by their difference is one open(O_CREAT)+close+unlink.
+//! create+unlink in one shared directory. Usage: createbench [ITERS]
+//! [THREADS,...]. With one thread (the default) it is the instruction
+//! count of issue 7's check that charging costs a create nothing
+//! measurable: under `valgrind --tool=callgrind`, the difference between
+//! two ITERS values divided by their difference is one
+//! open(O_CREAT)+close+unlink. With thread counts (`createbench 1000000
+//! 1,2`) each thread churns its own name in the one directory `/d` and the
+//! time per operation is printed (create-unlink's scaling question; the
+//! bench crate has the real harness).
+use std::time::Instant;
 use vfscale::{abi::*, ProcessApi, Vfs};
 
+fn churn(p: &vfscale::Process, path: &[u8], iters: u64) {
+    for _ in 0..iters {
+        let fd = p.open(path, O_CREAT | O_EXCL | O_WRONLY, 0o644).unwrap();
+        p.close(fd).unwrap();
+        p.unlink(path).unwrap();
+    }
+}
+
 fn main() {
-    let iters: u64 = std::env::args()
-        .nth(1)
+    let mut args = std::env::args().skip(1);
+    let iters: u64 = args
+        .next()
         .and_then(|a| a.parse().ok())
         .unwrap_or(1_000_000);
+    let threads: Option<Vec<usize>> = args
+        .next()
+        .map(|a| a.split(',').map(|t| t.parse().unwrap()).collect());
     let vfs = Vfs::new();
     let p = vfs.root_process();
     p.mkdir(b"/d", 0o755).unwrap();
-    let path = std::hint::black_box(b"/d/f".to_vec());
-    for _ in 0..iters {
-        let fd = p.open(&path, O_CREAT | O_EXCL | O_WRONLY, 0o644).unwrap();
-        p.close(fd).unwrap();
-        p.unlink(&path).unwrap();
+    let Some(threads) = threads else {
+        let path = std::hint::black_box(b"/d/f".to_vec());
+        churn(&p, &path, iters);
+        return;
+    };
+    for n in threads {
+        let start = Instant::now();
+        std::thread::scope(|s| {
+            for t in 0..n {
+                let p = vfs.root_process();
+                s.spawn(move || {
+                    let path = std::hint::black_box(format!("/d/t{t}").into_bytes());
+                    churn(&p, &path, iters);
+                });
+            }
+        });
+        let secs = start.elapsed().as_secs_f64();
+        println!(
+            "threads={n} ns/op(per thread)={:.1} Mops/s total={:.2} hot directories={}",
+            secs * 1e9 / iters as f64,
+            (iters * n as u64) as f64 / secs / 1e6,
+            vfs.object_counts().hot_dirs
+        );
     }
 }

@@ -99,6 +99,8 @@ pub struct ObjectCounts {
     pub mounts: i64,
     /// Names whose reference count is sharded (dcache/hot.rs).
     pub hot_dentries: i64,
+    /// Of those, directories (sharded when name changes in them contend).
+    pub hot_dirs: i64,
 }
 
 #[derive(Default)]
@@ -107,6 +109,17 @@ pub(crate) struct Stats {
     pub inodes: ShardedCounter,
     pub mounts: ShardedCounter,
     pub hot_dentries: ShardedCounter,
+    pub hot_dirs: ShardedCounter,
+}
+
+impl Stats {
+    /// A hot dentry's count went back to atomic mode (frozen or discarded).
+    pub(crate) fn note_cold(&self, d: &Dentry) {
+        self.hot_dentries.dec();
+        if d.flags() & crate::dcache::dentry::D_TYPE_DIR != 0 {
+            self.hot_dirs.dec();
+        }
+    }
 }
 
 pub struct VfsInner {
@@ -227,6 +240,7 @@ impl Vfs {
             files: self.inner.open_files.sum(),
             mounts: s.mounts.sum(),
             hot_dentries: s.hot_dentries.sum(),
+            hot_dirs: s.hot_dirs.sum(),
         }
     }
 
@@ -350,7 +364,7 @@ impl VfsInner {
             // A hot name's shards (dcache/hot.rs): the count no longer
             // matters, and a reader may still be adding to them.
             if dr.refcount.discard(&self.collector) {
-                self.stats.hot_dentries.dec();
+                self.stats.note_cold(dr);
             }
             if !inode.is_null() {
                 self.iput(inode);

@@ -109,6 +109,36 @@ fn getcwd_across_mounts() {
 
 // ---------------------------------------------------------------- chroot
 
+/// The stat family's fast lookup reads the start dentry alone (no
+/// seqcount, no mount): it must still see a root or cwd that a thread
+/// sharing the context changed, for plain cached paths, on the first call.
+#[test]
+fn stat_fast_path_follows_the_shared_root_and_cwd() {
+    let (_vfs, p) = setup();
+    p.mkdir(b"/r", 0o755).unwrap();
+    mkfile(&p, b"/r/f", b"new root");
+    mkfile(&p, b"/f", b"old root");
+    let old_f = p.stat(b"/f").unwrap().ino;
+    let new_f = p.stat(b"/r/f").unwrap().ino;
+    assert_ne!(old_f, new_f);
+    let sibling = p.clone_thread();
+    std::thread::scope(|s| {
+        s.spawn(|| sibling.chdir(b"/r").unwrap());
+    });
+    assert_eq!(p.stat(b"f").unwrap().ino, new_f);
+    assert_eq!(p.access(b"f", F_OK), Ok(()));
+    assert_eq!(p.stat(b"/f").unwrap().ino, old_f);
+    std::thread::scope(|s| {
+        s.spawn(|| sibling.chroot(b"/r").unwrap());
+    });
+    assert_eq!(p.stat(b"/f").unwrap().ino, new_f);
+    assert_eq!(
+        p.statx(AT_FDCWD, b"/f", 0, STATX_BASIC_STATS).unwrap().ino,
+        new_f
+    );
+    assert_eq!(p.stat(b"/r"), Err(Errno::ENOENT));
+}
+
 #[test]
 fn chroot_confines_paths() {
     let (_vfs, p) = setup();

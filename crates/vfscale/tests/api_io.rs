@@ -565,3 +565,66 @@ fn enospc_inode_limit() {
     let fd = p.open(b"/n3", O_CREAT | O_RDWR, 0o644).unwrap();
     p.close(fd).unwrap();
 }
+
+/// open(O_CREAT|O_EXCL) makes its inode before taking the directory lock
+/// when the instance is far from its inode limit: an EEXIST must give
+/// that inode back (object counts and statfs as before), the new file gets
+/// its owner, group and mode from the usual rules (setgid directory,
+/// umask), and at the limit the errno order stays the kernel's (EEXIST
+/// before ENOSPC).
+#[test]
+fn exclusive_creates_return_what_they_did_not_use() {
+    let (vfs, p) = limited(1 << 30, 1 << 20);
+    let fd = p.open(b"/f", O_CREAT | O_EXCL | O_RDWR, 0o644).unwrap();
+    p.close(fd).unwrap();
+    vfs.flush();
+    let (counts, free) = (vfs.object_counts(), p.statfs(b"/").unwrap().f_ffree);
+    for _ in 0..3 {
+        assert_eq!(
+            p.open(b"/f", O_CREAT | O_EXCL | O_RDWR, 0o644),
+            Err(Errno::EEXIST)
+        );
+    }
+    vfs.flush();
+    assert_eq!(vfs.object_counts(), counts, "the unused inodes were freed");
+    assert_eq!(p.statfs(b"/").unwrap().f_ffree, free, "and unreserved");
+    // A cached miss is revived by the create; its prepared dentry goes.
+    assert_eq!(p.stat(b"/neg"), Err(Errno::ENOENT));
+    vfs.flush();
+    let with_negative = vfs.object_counts();
+    let fd = p.open(b"/neg", O_CREAT | O_EXCL | O_RDWR, 0o600).unwrap();
+    p.close(fd).unwrap();
+    vfs.flush();
+    let after = vfs.object_counts();
+    assert_eq!(after.dentries, with_negative.dentries, "negative revived");
+    assert_eq!(after.inodes, with_negative.inodes + 1);
+    assert_eq!(p.stat(b"/neg").unwrap().mode, S_IFREG | 0o600);
+    p.mkdir(b"/sg", 0o2777).unwrap();
+    p.chown(b"/sg", 0, 77).unwrap();
+    p.chmod(b"/sg", 0o2777).unwrap();
+    let user = p.with_cred(vfscale::Cred::user(1000, 1000, &[])).unwrap();
+    user.umask(0o027);
+    let fd = user
+        .open(b"/sg/new", O_CREAT | O_EXCL | O_RDWR, 0o666)
+        .unwrap();
+    user.close(fd).unwrap();
+    let st = p.stat(b"/sg/new").unwrap();
+    assert_eq!((st.uid, st.gid), (1000, 77), "setgid directory's group");
+    assert_eq!(st.mode, S_IFREG | 0o640, "mode under the umask");
+    drop(user);
+    drop(p);
+    vfs.flush();
+    vfs.check_invariants().unwrap();
+    // At the limit: the existing name wins over the full instance.
+    let (_vfs, p) = limited(1 << 30, 2);
+    let fd = p.open(b"/f", O_CREAT | O_EXCL | O_RDWR, 0o644).unwrap();
+    p.close(fd).unwrap();
+    assert_eq!(
+        p.open(b"/f", O_CREAT | O_EXCL | O_RDWR, 0o644),
+        Err(Errno::EEXIST)
+    );
+    assert_eq!(
+        p.open(b"/g", O_CREAT | O_EXCL | O_RDWR, 0o644),
+        Err(Errno::ENOSPC)
+    );
+}

@@ -194,3 +194,61 @@ fn opens_race_renames_and_unlinks_of_a_hot_name() {
     v.check_invariants().unwrap();
     assert_eq!(v.object_counts().inodes, before.inodes);
 }
+
+/// Two threads creating and unlinking names in one directory contend on
+/// its lock; the directory's own count (which every child's creation and
+/// free writes) then turns sharded, stays exact (the invariant checker
+/// compares count plus shards), and an rmdir of the hot directory later
+/// freezes it and frees everything.
+#[test]
+fn a_directory_whose_name_changes_contend_becomes_hot() {
+    let v = Vfs::new();
+    let p = v.root_process();
+    p.mkdir(b"/d", 0o755).unwrap();
+    let before = v.object_counts();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for t in 0..2 {
+            let p = v.root_process();
+            let stop = &stop;
+            let v = &v;
+            s.spawn(move || {
+                let path = format!("/d/t{t}").into_bytes();
+                while !stop.load(Ordering::Relaxed) {
+                    for _ in 0..64 {
+                        let fd = p.open(&path, O_CREAT | O_EXCL | O_WRONLY, 0o644).unwrap();
+                        p.close(fd).unwrap();
+                        p.unlink(&path).unwrap();
+                    }
+                    if v.object_counts().hot_dirs > 0 || std::time::Instant::now() > deadline {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    let hot = v.object_counts();
+    assert_eq!(hot.hot_dirs, 1, "contended creates shard the directory");
+    assert_eq!(hot.hot_dentries, before.hot_dentries + 1);
+    // The checker wants no process alive (counts at rest).
+    drop(p);
+    v.flush();
+    v.check_invariants().unwrap();
+    // Children still come and go exactly in sharded mode.
+    let p = v.root_process();
+    p.mkdir(b"/d/sub", 0o755).unwrap();
+    let fd = p.open(b"/d/f", O_CREAT | O_WRONLY, 0o644).unwrap();
+    p.close(fd).unwrap();
+    p.unlink(b"/d/f").unwrap();
+    p.rmdir(b"/d/sub").unwrap();
+    assert_eq!(p.rmdir(b"/d"), Ok(()));
+    v.flush();
+    let after = v.object_counts();
+    assert_eq!(after.hot_dirs, 0, "rmdir froze the directory's count");
+    assert_eq!(after.hot_dentries, before.hot_dentries);
+    assert_eq!(after.dentries, before.dentries - 1, "the directory is gone");
+    drop(p);
+    v.flush();
+    v.check_invariants().unwrap();
+}

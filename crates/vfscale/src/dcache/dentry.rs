@@ -224,8 +224,16 @@ impl Dentry {
         // the release that first publishes the dentry).
         self.hash_len.store(name.hash_len(), Ordering::Relaxed);
         if name.bytes.len() <= INLINE_NAME_LEN {
-            for (i, w) in self.name_inline.iter().enumerate() {
-                w.store(name_word(name.bytes, i), Ordering::Relaxed);
+            // Word 0 comes with the key; the rest only for a long name.
+            self.name_inline[0].store(name.first_word, Ordering::Relaxed);
+            let words = name.bytes.len().div_ceil(8);
+            for (i, w) in self.name_inline.iter().enumerate().skip(1) {
+                let word = if i < words {
+                    name_word(name.bytes, i)
+                } else {
+                    0
+                };
+                w.store(word, Ordering::Relaxed);
             }
             // AcqRel: release publishes a new buffer to `name_eq`'s Acquire; acquire takes ownership of the old one.
             self.name_ext.swap(ptr::null_mut(), Ordering::AcqRel)
@@ -245,9 +253,13 @@ impl Dentry {
     /// caller validates `seq` afterwards or holds the parent's lock.
     #[inline(always)]
     pub fn name_eq(&self, key: &NameKey<'_>) -> bool {
-        if self.hash_len() != key.hash_len() {
-            return false;
-        }
+        self.hash_len() == key.hash_len() && self.name_eq_same_hash_len(key)
+    }
+
+    /// `name_eq` for a caller that has already compared `hash_len` (the
+    /// lock-free lookup, which filters the chain on it).
+    #[inline(always)]
+    pub fn name_eq_same_hash_len(&self, key: &NameKey<'_>) -> bool {
         if key.bytes.len() <= 8 {
             // Relaxed: validated by the caller's seq check.
             return self.name_inline[0].load(Ordering::Relaxed) == key.first_word;

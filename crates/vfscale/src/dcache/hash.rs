@@ -54,7 +54,11 @@ impl<N: ChainNode> ChainTable<N> {
     /// The bucket that holds every node whose hash is `hash`.
     #[inline]
     pub fn bucket(&self, hash: u64) -> &Bucket<N> {
-        &self.buckets[self.bucket_index(hash)]
+        let i = self.bucket_index(hash);
+        debug_assert!(i < self.buckets.len());
+        // SAFETY: `bucket_index` keeps the top `bits` bits of a 64-bit
+        // value, so `i < 2^bits`, the table's length (fixed at creation).
+        unsafe { self.buckets.get_unchecked(i) }
     }
 
     #[inline]

@@ -14,12 +14,14 @@
 //!   folded after a grace period, waited for with no guard and no lock
 //!   held. A frozen count never shards again, so once the name is gone
 //!   the last put is detected exactly, as for any dentry.
-//! - Sharding is decided on open only, from a snapshot of the count: the
-//!   name's reference plus at least two holders. A dentry becomes hot at
-//!   most once per name (the shards stay until the name goes or the
-//!   instance is torn down: 512 bytes per hot name).
+//! - Sharding is decided on open, from a snapshot of the count: the
+//!   name's reference plus at least two holders; and for a directory when
+//!   a name change in it had to wait for its lock (its children's parent
+//!   references are then taken and dropped by several threads). A dentry
+//!   becomes hot at most once per name (the shards stay until the name
+//!   goes or the instance is torn down: 512 bytes per hot name).
 
-use super::dentry::{Dentry, D_REVALIDATE};
+use super::dentry::{Dentry, D_REVALIDATE, D_TYPE_DIR};
 use crate::sync::epoch::Guard;
 use crate::vfs::VfsInner;
 
@@ -33,6 +35,20 @@ impl VfsInner {
     #[inline]
     pub(crate) fn note_open(&self, d: &Dentry) {
         if d.refcount.count() >= HOT_AT_COUNT && !d.refcount.is_sharded() {
+            self.make_hot(d);
+        }
+    }
+
+    /// After a name change in directory `dir` had to wait for the
+    /// directory lock: shards the directory's own count, which every
+    /// child's creation and free writes (a dentry holds a reference on its
+    /// parent), so threads changing names in one directory stop sharing
+    /// that line too. Caller holds the directory lock (so `dir` is live).
+    #[inline]
+    pub(crate) fn note_dir_contended(&self, dir: *const Dentry) {
+        // SAFETY: the caller's directory lock keeps the dentry live.
+        let d = unsafe { &*dir };
+        if !d.refcount.is_sharded() {
             self.make_hot(d);
         }
     }
@@ -51,6 +67,9 @@ impl VfsInner {
             && d.refcount.make_sharded()
         {
             self.stats.hot_dentries.inc();
+            if d.flags() & D_TYPE_DIR != 0 {
+                self.stats.hot_dirs.inc();
+            }
         }
     }
 
@@ -74,7 +93,7 @@ impl VfsInner {
             );
             for &d in names {
                 if unsafe { &*d }.refcount.freeze() {
-                    self.stats.hot_dentries.dec();
+                    self.stats.note_cold(unsafe { &*d });
                 }
             }
         }

@@ -70,11 +70,16 @@ impl VfsInner {
             // SAFETY: chain nodes are freed only through the epoch collector
             // and the caller holds a guard.
             let d = unsafe { &*p };
-            if d.hash_len() == hl {
-                let seq = d.seq.read_begin_raw() & !1;
-                if std::ptr::eq(d.parent_ptr(), parent) && d.name_eq(key) {
-                    return RcuLookup::Found(p, seq);
-                }
+            // `seq` first, so everything compared below is validated by the
+            // caller's retry check (the name included: a rename may change
+            // it under us; an odd count always fails that check). Same line
+            // as `hash_len`: no extra miss for the nodes that do not match.
+            let seq = d.seq.read_begin_raw() & !1;
+            if d.hash_len() == hl
+                && std::ptr::eq(d.parent_ptr(), parent)
+                && d.name_eq_same_hash_len(key)
+            {
+                return RcuLookup::Found(p, seq);
             }
             // Acquire: pairs with the release that linked the next node.
             p = d.chain_next_ptr();
@@ -326,6 +331,50 @@ impl VfsInner {
             // SAFETY: fresh and hashed; the caller keeps the parent locked.
             self.watchers.changed(unsafe { &*d });
         }
+        d
+    }
+
+    /// A fresh negative dentry for (parent, key), not hashed: made before
+    /// the directory lock by a create, named under it by
+    /// `link_prepared_dentry` or put if unused. `None` if `parent` is
+    /// dying (no directory lock keeps it alive here). Its reference on
+    /// `parent` is taken now.
+    pub(crate) fn new_unhashed_dentry(
+        &self,
+        sb: &SuperBlock,
+        parent: *const Dentry,
+        key: &NameKey<'_>,
+    ) -> Option<*const Dentry> {
+        // SAFETY: the caller's guard keeps `parent` allocated.
+        if !unsafe { &*parent }.refcount.get() {
+            return None;
+        }
+        self.stats.dentries.inc();
+        let mut d = Dentry::new(sb, parent, key, core::ptr::null(), 1);
+        d.group = self.charge(crate::reclaim::ObjKind::Dentry);
+        Some(crate::mem::slab::alloc(d))
+    }
+
+    /// Names `inode` with a dentry from `new_unhashed_dentry` (whose
+    /// parent and key these are): `insert_new_dentry` with the allocation
+    /// done. Same contract (parent locked exclusively, name absent).
+    pub(crate) fn link_prepared_dentry(
+        &self,
+        d: *const Dentry,
+        parent: *const Dentry,
+        key: &NameKey<'_>,
+        inode: *const Inode,
+    ) -> *const Dentry {
+        // SAFETY: ours alone until linked below.
+        let dr = unsafe { &*d };
+        dr.set_flag(dentry::type_flags(inode));
+        // Relaxed: published by the Release that links the dentry.
+        dr.inode.store(inode as *mut Inode, Ordering::Relaxed);
+        let mut b = self.bucket_of(parent, key.hash).lock();
+        debug_assert!(Self::lookup_in_locked_bucket(b.first(), parent, key).is_null());
+        Self::link(&mut b, d);
+        drop(b);
+        self.watchers.changed(dr);
         d
     }
 
@@ -650,7 +699,7 @@ impl VfsInner {
             sb.fs.evict(i);
         }
         sb.xattrs.forget(i.ino);
-        let blocks = i.attr().blocks as i64;
+        let blocks = i.blocks_of_dead();
         // A backend-served inode's blocks mirror the host's and were never
         // charged as pages (reclaim/check.rs counts the same way).
         if !sb.backend_served {

@@ -18,6 +18,16 @@ pub struct NameKey<'a> {
 
 impl<'a> NameKey<'a> {
     pub fn new(bytes: &'a [u8]) -> Self {
+        if bytes.len() <= 8 {
+            // One word: the hash without `name_hash`'s loop.
+            let w = name_word(bytes, 0);
+            let h = if bytes.is_empty() { 0 } else { hash_mix(0, w) };
+            return NameKey {
+                bytes,
+                hash: hash_finish(h, bytes.len()),
+                first_word: w,
+            };
+        }
         NameKey {
             bytes,
             hash: name_hash(bytes),
@@ -167,6 +177,37 @@ pub fn scan_component(path: &[u8], at: usize) -> (NameKey<'_>, ComponentEnd) {
     }
 }
 
+/// The fast walk's scan of a short component: the key of the component at
+/// `path[at..]` (`at` < `path.len()`) when it is 1 to 7 bytes long and ends
+/// at a `/` or at the end of the path, with the hash `name_hash` gives. One
+/// load (two for a tail under 8 bytes) and no loop. `None` otherwise (a
+/// longer component, a NUL byte, an empty component): the caller runs
+/// `scan_component`, which tells those apart.
+#[inline(always)]
+pub fn scan_short_component(path: &[u8], at: usize) -> Option<NameKey<'_>> {
+    let rest = path.get(at..)?;
+    let (w, real) = load_word(rest, 0);
+    let delim = zero_bytes(w) | zero_bytes(w ^ SLASHES);
+    let k = ((delim.trailing_zeros() / 8) as usize).min(real);
+    // k in 1..=7, and the byte that ended it (if any) is not a NUL.
+    if k.wrapping_sub(1) >= 7 || (k < real && (w >> (8 * k)) & 0xff == 0) {
+        return None;
+    }
+    let word = w & (u64::MAX >> (64 - 8 * k));
+    Some(NameKey {
+        bytes: rest.get(..k)?,
+        hash: hash_finish(hash_mix(0, word), k),
+        first_word: word,
+    })
+}
+
+/// True if a name of at most 8 bytes whose zero-padded first word is `w`
+/// is "." or "..".
+#[inline(always)]
+pub fn is_dot_or_dotdot_word(w: u64) -> bool {
+    w == u64::from(b'.') || w == u64::from_le_bytes(*b"..\0\0\0\0\0\0")
+}
+
 /// The high bit of every zero byte of `w` set, at least for the lowest one
 /// (the classic has-zero-byte trick).
 #[inline(always)]
@@ -241,6 +282,61 @@ mod tests {
                 assert_eq!(key.hash, name_hash(name), "{name:?}");
                 assert_eq!(key.first_word, NameKey::new(name).first_word, "{name:?}");
                 assert_eq!(got_end, end, "{name:?} {suffix:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn name_key_new_agrees_with_name_hash() {
+        let names: [&[u8]; 6] = [
+            b"",
+            b"a",
+            b"file",
+            b"exactly8",
+            b"nine_byte",
+            b"0123456789abcdefX",
+        ];
+        for name in names {
+            let k = NameKey::new(name);
+            assert_eq!(k.hash, name_hash(name), "{name:?}");
+            assert_eq!(k.first_word, name_word(name, 0), "{name:?}");
+        }
+    }
+
+    #[test]
+    fn scan_short_component_agrees_with_scan_component() {
+        let paths: [&[u8]; 12] = [
+            b"/a",
+            b"/file",
+            b"/file/x",
+            b"/seven77",
+            b"/exactly8",
+            b"/exactly8/",
+            b"/fi\0le",
+            b"/\0",
+            b"//x",
+            b"/ab//",
+            b"/.",
+            b"/../x",
+        ];
+        for path in paths {
+            let (key, end) = scan_component(path, 1);
+            match scan_short_component(path, 1) {
+                Some(short) => {
+                    assert_eq!(end, ComponentEnd::Separator, "{path:?}");
+                    assert_eq!(short.bytes, key.bytes, "{path:?}");
+                    assert_eq!(short.hash, key.hash, "{path:?}");
+                    assert_eq!(short.first_word, key.first_word, "{path:?}");
+                    assert_eq!(
+                        is_dot_or_dotdot_word(short.first_word),
+                        short.bytes == b"." || short.bytes == b"..",
+                        "{path:?}"
+                    );
+                }
+                None => assert!(
+                    key.bytes.len() >= 8 || key.bytes.is_empty() || end != ComponentEnd::Separator,
+                    "{path:?} declined"
+                ),
             }
         }
     }

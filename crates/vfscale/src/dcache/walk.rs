@@ -19,7 +19,9 @@
 //! (stat, access, readlink) take none.
 
 use super::dentry::{Dentry, D_MOUNTED, D_REVALIDATE, D_TYPE_DIR, D_TYPE_SYMLINK};
-use super::name::{scan_component, ComponentEnd, NameKey};
+use super::name::{
+    is_dot_or_dotdot_word, load_word, scan_component, scan_short_component, ComponentEnd, NameKey,
+};
 use super::RcuLookup;
 use crate::abi::*;
 use crate::cred::perm::{may_access, may_search_fast, MAY_EXEC};
@@ -60,6 +62,32 @@ impl Found {
         // the walk ran under, which outlives this borrow by construction of
         // the callers (they hold it for the whole operation).
         unsafe { &*self.inode }
+    }
+}
+
+/// What the fast walk resolved: a dentry in the mount it started from (the
+/// fast path never crosses a mount).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FastHit {
+    pub dentry: *const Dentry,
+    /// `seq` of `dentry` when it was validated.
+    pub seq: u32,
+    /// The inode, or null for a negative final component.
+    pub inode: *const Inode,
+}
+
+impl FastHit {
+    /// The result as a location in `mnt`, the mount the walk started in.
+    #[inline(always)]
+    pub fn in_mount(self, mnt: *const Mount) -> Found {
+        Found {
+            path: PathPtr {
+                mnt,
+                dentry: self.dentry,
+            },
+            seq: self.seq,
+            inode: self.inode,
+        }
     }
 }
 
@@ -117,16 +145,21 @@ fn has_nul(bytes: &[u8]) -> bool {
             return true;
         }
     }
-    chunks
-        .remainder()
-        .iter()
-        .fold(false, |found, &b| found | (b == 0))
+    // The tail (under 8 bytes) as one zero-padded word: a zero byte among
+    // its real bytes is a NUL (the lowest flagged byte is exact).
+    let (w, real) = load_word(chunks.remainder(), 0);
+    let lowest_zero = (w.wrapping_sub(LO) & !w & HI).trailing_zeros() as usize / 8;
+    lowest_zero < real
 }
 
-/// "." or "..": components the fast path leaves to the full walk.
-#[inline(always)]
-fn is_dot_or_dotdot(comp: &[u8]) -> bool {
-    comp == b"." || comp == b".."
+/// Search permission for a directory whose mode does not grant it to
+/// everyone: the full check, out of line so the fast walk does not keep the
+/// credential's fields live in its loop (root and 0755 directories never
+/// get here).
+#[cold]
+#[inline(never)]
+fn may_search_slow(cred: &Cred, mode: u32, uid: u32, gid: u32) -> bool {
+    may_access(cred, mode, uid, gid, MAY_EXEC).is_ok()
 }
 
 /// Pending path text: a stack of segments (the original path and the
@@ -289,40 +322,72 @@ impl VfsInner {
         path: &[u8],
         flags: u32,
     ) -> Option<SysResult<Found>> {
-        let mut cur = if path[0] == b'/' { root } else { start };
+        let from = if path[0] == b'/' { root } else { start };
+        Some(
+            self.walk_fast_from(cred, from.dentry, path, flags)?
+                .map(|hit| hit.in_mount(from.mnt)),
+        )
+    }
+
+    /// The fast path from the dentry `from` (the root for an absolute
+    /// path, else the start directory): `walk_fast` without the mount,
+    /// which the fast path never changes (it declines mountpoints). For
+    /// callers that need only the inode (the stat family) and so need not
+    /// read a (mount, dentry) pair consistently. `path` is not empty and
+    /// shorter than PATH_MAX (the caller checked). Writes nothing.
+    #[inline(always)]
+    pub(crate) fn walk_fast_from(
+        &self,
+        cred: &Cred,
+        from: *const Dentry,
+        path: &[u8],
+        flags: u32,
+    ) -> Option<SysResult<FastHit>> {
+        let mut cur = from;
         // SAFETY (all derefs): the caller's guard keeps everything reachable
-        // from root/start allocated (see `walk_once`).
-        let mut d = unsafe { &*cur.dentry };
+        // from `from` allocated (see `walk_once`).
+        let mut d = unsafe { &*cur };
         let mut seq = d.seq.read_begin_raw();
         if seq & 1 != 0 {
             return None;
         }
         let n = path.len();
-        let mut i = 0;
-        while i < n && path[i] == b'/' {
-            i += 1;
+        // Past the leading slash; more of them ("//x") take the loop.
+        let mut i = usize::from(path[0] == b'/');
+        if i < n && path[i] == b'/' {
+            while i < n && path[i] == b'/' {
+                i += 1;
+            }
         }
         if i == n {
             return None;
         }
         loop {
-            let (key, end) = scan_component(path, i);
-            let comp = key.bytes;
-            if end != ComponentEnd::Separator || (comp.len() <= 2 && is_dot_or_dotdot(comp)) {
-                return None;
-            }
-            i += comp.len();
+            let key = match scan_short_component(path, i) {
+                Some(key) if is_dot_or_dotdot_word(key.first_word) => return None,
+                Some(key) => key,
+                None => {
+                    // Eight bytes or more (or a NUL, which the full walk
+                    // reports): the general scan.
+                    let (key, end) = scan_component(path, i);
+                    if end != ComponentEnd::Separator || key.bytes.len() < 8 {
+                        return None;
+                    }
+                    key
+                }
+            };
+            i += key.bytes.len();
             if d.flags() & D_TYPE_DIR == 0 {
                 return None;
             }
             if !cred.is_root() {
                 // SAFETY: a validated positive dentry's inode.
                 let (mode, uid, gid) = unsafe { &*d.inode_ptr() }.perm_attr();
-                if !may_search_fast(mode) && may_access(cred, mode, uid, gid, MAY_EXEC).is_err() {
+                if !may_search_fast(mode) && !may_search_slow(cred, mode, uid, gid) {
                     return None;
                 }
             }
-            let RcuLookup::Found(c, cseq) = self.lookup_rcu(cur.dentry, &key) else {
+            let RcuLookup::Found(c, cseq) = self.lookup_rcu(cur, &key) else {
                 return None;
             };
             if d.seq.read_retry(seq) {
@@ -347,15 +412,11 @@ impl VfsInner {
                 // A cached miss: valid as it stands for the last component
                 // (and ENOENT for an inner one, as the full walk says).
                 if at_end && flags & WALK_ALLOW_NEGATIVE != 0 {
-                    let f = Found {
-                        path: PathPtr {
-                            mnt: cur.mnt,
-                            dentry: c,
-                        },
+                    return Some(Ok(FastHit {
+                        dentry: c,
                         seq: cseq,
                         inode,
-                    };
-                    return Some(Ok(f));
+                    }));
                 }
                 // ...unless a later component holds a NUL: that is EINVAL,
                 // checked before anything else.
@@ -364,15 +425,15 @@ impl VfsInner {
                 }
                 return Some(Err(Errno::ENOENT));
             }
-            cur.dentry = c;
+            cur = c;
             d = cd;
             seq = cseq;
             if at_end {
                 if flags & WALK_DIRECTORY != 0 && cflags & D_TYPE_DIR == 0 {
                     return None;
                 }
-                return Some(Ok(Found {
-                    path: cur,
+                return Some(Ok(FastHit {
+                    dentry: cur,
                     seq,
                     inode,
                 }));

@@ -89,7 +89,7 @@ impl Deferred {
             Deferred::Dentry(_) => core::mem::size_of::<Dentry>(),
             Deferred::Inode(i) => {
                 // SAFETY: the queue owns the killed inode.
-                let blocks = unsafe { &*i }.attr().blocks;
+                let blocks = unsafe { &*i }.blocks_of_dead() as u64;
                 core::mem::size_of::<Inode>().saturating_add(
                     usize::try_from(blocks.saturating_mul(512)).unwrap_or(usize::MAX),
                 )

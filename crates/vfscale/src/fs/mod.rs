@@ -274,6 +274,13 @@ impl SuperBlock {
         Ok(())
     }
 
+    /// True if at least `slack` more inodes fit under the instance limit
+    /// (a cheap approximate read far from it, exact near it).
+    pub(crate) fn far_from_inode_limit(&self, slack: i64) -> bool {
+        let max = i64::try_from(self.limits.max_inodes).unwrap_or(i64::MAX);
+        self.used_inodes.compare(max.saturating_sub(slack)).is_lt()
+    }
+
     pub(crate) fn release_inode(&self) {
         self.used_inodes.add(-1);
     }

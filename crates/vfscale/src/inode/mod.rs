@@ -271,6 +271,18 @@ impl Inode {
         }
     }
 
+    /// Sets owner and mode (type bits included) of an inode no other
+    /// thread can reach yet (allocated, not yet named): plain stores, the
+    /// naming publishes them.
+    pub(crate) fn init_owner(&self, mode: u32, uid: u32, gid: u32) {
+        debug_assert_eq!(self.file_type(), mode & S_IFMT);
+        // Relaxed: published by the Release that links the inode's dentry.
+        self.mode.store(mode, Ordering::Relaxed);
+        self.uid.store(uid, Ordering::Relaxed);
+        self.gid.store(gid, Ordering::Relaxed);
+    }
+
+
     /// (mode, uid, gid): what a permission check needs.
     pub fn perm_attr(&self) -> (u32, u32, u32) {
         loop {

@@ -89,6 +89,22 @@ impl FsContext {
         }
     }
 
+    /// The dentry a walk of a path starts from: the root for an absolute
+    /// path, else the cwd. Without its mount, so without the seqcount: for
+    /// the fast walk of callers that need only the inode it reaches (the
+    /// stat family), which never leaves the start's mount.
+    #[inline(always)]
+    fn walk_from(&self, absolute: bool) -> *const crate::dcache::dentry::Dentry {
+        let d = if absolute {
+            &self.root_dentry
+        } else {
+            &self.cwd_dentry
+        };
+        // Acquire: pairs with the AcqRel swap in `set`, so the dentry's
+        // contents are visible; the caller's guard keeps it allocated.
+        d.load(Ordering::Acquire)
+    }
+
     /// Replaces root or cwd with `new` (whose references the caller hands
     /// over) and returns the old one (whose references the caller puts).
     fn set(&self, which_root: bool, new: PathPtr) -> PathPtr {
@@ -101,7 +117,9 @@ impl FsContext {
         self.seq.write_begin();
         let old = PathPtr {
             mnt: m.swap(new.mnt as *mut _, Ordering::Relaxed),
-            dentry: d.swap(new.dentry as *mut _, Ordering::Relaxed),
+            // AcqRel: publishes the new dentry to `walk_from`, which reads
+            // it without the seqcount.
+            dentry: d.swap(new.dentry as *mut _, Ordering::AcqRel),
         };
         self.seq.write_end();
         old
@@ -237,6 +255,41 @@ impl Process {
             return r;
         }
         self.lookup_at_slow(cred, dirfd, path, flags)
+    }
+
+    /// The stat family's fast lookup of `path` (relative to `dirfd`, with
+    /// *at-style flags): what `lookup_at` would answer, when every
+    /// component is a plain cached name (`walk_fast_from`); `None` when
+    /// `lookup_at` must run (an empty path, a relative path from another
+    /// descriptor, anything the fast walk declines). Reads the start dentry
+    /// alone, without the fs context's seqcount: the result's mount is not
+    /// known, only its dentry and inode. A positive result unless
+    /// `walk_flags` allow a negative one. Caller holds a guard.
+    #[inline(always)]
+    fn lookup_fast(
+        &self,
+        cred: &Cred,
+        dirfd: Fd,
+        path: &[u8],
+        at_flags: i32,
+        walk_flags: u32,
+    ) -> Option<SysResult<crate::dcache::walk::FastHit>> {
+        // Empty or too long: one unsigned compare.
+        if path.len().wrapping_sub(1) >= PATH_MAX - 1 {
+            return None;
+        }
+        let absolute = path[0] == b'/';
+        if !absolute && dirfd != AT_FDCWD {
+            return None;
+        }
+        let follow = if at_flags & AT_SYMLINK_NOFOLLOW != 0 {
+            0
+        } else {
+            WALK_FOLLOW
+        };
+        let from = self.fs.walk_from(absolute);
+        self.vfs
+            .walk_fast_from(cred, from, path, walk_flags | follow)
     }
 
     /// The full walk of `lookup_at` (whose fast path declined), charging

@@ -152,9 +152,25 @@ impl Process {
                 .ok_or(Errno::ENOENT)?;
         }
         let index = dir.dir_index().ok_or(Errno::ENOTDIR)?;
-        let mut locked = index.write();
+        // O_EXCL means a create is expected: its inode is made before the
+        // lock (dropped again if the name turns out to exist).
+        let prealloc = if flags & O_EXCL != 0 && !dir_sb.backend_served {
+            self.prealloc_inode(
+                dir_sb,
+                dir_d,
+                &key,
+                S_IFREG,
+                InodeBody::Regular(RwLock::new(Default::default())),
+            )
+        } else {
+            None
+        };
+        let (mut locked, waited) = index.write_noting_wait();
         if locked.dead {
             return Err(Errno::ENOENT);
+        }
+        if waited {
+            self.vfs.note_dir_contended(dir_d);
         }
         let existing = self.vfs.lookup_exact(dir_d, &key);
         // SAFETY: found under the bucket lock with the directory locked: live.
@@ -248,18 +264,30 @@ impl Process {
         self.may_modify_dir(dir)?;
         let (uid, gid, m) = self.owner_in(dir, S_IFREG | (mode & S_IALLUGO));
         let m = (m & !self.umask_bits()) | S_IFREG;
-        let d = self.create_locked(
-            &mut locked,
-            dir_d,
-            dir,
-            &key,
-            existing,
-            m,
-            uid,
-            gid,
-            0,
-            InodeBody::Regular(RwLock::new(Default::default())),
-        )?;
+        let d = if let Some(inode) = prealloc {
+            self.create_locked_prealloc(
+                &mut locked,
+                dir_d,
+                dir,
+                &key,
+                existing,
+                inode,
+                (m, uid, gid),
+            )
+        } else {
+            self.create_locked(
+                &mut locked,
+                dir_d,
+                dir,
+                &key,
+                existing,
+                m,
+                uid,
+                gid,
+                0,
+                InodeBody::Regular(RwLock::new(Default::default())),
+            )?
+        };
         // SAFETY: the new dentry is pinned by the namespace reference.
         let dr = unsafe { &*d };
         let found = Found {

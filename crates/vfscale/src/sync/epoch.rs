@@ -275,11 +275,13 @@ mod barrier {
     pub(super) fn light() {
         #[cfg(not(loom))]
         {
+            // The compiler fence is all a reader needs under membarrier
+            // (the reclaimer's IPI orders the CPU); written unconditionally
+            // so the test below is one compare and a not-taken branch.
+            std::sync::atomic::compiler_fence(Ordering::SeqCst);
             // Relaxed: the strategy is set once, before readers rely on it
             // (see `detect`).
-            if STRATEGY.load(Ordering::Relaxed) == MEMBARRIER {
-                std::sync::atomic::compiler_fence(Ordering::SeqCst);
-            } else {
+            if STRATEGY.load(Ordering::Relaxed) != MEMBARRIER {
                 std::sync::atomic::fence(Ordering::SeqCst);
             }
         }

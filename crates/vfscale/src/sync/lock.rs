@@ -19,19 +19,28 @@ use super::opcount::note_lock;
 /// Pause instructions a contended acquisition spends before blocking.
 const SPIN_LIMIT: u32 = 4096;
 
-/// Retries `attempt` with exponential backoff up to `SPIN_LIMIT` pauses.
+/// Waits for the lock with test-and-test-and-set: reads the lock word
+/// (`is_free`, a plain load: the waiter keeps a shared copy of the line
+/// instead of taking it away from the holder) between pause instructions,
+/// and tries `attempt` only when it looks free, for up to `SPIN_LIMIT`
+/// pauses; then blocks. No growing backoff: with a couple of contenders a
+/// waiter that checks only every few dozen pauses can see the lock free
+/// long after the holder released it, and the holder, coming back for its
+/// next operation, may take it again first (session 5's reasoning for
+/// create-unlink in one directory; its wall-clock effect is still to be
+/// measured on a quiet machine, docs/PERFORMANCE.md).
 #[inline]
-fn spin_then<G>(mut attempt: impl FnMut() -> Option<G>, block: impl FnOnce() -> G) -> G {
-    let mut spent = 0;
-    let mut step = 1;
-    while spent < SPIN_LIMIT {
-        for _ in 0..step {
-            core::hint::spin_loop();
-        }
-        spent += step;
-        step = (step * 2).min(64);
-        if let Some(g) = attempt() {
-            return g;
+fn spin_then<G>(
+    is_free: impl Fn() -> bool,
+    mut attempt: impl FnMut() -> Option<G>,
+    block: impl FnOnce() -> G,
+) -> G {
+    for _ in 0..SPIN_LIMIT {
+        core::hint::spin_loop();
+        if is_free() {
+            if let Some(g) = attempt() {
+                return g;
+            }
         }
     }
     block()
@@ -60,7 +69,11 @@ impl<T> Mutex<T> {
         note_lock();
         match self.0.try_lock() {
             Some(g) => g,
-            None => spin_then(|| self.0.try_lock(), || self.0.lock()),
+            None => spin_then(
+                || !self.0.is_locked(),
+                || self.0.try_lock(),
+                || self.0.lock(),
+            ),
         }
     }
 }
@@ -78,7 +91,29 @@ impl<T> RwLock<T> {
         note_lock();
         match self.0.try_read() {
             Some(g) => g,
-            None => spin_then(|| self.0.try_read(), || self.0.read()),
+            None => spin_then(
+                || !self.0.is_locked_exclusive(),
+                || self.0.try_read(),
+                || self.0.read(),
+            ),
+        }
+    }
+
+    /// `write`, and whether the lock was busy when asked for (the
+    /// directory-change paths use it to notice contention).
+    #[inline]
+    pub fn write_noting_wait(&self) -> (RwLockWriteGuard<'_, T>, bool) {
+        note_lock();
+        match self.0.try_write() {
+            Some(g) => (g, false),
+            None => {
+                let g = spin_then(
+                    || !self.0.is_locked(),
+                    || self.0.try_write(),
+                    || self.0.write(),
+                );
+                (g, true)
+            }
         }
     }
 
@@ -87,7 +122,11 @@ impl<T> RwLock<T> {
         note_lock();
         match self.0.try_write() {
             Some(g) => g,
-            None => spin_then(|| self.0.try_write(), || self.0.write()),
+            None => spin_then(
+                || !self.0.is_locked(),
+                || self.0.try_write(),
+                || self.0.write(),
+            ),
         }
     }
 }
