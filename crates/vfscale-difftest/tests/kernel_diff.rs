@@ -19,7 +19,7 @@ use vfscale::{Cred, Errno, ProcessApi, Vfs};
 use vfscale_difftest::snapshot::snapshot;
 use vfscale_difftest::{enter_private_tmpfs_root, KernelProcess, SandboxError};
 use vfscale_model::ops::{
-    apply, prelude, scenario_creds, steps_strategy, Bytes, FdMap, Op, Outcome, Step,
+    apply, prelude, scenario_creds, steps_strategy, Bytes, FdMap, Op, Outcome, Step, XattrAt,
 };
 
 fn has_nul(b: &Bytes) -> bool {
@@ -44,9 +44,12 @@ fn documented_deviation(op: &Op) -> bool {
         }
         // A child's descriptors are not known here: no seeks but rewinds
         // (see `directory_seek`).
+        // A child's fd_path is read against its parent's root (kernel.rs),
+        // so not after the child's own chroot.
         Op::Fork(ops) => ops.iter().any(|o| {
             documented_deviation(o)
                 || matches!(o, Op::Umount2 { .. })
+                || (matches!(o, Op::Chroot(_)) && ops.iter().any(|o| matches!(o, Op::FdPath(_))))
                 || matches!(o, Op::Lseek { off, whence, .. } if (*off, *whence) != (0, SEEK_SET))
         }),
         // A NUL byte inside a path: EINVAL in vfscale, a shorter C string
@@ -82,6 +85,14 @@ fn documented_deviation(op: &Op) -> bool {
                 || (flags & MS_BIND == 0 && fstype.0 != b"tmpfs")
         }
         Op::Umount2 { target, .. } => has_nul(target),
+        Op::Setxattr { at, .. }
+        | Op::Getxattr { at, .. }
+        | Op::Listxattr { at, .. }
+        | Op::Removexattr { at, .. } => match at {
+            XattrAt::Path(p) | XattrAt::Lpath(p) => has_nul(p),
+            XattrAt::Fd(_) => false,
+        },
+        Op::NameToHandle { path, .. } => has_nul(path),
         _ => false,
     }
 }

@@ -22,7 +22,17 @@ impl Process {
         handle: &mut FileHandle,
         flags: i32,
     ) -> SysResult<u64> {
-        if flags & !(AT_EMPTY_PATH | AT_SYMLINK_FOLLOW | AT_HANDLE_FID) != 0 {
+        let known = AT_EMPTY_PATH
+            | AT_SYMLINK_FOLLOW
+            | AT_HANDLE_FID
+            | AT_HANDLE_MNT_ID_UNIQUE
+            | AT_HANDLE_CONNECTABLE;
+        if flags & !known != 0 {
+            return Err(Errno::EINVAL);
+        }
+        // A connectable handle needs a known parent: not with FID (no
+        // intention to decode) nor AT_EMPTY_PATH (Linux's order).
+        if flags & AT_HANDLE_CONNECTABLE != 0 && flags & (AT_HANDLE_FID | AT_EMPTY_PATH) != 0 {
             return Err(Errno::EINVAL);
         }
         if handle.handle_bytes > MAX_HANDLE_SZ {
@@ -101,16 +111,18 @@ impl Process {
         handle: &FileHandle,
         flags: i32,
     ) -> SysResult<Fd> {
+        // Linux's handle_to_path: the handle's header, then the mount
+        // descriptor, then the permission.
+        if handle.handle_bytes == 0 || handle.handle_bytes > MAX_HANDLE_SZ || handle.handle_type < 0
+        {
+            return Err(Errno::EINVAL);
+        }
         let _g = self.vfs.collector.enter();
         let (_, cwd) = self.fs.get();
         let (mnt_path, _) = self.dirfd_path(mount_fd, cwd)?;
         // CAP_DAC_READ_SEARCH: vfscale models capabilities as root.
         if !self.cred.is_root() {
             return Err(Errno::EPERM);
-        }
-        if handle.handle_bytes == 0 || handle.handle_bytes > MAX_HANDLE_SZ || handle.handle_type < 0
-        {
-            return Err(Errno::EINVAL);
         }
         let bytes = handle
             .f_handle

@@ -227,6 +227,14 @@ impl Process {
         op: impl FnOnce(&Inode) -> SysResult<R>,
     ) -> SysResult<R> {
         match at {
+            // Linux 6.13+ (path_setxattrat and friends): a negative fd is
+            // not looked up as a file but as the dirfd of an empty path, so
+            // AT_FDCWD names the working directory (and -1 is EBADF).
+            XattrAt::Fd(AT_FDCWD) => {
+                let _g = self.vfs.collector.enter();
+                let found = self.lookup_at(&self.cred, AT_FDCWD, b"", AT_EMPTY_PATH, 0)?;
+                op(found.inode())
+            }
             XattrAt::Fd(fd) => self.with_file(fd, false, |f| op(f.inode())),
             XattrAt::Path(path, follow) => {
                 let _g = self.vfs.collector.enter();
@@ -254,6 +262,15 @@ impl Process {
         value: &[u8],
         flags: i32,
     ) -> SysResult<()> {
+        // Linux's setxattr_copy runs before the path walk or fd lookup:
+        // flags, then the name, then the size.
+        if flags & !(XATTR_CREATE | XATTR_REPLACE) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        check_name(name)?;
+        if value.len() > XATTR_SIZE_MAX {
+            return Err(Errno::E2BIG);
+        }
         self.with_xattr_inode(at, |i| set_inode(&self.cred, i, name, value, flags))
     }
 
@@ -263,6 +280,8 @@ impl Process {
         name: &[u8],
         buf: &mut [u8],
     ) -> SysResult<usize> {
+        // The name is imported before the walk (import_xattr_name).
+        check_name(name)?;
         self.with_xattr_inode(at, |i| get_inode(&self.cred, i, name, buf))
     }
 
@@ -271,6 +290,7 @@ impl Process {
     }
 
     pub(crate) fn sys_removexattr(&self, at: XattrAt<'_>, name: &[u8]) -> SysResult<()> {
+        check_name(name)?;
         self.with_xattr_inode(at, |i| remove_inode(&self.cred, i, name))
     }
 }
