@@ -1089,12 +1089,14 @@ fn anon_op() -> impl Strategy<Value = Op> {
     let events = prop::sample::select(vec![POLLIN, POLLOUT, POLLIN | POLLOUT, 0]);
     prop_oneof![
         2 => prop::sample::select(vec![O_NONBLOCK, O_NONBLOCK | O_CLOEXEC, 1]).prop_map(Op::Pipe2),
-        2 => (
-            prop::sample::select(vec![AF_UNIX, AF_UNIX, AF_UNIX, 2, 0]),
-            prop::sample::select(vec![SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET, SOCK_STREAM | SOCK_CLOEXEC, 3, SOCK_STREAM | 0x40000])
-                .prop_map(|t| t | SOCK_NONBLOCK)
+        3 => prop::sample::select(vec![SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET, SOCK_STREAM | SOCK_CLOEXEC, 3, SOCK_STREAM | 0x40000])
+            .prop_map(|t| Op::Socketpair { domain: AF_UNIX, ty: t | SOCK_NONBLOCK }),
+        // Other families: Internet ones cannot pair, unknown ones do not exist.
+        1 => (
+            prop::sample::select(vec![AF_INET, AF_INET6, 0]),
+            prop::sample::select(vec![SOCK_STREAM, SOCK_DGRAM])
         )
-            .prop_map(|(domain, ty)| Op::Socketpair { domain, ty }),
+            .prop_map(|(domain, t)| Op::Socketpair { domain, ty: t | SOCK_NONBLOCK }),
         2 => (
             prop::sample::select(vec![0u32, 1, 5]),
             prop::sample::select(vec![EFD_NONBLOCK, EFD_NONBLOCK | EFD_SEMAPHORE, EFD_NONBLOCK | EFD_CLOEXEC, EFD_NONBLOCK | 0x40])

@@ -71,10 +71,12 @@ fn socket_args(domain: i32, ty: i32, protocol: i32) -> SysResult<(i32, bool, boo
     if protocol != 0 && protocol != AF_UNIX {
         return Err(Errno::EPROTONOSUPPORT);
     }
-    let base = ty & SOCK_TYPE_MASK;
-    if !matches!(base, SOCK_STREAM | SOCK_DGRAM | SOCK_SEQPACKET) {
-        return Err(Errno::ESOCKTNOSUPPORT);
-    }
+    let base = match ty & SOCK_TYPE_MASK {
+        // unix_create: "SOCK_RAW is the same as SOCK_DGRAM".
+        SOCK_RAW => SOCK_DGRAM,
+        b @ (SOCK_STREAM | SOCK_DGRAM | SOCK_SEQPACKET) => b,
+        _ => return Err(Errno::ESOCKTNOSUPPORT),
+    };
     Ok((base, ty & SOCK_NONBLOCK != 0, ty & SOCK_CLOEXEC != 0))
 }
 
@@ -243,7 +245,17 @@ impl Process {
     /// socketpair(2): two connected AF_UNIX sockets.
     pub fn socketpair(&self, domain: i32, ty: i32, protocol: i32) -> SysResult<[Fd; 2]> {
         let _end = self.vfs.call_end();
-        let (base, nb, cloexec) = socket_args(domain, ty, protocol)?;
+        let (base, nb, cloexec) = match socket_args(domain, ty, protocol) {
+            // Linux makes the Internet socket, whose family cannot pair.
+            Err(Errno::EAFNOSUPPORT)
+                if matches!(domain, AF_INET | AF_INET6)
+                    && matches!(ty & SOCK_TYPE_MASK, SOCK_STREAM | SOCK_DGRAM)
+                    && protocol == 0 =>
+            {
+                return Err(Errno::EOPNOTSUPP)
+            }
+            r => r?,
+        };
         // Two nodes and two files: make room for both first.
         self.charge_here();
         self.vfs.admit(2 * SOCKET_BYTES, Errno::ENOMEM)?;
@@ -455,6 +467,25 @@ impl Process {
             F_SETFL => self.with_file(fd, false, |f| {
                 const SETTABLE: i32 = O_APPEND | O_NONBLOCK | O_DIRECT | O_NOATIME;
                 let arg = arg as i32;
+                // Linux's setfl: O_NOATIME only for the owner (or
+                // CAP_FOWNER: root here).
+                let inode = f.inode();
+                if arg & O_NOATIME != 0
+                    && f.status() & O_NOATIME == 0
+                    && !self.cred.is_root()
+                    && inode.attr().uid != self.cred.fsuid
+                {
+                    return Err(Errno::EPERM);
+                }
+                // O_DIRECT where direct I/O is possible: tmpfs regular files
+                // (FMODE_CAN_ODIRECT); on a pipe it asks for packet mode.
+                let ty = inode.file_type();
+                if arg & O_DIRECT != 0
+                    && ty != S_IFIFO
+                    && (ty != S_IFREG || f.fmode & FMODE_EVENTFD != 0)
+                {
+                    return Err(Errno::EINVAL);
+                }
                 // Relaxed: a plain flag word (see OpenFile::status); the
                 // update is one atomic read-modify-write.
                 let _ = f

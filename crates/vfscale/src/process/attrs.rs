@@ -295,6 +295,34 @@ impl Process {
 
     pub(crate) fn sys_fstatfs(&self, fd: Fd) -> SysResult<Statfs> {
         // SAFETY: as above.
-        self.with_file(fd, true, |f| Ok(unsafe { &*f.inode().sb }.statfs()))
+        self.with_file(fd, true, |f| {
+            Ok(match pseudo_fs_magic(f.fmode) {
+                // Linux's pipefs, sockfs and anon_inodefs answer
+                // simple_statfs: their magic, a page, NAME_MAX, no counts.
+                Some(magic) => Statfs {
+                    f_type: magic,
+                    f_bsize: 4096,
+                    f_namelen: NAME_MAX as i64,
+                    f_frsize: 4096,
+                    ..Statfs::default()
+                },
+                None => unsafe { &*f.inode().sb }.statfs(),
+            })
+        })
+    }
+}
+
+/// The pseudo filesystem Linux keeps pipes, sockets and eventfds on, by
+/// its statfs magic (memfds are on tmpfs there too).
+fn pseudo_fs_magic(fmode: u32) -> Option<i64> {
+    use crate::file::{FMODE_EVENTFD, FMODE_PIPE, FMODE_SOCKET};
+    if fmode & FMODE_PIPE != 0 {
+        Some(PIPEFS_MAGIC)
+    } else if fmode & FMODE_SOCKET != 0 {
+        Some(SOCKFS_MAGIC)
+    } else if fmode & FMODE_EVENTFD != 0 {
+        Some(ANON_INODE_FS_MAGIC)
+    } else {
+        None
     }
 }

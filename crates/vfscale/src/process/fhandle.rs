@@ -35,9 +35,6 @@ impl Process {
         if flags & AT_HANDLE_CONNECTABLE != 0 && flags & (AT_HANDLE_FID | AT_EMPTY_PATH) != 0 {
             return Err(Errno::EINVAL);
         }
-        if handle.handle_bytes > MAX_HANDLE_SZ {
-            return Err(Errno::EINVAL);
-        }
         let at = (flags & AT_EMPTY_PATH)
             | if flags & AT_SYMLINK_FOLLOW != 0 {
                 0
@@ -57,6 +54,10 @@ impl Process {
             // Backends whose dentries are reclaimable have no handle scheme
             // yet (a passthrough one would forward host handles).
             return Err(Errno::EOPNOTSUPP);
+        }
+        // The buffer's size is read after the walk (do_sys_name_to_handle).
+        if handle.handle_bytes > MAX_HANDLE_SZ {
+            return Err(Errno::EINVAL);
         }
         let mount_id = unsafe { &*found.path.mnt }.id();
         let ino = found.inode().ino();
