@@ -85,11 +85,25 @@ impl Process {
         let nb = nonblock(file);
         match stream(file) {
             Some(Stream::Pipe(p)) => p.read(bufs, nb),
+            // sock_read_iter: a zero-length read is 0 ("SYS5 behaviour"),
+            // before the socket is looked at.
+            Some(Stream::Socket(_)) if bufs.iter().all(|b| b.is_empty()) => Ok(0),
             Some(Stream::Socket(s)) => s.read(bufs, nb),
-            Some(Stream::EventFd(e)) => match bufs.first_mut() {
-                Some(b) => e.read(b, nb),
-                None => Err(Errno::EINVAL),
-            },
+            // eventfd's read_iter: the 8-byte counter across the segments.
+            Some(Stream::EventFd(e)) => {
+                let mut value = [0u8; 8];
+                if bufs.iter().map(|b| b.len()).sum::<usize>() < value.len() {
+                    return Err(Errno::EINVAL);
+                }
+                let n = e.read(&mut value, nb)?;
+                let mut src = &value[..n];
+                for b in bufs.iter_mut() {
+                    let k = b.len().min(src.len());
+                    b[..k].copy_from_slice(&src[..k]);
+                    src = &src[k..];
+                }
+                Ok(n)
+            }
             None => Err(Errno::EINVAL),
         }
     }
@@ -99,10 +113,29 @@ impl Process {
         match stream(file) {
             Some(Stream::Pipe(p)) => p.write(bufs, nb),
             Some(Stream::Socket(s)) => s.write(bufs, nb),
-            Some(Stream::EventFd(e)) => match bufs.first() {
-                Some(b) => e.write(b, nb),
-                None => Err(Errno::EINVAL),
-            },
+            // eventfd has a plain write: a vector is written segment by
+            // segment (do_loop_readv_writev), each exactly 8 bytes, empty
+            // ones after the first skipped, stopping at an error or a short
+            // write.
+            Some(Stream::EventFd(e)) => {
+                let mut done = 0;
+                for (i, b) in bufs.iter().enumerate() {
+                    if i > 0 && b.is_empty() {
+                        continue;
+                    }
+                    match e.write(b, nb) {
+                        Ok(n) => {
+                            done += n;
+                            if n != b.len() {
+                                break;
+                            }
+                        }
+                        Err(err) if done == 0 => return Err(err),
+                        Err(_) => break,
+                    }
+                }
+                Ok(done)
+            }
             None => Err(Errno::EINVAL),
         }
     }
@@ -387,7 +420,9 @@ impl Process {
                 if p.fd < 0 {
                     None
                 } else {
-                    self.files.get(&self.vfs, p.fd).ok()
+                    // fdget: an O_PATH descriptor is not a file here
+                    // (POLLNVAL).
+                    self.fd_file_nopath(p.fd).ok()
                 }
             })
             .collect();
@@ -439,6 +474,15 @@ impl Process {
     /// F_SETPIPE_SZ. Other commands: EINVAL.
     pub fn fcntl(&self, fd: Fd, cmd: i32, arg: i64) -> SysResult<i64> {
         let _end = self.vfs.call_end();
+        // Linux's order: the descriptor (O_PATH ones included), then the
+        // commands an O_PATH descriptor allows (check_fcntl_cmd), then the
+        // command itself.
+        let f = self.fd_file(fd)?;
+        let path_only = f.file().is_path();
+        self.vfs.fput(f);
+        if path_only && !matches!(cmd, F_DUPFD | F_DUPFD_CLOEXEC | F_GETFD | F_SETFD | F_GETFL) {
+            return Err(Errno::EBADF);
+        }
         match cmd {
             F_DUPFD | F_DUPFD_CLOEXEC => {
                 let f = self.fd_file(fd)?;

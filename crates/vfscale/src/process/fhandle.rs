@@ -50,9 +50,11 @@ impl Process {
         // it) and the mount allocated.
         let d = unsafe { &*found.path.dentry };
         let sb = unsafe { &*d.sb };
-        if !sb.fs.dcache_is_authoritative() {
-            // Backends whose dentries are reclaimable have no handle scheme
-            // yet (a passthrough one would forward host handles).
+        // Backends whose dentries are reclaimable have no handle scheme
+        // yet (a passthrough one would forward host handles); tmpfs cannot
+        // decode a handle to its parent (no fh_to_parent), so a
+        // connectable handle is EOPNOTSUPP, as exportfs_can_encode_fh says.
+        if !sb.fs.dcache_is_authoritative() || flags & AT_HANDLE_CONNECTABLE != 0 {
             return Err(Errno::EOPNOTSUPP);
         }
         // The buffer's size is read after the walk (do_sys_name_to_handle).

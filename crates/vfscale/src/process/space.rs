@@ -98,11 +98,18 @@ impl Process {
                     .charge_data(inode, blocks as i64 - blocks_before as i64);
             }
             let t = now();
-            // Under the data lock, as in `write_file`.
+            let cred = &self.cred;
+            // Under the data lock, as in `write_file`; a successful
+            // fallocate is a modification (shmem_fallocate's
+            // file_modified): set-id bits go as for a write.
             inode.update_attr(|a| {
+                let cur = a.get();
                 a.set_size(size, blocks);
                 a.set_mtime(t);
                 a.set_ctime(t);
+                if let Some(m) = crate::cred::perm::write_strip_mode(cred, cur.mode, cur.gid) {
+                    a.set_mode(m);
+                }
             });
             drop(d);
             self.vfs.watchers.inode_changed(inode, true);

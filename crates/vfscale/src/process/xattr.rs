@@ -105,10 +105,25 @@ fn store_of(file: &crate::file::OpenFile) -> Store {
 }
 
 /// setxattr/removexattr on an inode with no attribute store.
-fn change_without_store(cred: &Cred, inode: &Inode, name: &[u8]) -> SysResult<()> {
+/// sockfs also has a `security.*` handler that leaves the work to an LSM:
+/// without one, a change answers EAGAIN (and a read EOPNOTSUPP).
+fn change_without_store(cred: &Cred, inode: &Inode, store: Store, name: &[u8]) -> SysResult<()> {
     let name = check_name(name)?;
-    xattr_permission(cred, inode, space_of(name), true)?;
-    Err(Errno::EOPNOTSUPP)
+    let space = space_of(name);
+    // The eventfd inode (no type bits) is S_PRIVATE on Linux: the security
+    // hooks, and with them the CAP_SYS_ADMIN check of security.*, are
+    // skipped.
+    let private = inode.file_type() == 0;
+    if !(private && space == Space::Security) {
+        xattr_permission(cred, inode, space, true)?;
+    }
+    match store {
+        Store::Socket(_) if space == Space::Security => {
+            stored_space(name, space)?;
+            Err(Errno::EAGAIN)
+        }
+        _ => Err(Errno::EOPNOTSUPP),
+    }
 }
 
 /// getxattr on an inode with no attribute store.
@@ -119,9 +134,14 @@ fn get_without_store(
     name: &[u8],
     buf: &mut [u8],
 ) -> SysResult<usize> {
-    xattr_permission(cred, inode, space_of(name), false)?;
+    let space = space_of(name);
+    xattr_permission(cred, inode, space, false)?;
     match store {
         Store::Socket(proto) if name == SOCKPROTONAME => copy_out(proto, buf),
+        Store::Socket(_) if space == Space::Security => {
+            stored_space(name, space)?;
+            Err(Errno::EOPNOTSUPP)
+        }
         _ => Err(Errno::EOPNOTSUPP),
     }
 }
@@ -375,7 +395,7 @@ impl Process {
         }
         self.with_xattr_inode(at, false, |i, store| match store {
             Store::Tmpfs => set_inode(&self.cred, i, name, value, flags),
-            _ => change_without_store(&self.cred, i, name),
+            _ => change_without_store(&self.cred, i, store, name),
         })
     }
 
@@ -410,7 +430,7 @@ impl Process {
         let fd_only = matches!(at, XattrAt::Fd(_));
         self.with_xattr_inode(at, fd_only, |i, store| match store {
             Store::Tmpfs => remove_inode(&self.cred, i, name),
-            _ => change_without_store(&self.cred, i, name),
+            _ => change_without_store(&self.cred, i, store, name),
         })
     }
 }
