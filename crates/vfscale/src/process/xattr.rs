@@ -106,8 +106,16 @@ fn store_of(file: &crate::file::OpenFile) -> Store {
 
 /// setxattr/removexattr on an inode with no attribute store.
 /// sockfs also has a `security.*` handler that leaves the work to an LSM:
-/// without one, a change answers EAGAIN (and a read EOPNOTSUPP).
-fn change_without_store(cred: &Cred, inode: &Inode, store: Store, name: &[u8]) -> SysResult<()> {
+/// without one, its answer is EAGAIN, which setxattr turns into EOPNOTSUPP
+/// (after asking the LSM's setsecurity) and removexattr returns as is
+/// (checked against Linux 6.18).
+fn change_without_store(
+    cred: &Cred,
+    inode: &Inode,
+    store: Store,
+    name: &[u8],
+    remove: bool,
+) -> SysResult<()> {
     let name = check_name(name)?;
     let space = space_of(name);
     // The eventfd inode (no type bits) is S_PRIVATE on Linux: the security
@@ -120,7 +128,11 @@ fn change_without_store(cred: &Cred, inode: &Inode, store: Store, name: &[u8]) -
     match store {
         Store::Socket(_) if space == Space::Security => {
             stored_space(name, space)?;
-            Err(Errno::EAGAIN)
+            Err(if remove {
+                Errno::EAGAIN
+            } else {
+                Errno::EOPNOTSUPP
+            })
         }
         _ => Err(Errno::EOPNOTSUPP),
     }
@@ -395,7 +407,7 @@ impl Process {
         }
         self.with_xattr_inode(at, false, |i, store| match store {
             Store::Tmpfs => set_inode(&self.cred, i, name, value, flags),
-            _ => change_without_store(&self.cred, i, store, name),
+            _ => change_without_store(&self.cred, i, store, name, false),
         })
     }
 
@@ -430,7 +442,7 @@ impl Process {
         let fd_only = matches!(at, XattrAt::Fd(_));
         self.with_xattr_inode(at, fd_only, |i, store| match store {
             Store::Tmpfs => remove_inode(&self.cred, i, name),
-            _ => change_without_store(&self.cred, i, store, name),
+            _ => change_without_store(&self.cred, i, store, name, true),
         })
     }
 }
