@@ -11,6 +11,9 @@ use crate::abi::*;
 use crate::file::{FileRef, OpenFile, FMODE_READ, FMODE_WRITE};
 use crate::inode::now;
 
+/// tmpfs's page, the unit fallocate allocates.
+const CHUNK: u64 = crate::fs::tmpfs::data::CHUNK_SIZE as u64;
+
 /// Bytes copied per step of copy_file_range.
 const COPY_CHUNK: usize = 64 * 1024;
 
@@ -79,6 +82,16 @@ impl Process {
             if mode & FALLOC_FL_PUNCH_HOLE != 0 {
                 d.punch_hole(offset, len);
             } else {
+                // Linux's shmem_fallocate refuses a range larger than the
+                // instance (ENOSPC) before allocating; vfscale also refuses
+                // one whose holes do not fit now, so an impossible request
+                // never allocates (and cannot exhaust the host's memory).
+                // SAFETY: an inode's superblock outlives it.
+                let sb = unsafe { &*inode.sb };
+                let range_pages = end.div_ceil(CHUNK) - offset / CHUNK;
+                if range_pages > sb.max_pages() || !sb.pages_fit(d.holes_in(offset, len)) {
+                    return Err(Errno::ENOSPC);
+                }
                 let added = d.allocate(offset, len);
                 let delta = d.blocks_512() as i64 - blocks_before as i64;
                 if let Err(e) = self.vfs.charge_data(inode, delta) {

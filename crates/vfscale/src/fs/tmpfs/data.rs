@@ -206,7 +206,10 @@ impl FileData {
             new_len <= MAX_FILE_SIZE as u64,
             "set_len past MAX_FILE_SIZE"
         );
-        if new_len < self.len {
+        // Not shrinking still frees what lies past the end (preallocated
+        // chunks, fallocate KEEP_SIZE), as shmem_setattr truncates from the
+        // new size whenever it does not grow.
+        if new_len <= self.len {
             // Chunks from this index on lie wholly at or beyond the new end.
             let first_dropped = new_len.div_ceil(CHUNK_BYTES);
             drop(self.chunks.split_off(&first_dropped));
@@ -264,6 +267,17 @@ impl FileData {
             }
         }
         added
+    }
+
+    /// How many chunks `allocate(offset, len)` would add (the holes among
+    /// the chunks the range touches).
+    pub fn holes_in(&self, offset: u64, len: u64) -> u64 {
+        let end = offset.saturating_add(len);
+        if offset >= end {
+            return 0;
+        }
+        let (first, last) = (chunk_index(offset), chunk_index(end - 1));
+        (last - first + 1) - self.chunks.range(first..=last).count() as u64
     }
 
     /// Frees the chunks at `indices` (they become holes again).
