@@ -298,12 +298,14 @@ pub enum Op {
     },
     Syncfs(FdArg),
     /// name_to_handle_at with room for `size` handle bytes; a handle made
-    /// is kept in the `FdMap` for `OpenByHandle`.
+    /// is kept in the `FdMap` for `OpenByHandle` and, with `open`, opened
+    /// at once (open_by_handle_at(mount_fd, handle, flags)).
     NameToHandle {
         dirfd: FdArg,
         path: Bytes,
         flags: i32,
         size: u32,
+        open: Option<(FdArg, i32)>,
     },
     /// open_by_handle_at of the k-th (modulo) kept handle (an empty,
     /// invalid handle if none was kept).
@@ -728,14 +730,28 @@ pub fn apply<P: ProcessApi>(p: &P, op: &Op, fds: &mut FdMap) -> Outcome {
             path,
             flags,
             size,
+            open,
         } => {
             let mut h = FileHandle::with_capacity(*size);
             match p.name_to_handle_at(fd(dirfd), &path.0, &mut h, *flags) {
                 // Mount ids and handle bytes are each side's own.
-                Ok(_mount_id) => {
-                    fds.handles.push(h);
-                    O::Unit
-                }
+                Ok(_mount_id) => match open {
+                    None => {
+                        fds.handles.push(h);
+                        O::Unit
+                    }
+                    Some((mount_fd, oflags)) => {
+                        let r = p.open_by_handle_at(fd(mount_fd), &h, *oflags);
+                        fds.handles.push(h);
+                        match r {
+                            Ok(n) => {
+                                fds.opened(n);
+                                O::Seq(vec![O::Unit, O::Fd(n)])
+                            }
+                            Err(e) => O::Seq(vec![O::Unit, O::Err(e)]),
+                        }
+                    }
+                },
                 Err(e) => O::Err(e),
             }
         }
@@ -955,10 +971,20 @@ fn data() -> impl Strategy<Value = Bytes> {
     ]
 }
 
+/// Paths that name something often: the files and directories the other
+/// ops create.
+fn busy_path() -> impl Strategy<Value = Bytes> {
+    prop_oneof![
+        4 => prop::sample::select(vec![&b"/a/c"[..], b"/a/d", b"/b/c", b"/a", b"/a", b"/", b"/a/l"])
+            .prop_map(Bytes::from),
+        1 => path_strategy(),
+    ]
+}
+
 fn xattr_at() -> impl Strategy<Value = XattrAt> {
     prop_oneof![
-        3 => path_strategy().prop_map(XattrAt::Path),
-        2 => path_strategy().prop_map(XattrAt::Lpath),
+        3 => busy_path().prop_map(XattrAt::Path),
+        2 => busy_path().prop_map(XattrAt::Lpath),
         3 => fd_arg().prop_map(XattrAt::Fd),
     ]
 }
@@ -968,9 +994,9 @@ fn xattr_at() -> impl Strategy<Value = XattrAt> {
 /// prefix, empty, 256 bytes).
 fn xattr_name() -> impl Strategy<Value = Bytes> {
     prop_oneof![
-        8 => prop::sample::select(vec![&b"user.a"[..], b"user.b"]).prop_map(Bytes::from),
-        3 => prop::sample::select(vec![&b"trusted.t"[..], b"security.s"]).prop_map(Bytes::from),
-        1 => prop::sample::select(vec![&b"user."[..], b"system.x", b"bogus", b""])
+        16 => prop::sample::select(vec![&b"user.a"[..], b"user.b"]).prop_map(Bytes::from),
+        6 => prop::sample::select(vec![&b"trusted.t"[..], b"security.s"]).prop_map(Bytes::from),
+        2 => prop::sample::select(vec![&b"user."[..], b"system.x", b"bogus", b""])
             .prop_map(Bytes::from),
         1 => Just(Bytes({
             let mut n = b"user.".to_vec();
@@ -981,9 +1007,9 @@ fn xattr_name() -> impl Strategy<Value = Bytes> {
 }
 
 fn xattr_op() -> impl Strategy<Value = Op> {
-    let flags = prop::sample::select(vec![0, 0, XATTR_CREATE, XATTR_REPLACE, 4]);
+    let flags = prop::sample::select(vec![0, 0, 0, XATTR_CREATE, XATTR_REPLACE, 4]);
     let value = prop_oneof![
-        8 => data(),
+        20 => data(),
         1 => Just(Bytes(vec![b'v'; XATTR_SIZE_MAX + 1])),
     ];
     let len = prop::sample::select(vec![0usize, 2, 64]);
@@ -1013,6 +1039,16 @@ fn space_op() -> impl Strategy<Value = Op> {
         1 => prop::sample::select(vec![0i64, -1, i64::MAX]),
     ];
     let cfr_off = prop_oneof![1 => Just(None), 1 => offset().prop_map(Some)];
+    let mount_fd = prop_oneof![3 => fd_arg(), 1 => Just(FdArg::Cwd)];
+    let handle_open_flags = prop::sample::select(vec![
+        O_RDONLY,
+        O_RDONLY,
+        O_RDWR,
+        O_WRONLY,
+        O_PATH,
+        O_RDONLY | O_DIRECTORY,
+        O_RDONLY | O_NOFOLLOW,
+    ]);
     prop_oneof![
         3 => (fd_arg(), fmode, offset(), flen)
             .prop_map(|(fd, mode, off, len)| Op::Fallocate { fd, mode, off, len }),
@@ -1033,25 +1069,15 @@ fn space_op() -> impl Strategy<Value = Op> {
                 flags
             }),
         1 => fd_arg().prop_map(Op::Syncfs),
-        2 => (
+        3 => (
             dirfd_arg(),
-            path_strategy(),
-            prop::sample::select(vec![0, 0, AT_SYMLINK_FOLLOW, AT_EMPTY_PATH, AT_HANDLE_FID, AT_HANDLE_MNT_ID_UNIQUE, AT_HANDLE_CONNECTABLE, AT_HANDLE_CONNECTABLE | AT_EMPTY_PATH, 4]),
-            prop::sample::select(vec![MAX_HANDLE_SZ, MAX_HANDLE_SZ, 0, 4, MAX_HANDLE_SZ + 1])
+            busy_path(),
+            prop::sample::select(vec![0, 0, 0, 0, AT_SYMLINK_FOLLOW, AT_EMPTY_PATH, AT_HANDLE_FID, AT_HANDLE_MNT_ID_UNIQUE, AT_HANDLE_CONNECTABLE, AT_HANDLE_CONNECTABLE | AT_EMPTY_PATH, 4]),
+            prop::sample::select(vec![MAX_HANDLE_SZ, MAX_HANDLE_SZ, MAX_HANDLE_SZ, 0, 4, MAX_HANDLE_SZ + 1]),
+            prop_oneof![1 => Just(None), 2 => (mount_fd.clone(), handle_open_flags.clone()).prop_map(Some)]
         )
-            .prop_map(|(dirfd, path, flags, size)| Op::NameToHandle { dirfd, path, flags, size }),
-        2 => (
-            prop_oneof![3 => fd_arg(), 1 => Just(FdArg::Cwd)],
-            0u8..4,
-            prop::sample::select(vec![
-                O_RDONLY,
-                O_RDWR,
-                O_WRONLY,
-                O_PATH,
-                O_RDONLY | O_DIRECTORY,
-                O_RDONLY | O_NOFOLLOW
-            ])
-        )
+            .prop_map(|(dirfd, path, flags, size, open)| Op::NameToHandle { dirfd, path, flags, size, open }),
+        2 => (mount_fd, 0u8..4, handle_open_flags)
             .prop_map(|(mount_fd, handle, flags)| Op::OpenByHandle { mount_fd, handle, flags }),
     ]
 }
@@ -1378,7 +1404,7 @@ fn leaf_op() -> BoxedStrategy<Op> {
         6 => names.boxed(),
         2 => context.boxed(),
         2 => xattr_op().boxed(),
-        2 => space_op().boxed(),
+        3 => space_op().boxed(),
         3 => anon_op().boxed(),
     ]
     .boxed()
