@@ -129,6 +129,18 @@ fn directory_seek(v: &vfscale::Process, fds: &FdMap, op: &Op) -> bool {
     }
 }
 
+/// F_SETFL with O_DIRECT on a pipe puts a Linux pipe in packet mode (one
+/// write per read), which vfscale does not build (docs/COMPATIBILITY.md):
+/// skipped.
+fn pipe_packet_mode(v: &vfscale::Process, fds: &FdMap, op: &Op) -> bool {
+    match op {
+        Op::Fcntl { fd, cmd, arg } if *cmd == F_SETFL && *arg & O_DIRECT as i64 != 0 => v
+            .fstat(fds.resolve(*fd))
+            .is_ok_and(|st| st.mode & S_IFMT == S_IFIFO),
+        _ => false,
+    }
+}
+
 /// umount2 of the caller's root mount: Linux remounts it read-only
 /// (do_umount_root) or, with MNT_DETACH, detaches it, and returns 0;
 /// vfscale answers EINVAL (docs/COMPATIBILITY.md). Skipped.
@@ -174,7 +186,10 @@ fn compare_on_this_thread(steps: &[Step]) -> Result<(), TestCaseError> {
     let mut vmaps = vec![FdMap::default(); vprocs.len()];
     for (i, step) in all.iter().enumerate() {
         let p = step.proc % vprocs.len();
-        if directory_seek(&vprocs[p], &vmaps[p], &step.op) || root_umount(&vprocs[p], &step.op) {
+        if directory_seek(&vprocs[p], &vmaps[p], &step.op)
+            || root_umount(&vprocs[p], &step.op)
+            || pipe_packet_mode(&vprocs[p], &vmaps[p], &step.op)
+        {
             continue;
         }
         let e = &apply(&kprocs[p], &step.op, &mut kmaps[p]);
