@@ -85,8 +85,9 @@ fn spawn_proc_reader() -> Option<mpsc::Sender<Job>> {
             // SAFETY: unshare/close_range affect this thread's own table.
             let ok = unsafe { libc::unshare(libc::CLONE_FILES) } == 0
                 && (proc_fd == 0
-                    || unsafe { libc::syscall(libc::SYS_close_range, 0u32, proc_fd as u32 - 1, 0u32) }
-                        == 0)
+                    || unsafe {
+                        libc::syscall(libc::SYS_close_range, 0u32, proc_fd as u32 - 1, 0u32)
+                    } == 0)
                 && unsafe {
                     libc::syscall(libc::SYS_close_range, proc_fd as u32 + 1, u32::MAX, 0u32)
                 } == 0;
@@ -968,8 +969,16 @@ impl ProcessApi for KernelProcess {
         let (oi, oo) = (off_in.as_deref().copied(), off_out.as_deref().copied());
         let (r, oi2, oo2) = self.call(move || {
             let (mut a, mut b) = (oi.unwrap_or(0), oo.unwrap_or(0));
-            let pa: *mut i64 = if oi.is_some() { &mut a } else { core::ptr::null_mut() };
-            let pb: *mut i64 = if oo.is_some() { &mut b } else { core::ptr::null_mut() };
+            let pa: *mut i64 = if oi.is_some() {
+                &mut a
+            } else {
+                core::ptr::null_mut()
+            };
+            let pb: *mut i64 = if oo.is_some() {
+                &mut b
+            } else {
+                core::ptr::null_mut()
+            };
             // SAFETY: each offset pointer is NULL or a live i64.
             let r = sys(unsafe {
                 libc::syscall(libc::SYS_copy_file_range, fd_in, pa, fd_out, pb, len, flags)
@@ -1116,9 +1125,13 @@ impl ProcessApi for KernelProcess {
             }))
             .map_err(|_| Errno::ENOSYS)?;
         // /proc says ENOENT for a descriptor that is not open.
-        rx.recv()
-            .map_err(|_| Errno::ENOSYS)?
-            .map_err(|e| if e == Errno::ENOENT { Errno::EBADF } else { e })
+        rx.recv().map_err(|_| Errno::ENOSYS)?.map_err(|e| {
+            if e == Errno::ENOENT {
+                Errno::EBADF
+            } else {
+                e
+            }
+        })
     }
 
     fn fork(&self) -> SysResult<Self> {

@@ -152,6 +152,23 @@ impl ProcessApi for ModelProcess {
     fn read(&self, fd: Fd, buf: &mut [u8]) -> SysResult<usize> {
         self.with(|st, pid| st.sys_read(pid, fd, buf))
     }
+    fn fallocate(&self, fd: Fd, mode: i32, offset: i64, len: i64) -> SysResult<()> {
+        self.with(|st, pid| st.sys_fallocate(pid, fd, mode, offset, len))
+    }
+    fn copy_file_range(
+        &self,
+        fd_in: Fd,
+        off_in: Option<&mut i64>,
+        fd_out: Fd,
+        off_out: Option<&mut i64>,
+        len: usize,
+        flags: u32,
+    ) -> SysResult<usize> {
+        self.with(|st, pid| st.sys_copy_file_range(pid, fd_in, off_in, fd_out, off_out, len, flags))
+    }
+    fn syncfs(&self, fd: Fd) -> SysResult<()> {
+        self.with(|st, pid| st.sys_syncfs(pid, fd))
+    }
     fn write(&self, fd: Fd, buf: &[u8]) -> SysResult<usize> {
         self.with(|st, pid| st.sys_write(pid, fd, buf))
     }

@@ -1092,7 +1092,10 @@ fn anon_op() -> impl Strategy<Value = Op> {
             prop::sample::select(vec![0i64, 5, 100, -1])
         ),
         (Just(F_GETFD), Just(0i64)),
-        (Just(F_SETFD), prop::sample::select(vec![0i64, FD_CLOEXEC as i64])),
+        (
+            Just(F_SETFD),
+            prop::sample::select(vec![0i64, FD_CLOEXEC as i64])
+        ),
         (Just(F_GETFL), Just(0i64)),
         (
             Just(F_SETFL),

@@ -29,8 +29,8 @@ fn documented_deviation(op: &Op) -> bool {
 }
 
 /// Calls the model does not implement (its `ProcessApi` answers ENOSYS):
-/// extended attributes, fallocate, copy_file_range, file handles, the
-/// anonymous objects, poll, fcntl and fd_path. They are compared with the
+/// extended attributes, file handles, the anonymous objects, poll, fcntl
+/// and fd_path. They are compared with the
 /// real kernel instead (vfscale-difftest's kernel_diff, docs/TESTING.md).
 fn not_in_model(op: &Op) -> bool {
     matches!(
@@ -39,9 +39,6 @@ fn not_in_model(op: &Op) -> bool {
             | Op::Getxattr { .. }
             | Op::Listxattr { .. }
             | Op::Removexattr { .. }
-            | Op::Fallocate { .. }
-            | Op::CopyFileRange { .. }
-            | Op::Syncfs(_)
             | Op::NameToHandle { .. }
             | Op::OpenByHandle { .. }
             | Op::Pipe2(_)

@@ -73,7 +73,9 @@ fn pipes_sockets_and_eventfds_store_no_xattrs() {
     // user.* on a non-regular file: xattr_permission.
     assert_eq!(p.fsetxattr(r, b"user.a", b"v", 0), Err(Errno::EPERM));
     assert_eq!(p.fgetxattr(r, b"user.a", &mut []), Err(Errno::ENODATA));
-    let [s, _t] = p.socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0).unwrap();
+    let [s, _t] = p
+        .socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0)
+        .unwrap();
     let mut list = [0u8; 64];
     assert_eq!(p.flistxattr(s, &mut list), Ok(21));
     assert_eq!(&list[..21], b"system.sockprotoname\0");
@@ -147,10 +149,7 @@ fn eventfd_io_is_exactly_one_counter_and_seeks_nowhere() {
 fn socket_details_match_linux() {
     let (_vfs, p) = setup();
     // Internet families exist on Linux but cannot pair.
-    assert_eq!(
-        p.socketpair(INET, SOCK_STREAM, 0),
-        Err(Errno::EOPNOTSUPP)
-    );
+    assert_eq!(p.socketpair(INET, SOCK_STREAM, 0), Err(Errno::EOPNOTSUPP));
     // AF_UNIX takes SOCK_RAW as SOCK_DGRAM.
     let [a, b] = p.socketpair(AF_UNIX, 3 | SOCK_NONBLOCK, 0).unwrap();
     assert_eq!(p.write(a, b"xy"), Ok(2));
@@ -186,6 +185,9 @@ fn fcntl_status_flags_match_linux() {
     assert_eq!(p.fcntl(d, F_SETFL, O_DIRECT as i64), Err(Errno::EINVAL));
     let g = p.open(b"/d/f", O_RDONLY, 0).unwrap();
     assert_eq!(p.fcntl(g, F_SETFL, (O_DIRECT | O_NOATIME) as i64), Ok(0));
+    // A memfd's file has no FMODE_CAN_ODIRECT.
+    let m = p.memfd_create(b"m", 0).unwrap();
+    assert_eq!(p.fcntl(m, F_SETFL, O_DIRECT as i64), Err(Errno::EINVAL));
 }
 
 #[test]
@@ -219,13 +221,13 @@ fn copy_file_range_checks_in_linux_order() {
         p.copy_file_range(-1, None, r, None, 1, 1),
         Err(Errno::EBADF)
     );
-    assert_eq!(p.copy_file_range(r, None, r, None, 1, 1), Err(Errno::EINVAL));
+    assert_eq!(
+        p.copy_file_range(r, None, r, None, 1, 1),
+        Err(Errno::EINVAL)
+    );
     // Another instance: EXDEV (tmpfs has no cross-instance copy).
     let m = p.memfd_create(b"m", 0).unwrap();
-    assert_eq!(
-        p.copy_file_range(r, None, m, None, 4, 0),
-        Err(Errno::EXDEV)
-    );
+    assert_eq!(p.copy_file_range(r, None, m, None, 4, 0), Err(Errno::EXDEV));
 }
 
 #[test]

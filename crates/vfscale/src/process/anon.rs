@@ -522,11 +522,13 @@ impl Process {
                     return Err(Errno::EPERM);
                 }
                 // O_DIRECT where direct I/O is possible: tmpfs regular files
-                // (FMODE_CAN_ODIRECT); on a pipe it asks for packet mode.
+                // opened by name (shmem_file_open sets FMODE_CAN_ODIRECT; a
+                // memfd's file does not get it); on a pipe it asks for
+                // packet mode.
                 let ty = inode.file_type();
                 if arg & O_DIRECT != 0
                     && ty != S_IFIFO
-                    && (ty != S_IFREG || f.fmode & FMODE_EVENTFD != 0)
+                    && (ty != S_IFREG || f.fmode & (FMODE_ANON | FMODE_EVENTFD) != 0)
                 {
                     return Err(Errno::EINVAL);
                 }
