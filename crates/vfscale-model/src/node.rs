@@ -275,6 +275,8 @@ pub(crate) struct Node {
     pub pins: u32,
     /// An O_TMPFILE inode opened without O_EXCL: linkat may give it a name.
     pub linkable: bool,
+    /// Extended attributes (tmpfs keeps them on every inode type), by name.
+    pub xattrs: BTreeMap<Vec<u8>, Vec<u8>>,
 }
 
 impl Node {
@@ -293,6 +295,7 @@ impl Node {
             kind,
             pins: 0,
             linkable: false,
+            xattrs: BTreeMap::new(),
         }
     }
 

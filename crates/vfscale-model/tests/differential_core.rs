@@ -29,17 +29,12 @@ fn documented_deviation(op: &Op) -> bool {
 }
 
 /// Calls the model does not implement (its `ProcessApi` answers ENOSYS):
-/// extended attributes, file handles, the anonymous objects, poll, fcntl
-/// and fd_path. They are compared with the
+/// file handles, the anonymous objects, poll, fcntl and fd_path. They are compared with the
 /// real kernel instead (vfscale-difftest's kernel_diff, docs/TESTING.md).
 fn not_in_model(op: &Op) -> bool {
     matches!(
         op,
-        Op::Setxattr { .. }
-            | Op::Getxattr { .. }
-            | Op::Listxattr { .. }
-            | Op::Removexattr { .. }
-            | Op::NameToHandle { .. }
+        Op::NameToHandle { .. }
             | Op::OpenByHandle { .. }
             | Op::Pipe2(_)
             | Op::Socketpair { .. }
