@@ -686,6 +686,8 @@ impl State {
 
     /// copy_file_range(2) between regular files of one instance, with
     /// vfs_copy_file_range's checks in order.
+    // The syscall's six arguments plus the process.
+    #[allow(clippy::too_many_arguments)]
     pub fn sys_copy_file_range(
         &mut self,
         pid: Pid,

@@ -210,8 +210,9 @@ impl Process {
         } else {
             count = count.min((size_in as u64).wrapping_sub(pi));
         }
-        // generic_write_check_limits (s_maxbytes = MAX_FILE_SIZE).
-        if start_out >= MAX_FILE_SIZE {
+        // generic_write_check_limits: pos >= s_maxbytes (MAX_FILE_SIZE,
+        // i64::MAX, so only equality is possible).
+        if start_out == MAX_FILE_SIZE {
             return Err(Errno::EFBIG);
         }
         count = count.min((MAX_FILE_SIZE as u64).wrapping_sub(po));
