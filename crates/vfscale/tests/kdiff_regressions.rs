@@ -307,4 +307,10 @@ fn file_handle_checks_in_linux_order() {
         p.open_by_handle_at(-1, &FileHandle::with_capacity(0), 0),
         Err(Errno::EINVAL)
     );
+    // The mount fd is taken with fdget: O_PATH is EBADF.
+    assert!(p.name_to_handle_at(AT_FDCWD, b"/", &mut h, 0).is_ok());
+    let o = p.open(b"/", O_PATH, 0).unwrap();
+    assert_eq!(p.open_by_handle_at(o, &h, O_RDONLY), Err(Errno::EBADF));
+    let d = p.open(b"/", O_RDONLY, 0).unwrap();
+    assert!(p.open_by_handle_at(d, &h, O_RDONLY).is_ok());
 }

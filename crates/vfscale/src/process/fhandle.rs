@@ -120,6 +120,11 @@ impl Process {
         {
             return Err(Errno::EINVAL);
         }
+        // get_path_anchor takes the mount fd with fdget: an O_PATH
+        // descriptor is EBADF here.
+        if mount_fd != AT_FDCWD {
+            self.vfs.fput(self.fd_file_nopath(mount_fd)?);
+        }
         let _g = self.vfs.collector.enter();
         let (_, cwd) = self.fs.get();
         let (mnt_path, _) = self.dirfd_path(mount_fd, cwd)?;
