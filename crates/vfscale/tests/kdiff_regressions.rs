@@ -313,4 +313,13 @@ fn file_handle_checks_in_linux_order() {
     assert_eq!(p.open_by_handle_at(o, &h, O_RDONLY), Err(Errno::EBADF));
     let d = p.open(b"/", O_RDONLY, 0).unwrap();
     assert!(p.open_by_handle_at(d, &h, O_RDONLY).is_ok());
+    // A symlink's handle: ELOOP before O_DIRECTORY's ENOTDIR.
+    p.symlink(b"x", b"/l").unwrap();
+    let mut hl = FileHandle::with_capacity(MAX_HANDLE_SZ);
+    p.name_to_handle_at(AT_FDCWD, b"/l", &mut hl, 0).unwrap();
+    assert_eq!(
+        p.open_by_handle_at(d, &hl, O_RDONLY | O_DIRECTORY),
+        Err(Errno::ELOOP)
+    );
+    assert!(p.open_by_handle_at(d, &hl, O_PATH).is_ok());
 }

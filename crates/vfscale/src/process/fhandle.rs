@@ -164,7 +164,14 @@ impl Process {
             if inode.is_null() {
                 return Err(Errno::ESTALE);
             }
-            if flags & O_DIRECTORY != 0 && !unsafe { &*inode }.is_dir() {
+            // do_file_open_root: a symlink is ELOOP for any open but
+            // O_PATH, before O_DIRECTORY's ENOTDIR.
+            // SAFETY: as above.
+            let ty = unsafe { &*inode }.file_type();
+            if s_islnk(ty) && flags & O_PATH == 0 {
+                return Err(Errno::ELOOP);
+            }
+            if flags & O_DIRECTORY != 0 && ty != S_IFDIR {
                 return Err(Errno::ENOTDIR);
             }
             let found = Found {
