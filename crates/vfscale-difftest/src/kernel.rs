@@ -19,9 +19,14 @@
 //! fs_struct and credentials) which then unshares both tables: a copy, as
 //! fork gives.
 //!
+//! `fd_path` is the one call that runs elsewhere: `readlink` of
+//! `/proc/PID/task/TID/fd/N` by a reader thread that shares the worker's
+//! fs_struct but not its fd table (see `spawn_proc_reader`).
+//!
 //! Invariants:
-//! - every syscall of a `KernelProcess` runs on its own worker thread, one at
-//!   a time, in the order the calls were made (a channel of jobs);
+//! - every other syscall of a `KernelProcess` runs on its own worker
+//!   thread, one at a time, in the order the calls were made (a channel of
+//!   jobs); the reader runs only while the worker waits for the next job;
 //! - errno is read on the worker thread right after the failing syscall;
 //! - the worker thread exits (closing its private fd table) when the
 //!   `KernelProcess` is dropped or `exit`ed.
