@@ -323,3 +323,15 @@ fn file_handle_checks_in_linux_order() {
     );
     assert!(p.open_by_handle_at(d, &hl, O_PATH).is_ok());
 }
+
+#[test]
+fn fd_path_outside_the_root_is_spelled_from_the_top() {
+    let (_vfs, p) = setup();
+    p.mkdir(b"/a", 0o755).unwrap();
+    p.mkdir(b"/a/l", 0o755).unwrap();
+    let fd = p.open(b"/a", O_RDONLY | O_DIRECTORY, 0).unwrap();
+    p.chroot(b"/a/l").unwrap();
+    // d_path, unlike getcwd, adds no "(unreachable)".
+    assert_eq!(p.fd_path(fd).unwrap(), b"/a");
+    assert_eq!(p.getcwd().unwrap(), b"(unreachable)/");
+}

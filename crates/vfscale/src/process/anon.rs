@@ -579,7 +579,7 @@ impl Process {
         // SAFETY: the caller's guard and file reference keep the dentry.
         let d = unsafe { &*at.dentry };
         let deleted = !d.is_root() && !d.is_hashed();
-        let mut out = self.path_text(root, at);
+        let mut out = self.path_text(root, at, false);
         if deleted {
             out.extend_from_slice(b" (deleted)");
         }
