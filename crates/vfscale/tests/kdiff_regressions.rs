@@ -335,3 +335,14 @@ fn fd_path_outside_the_root_is_spelled_from_the_top() {
     assert_eq!(p.fd_path(fd).unwrap(), b"/a");
     assert_eq!(p.getcwd().unwrap(), b"(unreachable)/");
 }
+
+#[test]
+fn an_empty_write_to_a_stream_socket_whose_peer_closed_is_epipe() {
+    let (_vfs, p) = setup();
+    let [a, b] = p
+        .socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0)
+        .unwrap();
+    assert_eq!(p.write(b, b""), Ok(0));
+    p.close(a).unwrap();
+    assert_eq!(p.write(b, b""), Err(Errno::EPIPE));
+}
