@@ -346,3 +346,13 @@ fn an_empty_write_to_a_stream_socket_whose_peer_closed_is_epipe() {
     p.close(a).unwrap();
     assert_eq!(p.write(b, b""), Err(Errno::EPIPE));
 }
+
+#[test]
+fn an_empty_write_to_a_pipe_without_readers_succeeds() {
+    let (_vfs, p) = setup();
+    let [r, w] = p.pipe2(O_NONBLOCK).unwrap();
+    p.close(r).unwrap();
+    // pipe_write: "Null write succeeds" before the readers are counted.
+    assert_eq!(p.write(w, b""), Ok(0));
+    assert_eq!(p.write(w, b"x"), Err(Errno::EPIPE));
+}
