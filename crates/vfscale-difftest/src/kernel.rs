@@ -19,9 +19,14 @@
 //! fs_struct and credentials) which then unshares both tables: a copy, as
 //! fork gives.
 //!
+//! `fd_path` is the one call that runs elsewhere: `readlink` of
+//! `/proc/PID/task/TID/fd/N` by a reader thread that shares the worker's
+//! fs_struct but not its fd table (see `spawn_proc_reader`).
+//!
 //! Invariants:
-//! - every syscall of a `KernelProcess` runs on its own worker thread, one at
-//!   a time, in the order the calls were made (a channel of jobs);
+//! - every other syscall of a `KernelProcess` runs on its own worker
+//!   thread, one at a time, in the order the calls were made (a channel of
+//!   jobs); the reader runs only while the worker waits for the next job;
 //! - errno is read on the worker thread right after the failing syscall;
 //! - the worker thread exits (closing its private fd table) when the
 //!   `KernelProcess` is dropped or `exit`ed.
@@ -38,6 +43,68 @@ type Job = Box<dyn FnOnce() + Send>;
 pub struct KernelProcess {
     jobs: Option<mpsc::Sender<Job>>,
     thread: Option<thread::JoinHandle<()>>,
+    /// The worker's thread id (for /proc/PID/task/TID/fd).
+    tid: i32,
+    /// The `/proc` reader of `fd_path` (see `ProcReader`), if `/proc` was
+    /// reachable.
+    proc_reader: Option<mpsc::Sender<Job>>,
+}
+
+/// A descriptor of the host's `/proc`, opened once in the test process's
+/// fd table before any thread moved into a private tmpfs (`sandbox`).
+static HOST_PROC: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
+
+/// Opens the host's `/proc` for `fd_path` (call before `pivot_root`, from
+/// the test process's shared fd table); later calls are no-ops.
+pub fn open_host_proc() {
+    HOST_PROC.get_or_init(|| {
+        // SAFETY: a valid path; the descriptor is kept for the process's life.
+        unsafe {
+            libc::open(
+                c"/proc".as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        }
+    });
+}
+
+/// `fd_path` reads `/proc/PID/task/TID/fd/N`, but the worker's namespace is
+/// a bare tmpfs and its fd table must hold exactly the sequence's
+/// descriptors. So each worker, right after unsharing its tables and
+/// before closing what it inherited (which includes `HOST_PROC`), spawns a
+/// reader thread that shares its fs_struct (root and cwd: readlink of an fd
+/// link formats the path against the *reader's* root, as the process
+/// itself would see it) but unshares the fd table and keeps only
+/// `HOST_PROC`. The reader keeps root's credentials (ptrace access to the
+/// worker's fd table).
+fn spawn_proc_reader() -> Option<mpsc::Sender<Job>> {
+    let proc_fd = *HOST_PROC.get()?;
+    if proc_fd < 0 {
+        return None;
+    }
+    let (jobs, queue) = mpsc::channel::<Job>();
+    let (ready_tx, ready_rx) = mpsc::sync_channel(1);
+    thread::Builder::new()
+        .name("kernel-proc-reader".into())
+        .spawn(move || {
+            // SAFETY: unshare/close_range affect this thread's own table.
+            let ok = unsafe { libc::unshare(libc::CLONE_FILES) } == 0
+                && (proc_fd == 0
+                    || unsafe {
+                        libc::syscall(libc::SYS_close_range, 0u32, proc_fd as u32 - 1, 0u32)
+                    } == 0)
+                && unsafe {
+                    libc::syscall(libc::SYS_close_range, proc_fd as u32 + 1, u32::MAX, 0u32)
+                } == 0;
+            let _ = ready_tx.send(ok);
+            if ok {
+                while let Ok(job) = queue.recv() {
+                    job();
+                }
+            }
+        })
+        .ok()?;
+    ready_rx.recv().ok()?.then_some(jobs)
 }
 
 fn errno() -> Errno {
@@ -197,6 +264,7 @@ impl KernelProcess {
         let cred = cred.clone();
         Self::start(move || {
             unshare_tables()?;
+            let reader = spawn_proc_reader();
             // SAFETY: closes descriptors of this thread's private table only.
             if unsafe { libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) } != 0 {
                 return Err(setup_err("close_range"));
@@ -207,19 +275,22 @@ impl KernelProcess {
             }
             // SAFETY: umask has no preconditions (this thread's fs_struct).
             unsafe { libc::umask(0o022) };
-            set_thread_creds(&cred)
+            set_thread_creds(&cred)?;
+            Ok(reader)
         })
     }
 
     fn start(
-        setup: impl FnOnce() -> Result<(), String> + Send + 'static,
+        setup: impl FnOnce() -> Result<Option<mpsc::Sender<Job>>, String> + Send + 'static,
     ) -> Result<KernelProcess, String> {
         let (jobs, queue) = mpsc::channel::<Job>();
         let (ready_tx, ready_rx) = mpsc::sync_channel(1);
         let thread = thread::Builder::new()
             .name("kernel-process".into())
             .spawn(move || {
-                let r = setup();
+                // SAFETY: gettid has no preconditions.
+                let tid = unsafe { libc::gettid() };
+                let r = setup().map(|reader| (tid, reader));
                 let ok = r.is_ok();
                 let _ = ready_tx.send(r);
                 if ok {
@@ -230,9 +301,11 @@ impl KernelProcess {
             })
             .map_err(|e| format!("spawn: {e}"))?;
         match ready_rx.recv() {
-            Ok(Ok(())) => Ok(KernelProcess {
+            Ok(Ok((tid, proc_reader))) => Ok(KernelProcess {
                 jobs: Some(jobs),
                 thread: Some(thread),
+                tid,
+                proc_reader,
             }),
             Ok(Err(e)) => {
                 let _ = thread.join();
@@ -350,6 +423,90 @@ fn utimensat_raw(
     let pp = path.map_or(core::ptr::null(), |p| p.as_ptr());
     // SAFETY: `pp` is NULL or a valid C string; `tp` is NULL or two timespecs.
     unit(unsafe { libc::syscall(libc::SYS_utimensat, dirfd, pp, tp, flags) })
+}
+
+/// Where a kernel-side xattr call finds its inode.
+enum XattrTarget {
+    /// A path; `true` follows a final symlink.
+    Path(CString, bool),
+    Fd(Fd),
+}
+
+impl KernelProcess {
+    fn set_xattr(&self, at: XattrTarget, name: &[u8], value: &[u8], flags: i32) -> SysResult<()> {
+        let n = cpath(name)?;
+        let v = value.to_vec();
+        self.call(move || {
+            let (np, vp, vl) = (n.as_ptr(), v.as_ptr(), v.len());
+            // SAFETY (all arms): valid C strings and a readable value buffer.
+            unit(match &at {
+                XattrTarget::Path(p, true) => unsafe {
+                    libc::syscall(libc::SYS_setxattr, p.as_ptr(), np, vp, vl, flags)
+                },
+                XattrTarget::Path(p, false) => unsafe {
+                    libc::syscall(libc::SYS_lsetxattr, p.as_ptr(), np, vp, vl, flags)
+                },
+                XattrTarget::Fd(fd) => unsafe {
+                    libc::syscall(libc::SYS_fsetxattr, *fd, np, vp, vl, flags)
+                },
+            })
+        })
+    }
+
+    /// getxattr (`name` given) or listxattr into `buf`.
+    fn get_xattr(&self, at: XattrTarget, name: Option<&[u8]>, buf: &mut [u8]) -> SysResult<usize> {
+        let n = name.map(cpath).transpose()?;
+        let len = buf.len();
+        let (r, data) = self.call(move || {
+            let mut b = vec![0u8; len];
+            let bp = b.as_mut_ptr();
+            // SAFETY (all arms): valid C strings and a writable buffer of
+            // `len` bytes.
+            let rc = match (&at, &n) {
+                (XattrTarget::Path(p, true), Some(n)) => unsafe {
+                    libc::syscall(libc::SYS_getxattr, p.as_ptr(), n.as_ptr(), bp, len)
+                },
+                (XattrTarget::Path(p, false), Some(n)) => unsafe {
+                    libc::syscall(libc::SYS_lgetxattr, p.as_ptr(), n.as_ptr(), bp, len)
+                },
+                (XattrTarget::Fd(fd), Some(n)) => unsafe {
+                    libc::syscall(libc::SYS_fgetxattr, *fd, n.as_ptr(), bp, len)
+                },
+                (XattrTarget::Path(p, true), None) => unsafe {
+                    libc::syscall(libc::SYS_listxattr, p.as_ptr(), bp, len)
+                },
+                (XattrTarget::Path(p, false), None) => unsafe {
+                    libc::syscall(libc::SYS_llistxattr, p.as_ptr(), bp, len)
+                },
+                (XattrTarget::Fd(fd), None) => unsafe {
+                    libc::syscall(libc::SYS_flistxattr, *fd, bp, len)
+                },
+            };
+            (sys(rc), b)
+        });
+        let n = r? as usize;
+        let k = n.min(buf.len());
+        buf[..k].copy_from_slice(&data[..k]);
+        Ok(n)
+    }
+
+    fn remove_xattr(&self, at: XattrTarget, name: &[u8]) -> SysResult<()> {
+        let n = cpath(name)?;
+        self.call(move || {
+            // SAFETY (all arms): valid C strings.
+            unit(match &at {
+                XattrTarget::Path(p, true) => unsafe {
+                    libc::syscall(libc::SYS_removexattr, p.as_ptr(), n.as_ptr())
+                },
+                XattrTarget::Path(p, false) => unsafe {
+                    libc::syscall(libc::SYS_lremovexattr, p.as_ptr(), n.as_ptr())
+                },
+                XattrTarget::Fd(fd) => unsafe {
+                    libc::syscall(libc::SYS_fremovexattr, *fd, n.as_ptr())
+                },
+            })
+        })
+    }
 }
 
 impl ProcessApi for KernelProcess {
@@ -757,7 +914,236 @@ impl ProcessApi for KernelProcess {
         self.call(move || unit(unsafe { libc::syscall(libc::SYS_umount2, t.as_ptr(), flags) }))
     }
 
+    fn syncfs(&self, fd: Fd) -> SysResult<()> {
+        // SAFETY: plain integer argument.
+        self.call(move || unit(unsafe { libc::syscall(libc::SYS_syncfs, fd) }))
+    }
+
+    fn setxattr(&self, path: &[u8], name: &[u8], value: &[u8], flags: i32) -> SysResult<()> {
+        self.set_xattr(XattrTarget::Path(cpath(path)?, true), name, value, flags)
+    }
+    fn lsetxattr(&self, path: &[u8], name: &[u8], value: &[u8], flags: i32) -> SysResult<()> {
+        self.set_xattr(XattrTarget::Path(cpath(path)?, false), name, value, flags)
+    }
+    fn fsetxattr(&self, fd: Fd, name: &[u8], value: &[u8], flags: i32) -> SysResult<()> {
+        self.set_xattr(XattrTarget::Fd(fd), name, value, flags)
+    }
+    fn getxattr(&self, path: &[u8], name: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+        self.get_xattr(XattrTarget::Path(cpath(path)?, true), Some(name), buf)
+    }
+    fn lgetxattr(&self, path: &[u8], name: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+        self.get_xattr(XattrTarget::Path(cpath(path)?, false), Some(name), buf)
+    }
+    fn fgetxattr(&self, fd: Fd, name: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+        self.get_xattr(XattrTarget::Fd(fd), Some(name), buf)
+    }
+    fn listxattr(&self, path: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+        self.get_xattr(XattrTarget::Path(cpath(path)?, true), None, buf)
+    }
+    fn llistxattr(&self, path: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+        self.get_xattr(XattrTarget::Path(cpath(path)?, false), None, buf)
+    }
+    fn flistxattr(&self, fd: Fd, buf: &mut [u8]) -> SysResult<usize> {
+        self.get_xattr(XattrTarget::Fd(fd), None, buf)
+    }
+    fn removexattr(&self, path: &[u8], name: &[u8]) -> SysResult<()> {
+        self.remove_xattr(XattrTarget::Path(cpath(path)?, true), name)
+    }
+    fn lremovexattr(&self, path: &[u8], name: &[u8]) -> SysResult<()> {
+        self.remove_xattr(XattrTarget::Path(cpath(path)?, false), name)
+    }
+    fn fremovexattr(&self, fd: Fd, name: &[u8]) -> SysResult<()> {
+        self.remove_xattr(XattrTarget::Fd(fd), name)
+    }
+
+    fn fallocate(&self, fd: Fd, mode: i32, offset: i64, len: i64) -> SysResult<()> {
+        self.call(move || {
+            // SAFETY: plain integer arguments.
+            unit(unsafe { libc::syscall(libc::SYS_fallocate, fd, mode, offset, len) })
+        })
+    }
+    fn copy_file_range(
+        &self,
+        fd_in: Fd,
+        off_in: Option<&mut i64>,
+        fd_out: Fd,
+        off_out: Option<&mut i64>,
+        len: usize,
+        flags: u32,
+    ) -> SysResult<usize> {
+        let (oi, oo) = (off_in.as_deref().copied(), off_out.as_deref().copied());
+        let (r, oi2, oo2) = self.call(move || {
+            let (mut a, mut b) = (oi.unwrap_or(0), oo.unwrap_or(0));
+            let pa: *mut i64 = if oi.is_some() {
+                &mut a
+            } else {
+                core::ptr::null_mut()
+            };
+            let pb: *mut i64 = if oo.is_some() {
+                &mut b
+            } else {
+                core::ptr::null_mut()
+            };
+            // SAFETY: each offset pointer is NULL or a live i64.
+            let r = sys(unsafe {
+                libc::syscall(libc::SYS_copy_file_range, fd_in, pa, fd_out, pb, len, flags)
+            });
+            (r, a, b)
+        });
+        if let Some(o) = off_in {
+            *o = oi2;
+        }
+        if let Some(o) = off_out {
+            *o = oo2;
+        }
+        r.map(|n| n as usize)
+    }
+
+    fn name_to_handle_at(
+        &self,
+        dirfd: Fd,
+        path: &[u8],
+        handle: &mut FileHandle,
+        flags: i32,
+    ) -> SysResult<u64> {
+        let p = cpath(path)?;
+        let bytes = handle.handle_bytes;
+        let (r, h) = self.call(move || {
+            // struct file_handle: u32 handle_bytes, i32 handle_type, bytes.
+            let mut raw = vec![0u8; 8 + MAX_HANDLE_SZ as usize + 8];
+            raw[..4].copy_from_slice(&bytes.to_ne_bytes());
+            let mut mount_id: i32 = 0;
+            // SAFETY: `p` is a valid C string; `raw` has room for the
+            // header and the largest handle; `mount_id` is writable.
+            let r = sys(unsafe {
+                libc::syscall(
+                    libc::SYS_name_to_handle_at,
+                    dirfd,
+                    p.as_ptr(),
+                    raw.as_mut_ptr(),
+                    &mut mount_id,
+                    flags,
+                )
+            });
+            (r.map(|_| mount_id as u64), raw)
+        });
+        let hb = u32::from_ne_bytes(h[..4].try_into().expect("4 bytes"));
+        handle.handle_bytes = hb;
+        if let Ok(id) = r {
+            handle.handle_type = i32::from_ne_bytes(h[4..8].try_into().expect("4 bytes"));
+            handle.f_handle = h[8..8 + (hb as usize).min(MAX_HANDLE_SZ as usize)].to_vec();
+            return Ok(id);
+        }
+        r
+    }
+    fn open_by_handle_at(&self, mount_fd: Fd, handle: &FileHandle, flags: i32) -> SysResult<Fd> {
+        let mut raw = Vec::with_capacity(8 + handle.f_handle.len());
+        raw.extend_from_slice(&handle.handle_bytes.to_ne_bytes());
+        raw.extend_from_slice(&handle.handle_type.to_ne_bytes());
+        raw.extend_from_slice(&handle.f_handle);
+        raw.resize(8 + MAX_HANDLE_SZ as usize, 0);
+        self.call(move || {
+            // SAFETY: `raw` is a file_handle with room for the largest one.
+            sys(unsafe {
+                libc::syscall(libc::SYS_open_by_handle_at, mount_fd, raw.as_ptr(), flags)
+            })
+            .map(|n| n as Fd)
+        })
+    }
+
+    fn pipe2(&self, flags: i32) -> SysResult<[Fd; 2]> {
+        self.call(move || {
+            let mut fds = [-1i32; 2];
+            // SAFETY: `fds` has room for two descriptors.
+            unit(unsafe { libc::syscall(libc::SYS_pipe2, fds.as_mut_ptr(), flags) }).map(|()| fds)
+        })
+    }
+    fn socketpair(&self, domain: i32, ty: i32, protocol: i32) -> SysResult<[Fd; 2]> {
+        self.call(move || {
+            let mut fds = [-1i32; 2];
+            // SAFETY: `fds` has room for two descriptors.
+            unit(unsafe {
+                libc::syscall(libc::SYS_socketpair, domain, ty, protocol, fds.as_mut_ptr())
+            })
+            .map(|()| fds)
+        })
+    }
+    fn eventfd(&self, initval: u32, flags: i32) -> SysResult<Fd> {
+        self.call(move || {
+            // SAFETY: plain integer arguments.
+            sys(unsafe { libc::syscall(libc::SYS_eventfd2, initval, flags) }).map(|n| n as Fd)
+        })
+    }
+    fn memfd_create(&self, name: &[u8], flags: u32) -> SysResult<Fd> {
+        let n = cpath(name)?;
+        self.call(move || {
+            // SAFETY: `n` is a valid C string.
+            sys(unsafe { libc::syscall(libc::SYS_memfd_create, n.as_ptr(), flags) })
+                .map(|n| n as Fd)
+        })
+    }
+    fn poll(&self, fds: &mut [PollFd], timeout_ms: i32) -> SysResult<usize> {
+        let mut owned = fds.to_vec();
+        let (r, owned) = self.call(move || {
+            // SAFETY: PollFd has struct pollfd's layout (abi/anon.rs asserts
+            // its size; fields in the same order) and `owned` is writable.
+            let r = sys(unsafe {
+                libc::syscall(libc::SYS_poll, owned.as_mut_ptr(), owned.len(), timeout_ms)
+            });
+            (r, owned)
+        });
+        fds.copy_from_slice(&owned);
+        r.map(|n| n as usize)
+    }
+    fn fcntl(&self, fd: Fd, cmd: i32, arg: i64) -> SysResult<i64> {
+        // SAFETY: the commands tests use take an integer argument.
+        self.call(move || sys(unsafe { libc::syscall(libc::SYS_fcntl, fd, cmd, arg) }))
+    }
+    fn fd_path(&self, fd: Fd) -> SysResult<Vec<u8>> {
+        let Some(reader) = &self.proc_reader else {
+            return Err(Errno::ENOSYS);
+        };
+        let (Some(&proc_fd), tid) = (HOST_PROC.get(), self.tid) else {
+            return Err(Errno::ENOSYS);
+        };
+        // SAFETY: getpid has no preconditions.
+        let link = format!("{}/task/{tid}/fd/{fd}", unsafe { libc::getpid() });
+        let link = CString::new(link).expect("no NUL in a number path");
+        let (tx, rx) = mpsc::sync_channel(1);
+        reader
+            .send(Box::new(move || {
+                let mut b = vec![0u8; PATH_MAX + 64];
+                // SAFETY: `link` is a valid C string, `b` writable.
+                let r = sys(unsafe {
+                    libc::syscall(
+                        libc::SYS_readlinkat,
+                        proc_fd,
+                        link.as_ptr(),
+                        b.as_mut_ptr(),
+                        b.len(),
+                    )
+                });
+                let _ = tx.send(r.map(|n| {
+                    b.truncate(n as usize);
+                    b
+                }));
+            }))
+            .map_err(|_| Errno::ENOSYS)?;
+        // /proc says ENOENT for a descriptor that is not open.
+        rx.recv().map_err(|_| Errno::ENOSYS)?.map_err(|e| {
+            if e == Errno::ENOENT {
+                Errno::EBADF
+            } else {
+                e
+            }
+        })
+    }
+
     fn fork(&self) -> SysResult<Self> {
+        // The child's fd_path goes to the parent's reader, which shares the
+        // parent's root: the child's root until it calls chroot (tests do
+        // not compare fd_path after a child's chroot).
+        let reader = self.proc_reader.clone();
         self.call(|| {
             let link_cap = LINK_CAP.with(|c| c.get());
             KernelProcess::start(move || {
@@ -765,7 +1151,8 @@ impl ProcessApi for KernelProcess {
                 unshare_tables()?;
                 // fork copies the credentials (a new cred struct); a thread
                 // shares them, so make a copy with the same values.
-                copy_cred()
+                copy_cred()?;
+                Ok(reader)
             })
         })
         .map_err(|_| Errno::EAGAIN)

@@ -56,6 +56,8 @@ pub fn enter_private_tmpfs_root() -> Result<(), SandboxError> {
     if unsafe { libc::geteuid() } != 0 {
         return Err(SandboxError::NotRoot);
     }
+    // The host's /proc, for KernelProcess::fd_path (before leaving it).
+    crate::kernel::open_host_proc();
     // SAFETY: unshare only changes this thread's namespaces and fs_struct.
     check(
         unsafe { libc::unshare(libc::CLONE_NEWNS) },

@@ -175,11 +175,18 @@ fn faults_leave_the_namespace_consistent() {
         TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes),
     );
     // Forks run their children inside one step (the clean twin could not
-    // skip half of one), so they are left out.
+    // skip half of one), so they are left out. File handles are made only
+    // on instances whose dcache is the namespace (a wrapped backend says
+    // EOPNOTSUPP, docs/COMPATIBILITY.md), so they are left out too.
     let strategy = (
         steps_strategy(3, 1..60).prop_map(|s| {
             s.into_iter()
-                .filter(|st| !matches!(st.op, Op::Fork(_)))
+                .filter(|st| {
+                    !matches!(
+                        st.op,
+                        Op::Fork(_) | Op::NameToHandle { .. } | Op::OpenByHandle { .. }
+                    )
+                })
                 .collect::<Vec<_>>()
         }),
         any::<u64>(),

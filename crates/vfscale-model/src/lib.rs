@@ -24,12 +24,14 @@ mod perm;
 mod state;
 mod sys;
 mod walk;
+mod xattr;
 
 use parking_lot::Mutex;
 use state::{Pid, State};
 use std::sync::Arc;
 use vfscale::abi::*;
 use vfscale::{Cred, Fd, ProcessApi};
+use xattr::Target;
 
 /// Default system-wide limit on open file descriptions (ENFILE).
 pub const DEFAULT_MAX_FILES: usize = 1 << 24;
@@ -151,6 +153,60 @@ impl ProcessApi for ModelProcess {
 
     fn read(&self, fd: Fd, buf: &mut [u8]) -> SysResult<usize> {
         self.with(|st, pid| st.sys_read(pid, fd, buf))
+    }
+    fn fallocate(&self, fd: Fd, mode: i32, offset: i64, len: i64) -> SysResult<()> {
+        self.with(|st, pid| st.sys_fallocate(pid, fd, mode, offset, len))
+    }
+    fn copy_file_range(
+        &self,
+        fd_in: Fd,
+        off_in: Option<&mut i64>,
+        fd_out: Fd,
+        off_out: Option<&mut i64>,
+        len: usize,
+        flags: u32,
+    ) -> SysResult<usize> {
+        self.with(|st, pid| st.sys_copy_file_range(pid, fd_in, off_in, fd_out, off_out, len, flags))
+    }
+    fn syncfs(&self, fd: Fd) -> SysResult<()> {
+        self.with(|st, pid| st.sys_syncfs(pid, fd))
+    }
+
+    fn setxattr(&self, path: &[u8], name: &[u8], value: &[u8], flags: i32) -> SysResult<()> {
+        self.with(|st, pid| st.sys_setxattr(pid, Target::Path(path, true), name, value, flags))
+    }
+    fn lsetxattr(&self, path: &[u8], name: &[u8], value: &[u8], flags: i32) -> SysResult<()> {
+        self.with(|st, pid| st.sys_setxattr(pid, Target::Path(path, false), name, value, flags))
+    }
+    fn fsetxattr(&self, fd: Fd, name: &[u8], value: &[u8], flags: i32) -> SysResult<()> {
+        self.with(|st, pid| st.sys_setxattr(pid, Target::Fd(fd, true), name, value, flags))
+    }
+    fn getxattr(&self, path: &[u8], name: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+        self.with(|st, pid| st.sys_getxattr(pid, Target::Path(path, true), name, buf))
+    }
+    fn lgetxattr(&self, path: &[u8], name: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+        self.with(|st, pid| st.sys_getxattr(pid, Target::Path(path, false), name, buf))
+    }
+    fn fgetxattr(&self, fd: Fd, name: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+        self.with(|st, pid| st.sys_getxattr(pid, Target::Fd(fd, true), name, buf))
+    }
+    fn listxattr(&self, path: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+        self.with(|st, pid| st.sys_listxattr(pid, Target::Path(path, true), buf))
+    }
+    fn llistxattr(&self, path: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+        self.with(|st, pid| st.sys_listxattr(pid, Target::Path(path, false), buf))
+    }
+    fn flistxattr(&self, fd: Fd, buf: &mut [u8]) -> SysResult<usize> {
+        self.with(|st, pid| st.sys_listxattr(pid, Target::Fd(fd, false), buf))
+    }
+    fn removexattr(&self, path: &[u8], name: &[u8]) -> SysResult<()> {
+        self.with(|st, pid| st.sys_removexattr(pid, Target::Path(path, true), name))
+    }
+    fn lremovexattr(&self, path: &[u8], name: &[u8]) -> SysResult<()> {
+        self.with(|st, pid| st.sys_removexattr(pid, Target::Path(path, false), name))
+    }
+    fn fremovexattr(&self, fd: Fd, name: &[u8]) -> SysResult<()> {
+        self.with(|st, pid| st.sys_removexattr(pid, Target::Fd(fd, false), name))
     }
     fn write(&self, fd: Fd, buf: &[u8]) -> SysResult<usize> {
         self.with(|st, pid| st.sys_write(pid, fd, buf))

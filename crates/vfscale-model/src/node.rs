@@ -9,11 +9,13 @@
 //!   (0 and 1 are "." and "..") and come from `next_cookie`, which only grows;
 //! - a directory's `nlink` is 2 + its subdirectories while it has a name, 0
 //!   once removed (`dead`); a removed directory is empty;
-//! - regular file data is sparse: a page exists once a write touched it (as
-//!   tmpfs allocates on write, never on read of a hole), pages never extend
-//!   past `round_up(size, PAGE)`.
+//! - regular file data is sparse: a page exists once a write or fallocate
+//!   touched it (as tmpfs allocates on write, never on read of a hole);
+//!   pages past `round_up(size, PAGE)` are only fallocate's (KEEP_SIZE), and
+//!   a page fallocate added stays *unwritten* (a hole for SEEK_DATA and
+//!   SEEK_HOLE, as a shmem page that is not uptodate) until written.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use vfscale::abi::*;
 
 /// Page size of the modelled tmpfs (st_blksize, allocation unit).
@@ -38,6 +40,8 @@ pub(crate) struct NodeId {
 #[derive(Default)]
 pub(crate) struct FileData {
     pages: BTreeMap<u64, Box<[u8]>>,
+    /// Pages fallocate added that no write has touched since.
+    unwritten: BTreeSet<u64>,
     pub size: u64,
 }
 
@@ -75,6 +79,7 @@ impl FileData {
                 .entry(idx)
                 .or_insert_with(|| vec![0u8; PAGE as usize].into_boxed_slice());
             page[in_page..in_page + chunk].copy_from_slice(&data[done..done + chunk]);
+            self.unwritten.remove(&idx);
             done += chunk;
         }
         if !data.is_empty() {
@@ -82,13 +87,15 @@ impl FileData {
         }
     }
 
-    /// Sets the size. Shrinking frees whole pages past the new end and zeroes
-    /// the tail of a partial last page (shmem_truncate_range); growing
-    /// allocates nothing.
+    /// Sets the size. Not growing frees whole pages past the new end
+    /// (preallocated ones included) and zeroes the tail of a partial last
+    /// page (shmem_setattr's shmem_truncate_range); growing allocates
+    /// nothing.
     pub fn truncate(&mut self, size: u64) {
-        if size < self.size {
+        if size <= self.size {
             let keep = size.div_ceil(PAGE);
             let _ = self.pages.split_off(&keep);
+            let _ = self.unwritten.split_off(&keep);
             if size & (PAGE - 1) != 0 {
                 if let Some(p) = self.pages.get_mut(&(size / PAGE)) {
                     p[(size % PAGE) as usize..].fill(0);
@@ -98,24 +105,72 @@ impl FileData {
         self.size = size;
     }
 
-    /// SEEK_DATA: the first offset >= `off` inside an allocated page.
+    /// fallocate mode 0 / KEEP_SIZE: allocates the holes of the range as
+    /// unwritten pages; the size is the caller's.
+    pub fn allocate(&mut self, off: u64, len: u64) {
+        for idx in off / PAGE..=(off + len - 1) / PAGE {
+            if let std::collections::btree_map::Entry::Vacant(v) = self.pages.entry(idx) {
+                v.insert(vec![0u8; PAGE as usize].into_boxed_slice());
+                self.unwritten.insert(idx);
+            }
+        }
+    }
+
+    /// fallocate PUNCH_HOLE|KEEP_SIZE: frees the pages the range covers
+    /// (even past EOF) and zeroes the rest of it below the size.
+    pub fn punch_hole(&mut self, off: u64, len: u64) {
+        let end = off.saturating_add(len);
+        if off >= self.size {
+            return;
+        }
+        let (first, past) = (off.div_ceil(PAGE), end / PAGE);
+        let covered: Vec<u64> = self
+            .pages
+            .range(first..past.max(first))
+            .map(|(&idx, _)| idx)
+            .collect();
+        for idx in covered {
+            self.pages.remove(&idx);
+            self.unwritten.remove(&idx);
+        }
+        let zero_end = end.min(self.size);
+        let mut pos = off;
+        while pos < zero_end {
+            let (idx, in_page) = (pos / PAGE, (pos % PAGE) as usize);
+            let n = (PAGE as usize - in_page).min((zero_end - pos) as usize);
+            if let Some(p) = self.pages.get_mut(&idx) {
+                p[in_page..in_page + n].fill(0);
+            }
+            pos += n as u64;
+        }
+    }
+
+    /// Pages written (not fallocate's unwritten ones) from index `from`.
+    fn data_pages(&self, from: u64) -> impl Iterator<Item = u64> + '_ {
+        self.pages
+            .range(from..)
+            .map(|(&idx, _)| idx)
+            .filter(|idx| !self.unwritten.contains(idx))
+    }
+
+    /// SEEK_DATA: the first offset >= `off` inside a written page.
     pub fn seek_data(&self, off: u64) -> Option<u64> {
         if off >= self.size {
             return None;
         }
-        let (idx, _) = self.pages.range(off / PAGE..).next()?;
+        let idx = self.data_pages(off / PAGE).next()?;
         let at = (idx * PAGE).max(off);
         (at < self.size).then_some(at)
     }
 
-    /// SEEK_HOLE: the first offset >= `off` outside every allocated page,
+    /// SEEK_HOLE: the first offset >= `off` outside every written page,
     /// or the size (the virtual hole at EOF). None if `off` >= size.
     pub fn seek_hole(&self, off: u64) -> Option<u64> {
         if off >= self.size {
             return None;
         }
         let mut idx = off / PAGE;
-        while self.pages.contains_key(&idx) {
+        while self.pages.contains_key(&idx) && !self.unwritten.contains(&idx) {
             idx += 1;
         }
         Some((idx * PAGE).max(off).min(self.size))
@@ -220,6 +275,8 @@ pub(crate) struct Node {
     pub pins: u32,
     /// An O_TMPFILE inode opened without O_EXCL: linkat may give it a name.
     pub linkable: bool,
+    /// Extended attributes (tmpfs keeps them on every inode type), by name.
+    pub xattrs: BTreeMap<Vec<u8>, Vec<u8>>,
 }
 
 impl Node {
@@ -238,6 +295,7 @@ impl Node {
             kind,
             pins: 0,
             linkable: false,
+            xattrs: BTreeMap::new(),
         }
     }
 

@@ -61,6 +61,8 @@ pub enum FdArg {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FdMap {
     pub open: Vec<Fd>,
+    /// Handles `name_to_handle_at` gave, in order (each side's own bytes).
+    pub handles: Vec<FileHandle>,
 }
 
 impl FdMap {
@@ -258,8 +260,95 @@ pub enum Op {
         target: Bytes,
         flags: i32,
     },
+    Setxattr {
+        at: XattrAt,
+        name: Bytes,
+        value: Bytes,
+        flags: i32,
+    },
+    /// getxattr with a `len`-byte buffer (0 asks for the size).
+    Getxattr {
+        at: XattrAt,
+        name: Bytes,
+        len: usize,
+    },
+    /// listxattr with a `len`-byte buffer (0 asks for the size).
+    Listxattr {
+        at: XattrAt,
+        len: usize,
+    },
+    Removexattr {
+        at: XattrAt,
+        name: Bytes,
+    },
+    Fallocate {
+        fd: FdArg,
+        mode: i32,
+        off: i64,
+        len: i64,
+    },
+    /// copy_file_range; `None` offsets use the file positions.
+    CopyFileRange {
+        fd_in: FdArg,
+        off_in: Option<i64>,
+        fd_out: FdArg,
+        off_out: Option<i64>,
+        len: usize,
+        flags: u32,
+    },
+    Syncfs(FdArg),
+    /// name_to_handle_at with room for `size` handle bytes; a handle made
+    /// is kept in the `FdMap` for `OpenByHandle` and, with `open`, opened
+    /// at once (open_by_handle_at(mount_fd, handle, flags)).
+    NameToHandle {
+        dirfd: FdArg,
+        path: Bytes,
+        flags: i32,
+        size: u32,
+        open: Option<(FdArg, i32)>,
+    },
+    /// open_by_handle_at of the k-th (modulo) kept handle (an empty,
+    /// invalid handle if none was kept).
+    OpenByHandle {
+        mount_fd: FdArg,
+        handle: u8,
+        flags: i32,
+    },
+    Pipe2(i32),
+    Socketpair {
+        domain: i32,
+        ty: i32,
+    },
+    Eventfd {
+        init: u32,
+        flags: i32,
+    },
+    MemfdCreate {
+        name: Bytes,
+        flags: u32,
+    },
+    /// poll with timeout 0 (never blocks).
+    Poll(Vec<(FdArg, i16)>),
+    Fcntl {
+        fd: FdArg,
+        cmd: i32,
+        arg: i64,
+    },
+    /// readlink("/proc/self/fd/N"); inode numbers in `type:[N]` are
+    /// dropped from the outcome.
+    FdPath(FdArg),
     /// fork; the child runs these ops (with a copy of the FdMap), then exits.
     Fork(Vec<Op>),
+}
+
+/// Where an xattr call finds its inode: a path followed to its end
+/// (`setxattr`), a path not following a final symlink (`lsetxattr`), or a
+/// descriptor (`fsetxattr`).
+#[derive(Clone, Debug)]
+pub enum XattrAt {
+    Path(Bytes),
+    Lpath(Bytes),
+    Fd(FdArg),
 }
 
 /// The parts of a stat result both sides must agree on.
@@ -327,6 +416,9 @@ pub enum Outcome {
     Dirents(Vec<(Bytes, u8)>),
     /// fork: the child's outcomes.
     Child(Vec<Outcome>),
+    /// A call with several results (pipe2's two descriptors,
+    /// copy_file_range's count and offsets, poll's count and revents).
+    Seq(Vec<Outcome>),
     Err(Errno),
 }
 
@@ -336,6 +428,44 @@ fn unit(r: SysResult<()>) -> Outcome {
 
 fn stat(r: SysResult<Stat>) -> Outcome {
     r.map_or_else(Outcome::Err, |s| Outcome::Stat((&s).into()))
+}
+
+/// getxattr/listxattr: the size for an empty buffer, else the bytes.
+fn sized(r: SysResult<usize>, buf: &[u8]) -> Outcome {
+    match r {
+        Ok(n) if buf.is_empty() => Outcome::Count(n),
+        Ok(n) => Outcome::Data(Bytes(buf[..n.min(buf.len())].to_vec())),
+        Err(e) => Outcome::Err(e),
+    }
+}
+
+/// pipe2/socketpair: both descriptors, recorded in order.
+fn pair(r: SysResult<[Fd; 2]>, fds: &mut FdMap) -> Outcome {
+    match r {
+        Ok([a, b]) => {
+            fds.opened(a);
+            fds.opened(b);
+            Outcome::Seq(vec![Outcome::Fd(a), Outcome::Fd(b)])
+        }
+        Err(e) => Outcome::Err(e),
+    }
+}
+
+/// `pipe:[1234]` → `pipe:[]`: inode numbers of anonymous objects differ
+/// between implementations; the rest of a descriptor's path must not.
+pub fn without_inode_numbers(path: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(path.len());
+    let mut in_brackets = false;
+    for &b in path {
+        match b {
+            b'[' => in_brackets = true,
+            b']' => in_brackets = false,
+            b'0'..=b'9' if in_brackets => continue,
+            _ => {}
+        }
+        out.push(b);
+    }
+    out
 }
 
 /// Runs `op` on `p`, keeping `fds` up to date.
@@ -530,6 +660,164 @@ pub fn apply<P: ProcessApi>(p: &P, op: &Op, fds: &mut FdMap) -> Outcome {
             flags,
         } => unit(p.mount(&source.0, &target.0, &fstype.0, *flags)),
         Op::Umount2 { target, flags } => unit(p.umount2(&target.0, *flags)),
+        Op::Setxattr {
+            at,
+            name,
+            value,
+            flags,
+        } => unit(match at {
+            XattrAt::Path(path) => p.setxattr(&path.0, &name.0, &value.0, *flags),
+            XattrAt::Lpath(path) => p.lsetxattr(&path.0, &name.0, &value.0, *flags),
+            XattrAt::Fd(a) => p.fsetxattr(fd(a), &name.0, &value.0, *flags),
+        }),
+        Op::Getxattr { at, name, len } => {
+            let mut buf = vec![0u8; *len];
+            let r = match at {
+                XattrAt::Path(path) => p.getxattr(&path.0, &name.0, &mut buf),
+                XattrAt::Lpath(path) => p.lgetxattr(&path.0, &name.0, &mut buf),
+                XattrAt::Fd(a) => p.fgetxattr(fd(a), &name.0, &mut buf),
+            };
+            sized(r, &buf)
+        }
+        Op::Listxattr { at, len } => {
+            let mut buf = vec![0u8; *len];
+            let r = match at {
+                XattrAt::Path(path) => p.listxattr(&path.0, &mut buf),
+                XattrAt::Lpath(path) => p.llistxattr(&path.0, &mut buf),
+                XattrAt::Fd(a) => p.flistxattr(fd(a), &mut buf),
+            };
+            sized(r, &buf)
+        }
+        Op::Removexattr { at, name } => unit(match at {
+            XattrAt::Path(path) => p.removexattr(&path.0, &name.0),
+            XattrAt::Lpath(path) => p.lremovexattr(&path.0, &name.0),
+            XattrAt::Fd(a) => p.fremovexattr(fd(a), &name.0),
+        }),
+        Op::Fallocate {
+            fd: a,
+            mode,
+            off,
+            len,
+        } => unit(p.fallocate(fd(a), *mode, *off, *len)),
+        Op::CopyFileRange {
+            fd_in,
+            off_in,
+            fd_out,
+            off_out,
+            len,
+            flags,
+        } => {
+            let (mut oi, mut oo) = (*off_in, *off_out);
+            match p.copy_file_range(
+                fd(fd_in),
+                oi.as_mut(),
+                fd(fd_out),
+                oo.as_mut(),
+                *len,
+                *flags,
+            ) {
+                Ok(n) => O::Seq(vec![
+                    O::Count(n),
+                    O::Offset(oi.unwrap_or(-1)),
+                    O::Offset(oo.unwrap_or(-1)),
+                ]),
+                Err(e) => O::Err(e),
+            }
+        }
+        Op::Syncfs(a) => unit(p.syncfs(fd(a))),
+        Op::NameToHandle {
+            dirfd,
+            path,
+            flags,
+            size,
+            open,
+        } => {
+            let mut h = FileHandle::with_capacity(*size);
+            match p.name_to_handle_at(fd(dirfd), &path.0, &mut h, *flags) {
+                // Mount ids and handle bytes are each side's own.
+                Ok(_mount_id) => match open {
+                    None => {
+                        fds.handles.push(h);
+                        O::Unit
+                    }
+                    Some((mount_fd, oflags)) => {
+                        let r = p.open_by_handle_at(fd(mount_fd), &h, *oflags);
+                        fds.handles.push(h);
+                        match r {
+                            Ok(n) => {
+                                fds.opened(n);
+                                O::Seq(vec![O::Unit, O::Fd(n)])
+                            }
+                            Err(e) => O::Seq(vec![O::Unit, O::Err(e)]),
+                        }
+                    }
+                },
+                Err(e) => O::Err(e),
+            }
+        }
+        Op::OpenByHandle {
+            mount_fd,
+            handle,
+            flags,
+        } => {
+            let h = match before.handles.len() {
+                0 => FileHandle::with_capacity(0),
+                n => before.handles[*handle as usize % n].clone(),
+            };
+            match p.open_by_handle_at(fd(mount_fd), &h, *flags) {
+                Ok(n) => {
+                    fds.opened(n);
+                    O::Fd(n)
+                }
+                Err(e) => O::Err(e),
+            }
+        }
+        Op::Pipe2(flags) => pair(p.pipe2(*flags), fds),
+        Op::Socketpair { domain, ty } => pair(p.socketpair(*domain, *ty, 0), fds),
+        Op::Eventfd { init, flags } => match p.eventfd(*init, *flags) {
+            Ok(n) => {
+                fds.opened(n);
+                O::Fd(n)
+            }
+            Err(e) => O::Err(e),
+        },
+        Op::MemfdCreate { name, flags } => match p.memfd_create(&name.0, *flags) {
+            Ok(n) => {
+                fds.opened(n);
+                O::Fd(n)
+            }
+            Err(e) => O::Err(e),
+        },
+        Op::Poll(entries) => {
+            let mut pfds: Vec<PollFd> = entries
+                .iter()
+                .map(|(a, events)| PollFd {
+                    fd: fd(a),
+                    events: *events,
+                    revents: 0,
+                })
+                .collect();
+            match p.poll(&mut pfds, 0) {
+                Ok(n) => {
+                    let mut out = vec![O::Count(n)];
+                    out.extend(pfds.iter().map(|e| O::Mask(e.revents as u16 as u32)));
+                    O::Seq(out)
+                }
+                Err(e) => O::Err(e),
+            }
+        }
+        Op::Fcntl { fd: a, cmd, arg } => match p.fcntl(fd(a), *cmd, *arg) {
+            Ok(n) => {
+                if matches!(*cmd, F_DUPFD | F_DUPFD_CLOEXEC) {
+                    fds.opened(n as Fd);
+                }
+                O::Offset(n)
+            }
+            Err(e) => O::Err(e),
+        },
+        Op::FdPath(a) => p
+            .fd_path(fd(a))
+            .map_or_else(O::Err, |b| O::Data(Bytes(without_inode_numbers(&b)))),
         Op::Fork(child_ops) => match p.fork() {
             Ok(child) => {
                 let mut child_fds = fds.clone();
@@ -675,7 +963,186 @@ fn dirfd_arg() -> impl Strategy<Value = FdArg> {
 }
 
 fn data() -> impl Strategy<Value = Bytes> {
-    prop::collection::vec(b'a'..=b'e', 0..12).prop_map(Bytes)
+    prop_oneof![
+        8 => prop::collection::vec(b'a'..=b'e', 0..12).prop_map(Bytes),
+        // An eventfd's 8-byte counter values (u64::MAX is EINVAL there).
+        1 => prop::sample::select(vec![1u64, 2, u64::MAX - 1, u64::MAX])
+            .prop_map(|v| Bytes(v.to_ne_bytes().to_vec())),
+    ]
+}
+
+/// Paths that name something often: the files and directories the other
+/// ops create.
+fn busy_path() -> impl Strategy<Value = Bytes> {
+    prop_oneof![
+        4 => prop::sample::select(vec![&b"/a/c"[..], b"/a/d", b"/b/c", b"/a", b"/a", b"/", b"/a/l"])
+            .prop_map(Bytes::from),
+        1 => path_strategy(),
+    ]
+}
+
+fn xattr_at() -> impl Strategy<Value = XattrAt> {
+    prop_oneof![
+        3 => busy_path().prop_map(XattrAt::Path),
+        2 => busy_path().prop_map(XattrAt::Lpath),
+        3 => fd_arg().prop_map(XattrAt::Fd),
+    ]
+}
+
+/// Attribute names: two user names, the root-only trusted and security
+/// namespaces, and the oddities (no name after the prefix, an unknown
+/// prefix, empty, 256 bytes).
+fn xattr_name() -> impl Strategy<Value = Bytes> {
+    prop_oneof![
+        16 => prop::sample::select(vec![&b"user.a"[..], b"user.b"]).prop_map(Bytes::from),
+        6 => prop::sample::select(vec![&b"trusted.t"[..], b"security.s"]).prop_map(Bytes::from),
+        2 => prop::sample::select(vec![&b"user."[..], b"system.x", b"bogus", b""])
+            .prop_map(Bytes::from),
+        1 => Just(Bytes({
+            let mut n = b"user.".to_vec();
+            n.extend(std::iter::repeat_n(b'x', 251));
+            n
+        })),
+    ]
+}
+
+fn xattr_op() -> impl Strategy<Value = Op> {
+    let flags = prop::sample::select(vec![0, 0, 0, XATTR_CREATE, XATTR_REPLACE, 4]);
+    let value = prop_oneof![
+        20 => data(),
+        1 => Just(Bytes(vec![b'v'; XATTR_SIZE_MAX + 1])),
+    ];
+    let len = prop::sample::select(vec![0usize, 2, 64]);
+    prop_oneof![
+        4 => (xattr_at(), xattr_name(), value, flags)
+            .prop_map(|(at, name, value, flags)| Op::Setxattr { at, name, value, flags }),
+        3 => (xattr_at(), xattr_name(), len.clone())
+            .prop_map(|(at, name, len)| Op::Getxattr { at, name, len }),
+        2 => (xattr_at(), prop::sample::select(vec![0usize, 4, 64]))
+            .prop_map(|(at, len)| Op::Listxattr { at, len }),
+        2 => (xattr_at(), xattr_name()).prop_map(|(at, name)| Op::Removexattr { at, name }),
+    ]
+}
+
+fn space_op() -> impl Strategy<Value = Op> {
+    let fmode = prop::sample::select(vec![
+        0,
+        0,
+        FALLOC_FL_KEEP_SIZE,
+        FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+        FALLOC_FL_PUNCH_HOLE,
+        0x10,
+    ]);
+    let flen = prop_oneof![
+        4 => 1i64..64,
+        2 => prop::sample::select(vec![4096i64, 8192, 5000]),
+        1 => prop::sample::select(vec![0i64, -1, i64::MAX]),
+    ];
+    let cfr_off = prop_oneof![1 => Just(None), 1 => offset().prop_map(Some)];
+    let mount_fd = prop_oneof![3 => fd_arg(), 1 => Just(FdArg::Cwd)];
+    let handle_open_flags = prop::sample::select(vec![
+        O_RDONLY,
+        O_RDONLY,
+        O_RDWR,
+        O_WRONLY,
+        O_PATH,
+        O_RDONLY | O_DIRECTORY,
+        O_RDONLY | O_NOFOLLOW,
+    ]);
+    prop_oneof![
+        3 => (fd_arg(), fmode, offset(), flen)
+            .prop_map(|(fd, mode, off, len)| Op::Fallocate { fd, mode, off, len }),
+        3 => (
+            fd_arg(),
+            cfr_off.clone(),
+            fd_arg(),
+            cfr_off,
+            prop_oneof![4 => 0usize..24, 1 => Just(1usize << 20)],
+            prop::sample::select(vec![0u32, 0, 0, 1])
+        )
+            .prop_map(|(fd_in, off_in, fd_out, off_out, len, flags)| Op::CopyFileRange {
+                fd_in,
+                off_in,
+                fd_out,
+                off_out,
+                len,
+                flags
+            }),
+        1 => fd_arg().prop_map(Op::Syncfs),
+        3 => (
+            dirfd_arg(),
+            busy_path(),
+            prop::sample::select(vec![0, 0, 0, 0, AT_SYMLINK_FOLLOW, AT_EMPTY_PATH, AT_HANDLE_FID, AT_HANDLE_MNT_ID_UNIQUE, AT_HANDLE_CONNECTABLE, AT_HANDLE_CONNECTABLE | AT_EMPTY_PATH, 4]),
+            prop::sample::select(vec![MAX_HANDLE_SZ, MAX_HANDLE_SZ, MAX_HANDLE_SZ, 0, 4, MAX_HANDLE_SZ + 1]),
+            prop_oneof![1 => Just(None), 2 => (mount_fd.clone(), handle_open_flags.clone()).prop_map(Some)]
+        )
+            .prop_map(|(dirfd, path, flags, size, open)| Op::NameToHandle { dirfd, path, flags, size, open }),
+        2 => (mount_fd, 0u8..4, handle_open_flags)
+            .prop_map(|(mount_fd, handle, flags)| Op::OpenByHandle { mount_fd, handle, flags }),
+    ]
+}
+
+/// Anonymous objects and descriptor control. Every pipe, socket and
+/// eventfd is non-blocking (a blocking read of an empty one would hang the
+/// sequence), and F_SETFL keeps O_NONBLOCK.
+fn anon_op() -> impl Strategy<Value = Op> {
+    let fcntl_cmd = prop_oneof![
+        (
+            prop::sample::select(vec![F_DUPFD, F_DUPFD_CLOEXEC]),
+            prop::sample::select(vec![0i64, 5, 100, -1])
+        ),
+        (Just(F_GETFD), Just(0i64)),
+        (
+            Just(F_SETFD),
+            prop::sample::select(vec![0i64, FD_CLOEXEC as i64])
+        ),
+        (Just(F_GETFL), Just(0i64)),
+        (
+            Just(F_SETFL),
+            prop::sample::select(vec![
+                O_NONBLOCK,
+                O_NONBLOCK | O_APPEND,
+                O_NONBLOCK | O_NOATIME,
+                O_NONBLOCK | O_DIRECT,
+                O_NONBLOCK | O_RDWR | O_TRUNC,
+            ])
+            .prop_map(i64::from)
+        ),
+        (Just(F_GETPIPE_SZ), Just(0i64)),
+        (
+            Just(F_SETPIPE_SZ),
+            prop::sample::select(vec![0i64, 4096, 1 << 16, 1 << 20, 1 << 21, -1])
+        ),
+        (Just(1234), Just(0i64)),
+    ];
+    let events = prop::sample::select(vec![POLLIN, POLLOUT, POLLIN | POLLOUT, 0]);
+    prop_oneof![
+        2 => prop::sample::select(vec![O_NONBLOCK, O_NONBLOCK | O_CLOEXEC, 1]).prop_map(Op::Pipe2),
+        3 => prop::sample::select(vec![SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET, SOCK_STREAM | SOCK_CLOEXEC, 3, SOCK_STREAM | 0x40000])
+            .prop_map(|t| Op::Socketpair { domain: AF_UNIX, ty: t | SOCK_NONBLOCK }),
+        // Other families: Internet ones cannot pair, unknown ones do not exist.
+        1 => (
+            prop::sample::select(vec![AF_INET, AF_INET6, 0]),
+            prop::sample::select(vec![SOCK_STREAM, SOCK_DGRAM])
+        )
+            .prop_map(|(domain, t)| Op::Socketpair { domain, ty: t | SOCK_NONBLOCK }),
+        2 => (
+            prop::sample::select(vec![0u32, 1, 5]),
+            prop::sample::select(vec![EFD_NONBLOCK, EFD_NONBLOCK | EFD_SEMAPHORE, EFD_NONBLOCK | EFD_CLOEXEC, EFD_NONBLOCK | 0x40])
+        )
+            .prop_map(|(init, flags)| Op::Eventfd { init, flags }),
+        2 => (
+            prop_oneof![
+                4 => prop::sample::select(vec![&b"m"[..], b"", b"a b", b"x/y"]).prop_map(Bytes::from),
+                1 => Just(Bytes(vec![b'n'; MFD_NAME_MAX + 1])),
+            ],
+            prop::sample::select(vec![0u32, MFD_CLOEXEC, MFD_ALLOW_SEALING, 0x100])
+        )
+            .prop_map(|(name, flags)| Op::MemfdCreate { name, flags }),
+        2 => prop::collection::vec((fd_arg(), events), 1..4).prop_map(Op::Poll),
+        3 => (fd_arg(), fcntl_cmd).prop_map(|(fd, (cmd, arg))| Op::Fcntl { fd, cmd, arg }),
+        2 => fd_arg().prop_map(Op::FdPath),
+    ]
 }
 
 fn mode() -> impl Strategy<Value = u32> {
@@ -933,7 +1400,17 @@ fn leaf_op() -> BoxedStrategy<Op> {
         1 => (path_strategy(), prop::sample::select(vec![0, 0, MNT_DETACH, UMOUNT_NOFOLLOW, MNT_EXPIRE, 0x10]))
             .prop_map(|(target, flags)| Op::Umount2 { target, flags }).boxed(),
     ];
-    prop_oneof![9 => files.boxed(), 4 => io.boxed(), 4 => attrs.boxed(), 6 => names.boxed(), 2 => context.boxed()].boxed()
+    prop_oneof![
+        9 => files.boxed(),
+        4 => io.boxed(),
+        4 => attrs.boxed(),
+        6 => names.boxed(),
+        2 => context.boxed(),
+        2 => xattr_op().boxed(),
+        3 => space_op().boxed(),
+        3 => anon_op().boxed(),
+    ]
+    .boxed()
 }
 
 /// Any op, forks included (a child runs up to 4 leaf ops).

@@ -616,6 +616,157 @@ impl State {
         Ok((len, pos + len as i64))
     }
 
+    // ================= space =================
+
+    /// fallocate(2) as vfscale and tmpfs: vfs_fallocate's checks in order
+    /// (descriptor, arguments, mode, access, type, overflow), then
+    /// shmem_fallocate's two modes; a success clears set-id bits as a write.
+    pub fn sys_fallocate(
+        &mut self,
+        pid: Pid,
+        fd: Fd,
+        mode: i32,
+        offset: i64,
+        len: i64,
+    ) -> SysResult<()> {
+        /// FALLOC_FL_MODE_MASK: every mode Linux knows.
+        const MODES: i32 = 0x02 | 0x08 | 0x10 | 0x20 | 0x40 | 0x80;
+        let ctx = self.ctx(pid);
+        let f = self.fd_get(pid, fd)?;
+        if offset < 0 || len <= 0 {
+            return Err(Errno::EINVAL);
+        }
+        if mode & !(MODES | FALLOC_FL_KEEP_SIZE) != 0 {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let keep = mode & FALLOC_FL_KEEP_SIZE != 0;
+        match mode & MODES {
+            0 | 0x10 | 0x40 => {}
+            FALLOC_FL_PUNCH_HOLE if keep => {}
+            0x08 | 0x20 | 0x80 if !keep => {}
+            _ => return Err(Errno::EOPNOTSUPP),
+        }
+        if !self.file(f).writable {
+            return Err(Errno::EBADF);
+        }
+        let id = self.file(f).loc.node;
+        match self.node(id).kind {
+            Kind::Reg(_) => {}
+            Kind::Fifo => return Err(Errno::ESPIPE),
+            Kind::Dir(_) => return Err(Errno::EISDIR),
+            _ => return Err(Errno::ENODEV),
+        }
+        let end = offset.checked_add(len).ok_or(Errno::EFBIG)? as u64;
+        if mode & !(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE) != 0 {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let (off, len) = (offset as u64, len as u64);
+        if mode & FALLOC_FL_PUNCH_HOLE != 0 {
+            self.node_mut(id).data_mut().punch_hole(off, len);
+        } else {
+            // A range larger than the instance (vfscale's default size,
+            // 1 TiB) is refused before anything is allocated.
+            if end.div_ceil(PAGE) - off / PAGE > INSTANCE_PAGES {
+                return Err(Errno::ENOSPC);
+            }
+            let data = self.node_mut(id).data_mut();
+            data.allocate(off, len);
+            if !keep && end > data.size {
+                data.size = end;
+            }
+        }
+        let kill = kill_privs_mask(&ctx.cred, self.node(id));
+        let t = now();
+        let n = self.node_mut(id);
+        n.mode &= !kill;
+        n.mtime = t;
+        n.ctime = t;
+        Ok(())
+    }
+
+    /// copy_file_range(2) between regular files of one instance, with
+    /// vfs_copy_file_range's checks in order.
+    // The syscall's six arguments plus the process.
+    #[allow(clippy::too_many_arguments)]
+    pub fn sys_copy_file_range(
+        &mut self,
+        pid: Pid,
+        fd_in: Fd,
+        off_in: Option<&mut i64>,
+        fd_out: Fd,
+        off_out: Option<&mut i64>,
+        len: usize,
+        flags: u32,
+    ) -> SysResult<usize> {
+        let ctx = self.ctx(pid);
+        let fi = self.fd_get(pid, fd_in)?;
+        let fo = self.fd_get(pid, fd_out)?;
+        if flags != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let (ni, no) = (self.file(fi).loc.node, self.file(fo).loc.node);
+        if self.is_dir(ni) || self.is_dir(no) {
+            return Err(Errno::EISDIR);
+        }
+        if !self.node(ni).is_reg() || !self.node(no).is_reg() {
+            return Err(Errno::EINVAL);
+        }
+        if !self.file(fi).readable || !self.file(fo).writable || self.file(fo).append {
+            return Err(Errno::EBADF);
+        }
+        if ni.dev != no.dev {
+            return Err(Errno::EXDEV);
+        }
+        let start_in = off_in.as_deref().copied().unwrap_or(self.file(fi).pos);
+        let start_out = off_out.as_deref().copied().unwrap_or(self.file(fo).pos);
+        let (pi, po) = (start_in as u64, start_out as u64);
+        let mut count = len as u64;
+        if pi.wrapping_add(count) < pi || po.wrapping_add(count) < po {
+            return Err(Errno::EOVERFLOW);
+        }
+        let size_in = self.node(ni).data().size as i64;
+        count = if start_in >= size_in {
+            0
+        } else {
+            count.min((size_in as u64).wrapping_sub(pi))
+        };
+        if start_out == i64::MAX {
+            return Err(Errno::EFBIG);
+        }
+        count = count.min((i64::MAX as u64).wrapping_sub(po));
+        if ni == no && po.wrapping_add(count) > pi && po < pi.wrapping_add(count) {
+            return Err(Errno::EINVAL);
+        }
+        for pos in [start_in, start_out] {
+            if count > isize::MAX as u64
+                || pos < 0
+                || (pos as u64).wrapping_add(count) > i64::MAX as u64
+            {
+                return Err(Errno::EINVAL);
+            }
+        }
+        if count == 0 {
+            return Ok(0);
+        }
+        let mut buf = vec![0u8; count as usize];
+        let n = self.read_at(fi, start_in, &mut buf)?;
+        let (w, _) = self.write_at(&ctx, fo, start_out, &buf[..n])?;
+        match off_in {
+            Some(p) => *p += w as i64,
+            None => self.file_mut(fi).pos += w as i64,
+        }
+        match off_out {
+            Some(p) => *p += w as i64,
+            None => self.file_mut(fo).pos += w as i64,
+        }
+        Ok(w)
+    }
+
+    /// syncfs(2): the data is in memory; only the descriptor is checked.
+    pub fn sys_syncfs(&mut self, pid: Pid, fd: Fd) -> SysResult<()> {
+        self.fd_get(pid, fd).map(|_| ())
+    }
+
     fn readable_file(&self, pid: Pid, fd: Fd) -> SysResult<FileId> {
         let f = self.fd_get(pid, fd)?;
         if !self.file(f).readable {
@@ -1854,6 +2005,10 @@ impl State {
 /// Data transfer on a FIFO before pipes exist (docs/COMPATIBILITY.md): an
 /// empty transfer is 0, anything else behaves as an empty, writer-less
 /// non-blocking pipe would: EAGAIN.
+/// Pages of vfscale's default tmpfs instance (`VfsConfig`: 1 TiB), the
+/// bound of a fallocate range.
+const INSTANCE_PAGES: u64 = (1 << 40) / PAGE;
+
 fn fifo_io(len: usize) -> SysResult<usize> {
     if len == 0 {
         Ok(0)

@@ -21,10 +21,15 @@ pub const PIPE_MAX_SIZE: usize = 1 << 20;
 
 // socket(2) / socketpair(2).
 pub const AF_UNIX: i32 = 1;
+/// Internet families: socket() is EAFNOSUPPORT in vfscale
+/// (docs/COMPATIBILITY.md); socketpair() is EOPNOTSUPP, as Linux's.
 pub const AF_INET: i32 = 2;
+pub const AF_INET6: i32 = 10;
 pub const SOCK_STREAM: i32 = 1;
 pub const SOCK_DGRAM: i32 = 2;
 pub const SOCK_SEQPACKET: i32 = 5;
+/// AF_UNIX treats SOCK_RAW as SOCK_DGRAM (Linux's unix_create).
+pub const SOCK_RAW: i32 = 3;
 pub const SOCK_NONBLOCK: i32 = 0o4000;
 pub const SOCK_CLOEXEC: i32 = 0o2000000;
 pub const SOCK_TYPE_MASK: i32 = 0xf;

@@ -157,6 +157,12 @@ pub const MAX_FILE_SIZE: i64 = i64::MAX;
 pub const LINK_MAX: u32 = 65_000;
 /// Filesystem magic reported by statfs for vfscale's tmpfs (Linux TMPFS_MAGIC).
 pub const TMPFS_MAGIC: i64 = 0x0102_1994;
+/// statfs magic of a pipe's filesystem (Linux's pipefs).
+pub const PIPEFS_MAGIC: i64 = 0x5049_5045;
+/// statfs magic of a socket's filesystem (Linux's sockfs).
+pub const SOCKFS_MAGIC: i64 = 0x534f_434b;
+/// statfs magic of an eventfd's filesystem (Linux's anon_inodefs).
+pub const ANON_INODE_FS_MAGIC: i64 = 0x0904_1934;
 
 /// The `d_type` for a mode's file type.
 pub fn mode_to_dtype(mode: u32) -> u8 {

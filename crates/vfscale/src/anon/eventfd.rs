@@ -54,10 +54,9 @@ impl EventFd {
     }
 
     pub(crate) fn write(&self, buf: &[u8], nonblock: bool) -> SysResult<usize> {
-        let Some(bytes) = buf.get(..8) else {
-            return Err(Errno::EINVAL);
-        };
-        let v = u64::from_ne_bytes(bytes.try_into().map_err(|_| Errno::EINVAL)?);
+        // Exactly the 8-byte counter (Linux's eventfd_write).
+        let bytes: [u8; 8] = buf.try_into().map_err(|_| Errno::EINVAL)?;
+        let v = u64::from_ne_bytes(bytes);
         if v == u64::MAX {
             return Err(Errno::EINVAL);
         }

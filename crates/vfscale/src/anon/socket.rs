@@ -212,7 +212,15 @@ impl Socket {
             });
         }
         if len == 0 {
-            return Ok(0);
+            // unix_stream_sendmsg checks the shutdown state before its
+            // (empty) send loop: EPIPE once the peer is gone.
+            return c.cell.block_on(nonblock, |g| {
+                Step::Done(if g.send_shut(self.ty, s) {
+                    Err(Errno::EPIPE)
+                } else {
+                    Ok(0)
+                })
+            });
         }
         let mut src = bufs.iter().flat_map(|b| b.iter().copied());
         let mut done = 0;

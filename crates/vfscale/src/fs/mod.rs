@@ -292,6 +292,19 @@ impl SuperBlock {
 
     /// Accounts a change of allocated 512-byte blocks; growth past the limit
     /// is ENOSPC (exact near the limit, like `reserve_inode`).
+    /// The instance's size in pages (`size=`).
+    pub(crate) fn max_pages(&self) -> u64 {
+        self.limits.max_bytes / BLOCK_SIZE
+    }
+
+    /// Whether `pages` more pages fit in the instance now: a check before
+    /// allocating that much (fallocate), which the charge afterwards makes
+    /// exact.
+    pub(crate) fn pages_fit(&self, pages: u64) -> bool {
+        let max_pages = self.max_pages();
+        pages <= max_pages && !self.used_blocks.compare((max_pages - pages) as i64).is_gt()
+    }
+
     pub(crate) fn charge_blocks(&self, delta_512: i64) -> SysResult<()> {
         let delta_pages = delta_512 / 8;
         let max_pages = (self.limits.max_bytes / BLOCK_SIZE) as i64;

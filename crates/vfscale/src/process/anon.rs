@@ -71,10 +71,12 @@ fn socket_args(domain: i32, ty: i32, protocol: i32) -> SysResult<(i32, bool, boo
     if protocol != 0 && protocol != AF_UNIX {
         return Err(Errno::EPROTONOSUPPORT);
     }
-    let base = ty & SOCK_TYPE_MASK;
-    if !matches!(base, SOCK_STREAM | SOCK_DGRAM | SOCK_SEQPACKET) {
-        return Err(Errno::ESOCKTNOSUPPORT);
-    }
+    let base = match ty & SOCK_TYPE_MASK {
+        // unix_create: "SOCK_RAW is the same as SOCK_DGRAM".
+        SOCK_RAW => SOCK_DGRAM,
+        b @ (SOCK_STREAM | SOCK_DGRAM | SOCK_SEQPACKET) => b,
+        _ => return Err(Errno::ESOCKTNOSUPPORT),
+    };
     Ok((base, ty & SOCK_NONBLOCK != 0, ty & SOCK_CLOEXEC != 0))
 }
 
@@ -83,11 +85,25 @@ impl Process {
         let nb = nonblock(file);
         match stream(file) {
             Some(Stream::Pipe(p)) => p.read(bufs, nb),
+            // sock_read_iter: a zero-length read is 0 ("SYS5 behaviour"),
+            // before the socket is looked at.
+            Some(Stream::Socket(_)) if bufs.iter().all(|b| b.is_empty()) => Ok(0),
             Some(Stream::Socket(s)) => s.read(bufs, nb),
-            Some(Stream::EventFd(e)) => match bufs.first_mut() {
-                Some(b) => e.read(b, nb),
-                None => Err(Errno::EINVAL),
-            },
+            // eventfd's read_iter: the 8-byte counter across the segments.
+            Some(Stream::EventFd(e)) => {
+                let mut value = [0u8; 8];
+                if bufs.iter().map(|b| b.len()).sum::<usize>() < value.len() {
+                    return Err(Errno::EINVAL);
+                }
+                let n = e.read(&mut value, nb)?;
+                let mut src = &value[..n];
+                for b in bufs.iter_mut() {
+                    let k = b.len().min(src.len());
+                    b[..k].copy_from_slice(&src[..k]);
+                    src = &src[k..];
+                }
+                Ok(n)
+            }
             None => Err(Errno::EINVAL),
         }
     }
@@ -97,10 +113,29 @@ impl Process {
         match stream(file) {
             Some(Stream::Pipe(p)) => p.write(bufs, nb),
             Some(Stream::Socket(s)) => s.write(bufs, nb),
-            Some(Stream::EventFd(e)) => match bufs.first() {
-                Some(b) => e.write(b, nb),
-                None => Err(Errno::EINVAL),
-            },
+            // eventfd has a plain write: a vector is written segment by
+            // segment (do_loop_readv_writev), each exactly 8 bytes, empty
+            // ones after the first skipped, stopping at an error or a short
+            // write.
+            Some(Stream::EventFd(e)) => {
+                let mut done = 0;
+                for (i, b) in bufs.iter().enumerate() {
+                    if i > 0 && b.is_empty() {
+                        continue;
+                    }
+                    match e.write(b, nb) {
+                        Ok(n) => {
+                            done += n;
+                            if n != b.len() {
+                                break;
+                            }
+                        }
+                        Err(err) if done == 0 => return Err(err),
+                        Err(_) => break,
+                    }
+                }
+                Ok(done)
+            }
             None => Err(Errno::EINVAL),
         }
     }
@@ -242,7 +277,17 @@ impl Process {
     /// socketpair(2): two connected AF_UNIX sockets.
     pub fn socketpair(&self, domain: i32, ty: i32, protocol: i32) -> SysResult<[Fd; 2]> {
         let _end = self.vfs.call_end();
-        let (base, nb, cloexec) = socket_args(domain, ty, protocol)?;
+        let (base, nb, cloexec) = match socket_args(domain, ty, protocol) {
+            // Linux makes the Internet socket, whose family cannot pair.
+            Err(Errno::EAFNOSUPPORT)
+                if matches!(domain, AF_INET | AF_INET6)
+                    && matches!(ty & SOCK_TYPE_MASK, SOCK_STREAM | SOCK_DGRAM)
+                    && protocol == 0 =>
+            {
+                return Err(Errno::EOPNOTSUPP)
+            }
+            r => r?,
+        };
         // Two nodes and two files: make room for both first.
         self.charge_here();
         self.vfs.admit(2 * SOCKET_BYTES, Errno::ENOMEM)?;
@@ -374,7 +419,9 @@ impl Process {
                 if p.fd < 0 {
                     None
                 } else {
-                    self.files.get(&self.vfs, p.fd).ok()
+                    // fdget: an O_PATH descriptor is not a file here
+                    // (POLLNVAL).
+                    self.fd_file_nopath(p.fd).ok()
                 }
             })
             .collect();
@@ -426,6 +473,15 @@ impl Process {
     /// F_SETPIPE_SZ. Other commands: EINVAL.
     pub fn fcntl(&self, fd: Fd, cmd: i32, arg: i64) -> SysResult<i64> {
         let _end = self.vfs.call_end();
+        // Linux's order: the descriptor (O_PATH ones included), then the
+        // commands an O_PATH descriptor allows (check_fcntl_cmd), then the
+        // command itself.
+        let f = self.fd_file(fd)?;
+        let path_only = f.file().is_path();
+        self.vfs.fput(f);
+        if path_only && !matches!(cmd, F_DUPFD | F_DUPFD_CLOEXEC | F_GETFD | F_SETFD | F_GETFL) {
+            return Err(Errno::EBADF);
+        }
         match cmd {
             F_DUPFD | F_DUPFD_CLOEXEC => {
                 let f = self.fd_file(fd)?;
@@ -454,6 +510,27 @@ impl Process {
             F_SETFL => self.with_file(fd, false, |f| {
                 const SETTABLE: i32 = O_APPEND | O_NONBLOCK | O_DIRECT | O_NOATIME;
                 let arg = arg as i32;
+                // Linux's setfl: O_NOATIME only for the owner (or
+                // CAP_FOWNER: root here).
+                let inode = f.inode();
+                if arg & O_NOATIME != 0
+                    && f.status() & O_NOATIME == 0
+                    && !self.cred.is_root()
+                    && inode.attr().uid != self.cred.fsuid
+                {
+                    return Err(Errno::EPERM);
+                }
+                // O_DIRECT where direct I/O is possible: tmpfs regular files
+                // opened by name (shmem_file_open sets FMODE_CAN_ODIRECT; a
+                // memfd's file does not get it); on a pipe it asks for
+                // packet mode.
+                let ty = inode.file_type();
+                if arg & O_DIRECT != 0
+                    && ty != S_IFIFO
+                    && (ty != S_IFREG || f.fmode & (FMODE_ANON | FMODE_EVENTFD) != 0)
+                {
+                    return Err(Errno::EINVAL);
+                }
                 // Relaxed: a plain flag word (see OpenFile::status); the
                 // update is one atomic read-modify-write.
                 let _ = f
@@ -501,7 +578,7 @@ impl Process {
         // SAFETY: the caller's guard and file reference keep the dentry.
         let d = unsafe { &*at.dentry };
         let deleted = !d.is_root() && !d.is_hashed();
-        let mut out = self.path_text(root, at);
+        let mut out = self.path_text(root, at, false);
         if deleted {
             out.extend_from_slice(b" (deleted)");
         }

@@ -176,6 +176,37 @@ pub trait ProcessApi: Send {
         Err(Errno::ENOSYS)
     }
 
+    // ---- anonymous objects and descriptor control (default: ENOSYS,
+    // for implementations without them, such as the reference model) ----
+    /// pipe2(2): [read end, write end]; O_NONBLOCK, O_CLOEXEC.
+    fn pipe2(&self, _flags: i32) -> SysResult<[Fd; 2]> {
+        Err(Errno::ENOSYS)
+    }
+    /// socketpair(2): two connected AF_UNIX sockets.
+    fn socketpair(&self, _domain: i32, _ty: i32, _protocol: i32) -> SysResult<[Fd; 2]> {
+        Err(Errno::ENOSYS)
+    }
+    /// eventfd2(2): EFD_SEMAPHORE, EFD_NONBLOCK, EFD_CLOEXEC.
+    fn eventfd(&self, _initval: u32, _flags: i32) -> SysResult<Fd> {
+        Err(Errno::ENOSYS)
+    }
+    /// memfd_create(2): MFD_CLOEXEC, MFD_ALLOW_SEALING.
+    fn memfd_create(&self, _name: &[u8], _flags: u32) -> SysResult<Fd> {
+        Err(Errno::ENOSYS)
+    }
+    /// poll(2): fills each `revents`, returns how many are non-zero.
+    fn poll(&self, _fds: &mut [PollFd], _timeout_ms: i32) -> SysResult<usize> {
+        Err(Errno::ENOSYS)
+    }
+    /// fcntl(2) with an integer argument.
+    fn fcntl(&self, _fd: Fd, _cmd: i32, _arg: i64) -> SysResult<i64> {
+        Err(Errno::ENOSYS)
+    }
+    /// What readlink("/proc/self/fd/N") reads for `fd`.
+    fn fd_path(&self, _fd: Fd) -> SysResult<Vec<u8>> {
+        Err(Errno::ENOSYS)
+    }
+
     // ---- process context ----
     fn chdir(&self, path: &[u8]) -> SysResult<()>;
     fn fchdir(&self, fd: Fd) -> SysResult<()>;

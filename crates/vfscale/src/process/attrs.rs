@@ -133,6 +133,7 @@ impl Process {
     }
 
     pub(super) fn chmod_inode(&self, inode: &Inode, mode: u32) -> SysResult<()> {
+        refuse_anon_inode_setattr(inode)?;
         let (cur_mode, uid, gid) = inode.perm_attr();
         may_chmod(&self.cred, uid)?;
         let new = chmod_mode(&self.cred, cur_mode, gid, mode);
@@ -180,6 +181,7 @@ impl Process {
     pub(super) fn chown_inode(&self, inode: &Inode, uid: u32, gid: u32) -> SysResult<()> {
         let new_uid = (uid != u32::MAX).then_some(uid);
         let new_gid = (gid != u32::MAX).then_some(gid);
+        refuse_anon_inode_setattr(inode)?;
         let a = inode.attr();
         let new_mode = check_chown(&self.cred, a.mode, a.uid, a.gid, new_uid, new_gid)?;
         if let Some(sb) = super::backend_names::backend_of(inode) {
@@ -249,6 +251,14 @@ impl Process {
         let explicit = !(at.nsec == UTIME_NOW && mt.nsec == UTIME_NOW);
         let (m, u, g) = inode.perm_attr();
         let can_write = may_access(&self.cred, m, u, g, MAY_WRITE).is_ok();
+        if inode.file_type() == 0 {
+            // The eventfd inode: only may_setattr's check of a touch runs
+            // before its setattr refuses (see refuse_anon_inode_setattr).
+            if !explicit && !self.cred.is_root() && self.cred.fsuid != u && !can_write {
+                return Err(Errno::EACCES);
+            }
+            return Err(Errno::EOPNOTSUPP);
+        }
         may_set_times(&self.cred, u, explicit, can_write)?;
         if let Some(sb) = super::backend_names::backend_of(inode) {
             let change = crate::fs::AttrChange {
@@ -319,6 +329,44 @@ impl Process {
 
     pub(crate) fn sys_fstatfs(&self, fd: Fd) -> SysResult<Statfs> {
         // SAFETY: as above.
-        self.with_file(fd, true, |f| Ok(unsafe { &*f.inode().sb }.statfs()))
+        self.with_file(fd, true, |f| {
+            Ok(match pseudo_fs_magic(f.fmode) {
+                // Linux's pipefs, sockfs and anon_inodefs answer
+                // simple_statfs: their magic, a page, NAME_MAX, no counts.
+                Some(magic) => Statfs {
+                    f_type: magic,
+                    f_bsize: 4096,
+                    f_namelen: NAME_MAX as i64,
+                    f_frsize: 4096,
+                    ..Statfs::default()
+                },
+                None => unsafe { &*f.inode().sb }.statfs(),
+            })
+        })
+    }
+}
+
+/// The eventfd inode (the one inode without type bits) stands for Linux's
+/// shared anon_inodefs inode, whose setattr is EOPNOTSUPP (since 6.16),
+/// ahead of the ownership checks setattr_prepare would make.
+fn refuse_anon_inode_setattr(inode: &Inode) -> SysResult<()> {
+    if inode.file_type() == 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    Ok(())
+}
+
+/// The pseudo filesystem Linux keeps pipes, sockets and eventfds on, by
+/// its statfs magic (memfds are on tmpfs there too).
+fn pseudo_fs_magic(fmode: u32) -> Option<i64> {
+    use crate::file::{FMODE_EVENTFD, FMODE_PIPE, FMODE_SOCKET};
+    if fmode & FMODE_PIPE != 0 {
+        Some(PIPEFS_MAGIC)
+    } else if fmode & FMODE_SOCKET != 0 {
+        Some(SOCKFS_MAGIC)
+    } else if fmode & FMODE_EVENTFD != 0 {
+        Some(ANON_INODE_FS_MAGIC)
+    } else {
+        None
     }
 }

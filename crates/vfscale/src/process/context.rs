@@ -78,13 +78,16 @@ impl Process {
         if !cwd_d.is_root() && !cwd_d.is_hashed() {
             return Err(Errno::ENOENT);
         }
-        Ok(self.path_text(root, cwd))
+        Ok(self.path_text(root, cwd, true))
     }
 
-    /// The text of the path from `root` to `at` (getcwd, /proc/self/fd):
-    /// "(unreachable)" first when `at` is outside `root`. Caller holds a
-    /// guard.
-    pub(crate) fn path_text(&self, root: PathPtr, at: PathPtr) -> Vec<u8> {
+    /// The text of the path from `root` to `at` (getcwd, /proc/self/fd).
+    /// Caller holds a guard.
+    ///
+    /// A location outside `root` is spelled from the namespace's top:
+    /// getcwd prefixes it with "(unreachable)" (`mark_unreachable`), a
+    /// descriptor's /proc link (d_path) does not.
+    pub(crate) fn path_text(&self, root: PathPtr, at: PathPtr, mark_unreachable: bool) -> Vec<u8> {
         // Names and parents change under renames (and the chain under
         // mounts): read them inside the global seqcounts and retry, as
         // Linux's d_path does under rename_lock. A torn read would mix an
@@ -99,7 +102,7 @@ impl Process {
                 break names;
             }
         };
-        let mut out = if unreachable {
+        let mut out = if unreachable && mark_unreachable {
             b"(unreachable)".to_vec()
         } else {
             Vec::new()

@@ -22,10 +22,17 @@ impl Process {
         handle: &mut FileHandle,
         flags: i32,
     ) -> SysResult<u64> {
-        if flags & !(AT_EMPTY_PATH | AT_SYMLINK_FOLLOW | AT_HANDLE_FID) != 0 {
+        let known = AT_EMPTY_PATH
+            | AT_SYMLINK_FOLLOW
+            | AT_HANDLE_FID
+            | AT_HANDLE_MNT_ID_UNIQUE
+            | AT_HANDLE_CONNECTABLE;
+        if flags & !known != 0 {
             return Err(Errno::EINVAL);
         }
-        if handle.handle_bytes > MAX_HANDLE_SZ {
+        // A connectable handle needs a known parent: not with FID (no
+        // intention to decode) nor AT_EMPTY_PATH (Linux's order).
+        if flags & AT_HANDLE_CONNECTABLE != 0 && flags & (AT_HANDLE_FID | AT_EMPTY_PATH) != 0 {
             return Err(Errno::EINVAL);
         }
         let at = (flags & AT_EMPTY_PATH)
@@ -43,10 +50,16 @@ impl Process {
         // it) and the mount allocated.
         let d = unsafe { &*found.path.dentry };
         let sb = unsafe { &*d.sb };
-        if !sb.fs.dcache_is_authoritative() {
-            // Backends whose dentries are reclaimable have no handle scheme
-            // yet (a passthrough one would forward host handles).
+        // Backends whose dentries are reclaimable have no handle scheme
+        // yet (a passthrough one would forward host handles); tmpfs cannot
+        // decode a handle to its parent (no fh_to_parent), so a
+        // connectable handle is EOPNOTSUPP, as exportfs_can_encode_fh says.
+        if !sb.fs.dcache_is_authoritative() || flags & AT_HANDLE_CONNECTABLE != 0 {
             return Err(Errno::EOPNOTSUPP);
+        }
+        // The buffer's size is read after the walk (do_sys_name_to_handle).
+        if handle.handle_bytes > MAX_HANDLE_SZ {
+            return Err(Errno::EINVAL);
         }
         let mount_id = unsafe { &*found.path.mnt }.id();
         let ino = found.inode().ino();
@@ -101,16 +114,23 @@ impl Process {
         handle: &FileHandle,
         flags: i32,
     ) -> SysResult<Fd> {
+        // Linux's handle_to_path: the handle's header, then the mount
+        // descriptor, then the permission.
+        if handle.handle_bytes == 0 || handle.handle_bytes > MAX_HANDLE_SZ || handle.handle_type < 0
+        {
+            return Err(Errno::EINVAL);
+        }
+        // get_path_anchor takes the mount fd with fdget: an O_PATH
+        // descriptor is EBADF here.
+        if mount_fd != AT_FDCWD {
+            self.vfs.fput(self.fd_file_nopath(mount_fd)?);
+        }
         let _g = self.vfs.collector.enter();
         let (_, cwd) = self.fs.get();
         let (mnt_path, _) = self.dirfd_path(mount_fd, cwd)?;
         // CAP_DAC_READ_SEARCH: vfscale models capabilities as root.
         if !self.cred.is_root() {
             return Err(Errno::EPERM);
-        }
-        if handle.handle_bytes == 0 || handle.handle_bytes > MAX_HANDLE_SZ || handle.handle_type < 0
-        {
-            return Err(Errno::EINVAL);
         }
         let bytes = handle
             .f_handle
@@ -144,7 +164,14 @@ impl Process {
             if inode.is_null() {
                 return Err(Errno::ESTALE);
             }
-            if flags & O_DIRECTORY != 0 && !unsafe { &*inode }.is_dir() {
+            // do_file_open_root: a symlink is ELOOP for any open but
+            // O_PATH, before O_DIRECTORY's ENOTDIR.
+            // SAFETY: as above.
+            let ty = unsafe { &*inode }.file_type();
+            if s_islnk(ty) && flags & O_PATH == 0 {
+                return Err(Errno::ELOOP);
+            }
+            if flags & O_DIRECTORY != 0 && ty != S_IFDIR {
                 return Err(Errno::ENOTDIR);
             }
             let found = Found {

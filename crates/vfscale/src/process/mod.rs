@@ -398,7 +398,8 @@ impl Process {
 
     /// syncfs(2): completes every thread's deferred frees.
     pub(crate) fn sys_syncfs(&self, fd: Fd) -> SysResult<()> {
-        let f = self.fd_file(fd)?;
+        // fdget: O_PATH descriptors are EBADF.
+        let f = self.fd_file_nopath(fd)?;
         self.vfs.fput(f);
         self.vfs.flush_all();
         Ok(())

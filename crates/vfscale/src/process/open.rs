@@ -12,7 +12,9 @@ use crate::sync::epoch::Guard;
 use crate::sync::lock::RwLock;
 use std::sync::Arc;
 
-/// Status flags an open file keeps (visible through F_GETFL).
+/// Status flags an open file keeps (visible through F_GETFL): Linux's
+/// f_flags are the open flags less O_CREAT, O_EXCL, O_NOCTTY, O_TRUNC and
+/// O_CLOEXEC, plus O_LARGEFILE (forced on 64-bit).
 const KEPT_STATUS: i32 = O_ACCMODE
     | O_APPEND
     | O_NONBLOCK
@@ -21,7 +23,23 @@ const KEPT_STATUS: i32 = O_ACCMODE
     | O_LARGEFILE
     | O_NOATIME
     | O_SYNC
+    | O_ASYNC
+    | O_DIRECTORY
+    | O_NOFOLLOW
     | O_PATH;
+
+/// What an O_PATH open keeps (build_open_how: O_PATH beats everything
+/// else, O_LARGEFILE included).
+const KEPT_PATH_STATUS: i32 = O_PATH | O_DIRECTORY | O_NOFOLLOW;
+
+/// The status flags (F_GETFL) of a file opened with `flags`.
+pub(crate) fn open_status(flags: i32) -> i32 {
+    if flags & O_PATH != 0 {
+        flags & KEPT_PATH_STATUS
+    } else {
+        (flags & KEPT_STATUS) | O_LARGEFILE
+    }
+}
 
 impl Process {
     pub(crate) fn sys_openat(
@@ -361,7 +379,7 @@ impl Process {
         }
         // SAFETY: the reference just taken keeps the dentry alive.
         self.vfs.note_open(unsafe { &*found.path.dentry });
-        let status = flags & KEPT_STATUS;
+        let status = open_status(flags);
         // A FIFO's file joins its pipe's readers/writers (anon/pipe.rs).
         let (fmode, private, wait) = match inode.fifo_pipe() {
             Some(pipe) if fmode & FMODE_PATH == 0 => {

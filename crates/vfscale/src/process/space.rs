@@ -8,25 +8,53 @@
 
 use super::Process;
 use crate::abi::*;
-use crate::file::FileRef;
+use crate::file::{FileRef, OpenFile, FMODE_READ, FMODE_WRITE};
 use crate::inode::now;
+
+/// tmpfs's page, the unit fallocate allocates.
+const CHUNK: u64 = crate::fs::tmpfs::data::CHUNK_SIZE as u64;
 
 /// Bytes copied per step of copy_file_range.
 const COPY_CHUNK: usize = 64 * 1024;
 
+/// Every fallocate mode Linux knows (FALLOC_FL_MODE_MASK): allocate (0),
+/// PUNCH_HOLE, COLLAPSE_RANGE, ZERO_RANGE, INSERT_RANGE, UNSHARE_RANGE,
+/// WRITE_ZEROES.
+const FALLOC_MODE_MASK: i32 = 0x02 | 0x08 | 0x10 | 0x20 | 0x40 | 0x80;
+
+/// vfs_fallocate's argument and access checks, in its order: arguments
+/// (EINVAL), the mode (EOPNOTSUPP: one mode at a time, PUNCH_HOLE only
+/// with KEEP_SIZE, the range shifters never with it), then a writable
+/// descriptor (EBADF). The file type and tmpfs's own mode limit come after.
+fn fallocate_mode_checks(file: &OpenFile, mode: i32, offset: i64, len: i64) -> SysResult<()> {
+    if offset < 0 || len <= 0 {
+        return Err(Errno::EINVAL);
+    }
+    if mode & !(FALLOC_MODE_MASK | FALLOC_FL_KEEP_SIZE) != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let keep = mode & FALLOC_FL_KEEP_SIZE != 0;
+    match mode & FALLOC_MODE_MASK {
+        0 | 0x40 | 0x10 => {}
+        FALLOC_FL_PUNCH_HOLE if keep => {}
+        0x08 | 0x20 | 0x80 if !keep => {}
+        _ => return Err(Errno::EOPNOTSUPP),
+    }
+    if file.fmode & FMODE_WRITE == 0 {
+        return Err(Errno::EBADF);
+    }
+    Ok(())
+}
+
 impl Process {
     pub(crate) fn sys_fallocate(&self, fd: Fd, mode: i32, offset: i64, len: i64) -> SysResult<()> {
-        if offset < 0 || len <= 0 {
-            return Err(Errno::EINVAL);
+        // The descriptor first (ksys_fallocate), then vfs_fallocate's checks
+        // in its order.
+        let f = self.fd_file_nopath(fd)?;
+        if let Err(e) = fallocate_mode_checks(f.file(), mode, offset, len) {
+            self.vfs.fput(f);
+            return Err(e);
         }
-        let supported = FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE;
-        if mode & !supported != 0 {
-            return Err(Errno::EOPNOTSUPP);
-        }
-        if mode & FALLOC_FL_PUNCH_HOLE != 0 && mode & FALLOC_FL_KEEP_SIZE == 0 {
-            return Err(Errno::EOPNOTSUPP);
-        }
-        let f = self.writable(fd)?;
         if let Err(e) = super::refuse_backend_change(f.file().inode()) {
             self.vfs.fput(f);
             return Err(e);
@@ -39,10 +67,14 @@ impl Process {
                 S_IFREG => {}
                 _ => return Err(Errno::ENODEV),
             }
-            let end = offset
-                .checked_add(len)
-                .filter(|&e| e as u64 <= MAX_FILE_SIZE as u64)
-                .ok_or(Errno::EFBIG)? as u64;
+            if offset.checked_add(len).is_none() {
+                return Err(Errno::EFBIG);
+            }
+            // shmem_fallocate: tmpfs has only these two modes.
+            if mode & !(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE) != 0 {
+                return Err(Errno::EOPNOTSUPP);
+            }
+            let end = (offset + len) as u64;
             let (offset, len) = (offset as u64, len as u64);
             let data = inode.file_data().ok_or(Errno::EINVAL)?;
             let mut d = data.write();
@@ -50,6 +82,16 @@ impl Process {
             if mode & FALLOC_FL_PUNCH_HOLE != 0 {
                 d.punch_hole(offset, len);
             } else {
+                // Linux's shmem_fallocate refuses a range larger than the
+                // instance (ENOSPC) before allocating; vfscale also refuses
+                // one whose holes do not fit now, so an impossible request
+                // never allocates (and cannot exhaust the host's memory).
+                // SAFETY: an inode's superblock outlives it.
+                let sb = unsafe { &*inode.sb };
+                let range_pages = end.div_ceil(CHUNK) - offset / CHUNK;
+                if range_pages > sb.max_pages() || !sb.pages_fit(d.holes_in(offset, len)) {
+                    return Err(Errno::ENOSPC);
+                }
                 let added = d.allocate(offset, len);
                 let delta = d.blocks_512() as i64 - blocks_before as i64;
                 if let Err(e) = self.vfs.charge_data(inode, delta) {
@@ -69,11 +111,18 @@ impl Process {
                     .charge_data(inode, blocks as i64 - blocks_before as i64);
             }
             let t = now();
-            // Under the data lock, as in `write_file`.
+            let cred = &self.cred;
+            // Under the data lock, as in `write_file`; a successful
+            // fallocate is a modification (shmem_fallocate's
+            // file_modified): set-id bits go as for a write.
             inode.update_attr(|a| {
+                let cur = a.get();
                 a.set_size(size, blocks);
                 a.set_mtime(t);
                 a.set_ctime(t);
+                if let Some(m) = crate::cred::perm::write_strip_mode(cred, cur.mode, cur.gid) {
+                    a.set_mode(m);
+                }
             });
             drop(d);
             self.vfs.watchers.inode_changed(inode, true);
@@ -92,23 +141,26 @@ impl Process {
         len: usize,
         flags: u32,
     ) -> SysResult<usize> {
-        if flags != 0 {
-            return Err(Errno::EINVAL);
-        }
-        let fin = self.readable(fd_in)?;
-        let fout = match self.writable(fd_out) {
+        // Linux's order: both descriptors (EBADF), then the flags.
+        let fin = self.fd_file_nopath(fd_in)?;
+        let fout = match self.fd_file_nopath(fd_out) {
             Ok(f) => f,
             Err(e) => {
                 self.vfs.fput(fin);
                 return Err(e);
             }
         };
-        let r = self.copy_range(&fin, off_in, &fout, off_out, len);
+        let r = if flags != 0 {
+            Err(Errno::EINVAL)
+        } else {
+            self.copy_range(&fin, off_in, &fout, off_out, len)
+        };
         self.vfs.fput(fin);
         self.vfs.fput(fout);
         r
     }
 
+    /// vfs_copy_file_range's checks in Linux's order, then the copy.
     fn copy_range(
         &self,
         fin: &FileRef,
@@ -118,21 +170,24 @@ impl Process {
         len: usize,
     ) -> SysResult<usize> {
         let (i, o) = (fin.file(), fout.file());
-        for f in [i, o] {
-            // Backend-served data is not in memory: callers fall back to
-            // read and write, as for copies between filesystems.
-            // SAFETY: an inode's superblock outlives it.
-            if unsafe { &*f.inode().sb }.backend_served {
-                return Err(Errno::EXDEV);
-            }
-            match f.inode().file_type() {
-                S_IFDIR => return Err(Errno::EISDIR),
-                S_IFREG => {}
-                _ => return Err(Errno::EINVAL),
-            }
+        // generic_file_rw_checks: types, then access modes.
+        let (ti, to) = (i.inode().file_type(), o.inode().file_type());
+        if ti == S_IFDIR || to == S_IFDIR {
+            return Err(Errno::EISDIR);
         }
-        if o.status() & O_APPEND != 0 {
+        if ti != S_IFREG || to != S_IFREG {
+            return Err(Errno::EINVAL);
+        }
+        if i.fmode & FMODE_READ == 0 || o.fmode & FMODE_WRITE == 0 || o.status() & O_APPEND != 0 {
             return Err(Errno::EBADF);
+        }
+        // tmpfs has no copy_file_range of its own: another instance is
+        // EXDEV. Backend-served data is not in memory either: callers fall
+        // back to read and write, as for copies between filesystems.
+        // SAFETY: an inode's superblock outlives it.
+        let (sb_in, sb_out) = unsafe { (&*i.inode().sb, &*o.inode().sb) };
+        if !std::ptr::eq(sb_in, sb_out) || sb_in.backend_served || sb_out.backend_served {
+            return Err(Errno::EXDEV);
         }
         let start_in = match &off_in {
             Some(p) => **p,
@@ -142,17 +197,42 @@ impl Process {
             Some(p) => **p,
             None => *o.pos.lock() as i64,
         };
-        if start_in < 0 || start_out < 0 {
+        // generic_copy_file_checks, in loff_t + size_t (unsigned) arithmetic.
+        let (pi, po) = (start_in as u64, start_out as u64);
+        let mut count = len as u64;
+        if pi.wrapping_add(count) < pi || po.wrapping_add(count) < po {
+            return Err(Errno::EOVERFLOW);
+        }
+        // Shorten the copy to the end of the source.
+        let size_in = i.inode().attr().size as i64;
+        if start_in >= size_in {
+            count = 0;
+        } else {
+            count = count.min((size_in as u64).wrapping_sub(pi));
+        }
+        // generic_write_check_limits: pos >= s_maxbytes (MAX_FILE_SIZE,
+        // i64::MAX, so only equality is possible).
+        if start_out == MAX_FILE_SIZE {
+            return Err(Errno::EFBIG);
+        }
+        count = count.min((MAX_FILE_SIZE as u64).wrapping_sub(po));
+        // The same file with overlapping ranges.
+        if std::ptr::eq(i.inode, o.inode)
+            && po.wrapping_add(count) > pi
+            && po < pi.wrapping_add(count)
+        {
             return Err(Errno::EINVAL);
         }
-        let len = len.min(isize::MAX as usize);
-        // The same file with overlapping ranges: EINVAL (generic_copy_file_checks).
-        if std::ptr::eq(i.inode, o.inode) {
-            let (a, b, n) = (start_in as u64, start_out as u64, len as u64);
-            if a < b.saturating_add(n) && b < a.saturating_add(n) {
+        // rw_verify_area for both sides.
+        for pos in [start_in, start_out] {
+            if count > isize::MAX as u64
+                || pos < 0
+                || (pos as u64).wrapping_add(count) > i64::MAX as u64
+            {
                 return Err(Errno::EINVAL);
             }
         }
+        let len = count as usize;
         if len == 0 {
             return Ok(0);
         }

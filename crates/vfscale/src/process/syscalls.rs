@@ -235,6 +235,29 @@ impl ProcessApi for Process {
     fn syncfs(&self, fd: Fd) -> SysResult<()> {
         self.done(self.sys_syncfs(fd))
     }
+    // The anonymous-object calls are inherent methods (process/anon.rs),
+    // which end their own calls (`VfsInner::call_end`).
+    fn pipe2(&self, flags: i32) -> SysResult<[Fd; 2]> {
+        Process::pipe2(self, flags)
+    }
+    fn socketpair(&self, domain: i32, ty: i32, protocol: i32) -> SysResult<[Fd; 2]> {
+        Process::socketpair(self, domain, ty, protocol)
+    }
+    fn eventfd(&self, initval: u32, flags: i32) -> SysResult<Fd> {
+        Process::eventfd(self, initval, flags)
+    }
+    fn memfd_create(&self, name: &[u8], flags: u32) -> SysResult<Fd> {
+        Process::memfd_create(self, name, flags)
+    }
+    fn poll(&self, fds: &mut [PollFd], timeout_ms: i32) -> SysResult<usize> {
+        Process::poll(self, fds, timeout_ms)
+    }
+    fn fcntl(&self, fd: Fd, cmd: i32, arg: i64) -> SysResult<i64> {
+        Process::fcntl(self, fd, cmd, arg)
+    }
+    fn fd_path(&self, fd: Fd) -> SysResult<Vec<u8>> {
+        Process::fd_path(self, fd)
+    }
     fn exit(mut self) {
         self.release_everything();
     }

@@ -29,24 +29,157 @@ enum Space {
     User,
     Trusted,
     Security,
+    /// `system.*`: POSIX ACLs on Linux's tmpfs (not built: EOPNOTSUPP);
+    /// the VFS applies no permission check to it.
+    System,
+    /// No known prefix.
     Unsupported,
 }
 
-fn space_of(name: &[u8]) -> SysResult<Space> {
+/// The namespace of `name` by its prefix, as xattr_permission matches it
+/// (an empty suffix is refused later, by the handler lookup).
+fn space_of(name: &[u8]) -> Space {
     for (prefix, space) in [
         (&b"user."[..], Space::User),
         (b"trusted.", Space::Trusted),
         (b"security.", Space::Security),
+        (b"system.", Space::System),
     ] {
-        if let Some(rest) = name.strip_prefix(prefix) {
-            return if rest.is_empty() {
-                Err(Errno::EINVAL)
-            } else {
-                Ok(space)
-            };
+        if name.starts_with(prefix) {
+            return space;
         }
     }
-    Ok(Space::Unsupported)
+    Space::Unsupported
+}
+
+/// The handler lookup after the permission check (xattr_resolve_name):
+/// tmpfs stores user, trusted and security names; a name that is only a
+/// prefix is EINVAL; anything else EOPNOTSUPP.
+fn stored_space(name: &[u8], space: Space) -> SysResult<()> {
+    match space {
+        Space::User | Space::Trusted | Space::Security => {
+            let prefix = name.iter().position(|&b| b == b'.').map_or(0, |i| i + 1);
+            if prefix == name.len() {
+                Err(Errno::EINVAL)
+            } else {
+                Ok(())
+            }
+        }
+        Space::System | Space::Unsupported => Err(Errno::EOPNOTSUPP),
+    }
+}
+
+/// Where the attributes of an inode live. Pipes, sockets and eventfds are
+/// on Linux's pipefs, sockfs and anon_inodefs, which store none: after
+/// the permission check every name is EOPNOTSUPP, except a socket's
+/// read-only `system.sockprotoname` (its protocol's name), which is also
+/// its only listed name.
+#[derive(Clone, Copy)]
+pub(crate) enum Store {
+    Tmpfs,
+    Nothing,
+    Socket(&'static [u8]),
+}
+
+/// The one attribute of a socket (sockfs).
+const SOCKPROTONAME: &[u8] = b"system.sockprotoname";
+
+fn store_of(file: &crate::file::OpenFile) -> Store {
+    use crate::file::{FMODE_EVENTFD, FMODE_PIPE, FMODE_SOCKET};
+    if file.fmode & FMODE_SOCKET != 0 {
+        // SAFETY: FMODE_SOCKET says `private` is the file's socket, which
+        // its reference keeps alive (anon/mod.rs).
+        let sock = unsafe { &*(file.private as *const crate::anon::socket::Socket) };
+        // unix_create1: stream sockets use unix_stream_proto, the others
+        // unix_dgram_proto; the dentry is named after the proto.
+        Store::Socket(if sock.socket_type() == SOCK_STREAM {
+            b"UNIX-STREAM\0"
+        } else {
+            b"UNIX\0"
+        })
+    } else if file.fmode & (FMODE_PIPE | FMODE_EVENTFD) != 0 {
+        Store::Nothing
+    } else {
+        Store::Tmpfs
+    }
+}
+
+/// setxattr/removexattr on an inode with no attribute store.
+/// sockfs also has a `security.*` handler that leaves the work to an LSM:
+/// without one, its answer is EAGAIN, which setxattr turns into EOPNOTSUPP
+/// (after asking the LSM's setsecurity) and removexattr returns as is
+/// (checked against Linux 6.18).
+fn change_without_store(
+    cred: &Cred,
+    inode: &Inode,
+    store: Store,
+    name: &[u8],
+    remove: bool,
+) -> SysResult<()> {
+    let name = check_name(name)?;
+    let space = space_of(name);
+    // The eventfd inode (no type bits) is S_PRIVATE on Linux: the security
+    // hooks, and with them the CAP_SYS_ADMIN check of security.*, are
+    // skipped.
+    let private = inode.file_type() == 0;
+    if !(private && space == Space::Security) {
+        xattr_permission(cred, inode, space, true)?;
+    }
+    match store {
+        Store::Socket(_) if space == Space::Security => {
+            stored_space(name, space)?;
+            Err(if remove {
+                Errno::EAGAIN
+            } else {
+                Errno::EOPNOTSUPP
+            })
+        }
+        _ => Err(Errno::EOPNOTSUPP),
+    }
+}
+
+/// getxattr on an inode with no attribute store.
+fn get_without_store(
+    cred: &Cred,
+    inode: &Inode,
+    store: Store,
+    name: &[u8],
+    buf: &mut [u8],
+) -> SysResult<usize> {
+    let space = space_of(name);
+    xattr_permission(cred, inode, space, false)?;
+    match store {
+        Store::Socket(proto) if name == SOCKPROTONAME => copy_out(proto, buf),
+        Store::Socket(_) if space == Space::Security => {
+            stored_space(name, space)?;
+            Err(Errno::EOPNOTSUPP)
+        }
+        _ => Err(Errno::EOPNOTSUPP),
+    }
+}
+
+/// listxattr on an inode with no attribute store.
+fn list_without_store(store: Store, buf: &mut [u8]) -> SysResult<usize> {
+    match store {
+        Store::Socket(_) => {
+            let mut name = SOCKPROTONAME.to_vec();
+            name.push(0);
+            copy_out(&name, buf)
+        }
+        _ => Ok(0),
+    }
+}
+
+/// The size for an empty buffer, else the bytes (ERANGE if they do not fit).
+fn copy_out(v: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+    if buf.is_empty() {
+        return Ok(v.len());
+    }
+    if v.len() > buf.len() {
+        return Err(Errno::ERANGE);
+    }
+    buf[..v.len()].copy_from_slice(v);
+    Ok(v.len())
 }
 
 /// Name checks of the syscall entry (strncpy_from_user into a 256-byte
@@ -92,6 +225,8 @@ fn xattr_permission(cred: &Cred, inode: &Inode, space: Space, write: bool) -> Sy
                 return Err(Errno::EPERM);
             }
         }
+        // No restriction from the VFS on system.*.
+        Space::System => return Ok(()),
         Space::Unsupported => {}
     }
     may_access(
@@ -119,11 +254,9 @@ pub(crate) fn set_inode(
     if value.len() > XATTR_SIZE_MAX {
         return Err(Errno::E2BIG);
     }
-    let space = space_of(name)?;
+    let space = space_of(name);
     xattr_permission(cred, inode, space, true)?;
-    if space == Space::Unsupported {
-        return Err(Errno::EOPNOTSUPP);
-    }
+    stored_space(name, space)?;
     // SAFETY: an inode's superblock outlives it.
     let sb = unsafe { &*inode.sb };
     sb.xattrs.write(inode.ino(), |m| {
@@ -151,11 +284,9 @@ pub(crate) fn get_inode(
     buf: &mut [u8],
 ) -> SysResult<usize> {
     let name = check_name(name)?;
-    let space = space_of(name)?;
+    let space = space_of(name);
     xattr_permission(cred, inode, space, false)?;
-    if space == Space::Unsupported {
-        return Err(Errno::EOPNOTSUPP);
-    }
+    stored_space(name, space)?;
     // SAFETY: an inode's superblock outlives it.
     let sb = unsafe { &*inode.sb };
     sb.xattrs.read(inode.ino(), |m| {
@@ -204,11 +335,9 @@ pub(crate) fn list_inode(cred: &Cred, inode: &Inode, buf: &mut [u8]) -> SysResul
 pub(crate) fn remove_inode(cred: &Cred, inode: &Inode, name: &[u8]) -> SysResult<()> {
     super::refuse_backend_change(inode)?;
     let name = check_name(name)?;
-    let space = space_of(name)?;
+    let space = space_of(name);
     xattr_permission(cred, inode, space, true)?;
-    if space == Space::Unsupported {
-        return Err(Errno::EOPNOTSUPP);
-    }
+    stored_space(name, space)?;
     // SAFETY: an inode's superblock outlives it.
     let sb = unsafe { &*inode.sb };
     sb.xattrs.write(inode.ino(), |m| {
@@ -224,10 +353,22 @@ impl Process {
     fn with_xattr_inode<R>(
         &self,
         at: XattrAt<'_>,
-        op: impl FnOnce(&Inode) -> SysResult<R>,
+        fd_only: bool,
+        op: impl FnOnce(&Inode, Store) -> SysResult<R>,
     ) -> SysResult<R> {
         match at {
-            XattrAt::Fd(fd) => self.with_file(fd, false, |f| op(f.inode())),
+            // Linux 6.13+ (path_setxattrat and path_getxattrat, which
+            // fsetxattr and fgetxattr call): a negative fd is not looked up
+            // as a file but as the dirfd of an empty path, so AT_FDCWD
+            // names the working directory (and -1 is EBADF; checked
+            // against 6.18). flistxattr and fremovexattr (`fd_only`) look
+            // any fd up as a file.
+            XattrAt::Fd(AT_FDCWD) if !fd_only => {
+                let _g = self.vfs.collector.enter();
+                let found = self.lookup_at(&self.cred, AT_FDCWD, b"", AT_EMPTY_PATH, 0)?;
+                op(found.inode(), Store::Tmpfs)
+            }
+            XattrAt::Fd(fd) => self.with_file(fd, false, |f| op(f.inode(), store_of(f))),
             XattrAt::Path(path, follow) => {
                 let _g = self.vfs.collector.enter();
                 let flags = if follow { 0 } else { AT_SYMLINK_NOFOLLOW };
@@ -242,7 +383,8 @@ impl Process {
                         0
                     },
                 )?;
-                op(found.inode())
+                // A path never reaches an anonymous object.
+                op(found.inode(), Store::Tmpfs)
             }
         }
     }
@@ -254,7 +396,19 @@ impl Process {
         value: &[u8],
         flags: i32,
     ) -> SysResult<()> {
-        self.with_xattr_inode(at, |i| set_inode(&self.cred, i, name, value, flags))
+        // Linux's setxattr_copy runs before the path walk or fd lookup:
+        // flags, then the name, then the size.
+        if flags & !(XATTR_CREATE | XATTR_REPLACE) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        check_name(name)?;
+        if value.len() > XATTR_SIZE_MAX {
+            return Err(Errno::E2BIG);
+        }
+        self.with_xattr_inode(at, false, |i, store| match store {
+            Store::Tmpfs => set_inode(&self.cred, i, name, value, flags),
+            _ => change_without_store(&self.cred, i, store, name, false),
+        })
     }
 
     pub(crate) fn sys_getxattr(
@@ -263,14 +417,32 @@ impl Process {
         name: &[u8],
         buf: &mut [u8],
     ) -> SysResult<usize> {
-        self.with_xattr_inode(at, |i| get_inode(&self.cred, i, name, buf))
+        // The name is imported before the walk (import_xattr_name).
+        check_name(name)?;
+        self.with_xattr_inode(at, false, |i, store| match store {
+            Store::Tmpfs => get_inode(&self.cred, i, name, buf),
+            _ => get_without_store(&self.cred, i, store, name, buf),
+        })
     }
 
     pub(crate) fn sys_listxattr(&self, at: XattrAt<'_>, buf: &mut [u8]) -> SysResult<usize> {
-        self.with_xattr_inode(at, |i| list_inode(&self.cred, i, buf))
+        // flistxattr looks any fd up as a file (AT_FDCWD: EBADF).
+        let fd_only = matches!(at, XattrAt::Fd(_));
+        self.with_xattr_inode(at, fd_only, |i, store| match store {
+            Store::Tmpfs => list_inode(&self.cred, i, buf),
+            _ => list_without_store(store, buf),
+        })
     }
 
     pub(crate) fn sys_removexattr(&self, at: XattrAt<'_>, name: &[u8]) -> SysResult<()> {
-        self.with_xattr_inode(at, |i| remove_inode(&self.cred, i, name))
+        // The name is imported first; fremovexattr then looks its fd up
+        // as a file (path_removexattrat has no negative-dirfd case, so
+        // AT_FDCWD is EBADF there).
+        check_name(name)?;
+        let fd_only = matches!(at, XattrAt::Fd(_));
+        self.with_xattr_inode(at, fd_only, |i, store| match store {
+            Store::Tmpfs => remove_inode(&self.cred, i, name),
+            _ => change_without_store(&self.cred, i, store, name, true),
+        })
     }
 }

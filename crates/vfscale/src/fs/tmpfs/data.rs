@@ -12,6 +12,12 @@
 //! - `len <= MAX_FILE_SIZE`, provided callers of `set_len` respect its
 //!   documented precondition (writes check it themselves).
 //!
+//! A chunk that fallocate added and nothing has written since is
+//! *unwritten* (tmpfs's preallocated page that is not yet uptodate): it
+//! counts in `blocks_512` and reads as zeros, but `SEEK_DATA`/`SEEK_HOLE`
+//! see it as a hole, as Linux's `mapping_seek_hole_data` does. Only
+//! unwritten chunks may lie at or past `len` (fallocate with KEEP_SIZE).
+//!
 //! An empty `FileData` owns no heap memory (`BTreeMap::new` does not
 //! allocate), because the per-empty-file memory budget is tight.
 //!
@@ -32,11 +38,32 @@ const SECTORS_PER_CHUNK: u64 = CHUNK_BYTES / 512;
 
 type Chunk = [u8; CHUNK_SIZE];
 
+/// One allocated chunk: its bytes and whether it is unwritten (see the
+/// module documentation). Dereferences to the bytes.
+#[derive(Clone)]
+struct Slot {
+    bytes: Box<Chunk>,
+    unwritten: bool,
+}
+
+impl std::ops::Deref for Slot {
+    type Target = Chunk;
+    fn deref(&self) -> &Chunk {
+        &self.bytes
+    }
+}
+
+impl std::ops::DerefMut for Slot {
+    fn deref_mut(&mut self) -> &mut Chunk {
+        &mut self.bytes
+    }
+}
+
 /// The bytes of one regular file. See the module documentation.
 #[derive(Clone)]
 pub struct FileData {
     /// Allocated chunks by index (`offset / CHUNK_SIZE`).
-    chunks: BTreeMap<u64, Box<Chunk>>,
+    chunks: BTreeMap<u64, Slot>,
     /// Logical length in bytes (`st_size`).
     len: u64,
 }
@@ -73,13 +100,16 @@ const fn chunk_start(index: u64) -> u64 {
     index * CHUNK_BYTES
 }
 
-fn zeroed_chunk() -> Box<Chunk> {
+fn zeroed_chunk() -> Slot {
     // Going through a zeroed Vec lets the allocator hand out zeroed pages
     // directly instead of building a 4 KiB array on the stack and copying it.
-    vec![0u8; CHUNK_SIZE]
-        .into_boxed_slice()
-        .try_into()
-        .expect("the vector has exactly CHUNK_SIZE bytes")
+    Slot {
+        bytes: vec![0u8; CHUNK_SIZE]
+            .into_boxed_slice()
+            .try_into()
+            .expect("the vector has exactly CHUNK_SIZE bytes"),
+        unwritten: false,
+    }
 }
 
 impl FileData {
@@ -156,6 +186,7 @@ impl FileData {
                 .chunks
                 .entry(chunk_index(pos))
                 .or_insert_with(zeroed_chunk);
+            chunk.unwritten = false;
             chunk[within..within + take].copy_from_slice(&data[written..written + take]);
             written += take;
         }
@@ -175,7 +206,10 @@ impl FileData {
             new_len <= MAX_FILE_SIZE as u64,
             "set_len past MAX_FILE_SIZE"
         );
-        if new_len < self.len {
+        // Not shrinking still frees what lies past the end (preallocated
+        // chunks, fallocate KEEP_SIZE), as shmem_setattr truncates from the
+        // new size whenever it does not grow.
+        if new_len <= self.len {
             // Chunks from this index on lie wholly at or beyond the new end.
             let first_dropped = new_len.div_ceil(CHUNK_BYTES);
             drop(self.chunks.split_off(&first_dropped));
@@ -226,11 +260,24 @@ impl FileData {
         }
         for index in chunk_index(offset)..=chunk_index(end - 1) {
             if let std::collections::btree_map::Entry::Vacant(v) = self.chunks.entry(index) {
-                v.insert(zeroed_chunk());
+                let mut slot = zeroed_chunk();
+                slot.unwritten = true;
+                v.insert(slot);
                 added.push(index);
             }
         }
         added
+    }
+
+    /// How many chunks `allocate(offset, len)` would add (the holes among
+    /// the chunks the range touches).
+    pub fn holes_in(&self, offset: u64, len: u64) -> u64 {
+        let end = offset.saturating_add(len);
+        if offset >= end {
+            return 0;
+        }
+        let (first, last) = (chunk_index(offset), chunk_index(end - 1));
+        (last - first + 1) - self.chunks.range(first..=last).count() as u64
     }
 
     /// Frees the chunks at `indices` (they become holes again).
@@ -255,29 +302,38 @@ impl FileData {
         }
     }
 
+    /// Written chunks at or after index `from`, in order.
+    fn data_chunks(&self, from: u64) -> impl Iterator<Item = u64> + '_ {
+        self.chunks
+            .range(from..)
+            .filter(|(_, slot)| !slot.unwritten)
+            .map(|(&index, _)| index)
+    }
+
     /// `lseek(SEEK_DATA)`: the first offset at or after `offset` that lies in
-    /// an allocated chunk. ENXIO if `offset` is at or past EOF or no data
+    /// a written chunk. ENXIO if `offset` is at or past EOF or no data
     /// follows it.
     pub fn seek_data(&self, offset: u64) -> Result<u64, Errno> {
         if offset >= self.len {
             return Err(Errno::ENXIO);
         }
-        match self.chunks.range(chunk_index(offset)..).next() {
-            // No chunk starts at or past `len`, so the result is below EOF.
-            Some((&index, _)) => Ok(chunk_start(index).max(offset)),
+        match self.data_chunks(chunk_index(offset)).next() {
+            // No written chunk starts at or past `len`, so the result is
+            // below EOF.
+            Some(index) => Ok(chunk_start(index).max(offset)),
             None => Err(Errno::ENXIO),
         }
     }
 
     /// `lseek(SEEK_HOLE)`: the first offset at or after `offset` that lies in
-    /// a missing chunk, or EOF (which always counts as a hole). ENXIO if
-    /// `offset` is at or past EOF.
+    /// a missing or unwritten chunk, or EOF (which always counts as a hole).
+    /// ENXIO if `offset` is at or past EOF.
     pub fn seek_hole(&self, offset: u64) -> Result<u64, Errno> {
         if offset >= self.len {
             return Err(Errno::ENXIO);
         }
         let mut next_index = chunk_index(offset);
-        for (&index, _) in self.chunks.range(next_index..) {
+        for index in self.data_chunks(next_index) {
             if index != next_index {
                 break;
             }
@@ -603,7 +659,11 @@ mod tests {
         }
         let mut pos = offset;
         while pos < data.len {
-            if data.chunks.contains_key(&chunk_index(pos)) == want_data {
+            let written = data
+                .chunks
+                .get(&chunk_index(pos))
+                .is_some_and(|slot| !slot.unwritten);
+            if written == want_data {
                 return Ok(pos);
             }
             pos = chunk_start(chunk_index(pos) + 1);

@@ -1,0 +1,223 @@
+//! Extended attributes of the model: setxattr, getxattr, listxattr,
+//! removexattr and their `l` and `f` forms, with tmpfs's namespaces.
+//!
+//! Invariants:
+//! - checks fail in Linux's order: the syscall entry's flags, name (ERANGE)
+//!   and size (E2BIG); the target (walk or descriptor); xattr_permission
+//!   (EPERM/ENODATA for the namespace rules, EACCES from the mode bits, no
+//!   check at all for `system.*`); then the handler lookup (EINVAL for a
+//!   bare prefix, EOPNOTSUPP for `system.*` and unknown prefixes);
+//! - `user.*`, `trusted.*` and `security.*` values live in the inode
+//!   (`Node::xattrs`), so hard links share them and they die with it;
+//! - `trusted.*` names are listed for root only; a change sets ctime.
+
+use crate::node::Node;
+use crate::perm::{owner_or_root, permission, MAY_READ, MAY_WRITE};
+use crate::state::{now, Pid, State};
+use crate::walk::Ctx;
+use vfscale::abi::*;
+use vfscale::{Cred, Fd};
+
+/// Where an xattr call finds its inode.
+#[derive(Clone, Copy)]
+pub(crate) enum Target<'a> {
+    /// A path, following a final symlink or not.
+    Path(&'a [u8], bool),
+    /// A descriptor; `at_fdcwd_is_cwd`: fsetxattr and fgetxattr (Linux
+    /// 6.13+) take AT_FDCWD as the working directory, flistxattr and
+    /// fremovexattr look every fd up as a file.
+    Fd(Fd, bool),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Space {
+    User,
+    Trusted,
+    Security,
+    System,
+    Other,
+}
+
+fn space_of(name: &[u8]) -> Space {
+    for (prefix, space) in [
+        (&b"user."[..], Space::User),
+        (b"trusted.", Space::Trusted),
+        (b"security.", Space::Security),
+        (b"system.", Space::System),
+    ] {
+        if name.starts_with(prefix) {
+            return space;
+        }
+    }
+    Space::Other
+}
+
+/// The name as the syscall imports it: cut at a NUL, 1..=255 bytes.
+fn check_name(name: &[u8]) -> SysResult<&[u8]> {
+    let name = match name.iter().position(|&b| b == 0) {
+        Some(i) => &name[..i],
+        None => name,
+    };
+    if name.is_empty() || name.len() > XATTR_NAME_MAX {
+        return Err(Errno::ERANGE);
+    }
+    Ok(name)
+}
+
+/// The handler lookup after the permission check.
+fn stored_space(name: &[u8], space: Space) -> SysResult<()> {
+    match space {
+        Space::User | Space::Trusted | Space::Security => {
+            // Nothing after the prefix (the first dot ends it).
+            if name.iter().position(|&b| b == b'.').map(|i| i + 1) == Some(name.len()) {
+                Err(Errno::EINVAL)
+            } else {
+                Ok(())
+            }
+        }
+        Space::System | Space::Other => Err(Errno::EOPNOTSUPP),
+    }
+}
+
+/// Linux's xattr_permission, with cap_inode_setxattr for `security.*`.
+fn xattr_permission(cred: &Cred, node: &Node, space: Space, write: bool) -> SysResult<()> {
+    match space {
+        Space::Security => {
+            return if write && !cred.is_root() {
+                Err(Errno::EPERM)
+            } else {
+                Ok(())
+            };
+        }
+        Space::System => return Ok(()),
+        Space::Trusted => {
+            return match (cred.is_root(), write) {
+                (true, _) => Ok(()),
+                (false, true) => Err(Errno::EPERM),
+                (false, false) => Err(Errno::ENODATA),
+            };
+        }
+        Space::User => {
+            if !node.is_reg() && !node.is_dir() {
+                return Err(if write { Errno::EPERM } else { Errno::ENODATA });
+            }
+            if node.is_dir() && node.mode & S_ISVTX != 0 && write && !owner_or_root(cred, node) {
+                return Err(Errno::EPERM);
+            }
+        }
+        Space::Other => {}
+    }
+    permission(cred, node, if write { MAY_WRITE } else { MAY_READ })
+}
+
+/// The size for an empty buffer, else the bytes (ERANGE if they do not fit).
+fn copy_out(v: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+    if buf.is_empty() {
+        return Ok(v.len());
+    }
+    if v.len() > buf.len() {
+        return Err(Errno::ERANGE);
+    }
+    buf[..v.len()].copy_from_slice(v);
+    Ok(v.len())
+}
+
+impl State {
+    fn xattr_target(
+        &mut self,
+        ctx: &Ctx,
+        pid: Pid,
+        at: Target<'_>,
+    ) -> SysResult<crate::node::NodeId> {
+        match at {
+            Target::Path(path, follow) => {
+                Ok(self.resolve_at(ctx, AT_FDCWD, path, follow, false)?.node)
+            }
+            Target::Fd(AT_FDCWD, true) => Ok(self.resolve_at(ctx, AT_FDCWD, b"", true, true)?.node),
+            Target::Fd(fd, _) => {
+                let f = self.fd_get(pid, fd)?;
+                Ok(self.file(f).loc.node)
+            }
+        }
+    }
+
+    pub fn sys_setxattr(
+        &mut self,
+        pid: Pid,
+        at: Target<'_>,
+        name: &[u8],
+        value: &[u8],
+        flags: i32,
+    ) -> SysResult<()> {
+        if flags & !(XATTR_CREATE | XATTR_REPLACE) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let name = check_name(name)?;
+        if value.len() > XATTR_SIZE_MAX {
+            return Err(Errno::E2BIG);
+        }
+        let ctx = self.ctx(pid);
+        let id = self.xattr_target(&ctx, pid, at)?;
+        let space = space_of(name);
+        xattr_permission(&ctx.cred, self.node(id), space, true)?;
+        stored_space(name, space)?;
+        let n = self.node_mut(id);
+        let exists = n.xattrs.contains_key(name);
+        if flags & XATTR_CREATE != 0 && exists {
+            return Err(Errno::EEXIST);
+        }
+        if flags & XATTR_REPLACE != 0 && !exists {
+            return Err(Errno::ENODATA);
+        }
+        n.xattrs.insert(name.to_vec(), value.to_vec());
+        n.ctime = now();
+        Ok(())
+    }
+
+    pub fn sys_getxattr(
+        &mut self,
+        pid: Pid,
+        at: Target<'_>,
+        name: &[u8],
+        buf: &mut [u8],
+    ) -> SysResult<usize> {
+        let name = check_name(name)?;
+        let ctx = self.ctx(pid);
+        let id = self.xattr_target(&ctx, pid, at)?;
+        let space = space_of(name);
+        xattr_permission(&ctx.cred, self.node(id), space, false)?;
+        stored_space(name, space)?;
+        let v = self.node(id).xattrs.get(name).ok_or(Errno::ENODATA)?;
+        copy_out(v, buf)
+    }
+
+    pub fn sys_listxattr(&mut self, pid: Pid, at: Target<'_>, buf: &mut [u8]) -> SysResult<usize> {
+        let ctx = self.ctx(pid);
+        let id = self.xattr_target(&ctx, pid, at)?;
+        let mut list = Vec::new();
+        for k in self.node(id).xattrs.keys() {
+            if !ctx.cred.is_root() && k.starts_with(b"trusted.") {
+                continue;
+            }
+            list.extend_from_slice(k);
+            list.push(0);
+        }
+        if list.len() > XATTR_LIST_MAX {
+            return Err(Errno::E2BIG);
+        }
+        copy_out(&list, buf)
+    }
+
+    pub fn sys_removexattr(&mut self, pid: Pid, at: Target<'_>, name: &[u8]) -> SysResult<()> {
+        let name = check_name(name)?;
+        let ctx = self.ctx(pid);
+        let id = self.xattr_target(&ctx, pid, at)?;
+        let space = space_of(name);
+        xattr_permission(&ctx.cred, self.node(id), space, true)?;
+        stored_space(name, space)?;
+        let n = self.node_mut(id);
+        n.xattrs.remove(name).ok_or(Errno::ENODATA)?;
+        n.ctime = now();
+        Ok(())
+    }
+}
