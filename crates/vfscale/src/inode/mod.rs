@@ -282,7 +282,6 @@ impl Inode {
         self.gid.store(gid, Ordering::Relaxed);
     }
 
-
     /// (mode, uid, gid): what a permission check needs.
     pub fn perm_attr(&self) -> (u32, u32, u32) {
         loop {
