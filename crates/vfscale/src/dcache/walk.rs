@@ -839,3 +839,31 @@ impl VfsInner {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::has_nul;
+
+    /// The word-at-a-time NUL search agrees with a byte scan, for a NUL at
+    /// every position of paths of every length around the word size
+    /// (whole words, the tail word, and the zero padding past the end).
+    #[test]
+    fn has_nul_agrees_with_a_byte_scan() {
+        for len in 0..24 {
+            let clean: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+            assert!(!has_nul(&clean), "len {len}");
+            for at in 0..len {
+                let mut p = clean.clone();
+                p[at] = 0;
+                assert!(has_nul(&p), "len {len}, NUL at {at}");
+                // A 0x80..0xff byte before it must not hide or fake one.
+                if at > 0 {
+                    p[at - 1] = 0x80;
+                    assert!(has_nul(&p), "len {len}, NUL at {at} after 0x80");
+                }
+            }
+            let high: Vec<u8> = (0..len).map(|i| 0x80 | i as u8).collect();
+            assert!(!has_nul(&high), "len {len}, high bytes");
+        }
+    }
+}

@@ -8,7 +8,10 @@
 //! Invariants:
 //! - `FsContext` owns one dentry and one mount reference for each of root and
 //!   cwd; readers copy the pointers under its seqcount, writers swap them
-//!   under its mutex and put the old references afterwards.
+//!   under its mutex and put the old references afterwards. The stat
+//!   family's fast lookup reads one dentry pointer alone (`walk_from`, an
+//!   Acquire load paired with the swap's release): it needs no mount, and
+//!   the old dentry stays allocated under its guard.
 //! - A `Process` that is dropped without `exit` exits on drop.
 
 mod anon;
