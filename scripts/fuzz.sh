@@ -2,7 +2,10 @@
 # Runs each cargo-fuzz target (fuzz/fuzz_targets) for SECS seconds (default
 # 60) with the nightly toolchain: path resolution against a fixed tree,
 # the process API as an operation sequence followed by the invariant
-# checker, and raw FUSE requests into the FUSE server over a socket pair. Needs `cargo install cargo-fuzz`. Corpora persist in
+# checker, and raw FUSE requests into the FUSE server over a socket pair.
+# Installs cargo-fuzz (`cargo install cargo-fuzz --locked`, a few minutes
+# once) when it is missing; skips with the reason when that fails (no
+# network). Corpora persist in
 # fuzz/corpus/<target> (ignored by git); a crash is saved under
 # fuzz/artifacts/<target>/ and replays with
 #   cargo +nightly fuzz run <target> fuzz/artifacts/<target>/<file>
@@ -15,8 +18,12 @@ if ! cargo +nightly --version >/dev/null 2>&1; then
     exit 0
 fi
 if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
-    echo "fuzz skipped: cargo-fuzz is not installed (cargo install cargo-fuzz)"
-    exit 0
+    echo "installing cargo-fuzz (cargo install cargo-fuzz --locked)"
+    if ! cargo install cargo-fuzz --locked >/tmp/vfscale-cargo-fuzz-install.log 2>&1; then
+        tail -n 5 /tmp/vfscale-cargo-fuzz-install.log
+        echo "fuzz skipped: cargo-fuzz could not be installed (log above)"
+        exit 0
+    fi
 fi
 
 # Slab chunks are mmap'ed, and LeakSanitizer does not scan them for
