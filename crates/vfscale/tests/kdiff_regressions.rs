@@ -356,3 +356,15 @@ fn an_empty_write_to_a_pipe_without_readers_succeeds() {
     assert_eq!(p.write(w, b""), Ok(0));
     assert_eq!(p.write(w, b"x"), Err(Errno::EPIPE));
 }
+
+#[test]
+fn anonymous_objects_have_no_file_handles() {
+    let (_vfs, p) = setup();
+    let [r, _w] = p.pipe2(O_NONBLOCK).unwrap();
+    let mut h = FileHandle::with_capacity(MAX_HANDLE_SZ);
+    // pipefs has no export operations (vfscale said ENOENT).
+    assert_eq!(
+        p.name_to_handle_at(r, b"", &mut h, AT_EMPTY_PATH),
+        Err(Errno::EOPNOTSUPP)
+    );
+}
