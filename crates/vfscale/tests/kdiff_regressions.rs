@@ -368,3 +368,15 @@ fn anonymous_objects_have_no_file_handles() {
         Err(Errno::EOPNOTSUPP)
     );
 }
+
+#[test]
+fn a_datagram_socket_is_disconnected_by_its_first_send_to_a_closed_peer() {
+    let (_vfs, p) = setup();
+    let [a, b] = p
+        .socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0)
+        .unwrap();
+    p.close(a).unwrap();
+    // unix_dgram_sendmsg: ECONNREFUSED once, then the peer is dropped.
+    assert_eq!(p.write(b, b""), Err(Errno::ECONNREFUSED));
+    assert_eq!(p.write(b, b"x"), Err(Errno::ENOTCONN));
+}
