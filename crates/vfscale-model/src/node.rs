@@ -120,7 +120,7 @@ impl FileData {
     /// (even past EOF) and zeroes the rest of it below the size.
     pub fn punch_hole(&mut self, off: u64, len: u64) {
         let end = off.saturating_add(len);
-        if off >= self.size {
+        if off >= end {
             return;
         }
         let (first, past) = (off.div_ceil(PAGE), end / PAGE);

@@ -380,3 +380,14 @@ fn a_datagram_socket_is_disconnected_by_its_first_send_to_a_closed_peer() {
     assert_eq!(p.write(b, b""), Err(Errno::ECONNREFUSED));
     assert_eq!(p.write(b, b"x"), Err(Errno::ENOTCONN));
 }
+
+#[test]
+fn punching_past_eof_frees_preallocated_pages() {
+    let (_vfs, p) = setup();
+    let f = p.open(b"/f", O_CREAT | O_RDWR, 0o644).unwrap();
+    p.fallocate(f, FALLOC_FL_KEEP_SIZE, 4095, 2).unwrap();
+    assert_eq!(p.fstat(f).unwrap().blocks, 16);
+    p.fallocate(f, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4096)
+        .unwrap();
+    assert_eq!(p.fstat(f).unwrap().blocks, 8);
+}

@@ -226,10 +226,11 @@ impl FileData {
     /// 100-byte file frees its only chunk, punching `0..200` only zeroes it.
     pub fn punch_hole(&mut self, offset: u64, len: u64) {
         let requested_end = offset.saturating_add(len);
-        if offset >= self.len || offset >= requested_end {
-            // Everything at or past EOF is already zero and unallocated.
+        if offset >= requested_end {
             return;
         }
+        // No early return at EOF: chunks preallocated past it (fallocate
+        // KEEP_SIZE) are freed too, as shmem_truncate_range does.
         let first_whole = offset.div_ceil(CHUNK_BYTES);
         // Not below `first_whole`: a range inside one chunk has no whole
         // chunk, and BTreeMap panics on an inverted range.
