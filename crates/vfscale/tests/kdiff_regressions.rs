@@ -391,3 +391,16 @@ fn punching_past_eof_frees_preallocated_pages() {
         .unwrap();
     assert_eq!(p.fstat(f).unwrap().blocks, 8);
 }
+
+#[test]
+fn a_seqpacket_send_reports_the_pending_reset_first() {
+    let (_vfs, p) = setup();
+    let [a, b] = p
+        .socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0)
+        .unwrap();
+    assert_eq!(p.write(b, b"a"), Ok(1));
+    // a closes with b's packet unread: b gets a pending ECONNRESET.
+    p.close(a).unwrap();
+    assert_eq!(p.write(b, b""), Err(Errno::ECONNRESET));
+    assert_eq!(p.write(b, b""), Err(Errno::EPIPE));
+}

@@ -198,6 +198,13 @@ impl Socket {
                 return Err(Errno::EMSGSIZE);
             }
             return c.cell.block_on(nonblock, |g| {
+                // unix_seqpacket_sendmsg reports (and clears) a pending
+                // error first: ECONNRESET after the peer closed unread.
+                if self.ty == SOCK_SEQPACKET {
+                    if let Some(e) = g.err[s].take() {
+                        return Step::Done(Err(e));
+                    }
+                }
                 if g.send_shut(self.ty, s) {
                     return Step::Done(Err(Errno::EPIPE));
                 }
