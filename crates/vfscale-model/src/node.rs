@@ -112,6 +112,10 @@ impl FileData {
             if let std::collections::btree_map::Entry::Vacant(v) = self.pages.entry(idx) {
                 v.insert(vec![0u8; PAGE as usize].into_boxed_slice());
                 self.unwritten.insert(idx);
+            } else {
+                // A second fallocate initialises an unwritten page (SGP_FALLOC
+                // on a fallocated folio marks it uptodate).
+                self.unwritten.remove(&idx);
             }
         }
     }

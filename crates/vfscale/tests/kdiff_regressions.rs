@@ -259,6 +259,12 @@ fn fallocated_pages_are_holes_until_written() {
     p.pwrite(f, b"x", 2).unwrap();
     assert_eq!(p.lseek(f, 0, SEEK_DATA), Ok(0));
     assert_eq!(p.lseek(f, 0, SEEK_HOLE), Ok(6));
+    // A second fallocate over an unwritten page makes it data.
+    let g = p.open(b"/g", O_CREAT | O_RDWR, 0o644).unwrap();
+    p.fallocate(g, 0, 0, 1).unwrap();
+    assert_eq!(p.lseek(g, 0, SEEK_DATA), Err(Errno::ENXIO));
+    p.fallocate(g, 0, 0, 4096).unwrap();
+    assert_eq!(p.lseek(g, 0, SEEK_DATA), Ok(0));
 }
 
 #[test]
