@@ -48,6 +48,8 @@ fn documented_deviation(op: &Op) -> bool {
         // so not after the child's own chroot.
         Op::Fork(ops) => ops.iter().any(|o| {
             documented_deviation(o)
+                || matches!(o, Op::NameToHandle { path, .. } if path.0.is_empty())
+                || matches!(o, Op::Linkat { old, flags, .. } if old.0.is_empty() && flags & AT_EMPTY_PATH != 0)
                 || matches!(o, Op::Umount2 { .. })
                 || (matches!(o, Op::Chroot(_)) && ops.iter().any(|o| matches!(o, Op::FdPath(_))))
                 || matches!(o, Op::Lseek { off, whence, .. } if (*off, *whence) != (0, SEEK_SET))
@@ -141,6 +143,67 @@ fn pipe_packet_mode(v: &vfscale::Process, fds: &FdMap, op: &Op) -> bool {
     }
 }
 
+/// name_to_handle_at of an anonymous object: Linux encodes a handle for a
+/// memfd (shmem) and, with AT_HANDLE_FID, a FID for the others; vfscale
+/// answers EOPNOTSUPP (docs/COMPATIBILITY.md). The plain call on a pipe,
+/// socket or eventfd (EOPNOTSUPP on both sides) is still compared.
+fn anonymous_handle(v: &vfscale::Process, fds: &FdMap, op: &Op) -> bool {
+    match op {
+        Op::NameToHandle {
+            dirfd, path, flags, ..
+        } if path.0.is_empty() && flags & AT_EMPTY_PATH != 0 => {
+            match v.fd_path(fds.resolve(*dirfd)) {
+                Ok(p) if p.starts_with(b"/memfd:") => true,
+                Ok(p) => {
+                    flags & AT_HANDLE_FID != 0
+                        && (p.starts_with(b"pipe:")
+                            || p.starts_with(b"socket:")
+                            || p.starts_with(b"anon_inode:"))
+                }
+                Err(_) => false,
+            }
+        }
+        _ => false,
+    }
+}
+
+/// linkat(fd, "", AT_EMPTY_PATH) of a source that `fs.protected_hardlinks`
+/// protects from this caller: the kernel side cannot retry it with
+/// CAP_FOWNER (see `KernelProcess::linkat`), so it reads EPERM there while
+/// vfscale (which does not model the sysctl, docs/COMPATIBILITY.md) links.
+/// Protected: not the caller's, and not a regular file without set-id
+/// execution that the caller may read and write (may_linkat).
+fn protected_link_by_fd(v: &vfscale::Process, fds: &FdMap, proc: usize, op: &Op) -> bool {
+    let Op::Linkat {
+        olddirfd,
+        old,
+        flags,
+        ..
+    } = op
+    else {
+        return false;
+    };
+    let cred = &scenario_creds()[proc];
+    if cred.is_root() || !old.0.is_empty() || flags & AT_EMPTY_PATH == 0 {
+        return false;
+    }
+    let Ok(st) = v.fstat(fds.resolve(*olddirfd)) else {
+        return false;
+    };
+    if st.uid == cred.fsuid {
+        return false;
+    }
+    let class = if cred.in_group(st.gid) {
+        (st.mode >> 3) & 7
+    } else {
+        st.mode & 7
+    };
+    let safe_type = st.mode & S_IFMT == S_IFREG
+        && st.mode & S_ISUID == 0
+        && st.mode & (S_ISGID | S_IXGRP) != (S_ISGID | S_IXGRP);
+    !(safe_type && class & 6 == 6)
+}
+
 /// Whether this host's root lacks CAP_SYS_RESOURCE (some containers drop
 /// it), read from /proc before the cases start. vfscale models root as
 /// holding every capability.
@@ -229,6 +292,8 @@ fn compare_on_this_thread(steps: &[Step]) -> Result<(), TestCaseError> {
             || root_umount(&vprocs[p], &step.op)
             || pipe_packet_mode(&vprocs[p], &vmaps[p], &step.op)
             || needs_sys_resource(p, &step.op)
+            || anonymous_handle(&vprocs[p], &vmaps[p], &step.op)
+            || protected_link_by_fd(&vprocs[p], &vmaps[p], p, &step.op)
         {
             continue;
         }

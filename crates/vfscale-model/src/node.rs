@@ -112,6 +112,10 @@ impl FileData {
             if let std::collections::btree_map::Entry::Vacant(v) = self.pages.entry(idx) {
                 v.insert(vec![0u8; PAGE as usize].into_boxed_slice());
                 self.unwritten.insert(idx);
+            } else {
+                // A second fallocate initialises an unwritten page (SGP_FALLOC
+                // on a fallocated folio marks it uptodate).
+                self.unwritten.remove(&idx);
             }
         }
     }
@@ -120,7 +124,7 @@ impl FileData {
     /// (even past EOF) and zeroes the rest of it below the size.
     pub fn punch_hole(&mut self, off: u64, len: u64) {
         let end = off.saturating_add(len);
-        if off >= self.size {
+        if off >= end {
             return;
         }
         let (first, past) = (off.div_ceil(PAGE), end / PAGE);

@@ -259,6 +259,12 @@ fn fallocated_pages_are_holes_until_written() {
     p.pwrite(f, b"x", 2).unwrap();
     assert_eq!(p.lseek(f, 0, SEEK_DATA), Ok(0));
     assert_eq!(p.lseek(f, 0, SEEK_HOLE), Ok(6));
+    // A second fallocate over an unwritten page makes it data.
+    let g = p.open(b"/g", O_CREAT | O_RDWR, 0o644).unwrap();
+    p.fallocate(g, 0, 0, 1).unwrap();
+    assert_eq!(p.lseek(g, 0, SEEK_DATA), Err(Errno::ENXIO));
+    p.fallocate(g, 0, 0, 4096).unwrap();
+    assert_eq!(p.lseek(g, 0, SEEK_DATA), Ok(0));
 }
 
 #[test]
@@ -355,4 +361,52 @@ fn an_empty_write_to_a_pipe_without_readers_succeeds() {
     // pipe_write: "Null write succeeds" before the readers are counted.
     assert_eq!(p.write(w, b""), Ok(0));
     assert_eq!(p.write(w, b"x"), Err(Errno::EPIPE));
+}
+
+#[test]
+fn anonymous_objects_have_no_file_handles() {
+    let (_vfs, p) = setup();
+    let [r, _w] = p.pipe2(O_NONBLOCK).unwrap();
+    let mut h = FileHandle::with_capacity(MAX_HANDLE_SZ);
+    // pipefs has no export operations (vfscale said ENOENT).
+    assert_eq!(
+        p.name_to_handle_at(r, b"", &mut h, AT_EMPTY_PATH),
+        Err(Errno::EOPNOTSUPP)
+    );
+}
+
+#[test]
+fn a_datagram_socket_is_disconnected_by_its_first_send_to_a_closed_peer() {
+    let (_vfs, p) = setup();
+    let [a, b] = p
+        .socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0)
+        .unwrap();
+    p.close(a).unwrap();
+    // unix_dgram_sendmsg: ECONNREFUSED once, then the peer is dropped.
+    assert_eq!(p.write(b, b""), Err(Errno::ECONNREFUSED));
+    assert_eq!(p.write(b, b"x"), Err(Errno::ENOTCONN));
+}
+
+#[test]
+fn punching_past_eof_frees_preallocated_pages() {
+    let (_vfs, p) = setup();
+    let f = p.open(b"/f", O_CREAT | O_RDWR, 0o644).unwrap();
+    p.fallocate(f, FALLOC_FL_KEEP_SIZE, 4095, 2).unwrap();
+    assert_eq!(p.fstat(f).unwrap().blocks, 16);
+    p.fallocate(f, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4096)
+        .unwrap();
+    assert_eq!(p.fstat(f).unwrap().blocks, 8);
+}
+
+#[test]
+fn a_seqpacket_send_reports_the_pending_reset_first() {
+    let (_vfs, p) = setup();
+    let [a, b] = p
+        .socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0)
+        .unwrap();
+    assert_eq!(p.write(b, b"a"), Ok(1));
+    // a closes with b's packet unread: b gets a pending ECONNRESET.
+    p.close(a).unwrap();
+    assert_eq!(p.write(b, b""), Err(Errno::ECONNRESET));
+    assert_eq!(p.write(b, b""), Err(Errno::EPIPE));
 }

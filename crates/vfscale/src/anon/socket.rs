@@ -42,6 +42,10 @@ struct ConnState {
     /// A pending error per side (ECONNRESET when the peer closed with
     /// unread data), reported once.
     err: [Option<Errno>; 2],
+    /// A datagram side whose send found its peer gone: Linux's
+    /// unix_dgram_sendmsg answered ECONNREFUSED once and dropped the peer,
+    /// so later sends are ENOTCONN.
+    disconnected: [bool; 2],
 }
 
 pub(crate) struct Conn {
@@ -194,10 +198,21 @@ impl Socket {
                 return Err(Errno::EMSGSIZE);
             }
             return c.cell.block_on(nonblock, |g| {
+                // unix_seqpacket_sendmsg reports (and clears) a pending
+                // error first: ECONNRESET after the peer closed unread.
+                if self.ty == SOCK_SEQPACKET {
+                    if let Some(e) = g.err[s].take() {
+                        return Step::Done(Err(e));
+                    }
+                }
                 if g.send_shut(self.ty, s) {
                     return Step::Done(Err(Errno::EPIPE));
                 }
+                if g.disconnected[s] {
+                    return Step::Done(Err(Errno::ENOTCONN));
+                }
                 if g.closed[p] {
+                    g.disconnected[s] = true;
                     return Step::Done(Err(Errno::ECONNREFUSED));
                 }
                 if g.dirs[p].queued + len <= SOCK_BUF {

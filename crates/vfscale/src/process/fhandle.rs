@@ -46,6 +46,13 @@ impl Process {
         if found.inode.is_null() {
             return Err(Errno::ENOENT);
         }
+        // Pipes, sockets and eventfds (Linux's pipefs, sockfs and
+        // anon_inodefs) have no export operations: EOPNOTSUPP. memfds and
+        // AT_HANDLE_FID on the others get handles on Linux; vfscale has no
+        // handle scheme for anonymous objects (docs/COMPATIBILITY.md).
+        if core::ptr::eq(found.path.mnt, self.vfs.anon().mnt) {
+            return Err(Errno::EOPNOTSUPP);
+        }
         // SAFETY: the guard keeps the dentry, its superblock (which outlives
         // it) and the mount allocated.
         let d = unsafe { &*found.path.dentry };

@@ -12,8 +12,8 @@
 //! - `len <= MAX_FILE_SIZE`, provided callers of `set_len` respect its
 //!   documented precondition (writes check it themselves).
 //!
-//! A chunk that fallocate added and nothing has written since is
-//! *unwritten* (tmpfs's preallocated page that is not yet uptodate): it
+//! A chunk that fallocate added and nothing has written (or fallocated
+//! again) since is *unwritten* (tmpfs's preallocated page that is not yet uptodate): it
 //! counts in `blocks_512` and reads as zeros, but `SEEK_DATA`/`SEEK_HOLE`
 //! see it as a hole, as Linux's `mapping_seek_hole_data` does. Only
 //! unwritten chunks may lie at or past `len` (fallocate with KEEP_SIZE).
@@ -226,10 +226,11 @@ impl FileData {
     /// 100-byte file frees its only chunk, punching `0..200` only zeroes it.
     pub fn punch_hole(&mut self, offset: u64, len: u64) {
         let requested_end = offset.saturating_add(len);
-        if offset >= self.len || offset >= requested_end {
-            // Everything at or past EOF is already zero and unallocated.
+        if offset >= requested_end {
             return;
         }
+        // No early return at EOF: chunks preallocated past it (fallocate
+        // KEEP_SIZE) are freed too, as shmem_truncate_range does.
         let first_whole = offset.div_ceil(CHUNK_BYTES);
         // Not below `first_whole`: a range inside one chunk has no whole
         // chunk, and BTreeMap panics on an inverted range.
@@ -259,11 +260,19 @@ impl FileData {
             return added;
         }
         for index in chunk_index(offset)..=chunk_index(end - 1) {
-            if let std::collections::btree_map::Entry::Vacant(v) = self.chunks.entry(index) {
-                let mut slot = zeroed_chunk();
-                slot.unwritten = true;
-                v.insert(slot);
-                added.push(index);
+            match self.chunks.entry(index) {
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    let mut slot = zeroed_chunk();
+                    slot.unwritten = true;
+                    v.insert(slot);
+                    added.push(index);
+                }
+                // A second fallocate over an unwritten chunk initialises
+                // it (shmem_get_folio's SGP_FALLOC on a fallocated folio
+                // marks it uptodate): it is data from now on.
+                std::collections::btree_map::Entry::Occupied(mut o) => {
+                    o.get_mut().unwritten = false
+                }
             }
         }
         added
