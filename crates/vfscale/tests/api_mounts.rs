@@ -50,6 +50,29 @@ fn mount_tmpfs_covers_and_umount_uncovers() {
     assert_baseline(&vfs);
 }
 
+/// umount2 steps down into what is mounted on its target even when the
+/// walk did not cross it (Linux's LOOKUP_MOUNTPOINT): "." in a directory
+/// with a mount on top, and "/" with a tmpfs mounted over the root (found
+/// by the model differential test: vfscale said EINVAL, the model 0).
+#[test]
+fn umount_of_a_covered_cwd_or_root_takes_the_mount_on_top() {
+    let (_vfs, p) = setup();
+    p.mkdir(b"/m", 0o755).unwrap();
+    p.chdir(b"/m").unwrap();
+    p.mount(b"none", b"/m", b"tmpfs", 0).unwrap();
+    let covered = p.stat(b"/m").unwrap().dev;
+    assert_eq!(p.umount2(b".", 0), Ok(()));
+    assert_ne!(p.stat(b"/m").unwrap().dev, covered);
+    assert_eq!(p.umount2(b".", 0), Err(Errno::EINVAL));
+
+    let root_dev = p.stat(b"/").unwrap().dev;
+    p.chdir(b"/").unwrap();
+    p.mount(b"none", b"/", b"tmpfs", 0).unwrap();
+    assert_eq!(p.umount2(b".", 0), Ok(()));
+    assert_eq!(p.stat(b"/").unwrap().dev, root_dev);
+    assert_eq!(p.umount2(b"/", 0), Err(Errno::EINVAL));
+}
+
 #[test]
 fn stacked_mounts() {
     let (vfs, p) = setup();

@@ -127,10 +127,14 @@ impl Process {
             return Err(Errno::EPERM);
         }
         let mut list = self.vfs.mounts.lock.lock();
-        let m = found.path.mnt;
+        // LOOKUP_MOUNTPOINT (Linux's handle_lookup_down): a target the walk
+        // did not cross into, such as "." or "/" with something mounted on
+        // it, means the mount on top.
+        let path = self.vfs.follow_mounts(found.path);
+        let m = path.mnt;
         // SAFETY: guarded; attached while we hold the table lock (checked).
         let mr: &Mount = unsafe { &*m };
-        if found.path.dentry != mr.root || !list.contains(&(m as usize)) {
+        if path.dentry != mr.root || !list.contains(&(m as usize)) {
             return Err(Errno::EINVAL);
         }
         if mr.parent_ptr().is_null() {
