@@ -323,13 +323,27 @@ impl VfsInner {
         refs: u32,
     ) -> *const Dentry {
         let d = self.new_dentry(sb, parent, key, inode, refs);
+        self.hash_fresh(d, parent, key)
+    }
+
+    /// Hashes a fresh dentry for (parent, key) and reports a positive one
+    /// to the name observers. Caller holds the parent's directory lock
+    /// exclusively, and the name is absent.
+    #[inline(always)]
+    fn hash_fresh(
+        &self,
+        d: *const Dentry,
+        parent: *const Dentry,
+        key: &NameKey<'_>,
+    ) -> *const Dentry {
         let mut b = self.bucket_of(parent, key.hash).lock();
         debug_assert!(Self::lookup_in_locked_bucket(b.first(), parent, key).is_null());
         Self::link(&mut b, d);
         drop(b);
-        if !inode.is_null() {
-            // SAFETY: fresh and hashed; the caller keeps the parent locked.
-            self.watchers.changed(unsafe { &*d });
+        // SAFETY: fresh and hashed; the caller keeps the parent locked.
+        let dr = unsafe { &*d };
+        if !dr.inode_ptr().is_null() {
+            self.watchers.changed(dr);
         }
         d
     }
@@ -370,12 +384,7 @@ impl VfsInner {
         dr.set_flag(dentry::type_flags(inode));
         // Relaxed: published by the Release that links the dentry.
         dr.inode.store(inode as *mut Inode, Ordering::Relaxed);
-        let mut b = self.bucket_of(parent, key.hash).lock();
-        debug_assert!(Self::lookup_in_locked_bucket(b.first(), parent, key).is_null());
-        Self::link(&mut b, d);
-        drop(b);
-        self.watchers.changed(dr);
-        d
+        self.hash_fresh(d, parent, key)
     }
 
     /// A fresh dentry holding a reference on `parent`, which the caller

@@ -83,7 +83,7 @@ impl Process {
         sb.reserve_inode()?;
         let ino = sb.ino_alloc.alloc();
         let inode = self.vfs.alloc_inode(sb, ino, mode, uid, gid, rdev, body);
-        let d = self.bind_name(dir_d, key, neg, inode);
+        let d = self.bind_name(dir_d, key, neg, inode, core::ptr::null());
         self.index_child(index, dir, d, is_dir);
         Ok(d)
     }
@@ -104,19 +104,7 @@ impl Process {
         let (inode, fresh) = inode.take();
         // SAFETY: ours alone until `bind_name` publishes it.
         unsafe { &*inode }.init_owner(mode, uid, gid);
-        let d = if fresh.is_null() {
-            self.bind_name(dir_d, key, neg, inode)
-        } else if !neg.is_null() && unsafe { &*neg }.refcount.get() {
-            // A cached negative dentry to revive, as `bind_name` would:
-            // the prepared one goes.
-            // SAFETY: `neg` was found under the bucket lock with the
-            // directory locked; the caller's guard keeps it allocated.
-            self.vfs.instantiate(unsafe { &*neg }, inode);
-            self.vfs.dput(fresh);
-            neg
-        } else {
-            self.vfs.link_prepared_dentry(fresh, dir_d, key, inode)
-        };
+        let d = self.bind_name(dir_d, key, neg, inode, fresh);
         self.index_child(index, dir, d, s_isdir(mode));
         d
     }
@@ -167,14 +155,19 @@ impl Process {
         key: &NameKey<'_>,
         neg: *const Dentry,
         inode: *const Inode,
+        prepared: *const Dentry,
     ) -> *const Dentry {
         // SAFETY (whole function): the directory lock keeps `dir_d` live;
         // `neg` was found under the bucket lock with the directory locked
         // and the caller's guard keeps it allocated.
         let sb = unsafe { &*(*dir_d).sb };
         if !neg.is_null() && unsafe { &*neg }.refcount.get() {
-            // The reference we just took becomes the namespace pin.
+            // The reference we just took becomes the namespace pin; a
+            // dentry prepared before the lock goes unused.
             self.vfs.instantiate(unsafe { &*neg }, inode);
+            if !prepared.is_null() {
+                self.vfs.dput(prepared);
+            }
             return neg;
         }
         // The name is free, and with the directory locked exclusively no
@@ -182,7 +175,11 @@ impl Process {
         // lock): no need to scan the chain again. A `neg` that could not be
         // revived is being killed by the shrinker, which unhashes it while
         // holding the bucket lock `insert_new_dentry` waits for.
-        self.vfs.insert_new_dentry(sb, dir_d, key, inode, 1)
+        if prepared.is_null() {
+            self.vfs.insert_new_dentry(sb, dir_d, key, inode, 1)
+        } else {
+            self.vfs.link_prepared_dentry(prepared, dir_d, key, inode)
+        }
     }
 
     /// Files a new positive child in the index and updates the directory.
@@ -511,7 +508,7 @@ impl Process {
             }
             let got = inode.refcount.get();
             debug_assert!(got, "an inode with links is live");
-            let d = self.bind_name(parent.dir.path.dentry, key, neg, inode);
+            let d = self.bind_name(parent.dir.path.dentry, key, neg, inode, core::ptr::null());
             // A new name of an exported inode is an alias too (fs/export.rs).
             // SAFETY: `d` is hashed and our directory lock keeps it so.
             sb.exports.note_link(inode.ino, unsafe { &*d });
@@ -913,7 +910,7 @@ impl Process {
         }
         let src_is_dir = si.is_dir();
         if let Some((inode, cookie)) = whiteout {
-            let w = self.bind_name(od, &okey, core::ptr::null(), inode);
+            let w = self.bind_name(od, &okey, core::ptr::null(), inode, core::ptr::null());
             oidx.insert_at(cookie, w);
             // Relaxed: read under the directory lock.
             // SAFETY: just bound, pinned by its name.
