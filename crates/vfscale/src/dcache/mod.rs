@@ -152,7 +152,7 @@ impl VfsInner {
     ) -> crate::abi::SysResult<(*const Dentry, u32)> {
         let index = dir.dir_index().ok_or(crate::abi::Errno::ENOTDIR)?;
         let locked = index.read();
-        if locked.dead {
+        if locked.is_dead() {
             return Err(crate::abi::Errno::ENOENT);
         }
         // SAFETY: the caller keeps `parent` live.
@@ -806,7 +806,7 @@ impl VfsInner {
         }
         {
             let locked = index.write();
-            if !locked.dead && d.is_hashed() && core::ptr::eq(d.parent_ptr(), parent) {
+            if !locked.is_dead() && d.is_hashed() && core::ptr::eq(d.parent_ptr(), parent) {
                 self.unhash(d);
             }
         }

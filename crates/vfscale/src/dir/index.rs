@@ -84,10 +84,22 @@ const _: () = assert!(
 #[derive(Debug)]
 pub struct DirIndex {
     children: Children,
-    next_cookie: u64,
-    /// Set by rmdir: the directory takes no new names (lookups give ENOENT).
-    pub(crate) dead: bool,
+    /// The next child's cookie, and in bit 63 ([`DEAD`]) whether rmdir
+    /// removed the directory: it then takes no new names (lookups give
+    /// ENOENT). One word for both keeps the directory lock, with its
+    /// writers' queue, inside the inode's third line.
+    next_cookie_and_dead: u64,
 }
+
+/// The dead flag's bit in `next_cookie_and_dead`; cookies stay below it
+/// (2^63 creates in one directory are out of reach).
+const DEAD: u64 = 1 << 63;
+
+#[cfg(not(loom))]
+const _: () = assert!(
+    core::mem::size_of::<DirIndex>() == 32,
+    "a directory's lock, writers' queue and index fill the inode's body slot"
+);
 
 impl Default for DirIndex {
     fn default() -> Self {
@@ -96,18 +108,30 @@ impl Default for DirIndex {
 }
 
 impl DirIndex {
+    fn next_cookie(&self) -> u64 {
+        self.next_cookie_and_dead & !DEAD
+    }
+
+    /// Whether rmdir removed this directory (it takes no new names).
+    pub(crate) fn is_dead(&self) -> bool {
+        self.next_cookie_and_dead & DEAD != 0
+    }
+
+    pub(crate) fn mark_dead(&mut self) {
+        self.next_cookie_and_dead |= DEAD;
+    }
+
     pub fn new() -> DirIndex {
         DirIndex {
             children: Children::Small(Vec::new()),
-            next_cookie: FIRST_CHILD_COOKIE,
-            dead: false,
+            next_cookie_and_dead: FIRST_CHILD_COOKIE,
         }
     }
 
     /// Adds a child and returns its cookie.
     pub fn insert(&mut self, d: *const Dentry) -> u64 {
-        let cookie = self.next_cookie;
-        self.next_cookie += 1;
+        let cookie = self.next_cookie();
+        self.next_cookie_and_dead += 1;
         // The largest cookie yet: a small index appends.
         self.file(cookie, DentryPtr::of(d));
         cookie
@@ -150,15 +174,15 @@ impl DirIndex {
 
     /// Hands out a cookie now for a child filed later with `insert_at`.
     pub fn reserve_cookie(&mut self) -> u64 {
-        let cookie = self.next_cookie;
-        self.next_cookie += 1;
+        let cookie = self.next_cookie();
+        self.next_cookie_and_dead += 1;
         cookie
     }
 
     /// Files `d` under a cookie that was handed out before and is free now
     /// (a rename keeps a name's position in the listing).
     pub fn insert_at(&mut self, cookie: u64, d: *const Dentry) {
-        debug_assert!((FIRST_CHILD_COOKIE..self.next_cookie).contains(&cookie));
+        debug_assert!((FIRST_CHILD_COOKIE..self.next_cookie()).contains(&cookie));
         self.file(cookie, DentryPtr::of(d));
     }
 
@@ -235,7 +259,7 @@ mod tests {
                 want.insert(c, entry(step));
             }
             assert_eq!(idx.len(), want.len());
-            let from = FIRST_CHILD_COOKIE + rng % (idx.next_cookie + 1);
+            let from = FIRST_CHILD_COOKIE + rng % (idx.next_cookie() + 1);
             let got: Vec<_> = idx.entries_from(from).collect();
             let exp: Vec<_> = want.range(from..).map(|(&c, &e)| (c, e)).collect();
             assert_eq!(got, exp, "step {step}");

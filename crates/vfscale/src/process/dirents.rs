@@ -36,7 +36,7 @@ impl VfsInner {
         let index = inode.dir_index().ok_or(Errno::ENOTDIR)?;
         let _g = self.collector.enter();
         let locked = index.read();
-        if locked.dead {
+        if locked.is_dead() {
             return Err(Errno::ENOENT);
         }
         let mut pos = from;

@@ -224,7 +224,7 @@ impl Process {
         let dir = parent.dir.inode();
         let index = dir.dir_index().ok_or(Errno::ENOTDIR)?;
         let (mut locked, waited) = index.write_noting_wait();
-        if locked.dead {
+        if locked.is_dead() {
             return Err(Errno::ENOENT);
         }
         if waited {
@@ -543,7 +543,7 @@ impl Process {
         let dir = parent.dir.inode();
         let index = dir.dir_index().ok_or(Errno::ENOTDIR)?;
         let (mut locked, waited) = index.write_noting_wait();
-        if locked.dead {
+        if locked.is_dead() {
             return Err(Errno::ENOENT);
         }
         if waited {
@@ -629,7 +629,7 @@ impl Process {
         index.remove(vd.cookie.load(Ordering::Relaxed));
         let t = now();
         if let Some(mut vidx) = victim_index {
-            vidx.dead = true;
+            vidx.mark_dead();
             vi.update_attr(|a| {
                 a.set_nlink(0);
                 a.set_ctime(t);
@@ -752,7 +752,7 @@ impl Process {
                 (oi.write(), Some(b))
             }
         };
-        if oidx.dead || nidx.as_ref().is_some_and(|n| n.dead) {
+        if oidx.is_dead() || nidx.as_ref().is_some_and(|n| n.is_dead()) {
             return Err(Errno::ENOENT);
         }
         let okey = NameKey::lookup(old_name)?;

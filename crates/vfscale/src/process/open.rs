@@ -184,7 +184,7 @@ impl Process {
             None
         };
         let (mut locked, waited) = index.write_noting_wait();
-        if locked.dead {
+        if locked.is_dead() {
             return Err(Errno::ENOENT);
         }
         if waited {

@@ -19,9 +19,11 @@ pub mod opcount;
 pub mod refcount;
 pub mod seqcount;
 pub mod shardref;
+pub mod spin_queue;
 
 pub use bitlock::{Bucket, BucketGuard, ChainIter, ChainNode};
 pub use counter::{shard_index, ApproxCounter, ShardedCounter};
 pub use ino_batch::InoAllocator;
 pub use refcount::RefCount;
 pub use seqcount::{SeqCount, SeqWriteGuard};
+pub use spin_queue::{SpinNode, SpinQueue};
