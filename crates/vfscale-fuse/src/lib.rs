@@ -19,6 +19,7 @@ mod convert;
 mod creds;
 mod invalidate;
 mod nodes;
+mod ops;
 mod server;
 
 pub use server::Ttls;
@@ -77,7 +78,7 @@ pub fn mount(vfs: &Vfs, mountpoint: &Path, cfg: &MountConfig) -> io::Result<Moun
     use fuser::{Config, MountOption, SessionACL};
     let ns = Arc::new(Namespace::new(vfs));
     let fs = server::VfsFs::new(ns.clone(), cfg.ttls).writeback_cache(cfg.writeback_cache);
-    let nodes = fs.nodes.clone();
+    let nodes = fs.ops.nodes.clone();
     let mut config = Config::default();
     config.mount_options = vec![
         MountOption::FSName("vfscale".into()),
