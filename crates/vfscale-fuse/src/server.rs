@@ -23,7 +23,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-use vfscale::abi::{Errno, Stat};
+use vfscale::abi::Stat;
 use vfscale::Namespace;
 
 /// What FUSE_INIT settled about the io_uring transport (`UringInit`).
