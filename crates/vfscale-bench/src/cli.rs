@@ -351,7 +351,10 @@ mod tests {
         assert_eq!(c.workloads.len(), workload::all().len());
         assert_eq!(c.targets, TargetId::DEFAULT.to_vec());
         assert!(!c.targets.contains(&TargetId::Fuse), "fuse is opt-in");
-        assert!(!c.targets.contains(&TargetId::FuseUring), "so is fuse-uring");
+        assert!(
+            !c.targets.contains(&TargetId::FuseUring),
+            "so is fuse-uring"
+        );
         assert_eq!(TargetId::from_name("fuse-uring"), Some(TargetId::FuseUring));
         assert_eq!(c.threads[0], 1);
         assert!(c.threads.len() <= MAX_DEFAULT_THREADS);
