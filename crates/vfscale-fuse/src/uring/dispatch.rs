@@ -15,6 +15,17 @@ use crate::ops::{Caller, DirPlusSink, DirSink, Ops, Reply, SetAttrArgs};
 use std::time::Duration;
 use vfscale::abi::{Errno, Stat, Timespec};
 
+/// `serve`, answering EIO if it panics (no operation should; a panic
+/// escaping would end the queue's thread and leave every later request of
+/// its CPU waiting for ever).
+pub fn serve_catching(ops: &Ops, header: &mut [u8], payload: &mut [u8]) {
+    let unique = u64_at(header, IN_OUT_OFF + IN_UNIQUE);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| serve(ops, header, payload)));
+    if r.is_err() {
+        finish(header, unique, -libc::EIO, 0);
+    }
+}
+
 /// Serves the request in `header`/`payload` and writes its reply there.
 pub fn serve(ops: &Ops, header: &mut [u8], payload: &mut [u8]) {
     let in_h = &header[IN_OUT_OFF..IN_OUT_OFF + 40];

@@ -7,9 +7,11 @@
 //!
 //! Invariants: each entry (header + payload buffer) has exactly one command
 //! in the kernel or is being served by its thread, never both; the buffers
-//! outlive every command that names them (a queue that stops with commands
-//! still in the kernel leaks its buffers rather than free memory the kernel
-//! may still write); each queue's commands are submitted by the thread that
+//! outlive every command that names them (a stopped queue waits, bounded,
+//! for the kernel to complete its commands — at teardown it completes them
+//! all with ENOTCONN — and leaks its buffers rather than free memory the
+//! kernel may still write if some are still out); a panic while serving
+//! is answered EIO and the queue goes on; each queue's commands are submitted by the thread that
 //! serves them, because the kernel copies requests into the buffers from
 //! that task's context (task work).
 
@@ -22,8 +24,14 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 type Ring = IoUring<squeue::Entry128, cqueue::Entry>;
+
+/// How long a stopped queue waits for the kernel to give its commands back
+/// before leaking its buffers instead, and the step of that wait.
+const DRAIN_BOUND: Duration = Duration::from_secs(2);
+const DRAIN_STEP_NS: u32 = 50_000_000;
 
 /// One header + payload pair the kernel fills with a request.
 struct Ent {
@@ -177,12 +185,33 @@ impl Queue {
         if !failed {
             self.run(fd, &ops, &mut done);
         }
+        self.drain();
         if self.inflight > 0 {
             // The kernel may still hold commands naming the buffers:
             // close the ring, then leak the buffers rather than free them.
             let Queue { ring, ents, .. } = self;
             drop(ring);
             std::mem::forget(ents);
+        }
+    }
+
+    /// Once the queue stops (the connection ended): submits what is
+    /// pending and waits, for a bounded time, until the kernel has
+    /// completed every command still naming this queue's buffers (it
+    /// completes them with ENOTCONN when the connection is torn down), so
+    /// that they can be freed.
+    fn drain(&mut self) {
+        let deadline = Instant::now() + DRAIN_BOUND;
+        while self.inflight > 0 && Instant::now() < deadline {
+            let ts = types::Timespec::new().nsec(DRAIN_STEP_NS);
+            let args = types::SubmitArgs::new().timespec(&ts);
+            match self.ring.submitter().submit_with_args(1, &args) {
+                Ok(_) => {}
+                Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR)) => {}
+                Err(_) => return,
+            }
+            let n = self.ring.completion().count();
+            self.inflight -= n.min(self.inflight);
         }
     }
 
@@ -215,7 +244,7 @@ impl Queue {
                 let ent = &mut self.ents[idx];
                 ent.registered = true;
                 ent.commit_id = abi::u64_at(&ent.header, abi::ENT_COMMIT_ID_OFF);
-                dispatch::serve(ops, &mut ent.header, &mut ent.payload);
+                dispatch::serve_catching(ops, &mut ent.header, &mut ent.payload);
                 // Relaxed: a statistic, read by `Mounted::ring_requests`
                 // with no ordering against the requests themselves.
                 self.served.fetch_add(1, Ordering::Relaxed);
