@@ -4,6 +4,11 @@
 //! runs) and encode its `Reply` as the kernel's out structs in the same
 //! entry's header and payload buffers.
 //!
+//! Layouts: the INIT we answer (fuser's defaults plus `VfsFs::init`'s)
+//! asks for no request extensions (FUSE_SECURITY_CTX, FUSE_CREATE_SUPP_GROUP)
+//! and no FUSE_SETXATTR_EXT, so names and data follow the op struct
+//! directly and SETXATTR's struct is the 8-byte compat one.
+//!
 //! Invariants: every request gets a reply written (an unknown opcode is
 //! ENOSYS, like fuser's defaults); inputs are read completely before the
 //! payload buffer is overwritten by the reply; no reply body exceeds the

@@ -65,18 +65,22 @@ pub struct Queue {
 
 /// The possible CPUs (the kernel makes one queue per possible CPU and
 /// uses the ring only once every queue has registered).
+/// Hosts with many hot-pluggable CPU slots get a queue (a mostly idle
+/// thread and untouched buffers) per slot.
 pub fn possible_cpus() -> usize {
-    if let Ok(s) = std::fs::read_to_string("/sys/devices/system/cpu/possible") {
-        let last = s
-            .trim()
-            .split(',')
-            .filter_map(|r| r.rsplit('-').next()?.parse::<usize>().ok())
-            .max();
-        if let Some(n) = last {
-            return n + 1;
-        }
-    }
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    std::fs::read_to_string("/sys/devices/system/cpu/possible")
+        .ok()
+        .and_then(|s| cpu_count(&s))
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// The CPU count of a sysfs CPU list ("0-3,8-11" → 12, numbered from 0).
+fn cpu_count(list: &str) -> Option<usize> {
+    list.trim()
+        .split(',')
+        .filter_map(|r| r.rsplit('-').next()?.parse::<usize>().ok())
+        .max()
+        .map(|last| last + 1)
 }
 
 impl Queue {
@@ -294,5 +298,19 @@ fn pin_to_cpu(cpu: usize) {
         }
         libc::CPU_SET(cpu, &mut set);
         let _ = libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cpu_count;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(cpu_count("0-1\n"), Some(2));
+        assert_eq!(cpu_count("0"), Some(1));
+        assert_eq!(cpu_count("0-3,8-11"), Some(12));
+        assert_eq!(cpu_count(""), None);
+        assert_eq!(cpu_count("x"), None);
     }
 }
