@@ -11,9 +11,9 @@
 //! for the kernel to complete its commands — at teardown it completes them
 //! all with ENOTCONN — and leaks its buffers rather than free memory the
 //! kernel may still write if some are still out); a panic while serving
-//! is answered EIO and the queue goes on; each queue's commands are submitted by the thread that
-//! serves them, because the kernel copies requests into the buffers from
-//! that task's context (task work).
+//! is answered EIO and the queue goes on; each queue's commands are
+//! submitted by the thread that serves them, because the kernel copies
+//! requests into the buffers from that task's context (task work).
 
 use super::abi::{self, HEADER_SIZE};
 use super::{dispatch, Registration};
@@ -46,7 +46,9 @@ struct Ent {
     commit_id: u64,
 }
 
+// `Ent::iov` is two `struct iovec`s as four u64s: 64-bit pointers only.
 const _: () = assert!(std::mem::size_of::<libc::iovec>() == 16);
+const _: () = assert!(std::mem::size_of::<usize>() == 8);
 const _: () = assert!(std::mem::size_of::<squeue::Entry128>() == 128);
 
 /// One CPU's queue, built before FUSE_INIT (so that a kernel or sandbox
@@ -64,8 +66,7 @@ pub struct Queue {
 }
 
 /// The possible CPUs (the kernel makes one queue per possible CPU and
-/// uses the ring only once every queue has registered).
-/// Hosts with many hot-pluggable CPU slots get a queue (a mostly idle
+/// uses the ring only once every queue has registered). Hosts with many hot-pluggable CPU slots get a queue (a mostly idle
 /// thread and untouched buffers) per slot.
 pub fn possible_cpus() -> usize {
     std::fs::read_to_string("/sys/devices/system/cpu/possible")
