@@ -48,7 +48,8 @@ pub struct BenchArgs {
     /// Workloads to run (default: all).
     #[arg(value_name = "WORKLOAD")]
     pub workloads: Vec<String>,
-    /// Targets to run against, comma-separated (default: all but fuse).
+    /// Targets to run against, comma-separated (default: all but fuse and
+    /// fuse-uring).
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub targets: Vec<String>,
     /// Thread counts, comma-separated (default: 1..=cores, at most 8).
@@ -350,6 +351,11 @@ mod tests {
         assert_eq!(c.workloads.len(), workload::all().len());
         assert_eq!(c.targets, TargetId::DEFAULT.to_vec());
         assert!(!c.targets.contains(&TargetId::Fuse), "fuse is opt-in");
+        assert!(
+            !c.targets.contains(&TargetId::FuseUring),
+            "so is fuse-uring"
+        );
+        assert_eq!(TargetId::from_name("fuse-uring"), Some(TargetId::FuseUring));
         assert_eq!(c.threads[0], 1);
         assert!(c.threads.len() <= MAX_DEFAULT_THREADS);
         assert_eq!(c.duration, DEFAULT_DURATION);

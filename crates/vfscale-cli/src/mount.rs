@@ -35,6 +35,13 @@ pub struct MountArgs {
     /// cache): faster small writes, data reaches the namespace on flush.
     #[arg(long)]
     pub writeback_cache: bool,
+    /// Serve requests over FUSE-over-io_uring (Linux 6.14+): one queue per
+    /// CPU, no read()/write() of /dev/fuse per request. Sets the fuse
+    /// module's enable_uring parameter for the mount if it is off (root),
+    /// and puts it back; falls back to /dev/fuse, saying why, when the
+    /// kernel refuses.
+    #[arg(long)]
+    pub uring: bool,
     /// Stay in the foreground (else detach once mounted).
     #[arg(long)]
     pub foreground: bool,
@@ -164,6 +171,7 @@ pub fn mount_main(args: &MountArgs) -> ExitCode {
         },
         allow_other: args.allow_other,
         writeback_cache: args.writeback_cache,
+        uring: args.uring,
     };
     let mut mounted = match vfscale_fuse::mount(&vfs, &args.mountpoint, &cfg) {
         Ok(m) => m,
@@ -175,10 +183,18 @@ pub fn mount_main(args: &MountArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Some(why) = mounted.uring_refusal() {
+        eprintln!("vfscale mount: not using FUSE over io_uring: {why}; serving over /dev/fuse");
+    }
+    let transport = match mounted.transport() {
+        vfscale_fuse::Transport::DevFuse => format!("{} threads on /dev/fuse", cfg.threads),
+        vfscale_fuse::Transport::IoUring { queues } => {
+            format!("io_uring, {queues} CPU queues")
+        }
+    };
     eprintln!(
-        "vfscale mounted on {} ({} threads); stop with Ctrl-C or `vfscale umount {}`",
+        "vfscale mounted on {} ({transport}); stop with Ctrl-C or `vfscale umount {}`",
         mounted.mountpoint().display(),
-        cfg.threads,
         mounted.mountpoint().display()
     );
     while mounted.is_served() {

@@ -170,3 +170,37 @@ fn passthrough_backend_mount_reaches_the_host_directory() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a directory"));
 }
+
+#[test]
+fn uring_mount_says_how_it_is_served() {
+    if !can_mount() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vfscale"))
+        .args(["mount", "--uring", "--foreground"])
+        .arg(dir.path())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let up = wait_until(|| mounted(dir.path()));
+    if !up {
+        let _ = child.kill();
+        panic!("foreground --uring mount did not appear");
+    }
+    std::fs::write(dir.path().join("f"), b"ring").unwrap();
+    assert_eq!(std::fs::read(dir.path().join("f")).unwrap(), b"ring");
+    // SAFETY: signalling our own child by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "server exit: {}", out.status);
+    assert!(!mounted(dir.path()));
+    let said = String::from_utf8_lossy(&out.stderr);
+    // Served over the ring, or over /dev/fuse with the kernel's reason.
+    let ring = said.contains("CPU queues)");
+    let fallback = said.contains("not using FUSE over io_uring:") && said.contains("on /dev/fuse)");
+    assert!(ring ^ fallback, "{said}");
+    if fallback {
+        eprintln!("SKIPPED (ring refused): {said}");
+    }
+}

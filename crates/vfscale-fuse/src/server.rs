@@ -1,25 +1,17 @@
-//! The FUSE operations: each request is decoded, its credentials built from
-//! the request header, and the matching namespace-level call run on the
-//! worker thread that read it. The core decides every permission question
-//! (the mount has no `default_permissions`).
+//! The classic transport: fuser's `Filesystem`, fed by requests read from
+//! /dev/fuse. Each method converts fuser's decoded arguments, calls the one
+//! matching operation in `ops.rs` (shared with the io_uring transport) and
+//! delivers its `Reply` through fuser's reply object.
 //!
-//! With the writeback cache on (`MountConfig::writeback_cache`), the kernel
-//! keeps written pages and sends WRITEs later, and READs a page before a
-//! partial write into it, even on a file opened write-only. So, as libfuse's
-//! passthrough servers do, an O_WRONLY open is served as O_RDWR (falling
-//! back to O_WRONLY when reading is not permitted: partial-page writes to
-//! such a file then fail as they would in Linux's own FUSE client), and
-//! O_APPEND is dropped because the kernel already places appends at its
-//! cached end of file.
-//!
-//! Invariants: a reply that carries a node id (lookup, mknod, mkdir,
-//! symlink, link, create, readdirplus entries other than "." and "..")
-//! counts one lookup in the node table before it is sent (see nodes.rs).
+//! Invariants: every request gets exactly one reply (the reply object is
+//! consumed by `Deliver::deliver`); a `Reply` variant that does not fit
+//! the request's reply type cannot come from `ops.rs` and is sent as EIO.
+//! FORGET and INTERRUPT always arrive here, also on a mount served over
+//! io_uring (the kernel queues them on /dev/fuse only).
 
 use crate::convert::{attr, dtype_kind, errno, timespec};
-use crate::creds::request_cred;
-use crate::invalidate::OwnChange;
-use crate::nodes::{Node, NodeTable};
+pub use crate::ops::Ttls;
+use crate::ops::{Caller, DirPlusSink, DirSink, Ops, Reply, SetAttrArgs};
 use fuser::{
     AccessFlags, CopyFileRangeFlags, FileHandle, Filesystem, FopenFlags, Generation, INodeNo,
     InitFlags, KernelConfig, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
@@ -28,149 +20,219 @@ use fuser::{
 };
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-use vfscale::abi::*;
-use vfscale::{Cred, Entry, Namespace, SetAttr};
+use vfscale::abi::Stat;
+use vfscale::Namespace;
 
-/// Kernel cache lifetimes.
-#[derive(Clone, Copy, Debug)]
-pub struct Ttls {
-    pub entry: Duration,
-    pub attr: Duration,
-}
+/// What FUSE_INIT settled about the io_uring transport (`UringInit`).
+pub(crate) const URING_NOT_ASKED: u8 = 0;
+pub(crate) const URING_GRANTED: u8 = 1;
+pub(crate) const URING_REFUSED: u8 = 2;
+
+/// The max_write asked for when the ring is: every ring entry's payload
+/// buffer must hold max(max_write, max_pages pages), and 1 MiB (256 pages,
+/// the kernel's default max_pages_limit) keeps each entry at 1 MiB instead
+/// of fuser's 16 MiB.
+pub(crate) const URING_MAX_WRITE: u32 = 1 << 20;
 
 pub struct VfsFs {
-    pub(crate) ns: Arc<Namespace>,
-    pub(crate) nodes: Arc<NodeTable>,
-    ttls: Ttls,
-    writeback_cache: bool,
+    pub(crate) ops: Arc<Ops>,
+    /// Ask the kernel for FUSE_OVER_IO_URING at INIT and record the answer
+    /// (`URING_*`): `None` when the ring is not wanted.
+    pub(crate) uring: Option<Arc<AtomicU8>>,
 }
 
-/// Entries gathered per readdirplus batch before their lookups.
-const PLUS_BATCH: usize = 128;
-
-/// The largest READ we serve in one reply: fuser's max_write, which also
-/// bounds the max_pages it negotiates. The kernel never asks for more; a
-/// request that does (a buggy or hostile sender) must not make us allocate
-/// its `size` (up to 4 GiB) before failing.
-const MAX_READ: u32 = 16 << 20;
-
-/// Linux's XATTR_SIZE_MAX and XATTR_LIST_MAX: getxattr(2) and listxattr(2)
-/// clamp their buffer to this, and no value or list is longer.
-const XATTR_BUF_MAX: u32 = 64 << 10;
-
-fn cred(req: &Request) -> Arc<Cred> {
-    request_cred(req.uid(), req.gid(), req.pid())
+fn caller(req: &Request) -> Caller {
+    Caller {
+        uid: req.uid(),
+        gid: req.gid(),
+        pid: req.pid(),
+    }
 }
 
 impl VfsFs {
     pub fn new(ns: Arc<Namespace>, ttls: Ttls) -> VfsFs {
-        let nodes = Arc::new(NodeTable::new(ns.root().dup()));
         VfsFs {
-            ns,
-            nodes,
-            ttls,
-            writeback_cache: false,
+            ops: Arc::new(Ops::new(ns, ttls, false)),
+            uring: None,
         }
     }
 
-    /// Asks the kernel for the writeback cache (see the module comment).
-    pub fn writeback_cache(mut self, on: bool) -> VfsFs {
-        self.writeback_cache = on;
-        self
-    }
-
-    /// The open flags to serve a kernel OPEN/CREATE with, and the flags to
-    /// fall back to if those are refused (see the module comment).
-    fn open_flags(&self, flags: i32) -> (i32, Option<i32>) {
-        if !self.writeback_cache {
-            return (flags, None);
-        }
-        let flags = flags & !O_APPEND;
-        if flags & O_ACCMODE == O_WRONLY {
-            (flags & !O_ACCMODE | O_RDWR, Some(flags))
-        } else {
-            (flags, None)
-        }
-    }
-
-    fn node(&self, id: INodeNo) -> Result<Arc<Node>, fuser::Errno> {
-        self.nodes.get(id.0).ok_or(fuser::Errno::ENOENT)
-    }
-
-    fn reply_entry(&self, r: Result<Entry, Errno>, reply: ReplyEntry) {
-        match r {
-            Ok(e) => {
-                let st = e.stat;
-                let id = self.nodes.remember(e);
-                reply.entry(&self.ttls.entry, &attr(id, &st), Generation(0));
-            }
-            Err(e) => reply.error(errno(e)),
-        }
-    }
-
-    /// Serves a request that makes a name in `parent` (mknod, mkdir,
-    /// symlink, link): `make` runs as this mount's own change (no
-    /// invalidation echoed back) and the entry it returns is the reply.
-    fn make_entry(
-        &self,
-        parent: INodeNo,
-        reply: ReplyEntry,
-        make: impl FnOnce(&Node) -> Result<Entry, Errno>,
-    ) {
-        let _own = OwnChange::begin(&self.nodes);
-        match self.node(parent) {
-            Ok(dir) => self.reply_entry(make(&dir), reply),
-            Err(e) => reply.error(e),
-        }
-    }
-
-    /// LOOKUP of "." or ".." in node `id`: the kernel resolving a file
-    /// handle (fuse_get_dentry, fuse_get_parent) for a node it may have
-    /// forgotten. A forgotten node is found again by its inode number
-    /// among the objects exported at FORGET; one with no name left (or
-    /// no link left, for a node whose FORGET is still in flight) is ESTALE.
-    fn lookup_dot(&self, req: &Request, id: INodeNo, name: &[u8], reply: ReplyEntry) {
-        let node = match self.nodes.get(id.0) {
-            Some(n) => Entry {
-                handle: n.handle.dup(),
-                stat: self.ns.getattr(&n.handle),
-            },
-            None => match self.ns.exported(self.nodes.ino_of(id.0)) {
-                Ok(e) if self.nodes.id_of_stat(&e.stat) == id.0 => e,
-                _ => return reply.error(fuser::Errno::ESTALE),
-            },
-        };
-        if node.stat.nlink == 0 {
-            // Removed: the kernel evicted its inode and our node only waits
-            // for the FORGET in flight. A handle to a removed file is stale
-            // (as on ext4; the kernel never asks while it holds the inode).
-            return reply.error(fuser::Errno::ESTALE);
-        }
-        if name == b"." {
-            self.reply_entry(Ok(node), reply);
-        } else {
-            let parent = self.ns.lookup(&cred(req), &node.handle, b"..");
-            self.reply_entry(parent, reply);
-        }
-    }
-
-    fn reply_empty(r: Result<(), Errno>, reply: ReplyEmpty) {
-        match r {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(errno(e)),
+    /// Asks the kernel for the writeback cache (see ops.rs).
+    pub fn writeback_cache(self, on: bool) -> VfsFs {
+        let ops = Ops::new(self.ops.ns.clone(), self.ops.ttls, on);
+        VfsFs {
+            ops: Arc::new(ops),
+            uring: self.uring,
         }
     }
 }
 
-macro_rules! node_or_reply {
-    ($self:ident, $id:expr, $reply:ident) => {
-        match $self.node($id) {
-            Ok(n) => n,
-            Err(e) => return $reply.error(e),
+/// A fuser reply object that can carry an operation's `Reply`.
+trait Deliver: Sized {
+    fn deliver(self, r: Reply, ttls: &Ttls);
+}
+
+fn mismatch(r: &Reply) -> fuser::Errno {
+    debug_assert!(false, "reply {r:?} does not fit the request");
+    fuser::Errno::EIO
+}
+
+impl Deliver for ReplyEmpty {
+    fn deliver(self, r: Reply, _: &Ttls) {
+        match r {
+            Reply::Ok => self.ok(),
+            Reply::Err(e) => self.error(errno(e)),
+            r => self.error(mismatch(&r)),
         }
-    };
+    }
+}
+
+impl Deliver for ReplyEntry {
+    fn deliver(self, r: Reply, ttls: &Ttls) {
+        match r {
+            Reply::Entry { id, stat } => self.entry(&ttls.entry, &attr(id, &stat), Generation(0)),
+            Reply::Negative => {
+                let mut a = attr(0, &Stat::default());
+                a.ino = INodeNo(0);
+                self.entry(&ttls.entry, &a, Generation(0));
+            }
+            Reply::Err(e) => self.error(errno(e)),
+            r => self.error(mismatch(&r)),
+        }
+    }
+}
+
+impl Deliver for ReplyAttr {
+    fn deliver(self, r: Reply, ttls: &Ttls) {
+        match r {
+            Reply::Attr { id, stat } => self.attr(&ttls.attr, &attr(id, &stat)),
+            Reply::Err(e) => self.error(errno(e)),
+            r => self.error(mismatch(&r)),
+        }
+    }
+}
+
+impl Deliver for ReplyData {
+    fn deliver(self, r: Reply, _: &Ttls) {
+        match r {
+            Reply::Data(d) => self.data(&d),
+            Reply::Err(e) => self.error(errno(e)),
+            r => self.error(mismatch(&r)),
+        }
+    }
+}
+
+impl Deliver for ReplyOpen {
+    fn deliver(self, r: Reply, _: &Ttls) {
+        match r {
+            Reply::Open { fh, flags } => {
+                self.opened(FileHandle(fh), FopenFlags::from_bits_retain(flags))
+            }
+            Reply::Err(e) => self.error(errno(e)),
+            r => self.error(mismatch(&r)),
+        }
+    }
+}
+
+impl Deliver for ReplyCreate {
+    fn deliver(self, r: Reply, ttls: &Ttls) {
+        match r {
+            Reply::Created { id, stat, fh } => self.created(
+                &ttls.entry,
+                &attr(id, &stat),
+                Generation(0),
+                FileHandle(fh),
+                FopenFlags::empty(),
+            ),
+            Reply::Err(e) => self.error(errno(e)),
+            r => self.error(mismatch(&r)),
+        }
+    }
+}
+
+impl Deliver for ReplyWrite {
+    fn deliver(self, r: Reply, _: &Ttls) {
+        match r {
+            Reply::Written(n) => self.written(n),
+            Reply::Err(e) => self.error(errno(e)),
+            r => self.error(mismatch(&r)),
+        }
+    }
+}
+
+impl Deliver for ReplyStatfs {
+    fn deliver(self, r: Reply, _: &Ttls) {
+        match r {
+            Reply::Statfs(s) => self.statfs(
+                s.f_blocks,
+                s.f_bfree,
+                s.f_bavail,
+                s.f_files,
+                s.f_ffree,
+                s.f_bsize as u32,
+                s.f_namelen as u32,
+                s.f_frsize as u32,
+            ),
+            Reply::Err(e) => self.error(errno(e)),
+            r => self.error(mismatch(&r)),
+        }
+    }
+}
+
+impl Deliver for ReplyXattr {
+    fn deliver(self, r: Reply, _: &Ttls) {
+        match r {
+            Reply::XattrSize(n) => self.size(n),
+            Reply::Data(d) => self.data(&d),
+            Reply::Err(e) => self.error(errno(e)),
+            r => self.error(mismatch(&r)),
+        }
+    }
+}
+
+impl Deliver for ReplyLseek {
+    fn deliver(self, r: Reply, _: &Ttls) {
+        match r {
+            Reply::Offset(o) => self.offset(o),
+            Reply::Err(e) => self.error(errno(e)),
+            r => self.error(mismatch(&r)),
+        }
+    }
+}
+
+impl DirSink for ReplyDirectory {
+    fn add(&mut self, id: u64, next: u64, dtype: u8, name: &[u8]) -> bool {
+        ReplyDirectory::add(
+            self,
+            INodeNo(id),
+            next,
+            dtype_kind(dtype),
+            OsStr::from_bytes(name),
+        )
+    }
+}
+
+impl DirPlusSink for ReplyDirectoryPlus {
+    fn add(&mut self, id: u64, next: u64, name: &[u8], ttl: Duration, stat: &Stat) -> bool {
+        ReplyDirectoryPlus::add(
+            self,
+            INodeNo(id),
+            next,
+            OsStr::from_bytes(name),
+            &ttl,
+            &attr(id, stat),
+            Generation(0),
+        )
+    }
+}
+
+impl VfsFs {
+    fn send(&self, r: Reply, reply: impl Deliver) {
+        reply.deliver(r, &self.ops.ttls);
+    }
 }
 
 impl Filesystem for VfsFs {
@@ -185,69 +247,58 @@ impl Filesystem for VfsFs {
             InitFlags::FUSE_MAX_PAGES,
             // name_to_handle_at/open_by_handle_at on the mount: the kernel
             // may then LOOKUP "." and ".." of a node id it no longer
-            // holds (`lookup_dot`).
+            // holds (`Ops::lookup`).
             InitFlags::FUSE_EXPORT_SUPPORT,
         ] {
             // A capability the kernel lacks is simply not used.
             let _ = config.add_capabilities(cap);
         }
-        if self.writeback_cache {
+        if self.ops.writeback_cache() {
             let _ = config.add_capabilities(InitFlags::FUSE_WRITEBACK_CACHE);
+        }
+        if let Some(uring) = &self.uring {
+            // The kernel offers FUSE_OVER_IO_URING only while the fuse
+            // module's enable_uring is set; once granted, every request but
+            // FORGET and INTERRUPT waits for the ring's queues.
+            let granted = config
+                .add_capabilities(InitFlags::FUSE_OVER_IO_URING)
+                .is_ok();
+            if granted {
+                let _ = config.set_max_write(URING_MAX_WRITE);
+            }
+            // Relaxed: read by the mounting thread after `Session::new`
+            // returned, which joins this call (same thread).
+            uring.store(
+                if granted {
+                    URING_GRANTED
+                } else {
+                    URING_REFUSED
+                },
+                Ordering::Relaxed,
+            );
         }
         Ok(())
     }
 
     fn destroy(&mut self) {
-        // As at FORGET: file handles the kernel gave out stay usable on a
-        // later mount of the same namespace (a server restart).
-        self.nodes.clear(|n| {
-            let _ = self.ns.export(&n.handle);
-        });
+        self.ops.destroy();
     }
 
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        if matches!(name.as_bytes(), b"." | b"..") {
-            return self.lookup_dot(req, parent, name.as_bytes(), reply);
-        }
-        let dir = node_or_reply!(self, parent, reply);
-        match self.ns.lookup(&cred(req), &dir.handle, name.as_bytes()) {
-            // A miss is answered as node 0 with the entry TTL: the kernel
-            // caches the negative entry (compilers probe many missing
-            // headers) and counts no lookup for it.
-            Err(Errno::ENOENT) if !self.ttls.entry.is_zero() => {
-                let mut a = attr(0, &Stat::default());
-                a.ino = INodeNo(0);
-                reply.entry(&self.ttls.entry, &a, Generation(0));
-            }
-            r => self.reply_entry(r, reply),
-        }
+        self.send(
+            self.ops.lookup(caller(req), parent.0, name.as_bytes()),
+            reply,
+        );
     }
 
     // BATCH_FORGET: fuser's default splits it into these calls (its
     // `ForgetOne` type is not public).
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
-        if let Some(node) = self
-            .nodes
-            .last_lookups(ino.0, nlookup)
-            .filter(|n| n.handle.stat().nlink > 0)
-        {
-            // The kernel forgets the node, but may still hold a file handle
-            // naming it (export support): keep the object findable by its
-            // number while it has a name. Done before the slot goes, so a
-            // LOOKUP "." racing this FORGET finds one or the other; outside
-            // the table's lock (export takes a directory lock, which
-            // name observers hold while taking the table's). A removed
-            // object (nlink 0, the common FORGET after an unlink) is
-            // skipped, and ENOENT (its last name went meanwhile) ignored:
-            // its handles are stale.
-            let _ = self.ns.export(&node.handle);
-        }
-        self.nodes.forget(ino.0, nlookup);
+        self.ops.forget(ino.0, nlookup);
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        let n = node_or_reply!(self, ino, reply);
-        reply.attr(&self.ttls.attr, &attr(n.id, &self.ns.getattr(&n.handle)));
+        self.send(self.ops.getattr(ino.0), reply);
     }
 
     fn setattr(
@@ -268,9 +319,7 @@ impl Filesystem for VfsFs {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
-        let _own = OwnChange::begin(&self.nodes);
-        let n = node_or_reply!(self, ino, reply);
-        let set = SetAttr {
+        let a = SetAttrArgs {
             mode,
             uid,
             gid,
@@ -279,18 +328,11 @@ impl Filesystem for VfsFs {
             mtime: mtime.map(timespec),
             fh: fh.map(|f| f.0),
         };
-        match self.ns.setattr(&cred(req), &n.handle, &set) {
-            Ok(st) => reply.attr(&self.ttls.attr, &attr(n.id, &st)),
-            Err(e) => reply.error(errno(e)),
-        }
+        self.send(self.ops.setattr(caller(req), ino.0, &a), reply);
     }
 
     fn readlink(&self, req: &Request, ino: INodeNo, reply: ReplyData) {
-        let n = node_or_reply!(self, ino, reply);
-        match self.ns.readlink(&cred(req), &n.handle) {
-            Ok(t) => reply.data(&t),
-            Err(e) => reply.error(errno(e)),
-        }
+        self.send(self.ops.readlink(caller(req), ino.0), reply);
     }
 
     fn mknod(
@@ -303,10 +345,10 @@ impl Filesystem for VfsFs {
         rdev: u32,
         reply: ReplyEntry,
     ) {
-        self.make_entry(parent, reply, |dir| {
-            self.ns
-                .mknod(&cred(req), &dir.handle, name.as_bytes(), mode, rdev as u64)
-        });
+        let r = self
+            .ops
+            .mknod(caller(req), parent.0, name.as_bytes(), mode, rdev);
+        self.send(r, reply);
     }
 
     fn mkdir(
@@ -318,26 +360,22 @@ impl Filesystem for VfsFs {
         _umask: u32,
         reply: ReplyEntry,
     ) {
-        self.make_entry(parent, reply, |dir| {
-            self.ns
-                .mkdir(&cred(req), &dir.handle, name.as_bytes(), mode)
-        });
+        self.send(
+            self.ops.mkdir(caller(req), parent.0, name.as_bytes(), mode),
+            reply,
+        );
     }
 
     fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let _own = OwnChange::begin(&self.nodes);
-        let dir = node_or_reply!(self, parent, reply);
-        Self::reply_empty(
-            self.ns.unlink(&cred(req), &dir.handle, name.as_bytes()),
+        self.send(
+            self.ops.unlink(caller(req), parent.0, name.as_bytes()),
             reply,
         );
     }
 
     fn rmdir(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let _own = OwnChange::begin(&self.nodes);
-        let dir = node_or_reply!(self, parent, reply);
-        Self::reply_empty(
-            self.ns.rmdir(&cred(req), &dir.handle, name.as_bytes()),
+        self.send(
+            self.ops.rmdir(caller(req), parent.0, name.as_bytes()),
             reply,
         );
     }
@@ -350,14 +388,13 @@ impl Filesystem for VfsFs {
         target: &std::path::Path,
         reply: ReplyEntry,
     ) {
-        self.make_entry(parent, reply, |dir| {
-            self.ns.symlink(
-                &cred(req),
-                &dir.handle,
-                link_name.as_bytes(),
-                target.as_os_str().as_bytes(),
-            )
-        });
+        let r = self.ops.symlink(
+            caller(req),
+            parent.0,
+            link_name.as_bytes(),
+            target.as_os_str().as_bytes(),
+        );
+        self.send(r, reply);
     }
 
     fn rename(
@@ -370,20 +407,15 @@ impl Filesystem for VfsFs {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
-        let _own = OwnChange::begin(&self.nodes);
-        let dir = node_or_reply!(self, parent, reply);
-        let newdir = node_or_reply!(self, newparent, reply);
-        Self::reply_empty(
-            self.ns.rename(
-                &cred(req),
-                &dir.handle,
-                name.as_bytes(),
-                &newdir.handle,
-                newname.as_bytes(),
-                flags.bits(),
-            ),
-            reply,
+        let r = self.ops.rename(
+            caller(req),
+            parent.0,
+            name.as_bytes(),
+            newparent.0,
+            newname.as_bytes(),
+            flags.bits(),
         );
+        self.send(r, reply);
     }
 
     fn link(
@@ -394,25 +426,14 @@ impl Filesystem for VfsFs {
         newname: &OsStr,
         reply: ReplyEntry,
     ) {
-        self.make_entry(newparent, reply, |dir| {
-            let n = self.nodes.get(ino.0).ok_or(Errno::ENOENT)?;
-            self.ns
-                .link(&cred(req), &n.handle, &dir.handle, newname.as_bytes())
-        });
+        let r = self
+            .ops
+            .link(caller(req), ino.0, newparent.0, newname.as_bytes());
+        self.send(r, reply);
     }
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        let n = node_or_reply!(self, ino, reply);
-        let cred = cred(req);
-        let (wanted, fallback) = self.open_flags(flags.0);
-        let mut r = self.ns.open(&cred, &n.handle, wanted);
-        if let (Err(Errno::EACCES), Some(flags)) = (r, fallback) {
-            r = self.ns.open(&cred, &n.handle, flags);
-        }
-        match r {
-            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
-            Err(e) => reply.error(errno(e)),
-        }
+        self.send(self.ops.open(caller(req), ino.0, flags.0), reply);
     }
 
     fn read(
@@ -426,11 +447,7 @@ impl Filesystem for VfsFs {
         _lock_owner: Option<fuser::LockOwner>,
         reply: ReplyData,
     ) {
-        let mut buf = vec![0u8; size.min(MAX_READ) as usize];
-        match self.ns.read(fh.0, offset, &mut buf) {
-            Ok(n) => reply.data(&buf[..n]),
-            Err(e) => reply.error(errno(e)),
-        }
+        self.send(self.ops.read(fh.0, offset, size), reply);
     }
 
     fn write(
@@ -445,11 +462,7 @@ impl Filesystem for VfsFs {
         _lock_owner: Option<fuser::LockOwner>,
         reply: ReplyWrite,
     ) {
-        let _own = OwnChange::begin(&self.nodes);
-        match self.ns.write(&cred(req), fh.0, offset, data) {
-            Ok(n) => reply.written(n as u32),
-            Err(e) => reply.error(errno(e)),
-        }
+        self.send(self.ops.write(caller(req), fh.0, offset, data), reply);
     }
 
     fn flush(
@@ -460,11 +473,7 @@ impl Filesystem for VfsFs {
         _lock_owner: fuser::LockOwner,
         reply: ReplyEmpty,
     ) {
-        // Data lives in memory: close has nothing to write back. ENOSYS
-        // tells the kernel so once; it then stops sending FLUSH on every
-        // close (one round trip fewer per open/close; close(2) still
-        // succeeds).
-        reply.error(fuser::Errno::ENOSYS);
+        self.send(self.ops.flush(), reply);
     }
 
     fn release(
@@ -477,7 +486,7 @@ impl Filesystem for VfsFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        Self::reply_empty(self.ns.release(fh.0), reply);
+        self.send(self.ops.release(fh.0), reply);
     }
 
     fn fsync(
@@ -488,32 +497,11 @@ impl Filesystem for VfsFs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        Self::reply_empty(self.ns.fsync(fh.0), reply);
+        self.send(self.ops.fsync(fh.0), reply);
     }
 
     fn opendir(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        let n = node_or_reply!(self, ino, reply);
-        let flags = (flags.0 & !O_ACCMODE) | O_RDONLY | O_DIRECTORY;
-        match self.ns.open(&cred(req), &n.handle, flags) {
-            // FOPEN_CACHE_DIR: the kernel keeps the listing in the
-            // directory's page cache and serves later readdirs from it;
-            // FOPEN_KEEP_CACHE: the next opendir does not drop it. The
-            // kernel resets the cache itself on its own changes through
-            // the mount (fuse_dir_changed) and when the directory's mtime
-            // differs at offset 0; changes beside the mount reach it as
-            // inval_entry + inval_inode on the directory (invalidate.rs).
-            // Not for a passthrough directory: its host can change behind
-            // us, which the kernel's cached listing would never show.
-            Ok(fh) => reply.opened(
-                FileHandle(fh),
-                if self.ns.changes_are_observed(&n.handle) {
-                    FopenFlags::FOPEN_CACHE_DIR | FopenFlags::FOPEN_KEEP_CACHE
-                } else {
-                    FopenFlags::empty()
-                },
-            ),
-            Err(e) => reply.error(errno(e)),
-        }
+        self.send(self.ops.opendir(caller(req), ino.0, flags.0), reply);
     }
 
     fn readdir(
@@ -524,17 +512,7 @@ impl Filesystem for VfsFs {
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
-        let dir = node_or_reply!(self, ino, reply);
-        let dev = self.ns.getattr(&dir.handle).dev;
-        let r = self.ns.readdir(fh.0, offset, |e| {
-            let id = self.nodes.id_of(dev, e.ino);
-            !reply.add(
-                INodeNo(id),
-                e.next,
-                dtype_kind(e.dtype),
-                OsStr::from_bytes(e.name),
-            )
-        });
+        let r = self.ops.readdir(ino.0, fh.0, offset, &mut reply);
         match r {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(errno(e)),
@@ -549,77 +527,12 @@ impl Filesystem for VfsFs {
         offset: u64,
         mut reply: ReplyDirectoryPlus,
     ) {
-        let dir = node_or_reply!(self, ino, reply);
-        let dir_stat = self.ns.getattr(&dir.handle);
-        let cred = cred(req);
-        // A caller who may read but not search the directory must still get
-        // every name (`ls` drops entries with inode 0), but no entry a later
-        // walk could use without asking us: its entries are looked up with
-        // root's credentials and sent with zero TTLs, so any use of them
-        // revalidates with a LOOKUP, where the core refuses the search.
-        let searchable = self.ns.access(&cred, &dir.handle, X_OK).is_ok();
-        let (lookup_cred, ttl) = if searchable {
-            (cred, self.ttls.entry)
-        } else {
-            (request_cred(0, 0, 0), Duration::ZERO)
-        };
-        let mut cookie = offset;
-        loop {
-            // Names first (under the directory lock), lookups after it.
-            let mut batch: Vec<(Vec<u8>, u64, u64)> = Vec::with_capacity(PLUS_BATCH);
-            let r = self.ns.readdir(fh.0, cookie, |e| {
-                batch.push((e.name.to_vec(), e.ino, e.next));
-                batch.len() < PLUS_BATCH
-            });
-            if let Err(e) = r {
-                return reply.error(errno(e));
-            }
-            if batch.is_empty() {
-                return reply.ok();
-            }
-            for (name, ino, next) in batch {
-                if name == b"." || name == b".." {
-                    // The kernel links no node for these and sends no
-                    // FORGET: report attributes without counting a lookup.
-                    let id = self.nodes.id_of(dir_stat.dev, ino);
-                    let a = attr(id, &dir_stat);
-                    if reply.add(
-                        INodeNo(id),
-                        next,
-                        OsStr::from_bytes(&name),
-                        &self.ttls.entry,
-                        &a,
-                        Generation(0),
-                    ) {
-                        return reply.ok();
-                    }
-                    cookie = next;
-                    continue;
-                }
-                let entry = match self.ns.lookup(&lookup_cred, &dir.handle, &name) {
-                    Ok(e) => e,
-                    // Gone since the listing: skip it.
-                    Err(_) => {
-                        cookie = next;
-                        continue;
-                    }
-                };
-                let st = entry.stat;
-                let id = self.nodes.remember(entry);
-                if reply.add(
-                    INodeNo(id),
-                    next,
-                    OsStr::from_bytes(&name),
-                    &ttl,
-                    &attr(id, &st),
-                    Generation(0),
-                ) {
-                    // Not sent: the kernel will not count this lookup.
-                    self.nodes.forget(id, 1);
-                    return reply.ok();
-                }
-                cookie = next;
-            }
+        let r = self
+            .ops
+            .readdirplus(caller(req), ino.0, fh.0, offset, &mut reply);
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(errno(e)),
         }
     }
 
@@ -631,7 +544,7 @@ impl Filesystem for VfsFs {
         _flags: OpenFlags,
         reply: ReplyEmpty,
     ) {
-        Self::reply_empty(self.ns.release(fh.0), reply);
+        self.send(self.ops.release(fh.0), reply);
     }
 
     fn fsyncdir(
@@ -642,27 +555,15 @@ impl Filesystem for VfsFs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        reply.ok();
+        self.send(self.ops.fsyncdir(), reply);
     }
 
     fn statfs(&self, _req: &Request, ino: INodeNo, reply: ReplyStatfs) {
-        let n = node_or_reply!(self, ino, reply);
-        let s = self.ns.statfs(&n.handle);
-        reply.statfs(
-            s.f_blocks,
-            s.f_bfree,
-            s.f_bavail,
-            s.f_files,
-            s.f_ffree,
-            s.f_bsize as u32,
-            s.f_namelen as u32,
-            s.f_frsize as u32,
-        );
+        self.send(self.ops.statfs(ino.0), reply);
     }
 
     fn access(&self, req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
-        let n = node_or_reply!(self, ino, reply);
-        Self::reply_empty(self.ns.access(&cred(req), &n.handle, mask.bits()), reply);
+        self.send(self.ops.access(caller(req), ino.0, mask.bits()), reply);
     }
 
     fn create(
@@ -675,28 +576,10 @@ impl Filesystem for VfsFs {
         flags: i32,
         reply: ReplyCreate,
     ) {
-        let _own = OwnChange::begin(&self.nodes);
-        let dir = node_or_reply!(self, parent, reply);
-        // A file created here is new, so its creator may read it whatever
-        // the mode: no fallback needed (Linux's O_CREAT opens likewise).
-        let (flags, _) = self.open_flags(flags);
-        match self
-            .ns
-            .create(&cred(req), &dir.handle, name.as_bytes(), flags, mode)
-        {
-            Ok((entry, fh)) => {
-                let st = entry.stat;
-                let id = self.nodes.remember(entry);
-                reply.created(
-                    &self.ttls.entry,
-                    &attr(id, &st),
-                    Generation(0),
-                    FileHandle(fh),
-                    FopenFlags::empty(),
-                );
-            }
-            Err(e) => reply.error(errno(e)),
-        }
+        let r = self
+            .ops
+            .create(caller(req), parent.0, name.as_bytes(), mode, flags);
+        self.send(r, reply);
     }
 
     fn lseek(
@@ -708,10 +591,7 @@ impl Filesystem for VfsFs {
         whence: i32,
         reply: ReplyLseek,
     ) {
-        match self.ns.lseek(fh.0, offset, whence) {
-            Ok(o) => reply.offset(o),
-            Err(e) => reply.error(errno(e)),
-        }
+        self.send(self.ops.lseek(fh.0, offset, whence), reply);
     }
 
     fn setxattr(
@@ -724,55 +604,24 @@ impl Filesystem for VfsFs {
         _position: u32,
         reply: ReplyEmpty,
     ) {
-        let n = node_or_reply!(self, ino, reply);
-        Self::reply_empty(
-            self.ns
-                .setxattr(&cred(req), &n.handle, name.as_bytes(), value, flags),
-            reply,
-        );
+        let r = self
+            .ops
+            .setxattr(caller(req), ino.0, name.as_bytes(), value, flags);
+        self.send(r, reply);
     }
 
     fn getxattr(&self, req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
-        let n = node_or_reply!(self, ino, reply);
-        let cred = cred(req);
-        if size == 0 {
-            return match self.ns.getxattr(&cred, &n.handle, name.as_bytes(), &mut []) {
-                Ok(len) => reply.size(len as u32),
-                Err(e) => reply.error(errno(e)),
-            };
-        }
-        let mut buf = vec![0u8; size.min(XATTR_BUF_MAX) as usize];
-        match self
-            .ns
-            .getxattr(&cred, &n.handle, name.as_bytes(), &mut buf)
-        {
-            Ok(len) => reply.data(&buf[..len]),
-            Err(e) => reply.error(errno(e)),
-        }
+        let r = self.ops.getxattr(caller(req), ino.0, name.as_bytes(), size);
+        self.send(r, reply);
     }
 
     fn listxattr(&self, req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
-        let n = node_or_reply!(self, ino, reply);
-        let cred = cred(req);
-        if size == 0 {
-            return match self.ns.listxattr(&cred, &n.handle, &mut []) {
-                Ok(len) => reply.size(len as u32),
-                Err(e) => reply.error(errno(e)),
-            };
-        }
-        let mut buf = vec![0u8; size.min(XATTR_BUF_MAX) as usize];
-        match self.ns.listxattr(&cred, &n.handle, &mut buf) {
-            Ok(len) => reply.data(&buf[..len]),
-            Err(e) => reply.error(errno(e)),
-        }
+        self.send(self.ops.listxattr(caller(req), ino.0, size), reply);
     }
 
     fn removexattr(&self, req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let n = node_or_reply!(self, ino, reply);
-        Self::reply_empty(
-            self.ns.removexattr(&cred(req), &n.handle, name.as_bytes()),
-            reply,
-        );
+        let r = self.ops.removexattr(caller(req), ino.0, name.as_bytes());
+        self.send(r, reply);
     }
 
     fn fallocate(
@@ -785,8 +634,7 @@ impl Filesystem for VfsFs {
         mode: i32,
         reply: ReplyEmpty,
     ) {
-        let _own = OwnChange::begin(&self.nodes);
-        Self::reply_empty(self.ns.fallocate(fh.0, mode, offset, length), reply);
+        self.send(self.ops.fallocate(fh.0, offset, length, mode), reply);
     }
 
     fn copy_file_range(
@@ -802,14 +650,9 @@ impl Filesystem for VfsFs {
         _flags: CopyFileRangeFlags,
         reply: ReplyWrite,
     ) {
-        let _own = OwnChange::begin(&self.nodes);
-        // The kernel checked the flags (none are defined) before sending.
-        match self
-            .ns
-            .copy_file_range(&cred(req), fh_in.0, offset_in, fh_out.0, offset_out, len)
-        {
-            Ok(n) => reply.written(n as u32),
-            Err(e) => reply.error(errno(e)),
-        }
+        let r =
+            self.ops
+                .copy_file_range(caller(req), fh_in.0, offset_in, fh_out.0, offset_out, len);
+        self.send(r, reply);
     }
 }

@@ -1,6 +1,9 @@
 //! The `fuse` target: vfscale mounted through FUSE for the run (a fresh
 //! namespace on a temporary directory, two server threads, 60 s TTLs), driven with the
 //! kernel target's real syscalls. Unmounted when the target is dropped.
+//! The `fuse-uring` target is the same mount served over FUSE-over-io_uring
+//! (`MountConfig::uring`); where the kernel refuses the ring it is not run
+//! (instantiation says why) rather than measured over /dev/fuse.
 //!
 //! Needs root and /dev/fuse; otherwise instantiation explains why not.
 
@@ -22,13 +25,14 @@ const TTL: std::time::Duration = std::time::Duration::from_secs(60);
 /// order: run directory removed, then unmount, then the mountpoint removed.
 pub struct FuseTarget {
     inner: KernelTarget,
+    id: TargetId,
     _mount: vfscale_fuse::Mounted,
     _dir: tempfile::TempDir,
     _vfs: vfscale::Vfs,
 }
 
 impl FuseTarget {
-    pub fn new(label: &str) -> Result<FuseTarget, String> {
+    pub fn new(label: &str, uring: bool) -> Result<FuseTarget, String> {
         if !std::path::Path::new("/dev/fuse").exists() {
             return Err("/dev/fuse is missing".into());
         }
@@ -47,13 +51,23 @@ impl FuseTarget {
                 entry: TTL,
                 attr: TTL,
             },
+            uring,
             ..vfscale_fuse::MountConfig::default()
         };
         let mount = vfscale_fuse::mount(&vfs, dir.path(), &cfg)
             .map_err(|e| format!("FUSE mount on {}: {e}", dir.path().display()))?;
-        let inner = KernelTarget::in_dir(dir.path(), label, TargetId::Fuse)?;
+        if let Some(why) = mount.uring_refusal() {
+            return Err(format!("FUSE over io_uring refused: {why}"));
+        }
+        let id = if uring {
+            TargetId::FuseUring
+        } else {
+            TargetId::Fuse
+        };
+        let inner = KernelTarget::in_dir(dir.path(), label, id)?;
         Ok(FuseTarget {
             inner,
+            id,
             _mount: mount,
             _dir: dir,
             _vfs: vfs,
@@ -66,7 +80,7 @@ impl Target for FuseTarget {
     type Thread = Vec<u8>;
 
     fn id(&self) -> TargetId {
-        TargetId::Fuse
+        self.id
     }
     fn lacks(&self, op: Op) -> Option<&'static str> {
         (op == Op::FdImplosion)

@@ -412,19 +412,22 @@ pub enum TargetId {
     VfsMemoryFs,
     VirtualFs,
     Fuse,
+    FuseUring,
 }
 
 impl TargetId {
-    pub const ALL: [TargetId; 6] = [
+    pub const ALL: [TargetId; 7] = [
         TargetId::Vfscale,
         TargetId::Kernel,
         TargetId::GlobalLock,
         TargetId::VfsMemoryFs,
         TargetId::VirtualFs,
         TargetId::Fuse,
+        TargetId::FuseUring,
     ];
 
-    /// What a run without `--targets` measures: every target but `fuse`,
+    /// What a run without `--targets` measures: every target but `fuse`
+    /// and `fuse-uring`,
     /// whose round trips (~30 µs each here) would stretch the default run's
     /// million-entry readdir-large far past its few-minute budget. Name it
     /// in `--targets` to include it.
@@ -444,6 +447,7 @@ impl TargetId {
             TargetId::VfsMemoryFs => "vfs-memoryfs",
             TargetId::VirtualFs => "virtual-filesystem",
             TargetId::Fuse => "fuse",
+            TargetId::FuseUring => "fuse-uring",
         }
     }
 
@@ -458,6 +462,9 @@ impl TargetId {
             }
             TargetId::Fuse => {
                 "real syscalls on a vfscale FUSE mount made for the run (root, /dev/fuse)"
+            }
+            TargetId::FuseUring => {
+                "the `fuse` target served over FUSE-over-io_uring (Linux 6.14+, root)"
             }
         }
     }
@@ -490,7 +497,8 @@ impl TargetId {
                 let dir = kernel.ok_or("no host directory was set up for the kernel target")?;
                 Ok(AnyTarget::Kernel(KernelTarget::new(dir, label)?))
             }
-            TargetId::Fuse => Ok(AnyTarget::Fuse(fuse::FuseTarget::new(label)?)),
+            TargetId::Fuse => Ok(AnyTarget::Fuse(fuse::FuseTarget::new(label, false)?)),
+            TargetId::FuseUring => Ok(AnyTarget::Fuse(fuse::FuseTarget::new(label, true)?)),
             #[cfg(feature = "peers")]
             TargetId::VfsMemoryFs => Ok(AnyTarget::VfsMemoryFs(peers::VfsMemoryFs::new())),
             #[cfg(feature = "peers")]

@@ -1,5 +1,11 @@
 //! Shared helpers of the mount tests: mount a fresh namespace on a temp
 //! dir (or skip with a printed reason), unmount in `Drop` even on panic.
+//!
+//! The transport: the `uring_*` test files include the classic ones and
+//! run every mount over FUSE-over-io_uring (`MountConfig::uring`), chosen
+//! here by the test binary's name (or VFSCALE_FUSE_URING=1 for any test);
+//! such a mount that the kernel serves over /dev/fuse instead skips its
+//! test with the printed reason.
 
 #![allow(dead_code)]
 
@@ -64,9 +70,17 @@ pub fn mount_config(cfg: MountConfig) -> Option<TestMount> {
     let vfs = Vfs::new();
     let cfg = MountConfig {
         allow_other: true,
+        uring: cfg.uring || over_uring(),
         ..cfg
     };
     match vfscale_fuse::mount(&vfs, dir.path(), &cfg) {
+        Ok(m) if cfg.uring && m.transport() == vfscale_fuse::Transport::DevFuse => {
+            eprintln!(
+                "SKIPPED: the ring was refused: {}",
+                m.uring_refusal().unwrap_or("no reason given")
+            );
+            None
+        }
         Ok(m) => Some(TestMount {
             mounted: Some(m),
             vfs,
@@ -78,6 +92,20 @@ pub fn mount_config(cfg: MountConfig) -> Option<TestMount> {
         }
         Err(e) => panic!("mount failed: {e}"),
     }
+}
+
+/// True when this test binary's mounts are to be served over io_uring.
+pub fn over_uring() -> bool {
+    if std::env::var_os("VFSCALE_FUSE_URING").is_some_and(|v| v == "1") {
+        return true;
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| {
+            p.file_name()
+                .map(|n| n.to_string_lossy().starts_with("uring_"))
+        })
+        .unwrap_or(false)
 }
 
 pub fn mount() -> Option<TestMount> {

@@ -1,0 +1,7 @@
+//! Every FUSE operation of ops.rs, served over FUSE-over-io_uring
+//! (`MountConfig::uring`; common/mod.rs picks the transport by this test
+//! binary's name). Each test skips with the printed reason where the
+//! kernel refuses the ring.
+
+#[path = "ops.rs"]
+mod ops;
