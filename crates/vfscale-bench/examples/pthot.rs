@@ -9,7 +9,7 @@
 //! bench's `--subdir`); `tmpfs` makes the same names at the same depth in
 //! a tmpfs namespace (no host at all). Two runs with different PASSES,
 //! their instruction difference divided by N × the PASSES difference, give
-//! the cost of one hot stat. With `PTHOT_SHUFFLE` set in the environment
+//! the cost of one hot stat. With `PTHOT_SHUFFLE=1` in the environment
 //! the hot passes use the bench's shuffled order instead of name order.
 //!
 //! `pthot share DIR N [sub]`: after the cold pass, thread A stats its half
@@ -114,7 +114,7 @@ fn main() {
                 .collect();
             let p = vfs.root_process();
             stat_all(&p, &paths);
-            if std::env::var_os("PTHOT_SHUFFLE").is_some() {
+            if std::env::var("PTHOT_SHUFFLE").is_ok_and(|v| v == "1") {
                 // The hot passes in the bench's shuffled order.
                 let order = vfscale_bench::cold_lookup::shuffled_order(n);
                 paths = order.iter().map(|&i| paths[i].clone()).collect();

@@ -74,6 +74,12 @@ pub struct ColdLookupArgs {
     /// with --quick).
     #[arg(long, value_name = "N")]
     pub repeat: Option<usize>,
+    /// The order of the hot passes: `shuffled` (default: one fixed
+    /// pseudo-random order, the same for both targets) or `name` (name
+    /// order, which is also the order vfscale allocated the entries in
+    /// during the cold pass; sessions 2–5 measured this way).
+    #[arg(long, value_enum, default_value_t = HotOrder::Shuffled)]
+    pub hot_order: HotOrder,
     /// Smoke run: few files, short hot phases.
     #[arg(long)]
     pub quick: bool,
@@ -93,6 +99,13 @@ pub struct ColdLookupArgs {
     /// kernel target stats them from `sub/`'s own fd, as before).
     #[arg(long)]
     pub subdir: bool,
+}
+
+/// The order of the hot passes.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HotOrder {
+    Shuffled,
+    Name,
 }
 
 struct Tree {
@@ -437,13 +450,14 @@ pub fn main(args: &ColdLookupArgs) -> Result<(), String> {
     let subdir = args.subdir;
     let host_before = host_state();
     println!(
-        "cold-lookup: {files} files in {}{} ({cold_how}); {repeat} run(s) per point; load {}; THP {}",
+        "cold-lookup: {files} files in {}{} ({cold_how}); {repeat} run(s) per point; hot order {:?}; load {}; THP {}",
         parent.display(),
         if subdir {
             ", in a subdirectory of the mirrored root"
         } else {
             ""
         },
+        args.hot_order,
         host_before["loadavg"].as_str().unwrap_or(""),
         host_before["transparent_hugepage"].as_str().unwrap_or(""),
     );
@@ -489,7 +503,10 @@ pub fn main(args: &ColdLookupArgs) -> Result<(), String> {
     let vfs = vfs.ok_or("no cold pass ran")?;
     // Hot: the last cold pass's instance and tree, a warm-up pass of each
     // target, then the samples in rounds over every point.
-    let hot_order = shuffled_order(files);
+    let hot_order = match args.hot_order {
+        HotOrder::Shuffled => shuffled_order(files),
+        HotOrder::Name => name_order.clone(),
+    };
     let dirfd = open_dir(&tree.files_dir)?;
     let (names, paths) = (&tree.names, &paths);
     let max_t = threads.iter().copied().max().unwrap_or(1);
@@ -561,7 +578,11 @@ pub fn main(args: &ColdLookupArgs) -> Result<(), String> {
     if let Some(path) = &args.json {
         let out = json!({
             "workload": "cold-lookup", "cold": cold_how, "subdir": subdir,
-            "repeat": repeat, "hot_order": "shuffled (fixed seed)",
+            "repeat": repeat,
+            "hot_order": match args.hot_order {
+                HotOrder::Shuffled => "shuffled (fixed seed)",
+                HotOrder::Name => "name",
+            },
             "host_before": host_before, "host_after": host_after,
             "rows": rows, "samples": samples,
         });
