@@ -22,9 +22,11 @@
 //! (thread count, target) in turn, so noise lands on all points alike;
 //! each point reports the median sample and the range. Hot passes visit
 //! the files in one fixed pseudo-random order (`shuffled_order`), the same
-//! for the kernel and vfscale: name order is also allocation order, which
-//! let the hardware prefetcher stream vfscale's dentries and inodes and
-//! made the rate depend on how a pass happened to line up with them.
+//! for the kernel and vfscale, unless `--hot-order name`: name order is
+//! also the order the cold pass allocated vfscale's dentries and inodes
+//! in, so the hardware prefetcher streams them and TLB entries are
+//! reused — a best case that no lookup order of a real client promises
+//! (sessions 2–5 measured only that).
 //! Each hot sample also records the threads' CPU time: stats per CPU
 //! second tell a slower thread (shared lines, memory bandwidth) from a
 //! descheduled one (other work on the machine).
@@ -610,4 +612,46 @@ fn open_dir(p: &Path) -> Result<OwnedFd, String> {
     }
     // SAFETY: a fresh fd nobody else owns.
     Ok(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shuffled_order_is_a_fixed_permutation() {
+        let a = shuffled_order(1000);
+        assert_eq!(a, shuffled_order(1000), "the same order every run");
+        let mut sorted = a.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..1000).collect::<Vec<_>>());
+        let in_place = a.iter().enumerate().filter(|&(i, &x)| i == x).count();
+        assert!(in_place < 20, "{in_place} of 1000 files kept their place");
+        assert!(shuffled_order(0).is_empty() && shuffled_order(1) == [0]);
+    }
+
+    #[test]
+    fn a_point_reports_the_median_sample_and_the_range() {
+        let rate = |wall: f64| Rate {
+            wall,
+            per_cpu_thread: wall * 2.0,
+        };
+        let p = Point {
+            samples: [5.0, 1.0, 9.0, 3.0, 7.0].map(rate).to_vec(),
+        };
+        assert_eq!((p.min(), p.median(), p.max()), (1.0, 5.0, 9.0));
+        assert_eq!(p.median_per_cpu_thread(), 10.0);
+        let even = Point {
+            samples: [4.0, 2.0].map(rate).to_vec(),
+        };
+        assert_eq!(even.median(), 2.0, "the lower middle of an even count");
+    }
+
+    #[test]
+    fn thread_shares_cover_the_order_once() {
+        let order = shuffled_order(11);
+        let mut seen: Vec<usize> = (0..3).flat_map(|t| share(&order, t, 3)).collect();
+        seen.sort_unstable();
+        assert_eq!(seen, (0..11).collect::<Vec<_>>());
+    }
 }
