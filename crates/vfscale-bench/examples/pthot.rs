@@ -4,10 +4,11 @@
 //! `pthot count DIR N PASSES [sub|tmpfs]`: mirrors DIR/files (made on the
 //! first run: N empty files f0000000.., the names `cold-lookup` uses) with
 //! the bench's passthrough settings (TTL 1 h, unused-dentry bound above
-//! N), stats every file once (cold) and then PASSES times (hot). `sub`
-//! mirrors DIR instead, so the files sit one directory below the root (the
-//! bench's `--subdir`); `tmpfs` makes the same names at the same depth in
-//! a tmpfs namespace (no host at all). Two runs with different PASSES,
+//! N), stats every file once (cold), once more in the hot order (warm-up)
+//! and then PASSES times (hot, timed). `sub` mirrors DIR instead, so the
+//! files sit one directory below the root (the bench's `--subdir`);
+//! `tmpfs` makes the same names at the same depth in a tmpfs namespace
+//! (no host at all). Two runs with different PASSES,
 //! their instruction difference divided by N × the PASSES difference, give
 //! the cost of one hot stat. With `PTHOT_SHUFFLE=1` in the environment
 //! the hot passes use the bench's shuffled order instead of name order.
