@@ -256,7 +256,8 @@ fn cold_lookup_quick_runs_and_reports() {
             "--files",
             "300",
         ])
-        .args(["--duration", "10ms", "--threads", "1,2", "--dir"])
+        .args(["--duration", "10ms", "--threads", "1,2", "--repeat", "2"])
+        .arg("--dir")
         .arg(dir.path())
         .arg("--json")
         .arg(&json)
@@ -282,6 +283,33 @@ fn cold_lookup_quick_runs_and_reports() {
     }
     let readdir = rows.iter().find(|r| r.get("readdir").is_some()).unwrap();
     assert!(num(readdir, "vfscale") > 0.0 && num(readdir, "kernel") > 0.0);
+    // One sample entry per (target, threads, phase), suite-shaped: the
+    // median of --repeat runs within their range.
+    let samples = v["samples"].as_array().unwrap();
+    assert_eq!(samples.len(), 2 * 2 * 2, "{samples:?}");
+    for target in ["kernel", "vfscale"] {
+        for threads in [1, 2] {
+            for phase in ["cold", "hot"] {
+                let s = samples
+                    .iter()
+                    .find(|s| {
+                        s["target"] == target
+                            && s["threads"] == threads
+                            && s["params"]["phase"] == phase
+                    })
+                    .unwrap_or_else(|| panic!("no {target} {threads} {phase} in {samples:?}"));
+                assert_eq!(s["params"]["files"], 300);
+                assert_eq!(s["runs"], 2);
+                let (lo, mid, hi) = (
+                    num(s, "ops_per_sec_min"),
+                    num(s, "ops_per_sec"),
+                    num(s, "ops_per_sec_max"),
+                );
+                assert!(lo > 0.0 && lo <= mid && mid <= hi, "{s:?}");
+            }
+        }
+    }
+    assert_eq!(v["hot_order"], "shuffled (fixed seed)");
 }
 
 #[test]

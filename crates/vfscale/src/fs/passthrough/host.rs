@@ -114,9 +114,11 @@ fn last_errno() -> Errno {
     )
 }
 
-/// A component is safe to hand to the host.
+/// A component is safe to hand to the host. One pass over the bytes (two
+/// `contains` were two memchr calls, ~30 instructions each for a short
+/// name; every miss checks its name twice).
 pub(crate) fn valid_component(name: &[u8]) -> bool {
-    !name.is_empty() && name != b"." && name != b".." && !name.contains(&b'/') && !name.contains(&0)
+    !name.is_empty() && name != b"." && name != b".." && !name.iter().any(|&b| b == b'/' || b == 0)
 }
 
 /// `dir/name` for a relative path `dir` ("" is the root).
@@ -440,6 +442,21 @@ pub(crate) fn list_host_dir(
             }) {
                 return Ok(());
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn valid_components_are_plain_names() {
+        for ok in [&b"a"[..], b"f0000123", b"...", b".a", b"a.", &[b'x'; 255]] {
+            assert!(valid_component(ok), "{ok:?}");
+        }
+        for bad in [&b""[..], b".", b"..", b"a/b", b"/", b"a\0", b"\0", b"ab/"] {
+            assert!(!valid_component(bad), "{bad:?}");
         }
     }
 }

@@ -201,7 +201,16 @@ impl Passthrough {
     /// A trusted fd of directory `dir` (dirs.rs) and, given `name`, the
     /// host path of its child `name`.
     fn dir_at(&self, dir: &Inode, name: Option<&[u8]>) -> SysResult<(At, Box<[u8]>)> {
-        let now = mono_ns();
+        self.dir_at_time(dir, name, mono_ns())
+    }
+
+    /// `dir_at` with the monotonic time `now` (ns) read by the caller.
+    fn dir_at_time(
+        &self,
+        dir: &Inode,
+        name: Option<&[u8]>,
+        now: u64,
+    ) -> SysResult<(At, Box<[u8]>)> {
         // Relaxed: read before the open below, so a rename that bumps it
         // meanwhile makes the next use re-open (the rename itself races
         // with this lookup either way).
@@ -349,15 +358,18 @@ impl Passthrough {
     }
 
     /// A fresh inode (one reference) mirroring host object `st`, entry
-    /// `name` of the directory open as `at`, at host path `rel`; `when`
-    /// timed the stat.
+    /// `name` of the directory open as `at`, at host path `rel`; `start`
+    /// holds the clocks read before the stat (`observe_start`). The clock
+    /// after it is read here, and only for a directory (the only kind
+    /// whose stamp is kept): later than the stat returned, which is all
+    /// `Observed::after` promises.
     fn make_inode(
         &self,
         sb: &SuperBlock,
         (at, name): (&At, &[u8]),
         rel: Box<[u8]>,
         st: &libc::stat,
-        when: Observed,
+        start: (u64, i64),
     ) -> SysResult<*const Inode> {
         let ty = st.st_mode & libc::S_IFMT;
         let body = match ty {
@@ -384,7 +396,7 @@ impl Passthrough {
         copy_attrs(i, st);
         let dir = (ty == libc::S_IFDIR).then(|| {
             let mut ds = Box::new(DirState::new());
-            ds.observe(st, when);
+            ds.observe(st, observed(start));
             ds
         });
         self.shard(i)
@@ -510,12 +522,13 @@ impl Filesystem for Passthrough {
     }
 
     fn lookup(&self, sb: &SuperBlock, dir: &Inode, name: &[u8]) -> SysResult<Option<*const Inode>> {
-        let (at, rel) = self.dir_at(dir, Some(name))?;
+        // One monotonic reading serves the fd's TTL check and as the time
+        // before the stat (an earlier "before" only makes the stamp's
+        // `stamp_at` more conservative): a miss reads two clocks, not four.
         let start = observe_start();
+        let (at, rel) = self.dir_at_time(dir, Some(name), start.0)?;
         match self.host.stat_at(self.raw(&at), name) {
-            Ok(st) => self
-                .make_inode(sb, (&at, name), rel, &st, observed(start))
-                .map(Some),
+            Ok(st) => self.make_inode(sb, (&at, name), rel, &st, start).map(Some),
             Err(Errno::ENOENT) => Ok(None),
             Err(e) => Err(e),
         }

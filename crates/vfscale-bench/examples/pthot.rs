@@ -1,0 +1,179 @@
+//! The hot stat of `cold-lookup` in isolation, for callgrind (instructions
+//! per hot stat) and lackey (lines two threads of hot stats both write).
+//!
+//! `pthot count DIR N PASSES [sub|tmpfs]`: mirrors DIR/files (made on the
+//! first run: N empty files f0000000.., the names `cold-lookup` uses) with
+//! the bench's passthrough settings (TTL 1 h, unused-dentry bound above
+//! N), stats every file once (cold), once more in the hot order (warm-up)
+//! and then PASSES times (hot, timed). `sub` mirrors DIR instead, so the
+//! files sit one directory below the root (the bench's `--subdir`);
+//! `tmpfs` makes the same names at the same depth in a tmpfs namespace
+//! (no host at all). Two runs with different PASSES,
+//! their instruction difference divided by N × the PASSES difference, give
+//! the cost of one hot stat. With `PTHOT_SHUFFLE=1` in the environment
+//! the hot passes use the bench's shuffled order instead of name order.
+//!
+//! `pthot share DIR N [sub]`: after the cold pass, thread A stats its half
+//! of the files (i even, as the bench's thread 0) twice — a warm-up pass,
+//! then a measured one — parks, then thread B does the same with the odd
+//! files. Stores to `MARK` (its address printed first) delimit the
+//! phases, as in `createshare`; `scripts/anon_shared_lines.py` lists the
+//! lines both measured phases touched with at least one write (a hot
+//! stat should write none that the other thread uses).
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Barrier};
+use std::time::Duration;
+use vfscale::fs::passthrough::PassthroughConfig;
+use vfscale::{abi, Process, ProcessApi, Vfs, VfsConfig};
+
+static MARK: AtomicU64 = AtomicU64::new(0);
+
+fn name(i: usize) -> String {
+    format!("f{i:07}")
+}
+
+fn make_files(dir: &Path, n: usize) {
+    std::fs::create_dir_all(dir).expect("mkdir");
+    for i in 0..n {
+        let p = dir.join(name(i));
+        if !p.exists() {
+            std::fs::File::create(p).expect("create");
+        }
+    }
+}
+
+/// The namespace and the prefix under which it shows the N files.
+fn namespace(dir: &Path, n: usize, how: &str) -> (Vfs, &'static str) {
+    let files = dir.join("files");
+    make_files(&files, n);
+    let config = VfsConfig {
+        max_unused_dentries: (2 * n).max(VfsConfig::default().max_unused_dentries),
+        ..VfsConfig::default()
+    };
+    if how == "tmpfs" {
+        let vfs = Vfs::with_config(config);
+        let p = vfs.root_process();
+        p.mkdir(b"/files", 0o755).expect("mkdir");
+        for i in 0..n {
+            let path = format!("/files/{}", name(i));
+            let fd = p
+                .open(path.as_bytes(), abi::O_CREAT | abi::O_WRONLY, 0o644)
+                .expect("create");
+            p.close(fd).expect("close");
+        }
+        return (vfs, "/files/");
+    }
+    let (root, prefix) = if how == "sub" {
+        (dir.to_path_buf(), "/files/")
+    } else {
+        (files, "/")
+    };
+    let vfs = Vfs::with_passthrough_root(
+        config,
+        &root,
+        PassthroughConfig {
+            ttl: Duration::from_secs(3600),
+            ..Default::default()
+        },
+    )
+    .expect("passthrough");
+    (vfs, prefix)
+}
+
+fn stat_all(p: &Process, paths: &[Vec<u8>]) {
+    for path in paths {
+        let st = std::hint::black_box(p.stat(std::hint::black_box(path))).expect("stat");
+        assert_eq!(st.mode & abi::S_IFMT, abi::S_IFREG);
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let usage = || -> ! {
+        eprintln!("usage: pthot count DIR N PASSES [sub|tmpfs] | pthot share DIR N [sub]");
+        std::process::exit(2)
+    };
+    let (cmd, dir, n) = match &args[..] {
+        [c, d, n, ..] => (
+            c.as_str(),
+            Path::new(d),
+            n.parse::<usize>().unwrap_or_else(|_| usage()),
+        ),
+        _ => usage(),
+    };
+    match cmd {
+        "count" => {
+            let passes: usize = args
+                .get(3)
+                .and_then(|a| a.parse().ok())
+                .unwrap_or_else(|| usage());
+            let how = args.get(4).map_or("", String::as_str);
+            let (vfs, prefix) = namespace(dir, n, how);
+            let mut paths: Vec<Vec<u8>> = (0..n)
+                .map(|i| format!("{prefix}{}", name(i)).into_bytes())
+                .collect();
+            let p = vfs.root_process();
+            stat_all(&p, &paths);
+            if std::env::var("PTHOT_SHUFFLE").is_ok_and(|v| v == "1") {
+                // The hot passes in the bench's shuffled order.
+                let order = vfscale_bench::cold_lookup::shuffled_order(n);
+                paths = order.iter().map(|&i| paths[i].clone()).collect();
+            }
+            // A warm-up pass in the measured order (the bench's too).
+            stat_all(&p, &paths);
+            let t0 = std::time::Instant::now();
+            for _ in 0..passes {
+                stat_all(&p, &paths);
+            }
+            eprintln!(
+                "{passes} hot passes of {n}: {:.1} ns per stat",
+                t0.elapsed().as_nanos() as f64 / (passes * n).max(1) as f64
+            );
+        }
+        "share" => {
+            eprintln!("MARK {:x}", &MARK as *const AtomicU64 as usize);
+            let how = args.get(3).map_or("", String::as_str);
+            let (vfs, prefix) = namespace(dir, n, how);
+            let half = |first: usize| -> Vec<Vec<u8>> {
+                (first..n)
+                    .step_by(2)
+                    .map(|i| format!("{prefix}{}", name(i)).into_bytes())
+                    .collect()
+            };
+            let (even, odd) = (half(0), half(1));
+            // The cold pass on both threads at once, as the bench's.
+            std::thread::scope(|s| {
+                for paths in [&even, &odd] {
+                    let p = vfs.root_process();
+                    s.spawn(move || stat_all(&p, paths));
+                }
+            });
+            let phase = |p: &Process, paths: &[Vec<u8>], first_mark: u64| {
+                stat_all(p, paths);
+                MARK.store(first_mark, Ordering::SeqCst);
+                stat_all(p, paths);
+                MARK.store(first_mark + 1, Ordering::SeqCst);
+            };
+            let (pa, pb) = (vfs.root_process(), vfs.root_process());
+            let (done_tx, done_rx) = mpsc::channel::<()>();
+            let a_done = Arc::new(Barrier::new(2));
+            std::thread::scope(|s| {
+                let a_done2 = a_done.clone();
+                let (phase, even) = (&phase, &even);
+                s.spawn(move || {
+                    phase(&pa, even, 1);
+                    a_done2.wait();
+                    // Parked until B is done: B must not reuse A's stack
+                    // or thread-locals.
+                    done_rx.recv().expect("B done");
+                });
+                a_done.wait();
+                let b = s.spawn(move || phase(&pb, &odd, 3));
+                b.join().expect("B");
+                done_tx.send(()).expect("A parked");
+            });
+        }
+        _ => usage(),
+    }
+}
