@@ -183,6 +183,8 @@ impl Process {
         } else {
             None
         };
+        // Read before the lock (`may_write_dir_as`).
+        let dir_perm = dir.perm_attr();
         let (mut locked, waited) = index.write_noting_wait();
         if locked.dead {
             return Err(Errno::ENOENT);
@@ -279,10 +281,11 @@ impl Process {
             };
             return Ok((found, created.is_ok()));
         }
-        self.may_modify_dir(dir)?;
-        let (uid, gid, m) = self.owner_in(dir, S_IFREG | (mode & S_IALLUGO));
+        super::refuse_backend_change(dir)?;
+        self.may_write_dir_as(dir_perm)?;
+        let (uid, gid, m) = self.owner_in_as(dir_perm, S_IFREG | (mode & S_IALLUGO));
         let m = (m & !self.umask_bits()) | S_IFREG;
-        let d = if let Some(inode) = prealloc {
+        let (d, stamp) = if let Some(inode) = prealloc {
             self.create_locked_prealloc(
                 &mut locked,
                 dir_d,
@@ -306,6 +309,12 @@ impl Process {
                 InodeBody::Regular(RwLock::new(Default::default())),
             )?
         };
+        if stamp.may_defer(&self.vfs) {
+            drop(locked);
+        }
+        // The directory's size and times (stamp.rs): after the lock when
+        // nothing prevents it.
+        stamp.apply();
         // SAFETY: the new dentry is pinned by the namespace reference.
         let dr = unsafe { &*d };
         let found = Found {
