@@ -112,7 +112,7 @@ impl SeqCount {
                 return;
             }
             spins += 1;
-            if spins % WRITE_LOCK_SPINS == 0 {
+            if spins.is_multiple_of(WRITE_LOCK_SPINS) {
                 yield_thread();
             } else {
                 spin_hint();
