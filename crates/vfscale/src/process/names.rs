@@ -548,8 +548,13 @@ impl Process {
         let dir_d = parent.dir.path.dentry;
         let dir = parent.dir.inode();
         let index = dir.dir_index().ok_or(Errno::ENOTDIR)?;
-        // Read before the lock (`may_write_dir_as`).
+        // The name's key and the directory's permission are computed
+        // before the lock (`may_write_dir_as`), their errors returned in
+        // the kernel's order inside it (a removed directory's ENOENT
+        // first): the critical section only looks them up.
+        let key = NameKey::lookup(name);
         let dir_perm = dir.perm_attr();
+        let may_write = self.may_write_dir_as(dir_perm);
         let (mut locked, waited) = index.write_noting_wait();
         if locked.dead {
             return Err(Errno::ENOENT);
@@ -557,7 +562,7 @@ impl Process {
         if waited {
             self.vfs.note_dir_contended(dir_d);
         }
-        let key = NameKey::lookup(name)?;
+        let key = key?;
         let (victim, vd, vi) = self.positive_child(dir_d, &key)?;
         // unlink("x/"): Linux answers from the victim's type at once.
         if !rmdir && parent.trailing_slash {
@@ -568,7 +573,7 @@ impl Process {
             });
         }
         // may_delete: permission, sticky bit, then the type.
-        self.may_delete_as(dir_perm, vi)?;
+        self.may_delete_as(dir_perm, may_write, vi)?;
         if rmdir && !vi.is_dir() {
             return Err(Errno::ENOTDIR);
         }
@@ -616,15 +621,22 @@ impl Process {
 
     /// Write+search on the directory and the sticky rule (EPERM).
     pub(super) fn may_delete(&self, dir: &Inode, victim: &Inode) -> SysResult<()> {
-        self.may_delete_as(dir.perm_attr(), victim)
+        let dir_perm = dir.perm_attr();
+        self.may_delete_as(dir_perm, self.may_write_dir_as(dir_perm), victim)
     }
 
-    /// `may_delete` from a copy of the directory's (mode, uid, gid) read
-    /// before its lock (`may_write_dir_as`).
-    fn may_delete_as(&self, dir_perm: (u32, u32, u32), victim: &Inode) -> SysResult<()> {
+    /// `may_delete` from a copy of the directory's (mode, uid, gid) and the
+    /// write permission checked from it, both before the directory lock
+    /// (`may_write_dir_as`): only the victim's part runs inside.
+    fn may_delete_as(
+        &self,
+        dir_perm: (u32, u32, u32),
+        may_write: SysResult<()>,
+        victim: &Inode,
+    ) -> SysResult<()> {
         // Permission only: unlink and rename send backend instances to
         // backend_names.rs before any in-memory change, and call this there.
-        self.may_write_dir_as(dir_perm)?;
+        may_write?;
         let (dmode, duid, _) = dir_perm;
         if !sticky_may_delete(&self.cred, dmode, duid, victim.perm_attr().1) {
             return Err(Errno::EPERM);

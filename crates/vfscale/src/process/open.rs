@@ -183,8 +183,12 @@ impl Process {
         } else {
             None
         };
-        // Read before the lock (`may_write_dir_as`).
+        // The directory's permission and the new file's owner, before the
+        // lock (`may_write_dir_as`); their errors are returned in the
+        // kernel's order, inside.
         let dir_perm = dir.perm_attr();
+        let may_write = self.may_write_dir_as(dir_perm);
+        let owner = self.owner_in_as(dir_perm, S_IFREG | (mode & S_IALLUGO));
         let (mut locked, waited) = index.write_noting_wait();
         if locked.dead {
             return Err(Errno::ENOENT);
@@ -282,8 +286,8 @@ impl Process {
             return Ok((found, created.is_ok()));
         }
         super::refuse_backend_change(dir)?;
-        self.may_write_dir_as(dir_perm)?;
-        let (uid, gid, m) = self.owner_in_as(dir_perm, S_IFREG | (mode & S_IALLUGO));
+        may_write?;
+        let (uid, gid, m) = owner;
         let m = (m & !self.umask_bits()) | S_IFREG;
         let (d, stamp) = if let Some(inode) = prealloc {
             self.create_locked_prealloc(
