@@ -313,14 +313,11 @@ impl Process {
                 InodeBody::Regular(RwLock::new(Default::default())),
             )?
         };
-        if stamp.may_defer(&self.vfs) {
-            drop(locked);
-        }
-        // The directory's size and times (stamp.rs): after the lock when
-        // nothing prevents it.
-        stamp.apply();
         // SAFETY: the new dentry is pinned by the namespace reference.
         let dr = unsafe { &*d };
+        // Read under the lock, as before the stamp moved out: the state
+        // this create made, which a racing unlink can only invalidate
+        // (the open's validation then walks again).
         let found = Found {
             path: PathPtr {
                 mnt: parent.dir.path.mnt,
@@ -329,6 +326,12 @@ impl Process {
             seq: dr.seq.read_begin(),
             inode: dr.inode_ptr(),
         };
+        if stamp.may_defer(&self.vfs) {
+            drop(locked);
+        }
+        // The directory's size and times (stamp.rs): after the lock when
+        // nothing prevents it.
+        stamp.apply();
         Ok((found, true))
     }
 
