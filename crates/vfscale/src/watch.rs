@@ -94,6 +94,13 @@ impl Watchers {
         l.len() != before
     }
 
+    /// Whether some observer is registered (Relaxed, as in `add`).
+    #[inline]
+    pub(crate) fn any(&self) -> bool {
+        // Relaxed: see `add`.
+        self.any.load(Ordering::Relaxed)
+    }
+
     /// Reports that the name of `d` (in its parent directory, whose lock
     /// the caller holds) changed meaning.
     #[inline]

@@ -277,3 +277,53 @@ fn getdents_updates_atime_only() {
     p.read_dir(b"/d").unwrap();
     assert_eq!(p.stat(b"/d").unwrap().atime, after.atime, "not again");
 }
+
+/// Creates and unlinks stamp their directory's size and times after
+/// dropping the directory lock (process/stamp.rs), where they race each
+/// other, a chmod of the directory and the link count changes of a file
+/// linked into it: every update is a read-modify-write inside the
+/// attribute seqlock, so none is lost. Two threads churn their own names,
+/// a third links and unlinks a file from another directory and chmods the
+/// directory; at rest the directory's size counts exactly its entries and
+/// the file's link count its names.
+#[test]
+fn directory_stamps_outside_the_lock_lose_no_update() {
+    let (vfs, p) = setup();
+    p.mkdir(b"/d", 0o755).unwrap();
+    p.mkdir(b"/e", 0o755).unwrap();
+    mkfile(&p, b"/e/x", b"");
+    mkfile(&p, b"/d/kept", b"");
+    let before = p.stat(b"/d").unwrap();
+    std::thread::scope(|s| {
+        for name in [&b"/d/a"[..], b"/d/b"] {
+            let q = vfs.root_process();
+            s.spawn(move || {
+                for _ in 0..3000 {
+                    let fd = q.open(name, O_CREAT | O_EXCL | O_WRONLY, 0o644).unwrap();
+                    q.close(fd).unwrap();
+                    q.unlink(name).unwrap();
+                }
+                q.exit();
+            });
+        }
+        let q = vfs.root_process();
+        s.spawn(move || {
+            for i in 0..3000u32 {
+                q.link(b"/e/x", b"/d/l").unwrap();
+                q.chmod(b"/d", 0o700 | (i & 0o55)).unwrap();
+                q.unlink(b"/d/l").unwrap();
+            }
+            q.chmod(b"/d", 0o751).unwrap();
+            q.exit();
+        });
+    });
+    let st = p.stat(b"/d").unwrap();
+    // ".", ".." and "kept", 20 bytes each (tmpfs's BOGO_DIRENT_SIZE).
+    assert_eq!(st.size, 3 * 20);
+    assert_eq!(st.nlink, 2);
+    assert_eq!(st.mode, S_IFDIR | 0o751);
+    assert!(st.mtime >= before.mtime && st.ctime >= before.ctime);
+    assert_eq!(p.stat(b"/e/x").unwrap().nlink, 1);
+    p.exit();
+    vfs.check_invariants().unwrap();
+}

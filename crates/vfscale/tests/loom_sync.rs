@@ -206,6 +206,51 @@ fn seqcount_no_torn_read() {
     assert_eq!(seen, HashSet::from([0, 1]), "the reader accepts each state");
 }
 
+/// Two writers that share no other lock update a pair with a
+/// read-modify-write inside `write_lock` sections (the inode attribute
+/// protocol: the odd count is the writers' lock) while a reader makes one
+/// attempt to copy it: no update is lost (with `write_begin` instead of
+/// `write_lock` one is: checked when the model was written) and an
+/// accepted copy is never torn. The reader does not spin, so that loom's
+/// branch budget goes to the writers' race.
+#[test]
+fn seqcount_write_lock_excludes_writers() {
+    let seen = outcomes(|| {
+        let shared = Arc::new((SeqCount::new(), AtomicU32::new(0), AtomicU32::new(0)));
+        let write = |s: &(SeqCount, AtomicU32, AtomicU32)| {
+            let (seq, a, b) = s;
+            seq.write_lock();
+            // Relaxed: data under the seqcount under test.
+            let v = a.load(Relaxed) + 1;
+            a.store(v, Relaxed);
+            b.store(v, Relaxed);
+            seq.write_end();
+        };
+        let s1 = Arc::clone(&shared);
+        let writer = thread::spawn(move || write(&s1));
+        let s2 = Arc::clone(&shared);
+        let reader = thread::spawn(move || {
+            let (seq, a, b) = &*s2;
+            let start = seq.read_begin_raw();
+            let (x, y) = (a.load(Relaxed), b.load(Relaxed));
+            if seq.read_retry(start) {
+                None
+            } else {
+                assert_eq!(x, y, "accepted a torn pair");
+                Some(x)
+            }
+        });
+        write(&shared);
+        writer.join().unwrap();
+        let accepted = reader.join().unwrap();
+        let (seq, a, _) = &*shared;
+        assert_eq!(a.load(Relaxed), 2, "an update was lost");
+        assert_eq!(seq.raw(), 4);
+        accepted
+    });
+    assert!(seen.contains(&None) && seen.contains(&Some(0)) && seen.contains(&Some(2)));
+}
+
 // ------------------------------------------------------------- hash chains
 
 /// A node's key, written only at creation.

@@ -15,14 +15,25 @@
 //! dentry for its name and never its inode: one stream of cache misses
 //! through a big directory instead of two.
 //!
-//! A small directory (up to `SMALL_MAX` children) keeps its entries in a
-//! vector sorted by cookie instead of a B-tree: a create appends one
+//! A small directory (up to `SMALL_MAX` children) keeps its entries in an
+//! array sorted by cookie instead of a B-tree: a create appends one
 //! 32-byte entry (new cookies are the largest), an unlink removes one by
 //! binary search. Threads changing names in one directory then write one
 //! or two lines of it per change instead of the B-tree leaf's three (its
 //! length, key and value arrays lie on separate lines), in fewer
 //! instructions under the directory lock. Past `SMALL_MAX` the index
 //! becomes a B-tree for good (a large directory's unlinks stay O(log n)).
+//!
+//! Everything a name change writes in the index — the next cookie, the
+//! count and the entries — lives in one heap block behind a pointer
+//! (session 6), line-aligned with the count and cookie beside the first
+//! entry: the `DirIndex` itself sits on the inode's third line beside the
+//! directory lock word, which waiters for the lock keep reading, and a
+//! holder's store to that line after each of their reads costs it one
+//! more transfer of the line. A name change now writes the lock's line
+//! only to take and release the lock. A small index starts at 4 entries
+//! (192 bytes) and grows once to 16 (576); a directory that never had a
+//! child allocates nothing.
 
 use crate::dcache::dentry::Dentry;
 use std::collections::BTreeMap;
@@ -60,45 +71,115 @@ unsafe impl Send for DentryPtr {}
 // SAFETY: as above.
 unsafe impl Sync for DentryPtr {}
 
-/// Children a directory keeps in a sorted vector before its index turns
+/// Children a directory keeps in a sorted array before its index turns
 /// into a B-tree.
 const SMALL_MAX: usize = 16;
+/// The first small index's capacity.
+const SMALL_FIRST: usize = 4;
 
+/// An unused slot of a small index.
+const NO_ENTRY: (u64, DentryPtr) = (
+    0,
+    DentryPtr {
+        dentry: core::ptr::null(),
+        ino: 0,
+        file_type: 0,
+    },
+);
+
+/// A small index: the next cookie and the count on the block's first line
+/// with the first entries (module comment).
+#[repr(C, align(64))]
 #[derive(Debug)]
-enum Children {
-    /// Sorted by cookie, at most `SMALL_MAX` entries.
-    Small(Vec<(u64, DentryPtr)>),
-    /// Boxed: the enum then fits in the vector's size (the inode's third
-    /// line holds the directory lock around this index); the extra
-    /// allocation is once per large directory.
-    #[allow(clippy::box_collection)]
-    Large(Box<BTreeMap<u64, DentryPtr>>),
+struct Small<const N: usize> {
+    next_cookie: u64,
+    len: usize,
+    /// Sorted by cookie; `entries[len..]` are unused.
+    entries: [(u64, DentryPtr); N],
 }
 
 #[cfg(not(loom))]
-const _: () = assert!(
-    core::mem::size_of::<Children>() == core::mem::size_of::<Vec<(u64, DentryPtr)>>(),
-    "the index's representation costs no tag word"
-);
+const _: () = {
+    assert!(core::mem::size_of::<(u64, DentryPtr)>() == 32);
+    assert!(core::mem::offset_of!(Small<4>, entries) == 16);
+    assert!(core::mem::size_of::<Small<SMALL_FIRST>>() == 192);
+    assert!(core::mem::size_of::<Small<SMALL_MAX>>() == 576);
+};
+
+impl<const N: usize> Small<N> {
+    fn new(next_cookie: u64, from: &[(u64, DentryPtr)]) -> Box<Small<N>> {
+        let mut s = Box::new(Small {
+            next_cookie,
+            len: from.len(),
+            entries: [NO_ENTRY; N],
+        });
+        s.entries[..from.len()].copy_from_slice(from);
+        s
+    }
+
+    fn live(&self) -> &[(u64, DentryPtr)] {
+        &self.entries[..self.len]
+    }
+
+    /// Files `entry` under `cookie` (not present); false if full.
+    fn try_file(&mut self, cookie: u64, entry: DentryPtr) -> bool {
+        let len = self.len;
+        if len == N {
+            return false;
+        }
+        let at = self.live().partition_point(|&(c, _)| c < cookie);
+        debug_assert!(self.live().get(at).is_none_or(|&(c, _)| c != cookie));
+        if at < len {
+            self.entries.copy_within(at..len, at + 1);
+        }
+        self.entries[at] = (cookie, entry);
+        self.len = len + 1;
+        true
+    }
+
+    fn remove(&mut self, cookie: u64) -> bool {
+        match self.live().binary_search_by_key(&cookie, |&(c, _)| c) {
+            Ok(at) => {
+                // The slot left past `len` keeps its stale copy: never read.
+                if at + 1 < self.len {
+                    self.entries.copy_within(at + 1..self.len, at);
+                }
+                self.len -= 1;
+                true
+            }
+            Err(_) => false,
+        }
+    }
+}
+
+/// A large index and its next cookie.
+#[derive(Debug)]
+struct Large {
+    next_cookie: u64,
+    map: BTreeMap<u64, DentryPtr>,
+}
+
+#[derive(Debug)]
+enum Children {
+    /// No child was ever filed and no cookie handed out: the next cookie
+    /// is `FIRST_CHILD_COOKIE`.
+    Empty,
+    Small4(Box<Small<SMALL_FIRST>>),
+    Small16(Box<Small<SMALL_MAX>>),
+    Large(Box<Large>),
+}
 
 #[derive(Debug)]
 pub struct DirIndex {
     children: Children,
-    /// The next child's cookie, and in bit 63 ([`DEAD`]) whether rmdir
-    /// removed the directory: it then takes no new names (lookups give
-    /// ENOENT). One word for both keeps the directory lock, with its
-    /// writers' queue, inside the inode's third line.
-    next_cookie_and_dead: u64,
+    /// Set by rmdir: the directory takes no new names (lookups give ENOENT).
+    dead: bool,
 }
-
-/// The dead flag's bit in `next_cookie_and_dead`; cookies stay below it
-/// (2^63 creates in one directory are out of reach).
-const DEAD: u64 = 1 << 63;
 
 #[cfg(not(loom))]
 const _: () = assert!(
-    core::mem::size_of::<DirIndex>() == 32,
-    "a directory's lock, writers' queue and index fill the inode's body slot"
+    core::mem::size_of::<DirIndex>() <= 32,
+    "a directory's lock, writers' queue and index fit the inode's body slot"
 );
 
 impl Default for DirIndex {
@@ -108,51 +189,94 @@ impl Default for DirIndex {
 }
 
 impl DirIndex {
-    fn next_cookie(&self) -> u64 {
-        self.next_cookie_and_dead & !DEAD
-    }
-
     /// Whether rmdir removed this directory (it takes no new names).
     pub(crate) fn is_dead(&self) -> bool {
-        self.next_cookie_and_dead & DEAD != 0
+        self.dead
     }
 
     pub(crate) fn mark_dead(&mut self) {
-        self.next_cookie_and_dead |= DEAD;
+        self.dead = true;
     }
 
     pub fn new() -> DirIndex {
         DirIndex {
-            children: Children::Small(Vec::new()),
-            next_cookie_and_dead: FIRST_CHILD_COOKIE,
+            children: Children::Empty,
+            dead: false,
+        }
+    }
+
+    /// The next cookie to hand out, allocating the first small block if
+    /// there is none yet.
+    fn next_cookie_mut(&mut self) -> &mut u64 {
+        if let Children::Empty = self.children {
+            self.children = Children::Small4(Small::new(FIRST_CHILD_COOKIE, &[]));
+        }
+        match &mut self.children {
+            Children::Small4(s) => &mut s.next_cookie,
+            Children::Small16(s) => &mut s.next_cookie,
+            Children::Large(l) => &mut l.next_cookie,
+            Children::Empty => unreachable!("allocated above"),
+        }
+    }
+
+    /// The next cookie to hand out.
+    fn next_cookie(&self) -> u64 {
+        match &self.children {
+            Children::Empty => FIRST_CHILD_COOKIE,
+            Children::Small4(s) => s.next_cookie,
+            Children::Small16(s) => s.next_cookie,
+            Children::Large(l) => l.next_cookie,
+        }
+    }
+
+    /// The children in cookie order, when the index is small.
+    fn small_entries(&self) -> Option<&[(u64, DentryPtr)]> {
+        match &self.children {
+            Children::Empty => Some(&[]),
+            Children::Small4(s) => Some(s.live()),
+            Children::Small16(s) => Some(s.live()),
+            Children::Large(_) => None,
         }
     }
 
     /// Adds a child and returns its cookie.
     pub fn insert(&mut self, d: *const Dentry) -> u64 {
-        let cookie = self.next_cookie();
-        self.next_cookie_and_dead += 1;
+        let cookie = self.reserve_cookie();
         // The largest cookie yet: a small index appends.
         self.file(cookie, DentryPtr::of(d));
         cookie
     }
 
-    /// Files `entry` under `cookie`, which is not in the index.
+    /// Files `entry` under `cookie`, which is not in the index and was
+    /// handed out already (so the index has a block).
     fn file(&mut self, cookie: u64, entry: DentryPtr) {
         match &mut self.children {
-            Children::Small(v) if v.len() < SMALL_MAX => {
-                let at = v.partition_point(|&(c, _)| c < cookie);
-                debug_assert!(v.get(at).is_none_or(|&(c, _)| c != cookie));
-                v.insert(at, (cookie, entry));
+            Children::Small4(s) => {
+                if !s.try_file(cookie, entry) {
+                    let mut grown: Box<Small<SMALL_MAX>> = Small::new(s.next_cookie, s.live());
+                    let filed = grown.try_file(cookie, entry);
+                    debug_assert!(filed, "a grown index has room");
+                    self.children = Children::Small16(grown);
+                }
             }
-            Children::Small(v) => {
-                let mut map: BTreeMap<u64, DentryPtr> = v.drain(..).collect();
-                map.insert(cookie, entry);
-                self.children = Children::Large(Box::new(map));
+            Children::Small16(s) => {
+                if !s.try_file(cookie, entry) {
+                    let mut map: BTreeMap<u64, DentryPtr> = s.live().iter().copied().collect();
+                    map.insert(cookie, entry);
+                    self.children = Children::Large(Box::new(Large {
+                        next_cookie: s.next_cookie,
+                        map,
+                    }));
+                }
             }
-            Children::Large(map) => {
-                let old = map.insert(cookie, entry);
+            Children::Large(l) => {
+                let old = l.map.insert(cookie, entry);
                 debug_assert!(old.is_none(), "cookie {cookie} still in use");
+            }
+            Children::Empty => {
+                debug_assert!(false, "cookie {cookie} filed before any was handed out");
+                *self.next_cookie_mut() = cookie + 1;
+                self.file(cookie, entry);
             }
         }
     }
@@ -160,22 +284,19 @@ impl DirIndex {
     /// Removes the child filed under `cookie`.
     pub fn remove(&mut self, cookie: u64) {
         let removed = match &mut self.children {
-            Children::Small(v) => match v.binary_search_by_key(&cookie, |&(c, _)| c) {
-                Ok(at) => {
-                    v.remove(at);
-                    true
-                }
-                Err(_) => false,
-            },
-            Children::Large(map) => map.remove(&cookie).is_some(),
+            Children::Empty => false,
+            Children::Small4(s) => s.remove(cookie),
+            Children::Small16(s) => s.remove(cookie),
+            Children::Large(l) => l.map.remove(&cookie).is_some(),
         };
         debug_assert!(removed, "child index lost cookie {cookie}");
     }
 
     /// Hands out a cookie now for a child filed later with `insert_at`.
     pub fn reserve_cookie(&mut self) -> u64 {
-        let cookie = self.next_cookie();
-        self.next_cookie_and_dead += 1;
+        let next = self.next_cookie_mut();
+        let cookie = *next;
+        *next += 1;
         cookie
     }
 
@@ -192,8 +313,8 @@ impl DirIndex {
 
     pub fn len(&self) -> usize {
         match &self.children {
-            Children::Small(v) => v.len(),
-            Children::Large(map) => map.len(),
+            Children::Large(l) => l.map.len(),
+            _ => self.small_entries().map_or(0, <[_]>::len),
         }
     }
 
@@ -205,12 +326,13 @@ impl DirIndex {
     /// `iter_from` with each child's inode number and file type.
     pub fn entries_from(&self, from: u64) -> impl Iterator<Item = (u64, DentryPtr)> + '_ {
         let from = from.max(FIRST_CHILD_COOKIE);
-        let (small, large) = match &self.children {
-            Children::Small(v) => {
+        let (small, large) = match (&self.children, self.small_entries()) {
+            (_, Some(v)) => {
                 let at = v.partition_point(|&(c, _)| c < from);
                 (Some(v[at..].iter().copied()), None)
             }
-            Children::Large(map) => (None, Some(map.range(from..).map(|(&c, &e)| (c, e)))),
+            (Children::Large(l), None) => (None, Some(l.map.range(from..).map(|(&c, &e)| (c, e)))),
+            _ => (None, None),
         };
         small
             .into_iter()
@@ -265,5 +387,36 @@ mod tests {
             assert_eq!(got, exp, "step {step}");
         }
         assert!(matches!(idx.children, Children::Large(_)));
+    }
+
+    /// The representation grows Empty -> 4 -> 16 -> B-tree and the next
+    /// cookie survives each step; shrinking never goes back.
+    #[test]
+    fn small_index_grows_in_two_steps() {
+        let entry = |i: u64| DentryPtr {
+            dentry: (i as usize * 64) as *const Dentry,
+            ino: i,
+            file_type: 0,
+        };
+        let mut idx = DirIndex::new();
+        assert!(matches!(idx.children, Children::Empty));
+        assert_eq!(idx.next_cookie(), FIRST_CHILD_COOKIE);
+        for i in 0..17u64 {
+            let c = idx.reserve_cookie();
+            assert_eq!(c, FIRST_CHILD_COOKIE + i);
+            idx.file(c, entry(i));
+            let want = match i {
+                0..4 => matches!(idx.children, Children::Small4(_)),
+                4..16 => matches!(idx.children, Children::Small16(_)),
+                _ => matches!(idx.children, Children::Large(_)),
+            };
+            assert!(want, "after {} children", i + 1);
+        }
+        assert_eq!(idx.next_cookie(), FIRST_CHILD_COOKIE + 17);
+        for i in 0..17u64 {
+            idx.remove(FIRST_CHILD_COOKIE + i);
+        }
+        assert!(idx.is_empty());
+        assert_eq!(idx.reserve_cookie(), FIRST_CHILD_COOKIE + 17);
     }
 }

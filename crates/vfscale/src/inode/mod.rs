@@ -2,12 +2,15 @@
 //!
 //! Layout (asserted below): lines 0-1 hold the attribute block read by
 //! `stat` and by permission checks during lock-free path walks; line 2 holds
-//! what writers touch (refcount, the attribute writer lock, the body).
+//! what writers touch (refcount, the body; for a directory, the directory
+//! lock and its index).
 //!
 //! Invariants:
 //! - Attribute fields are atomics written only inside `attr_seq` write
-//!   sections by a holder of `attr_lock`; readers copy them under the seqcount
-//!   and retry, so `stat` writes no shared memory.
+//!   sections opened with `SeqCount::write_lock` (the odd count is the
+//!   writers' lock: no separate mutex, so a directory's name change writes
+//!   no attribute lock on its lock's line); readers copy them under the
+//!   seqcount and retry, so `stat` writes no shared memory.
 //! - `ino`, `rdev`, `btime`, `sb` and the file type bits of `mode` never change.
 //! - The refcount counts dentries bound to the inode plus transient holders;
 //!   the inode is retired through the epoch collector when it drops to zero,
@@ -24,7 +27,7 @@ use crate::dir::index::DirIndex;
 use crate::fs::tmpfs::data::FileData;
 use crate::fs::SuperBlock;
 use crate::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
-use crate::sync::lock::{Mutex, RwLock};
+use crate::sync::lock::RwLock;
 use crate::sync::refcount::RefCount;
 use crate::sync::seqcount::SeqCount;
 
@@ -115,7 +118,6 @@ pub struct Inode {
     pub(crate) sb: *const SuperBlock,
     // ---- line 2: write-hot ----
     pub(crate) refcount: RefCount,
-    attr_lock: Mutex<()>,
     pub(crate) body: InodeBody,
 }
 
@@ -202,7 +204,6 @@ impl Inode {
             sb,
             refcount: RefCount::new(0),
             group: 0,
-            attr_lock: Mutex::new(()),
             body,
         }
     }
@@ -312,11 +313,11 @@ impl Inode {
         self.ino
     }
 
-    /// Changes attributes: `f` runs with the writer lock held inside a
-    /// seqcount write section and edits through the `AttrWriter`.
+    /// Changes attributes: `f` runs inside a seqcount write section that
+    /// excludes other writers (`SeqCount::write_lock`) and edits through the
+    /// `AttrWriter`. `f` must not block or take locks (writers spin).
     pub fn update_attr<R>(&self, f: impl FnOnce(&mut AttrWriter<'_>) -> R) -> R {
-        let _lock = self.attr_lock.lock();
-        self.attr_seq.write_begin();
+        self.attr_seq.write_lock();
         let r = f(&mut AttrWriter { inode: self });
         self.attr_seq.write_end();
         r

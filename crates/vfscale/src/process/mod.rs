@@ -27,6 +27,7 @@ mod mounts;
 mod names;
 mod open;
 mod space;
+mod stamp;
 mod syscalls;
 mod xattr;
 
@@ -346,7 +347,17 @@ impl Process {
 
     /// Write and search permission on a directory.
     fn may_write_dir(&self, dir: &Inode) -> SysResult<()> {
-        let (mode, uid, gid) = dir.perm_attr();
+        self.may_write_dir_as(dir.perm_attr())
+    }
+
+    /// `may_write_dir` from a (mode, uid, gid) copy of the directory's
+    /// attributes that the caller read before taking the directory lock:
+    /// create and unlink read them there so that the critical section does
+    /// not pull the directory's attribute line, which the previous holder's
+    /// name change stamped (`stamp.rs`). It checks exactly what a read
+    /// under the lock would: chmod and chown of a directory do not take its
+    /// lock, so either read may see the mode before or after a racing one.
+    fn may_write_dir_as(&self, (mode, uid, gid): (u32, u32, u32)) -> SysResult<()> {
         may_access(&self.cred, mode, uid, gid, MAY_WRITE | MAY_EXEC)
     }
 

@@ -6,6 +6,7 @@
 //! rename lock, then the two directory locks ancestor-first (else by
 //! address), then the global rename seqcount's write section.
 
+use super::stamp::NameStamp;
 use super::Process;
 use crate::abi::*;
 use crate::cred::perm::{may_access, new_inode_owner, sticky_may_delete, MAY_WRITE};
@@ -57,11 +58,11 @@ impl Process {
     /// Creates a node named `key` in the locked directory `dir` (dentry
     /// `dir_d`) and returns its dentry, pinned by the namespace reference.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn create_locked(
+    pub(crate) fn create_locked<'a>(
         &self,
         index: &mut RwLockWriteGuard<'_, DirIndex>,
         dir_d: *const Dentry,
-        dir: &Inode,
+        dir: &'a Inode,
         key: &NameKey<'_>,
         neg: *const Dentry,
         mode: u32,
@@ -69,7 +70,7 @@ impl Process {
         gid: u32,
         rdev: u64,
         body: InodeBody,
-    ) -> SysResult<*const Dentry> {
+    ) -> SysResult<(*const Dentry, NameStamp<'a>)> {
         // SAFETY: an inode's superblock outlives it.
         let sb = unsafe { &*dir.sb };
         let is_dir = s_isdir(mode);
@@ -84,29 +85,27 @@ impl Process {
         let ino = sb.ino_alloc.alloc();
         let inode = self.vfs.alloc_inode(sb, ino, mode, uid, gid, rdev, body);
         let d = self.bind_name(dir_d, key, neg, inode, core::ptr::null());
-        self.index_child(index, dir, d, is_dir);
-        Ok(d)
+        Ok((d, self.index_child(index, dir, d, is_dir)))
     }
 
     /// `create_locked` for an inode allocated before the directory lock
     /// (`prealloc_inode`): gives it its owner and mode, then names it.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn create_locked_prealloc(
+    pub(crate) fn create_locked_prealloc<'a>(
         &self,
         index: &mut RwLockWriteGuard<'_, DirIndex>,
         dir_d: *const Dentry,
-        dir: &Inode,
+        dir: &'a Inode,
         key: &NameKey<'_>,
         neg: *const Dentry,
         inode: Prealloc<'_>,
         (mode, uid, gid): (u32, u32, u32),
-    ) -> *const Dentry {
+    ) -> (*const Dentry, NameStamp<'a>) {
         let (inode, fresh) = inode.take();
         // SAFETY: ours alone until `bind_name` publishes it.
         unsafe { &*inode }.init_owner(mode, uid, gid);
         let d = self.bind_name(dir_d, key, neg, inode, fresh);
-        self.index_child(index, dir, d, s_isdir(mode));
-        d
+        (d, self.index_child(index, dir, d, s_isdir(mode)))
     }
 
     /// An inode of type `file_type` and a dentry for `key` in `dir_d`
@@ -182,21 +181,19 @@ impl Process {
         }
     }
 
-    /// Files a new positive child in the index and updates the directory.
-    fn index_child(&self, index: &mut DirIndex, dir: &Inode, d: *const Dentry, is_dir: bool) {
+    /// Files a new positive child in the index; the directory's attribute
+    /// update is the returned stamp's (applied where the caller drops it).
+    fn index_child<'a>(
+        &self,
+        index: &mut DirIndex,
+        dir: &'a Inode,
+        d: *const Dentry,
+        is_dir: bool,
+    ) -> NameStamp<'a> {
         let cookie = index.insert(d);
         // Relaxed: the cookie is read under the directory lock.
         unsafe { &*d }.cookie.store(cookie, Ordering::Relaxed);
-        let t = now();
-        dir.update_attr(|a| {
-            if is_dir {
-                let n = a.get().nlink;
-                a.set_nlink(n + 1);
-            }
-            a.add_dir_entries(1);
-            a.set_mtime(t);
-            a.set_ctime(t);
-        });
+        NameStamp::new(dir, 1, i32::from(is_dir))
     }
 
     /// The common prologue of mkdir, mknod, symlink and link: locks the
@@ -249,7 +246,16 @@ impl Process {
     /// Owner, group and mode of a new inode of `mode` in directory `dir`
     /// (setgid inheritance), from one read of the directory's attributes.
     pub(super) fn owner_in(&self, dir: &Inode, mode: u32) -> (u32, u32, u32) {
-        let (dir_mode, _, dir_gid) = dir.perm_attr();
+        self.owner_in_as(dir.perm_attr(), mode)
+    }
+
+    /// `owner_in` from a copy of the directory's (mode, uid, gid) read
+    /// before its lock (`may_write_dir_as`).
+    pub(super) fn owner_in_as(
+        &self,
+        (dir_mode, _, dir_gid): (u32, u32, u32),
+        mode: u32,
+    ) -> (u32, u32, u32) {
         new_inode_owner(&self.cred, dir_mode, dir_gid, mode)
     }
 
@@ -397,7 +403,7 @@ impl Process {
                     self.vfs.admit((k[0] + k[1] + k[3]) as u64, Errno::ENOMEM)?;
                     sb.charge_blocks(blocks)?;
                 }
-                let d = self
+                let (d, _dir_stamp) = self
                     .create_locked(
                         idx,
                         parent.dir.path.dentry,
@@ -512,7 +518,7 @@ impl Process {
             // A new name of an exported inode is an alias too (fs/export.rs).
             // SAFETY: `d` is hashed and our directory lock keeps it so.
             sb.exports.note_link(inode.ino, unsafe { &*d });
-            self.index_child(idx, dir, d, false);
+            self.index_child(idx, dir, d, false).apply();
             Ok(())
         })
     }
@@ -542,6 +548,13 @@ impl Process {
         let dir_d = parent.dir.path.dentry;
         let dir = parent.dir.inode();
         let index = dir.dir_index().ok_or(Errno::ENOTDIR)?;
+        // The name's key and the directory's permission are computed
+        // before the lock (`may_write_dir_as`), their errors returned in
+        // the kernel's order inside it (a removed directory's ENOENT
+        // first): the critical section only looks them up.
+        let key = NameKey::lookup(name);
+        let dir_perm = dir.perm_attr();
+        let may_write = self.may_write_dir_as(dir_perm);
         let (mut locked, waited) = index.write_noting_wait();
         if locked.is_dead() {
             return Err(Errno::ENOENT);
@@ -549,7 +562,7 @@ impl Process {
         if waited {
             self.vfs.note_dir_contended(dir_d);
         }
-        let key = NameKey::lookup(name)?;
+        let key = key?;
         let (victim, vd, vi) = self.positive_child(dir_d, &key)?;
         // unlink("x/"): Linux answers from the victim's type at once.
         if !rmdir && parent.trailing_slash {
@@ -560,7 +573,7 @@ impl Process {
             });
         }
         // may_delete: permission, sticky bit, then the type.
-        self.may_delete(dir, vi)?;
+        self.may_delete_as(dir_perm, may_write, vi)?;
         if rmdir && !vi.is_dir() {
             return Err(Errno::ENOTDIR);
         }
@@ -578,8 +591,14 @@ impl Process {
             }
             victim_index = Some(vidx);
         }
-        self.remove_name(&mut locked, dir, vd, vi, victim_index);
-        drop(locked);
+        let stamp = self.remove_name(&mut locked, dir, vd, vi, victim_index);
+        if stamp.may_defer(&self.vfs) {
+            drop(locked);
+            stamp.apply();
+        } else {
+            stamp.apply();
+            drop(locked);
+        }
         self.vfs.release_name_refs(&[victim], _g);
         Ok(())
     }
@@ -602,10 +621,23 @@ impl Process {
 
     /// Write+search on the directory and the sticky rule (EPERM).
     pub(super) fn may_delete(&self, dir: &Inode, victim: &Inode) -> SysResult<()> {
+        let dir_perm = dir.perm_attr();
+        self.may_delete_as(dir_perm, self.may_write_dir_as(dir_perm), victim)
+    }
+
+    /// `may_delete` from a copy of the directory's (mode, uid, gid) and the
+    /// write permission checked from it, both before the directory lock
+    /// (`may_write_dir_as`): only the victim's part runs inside.
+    fn may_delete_as(
+        &self,
+        dir_perm: (u32, u32, u32),
+        may_write: SysResult<()>,
+        victim: &Inode,
+    ) -> SysResult<()> {
         // Permission only: unlink and rename send backend instances to
         // backend_names.rs before any in-memory change, and call this there.
-        self.may_write_dir(dir)?;
-        let (dmode, duid, _) = dir.perm_attr();
+        may_write?;
+        let (dmode, duid, _) = dir_perm;
         if !sticky_may_delete(&self.cred, dmode, duid, victim.perm_attr().1) {
             return Err(Errno::EPERM);
         }
@@ -613,53 +645,36 @@ impl Process {
     }
 
     /// Removes a positive child's name (unlink, rmdir, rename's victim): the
-    /// caller then drops the namespace reference with `dput`. For a
-    /// directory victim the caller passes its locked (empty) index.
-    fn remove_name(
+    /// caller then drops the namespace reference with `dput`, after the
+    /// returned stamp (the directory's size and times, a non-directory
+    /// victim's link count) is applied. For a directory victim the caller
+    /// passes its locked (empty) index.
+    fn remove_name<'a>(
         &self,
         index: &mut DirIndex,
-        dir: &Inode,
+        dir: &'a Inode,
         vd: &Dentry,
-        vi: &Inode,
+        vi: &'a Inode,
         victim_index: Option<RwLockWriteGuard<'_, DirIndex>>,
-    ) {
+    ) -> NameStamp<'a> {
         let is_dir = vi.is_dir();
         self.vfs.unhash(vd);
         // Relaxed: written under the directory lock we hold.
         index.remove(vd.cookie.load(Ordering::Relaxed));
-        let t = now();
         if let Some(mut vidx) = victim_index {
             vidx.mark_dead();
+            let t = now();
             vi.update_attr(|a| {
                 a.set_nlink(0);
                 a.set_ctime(t);
             });
-        } else {
-            // Read and decrement under the attribute lock: a link or unlink
-            // of the same inode in another directory holds another
-            // directory's lock, not ours (Linux holds the inode lock here).
-            let was = vi.update_attr(|a| {
-                let n = a.get().nlink;
-                a.set_nlink(n.saturating_sub(1));
-                a.set_ctime(t);
-                n
-            });
-            if was > 1 {
-                // Extra links hold inode reservations; the last one is
-                // returned when the inode is freed.
-                // SAFETY: an inode's superblock outlives it.
-                unsafe { &*vi.sb }.release_inode();
-            }
         }
-        dir.update_attr(|a| {
-            if is_dir {
-                let n = a.get().nlink;
-                a.set_nlink(n - 1);
-            }
-            a.add_dir_entries(-1);
-            a.set_mtime(t);
-            a.set_ctime(t);
-        });
+        let stamp = NameStamp::new(dir, -1, -i32::from(is_dir));
+        if is_dir {
+            stamp
+        } else {
+            stamp.with_victim(vi)
+        }
     }
 
     pub(crate) fn sys_readlinkat(
@@ -875,7 +890,8 @@ impl Process {
         if let (Some(dd), Some(di), false) = (dd, di, exchange) {
             reused_cookie = Some(dd.cookie.load(Ordering::Relaxed));
             let nidx_ref: &mut DirIndex = nidx.as_deref_mut().unwrap_or(&mut oidx);
-            self.remove_name(nidx_ref, ndir, dd, di, victim_index.take());
+            self.remove_name(nidx_ref, ndir, dd, di, victim_index.take())
+                .apply();
             to_put.push(dst);
         } else if let (Some(neg), None) = (dd, di) {
             // A cached negative dentry holds the target name: drop it first

@@ -183,6 +183,12 @@ impl Process {
         } else {
             None
         };
+        // The directory's permission and the new file's owner, before the
+        // lock (`may_write_dir_as`); their errors are returned in the
+        // kernel's order, inside.
+        let dir_perm = dir.perm_attr();
+        let may_write = self.may_write_dir_as(dir_perm);
+        let owner = self.owner_in_as(dir_perm, S_IFREG | (mode & S_IALLUGO));
         let (mut locked, waited) = index.write_noting_wait();
         if locked.is_dead() {
             return Err(Errno::ENOENT);
@@ -279,10 +285,11 @@ impl Process {
             };
             return Ok((found, created.is_ok()));
         }
-        self.may_modify_dir(dir)?;
-        let (uid, gid, m) = self.owner_in(dir, S_IFREG | (mode & S_IALLUGO));
+        super::refuse_backend_change(dir)?;
+        may_write?;
+        let (uid, gid, m) = owner;
         let m = (m & !self.umask_bits()) | S_IFREG;
-        let d = if let Some(inode) = prealloc {
+        let (d, stamp) = if let Some(inode) = prealloc {
             self.create_locked_prealloc(
                 &mut locked,
                 dir_d,
@@ -308,6 +315,9 @@ impl Process {
         };
         // SAFETY: the new dentry is pinned by the namespace reference.
         let dr = unsafe { &*d };
+        // Read under the lock, as before the stamp moved out: the state
+        // this create made, which a racing unlink can only invalidate
+        // (the open's validation then walks again).
         let found = Found {
             path: PathPtr {
                 mnt: parent.dir.path.mnt,
@@ -316,6 +326,12 @@ impl Process {
             seq: dr.seq.read_begin(),
             inode: dr.inode_ptr(),
         };
+        if stamp.may_defer(&self.vfs) {
+            drop(locked);
+        }
+        // The directory's size and times (stamp.rs): after the lock when
+        // nothing prevents it.
+        stamp.apply();
         Ok((found, true))
     }
 
