@@ -13,7 +13,7 @@
 //! in this test binary is this test, so the census balances.
 
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use vfscale::mem::slab::{self, SlabPool};
 
 #[repr(C, align(64))]
@@ -92,11 +92,14 @@ fn threads_never_share_an_object_and_the_free_objects_balance() {
     const ROUNDS: u64 = 60;
     let pool = slab::class_of::<Obj>();
     // Objects handed between threads: freed by whoever takes them.
-    let exchange: Mutex<Vec<(usize, u64)>> = Mutex::new(Vec::new());
-    std::thread::scope(|s| {
-        for t in 0..THREADS {
-            let exchange = &exchange;
-            s.spawn(move || {
+    let exchange: Arc<Mutex<Vec<(usize, u64)>>> = Arc::default();
+    // Plain threads joined one by one, not a scope: `join` waits for the
+    // thread's end, thread-local destructors (the list spills) included;
+    // a scope returns when the closures return, before those.
+    let threads: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let exchange = Arc::clone(&exchange);
+            std::thread::spawn(move || {
                 let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ (t + 1));
                 let mut serial = 0u64;
                 let mut mine: Vec<(usize, u64)> = Vec::new();
@@ -140,10 +143,13 @@ fn threads_never_share_an_object_and_the_free_objects_balance() {
                 for o in mine {
                     give_back(o);
                 }
-            });
-        }
-    });
-    for o in exchange.into_inner().unwrap() {
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    for o in std::mem::take(&mut *exchange.lock().unwrap()) {
         give_back(o);
     }
     // Every thread is gone and its lists are in the depot; this thread's

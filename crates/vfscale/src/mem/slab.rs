@@ -146,7 +146,16 @@ pub const BULK_LIST_MAX: usize = 16 * BATCH;
 
 #[cfg(not(vfscale_no_slab))]
 struct Local {
+    /// The free lists. Each keeps the buffer its own thread allocated:
+    /// refills copy a batch in and spills copy objects out, so a list's
+    /// growth inside a bulk scope never reallocates (and frees) a buffer
+    /// another thread's allocator arena owns, a write to a line that
+    /// thread uses.
     free: [Vec<usize>; CLASSES],
+    /// Empty batch buffers (left by refills) that spills fill next, so a
+    /// spill rarely allocates and a stolen batch's buffer is rarely freed
+    /// by the thread that stole it; at most `MAX_SPARES`.
+    spare: Vec<Batch>,
     /// A list spills when a free would make it this long: `LIST_LIMIT`,
     /// or `BULK_LIST_MAX` inside a bulk free scope.
     limit: usize,
@@ -172,6 +181,7 @@ thread_local! {
     static LOCAL: UnsafeCell<Local> = const {
         UnsafeCell::new(Local {
             free: [const { Vec::new() }; CLASSES],
+            spare: Vec::new(),
             limit: LIST_LIMIT,
             bulk_depth: 0,
         })
@@ -225,19 +235,38 @@ fn refill(class: usize, size: usize) -> Batch {
     mine
 }
 
+/// Empty batch buffers a thread keeps for its spills.
+#[cfg(not(vfscale_no_slab))]
+const MAX_SPARES: usize = 16;
+
 /// Moves all but the newest `keep` objects of `list` (the cache-warm ones,
 /// which this thread's next allocations take) to this CPU's depot shard,
-/// in batches of `BATCH`, under one acquisition of its lock.
+/// in batches of `BATCH` (filling spare buffers first), under one
+/// acquisition of its lock.
 #[cfg(not(vfscale_no_slab))]
-fn spill_excess(class: usize, list: &mut Vec<usize>, keep: usize) {
+fn spill_excess(class: usize, list: &mut Vec<usize>, keep: usize, spare: &mut Vec<Batch>) {
     let Some(excess) = list.len().checked_sub(keep).filter(|&e| e > 0) else {
         return;
     };
     depot(class).push_all(
         home_shard(),
-        list[..excess].chunks(BATCH).map(<[usize]>::to_vec),
+        list[..excess].chunks(BATCH).map(|objects| {
+            let mut b = spare.pop().unwrap_or_else(|| Vec::with_capacity(BATCH));
+            b.extend_from_slice(objects);
+            b
+        }),
     );
     list.drain(..excess);
+}
+
+/// Keeps an emptied batch buffer for a later spill, if it is a full-size
+/// one and there is room.
+#[cfg(not(vfscale_no_slab))]
+fn recycle(spare: &mut Vec<Batch>, mut batch: Batch) {
+    if spare.len() < MAX_SPARES && batch.capacity() >= BATCH {
+        batch.clear();
+        spare.push(batch);
+    }
 }
 
 /// A fresh, page-aligned `CHUNK_BYTES` region. No `MADV_HUGEPAGE`: with
@@ -299,7 +328,9 @@ fn take_object_slow(class: usize, size: usize) -> usize {
     with_local(|l| {
         let list = &mut l.free[class];
         if list.is_empty() {
-            *list = refill(class, size);
+            let batch = refill(class, size);
+            list.extend_from_slice(&batch);
+            recycle(&mut l.spare, batch);
         }
         list.pop()
     })
@@ -377,7 +408,7 @@ fn free_slow(class: usize, addr: usize) {
     let spilled = with_local(|l| {
         let list = &mut l.free[class];
         list.push(addr);
-        spill_excess(class, list, BATCH);
+        spill_excess(class, list, BATCH, &mut l.spare);
     });
     if spilled.is_none() {
         depot(class).push(home_shard(), vec![addr]);
@@ -416,7 +447,7 @@ impl Drop for BulkFree {
             l.limit = LIST_LIMIT;
             for (class, list) in l.free.iter_mut().enumerate() {
                 if list.len() >= LIST_LIMIT {
-                    spill_excess(class, list, BATCH);
+                    spill_excess(class, list, BATCH, &mut l.spare);
                 }
             }
         });
