@@ -127,7 +127,6 @@ fn threads_never_share_an_object_and_the_free_objects_balance() {
                             give_back(o);
                         }
                         let inside = slab::census(pool);
-                        #[cfg(not(vfscale_no_slab))]
                         assert!(inside.local <= slab::BULK_LIST_MAX, "{}", inside.local);
                         drop(scope);
                         let after = slab::census(pool);

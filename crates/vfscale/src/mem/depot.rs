@@ -158,6 +158,8 @@ fn lock<T>(m: &Mutex<T>) -> loom::sync::MutexGuard<'_, T> {
 /// The shard count for the slab's depots: the configured CPUs rounded up
 /// to a power of two (so `home_shard` of two running threads differs),
 /// at most `MAX_SHARDS`.
+// Unused by the Box-backed slab of the ASan build.
+#[cfg_attr(vfscale_no_slab, allow(dead_code))]
 pub(crate) fn depot_shards() -> usize {
     /// More shards cost a longer steal scan and memory left in shards
     /// nobody visits; 64 covers the machines this crate targets.
@@ -181,6 +183,8 @@ pub(crate) fn depot_shards() -> usize {
 /// migrates between a spill and the next refill only moves batches
 /// between shards: correctness never depends on the home.
 #[inline]
+// Unused by the Box-backed slab of the ASan build.
+#[cfg_attr(vfscale_no_slab, allow(dead_code))]
 pub(crate) fn home_shard() -> usize {
     // SAFETY: sched_getcpu has no preconditions (a vDSO call).
     let cpu = unsafe { libc::sched_getcpu() };

@@ -141,8 +141,11 @@ const LIST_LIMIT: usize = 2 * BATCH;
 /// 1024 objects per pool (64 KiB to 1 MiB by object size; ~1.7 MiB over
 /// all eight pools at worst), and the scope's end gives all but `BATCH`
 /// of them back.
+pub const BULK_LIST_MAX: usize = 1024;
+
+// Whole batches, and room above the ordinary limit.
 #[cfg(not(vfscale_no_slab))]
-pub const BULK_LIST_MAX: usize = 16 * BATCH;
+const _: () = assert!(BULK_LIST_MAX.is_multiple_of(BATCH) && BULK_LIST_MAX > LIST_LIMIT);
 
 #[cfg(not(vfscale_no_slab))]
 struct Local {
