@@ -7,7 +7,11 @@
 //! - a thread's shard is fixed for its lifetime: [`shard_index`] is assigned
 //!   once per thread from a global counter and reused by every counter;
 //! - sums are snapshots, not linearisable against concurrent updates, but
-//!   exact once updates stop: no update is ever lost.
+//!   exact once updates stop: no update is ever lost;
+//! - an `ApproxCounter` shard folds its whole delta into the central value
+//!   when the delta's magnitude reaches the update's fold batch (ordinary
+//!   or bulk), so at rest each shard holds less than the larger of the two
+//!   and the central value is within `max_error` of the sum.
 //!
 //! Each counter costs `shards × 128` bytes (64 on some targets), so they are
 //! meant for a handful of global or per-superblock statistics, not for
