@@ -19,10 +19,10 @@
 //!   can make a steal miss a batch pushed concurrently (the caller then
 //!   maps fresh memory: a little memory, never a wrong answer); a shard
 //!   is always re-checked under its mutex before anything is taken.
-//! - A shard's stack never shares a cache line with another shard's state
-//!   (`CachePadded`), and its `Vec` buffer is reserved at creation, by the
-//!   creating thread, so the buffers do not move between threads' heaps
-//!   in the common case.
+//! - A shard's state never shares a cache line with another shard's
+//!   (`CachePadded`); its stack's buffer is a separate heap block
+//!   (reserved at creation for `RESERVED_BATCHES`, grown only under the
+//!   shard's mutex, in practice by threads running on the shard's CPU).
 
 use crate::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use crossbeam_utils::CachePadded;
