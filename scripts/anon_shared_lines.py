@@ -45,7 +45,14 @@ for w, o in ((0, 1), (1, 0)):
         if l in writes[o] or l in reads[o]:
             shared.add(l)
 print(f"phases seen: {phase}; lines written A/B: {len(writes[0])}/{len(writes[1])}; shared with a write: {len(shared)}")
+if ops:
+    # Lines both phases write (not only read), in writes per operation: the
+    # lines that move between two CPUs running the phases at once.
+    both = [l for l in shared if l in writes[0] and l in writes[1]]
+    hot = [l for l in both if min(nwrites[0][l], nwrites[1][l]) >= ops / 1000]
+    print(f"written by both: {len(both)} lines, writes per op A {sum(nwrites[0][l] for l in both) / ops:.3f}, B {sum(nwrites[1][l] for l in both) / ops:.3f}; "
+          f"of them written >= 0.001/op by each: {len(hot)} lines, A {sum(nwrites[0][l] for l in hot) / ops:.3f}, B {sum(nwrites[1][l] for l in hot) / ops:.3f}")
 for l in sorted(shared):
     if ops:
-        print(f"line {l << 6:#x}: writes per op A {nwrites[0][l] / ops:.2f}, B {nwrites[1][l] / ops:.2f}")
+        print(f"line {l << 6:#x}: writes per op A {nwrites[0][l] / ops:.3f}, B {nwrites[1][l] / ops:.3f}")
     print(f"line {l << 6:#x}: A writes {sorted(hex(i) for i in writes[0].get(l, ()))} reads {sorted(hex(i) for i in reads[0].get(l, ()))[:4]}; B writes {sorted(hex(i) for i in writes[1].get(l, ()))} reads {sorted(hex(i) for i in reads[1].get(l, ()))[:4]}")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Model-checks the sync protocols (refcount, seqcount, epoch reclamation, bit-locked hash
-# chains) with loom: crates/vfscale/tests/loom_sync.rs.
+# chains, the slab depot's per-CPU shards and steals, the approximate counter's folds, and
+# the others listed in docs/TESTING.md) with loom: crates/vfscale/tests/loom_sync.rs.
 #
 # Usage: scripts/loom.sh [extra cargo test args, e.g. a test name filter]
 # Env:   LOOM_MAX_PREEMPTIONS (default 3), CARGO_TARGET_DIR (default target),

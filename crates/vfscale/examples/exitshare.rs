@@ -6,7 +6,10 @@
 //! process (measured) while A stays parked. The measured exits are
 //! delimited by stores to `MARK` (its address is printed first), and
 //! `scripts/anon_shared_lines.py MARK OBJECTS` intersects their written
-//! lines. Usage: exitshare [OBJECTS] [on|off]
+//! lines. Each thread is pinned to its own CPU (A to 0, B to 1, where the
+//! machine has two), as two processes exiting at once run: the slab's
+//! depot is sharded by CPU (mem/depot.rs). Usage: exitshare [OBJECTS]
+//! [on|off]
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Barrier};
 use vfscale::abi::*;
@@ -14,7 +17,30 @@ use vfscale::{ProcessApi, Vfs, VfsConfig};
 
 static MARK: AtomicU64 = AtomicU64::new(0);
 
+/// Pins the calling thread to CPU `cpu` modulo the CPUs it may use (best
+/// effort: without the permission it stays where it is).
+fn pin_to(cpu: usize) {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; the calls only read
+    // and write the set we pass.
+    unsafe {
+        let mut allowed: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut allowed) != 0 {
+            return;
+        }
+        let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &allowed))
+            .collect();
+        let Some(&target) = cpus.get(cpu % cpus.len().max(1)) else {
+            return;
+        };
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(target, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
 fn build_and_exit(vfs: &Vfs, tag: usize, objects: usize, first_mark: u64) {
+    pin_to(tag);
     let p = vfs.root_process();
     for j in 0..objects {
         if j % 2 == 0 {

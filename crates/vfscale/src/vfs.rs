@@ -39,6 +39,13 @@ use std::sync::Arc;
 /// of holding that many freed objects a little longer.
 pub const RETIRE_BATCH: usize = 4096;
 
+/// The fold batch of the open-file count's bulk updates (the deferred-put
+/// drain's, one per batch of up to `defer_max_entries` files): two
+/// processes exiting at once write the count's shared line once per 4096
+/// files each instead of once per drained batch. Its only approximate
+/// reader, the ENFILE check, confirms with the exact sum before failing.
+const OPEN_FILES_BULK_BATCH: i64 = 4096;
+
 /// Tunables of a VFS instance.
 #[derive(Clone, Debug)]
 pub struct VfsConfig {
@@ -129,9 +136,10 @@ pub struct VfsInner {
     pub(crate) rename_seq_lock: Mutex<()>,
     pub(crate) mounts: MountTable,
     pub(crate) stats: Stats,
-    /// Open files: its approximate value is the ENFILE check, its exact sum
+    /// Open files: its approximate value is the ENFILE check's first look
+    /// (confirmed by the exact sum at the limit), its exact sum
     /// `object_counts().files` (one counter for both, updated once per
-    /// file).
+    /// file, or once per batch by the deferred-put drain).
     pub(crate) open_files: ApproxCounter,
     pub(crate) config: VfsConfig,
     next_dev: AtomicU64,
@@ -180,7 +188,10 @@ impl Vfs {
             rename_seq_lock: Mutex::new(()),
             mounts: MountTable::default(),
             stats: Stats::default(),
-            open_files: ApproxCounter::new(),
+            open_files: ApproxCounter::with_batches(
+                crate::sync::counter::DEFAULT_BATCH,
+                OPEN_FILES_BULK_BATCH,
+            ),
             config: config.clone(),
             next_dev: AtomicU64::new(1),
             anon: std::sync::OnceLock::new(),
@@ -265,6 +276,17 @@ impl Vfs {
 }
 
 impl VfsInner {
+    /// Whether the system-wide open-file limit is reached (ENFILE), as
+    /// Linux's `alloc_empty_file`: the central value first (it may lag by
+    /// `max_error`, mostly drained files not yet folded), and the exact sum
+    /// only when that says the limit is reached, so a lagging count never
+    /// refuses an open wrongly.
+    pub(crate) fn at_file_limit(&self) -> bool {
+        let max = self.config.max_files;
+        let approx = u64::try_from(self.open_files.read_approx()).unwrap_or(0);
+        approx >= max && u64::try_from(self.open_files.sum()).unwrap_or(0) >= max
+    }
+
     /// A new filesystem instance with an empty root directory.
     pub(crate) fn new_superblock(
         &self,

@@ -221,6 +221,13 @@ impl VfsInner {
     /// path): closes the pipe end or socket, frees the eventfd, then drops
     /// the node (anonymous) or the dentry and mount (a FIFO).
     pub(crate) fn release_special(&self, f: FileRef, in_guard: bool) {
+        self.open_files.add(-1);
+        self.release_special_uncounted(f, in_guard);
+    }
+
+    /// `release_special` without uncounting the file: the batched drain
+    /// uncounts its files once per batch.
+    pub(crate) fn release_special_uncounted(&self, f: FileRef, in_guard: bool) {
         let file = f.file();
         let fmode = file.fmode;
         if fmode & FMODE_PIPE != 0 {
@@ -236,7 +243,7 @@ impl VfsInner {
             unsafe { &*(file.private as *const Socket) }.release();
         }
         let (d, m, private) = (file.dentry, file.mnt, file.private);
-        self.free_file(f);
+        self.release_file(f.0);
         if fmode & FMODE_EVENTFD != 0 {
             // SAFETY: the file owned its eventfd (`slab::alloc`), freed once.
             unsafe { crate::mem::slab::free(private as *mut eventfd::EventFd) };

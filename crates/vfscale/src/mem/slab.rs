@@ -16,9 +16,22 @@
 //! - An object's memory belongs to its size class forever: chunks are
 //!   never returned to the system (the memory stays for the next object of
 //!   the class, as Linux's slab caches keep their pages until shrunk).
+//! - An object is in exactly one place while free: one thread's free list
+//!   of its class, or one batch in its class's depot (`depot.rs`); a live
+//!   object is in neither. So no object is handed out twice.
 //! - Each thread keeps a free list per class (`LOCAL`); lists exchange
-//!   whole batches with the class's global depot under its mutex, so the
-//!   common alloc and free touch only the thread's own memory.
+//!   whole batches of `BATCH` objects with the class's depot, which has
+//!   one shard per CPU: a thread spills to and refills from the shard of
+//!   the CPU it runs on and steals from the others only when that one is
+//!   empty, so the common alloc and free touch only the thread's own
+//!   memory, and two threads freeing at once (two processes exiting)
+//!   never write the same depot line.
+//! - A list holds fewer than `2 * BATCH` objects, except inside a bulk
+//!   free scope (`BulkFree`, the deferred-put drain), where it may grow to
+//!   `BULK_LIST_MAX` so the drain spills once per ~`BULK_LIST_MAX`
+//!   objects instead of once per `BATCH`; the scope's end trims it back
+//!   to `BATCH`. So a thread never holds more than `BULK_LIST_MAX` free
+//!   objects of a class, and more than `2 * BATCH` only while it drains.
 //! - `free` drops the value before it touches any free list, so a value
 //!   whose drop frees other slab objects cannot re-enter a borrowed list.
 //! - With `--cfg vfscale_no_slab` (the AddressSanitizer run) objects come
@@ -29,7 +42,10 @@ use std::alloc::{handle_alloc_error, Layout};
 #[cfg(not(vfscale_no_slab))]
 use std::cell::UnsafeCell;
 #[cfg(not(vfscale_no_slab))]
-use std::sync::Mutex;
+use std::sync::OnceLock;
+
+#[cfg(not(vfscale_no_slab))]
+use super::depot::{depot_shards, home_shard, Depot};
 
 /// Object sizes served: 64, 128, 192 and 256 bytes, one pool each, plus
 /// the dedicated pools below.
@@ -98,30 +114,65 @@ fn object_size(pool: usize, type_size: usize) -> usize {
     }
 }
 
+/// A batch of free objects (their addresses).
 #[cfg(not(vfscale_no_slab))]
-struct Depot {
-    /// Full batches of free objects (addresses).
-    batches: Vec<Vec<usize>>,
-}
+type Batch = Vec<usize>;
 
+/// Each class's depot of free batches, sharded per CPU (`depot.rs`),
+/// created on first use (its shard count reads the CPU count).
 #[cfg(not(vfscale_no_slab))]
-static DEPOTS: [Mutex<Depot>; CLASSES] = [const {
-    Mutex::new(Depot {
-        batches: Vec::new(),
-    })
-}; CLASSES];
+static DEPOTS: [OnceLock<Depot<Batch>>; CLASSES] = [const { OnceLock::new() }; CLASSES];
+
+/// Objects carved out of chunks so far, per class (a statistic for
+/// `census`). Relaxed everywhere: read after the threads that carved
+/// are joined; pairs with nothing.
+#[cfg(not(vfscale_no_slab))]
+static CARVED: [std::sync::atomic::AtomicUsize; CLASSES] =
+    [const { std::sync::atomic::AtomicUsize::new(0) }; CLASSES];
+
+/// The length at which a list spills outside a bulk free scope.
+#[cfg(not(vfscale_no_slab))]
+const LIST_LIMIT: usize = 2 * BATCH;
+
+/// The length at which a list spills inside a bulk free scope: 1024
+/// objects, so a drain of 1024 files (the default `defer_max_entries`)
+/// takes each class's depot lock about once instead of sixteen times.
+/// The bound keeps the memory a draining thread withholds from others to
+/// 1024 objects per pool (64 KiB to 1 MiB by object size; ~1.7 MiB over
+/// all eight pools at worst), and the scope's end gives all but `BATCH`
+/// of them back.
+pub const BULK_LIST_MAX: usize = 1024;
+
+// Whole batches, and room above the ordinary limit.
+#[cfg(not(vfscale_no_slab))]
+const _: () = assert!(BULK_LIST_MAX.is_multiple_of(BATCH) && BULK_LIST_MAX > LIST_LIMIT);
 
 #[cfg(not(vfscale_no_slab))]
 struct Local {
+    /// The free lists. Each keeps the buffer its own thread allocated:
+    /// refills copy a batch in and spills copy objects out, so a list's
+    /// growth inside a bulk scope never reallocates (and frees) a buffer
+    /// another thread's allocator arena owns, a write to a line that
+    /// thread uses.
     free: [Vec<usize>; CLASSES],
+    /// Empty batch buffers (left by refills) that spills fill next, so a
+    /// spill rarely allocates and a stolen batch's buffer is rarely freed
+    /// by the thread that stole it; at most `MAX_SPARES`.
+    spare: Vec<Batch>,
+    /// A list spills when a free would make it this long: `LIST_LIMIT`,
+    /// or `BULK_LIST_MAX` inside a bulk free scope.
+    limit: usize,
+    /// Nesting depth of bulk free scopes.
+    bulk_depth: usize,
 }
 
 #[cfg(not(vfscale_no_slab))]
 impl Drop for Local {
     fn drop(&mut self) {
+        let home = home_shard();
         for (class, list) in self.free.iter_mut().enumerate() {
             if !list.is_empty() {
-                depot(class).batches.push(std::mem::take(list));
+                depot(class).push(home, std::mem::take(list));
             }
         }
     }
@@ -131,55 +182,94 @@ impl Drop for Local {
 thread_local! {
     /// Touched only through [`with_local`].
     static LOCAL: UnsafeCell<Local> = const {
-        UnsafeCell::new(Local { free: [const { Vec::new() }; CLASSES] })
+        UnsafeCell::new(Local {
+            free: [const { Vec::new() }; CLASSES],
+            spare: Vec::new(),
+            limit: LIST_LIMIT,
+            bulk_depth: 0,
+        })
     };
 }
 
-/// Runs `f` on the calling thread's free list of `class`; `None` during
-/// thread teardown (the list is gone). No `RefCell`: the list is reached
-/// only here, by its own thread, and `f` never re-enters this module's
-/// list functions (it touches the list and at most the depot; `free` drops
-/// the value before calling here), so no second reference can exist.
+/// Runs `f` on the calling thread's free lists; `None` during thread
+/// teardown (the lists are gone). No `RefCell`: the lists are reached only
+/// here, by their own thread, and `f` never re-enters this module's list
+/// functions (it touches the lists and at most the depot; `free` drops the
+/// value before calling here), so no second reference can exist.
 #[cfg(not(vfscale_no_slab))]
 #[inline(always)]
-fn with_local<R>(class: usize, f: impl FnOnce(&mut Vec<usize>) -> R) -> Option<R> {
+fn with_local<R>(f: impl FnOnce(&mut Local) -> R) -> Option<R> {
     LOCAL
         .try_with(|l| {
             // SAFETY: see above: the only reference to the thread's lists
             // while `f` runs.
-            f(&mut unsafe { &mut *l.get() }.free[class])
+            f(unsafe { &mut *l.get() })
         })
         .ok()
 }
 
 #[cfg(not(vfscale_no_slab))]
-fn depot(class: usize) -> std::sync::MutexGuard<'static, Depot> {
-    DEPOTS[class].lock().unwrap_or_else(|p| p.into_inner())
+fn depot(class: usize) -> &'static Depot<Batch> {
+    DEPOTS[class].get_or_init(|| Depot::new(depot_shards()))
 }
 
-/// A batch of free objects of `class`: from the depot, else a new chunk.
+/// A batch of free objects of `class`: from the depot (this CPU's shard
+/// first, then stolen), else a new chunk.
 #[cfg(not(vfscale_no_slab))]
 #[cold]
-fn refill(class: usize, size: usize) -> Vec<usize> {
-    if let Some(b) = depot(class).batches.pop() {
+fn refill(class: usize, size: usize) -> Batch {
+    let home = home_shard();
+    if let Some(b) = depot(class).pop(home) {
         return b;
     }
     // Chunks come straight from mmap: page-aligned (so 64-aligned objects
     // need no slack) and outside the allocator's size classes, whose
     // rounding of a 64-byte-aligned 64 KiB request cost a quarter more.
     let chunk = map_chunk();
+    CARVED[class].fetch_add(CHUNK_BYTES / size, std::sync::atomic::Ordering::Relaxed);
     // Highest address first, so pops hand out ascending addresses; all
-    // but one batch go to the depot.
+    // but one batch go to this CPU's shard, under one lock.
     let mut all: Vec<usize> = (0..CHUNK_BYTES / size)
         .rev()
         .map(|i| chunk as usize + i * size)
         .collect();
     let mine = all.split_off(all.len().saturating_sub(BATCH));
-    let mut d = depot(class);
-    for b in all.chunks(BATCH) {
-        d.batches.push(b.to_vec());
-    }
+    depot(class).push_all(home, all.chunks(BATCH).map(<[usize]>::to_vec));
     mine
+}
+
+/// Empty batch buffers a thread keeps for its spills.
+#[cfg(not(vfscale_no_slab))]
+const MAX_SPARES: usize = 16;
+
+/// Moves all but the newest `keep` objects of `list` (the cache-warm ones,
+/// which this thread's next allocations take) to this CPU's depot shard,
+/// in batches of `BATCH` (filling spare buffers first), under one
+/// acquisition of its lock.
+#[cfg(not(vfscale_no_slab))]
+fn spill_excess(class: usize, list: &mut Vec<usize>, keep: usize, spare: &mut Vec<Batch>) {
+    let Some(excess) = list.len().checked_sub(keep).filter(|&e| e > 0) else {
+        return;
+    };
+    depot(class).push_all(
+        home_shard(),
+        list[..excess].chunks(BATCH).map(|objects| {
+            let mut b = spare.pop().unwrap_or_else(|| Vec::with_capacity(BATCH));
+            b.extend_from_slice(objects);
+            b
+        }),
+    );
+    list.drain(..excess);
+}
+
+/// Keeps an emptied batch buffer for a later spill, if it is a full-size
+/// one and there is room.
+#[cfg(not(vfscale_no_slab))]
+fn recycle(spare: &mut Vec<Batch>, mut batch: Batch) {
+    if spare.len() < MAX_SPARES && batch.capacity() >= BATCH {
+        batch.clear();
+        spare.push(batch);
+    }
 }
 
 /// A fresh, page-aligned `CHUNK_BYTES` region. No `MADV_HUGEPAGE`: with
@@ -227,7 +317,7 @@ pub fn alloc<T: SlabPool>(value: T) -> *mut T {
 #[cfg(not(vfscale_no_slab))]
 #[inline(always)]
 fn take_object(class: usize, size: usize) -> usize {
-    match with_local(class, Vec::pop) {
+    match with_local(|l| l.free[class].pop()) {
         Some(Some(a)) => a,
         _ => take_object_slow(class, size),
     }
@@ -238,9 +328,12 @@ fn take_object(class: usize, size: usize) -> usize {
 #[cold]
 #[inline(never)]
 fn take_object_slow(class: usize, size: usize) -> usize {
-    with_local(class, |list| {
+    with_local(|l| {
+        let list = &mut l.free[class];
         if list.is_empty() {
-            *list = refill(class, size);
+            let batch = refill(class, size);
+            list.extend_from_slice(&batch);
+            recycle(&mut l.spare, batch);
         }
         list.pop()
     })
@@ -250,7 +343,7 @@ fn take_object_slow(class: usize, size: usize) -> usize {
         let mut b = refill(class, size);
         let a = b.pop().expect("a refill is never empty");
         if !b.is_empty() {
-            depot(class).batches.push(b);
+            depot(class).push(home_shard(), b);
         }
         a
     })
@@ -294,8 +387,9 @@ pub unsafe fn free<T: SlabPool>(p: *mut T) {
         // SAFETY: the contract: a live value, dropped once.
         unsafe { core::ptr::drop_in_place(p) };
         let addr = p as usize;
-        let pushed = with_local(class, |list| {
-            if list.len() + 1 >= 2 * BATCH {
+        let pushed = with_local(|l| {
+            let list = &mut l.free[class];
+            if list.len() + 1 >= l.limit {
                 return false;
             }
             list.push(addr);
@@ -307,20 +401,105 @@ pub unsafe fn free<T: SlabPool>(p: *mut T) {
     }
 }
 
-/// `free` onto a full list (the oldest batch goes to the depot; the
-/// recently freed, cache-warm objects stay for this thread's next
+/// `free` onto a full list (all but the newest `BATCH` objects go to the
+/// depot; the recently freed, cache-warm ones stay for this thread's next
 /// allocations) or with no list (teardown: straight to the depot).
 #[cfg(not(vfscale_no_slab))]
 #[cold]
 #[inline(never)]
 fn free_slow(class: usize, addr: usize) {
-    let spilled = with_local(class, |list| {
+    let spilled = with_local(|l| {
+        let list = &mut l.free[class];
         list.push(addr);
-        let batch: Vec<usize> = list.drain(..BATCH).collect();
-        depot(class).batches.push(batch);
+        spill_excess(class, list, BATCH, &mut l.spare);
     });
     if spilled.is_none() {
-        depot(class).batches.push(vec![addr]);
+        depot(class).push(home_shard(), vec![addr]);
+    }
+}
+
+/// A scope in which the calling thread's free lists may grow to
+/// `BULK_LIST_MAX` objects before they spill (the deferred-put drain frees
+/// thousands of objects in a row); dropping the last one trims every list
+/// back to `BATCH`. Scopes nest. Not `Send`: it belongs to its thread's
+/// lists.
+pub struct BulkFree {
+    _thread_bound: core::marker::PhantomData<*const ()>,
+}
+
+/// Opens a [`BulkFree`] scope on the calling thread.
+pub fn bulk_free() -> BulkFree {
+    #[cfg(not(vfscale_no_slab))]
+    let _ = with_local(|l| {
+        l.bulk_depth += 1;
+        l.limit = BULK_LIST_MAX;
+    });
+    BulkFree {
+        _thread_bound: core::marker::PhantomData,
+    }
+}
+
+impl Drop for BulkFree {
+    fn drop(&mut self) {
+        #[cfg(not(vfscale_no_slab))]
+        let _ = with_local(|l| {
+            l.bulk_depth = l.bulk_depth.saturating_sub(1);
+            if l.bulk_depth > 0 {
+                return;
+            }
+            l.limit = LIST_LIMIT;
+            for (class, list) in l.free.iter_mut().enumerate() {
+                if list.len() >= LIST_LIMIT {
+                    spill_excess(class, list, BATCH, &mut l.spare);
+                }
+            }
+        });
+    }
+}
+
+/// Where the free objects of one pool are (tests: no object is free twice,
+/// and the free ones balance with what was carved once every other user
+/// of the pool is gone).
+#[derive(Debug, Clone, Default)]
+pub struct Census {
+    /// Objects carved out of chunks for the pool since the start.
+    pub carved: usize,
+    /// Addresses of the free objects in the depot and in the calling
+    /// thread's list (other threads' lists are not visible).
+    pub free: Vec<usize>,
+    /// Free objects held by the calling thread's list.
+    pub local: usize,
+    /// Batches per depot shard.
+    pub shard_batches: Vec<usize>,
+}
+
+/// A census of `pool` (see [`Census`]); empty under `vfscale_no_slab`.
+#[doc(hidden)]
+pub fn census(pool: usize) -> Census {
+    #[cfg(vfscale_no_slab)]
+    {
+        let _ = pool;
+        Census::default()
+    }
+    #[cfg(not(vfscale_no_slab))]
+    {
+        let Some(class) = (pool < CLASSES).then_some(pool) else {
+            return Census::default();
+        };
+        let d = depot(class);
+        let mut free = Vec::new();
+        d.for_each(|b| free.extend_from_slice(b));
+        let local = with_local(|l| {
+            free.extend_from_slice(&l.free[class]);
+            l.free[class].len()
+        })
+        .unwrap_or(0);
+        Census {
+            carved: CARVED[class].load(std::sync::atomic::Ordering::Relaxed),
+            free,
+            local,
+            shard_batches: d.lens(),
+        }
     }
 }
 

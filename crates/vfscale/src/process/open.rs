@@ -65,9 +65,7 @@ impl Process {
         if flags & (O_DIRECTORY | O_CREAT) == O_DIRECTORY | O_CREAT {
             return Err(Errno::EINVAL);
         }
-        if !self.cred.is_root()
-            && self.vfs.open_files.read_approx() as u64 >= self.vfs.config.max_files
-        {
+        if !self.cred.is_root() && self.vfs.at_file_limit() {
             return Err(Errno::ENFILE);
         }
         // Linux takes the descriptor before opening: at the limit nothing

@@ -7,7 +7,11 @@
 //! - a thread's shard is fixed for its lifetime: [`shard_index`] is assigned
 //!   once per thread from a global counter and reused by every counter;
 //! - sums are snapshots, not linearisable against concurrent updates, but
-//!   exact once updates stop: no update is ever lost.
+//!   exact once updates stop: no update is ever lost;
+//! - an `ApproxCounter` shard folds its whole delta into the central value
+//!   when the delta's magnitude reaches the update's fold batch (ordinary
+//!   or bulk), so at rest each shard holds less than the larger of the two
+//!   and the central value is within `max_error` of the sum.
 //!
 //! Each counter costs `shards × 128` bytes (64 on some targets), so they are
 //! meant for a handful of global or per-superblock statistics, not for
@@ -124,10 +128,17 @@ pub const DEFAULT_BATCH: i64 = 32;
 /// value when its magnitude reaches the batch. `read_approx` reads only the
 /// central value and is off by at most [`max_error`](Self::max_error);
 /// `sum` is exact. Used for limits such as the open-file limit (ENFILE).
+///
+/// Bulk updates ([`add_bulk`](Self::add_bulk), a deferred-put drain
+/// uncounting a batch of files) fold only at the larger `bulk_batch`, so
+/// two threads draining at once write the shared central line once per
+/// `bulk_batch` units instead of once per drain. `max_error` covers it:
+/// a shard holds less than the larger of the two batches at rest.
 pub struct ApproxCounter {
     central: CachePadded<AtomicI64>,
     shards: Box<[CachePadded<AtomicI64>]>,
     batch: i64,
+    bulk_batch: i64,
 }
 
 impl ApproxCounter {
@@ -135,25 +146,48 @@ impl ApproxCounter {
         Self::with_batch(DEFAULT_BATCH)
     }
 
-    /// `batch` is the shard delta magnitude that triggers a fold (>= 1).
+    /// `batch` is the shard delta magnitude that triggers a fold (>= 1);
+    /// bulk updates fold at the same magnitude.
     pub fn with_batch(batch: i64) -> ApproxCounter {
-        assert!(batch >= 1, "ApproxCounter batch must be positive");
+        Self::with_batches(batch, batch)
+    }
+
+    /// `batch` folds ordinary updates, `bulk_batch` bulk ones (both >= 1).
+    pub fn with_batches(batch: i64, bulk_batch: i64) -> ApproxCounter {
+        assert!(
+            batch >= 1 && bulk_batch >= 1,
+            "ApproxCounter batches must be positive"
+        );
         ApproxCounter {
             central: CachePadded::new(AtomicI64::new(0)),
             shards: new_shards(),
             batch,
+            bulk_batch,
         }
     }
 
     #[inline]
     pub fn add(&self, delta: i64) {
+        self.add_folding_at(delta, self.batch);
+    }
+
+    /// `add` for a large update that need not reach the central value soon
+    /// (see the type's comment): folds when the shard's delta reaches
+    /// `bulk_batch`.
+    #[inline]
+    pub fn add_bulk(&self, delta: i64) {
+        self.add_folding_at(delta, self.bulk_batch);
+    }
+
+    #[inline]
+    fn add_folding_at(&self, delta: i64, fold_at: i64) {
         let shard = my_shard(&self.shards);
         // Relaxed (here and in the fold): a statistic; pairs with nothing.
         // Conservation, not ordering, makes `sum` exact: each unit is in
         // exactly one shard or in the central value at every instant,
         // except between the swap and the central add below.
         let local = shard.fetch_add(delta, Relaxed).wrapping_add(delta);
-        if local.unsigned_abs() >= self.batch.unsigned_abs() {
+        if local.unsigned_abs() >= fold_at.unsigned_abs() {
             let taken = shard.swap(0, Relaxed);
             self.central.fetch_add(taken, Relaxed);
         }
@@ -186,9 +220,9 @@ impl ApproxCounter {
     }
 
     /// How far `read_approx` can be from `sum` once updates stop: each shard
-    /// holds less than one batch.
+    /// holds less than the larger batch.
     pub fn max_error(&self) -> i64 {
-        (self.batch - 1).saturating_mul(self.shards.len() as i64)
+        (self.batch.max(self.bulk_batch) - 1).saturating_mul(self.shards.len() as i64)
     }
 
     /// Compares the value with `rhs`, reading every shard only when the
@@ -288,6 +322,25 @@ mod tests {
         let exact = 4 * (20_001 - 2 * 6_667);
         assert_eq!(c.sum(), exact);
         assert!((c.read_approx() - exact).abs() <= c.max_error());
+    }
+
+    #[test]
+    fn bulk_updates_fold_at_the_bulk_batch_and_stay_exact() {
+        let c = ApproxCounter::with_batches(8, 100);
+        c.add(50);
+        assert_eq!(c.read_approx(), 50, "an ordinary add folds at 8");
+        c.add_bulk(-60);
+        assert_eq!(c.read_approx(), 50, "a bulk add below 100 stays local");
+        assert_eq!(c.sum(), -10);
+        assert!((c.read_approx() - c.sum()).abs() <= c.max_error());
+        c.add_bulk(-40);
+        assert_eq!(c.read_approx(), -50, "reaching 100 folds the shard");
+        assert_eq!(c.sum(), -50);
+        assert_eq!(c.max_error(), 99 * c.shards.len() as i64);
+        // compare stays exact however far the central value lags.
+        c.add_bulk(99);
+        assert!(c.compare(49).is_eq());
+        assert!(c.compare(50).is_lt());
     }
 
     #[test]

@@ -1,0 +1,172 @@
+//! Multi-thread stress of the slab (`mem/slab.rs`) and its per-CPU depot
+//! shards (`mem/depot.rs`): threads allocate, free their own objects and
+//! each other's (as the epoch collector frees on another thread than the
+//! allocator), sometimes inside bulk free scopes (the deferred-put drain's),
+//! and move between CPUs so spills, refills and steals meet in every shard.
+//!
+//! Checks: no object is handed out twice (each object carries an owner
+//! word claimed by compare-exchange on allocation and released on free;
+//! a second holder would find it taken); a thread's free list stays within
+//! its bound inside and outside bulk scopes; at the end, with every thread
+//! gone (their lists spilled to the depot), the free objects are distinct
+//! and exactly the objects ever carved. The only user of the 64-byte class
+//! in this test binary is this test, so the census balances.
+
+use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use vfscale::mem::slab::{self, SlabPool};
+
+#[repr(C, align(64))]
+struct Obj {
+    /// 0 while free; the holder's tag while allocated.
+    owner: AtomicU64,
+    _pad: [u64; 7],
+}
+
+impl SlabPool for Obj {
+    const POOL: usize = slab::class_of::<Obj>();
+}
+
+/// A small deterministic generator (xorshift64*), seeded per thread.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
+    }
+}
+
+/// Allocates an object and claims it for `tag`.
+fn take(tag: u64) -> (usize, u64) {
+    let p = slab::alloc_in_place::<Obj>();
+    // SAFETY: a free object of Obj's pool: fresh (zeroed) or a freed Obj
+    // whose owner word we reset to 0 before freeing it.
+    let owner = unsafe { &(*p).owner };
+    assert_eq!(
+        owner.compare_exchange(0, tag, SeqCst, SeqCst),
+        Ok(0),
+        "object {p:p} handed out while another holder has it"
+    );
+    (p as usize, tag)
+}
+
+/// Releases and frees an object claimed with `tag`.
+fn give_back((addr, tag): (usize, u64)) {
+    let p = addr as *mut Obj;
+    // SAFETY: allocated by `take`, freed once, here.
+    unsafe {
+        assert_eq!((*p).owner.swap(0, SeqCst), tag, "owner changed under us");
+        slab::free(p);
+    }
+}
+
+/// Pins the calling thread to one of its allowed CPUs (best effort), so
+/// the threads' home shards change during the run.
+fn move_to_cpu(k: usize) {
+    // SAFETY: zeroed cpu_set_t values are valid empty sets; the calls only
+    // read and write the sets we pass.
+    unsafe {
+        let mut allowed: libc::cpu_set_t = std::mem::zeroed();
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        if libc::sched_getaffinity(0, size, &mut allowed) != 0 {
+            return;
+        }
+        let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &allowed))
+            .collect();
+        if cpus.len() < 2 {
+            return;
+        }
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpus[k % cpus.len()], &mut set);
+        libc::sched_setaffinity(0, size, &set);
+    }
+}
+
+#[test]
+fn threads_never_share_an_object_and_the_free_objects_balance() {
+    const THREADS: u64 = 4;
+    const ROUNDS: u64 = 60;
+    let pool = slab::class_of::<Obj>();
+    // Objects handed between threads: freed by whoever takes them.
+    let exchange: Arc<Mutex<Vec<(usize, u64)>>> = Arc::default();
+    // Plain threads joined one by one, not a scope: `join` waits for the
+    // thread's end, thread-local destructors (the list spills) included;
+    // a scope returns when the closures return, before those.
+    let threads: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let exchange = Arc::clone(&exchange);
+            std::thread::spawn(move || {
+                let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ (t + 1));
+                let mut serial = 0u64;
+                let mut mine: Vec<(usize, u64)> = Vec::new();
+                for round in 0..ROUNDS {
+                    if round % 10 == 0 {
+                        move_to_cpu((t + round / 10) as usize);
+                    }
+                    for _ in 0..rng.below(3000) {
+                        serial += 1;
+                        mine.push(take((t + 1) << 40 | serial));
+                    }
+                    // Hand some to the other threads, free some of theirs.
+                    let give = rng.below(mine.len() as u64 / 2 + 1) as usize;
+                    let given: Vec<_> = mine.drain(..give).collect();
+                    let theirs: Vec<_> = {
+                        let mut x = exchange.lock().unwrap();
+                        let theirs = std::mem::take(&mut *x);
+                        x.extend(given);
+                        theirs
+                    };
+                    if round % 3 == 0 {
+                        // A drain: thousands of frees in a bulk scope.
+                        let scope = slab::bulk_free();
+                        for o in theirs.into_iter().chain(mine.drain(..)) {
+                            give_back(o);
+                        }
+                        let inside = slab::census(pool);
+                        assert!(inside.local <= slab::BULK_LIST_MAX, "{}", inside.local);
+                        drop(scope);
+                        let after = slab::census(pool);
+                        assert!(after.local < 128, "trimmed at the scope's end");
+                    } else {
+                        let keep = rng.below(mine.len() as u64 + 1) as usize;
+                        for o in theirs.into_iter().chain(mine.drain(keep..)) {
+                            give_back(o);
+                        }
+                        assert!(slab::census(pool).local < 128);
+                    }
+                }
+                for o in mine {
+                    give_back(o);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    for o in std::mem::take(&mut *exchange.lock().unwrap()) {
+        give_back(o);
+    }
+    // Every thread is gone and its lists are in the depot; this thread's
+    // list holds what it just freed.
+    let c = slab::census(pool);
+    if c.carved == 0 {
+        return; // vfscale_no_slab: objects come from Box.
+    }
+    let mut free = c.free.clone();
+    free.sort_unstable();
+    free.dedup();
+    assert_eq!(free.len(), c.free.len(), "an object is free twice");
+    assert_eq!(free.len(), c.carved, "every carved object is free again");
+    for &a in &free {
+        // SAFETY: a free object of the pool; its memory stays mapped.
+        let owner = unsafe { &(*(a as *const Obj)).owner };
+        assert_eq!(owner.load(SeqCst), 0, "a free object still owned");
+    }
+    let shards_used = c.shard_batches.iter().filter(|&&b| b > 0).count();
+    assert!(shards_used >= 1);
+}
