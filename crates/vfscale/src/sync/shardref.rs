@@ -45,8 +45,14 @@ use super::refcount::RefCount;
 use crossbeam_utils::CachePadded;
 
 /// Shards per count (a power of two): threads beyond this share shards,
-/// correctly, with RMWs.
-const SHARDS: usize = 8;
+/// correctly, with RMWs — but then two threads write one line per get and
+/// put again. 8 made open-close of one file stop scaling between 8 and 16
+/// threads on the 16-core device (efficiency 0.97 at 8, 0.51 at 16; the
+/// shard updates 38% of the samples at 16, session 6); 16 shards cost a hot
+/// dentry or mount 2 KiB instead of 1 KiB (only hot ones have shards). A
+/// size that follows the machine would need the shards' length beside
+/// their pointer (PERFORMANCE.md, "Known gaps").
+const SHARDS: usize = 16;
 
 /// Added to the atomic count for the duration of a switch to atomic mode;
 /// far below the refcount's saturation zone, far above any real count.
