@@ -46,6 +46,7 @@
 //! entry per (target, threads, phase) in the suite's shape (`params.phase`
 //! "cold" or "hot", `params.files`, median `ops_per_sec` and its range).
 
+use crate::sys::thread_cpu_secs;
 use serde_json::{json, Value};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -180,17 +181,6 @@ pub fn shuffled_order(n: usize) -> Vec<usize> {
         order.swap(i, (x % (i as u64 + 1)) as usize);
     }
     order
-}
-
-/// CPU time of the calling thread, in seconds.
-fn thread_cpu_secs() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes only into the timespec we pass.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
 /// One parallel pass: the wall time of the slowest thread and each

@@ -208,7 +208,11 @@ fn seqcount_no_torn_read() {
     // writers' lock became a compare-exchange (session 6) loom also reaches
     // the reader that starts after both sections within the preemption
     // bound; before, it saw only {0, 1}.
-    assert_eq!(seen, HashSet::from([0, 1, 2]), "the reader accepts each state");
+    assert_eq!(
+        seen,
+        HashSet::from([0, 1, 2]),
+        "the reader accepts each state"
+    );
 }
 
 /// Two writers that share no other lock update a pair with a

@@ -22,6 +22,7 @@
 
 use super::{Ctx, Workload};
 use crate::params;
+use crate::sys::thread_cpu_secs;
 use crate::target::{Implosion, Op, OpError, OpResult, Target};
 use std::sync::Barrier;
 use std::time::Instant;
@@ -169,17 +170,6 @@ pub fn vfscale_implosion(procs: usize, objects: usize, deferral: bool) -> OpResu
         capped_by: None,
         exit_cpu_secs_max: Some(cpu_max),
     })
-}
-
-/// The calling thread's CPU time in seconds.
-fn thread_cpu_secs() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is writable timespec storage.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
 /// Process `i`'s objects: even ones files `/imp/p{i}_{j}` (created, stat'ed,
