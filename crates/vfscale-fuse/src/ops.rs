@@ -125,18 +125,6 @@ pub const MAX_READ: u32 = 16 << 20;
 /// clamp their buffer to this, and no value or list is longer.
 const XATTR_BUF_MAX: u32 = 64 << 10;
 
-/// Attribute changes of a SETATTR, decoded by the transport.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct SetAttrArgs {
-    pub mode: Option<u32>,
-    pub uid: Option<u32>,
-    pub gid: Option<u32>,
-    pub size: Option<u64>,
-    pub atime: Option<Timespec>,
-    pub mtime: Option<Timespec>,
-    pub fh: Option<u64>,
-}
-
 /// The state every operation shares: one per mount, shared by every
 /// worker of both transports.
 pub struct Ops {
@@ -288,22 +276,15 @@ impl Ops {
         }
     }
 
-    pub fn setattr(&self, c: Caller, id: u64, a: &SetAttrArgs) -> Reply {
+    /// `set` as the transport decoded it (its `fh` is the FUSE file handle,
+    /// which is the core's handle number).
+    pub fn setattr(&self, c: Caller, id: u64, set: &SetAttr) -> Reply {
         let _own = OwnChange::begin(&self.nodes);
         let n = match self.node(id) {
             Ok(n) => n,
             Err(e) => return Reply::Err(e),
         };
-        let set = SetAttr {
-            mode: a.mode,
-            uid: a.uid,
-            gid: a.gid,
-            size: a.size,
-            atime: a.atime,
-            mtime: a.mtime,
-            fh: a.fh,
-        };
-        match self.ns.setattr(&c.cred(), &n.handle, &set) {
+        match self.ns.setattr(&c.cred(), &n.handle, set) {
             Ok(stat) => Reply::Attr { id: n.id, stat },
             Err(e) => Reply::Err(e),
         }

@@ -11,7 +11,7 @@
 
 use crate::convert::{attr, dtype_kind, errno, timespec};
 pub use crate::ops::Ttls;
-use crate::ops::{Caller, DirPlusSink, DirSink, Ops, Reply, SetAttrArgs};
+use crate::ops::{Caller, DirPlusSink, DirSink, Ops, Reply};
 use fuser::{
     AccessFlags, CopyFileRangeFlags, FileHandle, Filesystem, FopenFlags, Generation, INodeNo,
     InitFlags, KernelConfig, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use vfscale::abi::Stat;
-use vfscale::Namespace;
+use vfscale::{Namespace, SetAttr};
 
 /// What FUSE_INIT settled about the io_uring transport (`UringInit`).
 pub(crate) const URING_NOT_ASKED: u8 = 0;
@@ -319,7 +319,7 @@ impl Filesystem for VfsFs {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
-        let a = SetAttrArgs {
+        let a = SetAttr {
             mode,
             uid,
             gid,

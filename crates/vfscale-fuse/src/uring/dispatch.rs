@@ -16,9 +16,10 @@
 //! far smaller than its 8 KiB minimum).
 
 use super::abi::*;
-use crate::ops::{Caller, DirPlusSink, DirSink, Ops, Reply, SetAttrArgs};
+use crate::ops::{Caller, DirPlusSink, DirSink, Ops, Reply};
 use std::time::Duration;
 use vfscale::abi::{Errno, Stat, Timespec};
+use vfscale::SetAttr;
 
 /// `serve`, answering EIO if it panics (no operation should; a panic
 /// escaping would end the queue's thread and leave every later request of
@@ -109,7 +110,7 @@ fn decode_and_call(
         SETATTR => {
             let valid = u32_at(op, 0);
             let has = |bit: u32| valid & bit != 0;
-            let a = SetAttrArgs {
+            let a = SetAttr {
                 mode: has(FATTR_MODE).then(|| u32_at(op, 68)),
                 uid: has(FATTR_UID).then(|| u32_at(op, 76)),
                 gid: has(FATTR_GID).then(|| u32_at(op, 80)),
