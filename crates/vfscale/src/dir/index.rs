@@ -345,18 +345,21 @@ impl DirIndex {
 mod tests {
     use super::*;
 
+    /// A fake entry: `entries_from` never dereferences its pointer, and
+    /// `DentryPtr::of` is bypassed through `file`.
+    fn entry(i: u64) -> DentryPtr {
+        DentryPtr {
+            dentry: (i as usize * 64) as *const Dentry,
+            ino: i,
+            file_type: 0,
+        }
+    }
+
     /// Cookies in order and each entry once, whichever representation:
     /// the index against a plain map through growth past `SMALL_MAX`,
     /// removals and refills under kept cookies.
     #[test]
     fn small_and_large_indexes_agree_with_a_map() {
-        // Fake pointers: `entries_from` never dereferences them, and
-        // `DentryPtr::of` is bypassed through `file`.
-        let entry = |i: u64| DentryPtr {
-            dentry: (i as usize * 64) as *const Dentry,
-            ino: i,
-            file_type: 0,
-        };
         let mut idx = DirIndex::new();
         let mut want: BTreeMap<u64, DentryPtr> = BTreeMap::new();
         let mut rng = 0x9e37_79b9_u64;
@@ -393,11 +396,6 @@ mod tests {
     /// cookie survives each step; shrinking never goes back.
     #[test]
     fn small_index_grows_in_two_steps() {
-        let entry = |i: u64| DentryPtr {
-            dentry: (i as usize * 64) as *const Dentry,
-            ino: i,
-            file_type: 0,
-        };
         let mut idx = DirIndex::new();
         assert!(matches!(idx.children, Children::Empty));
         assert_eq!(idx.next_cookie(), FIRST_CHILD_COOKIE);
