@@ -2,7 +2,8 @@
 # Runs each cargo-fuzz target (fuzz/fuzz_targets) for SECS seconds (default
 # 60) with the nightly toolchain: path resolution against a fixed tree,
 # the process API as an operation sequence followed by the invariant
-# checker, and raw FUSE requests into the FUSE server over a socket pair.
+# checker, raw FUSE requests into the FUSE server over a socket pair, and
+# raw io_uring ring entries through the ring transport's decoder.
 # Installs cargo-fuzz (`cargo install cargo-fuzz --locked`, a few minutes
 # once) when it is missing; skips with the reason when that fails (no
 # network). Corpora persist in
@@ -31,7 +32,7 @@ fi
 # leaked. Build as the ASan run does, with dentries and inodes from Box.
 export RUSTFLAGS="--cfg vfscale_no_slab ${RUSTFLAGS:-}"
 
-for target in path_resolution process_ops fuse_requests; do
+for target in path_resolution process_ops fuse_requests uring_requests; do
     echo "==> fuzz $target for ${SECS}s"
     mkdir -p "fuzz/corpus/$target"
     (cd fuzz && cargo +nightly fuzz run "$target" "corpus/$target" -- \

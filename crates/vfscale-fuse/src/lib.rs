@@ -32,6 +32,10 @@ pub use server::Ttls;
 /// The FUSE operations themselves, for harnesses that drive a
 /// `fuser::Session` over their own descriptor (the request fuzz target).
 pub use server::VfsFs;
+/// The ring transport's request decoder and reply encoder without a
+/// kernel, for harnesses (the ring fuzz target). Not a stable API.
+#[doc(hidden)]
+pub use uring::EntryServer as RingEntryServer;
 pub use uring::QUEUE_DEPTH as URING_QUEUE_DEPTH;
 
 use std::io;

@@ -298,8 +298,8 @@ fn encode(ops: &Ops, r: Reply, out: &mut [u8]) -> (i32, usize) {
 }
 
 /// `fuse_dirent` records, each padded to 8 bytes (FUSE_DIRENT_ALIGN).
-fn dirent_len(fixed: usize, name: &[u8]) -> usize {
-    (fixed + name.len() + 7) & !7
+pub(super) fn dirent_len(fixed: usize, name_len: usize) -> usize {
+    (fixed + name_len + 7) & !7
 }
 
 fn put_dirent(b: &mut [u8], id: u64, next: u64, dtype: u32, name: &[u8]) {
@@ -318,7 +318,7 @@ struct RingDir<'a> {
 
 impl DirSink for RingDir<'_> {
     fn add(&mut self, id: u64, next: u64, dtype: u8, name: &[u8]) -> bool {
-        let n = dirent_len(DIRENT_SIZE, name);
+        let n = dirent_len(DIRENT_SIZE, name.len());
         let Some(rec) = self.buf.get_mut(self.len..self.len + n) else {
             return true;
         };
@@ -335,7 +335,7 @@ struct RingDirPlus<'a> {
 
 impl DirPlusSink for RingDirPlus<'_> {
     fn add(&mut self, id: u64, next: u64, name: &[u8], ttl: Duration, st: &Stat) -> bool {
-        let n = dirent_len(ENTRY_OUT_SIZE + DIRENT_SIZE, name);
+        let n = dirent_len(ENTRY_OUT_SIZE + DIRENT_SIZE, name.len());
         let Some(rec) = self.buf.get_mut(self.len..self.len + n) else {
             return true;
         };

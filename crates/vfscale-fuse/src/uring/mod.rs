@@ -21,9 +21,11 @@
 
 mod abi;
 mod dispatch;
+mod harness;
 mod ring;
 
 use crate::ops::Ops;
+pub use harness::EntryServer;
 use ring::Queue;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
