@@ -36,3 +36,9 @@ pub use process::{Entry, Fh, Handle, Namespace, SetAttr};
 pub use process::{Fd, Process, ProcessApi};
 pub use vfs::{ObjectCounts, Vfs, VfsConfig};
 pub use watch::{InodeChange, NameChange, NameObserver, ObserverId};
+
+/// The README's Rust examples, compiled (and run, unless marked `no_run`)
+/// by `cargo test --doc`, so the front page cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeExamples;
