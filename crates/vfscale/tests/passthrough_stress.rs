@@ -49,6 +49,7 @@ fn concurrent_changes_with_evicted_fds_and_vouched_misses_stay_consistent() {
             ttl: Duration::from_millis(20),
             dir_fds: 1,
             dir_stamps: true,
+            ..Default::default()
         },
         // Past the TTL, and long enough for the directories' stamps to
         // settle (so the at-rest lookups may be vouched for).

@@ -37,6 +37,7 @@
 //!   threads installing one at the same moment; evicting takes the ring's
 //!   lock, then a node shard's (never the other way round).
 
+use super::listing::Listing;
 use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
@@ -96,6 +97,17 @@ pub(crate) struct DirState {
     pub stamp: Stamp,
     pub stamp_at: u64,
     pub stable_since: u64,
+    /// The cached listing (listing.rs) and when it was last known exact
+    /// (mono time before the read or the observation that vouched for it).
+    pub listing: Option<Arc<Listing>>,
+    pub listing_checked_at: u64,
+    /// Bumped by every vfscale change of the directory's names: a listing
+    /// read before a change is not installed after it.
+    pub listing_gen: u64,
+    /// The stamp at which the last listing read could not be kept (over a
+    /// bound, or positions out of order): pass starts at that same stamp
+    /// read from the host without building again.
+    pub unkept: Option<Stamp>,
 }
 
 impl DirState {
@@ -109,6 +121,10 @@ impl DirState {
             stamp: Stamp::default(),
             stamp_at: 0,
             stable_since: UNSETTLED,
+            listing: None,
+            listing_checked_at: 0,
+            listing_gen: 0,
+            unkept: None,
         }
     }
 

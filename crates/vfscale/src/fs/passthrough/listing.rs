@@ -1,0 +1,262 @@
+//! Cached directory listings of the passthrough backend: a host directory's
+//! full listing, read once from its start and served to later readdirs
+//! while it is valid (mod.rs, `Passthrough::readdir`, says when).
+//!
+//! Invariants:
+//! - **content.** A `Listing` holds, in host order, every entry one host
+//!   listing of its directory from host offset 0 to the end returned
+//!   (without "." and ".."), with the directory's stamp observed before
+//!   the first getdents64 (`stamp`, `listed_at`: mono time after that
+//!   observation). A partial listing (`complete` false: the read stopped
+//!   at the per-listing bound) holds a prefix of one such listing and is
+//!   never kept.
+//! - **positions.** `positions[i]` is the position entry `i` starts at
+//!   (`FIRST`, then the previous entry's `next`: its host d_off + 2),
+//!   `positions[n]` where the listing ends. They are strictly increasing
+//!   (`ListingBuilder::push` refuses an entry that breaks this, and such a
+//!   listing is not kept), so a position is found by binary search, and a
+//!   position that no entry starts at is not served from the cache at all
+//!   (the host answers it): every position means what it means to the host.
+//! - **memory.** Struct of arrays, no allocation per entry: names packed
+//!   in one buffer (`name_ends[i]` is where entry `i`'s name ends), inode
+//!   numbers, types. A kept listing's `bytes()` are counted in its
+//!   instance's `HostStats::listing_bytes` from `keep` until it is dropped,
+//!   which `keep` holds within the instance budget.
+
+use super::dirs::Stamp;
+use super::host::HostStats;
+use crate::process::DirEntryRef;
+use std::sync::Arc;
+
+/// The position of a directory's first entry after "." and ".." (the host's
+/// offset 0).
+pub(crate) const FIRST: u64 = 2;
+
+/// Bytes a listing spends per entry besides its name: position, inode
+/// number, name end, type.
+const ENTRY_BYTES: usize = 8 + 8 + 4 + 1;
+
+/// One directory's cached listing (module invariants).
+pub(crate) struct Listing {
+    positions: Box<[u64]>,
+    inos: Box<[u64]>,
+    name_ends: Box<[u32]>,
+    dtypes: Box<[u8]>,
+    names: Box<[u8]>,
+    pub complete: bool,
+    pub stamp: Stamp,
+    pub listed_at: u64,
+    /// Set when kept: the instance's statistics, credited when dropped.
+    charged: Option<Arc<HostStats>>,
+}
+
+impl Listing {
+    /// Heap bytes of the listing.
+    pub(crate) fn bytes(&self) -> usize {
+        self.names.len() + self.inos.len() * ENTRY_BYTES + 8
+    }
+
+    /// The index of the entry that starts at `pos` (the entry count: the
+    /// end), if `pos` is one of the listing's positions.
+    pub(crate) fn index_of(&self, pos: u64) -> Option<usize> {
+        self.positions.binary_search(&pos).ok()
+    }
+
+    /// Hands entries from index `i` on to `emit` until it refuses one or
+    /// the listing ends; returns the position after the last entry taken
+    /// and whether `emit` refused one.
+    pub(crate) fn emit_from(
+        &self,
+        i: usize,
+        emit: &mut dyn FnMut(&DirEntryRef<'_>) -> bool,
+    ) -> (u64, bool) {
+        let mut start = if i == 0 {
+            0
+        } else {
+            self.name_ends[i - 1] as usize
+        };
+        for j in i..self.inos.len() {
+            let end = self.name_ends[j] as usize;
+            let e = DirEntryRef {
+                name: &self.names[start..end],
+                ino: self.inos[j],
+                dtype: self.dtypes[j],
+                next: self.positions[j + 1],
+            };
+            if !emit(&e) {
+                return (self.positions[j], true);
+            }
+            start = end;
+        }
+        (self.positions[self.inos.len()], false)
+    }
+
+    /// The listing charged to `stats` if it is complete and fits the
+    /// instance budget `per_instance`; else the listing back, uncharged.
+    pub(crate) fn keep(
+        mut self,
+        stats: &Arc<HostStats>,
+        per_instance: usize,
+    ) -> Result<Arc<Listing>, Listing> {
+        if !self.complete || !stats.listing_bytes_reserve(self.bytes(), per_instance) {
+            return Err(self);
+        }
+        self.charged = Some(stats.clone());
+        Ok(Arc::new(self))
+    }
+}
+
+impl Drop for Listing {
+    fn drop(&mut self) {
+        if let Some(stats) = self.charged.take() {
+            stats.listing_bytes_release(self.bytes());
+        }
+    }
+}
+
+/// Collects a listing from a host read (`push` per entry, `finish`).
+pub(crate) struct ListingBuilder {
+    positions: Vec<u64>,
+    inos: Vec<u64>,
+    name_ends: Vec<u32>,
+    dtypes: Vec<u8>,
+    names: Vec<u8>,
+    limit: usize,
+}
+
+impl ListingBuilder {
+    /// An empty listing of at most `limit` bytes.
+    pub(crate) fn new(limit: usize) -> ListingBuilder {
+        ListingBuilder {
+            positions: vec![FIRST],
+            inos: Vec::new(),
+            name_ends: Vec::new(),
+            dtypes: Vec::new(),
+            names: Vec::new(),
+            limit: limit.min(u32::MAX as usize),
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        self.names.len() + self.inos.len() * ENTRY_BYTES + 8
+    }
+
+    /// Appends an entry whose next position is `next`; false (nothing
+    /// appended) when it would break the bound or the positions' order:
+    /// the read stops there and the listing is partial.
+    pub(crate) fn push(&mut self, e: &DirEntryRef<'_>) -> bool {
+        let last = *self.positions.last().expect("starts with FIRST");
+        if e.next <= last
+            || e.name.len() > u8::MAX as usize
+            || self.bytes() + ENTRY_BYTES + e.name.len() > self.limit
+        {
+            return false;
+        }
+        self.names.extend_from_slice(e.name);
+        // Below `limit`, itself at most u32::MAX.
+        self.name_ends.push(self.names.len() as u32);
+        self.inos.push(e.ino);
+        self.dtypes.push(e.dtype);
+        self.positions.push(e.next);
+        true
+    }
+
+    /// The listing; `complete`: the host read reached the end.
+    pub(crate) fn finish(self, complete: bool, stamp: Stamp, listed_at: u64) -> Listing {
+        Listing {
+            positions: self.positions.into(),
+            inos: self.inos.into(),
+            name_ends: self.name_ends.into(),
+            dtypes: self.dtypes.into(),
+            names: self.names.into(),
+            complete,
+            stamp,
+            listed_at,
+            charged: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(name: &[u8], next: u64) -> DirEntryRef<'_> {
+        DirEntryRef {
+            name,
+            ino: next * 10,
+            dtype: 8,
+            next,
+        }
+    }
+
+    fn built(nexts: &[u64], limit: usize) -> (Listing, usize) {
+        let mut b = ListingBuilder::new(limit);
+        let names: Vec<Vec<u8>> = nexts.iter().map(|n| format!("n{n}").into_bytes()).collect();
+        let taken = nexts
+            .iter()
+            .zip(&names)
+            .take_while(|(&n, name)| b.push(&entry(name, n)))
+            .count();
+        (b.finish(taken == nexts.len(), Stamp::default(), 0), taken)
+    }
+
+    fn collect(l: &Listing, from: u64, room: usize) -> (Vec<(Vec<u8>, u64)>, u64, bool) {
+        let mut got = Vec::new();
+        let i = l.index_of(from).expect("a position of the listing");
+        let (pos, refused) = l.emit_from(i, &mut |e| {
+            if got.len() == room {
+                return false;
+            }
+            got.push((e.name.to_vec(), e.next));
+            true
+        });
+        (got, pos, refused)
+    }
+
+    #[test]
+    fn positions_resume_where_the_host_would() {
+        let (l, _) = built(&[10, 20, 35], 1 << 20);
+        assert!(l.complete);
+        let (got, pos, refused) = collect(&l, FIRST, 2);
+        assert_eq!(got, [(b"n10".to_vec(), 10), (b"n20".to_vec(), 20)]);
+        assert_eq!((pos, refused), (20, true));
+        let (got, pos, refused) = collect(&l, 20, 9);
+        assert_eq!(got, [(b"n35".to_vec(), 35)]);
+        assert_eq!((pos, refused), (35, false));
+        // The end is a position (empty); others are not the cache's.
+        assert_eq!(collect(&l, 35, 9).0, []);
+        assert_eq!(l.index_of(11), None);
+        assert_eq!(l.index_of(36), None);
+        // Refusing the first entry leaves the position unchanged.
+        assert_eq!(collect(&l, 10, 0), (vec![], 10, true));
+    }
+
+    #[test]
+    fn out_of_order_positions_and_the_bound_stop_the_listing() {
+        let (l, taken) = built(&[10, 30, 20, 40], 1 << 20);
+        assert_eq!((l.complete, taken), (false, 2));
+        let (l, taken) = built(&[10, 20, 30], 8 + 2 * (ENTRY_BYTES + 3));
+        assert_eq!((l.complete, taken), (false, 2));
+        let stats = Arc::new(HostStats::default());
+        assert!(l.keep(&stats, 1 << 20).is_err(), "a partial listing");
+        assert_eq!(stats.listing_bytes(), 0);
+    }
+
+    #[test]
+    fn kept_listings_stay_within_the_instance_budget_until_dropped() {
+        let stats = Arc::new(HostStats::default());
+        let (a, _) = built(&[10, 20], 1 << 20);
+        let size = a.bytes();
+        let budget = size + size / 2;
+        let a = a.keep(&stats, budget).ok().expect("fits");
+        assert_eq!(stats.listing_bytes(), size);
+        let (b, _) = built(&[10, 20], 1 << 20);
+        let b = b.keep(&stats, budget).err().expect("over the budget");
+        assert_eq!(stats.listing_bytes(), size);
+        drop((a, b));
+        assert_eq!(stats.listing_bytes(), 0);
+        let (b, _) = built(&[10, 20], 1 << 20);
+        assert!(b.keep(&stats, budget).is_ok());
+    }
+}
