@@ -92,14 +92,14 @@ impl Listing {
     }
 
     /// The listing charged to `stats` if it is complete and fits the
-    /// instance budget `per_instance`; else the listing back, uncharged.
+    /// instance budget `per_instance`; else the listing, uncharged.
     pub(crate) fn keep(
         mut self,
         stats: &Arc<HostStats>,
         per_instance: usize,
-    ) -> Result<Arc<Listing>, Listing> {
+    ) -> Result<Arc<Listing>, Arc<Listing>> {
         if !self.complete || !stats.listing_bytes_reserve(self.bytes(), per_instance) {
-            return Err(self);
+            return Err(Arc::new(self));
         }
         self.charged = Some(stats.clone());
         Ok(Arc::new(self))

@@ -1082,7 +1082,7 @@ impl Passthrough {
             }
             Err(unkept) => {
                 self.with_dir_state(dir, |ds| ds.unkept = Some(stamp));
-                Arc::new(unkept)
+                unkept
             }
         };
         Ok((Some(listing), fd))
