@@ -31,6 +31,13 @@
 //!   backward step of the real-time clock onto that exact timestamp. The
 //!   host's timestamps must come from this machine's clock (local
 //!   filesystems; `PassthroughConfig::dir_stamps` turns this off).
+//! - **listing.** `listing` was read from the host while its directory
+//!   was this node's (listing.rs); it is exact as of `listing_checked_at`
+//!   (a time before the read, or before an observation whose stamp equals
+//!   the listing's and vouches for `listed_at`), and is dropped by any
+//!   vfscale change of the directory's names, which also bumps
+//!   `listing_gen` so that a read that started before the change is not
+//!   installed after it.
 //! - The fd bound: `FdRing` lists the directories holding an fd (by inode
 //!   address and a serial that tells a reused address apart); the number
 //!   of fds held stays within the configured bound plus the number of

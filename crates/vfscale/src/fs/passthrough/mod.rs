@@ -4,8 +4,8 @@
 //! What it serves (the rest is in docs/COMPATIBILITY.md): lookups and
 //! attributes (an inode's number is the host's st_ino, its type, mode,
 //! owner, size, times and link count the host's, copied at lookup and
-//! refreshed at revalidation), symlink text, directory listings straight
-//! from the host, reads and writes of host files (also truncation), and
+//! refreshed at revalidation), symlink text, directory listings (cached,
+//! below), reads and writes of host files (also truncation), and
 //! the namespace and attribute changes the core routes here after its own
 //! checks (create/mknod/mkdir, symlink, link, unlink/rmdir, rename, chmod,
 //! chown, utimes: single-component `*at` calls on a directory fd opened
@@ -23,6 +23,17 @@
 //! cached O_PATH fd (one host call; dirs.rs says when such an fd is
 //! trusted).
 //!
+//! Listings: a readdir from the first position with no valid cached
+//! listing reads the whole host directory into one (listing.rs) and serves
+//! the pass from it; later readdirs use it within the TTL, and past it
+//! while one observation of the directory shows its stamp unchanged and
+//! settled before the listing was read (the rule that vouches for cached
+//! misses; a listing read while the stamp was unsettled is re-read past
+//! the TTL instead). Every vfscale name change in a directory (failed ones
+//! too) drops its listing; a failed observation drops it and returns the
+//! host's error. Positions are the host's d_off + 2 either way, and a
+//! position the cached listing does not hold is listed from the host.
+//!
 //! Invariants:
 //! - every host call goes through `host::HostRoot` (see host.rs for the
 //!   containment argument);
@@ -30,7 +41,7 @@
 //!   relative to the root and, for a directory, its `DirState`; an entry
 //!   is added when the inode is made and removed by `evict` when the core
 //!   frees it, under the shard mutex; no host call is made under a shard
-//!   mutex;
+//!   mutex (a cached listing is served through an `Arc` taken under it);
 //! - inodes handed to the core carry one reference, are counted against
 //!   the instance's inode and block limits like tmpfs inodes (the core's
 //!   `iput` releases both), and are never shared between dentries (a host
