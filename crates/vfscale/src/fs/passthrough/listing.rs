@@ -12,11 +12,16 @@
 //!   never kept.
 //! - **positions.** `positions[i]` is the position entry `i` starts at
 //!   (`FIRST`, then the previous entry's `next`: its host d_off + 2),
-//!   `positions[n]` where the listing ends. They are strictly increasing
-//!   (`ListingBuilder::push` refuses an entry that breaks this, and such a
-//!   listing is not kept), so a position is found by binary search, and a
-//!   position that no entry starts at is not served from the cache at all
-//!   (the host answers it): every position means what it means to the host.
+//!   `positions[n]` where the listing ends. `FIRST` is always the start
+//!   and the end position always the end (as to the host: offset 0
+//!   restarts, the last d_off follows the last entry). The others,
+//!   `positions[1..n]`, are looked up by binary search when `ordered`:
+//!   strictly monotone, increasing or decreasing (ext4 hashes increase;
+//!   tmpfs on Linux 6.18 lists newest first with decreasing offsets), and
+//!   holding neither `FIRST` nor the end. A listing that is not ordered is
+//!   never kept. A position that no entry starts at is not served from
+//!   the cache at all (the host answers it): every position means what it
+//!   means to the host.
 //! - **memory.** Struct of arrays, no allocation per entry: names packed
 //!   in one buffer (`name_ends[i]` is where entry `i`'s name ends), inode
 //!   numbers, types. A kept listing's `bytes()` are counted in its
@@ -44,6 +49,8 @@ pub(crate) struct Listing {
     dtypes: Box<[u8]>,
     names: Box<[u8]>,
     pub complete: bool,
+    ordered: bool,
+    descending: bool,
     pub stamp: Stamp,
     pub listed_at: u64,
     /// Set when kept: the instance's statistics, credited when dropped.
@@ -59,7 +66,23 @@ impl Listing {
     /// The index of the entry that starts at `pos` (the entry count: the
     /// end), if `pos` is one of the listing's positions.
     pub(crate) fn index_of(&self, pos: u64) -> Option<usize> {
-        self.positions.binary_search(&pos).ok()
+        let n = self.inos.len();
+        if pos == FIRST {
+            return Some(0);
+        }
+        if pos == self.positions[n] {
+            return Some(n);
+        }
+        if !self.ordered {
+            return None;
+        }
+        let middle = self.positions.get(1..n).unwrap_or_default();
+        let found = if self.descending {
+            middle.binary_search_by(|p| pos.cmp(p))
+        } else {
+            middle.binary_search(&pos)
+        };
+        found.ok().map(|i| i + 1)
     }
 
     /// Hands entries from index `i` on to `emit` until it refuses one or
@@ -98,7 +121,10 @@ impl Listing {
         stats: &Arc<HostStats>,
         per_instance: usize,
     ) -> Result<Arc<Listing>, Arc<Listing>> {
-        if !self.complete || !stats.listing_bytes_reserve(self.bytes(), per_instance) {
+        if !self.complete
+            || !self.ordered
+            || !stats.listing_bytes_reserve(self.bytes(), per_instance)
+        {
             return Err(Arc::new(self));
         }
         self.charged = Some(stats.clone());
@@ -141,14 +167,11 @@ impl ListingBuilder {
         self.names.len() + self.inos.len() * ENTRY_BYTES + 8
     }
 
-    /// Appends an entry whose next position is `next`; false (nothing
-    /// appended) when it would break the bound or the positions' order:
-    /// the read stops there and the listing is partial.
+    /// Appends an entry whose next position is `e.next`; false (nothing
+    /// appended) when it would break the bound: the read stops there and
+    /// the listing is partial.
     pub(crate) fn push(&mut self, e: &DirEntryRef<'_>) -> bool {
-        let last = *self.positions.last().expect("starts with FIRST");
-        if e.next <= last
-            || e.name.len() > u8::MAX as usize
-            || self.bytes() + ENTRY_BYTES + e.name.len() > self.limit
+        if e.name.len() > u8::MAX as usize || self.bytes() + ENTRY_BYTES + e.name.len() > self.limit
         {
             return false;
         }
@@ -163,7 +186,19 @@ impl ListingBuilder {
 
     /// The listing; `complete`: the host read reached the end.
     pub(crate) fn finish(self, complete: bool, stamp: Stamp, listed_at: u64) -> Listing {
+        let n = self.inos.len();
+        let middle = self.positions.get(1..n).unwrap_or_default();
+        let descending = middle.len() > 1 && middle[0] > middle[1];
+        let end = self.positions[n];
+        let ordered = middle
+            .windows(2)
+            .all(|w| if descending { w[0] > w[1] } else { w[0] < w[1] })
+            && !middle.contains(&FIRST)
+            && (n == 0 || end != FIRST)
+            && !middle.contains(&end);
         Listing {
+            ordered,
+            descending,
             positions: self.positions.into(),
             inos: self.inos.into(),
             name_ends: self.name_ends.into(),
@@ -216,6 +251,10 @@ mod tests {
 
     #[test]
     fn positions_resume_where_the_host_would() {
+        let (empty, _) = built(&[], 1 << 20);
+        assert!(empty.complete && empty.ordered);
+        assert_eq!(collect(&empty, FIRST, 9), (vec![], FIRST, false));
+        assert_eq!(empty.index_of(7), None);
         let (l, _) = built(&[10, 20, 35], 1 << 20);
         assert!(l.complete);
         let (got, pos, refused) = collect(&l, FIRST, 2);
@@ -233,9 +272,40 @@ mod tests {
     }
 
     #[test]
-    fn out_of_order_positions_and_the_bound_stop_the_listing() {
-        let (l, taken) = built(&[10, 30, 20, 40], 1 << 20);
-        assert_eq!((l.complete, taken), (false, 2));
+    fn decreasing_positions_are_searched_too() {
+        // tmpfs: newest first, offsets counting down, a large end marker.
+        let (l, _) = built(&[40, 30, 20, 1000], 1 << 20);
+        assert!(l.ordered && l.descending);
+        let (got, pos, _) = collect(&l, 30, 9);
+        assert_eq!(got, [(b"n20".to_vec(), 20), (b"n1000".to_vec(), 1000)]);
+        assert_eq!(pos, 1000);
+        assert_eq!(collect(&l, 40, 1).0, [(b"n30".to_vec(), 30)]);
+        assert_eq!(collect(&l, 1000, 9).0, []);
+        assert_eq!(l.index_of(35), None);
+    }
+
+    #[test]
+    fn unordered_listings_serve_from_the_start_only_and_are_not_kept() {
+        let stats = Arc::new(HostStats::default());
+        for nexts in [
+            &[10, 30, 20, 40][..],
+            &[10, 10, 40],
+            &[10, 2, 40],
+            &[10, 40, 20, 40],
+        ] {
+            let (l, taken) = built(nexts, 1 << 20);
+            assert!(
+                l.complete && taken == nexts.len() && !l.ordered,
+                "{nexts:?}"
+            );
+            assert_eq!(collect(&l, FIRST, 99).0.len(), nexts.len());
+            assert_eq!(l.index_of(nexts[0]), None);
+            assert!(l.keep(&stats, 1 << 20).is_err(), "{nexts:?}");
+        }
+    }
+
+    #[test]
+    fn the_bound_stops_the_listing() {
         let (l, taken) = built(&[10, 20, 30], 8 + 2 * (ENTRY_BYTES + 3));
         assert_eq!((l.complete, taken), (false, 2));
         let stats = Arc::new(HostStats::default());
