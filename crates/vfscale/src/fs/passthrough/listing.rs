@@ -98,16 +98,22 @@ impl Listing {
         } else {
             self.name_ends[i - 1] as usize
         };
-        for j in i..self.inos.len() {
-            let end = self.name_ends[j] as usize;
+        // One zipped walk: no index checks per array and entry.
+        let entries = self.inos[i..]
+            .iter()
+            .zip(&self.name_ends[i..])
+            .zip(&self.dtypes[i..])
+            .zip(self.positions[i..].windows(2));
+        for (((&ino, &end), &dtype), at_next) in entries {
+            let end = end as usize;
             let e = DirEntryRef {
-                name: &self.names[start..end],
-                ino: self.inos[j],
-                dtype: self.dtypes[j],
-                next: self.positions[j + 1],
+                name: self.names.get(start..end).unwrap_or_default(),
+                ino,
+                dtype,
+                next: at_next[1],
             };
             if !emit(&e) {
-                return (self.positions[j], true);
+                return (at_next[0], true);
             }
             start = end;
         }
