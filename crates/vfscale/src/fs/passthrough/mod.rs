@@ -987,62 +987,46 @@ impl Passthrough {
     /// read: dirs.rs). A listing that fails the check is dropped; so is
     /// one whose directory cannot be observed (the error is returned).
     fn cached_listing(&self, dir: &Inode) -> SysResult<Option<Arc<Listing>>> {
+        // A dropped listing is freed here, after the shard lock is released.
+        let mut stale = None;
         let now = mono_ns();
-        {
-            let mut shard = self.shard(dir).lock();
-            let Some(ds) = shard
-                .get_mut(&addr_of(dir))
-                .and_then(|n| n.dir.as_deref_mut())
-            else {
-                return Ok(None);
-            };
-            let Some(l) = &ds.listing else {
-                return Ok(None);
-            };
-            if now.saturating_sub(ds.listing_checked_at) < self.ttl_ns {
-                return Ok(Some(l.clone()));
+        // Some(answer): decided without the host; None: expired.
+        let within_ttl = self.with_dir_state(dir, |ds| match &ds.listing {
+            None => Some(None),
+            Some(l) if now.saturating_sub(ds.listing_checked_at) < self.ttl_ns => {
+                Some(Some(l.clone()))
             }
-            if !self.config.dir_stamps {
-                let stale = ds.listing.take();
-                drop(shard);
-                drop(stale);
-                return Ok(None);
+            Some(_) if !self.config.dir_stamps => {
+                stale = ds.listing.take();
+                Some(None)
             }
+            Some(_) => None,
+        });
+        match within_ttl {
+            Some(Some(answer)) => return Ok(answer),
+            // Not a live node.
+            None => return Ok(None),
+            Some(None) => {}
         }
         let seen = self.dir_at(dir, None).and_then(|(at, _)| {
             let start = observe_start();
             let st = self.host.fstat(self.raw(&at))?;
             Ok((st, observed(start)))
         });
-        let mut shard = self.shard(dir).lock();
-        let Some(ds) = shard
-            .get_mut(&addr_of(dir))
-            .and_then(|n| n.dir.as_deref_mut())
-        else {
-            return Ok(None);
-        };
-        let (st, when) = match seen {
-            Ok(seen) => seen,
-            Err(e) => {
-                let stale = ds.listing.take();
-                drop(shard);
-                drop(stale);
-                return Err(e);
+        let vouched = self.with_dir_state(dir, |ds| {
+            if let Ok((st, when)) = &seen {
+                ds.observe(st, *when);
+                if let Some(l) = &ds.listing {
+                    if l.stamp == ds.stamp && ds.vouches_for(l.listed_at) {
+                        ds.listing_checked_at = ds.stamp_at;
+                        return Some(l.clone());
+                    }
+                }
             }
-        };
-        ds.observe(&st, when);
-        match &ds.listing {
-            Some(l) if l.stamp == ds.stamp && ds.vouches_for(l.listed_at) => {
-                ds.listing_checked_at = ds.stamp_at;
-                Ok(Some(l.clone()))
-            }
-            _ => {
-                let stale = ds.listing.take();
-                drop(shard);
-                drop(stale);
-                Ok(None)
-            }
-        }
+            stale = ds.listing.take();
+            None
+        });
+        seen.map(|_| vouched.flatten())
     }
 
     /// Reads `dir` from the host from its start (open, fstat for the stamp,
