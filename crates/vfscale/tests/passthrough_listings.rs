@@ -77,6 +77,18 @@ fn getdents(p: &Process, fd: Fd, room: usize) -> Vec<Dirent> {
     parse_dirents64(&buf[..n])
 }
 
+/// The rest of the pass on `fd`, `room` entries per getdents64 call.
+fn rest_of_pass(p: &Process, fd: Fd, room: usize) -> Vec<Dirent> {
+    let mut all = Vec::new();
+    loop {
+        let chunk = getdents(p, fd, room);
+        if chunk.is_empty() {
+            return all;
+        }
+        all.extend(chunk);
+    }
+}
+
 #[test]
 fn a_repeated_listing_within_the_ttl_reads_nothing_from_the_host() {
     let host = HostDir::new("lcache");
@@ -221,14 +233,7 @@ fn positions_resume_alike_from_the_cache_and_the_host() {
     let full = |vfs: &Vfs| {
         let p = vfs.root_process();
         let fd = p.open(b"/", O_RDONLY | O_DIRECTORY, 0).unwrap();
-        let mut all = Vec::new();
-        loop {
-            let chunk = getdents(&p, fd, 7);
-            if chunk.is_empty() {
-                break;
-            }
-            all.extend(chunk);
-        }
+        let all = rest_of_pass(&p, fd, 7);
         p.close(fd).unwrap();
         all
     };
@@ -250,14 +255,7 @@ fn positions_resume_alike_from_the_cache_and_the_host() {
             let p = vfs.root_process();
             let fd = p.open(b"/", O_RDONLY | O_DIRECTORY, 0).unwrap();
             assert_eq!(p.lseek(fd, pos, SEEK_SET).unwrap(), pos);
-            let mut got = Vec::new();
-            loop {
-                let chunk = getdents(&p, fd, 11);
-                if chunk.is_empty() {
-                    break;
-                }
-                got.extend(chunk);
-            }
+            let got = rest_of_pass(&p, fd, 11);
             p.close(fd).unwrap();
             got
         };
@@ -290,13 +288,7 @@ fn a_pass_returns_each_lasting_entry_once_across_a_rebuild() {
         host.write(&format!("new{i}"), b"");
     }
     assert_eq!(listed(&q, b"/").unwrap(), host_names(host.path()));
-    loop {
-        let chunk = getdents(&p, fd, 40);
-        if chunk.is_empty() {
-            break;
-        }
-        seen.extend(chunk.into_iter().map(|e| e.name));
-    }
+    seen.extend(rest_of_pass(&p, fd, 40).into_iter().map(|e| e.name));
     let mut once = Names::new();
     for n in &seen {
         assert!(once.insert(n.clone()), "{n:?} twice");
@@ -526,15 +518,9 @@ impl Run {
     fn check_full(&self, room: u8) {
         let fd = self.p.open(b"/", O_RDONLY | O_DIRECTORY, 0).unwrap();
         let mut got = Names::new();
-        loop {
-            let chunk = getdents(&self.p, fd, room as usize);
-            if chunk.is_empty() {
-                break;
-            }
-            for e in chunk {
-                if e.name != b"." && e.name != b".." {
-                    assert!(got.insert(e.name.clone()), "{:?} twice", e.name);
-                }
+        for e in rest_of_pass(&self.p, fd, room as usize) {
+            if e.name != b"." && e.name != b".." {
+                assert!(got.insert(e.name.clone()), "{:?} twice", e.name);
             }
         }
         self.p.close(fd).unwrap();
@@ -564,13 +550,11 @@ impl Run {
         self.apply(inner);
         self.check_full(6);
         let end = host_names(self.host.path());
-        loop {
-            let chunk = getdents(&self.p, fd, room as usize);
-            if chunk.is_empty() {
-                break;
-            }
-            got.extend(chunk.into_iter().map(|e| e.name));
-        }
+        got.extend(
+            rest_of_pass(&self.p, fd, room as usize)
+                .into_iter()
+                .map(|e| e.name),
+        );
         self.p.close(fd).unwrap();
         got.retain(|n| n != b"." && n != b"..");
         let once: Names = got.iter().cloned().collect();
