@@ -5,9 +5,16 @@
 //! when `sub` is given (a miss below the root), else from `DIR/sub` as
 //! the mirrored root (a miss in the root). The difference of two runs
 //! with different N divided by their difference is the cost of one miss.
+//!
+//! `ptmiss list DIR P` mirrors DIR/sub (TTL 1 h) and lists its root P
+//! times through getdents64 (32 KiB buffer, as `read_dir`; records
+//! counted, not decoded): the difference of two runs with different P
+//! divided by (their difference × the entries) is the cost of one entry
+//! of a repeated listing (session 7: cached passthrough listings).
 use std::time::Duration;
+use vfscale::abi::{O_DIRECTORY, O_RDONLY};
 use vfscale::fs::passthrough::PassthroughConfig;
-use vfscale::{ProcessApi, Vfs, VfsConfig};
+use vfscale::{Process, ProcessApi, Vfs, VfsConfig};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -18,7 +25,7 @@ fn main() {
             n.parse::<usize>().unwrap(),
         ),
         _ => {
-            eprintln!("usage: ptmiss make|stat DIR N [sub]");
+            eprintln!("usage: ptmiss make|stat DIR N [sub] | ptmiss list DIR PASSES");
             std::process::exit(2);
         }
     };
@@ -31,7 +38,7 @@ fn main() {
         return;
     }
     let below = args.get(3).is_some_and(|a| a == "sub");
-    let (root, prefix) = if below {
+    let (root, prefix) = if below || cmd == "list" {
         (dir.clone(), "/sub/")
     } else {
         (sub, "/")
@@ -49,6 +56,9 @@ fn main() {
     )
     .unwrap();
     let p = vfs.root_process();
+    if cmd == "list" {
+        return list(&p, n);
+    }
     let paths: Vec<Vec<u8>> = (0..n)
         .map(|i| format!("{prefix}f{i}").into_bytes())
         .collect();
@@ -60,5 +70,31 @@ fn main() {
     eprintln!(
         "{n} misses in {:.1} ns each",
         start.elapsed().as_nanos() as f64 / n as f64
+    );
+}
+
+/// Lists `/sub` `passes` times (see the module comment).
+fn list(p: &Process, passes: usize) {
+    let mut buf = vec![0u8; 32 * 1024];
+    let mut entries = 0;
+    let start = std::time::Instant::now();
+    for _ in 0..passes {
+        let fd = p.open(b"/sub", O_RDONLY | O_DIRECTORY, 0).unwrap();
+        loop {
+            let got = p.getdents64(fd, &mut buf).unwrap();
+            if got == 0 {
+                break;
+            }
+            let mut at = 0;
+            while at < got {
+                at += u16::from_ne_bytes([buf[at + 16], buf[at + 17]]) as usize;
+                entries += 1;
+            }
+        }
+        p.close(fd).unwrap();
+    }
+    eprintln!(
+        "{passes} passes, {entries} entries, {:.1} ns/entry",
+        start.elapsed().as_nanos() as f64 / entries as f64
     );
 }

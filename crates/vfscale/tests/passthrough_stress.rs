@@ -3,7 +3,8 @@
 //! the same names behind vfscale's back and another drops the caches, with
 //! TTL 0 (every use revalidates). Any errno is allowed during the race
 //! (names come and go), but nothing may panic or hang, and afterwards:
-//! every name's vfscale stat agrees with the host's, and dropping the
+//! every name's vfscale stat and both directories' listings (cached ones
+//! included) agree with the host's, and dropping the
 //! caches returns the dentry and inode counts to a fresh instance's (no
 //! leaked or double-freed entry on the revalidation, invalidation and
 //! in-lookup paths). Seeded; `VFSCALE_SEED` replays the thread schedules'
@@ -49,6 +50,7 @@ fn concurrent_changes_with_evicted_fds_and_vouched_misses_stay_consistent() {
             ttl: Duration::from_millis(20),
             dir_fds: 1,
             dir_stamps: true,
+            ..Default::default()
         },
         // Past the TTL, and long enough for the directories' stamps to
         // settle (so the at-rest lookups may be vouched for).
@@ -179,6 +181,24 @@ fn run(config: PassthroughConfig, rest: Duration) {
             (Err(_), Err(e)) => assert!(e == Errno::ENOENT || e == Errno::ENOTDIR, "{n}: {e:?}"),
             (w, g) => panic!("{n}: host {:?}, vfscale {:?}", w.map(|_| ()), g.map(|_| ())),
         }
+    }
+    // And lists exactly the host's names (cached listings included).
+    for dir in ["", "d"] {
+        use std::os::unix::ffi::OsStrExt;
+        let mut want: Vec<Vec<u8>> = std::fs::read_dir(host.path().join(dir))
+            .map(|it| {
+                it.map(|e| e.unwrap().file_name().as_bytes().to_vec())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut got: Vec<Vec<u8>> = p
+            .read_dir(format!("/{dir}").as_bytes())
+            .map(|es| es.into_iter().map(|e| e.name).collect())
+            .unwrap_or_default();
+        got.retain(|n| n != b"." && n != b"..");
+        want.sort();
+        got.sort();
+        assert_eq!(got, want, "listing of /{dir}");
     }
     p.exit();
     vfs.drop_caches();

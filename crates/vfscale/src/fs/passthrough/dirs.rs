@@ -31,12 +31,20 @@
 //!   backward step of the real-time clock onto that exact timestamp. The
 //!   host's timestamps must come from this machine's clock (local
 //!   filesystems; `PassthroughConfig::dir_stamps` turns this off).
+//! - **listing.** `listing` was read from the host while its directory
+//!   was this node's (listing.rs); it is exact as of `listing_checked_at`
+//!   (a time before the read, or before an observation whose stamp equals
+//!   the listing's and vouches for `listed_at`), and is dropped by any
+//!   vfscale change of the directory's names, which also bumps
+//!   `listing_gen` so that a read that started before the change is not
+//!   installed after it.
 //! - The fd bound: `FdRing` lists the directories holding an fd (by inode
 //!   address and a serial that tells a reused address apart); the number
 //!   of fds held stays within the configured bound plus the number of
 //!   threads installing one at the same moment; evicting takes the ring's
 //!   lock, then a node shard's (never the other way round).
 
+use super::listing::Listing;
 use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
@@ -96,6 +104,17 @@ pub(crate) struct DirState {
     pub stamp: Stamp,
     pub stamp_at: u64,
     pub stable_since: u64,
+    /// The cached listing (listing.rs) and when it was last known exact
+    /// (mono time before the read or the observation that vouched for it).
+    pub listing: Option<Arc<Listing>>,
+    pub listing_checked_at: u64,
+    /// Bumped by every vfscale change of the directory's names: a listing
+    /// read before a change is not installed after it.
+    pub listing_gen: u64,
+    /// The stamp at which the last listing read could not be kept (over a
+    /// bound, or positions out of order): pass starts at that same stamp
+    /// read from the host without building again.
+    pub unkept: Option<Stamp>,
 }
 
 impl DirState {
@@ -109,6 +128,10 @@ impl DirState {
             stamp: Stamp::default(),
             stamp_at: 0,
             stable_since: UNSETTLED,
+            listing: None,
+            listing_checked_at: 0,
+            listing_gen: 0,
+            unkept: None,
         }
     }
 

@@ -36,19 +36,50 @@ use std::sync::Arc;
 
 /// An instance's host statistics: the host calls it made (name
 /// resolutions and attribute reads: openat, openat2, fstatat, fstat,
-/// readlinkat) and the directory fds it holds.
+/// readlinkat; directory reads, getdents64, apart), the directory fds it
+/// holds and the bytes of its cached listings (listing.rs).
 #[derive(Default)]
 pub struct HostStats {
     calls: ShardedCounter,
+    dir_reads: ShardedCounter,
     /// Relaxed everywhere: a bound, not a protocol (the fds themselves are
     /// guarded by the backend's shard mutexes).
     dir_fds: std::sync::atomic::AtomicUsize,
+    /// Relaxed everywhere: a bound, as `dir_fds` (each listing's bytes
+    /// are added once when kept and subtracted once when it is dropped).
+    listing_bytes: std::sync::atomic::AtomicUsize,
 }
 
 impl HostStats {
     /// Host calls so far (exact once the calls being made returned).
     pub fn calls(&self) -> u64 {
         self.calls.sum() as u64
+    }
+
+    /// getdents64 calls on host directories so far.
+    pub fn dir_reads(&self) -> u64 {
+        self.dir_reads.sum() as u64
+    }
+
+    /// Bytes of the cached listings held now.
+    pub fn listing_bytes(&self) -> usize {
+        self.listing_bytes
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Adds `bytes` to the listings' total if it stays within `cap`.
+    pub(crate) fn listing_bytes_reserve(&self, bytes: usize, cap: usize) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.listing_bytes
+            .fetch_update(Relaxed, Relaxed, |held| {
+                held.checked_add(bytes).filter(|&total| total <= cap)
+            })
+            .is_ok()
+    }
+
+    pub(crate) fn listing_bytes_release(&self, bytes: usize) {
+        self.listing_bytes
+            .fetch_sub(bytes, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Directory fds held open now.
@@ -386,61 +417,66 @@ pub(crate) fn pwrite(fd: RawFd, buf: &[u8], pos: u64) -> SysResult<usize> {
     Ok(n as usize)
 }
 
-/// One host directory entry.
-pub(crate) struct HostDirent {
+/// One host directory entry (borrowed from the getdents64 buffer).
+pub(crate) struct HostDirent<'a> {
     pub ino: u64,
     pub off: i64,
     pub dtype: u8,
-    pub name: Vec<u8>,
+    pub name: &'a [u8],
 }
 
-/// Reads the host directory open as `fd` from host offset `off`, handing
-/// each entry (without "." and "..") to `emit` until it returns false.
-pub(crate) fn list_host_dir(
-    fd: RawFd,
-    off: i64,
-    mut emit: impl FnMut(HostDirent) -> bool,
-) -> SysResult<()> {
-    // SAFETY: lseek on our own fd.
-    if unsafe { libc::lseek(fd, off, libc::SEEK_SET) } < 0 {
-        return Err(last_errno());
-    }
-    let mut buf = vec![0u8; 32 * 1024];
-    loop {
-        // SAFETY: getdents64 writes at most `buf.len()` bytes into `buf`.
-        let n = unsafe { libc::syscall(libc::SYS_getdents64, fd, buf.as_mut_ptr(), buf.len()) };
-        if n < 0 {
+impl HostRoot {
+    /// Reads the host directory open as `fd` from host offset `off`,
+    /// handing each entry (without "." and "..") to `emit` until it
+    /// returns false; returns whether the read reached the end (false:
+    /// `emit` stopped it).
+    pub(crate) fn list_dir(
+        &self,
+        fd: RawFd,
+        off: i64,
+        mut emit: impl FnMut(&HostDirent<'_>) -> bool,
+    ) -> SysResult<bool> {
+        // SAFETY: lseek on our own fd.
+        if unsafe { libc::lseek(fd, off, libc::SEEK_SET) } < 0 {
             return Err(last_errno());
         }
-        if n == 0 {
-            return Ok(());
-        }
-        let mut at = 0usize;
-        while at + 19 <= n as usize {
-            let ino = u64::from_ne_bytes(buf[at..at + 8].try_into().expect("8 bytes"));
-            let off = i64::from_ne_bytes(buf[at + 8..at + 16].try_into().expect("8 bytes"));
-            let reclen = u16::from_ne_bytes([buf[at + 16], buf[at + 17]]) as usize;
-            let dtype = buf[at + 18];
-            if reclen < 19 || at + reclen > n as usize {
-                return Err(Errno::EIO);
+        let mut buf = vec![0u8; 32 * 1024];
+        loop {
+            self.calls.dir_reads.inc();
+            // SAFETY: getdents64 writes at most `buf.len()` bytes into `buf`.
+            let n = unsafe { libc::syscall(libc::SYS_getdents64, fd, buf.as_mut_ptr(), buf.len()) };
+            if n < 0 {
+                return Err(last_errno());
             }
-            let name_bytes = &buf[at + 19..at + reclen];
-            let len = name_bytes
-                .iter()
-                .position(|&b| b == 0)
-                .unwrap_or(name_bytes.len());
-            let name = name_bytes[..len].to_vec();
-            at += reclen;
-            if name == b"." || name == b".." {
-                continue;
+            if n == 0 {
+                return Ok(true);
             }
-            if !emit(HostDirent {
-                ino,
-                off,
-                dtype,
-                name,
-            }) {
-                return Ok(());
+            let filled = &buf[..n as usize];
+            let mut at = 0usize;
+            while at < filled.len() {
+                let rec = filled.get(at..at + 19).ok_or(Errno::EIO)?;
+                let ino = u64::from_ne_bytes(rec[..8].try_into().expect("8 bytes"));
+                let off = i64::from_ne_bytes(rec[8..16].try_into().expect("8 bytes"));
+                let reclen = u16::from_ne_bytes([rec[16], rec[17]]) as usize;
+                let dtype = rec[18];
+                let name_bytes = filled.get(at + 19..at + reclen).ok_or(Errno::EIO)?;
+                let len = name_bytes
+                    .iter()
+                    .position(|&b| b == 0)
+                    .unwrap_or(name_bytes.len());
+                let name = &name_bytes[..len];
+                at += reclen;
+                if name == b"." || name == b".." {
+                    continue;
+                }
+                if !emit(&HostDirent {
+                    ino,
+                    off,
+                    dtype,
+                    name,
+                }) {
+                    return Ok(false);
+                }
             }
         }
     }

@@ -4,8 +4,8 @@
 //! What it serves (the rest is in docs/COMPATIBILITY.md): lookups and
 //! attributes (an inode's number is the host's st_ino, its type, mode,
 //! owner, size, times and link count the host's, copied at lookup and
-//! refreshed at revalidation), symlink text, directory listings straight
-//! from the host, reads and writes of host files (also truncation), and
+//! refreshed at revalidation), symlink text, directory listings (cached,
+//! below), reads and writes of host files (also truncation), and
 //! the namespace and attribute changes the core routes here after its own
 //! checks (create/mknod/mkdir, symlink, link, unlink/rmdir, rename, chmod,
 //! chown, utimes: single-component `*at` calls on a directory fd opened
@@ -23,6 +23,17 @@
 //! cached O_PATH fd (one host call; dirs.rs says when such an fd is
 //! trusted).
 //!
+//! Listings: a readdir from the first position with no valid cached
+//! listing reads the whole host directory into one (listing.rs) and serves
+//! the pass from it; later readdirs use it within the TTL, and past it
+//! while one observation of the directory shows its stamp unchanged and
+//! settled before the listing was read (the rule that vouches for cached
+//! misses; a listing read while the stamp was unsettled is re-read past
+//! the TTL instead). Every vfscale name change in a directory (failed ones
+//! too) drops its listing; a failed observation drops it and returns the
+//! host's error. Positions are the host's d_off + 2 either way, and a
+//! position the cached listing does not hold is listed from the host.
+//!
 //! Invariants:
 //! - every host call goes through `host::HostRoot` (see host.rs for the
 //!   containment argument);
@@ -30,7 +41,7 @@
 //!   relative to the root and, for a directory, its `DirState`; an entry
 //!   is added when the inode is made and removed by `evict` when the core
 //!   frees it, under the shard mutex; no host call is made under a shard
-//!   mutex;
+//!   mutex (a cached listing is served through an `Arc` taken under it);
 //! - inodes handed to the core carry one reference, are counted against
 //!   the instance's inode and block limits like tmpfs inodes (the core's
 //!   `iput` releases both), and are never shared between dentries (a host
@@ -39,6 +50,7 @@
 
 pub mod dirs;
 pub mod host;
+mod listing;
 
 use super::{AttrChange, Filesystem, SuperBlock};
 use crate::abi::*;
@@ -46,8 +58,9 @@ use crate::dir::index::DirIndex;
 use crate::inode::{Inode, InodeBody};
 use crate::process::DirEntryRef;
 use crate::sync::lock::{Mutex, RwLock};
-use dirs::{mono_ns, real_ns, DirState, FdRing, Observed};
+use dirs::{mono_ns, real_ns, DirState, FdRing, Observed, Stamp};
 use host::{HostRoot, HostStats};
+use listing::{Listing, ListingBuilder, FIRST};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -71,6 +84,13 @@ pub struct PassthroughConfig {
     /// (local filesystems); turn off for a network filesystem whose server
     /// clock may lag.
     pub dir_stamps: bool,
+    /// Largest directory listing kept (bytes: names plus 21 per entry;
+    /// 0: listings are not cached). A larger directory is listed from the
+    /// host on every readdir.
+    pub listing_max_bytes: usize,
+    /// All cached listings of the instance together (bytes): a listing
+    /// that does not fit is not kept.
+    pub listings_budget: usize,
 }
 
 impl Default for PassthroughConfig {
@@ -79,6 +99,8 @@ impl Default for PassthroughConfig {
             ttl: Duration::from_secs(1),
             dir_fds: 1024,
             dir_stamps: true,
+            listing_max_bytes: 16 << 20,
+            listings_budget: 64 << 20,
         }
     }
 }
@@ -648,6 +670,7 @@ impl Filesystem for Passthrough {
     }
 
     fn evict(&self, inode: &Inode) {
+        // The node (with its listing) is dropped after the shard unlocks.
         let node = self.shard(inode).lock().remove(&addr_of(inode));
         if node.is_some_and(|n| n.dir.is_some_and(|d| d.fd.is_some())) {
             self.stats.dir_fds_add(-1);
@@ -723,13 +746,13 @@ impl Filesystem for Passthrough {
         let perm = mode & 0o7777;
         // SAFETY (both): *at calls on our own fd with a NUL-terminated single
         // component; neither follows a final symlink.
-        if mode & S_IFMT == S_IFDIR {
-            check(unsafe { libc::mkdirat(fd.as_raw_fd(), c.as_ptr(), perm) } as libc::c_long)?;
+        let made = if mode & S_IFMT == S_IFDIR {
+            check(unsafe { libc::mkdirat(fd.as_raw_fd(), c.as_ptr(), perm) } as libc::c_long)
         } else {
-            check(
-                unsafe { libc::mknodat(fd.as_raw_fd(), c.as_ptr(), mode, rdev) } as libc::c_long,
-            )?;
-        }
+            check(unsafe { libc::mknodat(fd.as_raw_fd(), c.as_ptr(), mode, rdev) } as libc::c_long)
+        };
+        self.names_changed(dir);
+        made?;
         self.chown_new(&fd, &c, uid, gid);
         Ok(())
     }
@@ -748,7 +771,11 @@ impl Filesystem for Passthrough {
         let t = std::ffi::CString::new(target).map_err(|_| Errno::EINVAL)?;
         // SAFETY: NUL-terminated strings, our own fd. The link text is only
         // ever read back as text: the host never follows it for us.
-        check(unsafe { libc::symlinkat(t.as_ptr(), fd.as_raw_fd(), c.as_ptr()) } as libc::c_long)?;
+        let made = check(
+            unsafe { libc::symlinkat(t.as_ptr(), fd.as_raw_fd(), c.as_ptr()) } as libc::c_long,
+        );
+        self.names_changed(dir);
+        made?;
         self.chown_new(&fd, &c, uid, gid);
         Ok(())
     }
@@ -760,7 +787,7 @@ impl Filesystem for Passthrough {
         let c = cstr(name)?;
         // SAFETY: single components on our own fds; flags 0 does not follow
         // a symlink at the source.
-        check(unsafe {
+        let linked = check(unsafe {
             libc::linkat(
                 src_dir.as_raw_fd(),
                 src.as_ptr(),
@@ -768,7 +795,9 @@ impl Filesystem for Passthrough {
                 c.as_ptr(),
                 0,
             )
-        } as libc::c_long)
+        } as libc::c_long);
+        self.names_changed(dir);
+        linked
     }
 
     fn unlink(&self, _sb: &SuperBlock, dir: &Inode, name: &[u8], rmdir: bool) -> SysResult<()> {
@@ -776,7 +805,10 @@ impl Filesystem for Passthrough {
         let c = cstr(name)?;
         let flags = if rmdir { libc::AT_REMOVEDIR } else { 0 };
         // SAFETY: a single component on our own fd.
-        check(unsafe { libc::unlinkat(fd.as_raw_fd(), c.as_ptr(), flags) } as libc::c_long)
+        let removed =
+            check(unsafe { libc::unlinkat(fd.as_raw_fd(), c.as_ptr(), flags) } as libc::c_long);
+        self.names_changed(dir);
+        removed
     }
 
     fn rename(
@@ -793,7 +825,7 @@ impl Filesystem for Passthrough {
         let (o, n) = (cstr(old_name)?, cstr(new_name)?);
         // SAFETY: single components on our own fds; renameat2 never follows
         // symlinks.
-        check(unsafe {
+        let renamed = check(unsafe {
             libc::syscall(
                 libc::SYS_renameat2,
                 ofd.as_raw_fd(),
@@ -802,7 +834,10 @@ impl Filesystem for Passthrough {
                 n.as_ptr(),
                 flags,
             )
-        })
+        });
+        self.names_changed(old_dir);
+        self.names_changed(new_dir);
+        renamed
     }
 
     fn setattr(&self, _sb: &SuperBlock, inode: &Inode, change: &AttrChange) -> SysResult<()> {
@@ -883,35 +918,188 @@ impl Filesystem for Passthrough {
         from: u64,
         emit: &mut dyn FnMut(&DirEntryRef<'_>) -> bool,
     ) -> SysResult<(u64, bool)> {
-        // Positions: 2 is the host's offset 0; an entry's next position is
-        // its host d_off + 2 (the host's end marker saturates to the end).
-        let fd = self
-            .host
-            .open_beneath(&self.path_of(dir)?, libc::O_RDONLY | libc::O_DIRECTORY)?;
+        // Positions: FIRST (2) is the host's offset 0; an entry's next
+        // position is its host d_off + 2 (the host's end marker saturates
+        // to the end), from the cache and from the host alike.
         if from >= i64::MAX as u64 {
             return Ok((from, false));
         }
         let mut pos = from;
-        let mut refused = false;
-        host::list_host_dir(fd.as_raw_fd(), (from - 2) as i64, |e| {
-            let next = (e.off as u64).saturating_add(2).min(i64::MAX as u64);
-            // Entries report the root device's numbering (a mount point
-            // inside the host tree lists its covered inode, as getdents).
-            // Relaxed: set once at construction.
-            let dev = self.root_dev.load(std::sync::atomic::Ordering::Relaxed);
-            let d = DirEntryRef {
-                name: &e.name,
-                ino: self.ino_of_dev(dev, e.ino),
-                dtype: e.dtype,
-                next,
-            };
-            if !emit(&d) {
-                refused = true;
-                return false;
+        let mut host_fd = None;
+        let listing = match self.cached_listing(dir)? {
+            Some(l) => Some(l),
+            None if from == FIRST => {
+                let (l, fd) = self.read_listing(dir)?;
+                host_fd = Some(fd);
+                l
             }
-            pos = next;
-            true
-        })?;
+            None => None,
+        };
+        if let Some(l) = listing {
+            if let Some(i) = l.index_of(pos) {
+                let (next, refused) = l.emit_from(i, emit);
+                if refused || l.complete {
+                    return Ok((next, refused));
+                }
+                // A partial read: the host goes on from its end.
+                pos = next;
+            }
+        }
+        let fd = match host_fd {
+            Some(fd) => fd,
+            None => self
+                .host
+                .open_beneath(&self.path_of(dir)?, libc::O_RDONLY | libc::O_DIRECTORY)?,
+        };
+        let mut refused = false;
+        self.host
+            .list_dir(fd.as_raw_fd(), (pos - FIRST) as i64, |e| {
+                let d = self.host_entry(e);
+                if !emit(&d) {
+                    refused = true;
+                    return false;
+                }
+                pos = d.next;
+                true
+            })?;
         Ok((pos, refused))
+    }
+}
+
+impl Passthrough {
+    /// A host entry as vfscale lists it.
+    fn host_entry<'a>(&self, e: &host::HostDirent<'a>) -> DirEntryRef<'a> {
+        // Entries report the root device's numbering (a mount point inside
+        // the host tree lists its covered inode, as getdents).
+        // Relaxed: set once at construction.
+        let dev = self.root_dev.load(Ordering::Relaxed);
+        DirEntryRef {
+            name: e.name,
+            ino: self.ino_of_dev(dev, e.ino),
+            dtype: e.dtype,
+            next: (e.off as u64).saturating_add(FIRST).min(i64::MAX as u64),
+        }
+    }
+
+    /// `dir`'s cached listing if it is valid: read or vouched for within
+    /// the TTL, or, past it, vouched for now by one observation of the
+    /// directory (its stamp unchanged and settled before the listing was
+    /// read: dirs.rs). A listing that fails the check is dropped; so is
+    /// one whose directory cannot be observed (the error is returned).
+    fn cached_listing(&self, dir: &Inode) -> SysResult<Option<Arc<Listing>>> {
+        // A dropped listing is freed here, after the shard lock is released.
+        let mut stale = None;
+        let now = mono_ns();
+        // Some(answer): decided without the host; None: expired.
+        let within_ttl = self.with_dir_state(dir, |ds| match &ds.listing {
+            None => Some(None),
+            Some(l) if now.saturating_sub(ds.listing_checked_at) < self.ttl_ns => {
+                Some(Some(l.clone()))
+            }
+            Some(_) if !self.config.dir_stamps => {
+                stale = ds.listing.take();
+                Some(None)
+            }
+            Some(_) => None,
+        });
+        match within_ttl {
+            Some(Some(answer)) => return Ok(answer),
+            // Not a live node.
+            None => return Ok(None),
+            Some(None) => {}
+        }
+        let seen = self.dir_at(dir, None).and_then(|(at, _)| {
+            let start = observe_start();
+            let st = self.host.fstat(self.raw(&at))?;
+            Ok((st, observed(start)))
+        });
+        let vouched = self.with_dir_state(dir, |ds| {
+            if let Ok((st, when)) = &seen {
+                ds.observe(st, *when);
+                if let Some(l) = &ds.listing {
+                    if l.stamp == ds.stamp && ds.vouches_for(l.listed_at) {
+                        ds.listing_checked_at = ds.stamp_at;
+                        return Some(l.clone());
+                    }
+                }
+            }
+            stale = ds.listing.take();
+            None
+        });
+        seen.map(|_| vouched.flatten())
+    }
+
+    /// Reads `dir` from the host from its start (open, fstat for the stamp,
+    /// getdents64 to the end or the per-listing bound) and keeps the
+    /// listing if it is complete, fits the budget and no vfscale change of
+    /// the directory's names raced with the read. Returns the listing read
+    /// (None: caching is off, or the directory is still at the stamp of an
+    /// unkept read) and the host fd (to go on from, past a partial one).
+    fn read_listing(&self, dir: &Inode) -> SysResult<(Option<Arc<Listing>>, OwnedFd)> {
+        let path = self.path_of(dir)?;
+        let generation = self.with_dir_state(dir, |ds| ds.listing_gen);
+        let fd = self
+            .host
+            .open_beneath(&path, libc::O_RDONLY | libc::O_DIRECTORY)?;
+        if self.config.listing_max_bytes == 0 {
+            return Ok((None, fd));
+        }
+        let start = observe_start();
+        let st = self.host.fstat(fd.as_raw_fd())?;
+        let when = observed(start);
+        let stamp = Stamp::of(&st);
+        let unkept = self.with_dir_state(dir, |ds| {
+            ds.observe(&st, when);
+            ds.unkept == Some(stamp)
+        });
+        if unkept == Some(true) {
+            return Ok((None, fd));
+        }
+        // After the observation: what `vouches_for` is asked about.
+        let listed_at = when.after;
+        let mut b = ListingBuilder::new(self.config.listing_max_bytes);
+        let complete = self
+            .host
+            .list_dir(fd.as_raw_fd(), 0, |e| b.push(&self.host_entry(e)))?;
+        let listing = b.finish(complete, stamp, listed_at);
+        let listing = match listing.keep(&self.stats, self.config.listings_budget) {
+            Ok(kept) => {
+                let replaced = self.with_dir_state(dir, |ds| {
+                    if Some(ds.listing_gen) != generation {
+                        return None;
+                    }
+                    ds.unkept = None;
+                    ds.listing_checked_at = when.before;
+                    ds.listing.replace(kept.clone())
+                });
+                drop(replaced);
+                kept
+            }
+            Err(unkept) => {
+                self.with_dir_state(dir, |ds| ds.unkept = Some(stamp));
+                unkept
+            }
+        };
+        Ok((Some(listing), fd))
+    }
+
+    /// Runs `f` on `dir`'s directory state (made if missing) under its
+    /// shard's lock; None if `dir` is no longer a live node.
+    fn with_dir_state<R>(&self, dir: &Inode, f: impl FnOnce(&mut DirState) -> R) -> Option<R> {
+        let mut shard = self.shard(dir).lock();
+        let node = shard.get_mut(&addr_of(dir))?;
+        Some(f(node.dir.get_or_insert_with(|| Box::new(DirState::new()))))
+    }
+
+    /// Drops `dir`'s cached listing after vfscale changed (or tried to
+    /// change: a failure may have changed the host too) its names, and
+    /// keeps a listing read before the change from being installed.
+    fn names_changed(&self, dir: &Inode) {
+        let stale = self.with_dir_state(dir, |ds| {
+            ds.listing_gen += 1;
+            ds.unkept = None;
+            ds.listing.take()
+        });
+        drop(stale);
     }
 }
