@@ -362,12 +362,17 @@ impl VfsInner {
         if i == n {
             return None;
         }
+        // The coarse clock for the TTL test of backend entries, read at the
+        // first such entry and reused for the rest of the walk (0: not read
+        // yet). A walk is far shorter than the clock's tick, so one reading
+        // ages every component alike.
+        let mut now_ns = 0u64;
         loop {
             let key = match scan_short_component(path, i) {
                 Some(key) if is_dot_or_dotdot_word(key.first_word) => return None,
                 Some(key) => key,
                 None => {
-                    // Eight bytes or more (or a NUL, which the full walk
+                    // Nine bytes or more (or a NUL, which the full walk
                     // reports): the general scan.
                     let (key, end) = scan_component(path, i);
                     if end != ComponentEnd::Separator || key.bytes.len() < 8 {
@@ -403,7 +408,7 @@ impl VfsInner {
             // backend's entry unless it was validated within its TTL (a test
             // out of line: tmpfs entries never have the flag).
             if cflags & (D_MOUNTED | D_TYPE_SYMLINK | D_REVALIDATE) != 0
-                && !Self::fresh_backend_entry(cd, cflags)
+                && !Self::fresh_backend_entry(cd, cflags, &mut now_ns)
             {
                 return None;
             }
@@ -450,10 +455,11 @@ impl VfsInner {
 
     /// True for an entry the fast path may use although it has one of the
     /// flags it declines: a backend's entry (D_REVALIDATE only) validated
-    /// within its TTL.
+    /// within its TTL. `now_ns` is the walk's clock reading, taken here if
+    /// it is still 0.
     #[cold]
     #[inline(never)]
-    fn fresh_backend_entry(d: &Dentry, flags: u32) -> bool {
+    fn fresh_backend_entry(d: &Dentry, flags: u32, now_ns: &mut u64) -> bool {
         if flags & (D_MOUNTED | D_TYPE_SYMLINK) != 0 {
             return false;
         }
@@ -465,7 +471,10 @@ impl VfsInner {
         };
         // Relaxed: see `VfsInner::revalidate_dentry`.
         let at = d.cookie.load(crate::sync::atomic::Ordering::Relaxed);
-        super::monotonic_ns().saturating_sub(at) < ttl
+        if *now_ns == 0 {
+            *now_ns = super::monotonic_ns();
+        }
+        now_ns.saturating_sub(at) < ttl
     }
 
     /// Splits off the last component and resolves the directory before it.
