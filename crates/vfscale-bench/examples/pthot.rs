@@ -11,7 +11,9 @@
 //! (no host at all). Two runs with different PASSES,
 //! their instruction difference divided by N × the PASSES difference, give
 //! the cost of one hot stat. With `PTHOT_SHUFFLE=1` in the environment
-//! the hot passes use the bench's shuffled order instead of name order.
+//! the hot passes use the bench's shuffled order instead of name order;
+//! `PTHOT_HASH_BITS=B` sizes the dentry hash table at 2^B buckets instead
+//! of the default (`VfsConfig::hash_bits`).
 //!
 //! `pthot share DIR N [sub]`: after the cold pass, thread A stats its half
 //! of the files (i even, as the bench's thread 0) twice — a warm-up pass,
@@ -47,9 +49,14 @@ fn make_files(dir: &Path, n: usize) {
 fn namespace(dir: &Path, n: usize, how: &str) -> (Vfs, &'static str) {
     let files = dir.join("files");
     make_files(&files, n);
+    let default = VfsConfig::default();
     let config = VfsConfig {
-        max_unused_dentries: (2 * n).max(VfsConfig::default().max_unused_dentries),
-        ..VfsConfig::default()
+        max_unused_dentries: (2 * n).max(default.max_unused_dentries),
+        hash_bits: std::env::var("PTHOT_HASH_BITS")
+            .ok()
+            .and_then(|b| b.parse().ok())
+            .unwrap_or(default.hash_bits),
+        ..default
     };
     if how == "tmpfs" {
         let vfs = Vfs::with_config(config);

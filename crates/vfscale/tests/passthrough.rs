@@ -413,6 +413,34 @@ fn entries_are_cached_until_the_ttl() {
     assert_eq!(p.stat(b"/later").map(|_| ()), Err(Errno::ENOENT));
 }
 
+/// A hot walk tests the TTL of every backend entry on its path (the
+/// oldest validation), not only the entry it answers with: a directory
+/// past its TTL is revalidated even when the name below it is fresh.
+#[test]
+fn a_stale_directory_is_revalidated_under_a_fresh_name() {
+    let ttl = Duration::from_secs(2);
+    let host = HostDir::new("stale-dir");
+    host.mkdir("d");
+    host.write("d/f", b"one");
+    let vfs = mirror(&host, ttl);
+    let p = vfs.root_process();
+    let t0 = std::time::Instant::now();
+    assert!(p.stat(b"/d").is_ok());
+    std::thread::sleep(ttl / 2);
+    // `d` is cached and fresh; `f` is looked up (validated) now.
+    assert_eq!(p.stat(b"/d/f").unwrap().size, 3);
+    if t0.elapsed() >= ttl {
+        // Descheduled past the TTL: `d` was revalidated with `f`, so the
+        // case below cannot be set up on this run.
+        return;
+    }
+    std::fs::rename(host.path().join("d"), host.path().join("old")).unwrap();
+    host.mkdir("d");
+    std::thread::sleep(ttl * 3 / 4);
+    // `d` is past its TTL, `f` is not: `d` is found replaced and `f` gone.
+    assert_eq!(p.stat(b"/d/f").map(|_| ()), Err(Errno::ENOENT));
+}
+
 #[test]
 fn injected_host_errors_surface_and_change_nothing() {
     let host = HostDir::new("faults");

@@ -1,10 +1,13 @@
 //! The dentry: one name in one directory, bound to an inode or negative.
 //!
 //! Layout (asserted below): line 0 holds what a lock-free path walk reads
-//! (seq, flags, hash link, parent, hash+len, inode, superblock, long-name
-//! pointer); line 1 holds the inline name; line 2 the write-hot fields
-//! (refcount, readdir cookie, LRU links). A walk that stats a cached path
-//! therefore reads lines 0-1 and never the line that refcount traffic dirties.
+//! (seq, flags, hash link, parent, hash+len, inode, superblock, the name's
+//! first eight bytes, the cookie); line 1 holds the rest of the inline name
+//! and the long-name pointer; line 2 the write-hot fields (refcount, LRU
+//! links). A walk that stats a cached path whose components are at most 8
+//! bytes long therefore reads line 0 alone (a chain node that does not
+//! match costs that one line too), and never the line that refcount
+//! traffic dirties; a longer name adds line 1.
 //!
 //! Invariants:
 //! - `parent`, `hash_len`, the name and `inode` change only inside a `seq`
@@ -80,14 +83,20 @@ pub struct Dentry {
     hash_len: AtomicU64,
     pub(crate) inode: AtomicPtr<Inode>,
     pub(crate) sb: *const SuperBlock,
-    name_ext: AtomicPtr<ExtName>,
+    /// Word 0 of the inline name (zero-padded little-endian bytes 0..8):
+    /// a name of up to 8 bytes compares on this line alone.
+    name_head: AtomicU64,
     /// Readdir cookie in the parent's child index (under the parent's lock;
     /// written only when the name moves, so it may share the lookup line).
     /// A `D_REVALIDATE` entry is in no index: there it holds the monotonic
     /// time of its last validation.
     pub(crate) cookie: AtomicU64,
-    // ---- line 1: inline name ----
-    name_inline: [AtomicU64; INLINE_WORDS],
+    // ---- line 1: the rest of the name ----
+    /// Words 1.. of an inline name (zero past its end).
+    name_tail: [AtomicU64; INLINE_WORDS - 1],
+    /// A name longer than `INLINE_NAME_LEN` (null otherwise): read only by
+    /// a compare that got past `hash_len` with such a name.
+    name_ext: AtomicPtr<ExtName>,
     // ---- line 2: write-hot ----
     /// Sharded while many threads keep opening the dentry (`dcache/hot.rs`).
     pub(crate) refcount: ShardedRef,
@@ -104,10 +113,15 @@ pub struct Dentry {
 #[cfg(not(loom))]
 const _: () = {
     assert!(
-        core::mem::offset_of!(Dentry, name_ext) + 8 <= 64,
+        core::mem::offset_of!(Dentry, cookie) + 8 <= 64,
         "lookup fields fit line 0"
     );
-    assert!(core::mem::offset_of!(Dentry, name_inline) == 64);
+    assert!(
+        core::mem::offset_of!(Dentry, name_head) + 8 <= 64,
+        "a short name compares on line 0"
+    );
+    assert!(core::mem::offset_of!(Dentry, name_tail) == 64);
+    assert!(core::mem::offset_of!(Dentry, name_ext) + 8 <= 128);
     assert!(
         core::mem::offset_of!(Dentry, refcount) == 128,
         "write-hot fields start line 2"
@@ -152,8 +166,9 @@ impl Dentry {
             hash_len: AtomicU64::new(0),
             inode: AtomicPtr::new(inode as *mut Inode),
             sb,
+            name_head: AtomicU64::new(0),
+            name_tail: Default::default(),
             name_ext: AtomicPtr::new(ptr::null_mut()),
-            name_inline: Default::default(),
             refcount: ShardedRef::new(refcount),
             group: 0,
             lru_list: AtomicPtr::new(ptr::null_mut()),
@@ -202,10 +217,15 @@ impl Dentry {
                 hash_len: AtomicU64::new(name.hash_len()),
                 inode: AtomicPtr::new(inode as *mut Inode),
                 sb,
-                name_ext: AtomicPtr::new(name_ext),
-                name_inline: core::array::from_fn(|i| {
-                    AtomicU64::new(if short { name_word(name.bytes, i) } else { 0 })
+                name_head: AtomicU64::new(if short { name.first_word } else { 0 }),
+                name_tail: core::array::from_fn(|i| {
+                    AtomicU64::new(if short {
+                        name_word(name.bytes, i + 1)
+                    } else {
+                        0
+                    })
                 }),
+                name_ext: AtomicPtr::new(name_ext),
                 refcount: ShardedRef::new(refcount),
                 group: 0,
                 lru_list: AtomicPtr::new(ptr::null_mut()),
@@ -225,9 +245,9 @@ impl Dentry {
         self.hash_len.store(name.hash_len(), Ordering::Relaxed);
         if name.bytes.len() <= INLINE_NAME_LEN {
             // Word 0 comes with the key; the rest only for a long name.
-            self.name_inline[0].store(name.first_word, Ordering::Relaxed);
+            self.name_head.store(name.first_word, Ordering::Relaxed);
             let words = name.bytes.len().div_ceil(8);
-            for (i, w) in self.name_inline.iter().enumerate().skip(1) {
+            for (i, w) in (1..).zip(&self.name_tail) {
                 let word = if i < words {
                     name_word(name.bytes, i)
                 } else {
@@ -262,7 +282,7 @@ impl Dentry {
     pub fn name_eq_same_hash_len(&self, key: &NameKey<'_>) -> bool {
         if key.bytes.len() <= 8 {
             // Relaxed: validated by the caller's seq check.
-            return self.name_inline[0].load(Ordering::Relaxed) == key.first_word;
+            return self.name_head.load(Ordering::Relaxed) == key.first_word;
         }
         self.name_eq_long(key)
     }
@@ -275,7 +295,7 @@ impl Dentry {
         if len <= INLINE_NAME_LEN {
             // Relaxed: validated by the caller's seq check.
             (0..len.div_ceil(8))
-                .all(|i| self.name_inline[i].load(Ordering::Relaxed) == name_word(key.bytes, i))
+                .all(|i| self.inline_word(i).load(Ordering::Relaxed) == name_word(key.bytes, i))
         } else {
             // Acquire pairs with the AcqRel swap in `store_name`, so the
             // buffer's bytes are visible.
@@ -287,13 +307,22 @@ impl Dentry {
         }
     }
 
+    /// Word `i` (< `INLINE_WORDS`) of the inline name.
+    #[inline(always)]
+    fn inline_word(&self, i: usize) -> &AtomicU64 {
+        match i.checked_sub(1) {
+            None => &self.name_head,
+            Some(t) => &self.name_tail[t],
+        }
+    }
+
     /// Appends the name to `out` (caller holds the parent's lock or validates).
     pub fn name_into(&self, out: &mut Vec<u8>) {
         let len = (self.hash_len() & 0xffff_ffff) as usize;
         if len <= INLINE_NAME_LEN {
             for i in 0..len.div_ceil(8) {
                 // Relaxed: see `name_eq`.
-                let w = self.name_inline[i].load(Ordering::Relaxed).to_le_bytes();
+                let w = self.inline_word(i).load(Ordering::Relaxed).to_le_bytes();
                 out.extend_from_slice(&w[..(len - i * 8).min(8)]);
             }
         } else {

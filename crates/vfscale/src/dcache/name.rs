@@ -178,22 +178,32 @@ pub fn scan_component(path: &[u8], at: usize) -> (NameKey<'_>, ComponentEnd) {
 }
 
 /// The fast walk's scan of a short component: the key of the component at
-/// `path[at..]` (`at` < `path.len()`) when it is 1 to 7 bytes long and ends
+/// `path[at..]` (`at` < `path.len()`) when it is 1 to 8 bytes long and ends
 /// at a `/` or at the end of the path, with the hash `name_hash` gives. One
-/// load (two for a tail under 8 bytes) and no loop. `None` otherwise (a
-/// longer component, a NUL byte, an empty component): the caller runs
-/// `scan_component`, which tells those apart.
+/// load (two for a tail under 8 bytes; one more byte for an 8-byte name,
+/// the common generated-name length, e.g. `cold-lookup`'s `f0000000`) and
+/// no loop. `None` otherwise (a longer component, a NUL byte, an empty
+/// component): the caller runs `scan_component`, which tells those apart.
 #[inline(always)]
 pub fn scan_short_component(path: &[u8], at: usize) -> Option<NameKey<'_>> {
     let rest = path.get(at..)?;
     let (w, real) = load_word(rest, 0);
     let delim = zero_bytes(w) | zero_bytes(w ^ SLASHES);
+    // 8 when the word holds no delimiter among its real bytes.
     let k = ((delim.trailing_zeros() / 8) as usize).min(real);
-    // k in 1..=7, and the byte that ended it (if any) is not a NUL.
-    if k.wrapping_sub(1) >= 7 || (k < real && (w >> (8 * k)) & 0xff == 0) {
-        return None;
-    }
-    let word = w & (u64::MAX >> (64 - 8 * k));
+    let word = if k == 8 {
+        // Eight name bytes: the name ends here only at a `/` or at the end.
+        if rest.get(8).is_some_and(|&b| b != b'/') {
+            return None;
+        }
+        w
+    } else {
+        // k in 1..=7, and the byte that ended it (if any) is not a NUL.
+        if k == 0 || (k < real && (w >> (8 * k)) & 0xff == 0) {
+            return None;
+        }
+        w & (u64::MAX >> (64 - 8 * k))
+    };
     Some(NameKey {
         bytes: rest.get(..k)?,
         hash: hash_finish(hash_mix(0, word), k),
@@ -305,13 +315,18 @@ mod tests {
 
     #[test]
     fn scan_short_component_agrees_with_scan_component() {
-        let paths: [&[u8]; 12] = [
+        let paths: [&[u8]; 17] = [
             b"/a",
             b"/file",
             b"/file/x",
             b"/seven77",
             b"/exactly8",
             b"/exactly8/",
+            b"/exactly8/x",
+            b"/exactly8\0",
+            b"/exactly8x",
+            b"/exactly8x/y",
+            b"/exactl\0/",
             b"/fi\0le",
             b"/\0",
             b"//x",
@@ -334,7 +349,7 @@ mod tests {
                     );
                 }
                 None => assert!(
-                    key.bytes.len() >= 8 || key.bytes.is_empty() || end != ComponentEnd::Separator,
+                    key.bytes.len() > 8 || key.bytes.is_empty() || end != ComponentEnd::Separator,
                     "{path:?} declined"
                 ),
             }
