@@ -415,10 +415,16 @@ mod tests {
     fn background_runs_in_the_measured_window() {
         let bg = |ctl: &BgCtl<'_>| {
             ctl.start();
+            // At least one op even if this thread is descheduled past the
+            // whole window (a loaded CI machine): what is checked is that
+            // the count reaches the result, not how many fit.
             let mut n = 0;
-            while !ctl.stopped() {
+            loop {
                 n += 1;
                 std::hint::spin_loop();
+                if ctl.stopped() {
+                    break;
+                }
             }
             Ok(n)
         };
@@ -431,14 +437,16 @@ mod tests {
 
     #[test]
     fn timed_once_times_the_work_only() {
+        // The setup sleeps far longer than any descheduling of the empty
+        // work on a loaded machine: timing the setup would read >= 0.3.
         let ((), secs) = timed_once(
             || {
-                std::thread::sleep(Duration::from_millis(30));
+                std::thread::sleep(Duration::from_millis(300));
                 Ok(())
             },
             |_| Ok(()),
         )
         .unwrap();
-        assert!(secs < 0.02, "{secs}");
+        assert!(secs < 0.15, "{secs}");
     }
 }
