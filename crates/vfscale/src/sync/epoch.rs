@@ -498,8 +498,39 @@ impl Collector {
         unsafe { self.retire_with(ptr as *mut (), crate::mem::slab::free_erased::<T>) }
     }
 
+    /// `retire_slab` for two objects at once (a dentry and the inode it
+    /// was the last to name): one shard lock for both.
+    ///
+    /// # Safety
+    /// As `retire_slab`, for each of `a` and `b`.
+    pub unsafe fn retire_slab_pair<A, B>(&self, a: *mut A, b: *mut B)
+    where
+        A: Send + crate::mem::slab::SlabPool,
+        B: Send + crate::mem::slab::SlabPool,
+    {
+        // SAFETY: forwarded contract.
+        unsafe {
+            self.retire_items([
+                Retired {
+                    ptr: a as *mut (),
+                    free: crate::mem::slab::free_erased::<A>,
+                },
+                Retired {
+                    ptr: b as *mut (),
+                    free: crate::mem::slab::free_erased::<B>,
+                },
+            ])
+        }
+    }
+
     /// Queues `ptr` to be released by `free` after a grace period.
     unsafe fn retire_with(&self, ptr: *mut (), free: unsafe fn(*mut ())) {
+        // SAFETY: forwarded contract.
+        unsafe { self.retire_items([Retired { ptr, free }]) }
+    }
+
+    /// Queues each item to be released by its `free` after a grace period.
+    unsafe fn retire_items<const N: usize>(&self, items: [Retired; N]) {
         let shard = LOCAL.with(|l| {
             let r = l.record.get();
             if r.is_null() {
@@ -511,7 +542,7 @@ impl Collector {
         });
         let full = {
             let mut pending = self.shards[shard].lock();
-            pending.push(Retired { ptr, free });
+            pending.extend(items);
             (pending.len() >= self.batch).then(|| std::mem::take(&mut *pending))
         };
         if let Some(items) = full {
