@@ -307,6 +307,10 @@ impl SuperBlock {
 
     pub(crate) fn charge_blocks(&self, delta_512: i64) -> SysResult<()> {
         let delta_pages = delta_512 / 8;
+        if delta_pages == 0 {
+            // The free of an empty file: no shared counter to touch.
+            return Ok(());
+        }
         let max_pages = (self.limits.max_bytes / BLOCK_SIZE) as i64;
         if delta_pages > 0 && self.used_blocks.compare(max_pages - delta_pages).is_gt() {
             return Err(Errno::ENOSPC);
