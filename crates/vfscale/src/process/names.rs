@@ -127,10 +127,9 @@ impl Process {
         file_type: u32,
         body: InodeBody,
     ) -> Option<Prealloc<'_>> {
-        if self.vfs.reclaim.groups.any_limit() || !sb.far_from_inode_limit(PREALLOC_SLACK) {
+        if self.vfs.reclaim.groups.any_limit() || !sb.reserve_inode_if_far(PREALLOC_SLACK) {
             return None;
         }
-        sb.reserve_inode().ok()?;
         let ino = sb.ino_alloc.alloc();
         let inode = self.vfs.alloc_inode(sb, ino, file_type, 0, 0, 0, body);
         let dentry = self
