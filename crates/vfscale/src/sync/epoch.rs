@@ -640,6 +640,36 @@ mod tests {
         assert_eq!(freed.load(std::sync::atomic::Ordering::SeqCst), 3);
     }
 
+    /// Two objects retired together (`retire_slab_pair`'s one shard lock)
+    /// wait in the shard like any two retires, and each is freed once, by
+    /// its own `free`. (No guard is held here: the epoch domain is
+    /// process-wide, and a guard would hold back the frees that the other
+    /// tests of this module assert.)
+    #[test]
+    fn a_retired_pair_is_queued_and_frees_both() {
+        unsafe fn free_tracked(p: *mut ()) {
+            // SAFETY: the test retires boxes of `Tracked` only, once each.
+            drop(unsafe { Box::from_raw(p as *mut Tracked) });
+        }
+        let tracked = |n: &Arc<StdCount>| Retired {
+            ptr: Box::into_raw(Box::new(Tracked(n.clone()))) as *mut (),
+            free: free_tracked,
+        };
+        let freed = |n: &Arc<StdCount>| n.load(std::sync::atomic::Ordering::SeqCst);
+        let (first, second) = (Arc::new(StdCount::new(0)), Arc::new(StdCount::new(0)));
+        let c = Collector::new().batch_size(3);
+        // SAFETY: fresh boxes, retired once.
+        unsafe { c.retire_items([tracked(&first), tracked(&second)]) };
+        assert_eq!(c.shards.iter().map(|s| s.lock().len()).sum::<usize>(), 2);
+        assert_eq!(
+            (freed(&first), freed(&second)),
+            (0, 0),
+            "below the batch: kept"
+        );
+        drop(c);
+        assert_eq!((freed(&first), freed(&second)), (1, 1));
+    }
+
     #[test]
     fn guards_nest_and_drop_frees_the_rest() {
         let freed = Arc::new(StdCount::new(0));
