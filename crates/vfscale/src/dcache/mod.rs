@@ -593,10 +593,7 @@ impl VfsInner {
             // only by it (its last reference), and readers that reached it
             // through the dentry hold guards. One retire for the pair: the
             // inode of an unlinked file usually dies with its dentry.
-            unsafe {
-                self.collector
-                    .retire_slab_pair(d, inode as *const Inode as *mut Inode)
-            };
+            unsafe { self.collector.retire_slab_pair(d, inode as *mut Inode) };
         } else {
             // SAFETY: as in `release_dentry`.
             unsafe { self.collector.retire_slab(d) };
