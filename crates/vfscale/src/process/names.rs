@@ -598,7 +598,8 @@ impl Process {
             stamp.apply();
             drop(locked);
         }
-        self.vfs.release_name_refs(&[victim], _g);
+        self.vfs
+            .ending_call(|| self.vfs.release_name_refs(&[victim], _g));
         Ok(())
     }
 
