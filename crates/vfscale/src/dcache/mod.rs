@@ -405,9 +405,8 @@ impl VfsInner {
     /// A charged dentry, returned by `Dentry::new` straight into its slab
     /// object: built first and moved, a dentry (three cache lines) cost a
     /// second `memcpy` per create. (`Dentry::write_new` would save the
-    /// other, but computes all eight inline name words: +12 instructions
-    /// per create with an empty name and `store_name` after it, more with
-    /// the name.)
+    /// other, but computes all eight inline name words: +30 instructions
+    /// per create+unlink, docs/PERFORMANCE.md.)
     fn alloc_dentry(
         &self,
         sb: &SuperBlock,
