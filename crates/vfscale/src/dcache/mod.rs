@@ -453,9 +453,16 @@ impl VfsInner {
     /// Removes a hashed dentry's name (unlink, rmdir, the target of a
     /// rename). Caller holds the parent's directory lock exclusively.
     pub(crate) fn unhash(&self, d: &Dentry) {
-        let mut b = self
+        let b = self
             .bucket_of(d.parent_ptr(), (d.hash_len() >> 32) as u32)
             .lock();
+        self.unhash_locked(d, b);
+    }
+
+    /// `unhash` with `d`'s bucket already locked (`b`, from
+    /// `lookup_exact_locked`): unlink takes the bucket lock once for its
+    /// lookup and the removal.
+    pub(crate) fn unhash_locked(&self, d: &Dentry, mut b: hash::BucketGuard<'_, Dentry>) {
         d.seq.write_begin();
         d.clear_flag(D_HASHED);
         // `d` is in this bucket's chain: its parent and name change only
@@ -912,7 +919,20 @@ impl VfsInner {
     /// Exact lookup with the bucket locked (null if absent). The caller
     /// holds the directory lock, so the answer stays true while it does.
     pub(crate) fn lookup_exact(&self, parent: *const Dentry, key: &NameKey<'_>) -> *const Dentry {
+        self.lookup_exact_locked(parent, key).1
+    }
+
+    /// `lookup_exact`, returning the name's bucket still locked, for a
+    /// caller that may unhash what it found (`unhash_locked`). While it
+    /// holds the guard it must take no lock that is held while a bucket
+    /// lock is taken (a directory's index lock, an LRU list lock).
+    pub(crate) fn lookup_exact_locked(
+        &self,
+        parent: *const Dentry,
+        key: &NameKey<'_>,
+    ) -> (hash::BucketGuard<'_, Dentry>, *const Dentry) {
         let b = self.bucket_of(parent, key.hash).lock();
-        Self::lookup_in_locked_bucket(b.first(), parent, key)
+        let found = Self::lookup_in_locked_bucket(b.first(), parent, key);
+        (b, found)
     }
 }
