@@ -329,6 +329,54 @@ fn default_config_queues_lone_puts_until_the_call_ends() {
     assert_eq!(v.object_counts().files, 0, "exit batches and drains");
 }
 
+/// unlink's drop of the removed name is its call's last act: the dentry
+/// and inode it kills are freed by the time unlink returns, counted as a
+/// queue of one (as close's file is), whether the name was the last
+/// reference or an open file outlived it.
+#[test]
+fn unlink_frees_its_lone_kills_as_it_returns() {
+    let v = Vfs::new();
+    let p = v.root_process();
+    p.mkdir(b"/d", 0o755).unwrap();
+    let before = v.object_counts();
+    let s0 = p.statfs(b"/").unwrap();
+    // rmdir goes the same way, and is the first put here that kills.
+    p.mkdir(b"/d/e", 0o755).unwrap();
+    assert_eq!(v.defer_high_water(), 0, "mkdir kills nothing");
+    p.rmdir(b"/d/e").unwrap();
+    let after = v.object_counts();
+    assert_eq!(
+        (after.dentries, after.inodes),
+        (before.dentries, before.inodes)
+    );
+    assert_eq!(
+        v.defer_high_water(),
+        1,
+        "a lone kill counts as a queue of one"
+    );
+    let fd = p.open(b"/d/f", O_CREAT | O_EXCL | O_WRONLY, 0o644).unwrap();
+    p.close(fd).unwrap();
+    p.unlink(b"/d/f").unwrap();
+    let after = v.object_counts();
+    assert_eq!(
+        (after.dentries, after.inodes),
+        (before.dentries, before.inodes)
+    );
+    assert_eq!(p.statfs(b"/").unwrap().f_ffree, s0.f_ffree);
+    // Unlinked while open: the name's put kills nothing; the close frees
+    // dentry and inode.
+    let fd = p.open(b"/d/g", O_CREAT | O_EXCL | O_WRONLY, 0o644).unwrap();
+    p.unlink(b"/d/g").unwrap();
+    assert_eq!(v.object_counts().inodes, before.inodes + 1);
+    p.close(fd).unwrap();
+    let after = v.object_counts();
+    assert_eq!(
+        (after.dentries, after.inodes),
+        (before.dentries, before.inodes)
+    );
+    assert_eq!(v.defer_high_water(), 1);
+}
+
 #[test]
 fn lone_puts_inline_when_configured_off() {
     let v = Vfs::with_config(VfsConfig {

@@ -364,9 +364,7 @@ impl VfsInner {
             return None;
         }
         self.stats.dentries.inc();
-        let mut d = Dentry::new(sb, parent, key, core::ptr::null(), 1);
-        d.group = self.charge(crate::reclaim::ObjKind::Dentry);
-        Some(crate::mem::slab::alloc(d))
+        Some(self.alloc_dentry(sb, parent, key, core::ptr::null(), 1))
     }
 
     /// Names `inode` with a dentry from `new_unhashed_dentry` (whose
@@ -401,9 +399,32 @@ impl VfsInner {
         let got = unsafe { &*parent }.refcount.get();
         debug_assert!(got, "parent of a new dentry must be live");
         self.stats.dentries.inc();
-        let mut d = Dentry::new(sb, parent, key, inode, refs);
-        d.group = self.charge(crate::reclaim::ObjKind::Dentry);
-        crate::mem::slab::alloc(d)
+        self.alloc_dentry(sb, parent, key, inode, refs)
+    }
+
+    /// A charged dentry, returned by `Dentry::new` straight into its slab
+    /// object: built first and moved, a dentry (three cache lines) cost a
+    /// second `memcpy` per create. (`Dentry::write_new` would save the
+    /// other, but computes all eight inline name words: +30 instructions
+    /// per create+unlink, docs/PERFORMANCE.md.)
+    fn alloc_dentry(
+        &self,
+        sb: &SuperBlock,
+        parent: *const Dentry,
+        key: &NameKey<'_>,
+        inode: *const Inode,
+        refs: u32,
+    ) -> *const Dentry {
+        let group = self.charge(crate::reclaim::ObjKind::Dentry);
+        let d = crate::mem::slab::alloc_in_place::<Dentry>();
+        // SAFETY: a free object of the dentry pool that only we own (a
+        // previous dentry there was dropped when freed); written whole,
+        // then its group, before anything can reach it.
+        unsafe {
+            d.write(Dentry::new(sb, parent, key, inode, refs));
+            (*d).group = group;
+        }
+        d
     }
 
     /// Publishes a fresh dentry in the locked bucket.
@@ -432,9 +453,16 @@ impl VfsInner {
     /// Removes a hashed dentry's name (unlink, rmdir, the target of a
     /// rename). Caller holds the parent's directory lock exclusively.
     pub(crate) fn unhash(&self, d: &Dentry) {
-        let mut b = self
+        let b = self
             .bucket_of(d.parent_ptr(), (d.hash_len() >> 32) as u32)
             .lock();
+        self.unhash_locked(d, b);
+    }
+
+    /// `unhash` with `d`'s bucket already locked (`b`, from
+    /// `lookup_exact_locked`): unlink takes the bucket lock once for its
+    /// lookup and the removal.
+    pub(crate) fn unhash_locked(&self, d: &Dentry, mut b: hash::BucketGuard<'_, Dentry>) {
         d.seq.write_begin();
         d.clear_flag(D_HASHED);
         // `d` is in this bucket's chain: its parent and name change only
@@ -564,9 +592,17 @@ impl VfsInner {
             // SAFETY: a dentry's superblock outlives it.
             unsafe { &*dr.sb }.lru.remove(dr);
         }
-        let (inode, parent) = self.release_dentry(dr);
-        if !inode.is_null() {
-            self.iput(inode);
+        let (inode, parent) = self.unaccount_dentry(dr);
+        let d = d as *mut Dentry;
+        if !inode.is_null() && self.put_inode(inode) {
+            // SAFETY: the dentry as in `release_dentry`; the inode was named
+            // only by it (its last reference), and readers that reached it
+            // through the dentry hold guards. One retire for the pair: the
+            // inode of an unlinked file usually dies with its dentry.
+            unsafe { self.collector.retire_slab_pair(d, inode as *mut Inode) };
+        } else {
+            // SAFETY: as in `release_dentry`.
+            unsafe { self.collector.retire_slab(d) };
         }
         self.stats.dentries.dec();
         (!parent.is_null()).then_some(parent)
@@ -577,8 +613,7 @@ impl VfsInner {
     /// whose references the caller drops, and leaves the dentry count to
     /// the caller (the batched drain updates it once per batch).
     pub(crate) fn release_dentry(&self, dr: &Dentry) -> (*const Inode, *const Dentry) {
-        self.uncharge(dr.group, crate::reclaim::ObjKind::Dentry);
-        let found = (dr.inode_ptr(), dr.parent_ptr());
+        let found = self.unaccount_dentry(dr);
         // SAFETY: unhashed, off the list and dead: no new reader can reach
         // it; current readers hold guards.
         unsafe {
@@ -586,6 +621,13 @@ impl VfsInner {
                 .retire_slab(dr as *const Dentry as *mut Dentry)
         };
         found
+    }
+
+    /// `release_dentry` but the retire: uncharges the dentry, returns its
+    /// inode and parent.
+    fn unaccount_dentry(&self, dr: &Dentry) -> (*const Inode, *const Dentry) {
+        self.uncharge(dr.group, crate::reclaim::ObjKind::Dentry);
+        (dr.inode_ptr(), dr.parent_ptr())
     }
 
     /// Puts an unused hashed dentry on its superblock's list for its group
@@ -683,19 +725,32 @@ impl VfsInner {
 
     /// Drops a reference to an inode; the last one frees it.
     pub(crate) fn iput(&self, inode: *const Inode) {
+        if self.put_inode(inode) {
+            // SAFETY: as in `release_inode`.
+            unsafe { self.collector.retire_slab(inode as *mut Inode) };
+        }
+    }
+
+    /// `iput` but the retire: true if this put was the last and the inode
+    /// is to be freed now (killed and unaccounted); the caller retires it.
+    /// False if it lives on or its free was deferred.
+    fn put_inode(&self, inode: *const Inode) -> bool {
         // SAFETY: the caller owned a reference.
         let i = unsafe { &*inode };
-        if i.refcount.put() && i.refcount.try_kill() {
-            if self.defer.active() {
-                return self.defer_put(crate::defer::Deferred::Inode(inode));
-            }
-            // SAFETY: an inode's superblock outlives it.
-            let sb = unsafe { &*i.sb };
-            let blocks = self.release_inode(i, sb);
-            sb.release_inode();
-            let _ = sb.charge_blocks(-blocks);
-            self.stats.inodes.dec();
+        if !(i.refcount.put() && i.refcount.try_kill()) {
+            return false;
         }
+        if self.defer.active() {
+            self.defer_put(crate::defer::Deferred::Inode(inode));
+            return false;
+        }
+        // SAFETY: an inode's superblock outlives it.
+        let sb = unsafe { &*i.sb };
+        let blocks = self.unaccount_inode(i, sb);
+        sb.release_inode();
+        let _ = sb.charge_blocks(-blocks);
+        self.stats.inodes.dec();
+        true
     }
 
     /// The per-inode part of freeing a killed inode: the backend's
@@ -704,6 +759,15 @@ impl VfsInner {
     /// inode and space accounting and the inode count are the caller's (the
     /// batched drain updates them once per superblock).
     pub(crate) fn release_inode(&self, i: &Inode, sb: &SuperBlock) -> i64 {
+        let blocks = self.unaccount_inode(i, sb);
+        // SAFETY: no dentry refers to the inode any more; lock-free readers
+        // that loaded it hold guards.
+        unsafe { self.collector.retire_slab(i as *const Inode as *mut Inode) };
+        blocks
+    }
+
+    /// `release_inode` but the retire.
+    fn unaccount_inode(&self, i: &Inode, sb: &SuperBlock) -> i64 {
         if sb.backend_served {
             sb.fs.evict(i);
         }
@@ -715,9 +779,6 @@ impl VfsInner {
             self.charge_pages(i.group, -(blocks / 8));
         }
         self.uncharge(i.group, crate::reclaim::ObjKind::Inode);
-        // SAFETY: no dentry refers to the inode any more; lock-free readers
-        // that loaded it hold guards.
-        unsafe { self.collector.retire_slab(i as *const Inode as *mut Inode) };
         blocks
     }
 }
@@ -858,7 +919,20 @@ impl VfsInner {
     /// Exact lookup with the bucket locked (null if absent). The caller
     /// holds the directory lock, so the answer stays true while it does.
     pub(crate) fn lookup_exact(&self, parent: *const Dentry, key: &NameKey<'_>) -> *const Dentry {
+        self.lookup_exact_locked(parent, key).1
+    }
+
+    /// `lookup_exact`, returning the name's bucket still locked, for a
+    /// caller that may unhash what it found (`unhash_locked`). While it
+    /// holds the guard it must take no lock that is held while a bucket
+    /// lock is taken (a directory's index lock, an LRU list lock).
+    pub(crate) fn lookup_exact_locked(
+        &self,
+        parent: *const Dentry,
+        key: &NameKey<'_>,
+    ) -> (hash::BucketGuard<'_, Dentry>, *const Dentry) {
         let b = self.bucket_of(parent, key.hash).lock();
-        Self::lookup_in_locked_bucket(b.first(), parent, key)
+        let found = Self::lookup_in_locked_bucket(b.first(), parent, key);
+        (b, found)
     }
 }

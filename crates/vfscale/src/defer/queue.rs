@@ -38,10 +38,11 @@
 //! (`drain::free_one`; a batch of one gains nothing from grouping). Cost of
 //! a queued lone put over an inline one: two TLS loads, a store into the
 //! buffer and the end-of-call branch (docs/PERFORMANCE.md, issue 5). A put
-//! that is its call's last act (`close`: `fput_ending_call`) skips the
-//! buffer when nothing is queued on the thread: the drain that would run
-//! next would free exactly that one object, so it is freed there, the same
-//! way (`drain::free_one` with the thread marked draining).
+//! that is its call's last act (`close`: `fput_ending_call`; unlink's name
+//! reference: `ending_call`) skips the buffer when nothing is queued on the
+//! thread: the drain that would run next would free exactly that one
+//! object, so it is freed there, the same way (`drain::free_one` with the
+//! thread marked draining).
 //! Who may touch `local` (its ownership rule):
 //! - the slot's owner thread, while it holds the slot's `Vfs` alive (inside
 //!   an operation on it: `defer_put`, `drain_mine`, `flush_all`; or after
@@ -195,6 +196,8 @@ thread_local! {
     static DRAINING: Cell<bool> = const { Cell::new(false) };
     /// Batch scopes open on this thread (`VfsInner::batch_scope`).
     static SCOPES: Cell<u32> = const { Cell::new(0) };
+    /// The thread runs a call's last puts (`VfsInner::ending_call`).
+    static ENDING: Cell<bool> = const { Cell::new(false) };
     static MINE: RefCell<ThreadSlots> = const { RefCell::new(ThreadSlots(Vec::new())) };
     /// The slot used last (`Vfs` id, slot): kept alive by `MINE`, reset
     /// whenever `MINE` drops a slot.
@@ -459,13 +462,33 @@ impl VfsInner {
             && SCOPES.with(Cell::get) == 0
             && PENDING.with(Cell::get) == 0
         {
-            d.note_len(1);
-            DRAINING.with(|f| f.set(true));
-            drain::free_one(self, Deferred::File(f.0));
-            DRAINING.with(|f| f.set(false));
-            return;
+            return self.free_as_lone_queue(Deferred::File(f.0));
         }
         self.final_fput(f);
+    }
+
+    /// Runs `last_puts`, the puts that end a top-level call (unlink's drop
+    /// of the removed name's reference), under `fput_ending_call`'s rule:
+    /// a lone put among them that finds nothing queued on this thread is
+    /// freed at once, as the call's end would free its queue of one, and
+    /// not through the owner-only buffer.
+    #[inline]
+    pub(crate) fn ending_call<R>(&self, last_puts: impl FnOnce() -> R) -> R {
+        ENDING.with(|e| e.set(true));
+        let r = last_puts();
+        ENDING.with(|e| e.set(false));
+        r
+    }
+
+    /// Frees `item` now, exactly as the call's end would free a queue
+    /// holding only it (`drain::free_one`, this thread marked draining);
+    /// it still counts as a queue of one (`high_water`).
+    #[inline(always)]
+    fn free_as_lone_queue(&self, item: Deferred) {
+        self.defer.note_len(1);
+        DRAINING.with(|f| f.set(true));
+        drain::free_one(self, item);
+        DRAINING.with(|f| f.set(false));
     }
 
     /// A put inside a batch scope: into the slot's locked queue, where
@@ -498,6 +521,9 @@ impl VfsInner {
     /// A lone put: into the owner-only buffer, no lock.
     #[inline]
     fn defer_lone_put(&self, item: Deferred) {
+        if ENDING.with(Cell::get) && PENDING.with(Cell::get) == 0 {
+            return self.free_as_lone_queue(item);
+        }
         let d = &self.defer;
         let (id, slot) = LAST.with(Cell::get);
         if id != d.id {

@@ -274,11 +274,17 @@ impl SuperBlock {
         Ok(())
     }
 
-    /// True if at least `slack` more inodes fit under the instance limit
-    /// (a cheap approximate read far from it, exact near it).
-    pub(crate) fn far_from_inode_limit(&self, slack: i64) -> bool {
+    /// `reserve_inode` only if at least `slack` more inodes fit under the
+    /// instance limit (a cheap approximate read far from it, exact near
+    /// it): true if reserved. Far from the limit the reservation cannot
+    /// fail, so the limit is read once, not again by `reserve_inode`.
+    pub(crate) fn reserve_inode_if_far(&self, slack: i64) -> bool {
         let max = i64::try_from(self.limits.max_inodes).unwrap_or(i64::MAX);
-        self.used_inodes.compare(max.saturating_sub(slack)).is_lt()
+        if !self.used_inodes.compare(max.saturating_sub(slack)).is_lt() {
+            return false;
+        }
+        self.used_inodes.add(1);
+        true
     }
 
     pub(crate) fn release_inode(&self) {
@@ -307,6 +313,10 @@ impl SuperBlock {
 
     pub(crate) fn charge_blocks(&self, delta_512: i64) -> SysResult<()> {
         let delta_pages = delta_512 / 8;
+        if delta_pages == 0 {
+            // The free of an empty file: no shared counter to touch.
+            return Ok(());
+        }
         let max_pages = (self.limits.max_bytes / BLOCK_SIZE) as i64;
         if delta_pages > 0 && self.used_blocks.compare(max_pages - delta_pages).is_gt() {
             return Err(Errno::ENOSPC);

@@ -11,6 +11,7 @@ use super::Process;
 use crate::abi::*;
 use crate::cred::perm::{may_access, new_inode_owner, sticky_may_delete, MAY_WRITE};
 use crate::dcache::dentry::{Dentry, D_MOUNTED};
+use crate::dcache::hash::BucketGuard;
 use crate::dcache::name::NameKey;
 use crate::dcache::walk::{Last, Parent, WALK_FOLLOW};
 use crate::dir::index::DirIndex;
@@ -127,10 +128,9 @@ impl Process {
         file_type: u32,
         body: InodeBody,
     ) -> Option<Prealloc<'_>> {
-        if self.vfs.reclaim.groups.any_limit() || !sb.far_from_inode_limit(PREALLOC_SLACK) {
+        if self.vfs.reclaim.groups.any_limit() || !sb.reserve_inode_if_far(PREALLOC_SLACK) {
             return None;
         }
-        sb.reserve_inode().ok()?;
         let ino = sb.ino_alloc.alloc();
         let inode = self.vfs.alloc_inode(sb, ino, file_type, 0, 0, 0, body);
         let dentry = self
@@ -563,7 +563,12 @@ impl Process {
             self.vfs.note_dir_contended(dir_d);
         }
         let key = key?;
-        let (victim, vd, vi) = self.positive_child(dir_d, &key)?;
+        // The bucket stays locked until the name is unhashed (one lock
+        // for the lookup and the removal), except for rmdir, which must
+        // lock the victim's index first.
+        let (bucket, victim) = self.vfs.lookup_exact_locked(dir_d, &key);
+        let (vd, vi) = Self::positive(victim)?;
+        let mut bucket = Some(bucket);
         // unlink("x/"): Linux answers from the victim's type at once.
         if !rmdir && parent.trailing_slash {
             return Err(if vi.is_dir() {
@@ -585,13 +590,14 @@ impl Process {
         }
         let mut victim_index = None;
         if rmdir {
+            drop(bucket.take());
             let vidx = vi.dir_index().ok_or(Errno::ENOTDIR)?.write();
             if !vidx.is_empty() {
                 return Err(Errno::ENOTEMPTY);
             }
             victim_index = Some(vidx);
         }
-        let stamp = self.remove_name(&mut locked, dir, vd, vi, victim_index);
+        let stamp = self.remove_name(&mut locked, dir, vd, vi, victim_index, bucket);
         if stamp.may_defer(&self.vfs) {
             drop(locked);
             stamp.apply();
@@ -599,7 +605,8 @@ impl Process {
             stamp.apply();
             drop(locked);
         }
-        self.vfs.release_name_refs(&[victim], _g);
+        self.vfs
+            .ending_call(|| self.vfs.release_name_refs(&[victim], _g));
         Ok(())
     }
 
@@ -612,11 +619,19 @@ impl Process {
         key: &NameKey<'_>,
     ) -> SysResult<(*const Dentry, &'a Dentry, &'a Inode)> {
         let p = self.vfs.lookup_exact(dir_d, key);
+        let (d, inode) = Self::positive(p)?;
+        Ok((p, d, inode))
+    }
+
+    /// A child found by `lookup_exact` (or `lookup_exact_locked`) with the
+    /// directory locked: its dentry and inode, ENOENT if absent or
+    /// negative. The directory lock keeps both live while it is held.
+    fn positive<'a>(p: *const Dentry) -> SysResult<(&'a Dentry, &'a Inode)> {
         // SAFETY: found under the bucket lock with the directory locked.
         let d: &'a Dentry = unsafe { p.as_ref() }.ok_or(Errno::ENOENT)?;
         // SAFETY: a positive dentry keeps its inode.
         let inode: &'a Inode = unsafe { d.inode_ptr().as_ref() }.ok_or(Errno::ENOENT)?;
-        Ok((p, d, inode))
+        Ok((d, inode))
     }
 
     /// Write+search on the directory and the sticky rule (EPERM).
@@ -648,7 +663,8 @@ impl Process {
     /// caller then drops the namespace reference with `dput`, after the
     /// returned stamp (the directory's size and times, a non-directory
     /// victim's link count) is applied. For a directory victim the caller
-    /// passes its locked (empty) index.
+    /// passes its locked (empty) index, and a caller that still holds the
+    /// name's bucket lock (`lookup_exact_locked`) its guard.
     fn remove_name<'a>(
         &self,
         index: &mut DirIndex,
@@ -656,9 +672,13 @@ impl Process {
         vd: &Dentry,
         vi: &'a Inode,
         victim_index: Option<RwLockWriteGuard<'_, DirIndex>>,
+        bucket: Option<BucketGuard<'_, Dentry>>,
     ) -> NameStamp<'a> {
         let is_dir = vi.is_dir();
-        self.vfs.unhash(vd);
+        match bucket {
+            Some(b) => self.vfs.unhash_locked(vd, b),
+            None => self.vfs.unhash(vd),
+        }
         // Relaxed: written under the directory lock we hold.
         index.remove(vd.cookie.load(Ordering::Relaxed));
         if let Some(mut vidx) = victim_index {
@@ -890,7 +910,7 @@ impl Process {
         if let (Some(dd), Some(di), false) = (dd, di, exchange) {
             reused_cookie = Some(dd.cookie.load(Ordering::Relaxed));
             let nidx_ref: &mut DirIndex = nidx.as_deref_mut().unwrap_or(&mut oidx);
-            self.remove_name(nidx_ref, ndir, dd, di, victim_index.take())
+            self.remove_name(nidx_ref, ndir, dd, di, victim_index.take(), None)
                 .apply();
             to_put.push(dst);
         } else if let (Some(neg), None) = (dd, di) {

@@ -498,8 +498,39 @@ impl Collector {
         unsafe { self.retire_with(ptr as *mut (), crate::mem::slab::free_erased::<T>) }
     }
 
+    /// `retire_slab` for two objects at once (a dentry and the inode it
+    /// was the last to name): one shard lock for both.
+    ///
+    /// # Safety
+    /// As `retire_slab`, for each of `a` and `b`.
+    pub unsafe fn retire_slab_pair<A, B>(&self, a: *mut A, b: *mut B)
+    where
+        A: Send + crate::mem::slab::SlabPool,
+        B: Send + crate::mem::slab::SlabPool,
+    {
+        // SAFETY: forwarded contract.
+        unsafe {
+            self.retire_items([
+                Retired {
+                    ptr: a as *mut (),
+                    free: crate::mem::slab::free_erased::<A>,
+                },
+                Retired {
+                    ptr: b as *mut (),
+                    free: crate::mem::slab::free_erased::<B>,
+                },
+            ])
+        }
+    }
+
     /// Queues `ptr` to be released by `free` after a grace period.
     unsafe fn retire_with(&self, ptr: *mut (), free: unsafe fn(*mut ())) {
+        // SAFETY: forwarded contract.
+        unsafe { self.retire_items([Retired { ptr, free }]) }
+    }
+
+    /// Queues each item to be released by its `free` after a grace period.
+    unsafe fn retire_items<const N: usize>(&self, items: [Retired; N]) {
         let shard = LOCAL.with(|l| {
             let r = l.record.get();
             if r.is_null() {
@@ -511,7 +542,7 @@ impl Collector {
         });
         let full = {
             let mut pending = self.shards[shard].lock();
-            pending.push(Retired { ptr, free });
+            pending.extend(items);
             (pending.len() >= self.batch).then(|| std::mem::take(&mut *pending))
         };
         if let Some(items) = full {
@@ -607,6 +638,36 @@ mod tests {
         // The next seal, with no reader inside, frees both batches.
         unsafe { c.retire_box(Box::into_raw(Box::new(Tracked(freed.clone())))) };
         assert_eq!(freed.load(std::sync::atomic::Ordering::SeqCst), 3);
+    }
+
+    /// Two objects retired together (`retire_slab_pair`'s one shard lock)
+    /// wait in the shard like any two retires, and each is freed once, by
+    /// its own `free`. (No guard is held here: the epoch domain is
+    /// process-wide, and a guard would hold back the frees that the other
+    /// tests of this module assert.)
+    #[test]
+    fn a_retired_pair_is_queued_and_frees_both() {
+        unsafe fn free_tracked(p: *mut ()) {
+            // SAFETY: the test retires boxes of `Tracked` only, once each.
+            drop(unsafe { Box::from_raw(p as *mut Tracked) });
+        }
+        let tracked = |n: &Arc<StdCount>| Retired {
+            ptr: Box::into_raw(Box::new(Tracked(n.clone()))) as *mut (),
+            free: free_tracked,
+        };
+        let freed = |n: &Arc<StdCount>| n.load(std::sync::atomic::Ordering::SeqCst);
+        let (first, second) = (Arc::new(StdCount::new(0)), Arc::new(StdCount::new(0)));
+        let c = Collector::new().batch_size(3);
+        // SAFETY: fresh boxes, retired once.
+        unsafe { c.retire_items([tracked(&first), tracked(&second)]) };
+        assert_eq!(c.shards.iter().map(|s| s.lock().len()).sum::<usize>(), 2);
+        assert_eq!(
+            (freed(&first), freed(&second)),
+            (0, 0),
+            "below the batch: kept"
+        );
+        drop(c);
+        assert_eq!((freed(&first), freed(&second)), (1, 1));
     }
 
     #[test]
