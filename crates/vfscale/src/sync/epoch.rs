@@ -635,9 +635,20 @@ mod tests {
         });
         assert_eq!(freed.load(std::sync::atomic::Ordering::SeqCst), 0);
         drop(g);
-        // The next seal, with no reader inside, frees both batches.
-        unsafe { c.retire_box(Box::into_raw(Box::new(Tracked(freed.clone())))) };
-        assert_eq!(freed.load(std::sync::atomic::Ordering::SeqCst), 3);
+        // The next seal with no reader inside frees both batches. Other
+        // tests' guards may be inside at that moment (the epoch domain is
+        // process-wide; they can only delay frees, never cause them), so
+        // seal again until they are out.
+        let later = Arc::new(StdCount::new(0));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while freed.load(std::sync::atomic::Ordering::SeqCst) < 2
+            && std::time::Instant::now() < deadline
+        {
+            // SAFETY: a fresh box, retired once.
+            unsafe { c.retire_box(Box::into_raw(Box::new(Tracked(later.clone())))) };
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!(freed.load(std::sync::atomic::Ordering::SeqCst), 2);
     }
 
     /// Two objects retired together (`retire_slab_pair`'s one shard lock)
