@@ -191,18 +191,18 @@ pub fn scan_short_component(path: &[u8], at: usize) -> Option<NameKey<'_>> {
     let delim = zero_bytes(w) | zero_bytes(w ^ SLASHES);
     // 8 when the word holds no delimiter among its real bytes.
     let k = ((delim.trailing_zeros() / 8) as usize).min(real);
-    let word = if k == 8 {
-        // Eight name bytes: the name ends here only at a `/` or at the end.
-        if rest.get(8).is_some_and(|&b| b != b'/') {
-            return None;
-        }
-        w
-    } else {
-        // k in 1..=7, and the byte that ended it (if any) is not a NUL.
-        if k == 0 || (k < real && (w >> (8 * k)) & 0xff == 0) {
+    // The 1-to-7-byte case first, with the one compare it always had.
+    let word = if k.wrapping_sub(1) < 7 {
+        // The byte that ended it (if any) is not a NUL.
+        if k < real && (w >> (8 * k)) & 0xff == 0 {
             return None;
         }
         w & (u64::MAX >> (64 - 8 * k))
+    } else if k == 8 && !rest.get(8).is_some_and(|&b| b != b'/') {
+        // Eight name bytes, ending at a `/` or at the end of the path.
+        w
+    } else {
+        return None;
     };
     Some(NameKey {
         bytes: rest.get(..k)?,

@@ -418,16 +418,15 @@ impl VfsInner {
                 oldest_validation = oldest_validation.min(cd.cookie.load(Ordering::Relaxed));
             }
             let at_end = i == n;
-            // Every answer below passes the TTL test first: a stale entry
-            // anywhere on the path sends the walk to the full one, which
-            // revalidates it.
-            if (at_end || inode.is_null())
-                && oldest_validation != u64::MAX
-                && !Self::validated_within_ttl(cd, oldest_validation)
-            {
-                return None;
-            }
+            // Both answers below pass the TTL test first (`stale_answer`): a
+            // stale entry anywhere on the path sends the walk to the full
+            // one, which revalidates it. An inner positive component pays
+            // nothing for it (tmpfs stats, session 7: testing on every
+            // component cost 12 of 240 instructions per stat-same).
             if inode.is_null() {
+                if Self::stale_answer(cd, oldest_validation) {
+                    return None;
+                }
                 // A cached miss: valid as it stands for the last component
                 // (and ENOENT for an inner one, as the full walk says).
                 if at_end && flags & WALK_ALLOW_NEGATIVE != 0 {
@@ -451,6 +450,9 @@ impl VfsInner {
                 if flags & WALK_DIRECTORY != 0 && cflags & D_TYPE_DIR == 0 {
                     return None;
                 }
+                if Self::stale_answer(cd, oldest_validation) {
+                    return None;
+                }
                 return Some(Ok(FastHit {
                     dentry: cur,
                     seq,
@@ -465,6 +467,15 @@ impl VfsInner {
                 return None;
             }
         }
+    }
+
+    /// True if the walk may not answer: it went through backend entries
+    /// (`oldest_validation` is the oldest one's validation time, u64::MAX
+    /// if none) and they are past their TTL. `d` is one of the walk's
+    /// dentries.
+    #[inline(always)]
+    fn stale_answer(d: &Dentry, oldest_validation: u64) -> bool {
+        oldest_validation != u64::MAX && !Self::validated_within_ttl(d, oldest_validation)
     }
 
     /// True if the backend entries validated at `validated_at` (the oldest
