@@ -198,7 +198,7 @@ pub fn scan_short_component(path: &[u8], at: usize) -> Option<NameKey<'_>> {
             return None;
         }
         w & (u64::MAX >> (64 - 8 * k))
-    } else if k == 8 && !rest.get(8).is_some_and(|&b| b != b'/') {
+    } else if k == 8 && rest.get(8).is_none_or(|&b| b == b'/') {
         // Eight name bytes, ending at a `/` or at the end of the path.
         w
     } else {
