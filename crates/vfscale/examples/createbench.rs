@@ -6,7 +6,10 @@
 //! open(O_CREAT)+close+unlink. With thread counts (`createbench 1000000
 //! 1,2`) each thread churns its own name in the one directory `/d` and the
 //! time per operation is printed (create-unlink's scaling question; the
-//! bench crate has the real harness).
+//! bench crate has the real harness). A third argument `distinct` gives
+//! each thread its own directory `/dK` instead (its name `/dK/tK`): the
+//! same work with nothing shared but the namespace, to tell the shared
+//! directory's cost from everything else's.
 use std::time::Instant;
 use vfscale::{abi::*, ProcessApi, Vfs};
 
@@ -30,18 +33,29 @@ fn main() {
     let vfs = Vfs::new();
     let p = vfs.root_process();
     p.mkdir(b"/d", 0o755).unwrap();
+    let distinct = args.next().as_deref() == Some("distinct");
     let Some(threads) = threads else {
         let path = std::hint::black_box(b"/d/f".to_vec());
         churn(&p, &path, iters);
         return;
     };
+    if distinct {
+        for t in 0..threads.iter().copied().max().unwrap_or(0) {
+            p.mkdir(format!("/d{t}").as_bytes(), 0o755).unwrap();
+        }
+    }
     for n in threads {
         let start = Instant::now();
         std::thread::scope(|s| {
             for t in 0..n {
                 let p = vfs.root_process();
                 s.spawn(move || {
-                    let path = std::hint::black_box(format!("/d/t{t}").into_bytes());
+                    let path = if distinct {
+                        format!("/d{t}/t{t}")
+                    } else {
+                        format!("/d/t{t}")
+                    };
+                    let path = std::hint::black_box(path.into_bytes());
                     churn(&p, &path, iters);
                 });
             }
