@@ -294,7 +294,7 @@ mod tests {
     }
 
     /// A namespace small enough that no script exhausts the machine.
-    pub(crate) fn small_vfs() -> Vfs {
+    fn small_vfs() -> Vfs {
         Vfs::with_config(VfsConfig {
             hash_bits: 8,
             tmpfs_limits: FsLimits {
