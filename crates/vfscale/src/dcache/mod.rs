@@ -68,8 +68,8 @@ impl VfsInner {
         let bucket = self.bucket_of(parent, key.hash);
         let hint = bucket.prefetch_hint() as *const u8;
         if !hint.is_null() {
-            crate::defer::drain::prefetch(hint);
-            crate::defer::drain::prefetch(hint.wrapping_add(64));
+            crate::mem::prefetch(hint);
+            crate::mem::prefetch(hint.wrapping_add(64));
         }
         let mut p = bucket.first();
         while !p.is_null() {

@@ -29,6 +29,7 @@ use crate::dcache::dentry::{Dentry, D_ON_LRU};
 use crate::file::{FileRef, OpenFile, FMODE_SPECIAL};
 use crate::fs::SuperBlock;
 use crate::inode::Inode;
+use crate::mem::prefetch;
 use crate::mount::Mount;
 use crate::vfs::VfsInner;
 
@@ -42,20 +43,6 @@ struct Batch {
     inode_kills: Vec<*const Inode>,
     mount_puts: Vec<*const Mount>,
     mount_kills: Vec<*const Mount>,
-}
-
-/// Hints the CPU to fetch `p`'s first cache line: the batch walks objects
-/// spread over the heap, and the misses, not the work, dominate teardown.
-#[inline(always)]
-pub(crate) fn prefetch<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is only a hint; it never faults, even on an
-    // invalid address.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p as *const i8);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 /// How far ahead of the current object the loops prefetch.

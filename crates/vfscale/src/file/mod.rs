@@ -205,8 +205,8 @@ impl VfsInner {
             // Teardown is bound by cache misses, and the kill is a locked
             // RMW that waits for its line: fetch the files ahead first.
             if let Some(next) = files.get(i + crate::defer::drain::AHEAD) {
-                crate::defer::drain::prefetch(next.0);
-                crate::defer::drain::prefetch((next.0 as *const u8).wrapping_add(64));
+                crate::mem::prefetch(next.0);
+                crate::mem::prefetch((next.0 as *const u8).wrapping_add(64));
             }
             let file = f.file();
             let rc = &file.refcount;
