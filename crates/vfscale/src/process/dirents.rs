@@ -20,6 +20,13 @@ pub struct DirEntryRef<'a> {
     pub next: u64,
 }
 
+/// How many entries ahead of the one it emits a listing prefetches the
+/// child's dentry (whose line 0 holds the name): the index gives the
+/// addresses in order, and a big directory's dentries are a cache miss
+/// each (~28 ns per entry at 1,000,000 entries: 8 ahead covers two DRAM
+/// latencies).
+const LIST_PREFETCH_AHEAD: usize = 8;
+
 impl VfsInner {
     /// Lists the directory open as `file` from position `from` (0 = ".",
     /// 1 = "..", then child cookies), handing each entry to `emit` until it
@@ -84,7 +91,11 @@ impl VfsInner {
                 break 'list refused;
             }
             let mut name = Vec::with_capacity(64);
+            let mut ahead = locked.entries_from(pos).skip(LIST_PREFETCH_AHEAD);
             for (cookie, child) in locked.entries_from(pos) {
+                if let Some((_, a)) = ahead.next() {
+                    crate::mem::prefetch(a.dentry);
+                }
                 // SAFETY: indexed children are pinned and the directory lock
                 // is held.
                 let c = unsafe { &*child.dentry };
