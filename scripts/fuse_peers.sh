@@ -22,6 +22,13 @@
 # mount of the kernel's ext4) and only its readdir rate is measured through the
 # mount (`vfscale bench --readdir-dir`); vfscale and the host tmpfs run the
 # whole workload (their create and unlink rows have no peer to compare).
+#
+# When readdir-large runs, it runs a second time with --readdir-uncached:
+# the kernel's page cache dropped before every readdir pass (untimed), so
+# the rows measure the listing each server produces rather than the
+# kernel's cached copy (FOPEN_CACHE_DIR / libfuse's cache_readdir), which
+# every server that asks for it shares. Files NAME.json (cache kept) and
+# NAME-dropped.json; the summary's rows say which.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PREPOPULATED=0
@@ -111,6 +118,11 @@ mount_peer() {
     PEER_MNT=$mnt
 }
 
+UNCACHED=0
+for w in "${WORKLOADS[@]}"; do
+    [ "$w" = readdir-large ] && UNCACHED=1
+done
+
 for peer in fuse2fs fuse-overlayfs mergerfs; do
     echo "==> $peer"
     mount_peer "$peer"
@@ -120,19 +132,36 @@ for peer in fuse2fs fuse-overlayfs mergerfs; do
     fi
     "$BIN" bench "${WORKLOADS[@]}" --targets kernel --kernel-dir "$PEER_MNT" "${ARGS[@]}" \
         "${PEER_ARGS[@]}" --json "$OUT/$peer.json"
+    if [ $UNCACHED = 1 ]; then
+        echo "==> $peer, kernel cache dropped before each readdir pass"
+        "$BIN" bench readdir-large --targets kernel --kernel-dir "$PEER_MNT" "${ARGS[@]}" \
+            "${PEER_ARGS[@]}" --readdir-uncached --json "$OUT/$peer-dropped.json"
+    fi
 done
 echo "==> host tmpfs (kernel) and vfscale through FUSE (fuse)"
 "$BIN" bench "${WORKLOADS[@]}" --targets kernel,fuse "${ARGS[@]}" --json "$OUT/vfscale.json"
+if [ $UNCACHED = 1 ]; then
+    echo "==> host tmpfs and vfscale, kernel cache dropped before each readdir pass"
+    "$BIN" bench readdir-large --targets kernel,fuse "${ARGS[@]}" --readdir-uncached \
+        --json "$OUT/vfscale-dropped.json"
+fi
 python3 - "$OUT" <<'PY' | tee "$OUT/summary.md"
 import json, sys, os
 out = sys.argv[1]
 peers = ["fuse2fs", "fuse-overlayfs", "mergerfs"]
 rate = {}
 def load(name, target, label):
-    for r in json.load(open(os.path.join(out, name + ".json")))["results"]:
-        if r["target"] == target:
-            key = (r["workload"], r["threads"], r["params"].get("phase", ""))
-            rate.setdefault(key, {})[label] = r["ops_per_sec"]
+    for suffix in ("", "-dropped"):
+        path = os.path.join(out, name + suffix + ".json")
+        if not os.path.exists(path):
+            continue
+        for r in json.load(open(path))["results"]:
+            if r["target"] == target:
+                phase = r["params"].get("phase", "")
+                if r["params"].get("kernel_cache") == "dropped":
+                    phase += ", cache dropped"
+                key = (r["workload"], r["threads"], phase)
+                rate.setdefault(key, {})[label] = r["ops_per_sec"]
 for p in peers:
     load(p, "kernel", p)
 load("vfscale", "kernel", "host tmpfs")

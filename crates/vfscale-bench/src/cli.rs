@@ -84,6 +84,14 @@ pub struct BenchArgs {
     /// backing store: scripts/fuse_peers.sh --prepopulated).
     #[arg(long, value_name = "DIR")]
     pub readdir_dir: Option<PathBuf>,
+    /// readdir-large: drop the kernel's page cache (write 1 to
+    /// /proc/sys/vm/drop_caches, untimed) before every readdir pass, so a
+    /// FUSE server's listing is measured rather than the kernel's cached
+    /// copy (FOPEN_CACHE_DIR). Each pass: every thread lists once; at
+    /// least 3 passes. Rows carry params.kernel_cache = "dropped". Needs
+    /// root; for the kernel, fuse and fuse-uring targets only.
+    #[arg(long)]
+    pub readdir_uncached: bool,
     /// The `vfscale` target's root filesystem: tmpfs (default) or
     /// passthrough (a fresh host directory inside the kernel target's
     /// directory, or the temporary directory without the kernel target).
@@ -183,6 +191,16 @@ impl BenchArgs {
                 return Err("--readdir-dir needs --targets kernel (a host directory)".into());
             }
         }
+        if self.readdir_uncached
+            && targets
+                .iter()
+                .any(|t| !matches!(t, TargetId::Kernel | TargetId::Fuse | TargetId::FuseUring))
+        {
+            return Err(
+                "--readdir-uncached needs --targets among kernel, fuse, fuse-uring (the kernel's cache is in front of them only)"
+                    .into(),
+            );
+        }
         Ok(Config {
             workloads,
             targets,
@@ -193,6 +211,7 @@ impl BenchArgs {
             entries,
             kernel_dir: self.kernel_dir.clone(),
             readdir_dir: self.readdir_dir.clone(),
+            readdir_uncached: self.readdir_uncached,
             backend: crate::target::Backend::parse(&self.backend)?,
             quick: self.quick,
             progress: true,
@@ -346,6 +365,30 @@ mod tests {
         ])
         .contains("not an absolute path to a directory"));
         assert_eq!(parse(&[]).config().unwrap().readdir_dir, None);
+    }
+
+    #[test]
+    fn readdir_uncached_is_for_kernel_backed_targets() {
+        let c = parse(&[
+            "readdir-large",
+            "--targets",
+            "kernel,fuse",
+            "--readdir-uncached",
+        ])
+        .config()
+        .unwrap();
+        assert!(c.readdir_uncached);
+        assert!(
+            !parse(&["--targets", "kernel"])
+                .config()
+                .unwrap()
+                .readdir_uncached
+        );
+        let err = parse(&["--targets", "kernel,vfscale", "--readdir-uncached"])
+            .config()
+            .err()
+            .unwrap();
+        assert!(err.contains("--readdir-uncached"), "{err}");
     }
 
     #[test]

@@ -12,10 +12,15 @@
 //! Optionally thread 0 records its progress at `intervals` evenly spaced
 //! instants (to show a collapse over time), and a background closure runs
 //! on its own pinned thread during the measured window (a disturber).
+//!
+//! `measure_rounds` is the variant for an operation the system must be
+//! reset before: the same pinned workers with their own state, but all do
+//! one operation per round, and the calling thread runs an untimed reset
+//! between rounds while they wait at a barrier.
 
 use crate::sys;
 use crate::target::{OpError, OpResult};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Barrier, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -323,6 +328,106 @@ where
     (ops, secs, rates)
 }
 
+/// `measure` for an operation the system must be reset before (readdir
+/// with the kernel's cache dropped): in rounds. Before each round the
+/// calling thread runs `between` (untimed) while the workers wait; then
+/// every worker does `op` once, and the round lasts until the slowest of
+/// them is done (each times itself from the round's barrier). One untimed
+/// round warms up; then rounds are measured until their summed time
+/// reaches `duration`, and at least `min_rounds` of them. `ops` counts one
+/// per worker per measured round. The first failure (of `between`, of a
+/// state's `make`, of `op`) ends the point and is returned.
+pub fn measure_rounds<S, M, O, B>(
+    threads: usize,
+    min_rounds: u64,
+    duration: Duration,
+    make: M,
+    op: O,
+    mut between: B,
+) -> OpResult<Measured>
+where
+    M: Fn(usize) -> OpResult<S> + Sync,
+    O: Fn(&mut S) -> OpResult<()> + Sync,
+    B: FnMut() -> OpResult<()>,
+{
+    assert!(threads > 0 && min_rounds > 0);
+    let cpus = sys::allowed_cpus();
+    // Each round: `start` (the coordinator has run `between`, or raised
+    // `stop`), the workers' `op`, `done`. `round_ns` and `stop` are
+    // written before one of those barriers and read after it: the barrier
+    // orders them, so Relaxed suffices.
+    let start = Barrier::new(threads + 1);
+    let done = Barrier::new(threads + 1);
+    let stop = AtomicBool::new(false);
+    let round_ns = AtomicU64::new(0);
+    let error: Mutex<Option<OpError>> = Mutex::new(None);
+    let fail = |e: OpError| {
+        let mut g = error.lock().unwrap_or_else(|p| p.into_inner());
+        g.get_or_insert(e);
+    };
+    let failed = || error.lock().unwrap_or_else(|p| p.into_inner()).is_some();
+    let (make, op, fail) = (&make, &op, &fail);
+    let (start, done, stop, round_ns) = (&start, &done, &stop, &round_ns);
+    let mut m = Measured::default();
+    std::thread::scope(|scope| {
+        for tid in 0..threads {
+            let cpu = cpus[tid % cpus.len()];
+            scope.spawn(move || {
+                sys::pin_to_cpu(cpu);
+                let mut state = make(tid).map_err(fail).ok();
+                loop {
+                    start.wait();
+                    if stop.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    if let Some(s) = state.as_mut() {
+                        let t0 = Instant::now();
+                        match op(s) {
+                            Ok(()) => {
+                                let ns = t0.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
+                                round_ns.fetch_max(ns, Ordering::Relaxed);
+                            }
+                            Err(e) => fail(e),
+                        }
+                    }
+                    done.wait();
+                }
+            });
+        }
+        let mut rounds = 0u64;
+        let mut warm = true;
+        let mut last = Ok(());
+        loop {
+            if failed() || (!warm && rounds >= min_rounds && m.secs >= duration.as_secs_f64()) {
+                break;
+            }
+            if let Err(e) = between() {
+                last = Err(e);
+                break;
+            }
+            start.wait();
+            done.wait();
+            let ns = round_ns.swap(0, Ordering::Relaxed);
+            if warm {
+                warm = false;
+            } else {
+                rounds += 1;
+                m.secs += ns as f64 / 1e9;
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        start.wait();
+        m.ops = rounds * threads as u64;
+        if let Err(e) = last {
+            fail(e);
+        }
+    });
+    if let Some(e) = error.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(e);
+    }
+    Ok(m)
+}
+
 /// Runs `work` once on a pinned thread with state from `make` (made there,
 /// untimed) and returns its result and its duration in seconds.
 pub fn timed_once<S, R, M, W>(make: M, work: W) -> OpResult<(R, f64)>
@@ -351,7 +456,6 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicU64;
 
     fn spec(threads: usize, intervals: usize) -> Spec {
         Spec {
@@ -385,6 +489,77 @@ mod tests {
             m.interval_rates
         );
         assert!(m.interval_rates.iter().all(|r| r.is_finite() && *r > 0.0));
+    }
+
+    #[test]
+    fn rounds_reset_before_each_round_and_count_every_worker() {
+        let resets = AtomicU64::new(0);
+        let calls = AtomicU64::new(0);
+        // A duration every round exceeds: exactly min_rounds measured,
+        // after the one warm-up round.
+        let m = measure_rounds(
+            2,
+            4,
+            Duration::from_nanos(1),
+            |_| Ok(()),
+            |_| {
+                // Every worker of a round sees that round's reset.
+                assert_eq!(
+                    resets.load(Ordering::Relaxed),
+                    calls.fetch_add(1, Ordering::Relaxed) / 2 + 1
+                );
+                std::thread::sleep(Duration::from_millis(1));
+                Ok(())
+            },
+            || {
+                resets.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(m.ops, 4 * 2);
+        assert_eq!(resets.load(Ordering::Relaxed), 5);
+        assert_eq!(calls.load(Ordering::Relaxed), 5 * 2);
+        // Four rounds of at least 1 ms each were summed.
+        assert!(m.secs >= 0.004, "{}", m.secs);
+    }
+
+    #[test]
+    fn a_failing_reset_or_round_aborts_the_point() {
+        let resets = AtomicU64::new(0);
+        let err = measure_rounds(
+            2,
+            3,
+            Duration::from_nanos(1),
+            |_| Ok(()),
+            |_| Ok(()),
+            || {
+                if resets.fetch_add(1, Ordering::Relaxed) == 2 {
+                    Err(OpError::Unsupported("no reset".into()))
+                } else {
+                    Ok(())
+                }
+            },
+        );
+        assert_eq!(err.unwrap_err(), OpError::Unsupported("no reset".into()));
+        let calls = AtomicU64::new(0);
+        let err = measure_rounds(
+            2,
+            3,
+            Duration::from_nanos(1),
+            |_| Ok(()),
+            |_| {
+                if calls.fetch_add(1, Ordering::Relaxed) == 3 {
+                    Err(OpError::Failed("boom".into()))
+                } else {
+                    Ok(())
+                }
+            },
+            || Ok(()),
+        );
+        assert_eq!(err.unwrap_err(), OpError::Failed("boom".into()));
+        // Only the failing round ran to its end: no further round began.
+        assert_eq!(calls.load(Ordering::Relaxed), 4);
     }
 
     #[test]

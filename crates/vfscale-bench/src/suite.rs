@@ -27,6 +27,9 @@ pub struct Config {
     /// readdir-large lists this existing host directory (no create or
     /// unlink phase): `--readdir-dir`.
     pub readdir_dir: Option<PathBuf>,
+    /// readdir-large drops the kernel's page cache before every readdir
+    /// pass: `--readdir-uncached`.
+    pub readdir_uncached: bool,
     /// The `vfscale` target's root filesystem.
     pub backend: crate::target::Backend,
     pub quick: bool,
@@ -101,6 +104,9 @@ pub fn run(
                 show("setup");
                 let mut ctx = Ctx::new(&cfg.threads, cfg.warmup, cfg.duration, cfg.entries, &show);
                 ctx.readdir_dir = cfg.readdir_dir.as_deref();
+                if cfg.readdir_uncached {
+                    ctx.drop_kernel_cache = Some(&crate::sys::drop_page_cache);
+                }
                 let r = w.run_on(&target, &mut ctx);
                 drop(target);
                 bar.inc(1);

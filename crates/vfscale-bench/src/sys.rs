@@ -1,5 +1,6 @@
 //! Host facts and knobs the bench needs: allowed CPUs and pinning, resident
-//! memory, the machine description for reports, and a UTC timestamp.
+//! memory, the machine description for reports, a UTC timestamp, and
+//! dropping the kernel's page cache.
 
 use serde::Serialize;
 use std::sync::OnceLock;
@@ -227,6 +228,21 @@ pub fn thread_cpu_secs() -> f64 {
     // SAFETY: clock_gettime writes only into the timespec we pass.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// Drops the kernel's clean page cache (writes 1 to
+/// /proc/sys/vm/drop_caches): among it, every FUSE directory's cached
+/// listing (FOPEN_CACHE_DIR keeps it in the directory's pages), so the
+/// next readdir asks the server again. Dentries and inodes stay (that
+/// would be 2): a readdir after it measures the listing, not the kernel
+/// re-instantiating every child. Not allowed (not root, a read-only
+/// /proc): `Unsupported`, saying why.
+pub fn drop_page_cache() -> crate::target::OpResult<()> {
+    std::fs::write("/proc/sys/vm/drop_caches", b"1").map_err(|e| {
+        crate::target::OpError::Unsupported(format!(
+            "cannot drop the kernel's page cache (/proc/sys/vm/drop_caches): {e}"
+        ))
+    })
 }
 
 #[cfg(test)]

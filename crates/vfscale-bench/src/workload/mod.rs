@@ -60,6 +60,10 @@ pub struct Ctx<'a> {
     /// readdir-large lists this existing host directory instead of building
     /// its own (`--readdir-dir`).
     pub readdir_dir: Option<&'a std::path::Path>,
+    /// readdir-large calls this (untimed) before every readdir pass, to
+    /// drop the kernel's cached listing (`--readdir-uncached`:
+    /// `sys::drop_page_cache`); kernel-backed targets only.
+    pub drop_kernel_cache: Option<&'a dyn Fn() -> OpResult<()>>,
     progress: &'a dyn Fn(&str),
     samples: Vec<Sample>,
 }
@@ -78,6 +82,7 @@ impl<'a> Ctx<'a> {
             duration,
             entries,
             readdir_dir: None,
+            drop_kernel_cache: None,
             progress,
             samples: Vec::new(),
         }

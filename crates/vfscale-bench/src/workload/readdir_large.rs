@@ -16,6 +16,15 @@
 //! filesystem's backing store), with params.prepopulated = true; DIR must
 //! list exactly `entries` entries and is left as it was.
 //!
+//! With `--readdir-uncached` (the kernel target and the FUSE targets, whose
+//! listings the kernel may cache) every readdir pass starts with the
+//! kernel's page cache dropped: `measure_rounds` with the drop between
+//! rounds, untimed; every thread of a round lists once; one untimed round
+//! warms up; at least MIN_UNCACHED_ROUNDS are measured. The rows carry
+//! params.kernel_cache = "dropped"; params.passes counts the listings as
+//! before. Without it the rows have no kernel_cache param (the kernel may
+//! or may not keep the listing: FUSE servers decide with FOPEN_CACHE_DIR).
+//!
 //! In-process targets also report params.bytes_per_file on the create row:
 //! resident memory growth across the create phase divided by the entries
 //! (paths are prepared before the first reading).
@@ -49,6 +58,16 @@ impl Workload for ReaddirLarge {
         &[Op::Create, Op::Unlink, Op::Mkdir, Op::Rmdir, Op::Readdir]
     }
     fn run<T: Target>(&self, t: &T, ctx: &mut Ctx<'_>) -> OpResult<()> {
+        if ctx.drop_kernel_cache.is_some()
+            && !matches!(
+                t.id(),
+                TargetId::Kernel | TargetId::Fuse | TargetId::FuseUring
+            )
+        {
+            return Err(OpError::Unsupported(
+                "--readdir-uncached: no kernel cache in front of this target".into(),
+            ));
+        }
         if let Some(dir) = ctx.readdir_dir {
             return readdir_existing(t, ctx, dir);
         }
@@ -137,6 +156,11 @@ fn readdir_existing<T: Target>(t: &T, ctx: &mut Ctx<'_>, dir: &std::path::Path) 
     readdir_passes(t, ctx, &dir, true)
 }
 
+/// Measured rounds of `--readdir-uncached` at least: a pass over 100,000
+/// entries through FUSE takes tens of milliseconds, so the default 1 s
+/// window holds more; this bounds a slow server's point from below.
+pub const MIN_UNCACHED_ROUNDS: u64 = 3;
+
 /// The readdir rows: full passes over `dir` (which must list
 /// `ctx.entries`) at every thread count.
 fn readdir_passes<T: Target>(
@@ -148,16 +172,149 @@ fn readdir_passes<T: Target>(
     let n = ctx.entries;
     for &threads in ctx.threads {
         ctx.progress(&format!("readdir, {threads} threads"));
-        let m = harness::measure(
-            &ctx.spec(threads, 1),
-            |_| t.thread(),
-            |th| check_count(t.readdir(th, dir)?, n, dir),
-        )?;
+        let one_pass = |th: &mut T::Thread| check_count(t.readdir(th, dir)?, n, dir);
+        let m = match ctx.drop_kernel_cache {
+            None => harness::measure(&ctx.spec(threads, 1), |_| t.thread(), one_pass)?,
+            Some(drop_cache) => harness::measure_rounds(
+                threads,
+                MIN_UNCACHED_ROUNDS,
+                ctx.duration,
+                |_| t.thread(),
+                one_pass,
+                drop_cache,
+            )?,
+        };
         let mut params = params! {"phase" => "readdir", "entries" => n, "passes" => m.ops};
         if prepopulated {
             params.insert("prepopulated".into(), serde_json::json!(true));
         }
+        if ctx.drop_kernel_cache.is_some() {
+            params.insert("kernel_cache".into(), serde_json::json!("dropped"));
+        }
         ctx.record(threads, m.ops * n as u64, m.secs, params);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::target::kernel::KernelTarget;
+    use crate::workload::Sample;
+    use std::cell::Cell;
+    use std::time::Duration;
+
+    const ENTRIES: usize = 300;
+
+    /// Runs readdir-large at 1 and 2 threads with a window every round
+    /// exceeds (so exactly MIN_UNCACHED_ROUNDS are measured), counting the
+    /// calls of a stand-in for the cache drop.
+    fn uncached_run<T: Target>(
+        t: &T,
+        readdir_dir: Option<&std::path::Path>,
+    ) -> (OpResult<Vec<Sample>>, u64) {
+        let drops = Cell::new(0u64);
+        let drop_cache = || {
+            drops.set(drops.get() + 1);
+            Ok(())
+        };
+        let show = |_: &str| {};
+        let threads = [1, 2];
+        let mut ctx = Ctx::new(
+            &threads,
+            Duration::from_millis(1),
+            Duration::from_nanos(1),
+            ENTRIES,
+            &show,
+        );
+        ctx.readdir_dir = readdir_dir;
+        ctx.drop_kernel_cache = Some(&drop_cache);
+        let r = ReaddirLarge.run(t, &mut ctx).map(|()| ctx.into_samples());
+        (r, drops.get())
+    }
+
+    fn readdir_rows(samples: &[Sample]) -> Vec<&Sample> {
+        samples
+            .iter()
+            .filter(|s| s.params["phase"] == "readdir")
+            .collect()
+    }
+
+    /// Every readdir row is marked, counts MIN_UNCACHED_ROUNDS passes per
+    /// thread, each of all entries, and each round (the warm-up's too) was
+    /// preceded by one drop; the create and unlink rows are unchanged.
+    fn assert_uncached_rows(samples: &[Sample], drops: u64) {
+        let rows = readdir_rows(samples);
+        assert_eq!(rows.iter().map(|s| s.threads).collect::<Vec<_>>(), [1, 2]);
+        for s in &rows {
+            let passes = MIN_UNCACHED_ROUNDS * s.threads as u64;
+            assert_eq!(s.params["kernel_cache"], "dropped");
+            assert_eq!(s.params["passes"], passes);
+            assert_eq!(s.ops, passes * ENTRIES as u64);
+            assert!(s.secs > 0.0);
+        }
+        assert_eq!(drops, 2 * (MIN_UNCACHED_ROUNDS + 1));
+        for s in samples.iter().filter(|s| s.params["phase"] != "readdir") {
+            assert!(!s.params.contains_key("kernel_cache"), "{:?}", s.params);
+        }
+    }
+
+    #[test]
+    fn uncached_passes_drop_the_cache_before_each_and_are_marked() {
+        let base = tempfile::tempdir().unwrap();
+        let t = KernelTarget::in_dir(base.path(), "uncached", TargetId::Kernel).unwrap();
+        let (samples, drops) = uncached_run(&t, None);
+        let samples = samples.unwrap();
+        assert_eq!(samples.len(), 4, "create, readdir × 2, unlink");
+        assert_uncached_rows(&samples, drops);
+    }
+
+    #[test]
+    fn uncached_passes_over_a_prepopulated_directory() {
+        let base = tempfile::tempdir().unwrap();
+        let big = base.path().join("big");
+        std::fs::create_dir(&big).unwrap();
+        for i in 0..ENTRIES {
+            std::fs::File::create(big.join(format!("e{i}"))).unwrap();
+        }
+        let t = KernelTarget::in_dir(base.path(), "run", TargetId::Kernel).unwrap();
+        let (samples, drops) = uncached_run(&t, Some(&big));
+        let samples = samples.unwrap();
+        assert_eq!(samples.len(), 2);
+        assert!(samples.iter().all(|s| s.params["prepopulated"] == true));
+        assert_uncached_rows(&samples, drops);
+        // A directory that lists one entry too many fails every pass.
+        std::fs::File::create(big.join("extra")).unwrap();
+        let (r, _) = uncached_run(&t, Some(&big));
+        assert!(matches!(r, Err(OpError::Failed(e)) if e.contains("expected 300")));
+    }
+
+    #[test]
+    fn uncached_is_refused_without_a_kernel_cache_and_when_the_drop_is() {
+        let t = crate::target::ProcessTarget::new(
+            TargetId::GlobalLock,
+            vfscale_model::ModelFs::new(),
+            |m| m.process(vfscale::Cred::root()),
+        );
+        let (r, drops) = uncached_run(&t, None);
+        assert!(matches!(r, Err(OpError::Unsupported(_))), "{r:?}");
+        assert_eq!(drops, 0);
+
+        let base = tempfile::tempdir().unwrap();
+        let t = KernelTarget::in_dir(base.path(), "refused", TargetId::Kernel).unwrap();
+        let refuse = || Err(OpError::Unsupported("not root".into()));
+        let show = |_: &str| {};
+        let mut ctx = Ctx::new(
+            &[1],
+            Duration::ZERO,
+            Duration::from_nanos(1),
+            ENTRIES,
+            &show,
+        );
+        ctx.drop_kernel_cache = Some(&refuse);
+        assert_eq!(
+            ReaddirLarge.run(&t, &mut ctx),
+            Err(OpError::Unsupported("not root".into()))
+        );
+    }
 }
