@@ -923,6 +923,60 @@ fn symlink_targets_relative_absolute_and_dotdot() {
     assert_eq!(ftype(&p.lstat(b"/dangling").unwrap()), S_IFLNK);
 }
 
+/// Runs of slashes are one separator wherever they stand, on every name
+/// length the fast walk scans differently (1-7 bytes, 8 bytes, longer) and
+/// for cached misses; a trailing slash demands a directory; a NUL after
+/// any of them is EINVAL. Each path is stated twice, so the second answer
+/// comes from the cached (fast) walk.
+#[test]
+fn repeated_slashes_resolve_like_one() {
+    let (_vfs, p) = setup();
+    for d in [&b"/d"[..], b"/eight_b8", b"/a_longer_directory"] {
+        p.mkdir(d, 0o755).unwrap();
+        let mut f = d.to_vec();
+        f.extend_from_slice(b"/f");
+        mkfile(&p, &f, b"");
+    }
+    let ino = |path: &[u8]| p.stat(path).map(|st| st.ino);
+    let root = ino(b"/").unwrap();
+    let d = ino(b"/d").unwrap();
+    let d_f = ino(b"/d/f").unwrap();
+    let e_f = ino(b"/eight_b8/f").unwrap();
+    let l_f = ino(b"/a_longer_directory/f").unwrap();
+    p.chdir(b"/d").unwrap();
+    let cases: [(&[u8], SysResult<u64>); 19] = [
+        (b"//", Ok(root)),
+        (b"///", Ok(root)),
+        (b"//d", Ok(d)),
+        (b"///d//", Ok(d)),
+        (b"/d//f", Ok(d_f)),
+        (b"//d///f", Ok(d_f)),
+        (b"/eight_b8//f", Ok(e_f)),
+        (b"//a_longer_directory//f", Ok(l_f)),
+        (b"f", Ok(d_f)),
+        (b"./f", Ok(d_f)),
+        (b"/d/f/", Err(Errno::ENOTDIR)),
+        (b"/d/f//", Err(Errno::ENOTDIR)),
+        (b"/eight_b8/f/", Err(Errno::ENOTDIR)),
+        (b"/d//nx", Err(Errno::ENOENT)),
+        (b"/d/nx//", Err(Errno::ENOENT)),
+        (b"//nx//f", Err(Errno::ENOENT)),
+        (b"/d//\0", Err(Errno::EINVAL)),
+        (b"/d/nx//\0", Err(Errno::EINVAL)),
+        (b"/eight_b8/\0/", Err(Errno::EINVAL)),
+    ];
+    for (path, want) in cases {
+        for pass in 0..2 {
+            assert_eq!(
+                ino(path),
+                want,
+                "{:?} pass {pass}",
+                String::from_utf8_lossy(path)
+            );
+        }
+    }
+}
+
 #[test]
 fn dots_and_slashes() {
     let (_vfs, p) = setup();

@@ -353,16 +353,10 @@ impl VfsInner {
             return None;
         }
         let n = path.len();
-        // Past the leading slash; more of them ("//x") take the loop.
+        // Past the leading slash. More slashes ("//x", "a//b") are empty
+        // components, which the scan's rare branch skips; "/" alone (or a
+        // trailing slash) ends in one, which goes to the full walk.
         let mut i = usize::from(path[0] == b'/');
-        if i < n && path[i] == b'/' {
-            while i < n && path[i] == b'/' {
-                i += 1;
-            }
-        }
-        if i == n {
-            return None;
-        }
         // When the oldest backend entry the walk went through was validated
         // (u64::MAX: none yet). Their TTL is tested once, before the walk
         // answers: nothing the walk does before that has an effect, and a
@@ -375,10 +369,24 @@ impl VfsInner {
                 Some(key) if is_dot_or_dotdot_word(key.first_word) => return None,
                 Some(key) => key,
                 None => {
-                    // Nine bytes or more (or a NUL, which the full walk
-                    // reports): the general scan.
+                    // Nine bytes or more, a NUL (which the full walk
+                    // reports) or an empty component: the general scan.
                     let (key, end) = scan_component(path, i);
-                    if end != ComponentEnd::Separator || key.bytes.len() < 8 {
+                    if end != ComponentEnd::Separator {
+                        return None;
+                    }
+                    if key.bytes.is_empty() {
+                        // A run of slashes: skipped, unless nothing follows
+                        // it (the path's end: a trailing slash, or "/").
+                        while i < n && path[i] == b'/' {
+                            i += 1;
+                        }
+                        if i == n {
+                            return None;
+                        }
+                        continue;
+                    }
+                    if key.bytes.len() < 8 {
                         return None;
                     }
                     key
@@ -459,13 +467,9 @@ impl VfsInner {
                     inode,
                 }));
             }
-            // Skip the separator; a trailing slash goes to the full walk.
-            while i < n && path[i] == b'/' {
-                i += 1;
-            }
-            if i == n {
-                return None;
-            }
+            // Past the separator that ended the component (not the end:
+            // `at_end` was false); more slashes are the next scan's.
+            i += 1;
         }
     }
 
