@@ -925,7 +925,8 @@ fn symlink_targets_relative_absolute_and_dotdot() {
 
 /// Runs of slashes are one separator wherever they stand, on every name
 /// length the fast walk scans differently (1-7 bytes, 8 bytes, longer) and
-/// for cached misses; a trailing slash demands a directory; a NUL after
+/// for cached misses; a trailing slash, or a name after the component,
+/// demands a directory; a NUL after
 /// any of them is EINVAL. Each path is stated twice, so the second answer
 /// comes from the cached (fast) walk.
 #[test]
@@ -944,7 +945,7 @@ fn repeated_slashes_resolve_like_one() {
     let e_f = ino(b"/eight_b8/f").unwrap();
     let l_f = ino(b"/a_longer_directory/f").unwrap();
     p.chdir(b"/d").unwrap();
-    let cases: [(&[u8], SysResult<u64>); 19] = [
+    let cases: [(&[u8], SysResult<u64>); 21] = [
         (b"//", Ok(root)),
         (b"///", Ok(root)),
         (b"//d", Ok(d)),
@@ -958,6 +959,8 @@ fn repeated_slashes_resolve_like_one() {
         (b"/d/f/", Err(Errno::ENOTDIR)),
         (b"/d/f//", Err(Errno::ENOTDIR)),
         (b"/eight_b8/f/", Err(Errno::ENOTDIR)),
+        (b"/d/f/x", Err(Errno::ENOTDIR)),
+        (b"f//x", Err(Errno::ENOTDIR)),
         (b"/d//nx", Err(Errno::ENOENT)),
         (b"/d/nx//", Err(Errno::ENOENT)),
         (b"//nx//f", Err(Errno::ENOENT)),

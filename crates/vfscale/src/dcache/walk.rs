@@ -335,7 +335,9 @@ impl VfsInner {
     /// which the fast path never changes (it declines mountpoints). For
     /// callers that need only the inode (the stat family) and so need not
     /// read a (mount, dentry) pair consistently. `path` is not empty and
-    /// shorter than PATH_MAX (the caller checked). Writes nothing.
+    /// shorter than PATH_MAX (the caller checked); `from` is a directory
+    /// (every walk starts in one: root, cwd, a dirfd that `start_dir`
+    /// checked, a parent). Writes nothing.
     #[inline(always)]
     pub(crate) fn walk_fast_from(
         &self,
@@ -348,6 +350,10 @@ impl VfsInner {
         // SAFETY (all derefs): the caller's guard keeps everything reachable
         // from `from` allocated (see `walk_once`).
         let mut d = unsafe { &*cur };
+        debug_assert!(
+            d.flags() & D_TYPE_DIR != 0,
+            "the fast walk starts in a directory"
+        );
         let mut seq = d.seq.read_begin_raw();
         if seq & 1 != 0 {
             return None;
@@ -393,9 +399,6 @@ impl VfsInner {
                 }
             };
             i += key.bytes.len();
-            if d.flags() & D_TYPE_DIR == 0 {
-                return None;
-            }
             if !cred.is_root() {
                 // SAFETY: a validated positive dentry's inode.
                 let (mode, uid, gid) = unsafe { &*d.inode_ptr() }.perm_attr();
@@ -466,6 +469,13 @@ impl VfsInner {
                     seq,
                     inode,
                 }));
+            }
+            // The walk goes on below this entry: it must be a directory.
+            // Tested here, on the flags read and validated above, so the
+            // start (root or cwd: a directory, which chroot and chdir
+            // demand, and a positive dentry never changes type) is not.
+            if cflags & D_TYPE_DIR == 0 {
+                return None;
             }
             // Past the separator that ended the component (not the end:
             // `at_end` was false); more slashes are the next scan's.
