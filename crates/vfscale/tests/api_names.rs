@@ -980,6 +980,40 @@ fn repeated_slashes_resolve_like_one() {
     }
 }
 
+/// A NUL anywhere is EINVAL, also inside or right after a name that is
+/// cached (positive or negative), at every name length: the fast walk's
+/// short scan does not look for NUL (a key with one matches no dentry).
+#[test]
+fn nul_next_to_cached_names_is_einval() {
+    let (_vfs, p) = setup();
+    p.mkdir(b"/d", 0o755).unwrap();
+    mkfile(&p, b"/d/f", b"");
+    mkfile(&p, b"/d/eight_b8", b"");
+    assert_eq!(p.stat(b"/d/nx").map(|_| ()), Err(Errno::ENOENT));
+    let paths: [&[u8]; 10] = [
+        b"/d/f\0",
+        b"/d/\0f",
+        b"/d\0/f",
+        b"/d/f\0/",
+        b"/d/eight_b8\0",
+        b"/d/eight_b\0",
+        b"/d/nx\0",
+        b"/d/n\0",
+        b"/d/nx/\0",
+        b"d\0",
+    ];
+    for path in paths {
+        for pass in 0..2 {
+            assert_eq!(
+                p.stat(path).map(|_| ()),
+                Err(Errno::EINVAL),
+                "{:?} pass {pass}",
+                String::from_utf8_lossy(path)
+            );
+        }
+    }
+}
+
 #[test]
 fn dots_and_slashes() {
     let (_vfs, p) = setup();

@@ -375,8 +375,9 @@ impl VfsInner {
                 Some(key) if is_dot_or_dotdot_word(key.first_word) => return None,
                 Some(key) => key,
                 None => {
-                    // Nine bytes or more, a NUL (which the full walk
-                    // reports) or an empty component: the general scan.
+                    // Nine bytes or more or an empty component: the
+                    // general scan (a NUL it meets, the full walk reports;
+                    // one in a short name is a key no dentry matches).
                     let (key, end) = scan_component(path, i);
                     if end != ComponentEnd::Separator {
                         return None;
