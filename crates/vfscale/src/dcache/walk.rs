@@ -19,9 +19,7 @@
 //! (stat, access, readlink) take none.
 
 use super::dentry::{Dentry, D_MOUNTED, D_REVALIDATE, D_TYPE_DIR, D_TYPE_SYMLINK};
-use super::name::{
-    is_dot_or_dotdot_word, load_word, scan_component, scan_short_component, ComponentEnd, NameKey,
-};
+use super::name::{load_word, scan_component, scan_short_component, ComponentEnd, NameKey};
 use super::RcuLookup;
 use crate::abi::*;
 use crate::cred::perm::{may_access, may_search_fast, MAY_EXEC};
@@ -371,8 +369,10 @@ impl VfsInner {
         // level below the root, in the clock call, on the shared VM).
         let mut oldest_validation = u64::MAX;
         loop {
+            // No test for "." and "..": no dentry has either name (asserted
+            // where dentries are named: `alloc_dentry`, `d_move`), so their
+            // lookup misses and the full walk resolves them.
             let key = match scan_short_component(path, i) {
-                Some(key) if is_dot_or_dotdot_word(key.first_word) => return None,
                 Some(key) => key,
                 None => {
                     // Nine bytes or more or an empty component: the
