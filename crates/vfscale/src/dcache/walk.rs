@@ -321,9 +321,10 @@ impl VfsInner {
         path: &[u8],
         flags: u32,
     ) -> Option<SysResult<Found>> {
-        let from = if path[0] == b'/' { root } else { start };
+        let absolute = path[0] == b'/';
+        let from = if absolute { root } else { start };
         Some(
-            self.walk_fast_from(cred, from.dentry, path, flags)?
+            self.walk_fast_from(cred, from.dentry, path, absolute, flags)?
                 .map(|hit| hit.in_mount(from.mnt)),
         )
     }
@@ -333,15 +334,17 @@ impl VfsInner {
     /// which the fast path never changes (it declines mountpoints). For
     /// callers that need only the inode (the stat family) and so need not
     /// read a (mount, dentry) pair consistently. `path` is not empty and
-    /// shorter than PATH_MAX (the caller checked); `from` is a directory
-    /// (every walk starts in one: root, cwd, a dirfd that `start_dir`
-    /// checked, a parent). Writes nothing.
+    /// shorter than PATH_MAX (the caller checked); `absolute` says whether
+    /// it starts with a slash (the caller tested that to pick `from`);
+    /// `from` is a directory (every walk starts in one: root, cwd, a dirfd
+    /// that `start_dir` checked, a parent). Writes nothing.
     #[inline(always)]
     pub(crate) fn walk_fast_from(
         &self,
         cred: &Cred,
         from: *const Dentry,
         path: &[u8],
+        absolute: bool,
         flags: u32,
     ) -> Option<SysResult<FastHit>> {
         let mut cur = from;
@@ -352,15 +355,14 @@ impl VfsInner {
             d.flags() & D_TYPE_DIR != 0,
             "the fast walk starts in a directory"
         );
-        let mut seq = d.seq.read_begin_raw();
-        if seq & 1 != 0 {
-            return None;
-        }
+        // Masked even: a count that was odd (a writer inside) fails the
+        // retry check, as it differs from every count loaded later.
+        let mut seq = d.seq.read_begin_raw() & !1;
         let n = path.len();
         // Past the leading slash. More slashes ("//x", "a//b") are empty
         // components, which the scan's rare branch skips; "/" alone (or a
         // trailing slash) ends in one, which goes to the full walk.
-        let mut i = usize::from(path[0] == b'/');
+        let mut i = usize::from(absolute);
         // When the oldest backend entry the walk went through was validated
         // (u64::MAX: none yet). Their TTL is tested once, before the walk
         // answers: nothing the walk does before that has an effect, and a
