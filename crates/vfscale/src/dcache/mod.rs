@@ -74,7 +74,7 @@ impl VfsInner {
             // caller's retry check (the name included: a rename may change
             // it under us; an odd count always fails that check). Same line
             // as `hash_len`: no extra miss for the nodes that do not match.
-            let seq = d.seq.read_begin_raw() & !1;
+            let seq = d.seq.read_begin_even();
             if d.hash_len() == hl
                 && std::ptr::eq(d.parent_ptr(), parent)
                 && d.name_eq_same_hash_len(key)

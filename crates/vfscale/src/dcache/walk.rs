@@ -355,9 +355,8 @@ impl VfsInner {
             d.flags() & D_TYPE_DIR != 0,
             "the fast walk starts in a directory"
         );
-        // Masked even: a count that was odd (a writer inside) fails the
-        // retry check, as it differs from every count loaded later.
-        let mut seq = d.seq.read_begin_raw() & !1;
+        // A section begun inside a write fails the retry check below.
+        let mut seq = d.seq.read_begin_even();
         let n = path.len();
         // Past the leading slash. More slashes ("//x", "a//b") are empty
         // components, which the scan's rare branch skips; "/" alone (or a

@@ -249,7 +249,9 @@ impl Inode {
     #[inline]
     pub fn stat(&self, dev: u64) -> Stat {
         loop {
-            let seq = self.attr_seq.read_begin();
+            // Not waited on: a section begun inside a write fails the
+            // retry check, and the copy is tried again.
+            let seq = self.attr_seq.read_begin_even();
             // Relaxed loads: ordered by the seqcount (see `attr`).
             let st = Stat {
                 dev,
