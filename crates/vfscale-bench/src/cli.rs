@@ -262,6 +262,9 @@ pub fn run_config(
     if let Some(k) = &m.kernel_dir {
         println!("kernel target: {k}");
     }
+    if let Some(p) = m.placement() {
+        println!("{p}");
+    }
     if let Some(p) = json {
         std::fs::write(p, res.to_json()).map_err(|e| format!("{}: {e}", p.display()))?;
     }

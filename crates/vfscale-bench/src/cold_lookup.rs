@@ -410,6 +410,7 @@ fn host_state() -> Value {
     json!({
         "loadavg": read("/proc/loadavg"),
         "transparent_hugepage": read("/sys/kernel/mm/transparent_hugepage/enabled"),
+        "line_transfer_ns": crate::sys::line_transfer_ns(300_000),
     })
 }
 
@@ -442,7 +443,7 @@ pub fn main(args: &ColdLookupArgs) -> Result<(), String> {
     let subdir = args.subdir;
     let host_before = host_state();
     println!(
-        "cold-lookup: {files} files in {}{} ({cold_how}); {repeat} run(s) per point; hot order {:?}; load {}; THP {}",
+        "cold-lookup: {files} files in {}{} ({cold_how}); {repeat} run(s) per point; hot order {:?}; load {}; THP {}; line transfer {:.1} ns",
         parent.display(),
         if subdir {
             ", in a subdirectory of the mirrored root"
@@ -452,6 +453,7 @@ pub fn main(args: &ColdLookupArgs) -> Result<(), String> {
         args.hot_order,
         host_before["loadavg"].as_str().unwrap_or(""),
         host_before["transparent_hugepage"].as_str().unwrap_or(""),
+        host_before["line_transfer_ns"].as_f64().unwrap_or(f64::NAN),
     );
     let mut points: Vec<ThreadPoints> = threads.iter().map(|_| ThreadPoints::default()).collect();
     let mut tree = make_tree(&parent, files, subdir)?;
@@ -572,8 +574,9 @@ pub fn main(args: &ColdLookupArgs) -> Result<(), String> {
     }
     let host_after = host_state();
     println!(
-        "load after: {}",
-        host_after["loadavg"].as_str().unwrap_or("")
+        "load after: {}; line transfer {:.1} ns",
+        host_after["loadavg"].as_str().unwrap_or(""),
+        host_after["line_transfer_ns"].as_f64().unwrap_or(f64::NAN),
     );
     if let Some(path) = &args.json {
         let out = json!({

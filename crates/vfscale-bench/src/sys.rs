@@ -51,6 +51,50 @@ pub fn pin_to_cpu(cpu: usize) {
     }
 }
 
+/// How far apart the host put the first two allowed CPUs: the one-way
+/// latency, in ns, of handing one cache line between them (two pinned
+/// threads take turns bumping a shared counter, `round_trips` turns
+/// each). On this project's VM it is bimodal — ~30–45 ns when the two
+/// vCPUs share a cache, ~155–180 ns when the host places them far apart,
+/// more when a vCPU is time-sliced — and every workload with a line both
+/// threads write moves with it (docs/PERFORMANCE.md, "Noise"). None with
+/// fewer than two allowed CPUs. Only the two spawned threads are pinned.
+pub fn line_transfer_ns(round_trips: u64) -> Option<f64> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    #[repr(align(64))]
+    struct Line(AtomicU64);
+
+    /// Waits for the counter to reach `first`, `first + 2`, ... and bumps
+    /// it each time, until both threads have had `round_trips` turns.
+    fn take_turns(line: &Line, cpu: usize, first: u64, round_trips: u64) {
+        pin_to_cpu(cpu);
+        let mut want = first;
+        while want < 2 * round_trips {
+            // Acquire/Release: each turn's bump pairs with the other
+            // thread's wait; the ordering is what makes the line move.
+            while line.0.load(Ordering::Acquire) != want {
+                core::hint::spin_loop();
+            }
+            line.0.store(want + 1, Ordering::Release);
+            want += 2;
+        }
+    }
+
+    let (&a, &b) = match allowed_cpus() {
+        [a, b, ..] => (a, b),
+        _ => return None,
+    };
+    let round_trips = round_trips.max(1);
+    let line = Line(AtomicU64::new(0));
+    let start = std::time::Instant::now();
+    std::thread::scope(|s| {
+        s.spawn(|| take_turns(&line, b, 1, round_trips));
+        s.spawn(|| take_turns(&line, a, 0, round_trips));
+    });
+    Some(start.elapsed().as_nanos() as f64 / (2 * round_trips) as f64)
+}
+
 /// Resident set size in bytes (/proc/self/statm), after giving freed heap
 /// memory back to the system so growth measures live objects.
 pub fn resident_bytes() -> Option<u64> {
@@ -77,6 +121,12 @@ pub struct Machine {
     /// Where the kernel target ran, when it did.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub kernel_dir: Option<String>,
+    /// `line_transfer_ns` just before the first workload and just after
+    /// the last: which placement of the CPUs the run's 2-thread rows saw.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub line_transfer_ns_before: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub line_transfer_ns_after: Option<f64>,
 }
 
 impl Machine {
@@ -88,6 +138,8 @@ impl Machine {
             git_rev: git_rev(),
             date: utc_now(),
             kernel_dir: None,
+            line_transfer_ns_before: None,
+            line_transfer_ns_after: None,
         }
     }
 }
@@ -117,6 +169,23 @@ pub fn git_rev() -> String {
         .ok()
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| env!("VFSCALE_BUILD_GIT_REV").to_string())
+}
+
+impl Machine {
+    /// "CPU placement: one-way line transfer 31.6 ns before, 33.0 ns after
+    /// the run", or None when it was not measured.
+    pub fn placement(&self) -> Option<String> {
+        let show = |v: Option<f64>| v.map_or("-".to_string(), |ns| format!("{ns:.1} ns"));
+        (self.line_transfer_ns_before.is_some() || self.line_transfer_ns_after.is_some()).then(
+            || {
+                format!(
+                    "CPU placement: one-way cache-line transfer between the first two CPUs {} before, {} after the run (this project's VM: ~30-45 ns near, ~155-180 ns far)",
+                    show(self.line_transfer_ns_before),
+                    show(self.line_transfer_ns_after)
+                )
+            },
+        )
+    }
 }
 
 /// Now, as "YYYY-MM-DDTHH:MM:SSZ".
@@ -178,5 +247,34 @@ mod tests {
         assert!(!m.kernel.is_empty() && !m.git_rev.is_empty());
         assert!(!allowed_cpus().is_empty());
         assert!(resident_bytes().unwrap() > 0);
+    }
+
+    #[test]
+    fn line_transfer_is_measured_between_two_cpus() {
+        let ns = line_transfer_ns(1_000);
+        if allowed_cpus().len() < 2 {
+            assert_eq!(ns, None, "one CPU: nothing to measure");
+        } else {
+            let ns = ns.expect("two CPUs");
+            assert!(ns.is_finite() && ns > 0.0, "{ns}");
+        }
+        // The caller's own affinity is left alone.
+        let before = allowed_cpus().to_vec();
+        let _ = line_transfer_ns(10);
+        assert_eq!(current_affinity(), before);
+    }
+
+    fn current_affinity() -> Vec<usize> {
+        // SAFETY: as in `allowed_cpus`.
+        let mut set: libc::cpu_set_t = unsafe { core::mem::zeroed() };
+        // SAFETY: `set` is writable storage of the size passed.
+        let rc = unsafe {
+            libc::sched_getaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &mut set)
+        };
+        assert_eq!(rc, 0);
+        // SAFETY: CPU_ISSET reads the set we own, for in-range indices.
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+            .collect()
     }
 }

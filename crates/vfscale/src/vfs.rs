@@ -49,8 +49,8 @@ const OPEN_FILES_BULK_BATCH: i64 = 4096;
 /// Tunables of a VFS instance.
 #[derive(Clone, Debug)]
 pub struct VfsConfig {
-    /// log2 of the dentry hash table's bucket count (2^20 = 8 MiB of
-    /// buckets, touched lazily; chains stay short up to ~1M names).
+    /// log2 of the dentry hash table's bucket count (2^20 = 16 MiB of
+    /// 16-byte buckets, touched lazily; chains stay short up to ~1M names).
     pub hash_bits: u32,
     /// Unused (negative) dentries kept per superblock before reclaim.
     pub max_unused_dentries: usize,

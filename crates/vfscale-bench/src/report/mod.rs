@@ -170,6 +170,9 @@ pub fn markdown(res: &Results) -> String {
     if let Some(k) = &m.kernel_dir {
         s.push_str(&format!("- kernel target directory: {k}\n"));
     }
+    if let Some(p) = m.placement() {
+        s.push_str(&format!("- {p}\n"));
+    }
     s.push_str("\n## Configuration\n\n");
     s.push_str(&format!(
         "- threads: {:?}; {} s per point after {} s warm-up; repeat {}{}\n",

@@ -147,6 +147,13 @@ unsafe impl ChainNode for Dentry {
     fn chain_next(&self) -> &AtomicPtr<Self> {
         &self.hash_next
     }
+
+    /// The inode: a lookup that finds this dentry reads its attributes next.
+    #[inline]
+    fn prefetch_hint(&self) -> *const u8 {
+        // Relaxed: a prefetch hint only, never dereferenced.
+        self.inode.load(Ordering::Relaxed) as *const u8
+    }
 }
 
 impl Dentry {

@@ -83,9 +83,9 @@ impl<N> core::fmt::Debug for ChainTable<N> {
 #[cfg(not(loom))]
 fn empty_buckets<N: ChainNode>(n: usize) -> Box<[Bucket<N>]> {
     let zeroed = Box::<[Bucket<N>]>::new_zeroed_slice(n);
-    // SAFETY: a `Bucket` is `repr(transparent)` over one `AtomicPtr`, for
-    // which all-zero bytes are valid: the null pointer with the lock bit
-    // clear, an empty unlocked chain.
+    // SAFETY: a `Bucket` is an `AtomicPtr` and an `AtomicUsize`, for which
+    // all-zero bytes are valid: the null pointer with the lock bit clear, an
+    // empty unlocked chain, and no hint.
     unsafe { zeroed.assume_init() }
 }
 

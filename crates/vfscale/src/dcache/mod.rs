@@ -65,7 +65,13 @@ impl VfsInner {
     #[inline(always)]
     pub(crate) fn lookup_rcu(&self, parent: *const Dentry, key: &NameKey<'_>) -> RcuLookup {
         let hl = key.hash_len();
-        let mut p = self.bucket_of(parent, key.hash).first();
+        let bucket = self.bucket_of(parent, key.hash);
+        let hint = bucket.prefetch_hint() as *const u8;
+        if !hint.is_null() {
+            crate::defer::drain::prefetch(hint);
+            crate::defer::drain::prefetch(hint.wrapping_add(64));
+        }
+        let mut p = bucket.first();
         while !p.is_null() {
             // SAFETY: chain nodes are freed only through the epoch collector
             // and the caller holds a guard.
@@ -453,6 +459,8 @@ impl VfsInner {
         // Release: pairs with the acquire in `Dentry::inode_ptr`.
         d.inode.store(inode as *mut Inode, Ordering::Release);
         d.seq.write_end();
+        self.bucket_of(d.parent_ptr(), (d.hash_len() >> 32) as u32)
+            .refresh_hint(d);
         self.watchers.changed(d);
     }
 

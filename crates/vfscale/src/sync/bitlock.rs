@@ -1,9 +1,13 @@
 //! Bit-locked intrusive chains (Linux `hlist_bl`): the buckets of the dentry
 //! hash table ([`crate::dcache::hash`]).
 //!
-//! A [`Bucket`] is one word: a pointer to the first node, with bit 0 as the
-//! bucket's spin lock. Nodes link through an [`AtomicPtr`] they embed
-//! ([`ChainNode`]).
+//! A [`Bucket`] is two words: a pointer to the first node, with bit 0 as the
+//! bucket's spin lock, and the first node's *prefetch hint* (for dentries,
+//! their inode), so a reader that loads the bucket can start fetching what
+//! it will read after the node while the node itself is still on its way
+//! (a hot stat in random order: bucket → dentry → inode was three
+//! dependent misses, now two). Nodes link through an [`AtomicPtr`] they
+//! embed ([`ChainNode`]).
 //!
 //! Invariants:
 //! - **Readers never write.** A lock-free reader loads the head and the links
@@ -20,11 +24,15 @@
 //!   re-added to the same chain, visit some nodes twice). A lock-free miss
 //!   is therefore not authoritative: callers validate misses with a rename
 //!   seqcount (or retry under the lock).
+//! - **The hint is a guess.** It is written with the head (under the lock)
+//!   and by [`Bucket::refresh_hint`] (without it, so a race can leave it
+//!   stale), read Relaxed, and used only as a prefetch address, which never
+//!   faults: a stale or wrong hint costs one useless prefetch, nothing else.
 //! - **Nothing here frees.** A node may be freed only after it has been
 //!   removed and the caller's epoch reclamation guarantees that no reader
 //!   that could have reached it is still running.
 
-use super::atomic::{spin_hint, yield_thread, AtomicPtr, Ordering::*};
+use super::atomic::{spin_hint, yield_thread, AtomicPtr, AtomicUsize, Ordering::*};
 use core::marker::PhantomData;
 
 /// The lock bit in a bucket's head word. Nodes are at least 2-aligned
@@ -43,19 +51,28 @@ const SPINS_BEFORE_YIELD: u32 = 128;
 /// and written by nothing but this module (the node's intrusive link).
 pub unsafe trait ChainNode: Sized + Sync {
     fn chain_next(&self) -> &AtomicPtr<Self>;
+
+    /// An address a reader of this node will load soon after the node
+    /// itself (null for none): the bucket keeps the first node's, so a
+    /// reader can prefetch it in parallel with the node (see
+    /// [`Bucket::prefetch_hint`]).
+    fn prefetch_hint(&self) -> *const u8 {
+        core::ptr::null()
+    }
 }
 
 /// The head of one chain: a node pointer with the bucket lock in bit 0.
 /// All-zero bytes are a valid, empty, unlocked bucket.
-#[repr(transparent)]
+#[repr(C)]
 pub struct Bucket<N> {
     head: AtomicPtr<N>,
+    hint: AtomicUsize,
 }
 
-// A bucket is exactly one word (the table allocates them zeroed and packs
-// eight per cache line).
+// A bucket is exactly two words (the table allocates them zeroed and packs
+// four per cache line).
 #[cfg(not(loom))]
-const _: () = assert!(core::mem::size_of::<Bucket<u64>>() == core::mem::size_of::<usize>());
+const _: () = assert!(core::mem::size_of::<Bucket<u64>>() == 2 * core::mem::size_of::<usize>());
 
 fn unlocked<N>(p: *mut N) -> *mut N {
     p.map_addr(|a| a & !LOCK_BIT)
@@ -70,6 +87,7 @@ impl<N: ChainNode> Bucket<N> {
     pub fn new() -> Bucket<N> {
         Bucket {
             head: AtomicPtr::new(core::ptr::null_mut()),
+            hint: AtomicUsize::new(0),
         }
     }
 
@@ -80,6 +98,23 @@ impl<N: ChainNode> Bucket<N> {
         // Acquire: pairs with the Release stores of the head in `push_front`,
         // `remove` and the unlock, so the node pointed to is initialised.
         unlocked(self.head.load(Acquire))
+    }
+
+    /// The first node's prefetch hint (0 if none): a guess that may be
+    /// stale, for prefetching only, never to be dereferenced.
+    #[inline]
+    pub fn prefetch_hint(&self) -> usize {
+        // Relaxed: a hint, publishes nothing; pairs with nothing.
+        self.hint.load(Relaxed)
+    }
+
+    /// Refreshes the hint if `node` is the first node (its hint changed).
+    #[inline]
+    pub fn refresh_hint(&self, node: &N) {
+        if core::ptr::eq(self.first(), node) {
+            // Relaxed: a hint (see `prefetch_hint`).
+            self.hint.store(node.prefetch_hint().addr(), Relaxed);
+        }
     }
 
     /// Iterates the chain without the lock, as a reader (see the module docs
@@ -199,6 +234,10 @@ impl<N: ChainNode> BucketGuard<'_, N> {
         // this store alone, and must see that node initialised (it pairs
         // with the Acquire link loads of `ChainIter`).
         link.store(self.first().cast_mut(), Release);
+        // Relaxed: a hint (see `Bucket::prefetch_hint`).
+        // SAFETY: the caller guarantees `node` is live.
+        let hint = unsafe { (*node).prefetch_hint() };
+        self.bucket.hint.store(hint.addr(), Relaxed);
         // Release: publishes the node's initialisation (pairs with the
         // Acquire in `Bucket::first`). The lock bit stays set.
         let new_head = node.cast_mut().map_addr(|a| a | LOCK_BIT);
@@ -220,6 +259,12 @@ impl<N: ChainNode> BucketGuard<'_, N> {
             // the chain, never the caller's argument. Relaxed: links of nodes
             // on this chain change only under this lock, which we hold.
             let next = unsafe { (*cur).chain_next() }.load(Relaxed);
+            // No hint for the new head: reading its hint would be a cache
+            // miss under the lock (a create/unlink churn paid it), and a
+            // hint is only worth having for the first node of a chain that
+            // long-lived lookups keep reading, which a push sets.
+            // Relaxed: a hint (see `Bucket::prefetch_hint`).
+            self.bucket.hint.store(0, Relaxed);
             // Release: the reader that loads this head must see `next`
             // initialised, which we know through the lock (pairs with the
             // Acquire in `Bucket::first`).
@@ -312,6 +357,11 @@ mod tests {
         fn chain_next(&self) -> &AtomicPtr<Node> {
             &self.next
         }
+
+        /// The key as an address: tells the nodes' hints apart.
+        fn prefetch_hint(&self) -> *const u8 {
+            core::ptr::without_provenance(self.key as usize * 64)
+        }
     }
 
     fn node(key: u64) -> Node {
@@ -349,6 +399,39 @@ mod tests {
         assert!(bucket.lock().remove(&c), "last");
         assert!(bucket.first().is_null());
         assert!(!bucket.is_locked());
+    }
+
+    #[test]
+    fn the_hint_is_the_first_nodes() {
+        let (a, b, c) = (node(1), node(2), node(3));
+        let bucket = Bucket::new();
+        assert_eq!(bucket.prefetch_hint(), 0, "an empty bucket has none");
+        {
+            let mut g = bucket.lock();
+            // SAFETY: live nodes on no chain; they outlive the bucket's use.
+            unsafe {
+                g.push_front(&c);
+                g.push_front(&b);
+            }
+        }
+        assert_eq!(bucket.prefetch_hint(), 2 * 64);
+        {
+            let mut g = bucket.lock();
+            // SAFETY: as above.
+            unsafe { g.push_front(&a) };
+            assert_eq!(bucket.prefetch_hint(), 64, "pushed in front");
+            assert!(g.remove(&b));
+            assert_eq!(bucket.prefetch_hint(), 64, "a removal behind the head");
+            assert!(g.remove(&a));
+            assert_eq!(bucket.prefetch_hint(), 0, "the head removed: none");
+        }
+        // A node's hint is refreshed only where the node is first.
+        bucket.refresh_hint(&a);
+        assert_eq!(bucket.prefetch_hint(), 0, "not on the chain");
+        bucket.refresh_hint(&c);
+        assert_eq!(bucket.prefetch_hint(), 3 * 64);
+        assert!(bucket.lock().remove(&c));
+        assert_eq!(bucket.prefetch_hint(), 0, "emptied");
     }
 
     #[test]
