@@ -1,15 +1,27 @@
 //! Quick stat-same measurement (the bench crate has the real harness).
-//! Usage: statbench [ITERS] [THREADS,...]   (e.g. `statbench 100000 1` under
-//! `valgrind --tool=callgrind` for an instruction count per stat).
+//! Usage: statbench [ITERS] [THREADS,...] [deep]   (e.g. `statbench 100000 1`
+//! under `valgrind --tool=callgrind` for an instruction count per stat).
+//! `deep` stats stat-deep's 4-component path `/a/b/c/f` instead of `/file`.
 use std::time::Instant;
 use vfscale::{abi::*, ProcessApi, Vfs};
 
 fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let deep = args.get(2).is_some_and(|a| a == "deep");
+    let file: &[u8] = if deep { b"/a/b/c/f" } else { b"/file" };
+    // The file and the directories above it.
+    let make = |p: &vfscale::Process| {
+        if deep {
+            for d in [&b"/a"[..], b"/a/b", b"/a/b/c"] {
+                p.mkdir(d, 0o755).unwrap();
+            }
+        }
+        let fd = p.open(file, O_CREAT | O_WRONLY, 0o644).unwrap();
+        p.close(fd).unwrap();
+    };
     let vfs = Vfs::new();
-    let p = vfs.root_process();
-    let fd = p.open(b"/file", O_CREAT | O_WRONLY, 0o644).unwrap();
-    p.close(fd).unwrap();
-    let mut args = std::env::args().skip(1);
+    make(&vfs.root_process());
+    let mut args = args.into_iter();
     let iters: u64 = args
         .next()
         .and_then(|a| a.parse().ok())
@@ -28,8 +40,7 @@ fn main() {
                 let p = if std::env::var_os("STATBENCH_SEPARATE").is_some() {
                     own = Vfs::new();
                     let p = own.root_process();
-                    let fd = p.open(b"/file", O_CREAT | O_WRONLY, 0o644).unwrap();
-                    p.close(fd).unwrap();
+                    make(&p);
                     p
                 } else {
                     vfs.root_process()
@@ -37,7 +48,7 @@ fn main() {
                 s.spawn(move || {
                     // Opaque to the optimiser, as a caller's path is: a
                     // literal would let LTO fold the scan and hash away.
-                    let path = std::hint::black_box(b"/file".to_vec());
+                    let path = std::hint::black_box(file.to_vec());
                     for _ in 0..iters {
                         std::hint::black_box(p.stat(&path).unwrap());
                     }

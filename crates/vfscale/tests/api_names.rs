@@ -923,6 +923,97 @@ fn symlink_targets_relative_absolute_and_dotdot() {
     assert_eq!(ftype(&p.lstat(b"/dangling").unwrap()), S_IFLNK);
 }
 
+/// Runs of slashes are one separator wherever they stand, on every name
+/// length the fast walk scans differently (1-7 bytes, 8 bytes, longer) and
+/// for cached misses; a trailing slash, or a name after the component,
+/// demands a directory; a NUL after
+/// any of them is EINVAL. Each path is stated twice, so the second answer
+/// comes from the cached (fast) walk.
+#[test]
+fn repeated_slashes_resolve_like_one() {
+    let (_vfs, p) = setup();
+    for d in [&b"/d"[..], b"/eight_b8", b"/a_longer_directory"] {
+        p.mkdir(d, 0o755).unwrap();
+        let mut f = d.to_vec();
+        f.extend_from_slice(b"/f");
+        mkfile(&p, &f, b"");
+    }
+    let ino = |path: &[u8]| p.stat(path).map(|st| st.ino);
+    let root = ino(b"/").unwrap();
+    let d = ino(b"/d").unwrap();
+    let d_f = ino(b"/d/f").unwrap();
+    let e_f = ino(b"/eight_b8/f").unwrap();
+    let l_f = ino(b"/a_longer_directory/f").unwrap();
+    p.chdir(b"/d").unwrap();
+    let cases: [(&[u8], SysResult<u64>); 21] = [
+        (b"//", Ok(root)),
+        (b"///", Ok(root)),
+        (b"//d", Ok(d)),
+        (b"///d//", Ok(d)),
+        (b"/d//f", Ok(d_f)),
+        (b"//d///f", Ok(d_f)),
+        (b"/eight_b8//f", Ok(e_f)),
+        (b"//a_longer_directory//f", Ok(l_f)),
+        (b"f", Ok(d_f)),
+        (b"./f", Ok(d_f)),
+        (b"/d/f/", Err(Errno::ENOTDIR)),
+        (b"/d/f//", Err(Errno::ENOTDIR)),
+        (b"/eight_b8/f/", Err(Errno::ENOTDIR)),
+        (b"/d/f/x", Err(Errno::ENOTDIR)),
+        (b"f//x", Err(Errno::ENOTDIR)),
+        (b"/d//nx", Err(Errno::ENOENT)),
+        (b"/d/nx//", Err(Errno::ENOENT)),
+        (b"//nx//f", Err(Errno::ENOENT)),
+        (b"/d//\0", Err(Errno::EINVAL)),
+        (b"/d/nx//\0", Err(Errno::EINVAL)),
+        (b"/eight_b8/\0/", Err(Errno::EINVAL)),
+    ];
+    for (path, want) in cases {
+        for pass in 0..2 {
+            assert_eq!(
+                ino(path),
+                want,
+                "{:?} pass {pass}",
+                String::from_utf8_lossy(path)
+            );
+        }
+    }
+}
+
+/// A NUL anywhere is EINVAL, also inside or right after a name that is
+/// cached (positive or negative), at every name length: the fast walk's
+/// short scan does not look for NUL (a key with one matches no dentry).
+#[test]
+fn nul_next_to_cached_names_is_einval() {
+    let (_vfs, p) = setup();
+    p.mkdir(b"/d", 0o755).unwrap();
+    mkfile(&p, b"/d/f", b"");
+    mkfile(&p, b"/d/eight_b8", b"");
+    assert_eq!(p.stat(b"/d/nx").map(|_| ()), Err(Errno::ENOENT));
+    let paths: [&[u8]; 10] = [
+        b"/d/f\0",
+        b"/d/\0f",
+        b"/d\0/f",
+        b"/d/f\0/",
+        b"/d/eight_b8\0",
+        b"/d/eight_b\0",
+        b"/d/nx\0",
+        b"/d/n\0",
+        b"/d/nx/\0",
+        b"d\0",
+    ];
+    for path in paths {
+        for pass in 0..2 {
+            assert_eq!(
+                p.stat(path).map(|_| ()),
+                Err(Errno::EINVAL),
+                "{:?} pass {pass}",
+                String::from_utf8_lossy(path)
+            );
+        }
+    }
+}
+
 #[test]
 fn dots_and_slashes() {
     let (_vfs, p) = setup();

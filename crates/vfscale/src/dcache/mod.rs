@@ -80,7 +80,7 @@ impl VfsInner {
             // caller's retry check (the name included: a rename may change
             // it under us; an odd count always fails that check). Same line
             // as `hash_len`: no extra miss for the nodes that do not match.
-            let seq = d.seq.read_begin_raw() & !1;
+            let seq = d.seq.read_begin_even();
             if d.hash_len() == hl
                 && std::ptr::eq(d.parent_ptr(), parent)
                 && d.name_eq_same_hash_len(key)
@@ -421,6 +421,12 @@ impl VfsInner {
         inode: *const Inode,
         refs: u32,
     ) -> *const Dentry {
+        // The fast walk relies on it (its lookup of a dot name must miss).
+        debug_assert!(
+            !name::is_dot_or_dotdot(key.bytes),
+            "a dentry named {:?}",
+            key.bytes
+        );
         let group = self.charge(crate::reclaim::ObjKind::Dentry);
         let d = crate::mem::slab::alloc_in_place::<Dentry>();
         // SAFETY: a free object of the dentry pool that only we own (a
@@ -492,6 +498,12 @@ impl VfsInner {
     /// directory locks exclusively and the rename seqcount write section, and
     /// has moved the parent reference.
     pub(crate) fn d_move(&self, d: &Dentry, new_parent: *const Dentry, key: &NameKey<'_>) {
+        // As in `alloc_dentry`.
+        debug_assert!(
+            !name::is_dot_or_dotdot(key.bytes),
+            "a dentry renamed {:?}",
+            key.bytes
+        );
         let old_place = self.watchers.place_of(d);
         {
             let mut b = self

@@ -73,38 +73,42 @@ pub fn load_word(s: &[u8], at: usize) -> (u64, usize) {
         return (u64::from_le_bytes(*w), 8);
     }
     let n = tail.len();
-    let w = match n {
-        0 => 0,
-        1..=3 => {
-            tail[0] as u64
-                | (tail[n / 2] as u64) << (8 * (n / 2))
-                | (tail[n - 1] as u64) << (8 * (n - 1))
-        }
-        _ => {
-            let lo = u32::from_le_bytes(tail[..4].try_into().unwrap()) as u64;
-            let hi = u32::from_le_bytes(tail[n - 4..].try_into().unwrap()) as u64;
-            lo | hi << (8 * (n - 4))
-        }
+    // 4 to 7 bytes first: one compare on the way to the most common tail.
+    let w = if n >= 4 {
+        let lo = u32::from_le_bytes(tail[..4].try_into().unwrap()) as u64;
+        let hi = u32::from_le_bytes(tail[n - 4..].try_into().unwrap()) as u64;
+        lo | hi << (8 * (n - 4))
+    } else if n > 0 {
+        tail[0] as u64
+            | (tail[n / 2] as u64) << (8 * (n / 2))
+            | (tail[n - 1] as u64) << (8 * (n - 1))
+    } else {
+        0
     };
     (w, n)
 }
 
 /// One step of the name hash: every whole or zero-padded 8-byte word of a
-/// name, in order.
+/// name, in order. The multiply is the step's last operation, so the
+/// running value's high half is its best-mixed part: the next step folds
+/// it down (into the bits the next multiply spreads upward) before adding
+/// its word; the first step has nothing to fold (`h` is 0, which the
+/// compiler sees in the one-word paths).
 #[inline(always)]
 fn hash_mix(h: u64, word: u64) -> u64 {
-    let h = (h ^ word).wrapping_mul(MIX);
-    h ^ (h >> 29)
+    (h ^ (h >> 29) ^ word).wrapping_mul(MIX)
 }
 
-/// The end of the name hash: the length goes in last, so a scanner that
-/// learns the length only at the end hashes in one pass. No multiply here:
-/// the words are already mixed, and the bucket index multiplies once more
-/// (`ChainTable::bucket_index`). Every multiply on this chain delays the
-/// first memory access of a lookup by its latency.
+/// The end of the name hash: the high half of the last multiply (where
+/// every bit of the words reaches), plus the length, which goes in last so
+/// a scanner that learns the length only at the end hashes in one pass. No
+/// multiply here: the bucket index multiplies once more
+/// (`ChainTable::bucket_index`), and every operation on this chain delays
+/// the first memory access of a lookup (session 8: a one-word name's hash
+/// is a multiply, a shift and an add).
 #[inline(always)]
 fn hash_finish(h: u64, len: usize) -> u32 {
-    ((h ^ (h >> 32)) as u32).wrapping_add(len as u32)
+    ((h >> 32) as u32).wrapping_add(len as u32)
 }
 
 pub fn name_hash(bytes: &[u8]) -> u32 {
@@ -178,26 +182,32 @@ pub fn scan_component(path: &[u8], at: usize) -> (NameKey<'_>, ComponentEnd) {
 }
 
 /// The fast walk's scan of a short component: the key of the component at
-/// `path[at..]` (`at` < `path.len()`) when it is 1 to 8 bytes long and ends
-/// at a `/` or at the end of the path, with the hash `name_hash` gives. One
-/// load (two for a tail under 8 bytes; one more byte for an 8-byte name,
-/// the common generated-name length, e.g. `cold-lookup`'s `f0000000`) and
-/// no loop. `None` otherwise (a longer component, a NUL byte, an empty
-/// component): the caller runs `scan_component`, which tells those apart.
+/// `path[at..]` (`at` <= `path.len()`) when it is 1 to 8 bytes long and
+/// ends at a `/` or at the end of the path, with the hash `name_hash`
+/// gives. One load (two for a tail under 8 bytes; one more byte for an
+/// 8-byte name, the common generated-name length, e.g. `cold-lookup`'s
+/// `f0000000`) and no loop. `None` otherwise (a longer or empty
+/// component): the caller runs `scan_component`.
+///
+/// A NUL is an ordinary byte here (the full scan looks for it): no cached
+/// name holds one (every path that names something is checked for NUL
+/// first), so a key with one matches no dentry, and a walk that meets it
+/// falls back to the full walk, which reports EINVAL. Looking for the
+/// separator alone is half the bit tricks.
 #[inline(always)]
 pub fn scan_short_component(path: &[u8], at: usize) -> Option<NameKey<'_>> {
     let rest = path.get(at..)?;
     let (w, real) = load_word(rest, 0);
-    let delim = zero_bytes(w) | zero_bytes(w ^ SLASHES);
-    // 8 when the word holds no delimiter among its real bytes.
-    let k = ((delim.trailing_zeros() / 8) as usize).min(real);
+    let slashes = zero_bytes(w ^ SLASHES);
+    // Up to the first slash (the lowest flagged byte is exact) or the end
+    // of the path: 8 when the word holds neither.
+    let k = ((slashes.trailing_zeros() / 8) as usize).min(real);
     // The 1-to-7-byte case first, with the one compare it always had.
     let word = if k.wrapping_sub(1) < 7 {
-        // The byte that ended it (if any) is not a NUL.
-        if k < real && (w >> (8 * k)) & 0xff == 0 {
-            return None;
-        }
-        w & (u64::MAX >> (64 - 8 * k))
+        // The bytes below the first slash: `slashes ^ (slashes - 1)` sets
+        // every bit up to its flag, the top bit of that byte (all bits if
+        // there is none). Bytes past the end of the path are zero already.
+        w & ((slashes ^ slashes.wrapping_sub(1)) >> 8)
     } else if k == 8 && rest.get(8).is_none_or(|&b| b == b'/') {
         // Eight name bytes, ending at a `/` or at the end of the path.
         w
@@ -211,11 +221,9 @@ pub fn scan_short_component(path: &[u8], at: usize) -> Option<NameKey<'_>> {
     })
 }
 
-/// True if a name of at most 8 bytes whose zero-padded first word is `w`
-/// is "." or "..".
-#[inline(always)]
-pub fn is_dot_or_dotdot_word(w: u64) -> bool {
-    w == u64::from(b'.') || w == u64::from_le_bytes(*b"..\0\0\0\0\0\0")
+/// True if `name` is "." or "..", which no dentry is named.
+pub fn is_dot_or_dotdot(name: &[u8]) -> bool {
+    name == b"." || name == b".."
 }
 
 /// The high bit of every zero byte of `w` set, at least for the lowest one
@@ -313,9 +321,12 @@ mod tests {
         }
     }
 
+    /// The short scan takes the component up to the first slash (NUL
+    /// included) when it is 1 to 8 bytes long, and agrees with
+    /// `scan_component` wherever that finds no NUL.
     #[test]
     fn scan_short_component_agrees_with_scan_component() {
-        let paths: [&[u8]; 17] = [
+        let paths: [&[u8]; 19] = [
             b"/a",
             b"/file",
             b"/file/x",
@@ -333,46 +344,53 @@ mod tests {
             b"/ab//",
             b"/.",
             b"/../x",
+            b"/",
+            b"/\0\0\0\0\0\0\0\0/",
         ];
         for path in paths {
+            let component = path[1..].split(|&b| b == b'/').next().unwrap();
+            let want = (1..=8).contains(&component.len()).then_some(component);
+            let short = scan_short_component(path, 1);
+            assert_eq!(short.map(|k| k.bytes), want, "{path:?}");
+            let Some(short) = short else { continue };
+            assert_eq!(short.hash, name_hash(component), "{path:?}");
+            assert_eq!(short.first_word, name_word(component, 0), "{path:?}");
             let (key, end) = scan_component(path, 1);
-            match scan_short_component(path, 1) {
-                Some(short) => {
-                    assert_eq!(end, ComponentEnd::Separator, "{path:?}");
-                    assert_eq!(short.bytes, key.bytes, "{path:?}");
-                    assert_eq!(short.hash, key.hash, "{path:?}");
-                    assert_eq!(short.first_word, key.first_word, "{path:?}");
-                    assert_eq!(
-                        is_dot_or_dotdot_word(short.first_word),
-                        short.bytes == b"." || short.bytes == b"..",
-                        "{path:?}"
-                    );
-                }
-                None => assert!(
-                    key.bytes.len() > 8 || key.bytes.is_empty() || end != ComponentEnd::Separator,
-                    "{path:?} declined"
-                ),
+            if end != ComponentEnd::Nul {
+                assert_eq!(end, ComponentEnd::Separator, "{path:?}");
+                assert_eq!(short.bytes, key.bytes, "{path:?}");
+                assert_eq!(short.hash, key.hash, "{path:?}");
+                assert_eq!(short.first_word, key.first_word, "{path:?}");
             }
         }
     }
 
     /// A million names of one directory spread over 2^20 buckets as a
     /// random function would: about 1/e of the buckets empty, short chains.
+    /// One-word names and names whose words differ only in the last one.
     #[test]
     fn names_spread_over_buckets() {
         let bits = 20;
         let table: crate::dcache::hash::ChainTable<crate::dcache::dentry::Dentry> =
             crate::dcache::hash::ChainTable::with_bucket_bits(bits);
-        let mut counts = vec![0u32; 1 << bits];
         let parent = 0x7f12_3456_7840usize as *const Dentry;
-        for i in 0..1u32 << bits {
-            let name = format!("e{i}");
-            counts[table.bucket_index(bucket_hash(parent, name_hash(name.as_bytes())))] += 1;
+        let formats: [fn(u32) -> String; 2] =
+            [|i| format!("e{i}"), |i| format!("a_common_prefix_{i}")];
+        for name_of in formats {
+            let mut counts = vec![0u32; 1 << bits];
+            for i in 0..1u32 << bits {
+                let name = name_of(i);
+                counts[table.bucket_index(bucket_hash(parent, name_hash(name.as_bytes())))] += 1;
+            }
+            let empty = counts.iter().filter(|&&c| c == 0).count() as f64 / counts.len() as f64;
+            let longest = *counts.iter().max().unwrap();
+            assert!(
+                (0.34..0.40).contains(&empty),
+                "{}: empty fraction {empty}",
+                name_of(0)
+            );
+            assert!(longest <= 12, "{}: longest chain {longest}", name_of(0));
         }
-        let empty = counts.iter().filter(|&&c| c == 0).count() as f64 / counts.len() as f64;
-        let longest = *counts.iter().max().unwrap();
-        assert!((0.34..0.40).contains(&empty), "empty fraction {empty}");
-        assert!(longest <= 12, "longest chain {longest}");
     }
 
     #[test]

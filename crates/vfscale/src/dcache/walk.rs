@@ -19,9 +19,7 @@
 //! (stat, access, readlink) take none.
 
 use super::dentry::{Dentry, D_MOUNTED, D_REVALIDATE, D_TYPE_DIR, D_TYPE_SYMLINK};
-use super::name::{
-    is_dot_or_dotdot_word, load_word, scan_component, scan_short_component, ComponentEnd, NameKey,
-};
+use super::name::{load_word, scan_component, scan_short_component, ComponentEnd, NameKey};
 use super::RcuLookup;
 use crate::abi::*;
 use crate::cred::perm::{may_access, may_search_fast, MAY_EXEC};
@@ -323,9 +321,10 @@ impl VfsInner {
         path: &[u8],
         flags: u32,
     ) -> Option<SysResult<Found>> {
-        let from = if path[0] == b'/' { root } else { start };
+        let absolute = path[0] == b'/';
+        let from = if absolute { root } else { start };
         Some(
-            self.walk_fast_from(cred, from.dentry, path, flags)?
+            self.walk_fast_from(cred, from.dentry, path, absolute, flags)?
                 .map(|hit| hit.in_mount(from.mnt)),
         )
     }
@@ -335,34 +334,34 @@ impl VfsInner {
     /// which the fast path never changes (it declines mountpoints). For
     /// callers that need only the inode (the stat family) and so need not
     /// read a (mount, dentry) pair consistently. `path` is not empty and
-    /// shorter than PATH_MAX (the caller checked). Writes nothing.
+    /// shorter than PATH_MAX (the caller checked); `absolute` says whether
+    /// it starts with a slash (the caller tested that to pick `from`);
+    /// `from` is a directory (every walk starts in one: root, cwd, a dirfd
+    /// that `start_dir` checked, a parent). Writes nothing.
     #[inline(always)]
     pub(crate) fn walk_fast_from(
         &self,
         cred: &Cred,
         from: *const Dentry,
         path: &[u8],
+        absolute: bool,
         flags: u32,
     ) -> Option<SysResult<FastHit>> {
         let mut cur = from;
         // SAFETY (all derefs): the caller's guard keeps everything reachable
         // from `from` allocated (see `walk_once`).
         let mut d = unsafe { &*cur };
-        let mut seq = d.seq.read_begin_raw();
-        if seq & 1 != 0 {
-            return None;
-        }
+        debug_assert!(
+            d.flags() & D_TYPE_DIR != 0,
+            "the fast walk starts in a directory"
+        );
+        // A section begun inside a write fails the retry check below.
+        let mut seq = d.seq.read_begin_even();
         let n = path.len();
-        // Past the leading slash; more of them ("//x") take the loop.
-        let mut i = usize::from(path[0] == b'/');
-        if i < n && path[i] == b'/' {
-            while i < n && path[i] == b'/' {
-                i += 1;
-            }
-        }
-        if i == n {
-            return None;
-        }
+        // Past the leading slash. More slashes ("//x", "a//b") are empty
+        // components, which the scan's rare branch skips; "/" alone (or a
+        // trailing slash) ends in one, which goes to the full walk.
+        let mut i = usize::from(absolute);
         // When the oldest backend entry the walk went through was validated
         // (u64::MAX: none yet). Their TTL is tested once, before the walk
         // answers: nothing the walk does before that has an effect, and a
@@ -371,23 +370,37 @@ impl VfsInner {
         // level below the root, in the clock call, on the shared VM).
         let mut oldest_validation = u64::MAX;
         loop {
+            // No test for "." and "..": no dentry has either name (asserted
+            // where dentries are named: `alloc_dentry`, `d_move`), so their
+            // lookup misses and the full walk resolves them.
             let key = match scan_short_component(path, i) {
-                Some(key) if is_dot_or_dotdot_word(key.first_word) => return None,
                 Some(key) => key,
                 None => {
-                    // Nine bytes or more (or a NUL, which the full walk
-                    // reports): the general scan.
+                    // Nine bytes or more or an empty component: the
+                    // general scan (a NUL it meets, the full walk reports;
+                    // one in a short name is a key no dentry matches).
                     let (key, end) = scan_component(path, i);
-                    if end != ComponentEnd::Separator || key.bytes.len() < 8 {
+                    if end != ComponentEnd::Separator {
+                        return None;
+                    }
+                    if key.bytes.is_empty() {
+                        // A run of slashes: skipped, unless nothing follows
+                        // it (the path's end: a trailing slash, or "/").
+                        while i < n && path[i] == b'/' {
+                            i += 1;
+                        }
+                        if i == n {
+                            return None;
+                        }
+                        continue;
+                    }
+                    if key.bytes.len() < 8 {
                         return None;
                     }
                     key
                 }
             };
             i += key.bytes.len();
-            if d.flags() & D_TYPE_DIR == 0 {
-                return None;
-            }
             if !cred.is_root() {
                 // SAFETY: a validated positive dentry's inode.
                 let (mode, uid, gid) = unsafe { &*d.inode_ptr() }.perm_attr();
@@ -459,13 +472,16 @@ impl VfsInner {
                     inode,
                 }));
             }
-            // Skip the separator; a trailing slash goes to the full walk.
-            while i < n && path[i] == b'/' {
-                i += 1;
-            }
-            if i == n {
+            // The walk goes on below this entry: it must be a directory.
+            // Tested here, on the flags read and validated above, so the
+            // start (root or cwd: a directory, which chroot and chdir
+            // demand, and a positive dentry never changes type) is not.
+            if cflags & D_TYPE_DIR == 0 {
                 return None;
             }
+            // Past the separator that ended the component (not the end:
+            // `at_end` was false); more slashes are the next scan's.
+            i += 1;
         }
     }
 

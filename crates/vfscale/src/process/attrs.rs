@@ -19,7 +19,7 @@ pub(super) fn inode_dev(inode: &Inode) -> u64 {
 
 impl Process {
     pub(crate) fn sys_fstat(&self, fd: Fd) -> SysResult<Stat> {
-        self.with_file(fd, true, |f| Ok(f.inode().stat(inode_dev(f.inode()))))
+        self.with_file(fd, true, |f| Ok(f.inode().stat()))
     }
 
     pub(crate) fn sys_fstatat(&self, dirfd: Fd, path: &[u8], flags: i32) -> SysResult<Stat> {
@@ -31,7 +31,7 @@ impl Process {
         let _g = self.vfs.collector.enter();
         // SAFETY: the guard keeps the inode allocated.
         let inode = unsafe { &*self.lookup_inode(dirfd, path, flags)? };
-        Ok(inode.stat(inode_dev(inode)))
+        Ok(inode.stat())
     }
 
     /// The inode `path` names (relative to `dirfd`, *at-style flags) for

@@ -84,7 +84,7 @@ impl Handle {
     /// The attributes of the pinned object.
     pub fn stat(&self) -> Stat {
         let inode = self.inode();
-        inode.stat(super::attrs::inode_dev(inode))
+        inode.stat()
     }
 
     /// Another reference to the same location.

@@ -293,7 +293,7 @@ impl Process {
         };
         let from = self.fs.walk_from(absolute);
         self.vfs
-            .walk_fast_from(cred, from, path, walk_flags | follow)
+            .walk_fast_from(cred, from, path, absolute, walk_flags | follow)
     }
 
     /// The full walk of `lookup_at` (whose fast path declined), charging
