@@ -24,9 +24,11 @@
 //! the lock, the index block and the directory's attribute line still in
 //! its own cache, instead of handing them over on every change. When the
 //! host places the two vCPUs far apart (a line transfer ~170 ns instead of
-//! ~35), create-unlink in one directory at 2 threads went from 1.28 to
-//! 2.6–2.9 M/s with it; in the near placement it changed nothing (3.56 vs
-//! 3.69 M/s). An uncontended acquisition never waits, so sparse use of a
+//! ~35), create-unlink in one directory at 2 threads went from 1.26–1.30
+//! to 2.66–2.87 M/s with it (`createbench`); in the near placement
+//! `createbench` read 3.65–3.83 M/s against 3.3–3.6, the bench's
+//! create-unlink ~10% less than before (2.76–2.81 against 2.97–3.18 M/s).
+//! An uncontended acquisition never waits, so sparse use of a
 //! directory by several threads pays nothing; a waiter waits at most the
 //! backoff longer than before, once per acquisition (docs/PERFORMANCE.md,
 //! "create-unlink", session 8).
@@ -40,9 +42,10 @@ use super::spin_queue::{SpinNode, SpinQueue};
 const SPIN_LIMIT: u32 = 4096;
 
 /// How long a contended name change stays away from its directory's lock
-/// before queueing for it (see the module docs). 5 µs gave 2.6–2.8 M/s and
-/// 20 µs 2.9 M/s in the far placement; the waiter's extra latency grows
-/// with it.
+/// before queueing for it (see the module docs). In the far placement 2,
+/// 4, 8 and 16 µs gave 2.44, 2.58, 2.76 and 2.93 M/s (no backoff: 1.28),
+/// and none of them lost anything in the near one (`createbench`); the
+/// waiter's extra latency grows with it.
 const CONTENDED_BACKOFF: std::time::Duration = std::time::Duration::from_micros(8);
 
 /// Waits `d` without touching shared memory (pause instructions, the clock
