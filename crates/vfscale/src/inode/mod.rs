@@ -276,8 +276,7 @@ impl Inode {
             }
         };
         Stat {
-            // SAFETY: an inode's superblock outlives it.
-            dev: unsafe { &*self.sb }.dev,
+            dev: self.dev(),
             ..st
         }
     }
@@ -321,6 +320,13 @@ impl Inode {
 
     pub fn ino(&self) -> u64 {
         self.ino
+    }
+
+    /// The device number of the inode's superblock (immutable).
+    #[inline]
+    pub fn dev(&self) -> u64 {
+        // SAFETY: an inode's superblock outlives it.
+        unsafe { &*self.sb }.dev
     }
 
     /// Changes attributes: `f` runs inside a seqcount write section that

@@ -12,11 +12,6 @@ use crate::dcache::walk::Found;
 use crate::fs::BLOCK_SIZE;
 use crate::inode::{now, Inode};
 
-pub(super) fn inode_dev(inode: &Inode) -> u64 {
-    // SAFETY: an inode's superblock outlives it.
-    unsafe { &*inode.sb }.dev
-}
-
 impl Process {
     pub(crate) fn sys_fstat(&self, fd: Fd) -> SysResult<Stat> {
         self.with_file(fd, true, |f| Ok(f.inode().stat()))
@@ -74,7 +69,7 @@ impl Process {
         // SAFETY: the guard keeps the inode allocated.
         let inode = unsafe { &*self.lookup_inode(dirfd, path, flags)? };
         let a = inode.attr();
-        let dev = inode_dev(inode);
+        let dev = inode.dev();
         Ok(Statx {
             mask: STATX_BASIC_STATS | STATX_BTIME,
             blksize: BLOCK_SIZE as u32,
