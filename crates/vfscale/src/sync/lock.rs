@@ -249,4 +249,47 @@ mod tests {
         let pair = lock.read();
         assert_eq!(*pair, (WRITERS as u64 * ROUNDS, WRITERS as u64 * ROUNDS));
     }
+
+    /// The directory-change path (`write_noting_wait`, which backs off
+    /// when the lock is taken): says whether it found the lock taken, and
+    /// excludes as `write` does.
+    #[test]
+    fn noting_writers_report_contention_and_exclude() {
+        let lock = RwLock::new((0u64, 0u64));
+        {
+            let _held = lock.write();
+            std::thread::scope(|s| {
+                let waiter = s.spawn(|| {
+                    let (mut g, waited) = lock.write_noting_wait();
+                    g.0 += 1;
+                    g.1 += 1;
+                    waited
+                });
+                // Hold the lock until the waiter has backed off and
+                // queued for it.
+                while !lock.writers.has_waiters() {
+                    std::thread::yield_now();
+                }
+                drop(_held);
+                assert!(waiter.join().unwrap(), "the lock was taken");
+            });
+        }
+        let (_g, waited) = lock.write_noting_wait();
+        assert!(!waited, "a free lock");
+        drop(_g);
+        const ROUNDS: u64 = 20_000;
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..ROUNDS {
+                        let (mut pair, _) = lock.write_noting_wait();
+                        pair.0 += 1;
+                        std::hint::black_box(&mut *pair);
+                        pair.1 += 1;
+                    }
+                });
+            }
+        });
+        assert_eq!(*lock.read(), (4 * ROUNDS + 1, 4 * ROUNDS + 1));
+    }
 }

@@ -97,6 +97,13 @@ impl SpinQueue {
         }
     }
 
+    /// True while some waiter is in the queue (a snapshot, for tests).
+    #[cfg(all(test, not(loom)))]
+    pub fn has_waiters(&self) -> bool {
+        // Relaxed: a snapshot that orders nothing.
+        !self.tail.load(Relaxed).is_null()
+    }
+
     /// Joins the queue with `node` and returns once it is the head.
     /// `node` must not be in any queue (a fresh [`SpinNode::new`]).
     pub fn wait_for_turn<'q>(&'q self, node: &'q SpinNode) -> QueueHead<'q> {
