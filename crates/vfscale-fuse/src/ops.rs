@@ -366,6 +366,14 @@ impl Ops {
             Err(e) => return Reply::Err(e),
         };
         let cred = c.cred();
+        // The kernel opens FIFOs itself and never asks us; an OPEN of one
+        // (a fuzzer, a confused peer) must not park this worker until a
+        // partner opens the other end: open(2) with O_NONBLOCK semantics.
+        let flags = if n.handle.stat().mode & S_IFMT == S_IFIFO {
+            flags | O_NONBLOCK
+        } else {
+            flags
+        };
         let (wanted, fallback) = self.open_flags(flags);
         let mut r = self.ns.open(&cred, &n.handle, wanted);
         if let (Err(Errno::EACCES), Some(flags)) = (r, fallback) {
@@ -645,5 +653,54 @@ impl Ops {
             Ok(n) => Reply::Written(n as u32),
             Err(e) => Reply::Err(e),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vfscale::Vfs;
+
+    const ROOT: u64 = 1;
+
+    /// An OPEN of a FIFO (which the kernel never sends: it opens FIFOs
+    /// itself) answers at once, as open(2) with O_NONBLOCK would: a reader
+    /// succeeds, a writer without a reader gets ENXIO. Without the
+    /// O_NONBLOCK the worker would wait for a partner forever; the test
+    /// waits for the answers on another thread, up to a bound far above
+    /// any scheduling delay, so a regression fails instead of hanging.
+    #[test]
+    fn an_open_of_a_fifo_never_waits_for_a_partner() {
+        let vfs = Vfs::new();
+        let ttl = Duration::from_secs(5);
+        let ops = Arc::new(Ops::new(
+            Arc::new(Namespace::new(&vfs)),
+            Ttls {
+                entry: ttl,
+                attr: ttl,
+            },
+            false,
+        ));
+        let root = Caller {
+            uid: 0,
+            gid: 0,
+            pid: 1,
+        };
+        let Reply::Entry { id, .. } = ops.mknod(root, ROOT, b"fifo", S_IFIFO | 0o644, 0) else {
+            panic!("mknod of a FIFO failed");
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        let worker = ops.clone();
+        std::thread::spawn(move || {
+            // The writer first, while there is no reader.
+            let writer = worker.open(root, id, O_WRONLY);
+            let reader = worker.open(root, id, O_RDONLY);
+            let _ = tx.send((format!("{reader:?}"), format!("{writer:?}")));
+        });
+        let (reader, writer) = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("an OPEN of a FIFO waited for a partner");
+        assert!(reader.starts_with("Open"), "reader: {reader}");
+        assert_eq!(writer, format!("{:?}", Reply::Err(Errno::ENXIO)));
     }
 }
