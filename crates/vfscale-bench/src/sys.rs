@@ -9,26 +9,29 @@ use std::sync::OnceLock;
 pub fn allowed_cpus() -> &'static [usize] {
     static CPUS: OnceLock<Vec<usize>> = OnceLock::new();
     CPUS.get_or_init(|| {
-        // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
-        let mut set: libc::cpu_set_t = unsafe { core::mem::zeroed() };
-        // SAFETY: `set` is writable storage of the size passed.
-        let rc = unsafe {
-            libc::sched_getaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &mut set)
-        };
-        let cpus: Vec<usize> = if rc == 0 {
-            // SAFETY: CPU_ISSET reads the set we own, for in-range indices.
-            (0..libc::CPU_SETSIZE as usize)
-                .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-                .collect()
-        } else {
-            Vec::new()
-        };
+        let cpus = thread_affinity();
         if cpus.is_empty() {
             (0..num_cpus()).collect()
         } else {
             cpus
         }
     })
+}
+
+/// The calling thread's CPU set now (empty if the call fails).
+fn thread_affinity() -> Vec<usize> {
+    // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { core::mem::zeroed() };
+    // SAFETY: `set` is writable storage of the size passed.
+    let rc =
+        unsafe { libc::sched_getaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if rc != 0 {
+        return Vec::new();
+    }
+    // SAFETY: CPU_ISSET reads the set we own, for in-range indices.
+    (0..libc::CPU_SETSIZE as usize)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect()
 }
 
 /// Online CPUs usable by this process.
@@ -277,20 +280,6 @@ mod tests {
         // The caller's own affinity is left alone.
         let before = allowed_cpus().to_vec();
         let _ = line_transfer_ns(10);
-        assert_eq!(current_affinity(), before);
-    }
-
-    fn current_affinity() -> Vec<usize> {
-        // SAFETY: as in `allowed_cpus`.
-        let mut set: libc::cpu_set_t = unsafe { core::mem::zeroed() };
-        // SAFETY: `set` is writable storage of the size passed.
-        let rc = unsafe {
-            libc::sched_getaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &mut set)
-        };
-        assert_eq!(rc, 0);
-        // SAFETY: CPU_ISSET reads the set we own, for in-range indices.
-        (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-            .collect()
+        assert_eq!(thread_affinity(), before);
     }
 }

@@ -33,14 +33,13 @@ fn documented_deviation(op: &Op) -> bool {
     match op {
         // O_TMPFILE: EOPNOTSUPP in vfscale.
         Op::Open { flags, path, .. } => flags & O_TMPFILE == O_TMPFILE || has_nul(path),
-        // FIFOs: a blocking open or read of one in a single-threaded
-        // sequence would hang both sides (FIFO semantics are checked against
-        // the kernel in api_anon.rs). Device nodes: vfscale has no drivers.
+        // FIFOs would hang both sides (`Op::makes_fifo`). Device nodes:
+        // vfscale has no drivers.
         Op::Mknodat {
             mode, dev, path, ..
         } => {
             let t = mode & S_IFMT;
-            t == S_IFIFO || ((t == S_IFCHR || t == S_IFBLK) && *dev != 0) || has_nul(path)
+            op.makes_fifo() || ((t == S_IFCHR || t == S_IFBLK) && *dev != 0) || has_nul(path)
         }
         // A child's descriptors are not known here: no seeks but rewinds
         // (see `directory_seek`).

@@ -369,7 +369,7 @@ impl Ops {
         // The kernel opens FIFOs itself and never asks us; an OPEN of one
         // (a fuzzer, a confused peer) must not park this worker until a
         // partner opens the other end: open(2) with O_NONBLOCK semantics.
-        let flags = if n.handle.stat().mode & S_IFMT == S_IFIFO {
+        let flags = if n.handle.file_type() == S_IFIFO {
             flags | O_NONBLOCK
         } else {
             flags

@@ -19,10 +19,9 @@ fn documented_deviation(op: &Op) -> bool {
         }
         Op::Renameat2 { flags, .. } => flags & RENAME_WHITEOUT != 0,
         // The model has no pipe buffer (its FIFO reads and writes answer
-        // EAGAIN), while vfscale's FIFOs carry data and block like Linux's:
-        // a FIFO opened O_RDWR and read when empty would wait forever.
-        // FIFO data is tested in tests/api_anon.rs against the kernel.
-        Op::Mknodat { mode, .. } => mode & S_IFMT == S_IFIFO,
+        // EAGAIN), while vfscale's FIFOs carry data and block like Linux's
+        // (`Op::makes_fifo`).
+        Op::Mknodat { .. } => op.makes_fifo(),
         Op::Fork(ops) => ops.iter().any(documented_deviation),
         _ => not_in_model(op),
     }

@@ -81,6 +81,11 @@ impl Handle {
         unsafe { &*(*self.path.dentry).inode_ptr() }
     }
 
+    /// The object's file type (`mode & S_IFMT`, fixed for its life).
+    pub fn file_type(&self) -> u32 {
+        self.inode().file_type()
+    }
+
     /// The attributes of the pinned object.
     pub fn stat(&self) -> Stat {
         let inode = self.inode();
