@@ -12,8 +12,8 @@
 //! their instruction difference divided by N × the PASSES difference, give
 //! the cost of one hot stat. With `PTHOT_SHUFFLE=1` in the environment
 //! the hot passes use the bench's shuffled order instead of name order;
-//! `PTHOT_HASH_BITS=B` sizes the dentry hash table at 2^B buckets instead
-//! of the default (`VfsConfig::hash_bits`).
+//! `PTHOT_HASH_BITS=B` fixes the dentry hash table at 2^B buckets instead
+//! of letting it grow with the names (`VfsConfig::hash_bits`).
 //!
 //! `pthot share DIR N [sub]`: after the cold pass, thread A stats its half
 //! of the files (i even, as the bench's thread 0) twice — a warm-up pass,
@@ -50,12 +50,13 @@ fn namespace(dir: &Path, n: usize, how: &str) -> (Vfs, &'static str) {
     let files = dir.join("files");
     make_files(&files, n);
     let default = VfsConfig::default();
+    let fixed_hash_bits: Option<u32> = std::env::var("PTHOT_HASH_BITS")
+        .ok()
+        .and_then(|b| b.parse().ok());
     let config = VfsConfig {
         max_unused_dentries: (2 * n).max(default.max_unused_dentries),
-        hash_bits: std::env::var("PTHOT_HASH_BITS")
-            .ok()
-            .and_then(|b| b.parse().ok())
-            .unwrap_or(default.hash_bits),
+        hash_bits: fixed_hash_bits.unwrap_or(default.hash_bits),
+        hash_max_bits: fixed_hash_bits.unwrap_or(default.hash_max_bits),
         ..default
     };
     if how == "tmpfs" {

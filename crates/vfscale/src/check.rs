@@ -88,7 +88,8 @@ impl Vfs {
         let mut hashed = 0i64;
         let mut negative = 0i64;
         let mut hot = 0i64;
-        for b in v.dcache.buckets() {
+        // SAFETY: the guard above; the VFS is quiescent, so no resize runs.
+        for b in unsafe { v.dcache.buckets() } {
             let mut p = b.first();
             while !p.is_null() {
                 let d = unsafe { &*p };

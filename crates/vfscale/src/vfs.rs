@@ -49,9 +49,13 @@ const OPEN_FILES_BULK_BATCH: i64 = 4096;
 /// Tunables of a VFS instance.
 #[derive(Clone, Debug)]
 pub struct VfsConfig {
-    /// log2 of the dentry hash table's bucket count (2^20 = 16 MiB of
-    /// 16-byte buckets, touched lazily; chains stay short up to ~1M names).
+    /// log2 of the dentry hash table's initial bucket count (16-byte
+    /// buckets). The table doubles whenever it holds more than half as many
+    /// names as buckets, up to `hash_max_bits` (`dcache/hash.rs`).
     pub hash_bits: u32,
+    /// log2 of the most buckets the dentry hash table grows to (2^26:
+    /// 1 GiB, for 32M names; a table set to `hash_bits` never grows).
+    pub hash_max_bits: u32,
     /// Unused (negative) dentries kept per superblock before reclaim.
     pub max_unused_dentries: usize,
     /// System-wide open-file limit (ENFILE).
@@ -81,7 +85,8 @@ pub struct VfsConfig {
 impl Default for VfsConfig {
     fn default() -> Self {
         VfsConfig {
-            hash_bits: 20,
+            hash_bits: 10,
+            hash_max_bits: 26,
             max_unused_dentries: DEFAULT_MAX_UNUSED_DENTRIES,
             max_files: 1 << 24,
             fd_limit: 1024,
@@ -183,7 +188,7 @@ impl Vfs {
     pub fn with_root_fs(config: VfsConfig, fs: Box<dyn Filesystem>) -> Vfs {
         let inner = Arc::new(VfsInner {
             collector: Collector::new().batch_size(RETIRE_BATCH),
-            dcache: ChainTable::with_bucket_bits(config.hash_bits),
+            dcache: ChainTable::growing(config.hash_bits, config.hash_max_bits),
             rename_seq: SeqCount::new(),
             rename_seq_lock: Mutex::new(()),
             mounts: MountTable::default(),
@@ -253,6 +258,12 @@ impl Vfs {
             hot_dentries: s.hot_dentries.sum(),
             hot_dirs: s.hot_dirs.sum(),
         }
+    }
+
+    /// Buckets in the dentry hash table's current array (it doubles as the
+    /// namespace grows: `VfsConfig::hash_bits`, `hash_max_bits`).
+    pub fn dcache_buckets(&self) -> usize {
+        self.inner.dcache.bucket_count()
     }
 
     /// Threads parked right now waiting for another thread's backend lookup

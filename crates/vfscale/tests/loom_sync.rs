@@ -17,7 +17,7 @@ use loom::sync::Arc;
 use loom::thread;
 use std::collections::HashSet;
 use std::hash::Hash;
-use vfscale::dcache::hash::{Bucket, ChainNode, ChainTable};
+use vfscale::dcache::hash::{Bucket, ChainNode, ChainTable, GrowFrom, TableNode};
 use vfscale::sync::{RefCount, SeqCount};
 
 /// Runs `model` under loom and returns the distinct outcomes it produced.
@@ -298,6 +298,13 @@ unsafe impl ChainNode for Node {
     }
 }
 
+// SAFETY: the key never changes.
+unsafe impl TableNode for Node {
+    fn table_hash(&self) -> u64 {
+        self.key()
+    }
+}
+
 impl Node {
     fn boxed(key: u64) -> *mut Node {
         Box::into_raw(Box::new(Node {
@@ -366,7 +373,9 @@ fn chain_reader_vs_remove_and_insert() {
         let shared = Arc::new((ChainTable::<Node>::with_bucket_bits(0), Ticks::default()));
         let (a, b, c) = (Node::boxed(1), Node::boxed(2), Node::boxed(3));
         {
-            let mut g = shared.0.bucket(0).lock();
+            // SAFETY (table accesses in the chain models): the models free
+            // nodes and arrays only after every thread has joined.
+            let mut g = unsafe { shared.0.bucket(0) }.lock();
             // SAFETY: fresh nodes, freed only after every thread has joined.
             unsafe {
                 g.push_front(c);
@@ -377,7 +386,7 @@ fn chain_reader_vs_remove_and_insert() {
         let sh = Arc::clone(&shared);
         let writer = thread::spawn(move || {
             let (table, ticks) = &*sh;
-            let bucket = table.bucket(0);
+            let bucket = unsafe { table.bucket(0) };
             ticks.tick();
             {
                 let mut g = bucket.lock();
@@ -389,7 +398,7 @@ fn chain_reader_vs_remove_and_insert() {
             unsafe { bucket.lock().push_front(Node::boxed(4)) };
         });
         let (table, ticks) = &*shared;
-        let seen = scan(table.bucket(0), ticks);
+        let seen = scan(unsafe { table.bucket(0) }, ticks);
         assert!(
             seen.contains(&1) && seen.contains(&3),
             "missed a node: {seen:?}"
@@ -400,15 +409,82 @@ fn chain_reader_vs_remove_and_insert() {
         );
         writer.join().unwrap();
 
-        let after: Vec<u64> = table.bucket(0).lock().iter().map(Node::key).collect();
+        let after: Vec<u64> = unsafe { table.bucket(0) }
+            .lock()
+            .iter()
+            .map(Node::key)
+            .collect();
         assert_eq!(after, [4, 1, 3]);
-        free_chain(table.bucket(0));
+        free_chain(unsafe { table.bucket(0) });
         // SAFETY: `b` was removed and no thread can reach it any more.
         drop(unsafe { Box::from_raw(b) });
         seen
     });
     let want = [vec![1, 2, 3], vec![1, 3], vec![4, 1, 3]];
     assert_eq!(seen, HashSet::from(want));
+}
+
+/// The table doubles (one bucket → two) while a writer inserts a node and a
+/// reader scans lock-free. The insert must land in the new array whether it
+/// ran before the resize (then the resize moves it) or after (then the
+/// writer, having locked the old bucket, sees the new array and retries);
+/// the reader, diverted or not, must reach only initialised nodes and end;
+/// afterwards every node is in the bucket its hash maps to, once.
+#[test]
+fn table_grows_under_an_insert_and_a_reader() {
+    let seen = outcomes(|| {
+        let shared = Arc::new((ChainTable::<Node>::growing(0, 1), Ticks::default()));
+        for key in [1, 2] {
+            // SAFETY: fresh nodes, freed only after every thread has joined.
+            let asked = unsafe { shared.0.lock(key).push_front(Node::boxed(key)) };
+            let _ = asked;
+        }
+        let sh = Arc::clone(&shared);
+        let resizer = thread::spawn(move || {
+            sh.1.tick();
+            // SAFETY: no bucket lock held; the old array is dropped only
+            // after every thread has joined.
+            unsafe { sh.0.grow(GrowFrom(0)) }
+        });
+        let sh = Arc::clone(&shared);
+        let writer = thread::spawn(move || {
+            sh.1.tick();
+            // SAFETY: a fresh node, freed only after every thread has joined.
+            let asked = unsafe { sh.0.lock(3).push_front(Node::boxed(3)) };
+            let _ = asked;
+        });
+        let (table, ticks) = &*shared;
+        let mut seen = scan(unsafe { table.bucket(1) }, ticks);
+        assert!(
+            seen.iter().all(|k| (1..=3).contains(k)),
+            "garbage: {seen:?}"
+        );
+        let old = resizer.join().unwrap();
+        assert!(
+            old.is_some(),
+            "the only resizer of a one-bucket table doubles it"
+        );
+        writer.join().unwrap();
+
+        assert_eq!(table.bits(), 1);
+        let mut placed = Vec::new();
+        for (i, b) in unsafe { table.buckets() }.iter().enumerate() {
+            for n in b.lock().iter() {
+                assert_eq!(table.bucket_index(n.key()), i, "node {} misplaced", n.key());
+                placed.push(n.key());
+            }
+        }
+        placed.sort_unstable();
+        assert_eq!(placed, [1, 2, 3], "a node lost or duplicated");
+        for b in unsafe { table.buckets() } {
+            free_chain(b);
+        }
+        drop(old);
+        seen.sort_unstable();
+        seen
+    });
+    // The reader ran before the resize, during it, or after it.
+    assert!(seen.len() >= 2, "one outcome only: {seen:?}");
 }
 
 /// A node is moved (rename) from chain X to chain Y, whose first node was

@@ -20,7 +20,7 @@
 //! - Memory is released only through the epoch collector, so a pointer loaded
 //!   under a guard stays readable until the guard drops.
 
-use super::hash::ChainNode;
+use super::hash::{ChainNode, TableNode};
 use super::name::{name_word, NameKey};
 use crate::fs::SuperBlock;
 use crate::inode::Inode;
@@ -153,6 +153,15 @@ unsafe impl ChainNode for Dentry {
     fn prefetch_hint(&self) -> *const u8 {
         // Relaxed: a prefetch hint only, never dereferenced.
         self.inode.load(Ordering::Relaxed) as *const u8
+    }
+}
+
+// SAFETY: a hashed dentry's parent and name change only while it is out of
+// the table (`d_move` removes it first), and this only reads them.
+unsafe impl TableNode for Dentry {
+    #[inline]
+    fn table_hash(&self) -> u64 {
+        super::name::bucket_hash(self.parent_ptr(), (self.hash_len() >> 32) as u32)
     }
 }
 

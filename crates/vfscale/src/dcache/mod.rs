@@ -38,7 +38,7 @@ use crate::inode::Inode;
 use crate::sync::atomic::Ordering;
 use crate::vfs::VfsInner;
 use dentry::{Dentry, D_HASHED};
-use hash::Bucket;
+use hash::{Bucket, GrowFrom, LockedBucket};
 use name::{bucket_hash, NameKey};
 
 /// Result of a lock-free lookup.
@@ -57,8 +57,58 @@ pub const DEFAULT_MAX_UNUSED_DENTRIES: usize = 1 << 16;
 // relies on the caller's epoch guard (or a held reference) keeping it
 // allocated; the functions say which.
 impl VfsInner {
+    /// The bucket of (parent, name hash) in the current array, for a
+    /// lock-free reader. Caller holds an epoch guard (the table's arrays
+    /// are retired through it).
+    #[inline(always)]
     pub(crate) fn bucket_of(&self, parent: *const Dentry, hash: u32) -> &Bucket<Dentry> {
-        self.dcache.bucket(bucket_hash(parent, hash))
+        debug_assert!(crate::sync::epoch::is_pinned());
+        // SAFETY: the caller's guard; `grow_dcache` retires arrays through
+        // the collector.
+        unsafe { self.dcache.bucket(bucket_hash(parent, hash)) }
+    }
+
+    /// Locks the bucket of (parent, name hash). Caller holds an epoch
+    /// guard for as long as it holds the lock.
+    #[inline]
+    pub(crate) fn lock_bucket(&self, parent: *const Dentry, hash: u32) -> LockedBucket<'_, Dentry> {
+        debug_assert!(crate::sync::epoch::is_pinned());
+        // SAFETY: as in `bucket_of`.
+        unsafe { self.dcache.lock(bucket_hash(parent, hash)) }
+    }
+
+    /// `lock_bucket` if the lock is free (and no resize is replacing the
+    /// array), else `None`.
+    fn try_lock_bucket(
+        &self,
+        parent: *const Dentry,
+        hash: u32,
+    ) -> Option<LockedBucket<'_, Dentry>> {
+        debug_assert!(crate::sync::epoch::is_pinned());
+        // SAFETY: as in `bucket_of`.
+        unsafe { self.dcache.try_lock(bucket_hash(parent, hash)) }
+    }
+
+    /// Doubles the dentry hash table when an insert asked for it (`grow`,
+    /// from `LockedBucket::push_front`). Caller holds no bucket lock and an
+    /// epoch guard.
+    #[inline(always)]
+    fn grow_dcache(&self, grow: Option<GrowFrom>) {
+        if let Some(from) = grow {
+            self.grow_dcache_now(from);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow_dcache_now(&self, from: GrowFrom) {
+        // SAFETY: no bucket lock held (caller), and every user of the table
+        // holds a guard (`bucket_of`, `lock_bucket`).
+        if let Some(old) = unsafe { self.dcache.grow(from) } {
+            // SAFETY: a fresh box; the replaced array is unreachable for
+            // readers that load `current` from now on.
+            unsafe { self.collector.retire_box(Box::into_raw(Box::new(old))) };
+        }
     }
 
     /// Lock-free lookup of `key` in `parent`. Caller holds an epoch guard.
@@ -230,7 +280,7 @@ impl VfsInner {
         parent: *const Dentry,
         key: &NameKey<'_>,
     ) -> Option<(*const Dentry, u32)> {
-        let b = self.bucket_of(parent, key.hash).lock();
+        let b = self.lock_bucket(parent, key.hash);
         let found = Self::lookup_in_locked_bucket(b.first(), parent, key);
         // SAFETY: live under the bucket lock (module invariant).
         (!found.is_null()).then(|| (found, unsafe { &*found }.seq.read_begin()))
@@ -307,13 +357,15 @@ impl VfsInner {
         inode: *const Inode,
         refs: u32,
     ) -> (*const Dentry, bool) {
-        let mut b = self.bucket_of(parent, key.hash).lock();
+        let mut b = self.lock_bucket(parent, key.hash);
         let found = Self::lookup_in_locked_bucket(b.first(), parent, key);
         if !found.is_null() {
             return (found, false);
         }
         let d = self.new_dentry(sb, parent, key, inode, refs);
-        Self::link(&mut b, d);
+        let grow = Self::link(&mut b, d);
+        drop(b);
+        self.grow_dcache(grow);
         (d, true)
     }
 
@@ -342,10 +394,11 @@ impl VfsInner {
         parent: *const Dentry,
         key: &NameKey<'_>,
     ) -> *const Dentry {
-        let mut b = self.bucket_of(parent, key.hash).lock();
+        let mut b = self.lock_bucket(parent, key.hash);
         debug_assert!(Self::lookup_in_locked_bucket(b.first(), parent, key).is_null());
-        Self::link(&mut b, d);
+        let grow = Self::link(&mut b, d);
         drop(b);
+        self.grow_dcache(grow);
         // SAFETY: fresh and hashed; the caller keeps the parent locked.
         let dr = unsafe { &*d };
         if !dr.inode_ptr().is_null() {
@@ -439,12 +492,13 @@ impl VfsInner {
         d
     }
 
-    /// Publishes a fresh dentry in the locked bucket.
-    fn link(b: &mut hash::BucketGuard<'_, Dentry>, d: *const Dentry) {
+    /// Publishes a fresh dentry in the locked bucket (its own: locked for
+    /// its parent and name). `Some` asks for `grow_dcache` once unlocked.
+    fn link(b: &mut LockedBucket<'_, Dentry>, d: *const Dentry) -> Option<GrowFrom> {
         // SAFETY: `d` is a fresh allocation, not in any chain.
         unsafe {
             (*d).set_flag(D_HASHED);
-            b.push_front(d);
+            b.push_front(d)
         }
     }
 
@@ -467,16 +521,14 @@ impl VfsInner {
     /// Removes a hashed dentry's name (unlink, rmdir, the target of a
     /// rename). Caller holds the parent's directory lock exclusively.
     pub(crate) fn unhash(&self, d: &Dentry) {
-        let b = self
-            .bucket_of(d.parent_ptr(), (d.hash_len() >> 32) as u32)
-            .lock();
+        let b = self.lock_bucket(d.parent_ptr(), (d.hash_len() >> 32) as u32);
         self.unhash_locked(d, b);
     }
 
     /// `unhash` with `d`'s bucket already locked (`b`, from
     /// `lookup_exact_locked`): unlink takes the bucket lock once for its
     /// lookup and the removal.
-    pub(crate) fn unhash_locked(&self, d: &Dentry, mut b: hash::BucketGuard<'_, Dentry>) {
+    pub(crate) fn unhash_locked(&self, d: &Dentry, mut b: LockedBucket<'_, Dentry>) {
         d.seq.write_begin();
         d.clear_flag(D_HASHED);
         // `d` is in this bucket's chain: its parent and name change only
@@ -506,9 +558,7 @@ impl VfsInner {
         );
         let old_place = self.watchers.place_of(d);
         {
-            let mut b = self
-                .bucket_of(d.parent_ptr(), (d.hash_len() >> 32) as u32)
-                .lock();
+            let mut b = self.lock_bucket(d.parent_ptr(), (d.hash_len() >> 32) as u32);
             let removed = b.remove(d);
             debug_assert!(removed);
         }
@@ -517,11 +567,13 @@ impl VfsInner {
         d.parent.store(new_parent as *mut Dentry, Ordering::Release);
         let old_name = d.store_name(key);
         d.seq.write_end();
-        {
-            let mut b = self.bucket_of(new_parent, key.hash).lock();
-            // SAFETY: `d` was just removed from its old chain.
-            unsafe { b.push_front(d) };
-        }
+        let grow = {
+            let mut b = self.lock_bucket(new_parent, key.hash);
+            // SAFETY: `d` was just removed from its old chain, and its new
+            // parent and name are those of this bucket.
+            unsafe { b.push_front(d) }
+        };
+        self.grow_dcache(grow);
         self.watchers.notify_at(old_place);
         self.watchers.changed(d);
         if !old_name.is_null() {
@@ -706,11 +758,10 @@ impl VfsInner {
                     l.rotate(d);
                     continue;
                 }
-                let bucket = self.bucket_of(d.parent_ptr(), (d.hash_len() >> 32) as u32);
                 let b = if force {
-                    Some(bucket.lock())
+                    Some(self.lock_bucket(d.parent_ptr(), (d.hash_len() >> 32) as u32))
                 } else {
-                    bucket.try_lock()
+                    self.try_lock_bucket(d.parent_ptr(), (d.hash_len() >> 32) as u32)
                 };
                 let Some(mut b) = b else {
                     l.rotate(d);
@@ -950,8 +1001,8 @@ impl VfsInner {
         &self,
         parent: *const Dentry,
         key: &NameKey<'_>,
-    ) -> (hash::BucketGuard<'_, Dentry>, *const Dentry) {
-        let b = self.bucket_of(parent, key.hash).lock();
+    ) -> (LockedBucket<'_, Dentry>, *const Dentry) {
+        let b = self.lock_bucket(parent, key.hash);
         let found = Self::lookup_in_locked_bucket(b.first(), parent, key);
         (b, found)
     }

@@ -11,7 +11,7 @@ use super::Process;
 use crate::abi::*;
 use crate::cred::perm::{may_access, new_inode_owner, sticky_may_delete, MAY_WRITE};
 use crate::dcache::dentry::{Dentry, D_MOUNTED};
-use crate::dcache::hash::BucketGuard;
+use crate::dcache::hash::LockedBucket;
 use crate::dcache::name::NameKey;
 use crate::dcache::walk::{Last, Parent, WALK_FOLLOW};
 use crate::dir::index::DirIndex;
@@ -672,7 +672,7 @@ impl Process {
         vd: &Dentry,
         vi: &'a Inode,
         victim_index: Option<RwLockWriteGuard<'_, DirIndex>>,
-        bucket: Option<BucketGuard<'_, Dentry>>,
+        bucket: Option<LockedBucket<'_, Dentry>>,
     ) -> NameStamp<'a> {
         let is_dir = vi.is_dir();
         match bucket {

@@ -183,6 +183,43 @@ impl<N: ChainNode> Bucket<N> {
             }
         }
     }
+
+    /// Empties a bucket whose lock the caller holds through a guard it
+    /// forgot (`mem::forget`), and returns the chain's first node (null if
+    /// none): the table's resize takes every chain out this way. The bucket
+    /// stays locked, and the nodes keep their links until the caller
+    /// relinks them.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds this bucket's lock (a forgotten guard) and releases
+    /// it with [`Bucket::unlock_forgotten`].
+    pub unsafe fn detach_chain_locked(&self) -> *const N {
+        // Relaxed: we hold the lock, so the head is ours to read.
+        let first = unlocked(self.head.load(Relaxed));
+        // Relaxed: a hint (see `prefetch_hint`).
+        self.hint.store(0, Relaxed);
+        // Release: pairs with the Acquire of `first` in lock-free readers,
+        // which from now on see an empty chain (a miss is never
+        // authoritative, see the module docs).
+        self.head
+            .store(core::ptr::without_provenance_mut(LOCK_BIT), Release);
+        first
+    }
+
+    /// Releases a lock held through a forgotten guard.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds this bucket's lock and forgot its guard.
+    pub unsafe fn unlock_forgotten(&self) {
+        // Relaxed: we hold the lock, so the head is ours to read.
+        let head = self.head.load(Relaxed);
+        // Release: as a guard's unlock; pairs with the Acquire of the next
+        // locker, which must see everything done under the lock (for the
+        // resize: the new table's publication, see `dcache::hash`).
+        self.head.store(unlocked(head), Release);
+    }
 }
 
 impl<N: ChainNode> Default for Bucket<N> {
