@@ -50,8 +50,9 @@ const OPEN_FILES_BULK_BATCH: i64 = 4096;
 #[derive(Clone, Debug)]
 pub struct VfsConfig {
     /// log2 of the dentry hash table's initial bucket count (16-byte
-    /// buckets). The table doubles whenever it holds more than half as many
-    /// names as buckets, up to `hash_max_bits` (`dcache/hash.rs`).
+    /// buckets). The table doubles as names are added (past half as many
+    /// names as buckets, or as many from 2^18 buckets on), up to
+    /// `hash_max_bits` (`dcache/hash.rs`).
     pub hash_bits: u32,
     /// log2 of the most buckets the dentry hash table grows to (2^26:
     /// 1 GiB, for 32M names; a table set to `hash_bits` never grows).

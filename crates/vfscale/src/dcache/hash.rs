@@ -4,9 +4,11 @@
 //! without dentries.
 //!
 //! Why it grows: a lookup's first miss is its bucket, and a random bucket of
-//! a big array also costs a TLB miss (session 8: 30,000 files stat in 174 ns
-//! with 2^20 buckets, 76 ns with 2^16). A table sized to the names it holds
-//! keeps its buckets within the TLB's reach while chains stay short.
+//! a big array also costs a TLB miss (a hot stat of 30,000 files in random
+//! order: 186–260 ns with 2^20 buckets, 140–151 ns with 2^16, session 9;
+//! docs/PERFORMANCE.md). A table sized to the names it holds keeps its
+//! buckets within the TLB's reach while chains stay short, and a small
+//! namespace does not reserve megabytes.
 //!
 //! Invariants (besides those of the chains, which this module inherits):
 //! - `current` holds the bucket array's address with its size's log2 in the
@@ -25,13 +27,14 @@
 //!   the new array (Release) before unlocking them, and so a locker that
 //!   gets an old bucket after the resize sees the new array and retries.
 //! - **The table only grows**, by doubling, when a shard of the name count
-//!   passes half its share of the buckets (at most half as many names as
-//!   buckets): `SHARDS` counters, each covering a fixed slice of the hash
-//!   space, changed under bucket locks by [`LockedBucket`] and recounted by
-//!   every resize, so no insert writes a line that every insert writes.
-//!   It never shrinks (as Linux's dcache hash, which never resizes): a
-//!   namespace that once held N names keeps at most 16 × 2N bytes of
-//!   buckets. Growth stops at `max_bits`.
+//!   passes its share of the buckets, halved for tables under
+//!   `2^DENSE_FROM_BITS` buckets (at most half as many names as buckets
+//!   there, as many above): `SHARDS` counters, each covering a fixed slice
+//!   of the hash space, changed under bucket locks by [`LockedBucket`] and
+//!   recounted by every resize, so no insert writes a line that every
+//!   insert writes. It never shrinks (as Linux's dcache hash, which never
+//!   resizes): a namespace that once held N names keeps at most 16 × 4N
+//!   bytes of buckets (16 × 2N past 2^18). Growth stops at `max_bits`.
 //! - A resize moves every node while lock-free readers may be scanning: a
 //!   reader standing on a moved node continues down its new chain, so it
 //!   can miss, never loop (each node's link is rewritten once per resize,
@@ -39,8 +42,8 @@
 //!   removed while the old buckets are locked). A lock-free miss was never
 //!   authoritative (callers confirm it under the bucket lock), so readers
 //!   need nothing new.
-//! - Arrays are allocated zeroed (all-zero bytes are empty, unlocked
-//!   buckets), so a big array costs untouched pages until used.
+//! - Arrays are allocated zeroed: all-zero bytes are empty, unlocked
+//!   buckets.
 //!
 //! Readers never write, and nothing here frees a node: see
 //! [`crate::sync::bitlock`].
@@ -61,6 +64,14 @@ const BITS_MASK: usize = ARRAY_ALIGN - 1;
 /// 1/SHARDS of the hash space (the top `SHARD_BITS` bits of the product).
 const SHARD_BITS: u32 = 6;
 const SHARDS: usize = 1 << SHARD_BITS;
+/// From this size on (4 MiB of buckets) a table fills up to one name per
+/// bucket before doubling; smaller ones double at half that. Measured
+/// (docs/PERFORMANCE.md, "the dentry hash grows"): up to ~100,000 names
+/// short chains pay (a table at load 0.4 stats as fast as one at 0.1, one
+/// at 0.8 ~10% slower), while at a million names the memory does (2^21
+/// buckets and the retired 2^20 array cost 50 bytes per name, a tenth of
+/// issue 6's 512-byte budget; 2^20 costs 17).
+const DENSE_FROM_BITS: u32 = 18;
 /// Buckets of the current array run ahead of the one being moved, whose
 /// first node a resize prefetches (the nodes are scattered).
 const MOVE_PREFETCH_AHEAD: usize = 8;
@@ -119,13 +130,19 @@ fn shard_of(i: usize, bits: u32) -> usize {
 }
 
 /// The count past which one shard asks a `2^bits` table that may double
-/// up to `2^max_bits` to do so: half the buckets its slice of the hash
-/// space has (at least one name).
+/// up to `2^max_bits` to do so: the buckets its slice of the hash space
+/// has, halved below `2^DENSE_FROM_BITS` buckets (at least one name).
 fn grow_past(bits: u32, max_bits: u32) -> usize {
     if bits >= max_bits {
         return usize::MAX;
     }
-    ((1usize << bits.saturating_sub(SHARD_BITS)) / 2).max(1)
+    let share = 1usize << bits.saturating_sub(SHARD_BITS);
+    let share = if bits < DENSE_FROM_BITS {
+        share / 2
+    } else {
+        share
+    };
+    share.max(1)
 }
 
 #[inline(always)]

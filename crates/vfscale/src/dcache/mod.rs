@@ -107,7 +107,7 @@ impl VfsInner {
         if let Some(old) = unsafe { self.dcache.grow(from) } {
             // SAFETY: a fresh box; the replaced array is unreachable for
             // readers that load `current` from now on.
-            unsafe { self.collector.retire_box(Box::into_raw(Box::new(old))) };
+            unsafe { self.collector.retire_box_now(Box::into_raw(Box::new(old))) };
         }
     }
 

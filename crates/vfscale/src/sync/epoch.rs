@@ -480,12 +480,23 @@ impl Collector {
     /// `ptr` came from `Box::into_raw`, is retired once, and is already
     /// unreachable for readers that enter from now on.
     pub unsafe fn retire_box<T: Send>(&self, ptr: *mut T) {
-        unsafe fn free<T>(p: *mut ()) {
-            // SAFETY: `retire_box`'s contract: a Box<T>, freed once.
-            drop(unsafe { Box::from_raw(p as *mut T) });
-        }
         // SAFETY: forwarded contract.
-        unsafe { self.retire_with(ptr as *mut (), free::<T>) }
+        unsafe { self.retire_with(ptr as *mut (), free_box::<T>) }
+    }
+
+    /// `retire_box` for a big object whose memory should go back soon (a
+    /// resized table's old bucket array): sealed at once as a batch of its
+    /// own, so the next seal after every reader has left frees it, instead
+    /// of waiting for a full batch of retirements (which a phase that only
+    /// creates names never makes).
+    ///
+    /// # Safety
+    /// As `retire_box`.
+    pub unsafe fn retire_box_now<T: Send>(&self, ptr: *mut T) {
+        self.seal(vec![Retired {
+            ptr: ptr as *mut (),
+            free: free_box::<T>,
+        }]);
     }
 
     /// Frees `ptr` (an object of the slab allocator, `mem::slab`) once no
@@ -590,6 +601,16 @@ impl Collector {
             free_all(items);
         }
     }
+}
+
+/// Frees a retired `Box<T>` (`retire_box`, `retire_box_now`).
+///
+/// # Safety
+/// `p` came from `Box::<T>::into_raw` and is freed once, after its grace
+/// period.
+unsafe fn free_box<T>(p: *mut ()) {
+    // SAFETY: the contract above.
+    drop(unsafe { Box::from_raw(p as *mut T) });
 }
 
 fn free_all(items: Vec<Retired>) {
