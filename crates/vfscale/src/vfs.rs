@@ -50,8 +50,8 @@ const OPEN_FILES_BULK_BATCH: i64 = 4096;
 #[derive(Clone, Debug)]
 pub struct VfsConfig {
     /// log2 of the dentry hash table's initial bucket count (16-byte
-    /// buckets). The table doubles as names are added (past half as many
-    /// names as buckets, or as many from 2^18 buckets on), up to
+    /// buckets). The table grows as names are added (×2 past half as many
+    /// names as buckets; from 2^18 buckets on ×4 past as many), up to
     /// `hash_max_bits` (`dcache/hash.rs`).
     pub hash_bits: u32,
     /// log2 of the most buckets the dentry hash table grows to (2^26:
@@ -261,8 +261,8 @@ impl Vfs {
         }
     }
 
-    /// Buckets in the dentry hash table's current array (it doubles as the
-    /// namespace grows: `VfsConfig::hash_bits`, `hash_max_bits`).
+    /// Buckets in the dentry hash table's current array (it grows with the
+    /// namespace: `VfsConfig::hash_bits`, `hash_max_bits`).
     pub fn dcache_buckets(&self) -> usize {
         self.inner.dcache.bucket_count()
     }

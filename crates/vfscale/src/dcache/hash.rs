@@ -1,5 +1,5 @@
 //! The dentry hash table: an array of bit-locked chains
-//! ([`crate::sync::bitlock`]) that doubles as the namespace grows, generic
+//! ([`crate::sync::bitlock`]) that grows with the namespace, generic
 //! over the node type so the protocol can be tested and loom-checked
 //! without dentries.
 //!
@@ -26,15 +26,16 @@
 //!   locks every bucket of the old array before moving any node, publishes
 //!   the new array (Release) before unlocking them, and so a locker that
 //!   gets an old bucket after the resize sees the new array and retries.
-//! - **The table only grows**, by doubling, when a shard of the name count
-//!   passes its share of the buckets, halved for tables under
-//!   `2^DENSE_FROM_BITS` buckets (at most half as many names as buckets
-//!   there, as many above): `SHARDS` counters, each covering a fixed slice
-//!   of the hash space, changed under bucket locks by [`LockedBucket`] and
-//!   recounted by every resize, so no insert writes a line that every
+//! - **The table only grows**, when a shard of the name count passes its
+//!   share of the buckets, halved for tables under `2^DENSE_FROM_BITS`
+//!   buckets (at most half as many names as buckets there, as many above);
+//!   it doubles below that size and quadruples from it on
+//!   (`growth_step`). `SHARDS` counters, each covering a fixed slice of
+//!   the hash space, are changed under bucket locks by [`LockedBucket`]
+//!   and recounted by every resize, so no insert writes a line that every
 //!   insert writes. It never shrinks (as Linux's dcache hash, which never
 //!   resizes): a namespace that once held N names keeps at most 16 × 4N
-//!   bytes of buckets (16 × 2N past 2^18). Growth stops at `max_bits`.
+//!   bytes of buckets. Growth stops at `max_bits`.
 //! - A resize moves every node while lock-free readers may be scanning: a
 //!   reader standing on a moved node continues down its new chain, so it
 //!   can miss, never loop (each node's link is rewritten once per resize,
@@ -65,7 +66,7 @@ const BITS_MASK: usize = ARRAY_ALIGN - 1;
 const SHARD_BITS: u32 = 6;
 const SHARDS: usize = 1 << SHARD_BITS;
 /// From this size on (4 MiB of buckets) a table fills up to one name per
-/// bucket before doubling; smaller ones double at half that. Measured
+/// bucket before growing; smaller ones grow at half that. Measured
 /// (docs/PERFORMANCE.md, "the dentry hash grows"): up to ~100,000 names
 /// short chains pay (a table at load 0.4 stats as fast as one at 0.1, one
 /// at 0.8 ~10% slower), while at a million names the memory does (2^21
@@ -90,7 +91,7 @@ pub unsafe trait TableNode: ChainNode {
     fn table_hash(&self) -> u64;
 }
 
-/// A hash table of bit-locked chains, `2^bits` of them, doubling up to
+/// A hash table of bit-locked chains, `2^bits` of them, growing up to
 /// `2^max_bits`.
 pub struct ChainTable<N> {
     /// The current bucket array, tagged with its bits (see the module docs).
@@ -129,7 +130,7 @@ fn shard_of(i: usize, bits: u32) -> usize {
     i >> bits.saturating_sub(SHARD_BITS)
 }
 
-/// The count past which one shard asks a `2^bits` table that may double
+/// The count past which one shard asks a `2^bits` table that may grow
 /// up to `2^max_bits` to do so: the buckets its slice of the hash space
 /// has, halved below `2^DENSE_FROM_BITS` buckets (at least one name).
 fn grow_past(bits: u32, max_bits: u32) -> usize {
@@ -143,6 +144,19 @@ fn grow_past(bits: u32, max_bits: u32) -> usize {
         share
     };
     share.max(1)
+}
+
+/// How many times two a `2^bits` table grows by: ×2 below
+/// `2^DENSE_FROM_BITS` buckets, ×4 from there on, where a resize moves
+/// hundreds of thousands of scattered nodes (one miss each): a million
+/// names then cost one resize of a quarter of them instead of two of
+/// three quarters (docs/PERFORMANCE.md).
+fn growth_step(bits: u32) -> u32 {
+    if bits < DENSE_FROM_BITS {
+        1
+    } else {
+        2
+    }
 }
 
 #[inline(always)]
@@ -249,7 +263,7 @@ impl<N: ChainNode> LockedBucket<'_, N> {
     }
 
     /// Pushes `node` (see [`BucketGuard::push_front`]); `Some` when the
-    /// table should now double.
+    /// table should now grow.
     ///
     /// # Safety
     ///
@@ -293,7 +307,7 @@ impl<N: TableNode> ChainTable<N> {
         Self::growing(bits, bits)
     }
 
-    /// A table of `2^bits` empty buckets that doubles as names are added,
+    /// A table of `2^bits` empty buckets that grows as names are added,
     /// up to `2^max_bits` (both at most 32; `max_bits` below `bits` means
     /// `bits`).
     pub fn growing(bits: u32, max_bits: u32) -> ChainTable<N> {
@@ -410,9 +424,9 @@ impl<N: TableNode> ChainTable<N> {
         })
     }
 
-    /// Doubles the table if it still has `from.0` bits (another thread may
-    /// have doubled it first, or be doing so: then nothing happens) and is
-    /// below its maximum. Returns the replaced array, to be retired through
+    /// Grows the table (`growth_step`) if it still has `from.0` bits
+    /// (another thread may have grown it first, or be doing so: then
+    /// nothing happens) and is below its maximum. Returns the replaced array, to be retired through
     /// the epoch scheme (see [`RetiredBuckets`]).
     ///
     /// Stops the table's writers while it runs (every bucket locked);
@@ -435,7 +449,7 @@ impl<N: TableNode> ChainTable<N> {
         let (old, bits) = self.current();
         let retired = if bits == from.0 {
             // SAFETY: forwarded contract; we are the only resizer.
-            Some(unsafe { self.double(old, bits) })
+            Some(unsafe { self.resize(old, bits) })
         } else {
             None
         };
@@ -450,8 +464,8 @@ impl<N: TableNode> ChainTable<N> {
     ///
     /// `grow`'s, and the caller is the only resizer and read `old`/`bits`
     /// from `current` after becoming it.
-    unsafe fn double(&self, old: *mut Bucket<N>, bits: u32) -> RetiredBuckets<N> {
-        let new_bits = bits + 1;
+    unsafe fn resize(&self, old: *mut Bucket<N>, bits: u32) -> RetiredBuckets<N> {
+        let new_bits = (bits + growth_step(bits)).min(self.max_bits);
         let new_tagged = new_array::<N>(new_bits);
         let (new, _) = decode(new_tagged);
         let len = 1usize << bits;
@@ -782,6 +796,27 @@ mod tests {
         }
         assert_eq!(t.bits(), bits, "removals never shrink the table");
         assert_eq!(check_placement(&t), 0);
+    }
+
+    /// From 2^18 buckets on a resize quadruples the table (capped at its
+    /// maximum), and keeps every node in its bucket.
+    #[test]
+    fn big_tables_quadruple() {
+        let t = ChainTable::growing(18, 21);
+        let nodes: Vec<Node> = (0..100).map(|i| node(spread(i))).collect();
+        for n in &nodes {
+            // SAFETY: see `sizes_and_index_range`.
+            assert_eq!(unsafe { t.lock(n.key).push_front(n) }, None);
+        }
+        // SAFETY: as above; single thread, no lock held.
+        let old = unsafe { t.grow(GrowFrom(18)) };
+        assert!(old.is_some());
+        assert_eq!(t.bits(), 20);
+        assert_eq!(check_placement(&t), 100);
+        // SAFETY: as above.
+        assert!(unsafe { t.grow(GrowFrom(20)) }.is_some());
+        assert_eq!(t.bits(), 21, "capped at the maximum");
+        assert_eq!(check_placement(&t), 100);
     }
 
     /// A table made with a fixed size never asks to grow.

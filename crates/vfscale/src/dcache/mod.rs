@@ -89,7 +89,7 @@ impl VfsInner {
         unsafe { self.dcache.try_lock(bucket_hash(parent, hash)) }
     }
 
-    /// Doubles the dentry hash table when an insert asked for it (`grow`,
+    /// Grows the dentry hash table when an insert asked for it (`grow`,
     /// from `LockedBucket::push_front`). Caller holds no bucket lock and an
     /// epoch guard.
     #[inline(always)]
