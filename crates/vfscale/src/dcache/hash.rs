@@ -233,6 +233,37 @@ impl<N> Drop for ChainTable<N> {
     }
 }
 
+/// One bucket array of a table, as `ChainTable::view` found it current.
+pub struct TableView<'t, N> {
+    base: *mut Bucket<N>,
+    bits: u32,
+    _table: core::marker::PhantomData<&'t ChainTable<N>>,
+}
+
+// Manual: a derive would require `N: Copy`.
+impl<N> Clone for TableView<'_, N> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<N> Copy for TableView<'_, N> {}
+
+impl<'t, N> TableView<'t, N> {
+    /// The bucket of this array that holds every node whose hash is
+    /// `hash` (see [`ChainTable::bucket`]).
+    ///
+    /// # Safety
+    ///
+    /// As [`ChainTable::bucket`].
+    #[inline(always)]
+    pub unsafe fn bucket(&self, hash: u64) -> &'t Bucket<N> {
+        // SAFETY: `index_in` keeps the top `bits` bits of a 64-bit value,
+        // so the index is below 2^bits, the array's length; the caller's
+        // guard keeps the array allocated.
+        unsafe { &*self.base.add(index_in(hash, self.bits)) }
+    }
+}
+
 /// A locked bucket of the current array: the chain operations, with the
 /// name count kept.
 #[must_use = "the bucket unlocks when the guard is dropped"]
@@ -358,11 +389,22 @@ impl<N: TableNode> ChainTable<N> {
     /// and replaced arrays are retired through that epoch scheme.
     #[inline]
     pub unsafe fn bucket(&self, hash: u64) -> &Bucket<N> {
+        // SAFETY: forwarded contract.
+        unsafe { self.view().bucket(hash) }
+    }
+
+    /// The current array, for a lock-free reader that looks up several
+    /// hashes (a path walk): one load of `current` for all of them. The
+    /// array may be replaced meanwhile; lookups in a replaced one can only
+    /// miss, as any lock-free lookup during a resize (see the module docs).
+    #[inline(always)]
+    pub fn view(&self) -> TableView<'_, N> {
         let (base, bits) = self.current();
-        // SAFETY: `index_in` keeps the top `bits` bits of a 64-bit value,
-        // so the index is below 2^bits, the array's length; the caller's
-        // guard keeps the array allocated.
-        unsafe { &*base.add(index_in(hash, bits)) }
+        TableView {
+            base,
+            bits,
+            _table: core::marker::PhantomData,
+        }
     }
 
     /// Locks the bucket of `hash` in the current array.
