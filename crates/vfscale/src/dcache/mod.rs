@@ -93,7 +93,7 @@ impl VfsInner {
     /// from `LockedBucket::push_front`). Caller holds no bucket lock and an
     /// epoch guard.
     #[inline(always)]
-    fn grow_dcache(&self, grow: Option<GrowFrom>) {
+    pub(crate) fn grow_dcache(&self, grow: Option<GrowFrom>) {
         if let Some(from) = grow {
             self.grow_dcache_now(from);
         }
@@ -565,8 +565,16 @@ impl VfsInner {
 
     /// Moves a hashed dentry to (new_parent, key). Caller holds both
     /// directory locks exclusively and the rename seqcount write section, and
-    /// has moved the parent reference.
-    pub(crate) fn d_move(&self, d: &Dentry, new_parent: *const Dentry, key: &NameKey<'_>) {
+    /// has moved the parent reference. `Some` asks the caller for
+    /// `grow_dcache` once it has left the write section (a resize there
+    /// would keep every walk that samples the seqcount retrying).
+    #[must_use]
+    pub(crate) fn d_move(
+        &self,
+        d: &Dentry,
+        new_parent: *const Dentry,
+        key: &NameKey<'_>,
+    ) -> Option<GrowFrom> {
         // As in `alloc_dentry`.
         debug_assert!(
             !name::is_dot_or_dotdot(key.bytes),
@@ -590,7 +598,6 @@ impl VfsInner {
             // parent and name are those of this bucket.
             unsafe { b.push_front(d) }
         };
-        self.grow_dcache(grow);
         self.watchers.notify_at(old_place);
         self.watchers.changed(d);
         if !old_name.is_null() {
@@ -598,6 +605,7 @@ impl VfsInner {
             // that loaded it hold guards.
             unsafe { self.collector.retire_box(old_name) };
         }
+        grow
     }
 
     /// Takes a reference on a dentry found lock-free at `seq`; fails if it is

@@ -11,7 +11,7 @@ use super::Process;
 use crate::abi::*;
 use crate::cred::perm::{may_access, new_inode_owner, sticky_may_delete, MAY_WRITE};
 use crate::dcache::dentry::{Dentry, D_MOUNTED};
-use crate::dcache::hash::LockedBucket;
+use crate::dcache::hash::{GrowFrom, LockedBucket};
 use crate::dcache::name::NameKey;
 use crate::dcache::walk::{Last, Parent, WALK_FOLLOW};
 use crate::dir::index::DirIndex;
@@ -907,6 +907,7 @@ impl Process {
         // victim's cookie, an exchange keeps both, a fresh name gets a new one.
         let src_cookie = sd.cookie.load(Ordering::Relaxed);
         let mut reused_cookie = None;
+        let mut grow: Option<GrowFrom> = None;
         if let (Some(dd), Some(di), false) = (dd, di, exchange) {
             reused_cookie = Some(dd.cookie.load(Ordering::Relaxed));
             let nidx_ref: &mut DirIndex = nidx.as_deref_mut().unwrap_or(&mut oidx);
@@ -927,12 +928,12 @@ impl Process {
             let dst_cookie = dd.cookie.load(Ordering::Relaxed);
             let nidx_ref: &mut DirIndex = nidx.as_deref_mut().unwrap_or(&mut oidx);
             nidx_ref.remove(dst_cookie);
-            self.move_dentry(dst, od, nd, &okey);
+            grow = self.move_dentry(dst, od, nd, &okey);
             oidx.insert_at(src_cookie, dst);
             dd.cookie.store(src_cookie, Ordering::Relaxed);
             reused_cookie = Some(dst_cookie);
         }
-        self.move_dentry(src, nd, od, &nkey);
+        grow = grow.or(self.move_dentry(src, nd, od, &nkey));
         {
             let nidx_ref: &mut DirIndex = nidx.as_deref_mut().unwrap_or(&mut oidx);
             let c = match reused_cookie {
@@ -955,6 +956,9 @@ impl Process {
         }
         self.vfs.rename_seq.write_end();
         drop(rename_guard);
+        // Outside the rename seqcount: walks that sampled it would spin
+        // through a resize.
+        self.vfs.grow_dcache(grow);
         // Link counts of the parents (".." entries) and times.
         if od != nd {
             let moved_dirs_to_new =
@@ -993,23 +997,25 @@ impl Process {
     }
 
     /// Moves dentry `d` from directory `from` to `to` under name `key`,
-    /// moving its parent reference. Caller is inside the rename seqcount.
+    /// moving its parent reference. Caller is inside the rename seqcount;
+    /// `Some` asks it for `grow_dcache` once outside (see `d_move`).
     fn move_dentry(
         &self,
         d: *const Dentry,
         to: *const Dentry,
         from: *const Dentry,
         key: &NameKey<'_>,
-    ) {
+    ) -> Option<GrowFrom> {
         // SAFETY: `d` is pinned; both directories are locked.
         let dr = unsafe { &*d };
         if to != from {
             self.vfs.dget(to);
         }
-        self.vfs.d_move(dr, to, key);
+        let grow = self.vfs.d_move(dr, to, key);
         if to != from {
             self.vfs.dput(from);
         }
+        grow
     }
 
     pub(crate) fn sys_truncate_path(&self, path: &[u8], length: i64) -> SysResult<()> {
