@@ -44,7 +44,9 @@
 //!   authoritative (callers confirm it under the bucket lock), so readers
 //!   need nothing new.
 //! - Arrays are allocated zeroed: all-zero bytes are empty, unlocked
-//!   buckets.
+//!   buckets. (With the 64-byte alignment the tag needs, the allocator
+//!   writes the zeros itself, so an array is resident from its
+//!   allocation; the table fills the arrays it grows to anyway.)
 //!
 //! Readers never write, and nothing here frees a node: see
 //! [`crate::sync::bitlock`].
