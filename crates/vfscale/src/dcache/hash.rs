@@ -11,8 +11,8 @@
 //! namespace does not reserve megabytes.
 //!
 //! Invariants (besides those of the chains, which this module inherits):
-//! - `current` holds the bucket array's address with its size's log2 in the
-//!   low six bits (the array is 64-byte aligned). Lock-free readers load it
+//! - `current` holds the bucket array's address with `32 - log2(size)` (the
+//!   index's shift) in the low six bits (the array is 64-byte aligned). Lock-free readers load it
 //!   once per lookup; the array it names stays allocated while they hold an
 //!   epoch guard, because a replaced array is retired through the epoch
 //!   scheme (the caller of [`ChainTable::grow`] does that).
@@ -161,11 +161,19 @@ fn growth_step(bits: u32) -> u32 {
     }
 }
 
+/// The tagged word of a `2^bits` array at `base`: the tag is `32 - bits`,
+/// the shift `index_in` applies, so a lookup takes it as it is (the
+/// compiler folds `32 - (32 - tag)` away).
+#[inline(always)]
+fn encode<N>(base: *mut Bucket<N>, bits: u32) -> *mut Bucket<N> {
+    base.map_addr(|a| a | (MAX_BUCKET_BITS - bits) as usize)
+}
+
 #[inline(always)]
 fn decode<N>(tagged: *mut Bucket<N>) -> (*mut Bucket<N>, u32) {
     (
         tagged.map_addr(|a| a & !BITS_MASK),
-        (tagged.addr() & BITS_MASK) as u32,
+        MAX_BUCKET_BITS - (tagged.addr() & BITS_MASK) as u32,
     )
 }
 
@@ -196,7 +204,7 @@ fn new_array<N: ChainNode>(bits: u32) -> *mut Bucket<N> {
         // SAFETY: inside the allocation, which is uninitialised.
         unsafe { base.add(i).write(Bucket::new()) };
     }
-    base.map_addr(|a| a | bits as usize)
+    encode(base, bits)
 }
 
 /// A bucket array replaced by a resize: frees it when dropped. Drop it only
@@ -232,37 +240,6 @@ impl<N> Drop for ChainTable<N> {
     fn drop(&mut self) {
         // Relaxed: `&mut self`, no other thread can reach the table.
         free_array(self.current.load(Relaxed));
-    }
-}
-
-/// One bucket array of a table, as `ChainTable::view` found it current.
-pub struct TableView<'t, N> {
-    base: *mut Bucket<N>,
-    bits: u32,
-    _table: core::marker::PhantomData<&'t ChainTable<N>>,
-}
-
-// Manual: a derive would require `N: Copy`.
-impl<N> Clone for TableView<'_, N> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<N> Copy for TableView<'_, N> {}
-
-impl<'t, N> TableView<'t, N> {
-    /// The bucket of this array that holds every node whose hash is
-    /// `hash` (see [`ChainTable::bucket`]).
-    ///
-    /// # Safety
-    ///
-    /// As [`ChainTable::bucket`].
-    #[inline(always)]
-    pub unsafe fn bucket(&self, hash: u64) -> &'t Bucket<N> {
-        // SAFETY: `index_in` keeps the top `bits` bits of a 64-bit value,
-        // so the index is below 2^bits, the array's length; the caller's
-        // guard keeps the array allocated.
-        unsafe { &*self.base.add(index_in(hash, self.bits)) }
     }
 }
 
@@ -391,22 +368,11 @@ impl<N: TableNode> ChainTable<N> {
     /// and replaced arrays are retired through that epoch scheme.
     #[inline]
     pub unsafe fn bucket(&self, hash: u64) -> &Bucket<N> {
-        // SAFETY: forwarded contract.
-        unsafe { self.view().bucket(hash) }
-    }
-
-    /// The current array, for a lock-free reader that looks up several
-    /// hashes (a path walk): one load of `current` for all of them. The
-    /// array may be replaced meanwhile; lookups in a replaced one can only
-    /// miss, as any lock-free lookup during a resize (see the module docs).
-    #[inline(always)]
-    pub fn view(&self) -> TableView<'_, N> {
         let (base, bits) = self.current();
-        TableView {
-            base,
-            bits,
-            _table: core::marker::PhantomData,
-        }
+        // SAFETY: `index_in` keeps the top `bits` bits of a 64-bit value,
+        // so the index is below 2^bits, the array's length; the caller's
+        // guard keeps the array allocated.
+        unsafe { &*base.add(index_in(hash, bits)) }
     }
 
     /// Locks the bucket of `hash` in the current array.
@@ -569,7 +535,7 @@ impl<N: TableNode> ChainTable<N> {
             unsafe { old_bucket(i).unlock_forgotten() };
         }
         RetiredBuckets {
-            tagged: old.map_addr(|a| a | bits as usize),
+            tagged: encode(old, bits),
         }
     }
 

@@ -38,7 +38,7 @@ use crate::inode::Inode;
 use crate::sync::atomic::Ordering;
 use crate::vfs::VfsInner;
 use dentry::{Dentry, D_HASHED};
-use hash::{Bucket, GrowFrom, LockedBucket, TableView};
+use hash::{Bucket, GrowFrom, LockedBucket};
 use name::{bucket_hash, NameKey};
 
 /// Result of a lock-free lookup.
@@ -111,28 +111,12 @@ impl VfsInner {
         }
     }
 
-    /// The dentry hash's current array, for a walk's lock-free lookups
-    /// (`lookup_rcu`): loaded once per walk. Caller holds an epoch guard.
+    /// Lock-free lookup of `key` in `parent` (a resize running meanwhile
+    /// can make it miss, as a rename can). Caller holds an epoch guard.
     #[inline(always)]
-    pub(crate) fn dcache_view(&self) -> TableView<'_, Dentry> {
-        debug_assert!(crate::sync::epoch::is_pinned());
-        self.dcache.view()
-    }
-
-    /// Lock-free lookup of `key` in `parent`, in the array `table` (from
-    /// `dcache_view`; if a resize replaced it since, the lookup may miss,
-    /// as any lock-free one). Caller holds an epoch guard.
-    #[inline(always)]
-    pub(crate) fn lookup_rcu(
-        &self,
-        table: TableView<'_, Dentry>,
-        parent: *const Dentry,
-        key: &NameKey<'_>,
-    ) -> RcuLookup {
+    pub(crate) fn lookup_rcu(&self, parent: *const Dentry, key: &NameKey<'_>) -> RcuLookup {
         let hl = key.hash_len();
-        // SAFETY: the caller's guard; `grow_dcache` retires arrays through
-        // the collector.
-        let bucket = unsafe { table.bucket(bucket_hash(parent, key.hash)) };
+        let bucket = self.bucket_of(parent, key.hash);
         let hint = bucket.prefetch_hint() as *const u8;
         if !hint.is_null() {
             crate::mem::prefetch(hint);

@@ -369,9 +369,6 @@ impl VfsInner {
         // to miss on the next bucket (session 7: ~230 ns per hot stat one
         // level below the root, in the clock call, on the shared VM).
         let mut oldest_validation = u64::MAX;
-        // One load of the hash's current array for the whole walk (which
-        // inserts nothing, so it cannot grow the table itself).
-        let table = self.dcache_view();
         loop {
             // No test for "." and "..": no dentry has either name (asserted
             // where dentries are named: `alloc_dentry`, `d_move`), so their
@@ -411,7 +408,7 @@ impl VfsInner {
                     return None;
                 }
             }
-            let RcuLookup::Found(c, cseq) = self.lookup_rcu(table, cur, &key) else {
+            let RcuLookup::Found(c, cseq) = self.lookup_rcu(cur, &key) else {
                 return None;
             };
             if d.seq.read_retry(seq) {
@@ -711,7 +708,7 @@ impl VfsInner {
                 return Err(Errno::ENAMETOOLONG.into());
             }
             let key = NameKey::new(comp);
-            let (child, child_seq) = match self.lookup_rcu(self.dcache_view(), cur.dentry, &key) {
+            let (child, child_seq) = match self.lookup_rcu(cur.dentry, &key) {
                 RcuLookup::Found(d, seq) => {
                     if cur_d.seq.read_retry(cur_seq) {
                         return Err(WalkError::Retry);
