@@ -19,10 +19,12 @@
 //! - a MKNOD of S_IFIFO becomes S_IFREG, because a read of an empty FIFO
 //!   with a writer open blocks by design, which this single-threaded
 //!   harness would report as a hang;
-//! - the `size` fields of WRITE and SETXATTR are made to match the bytes
-//!   that follow: fuser 0.18's decoder `assert!`s that they do (a panic in
-//!   its worker thread on malformed input, found by this target; the kernel
-//!   never sends such a request, so it is fuser's to fix, not ours).
+//! - the `size` fields of WRITE and SETXATTR, and IOCTL's `in_size`, are
+//!   made to match the bytes that follow: fuser 0.18's decoder `assert!`s
+//!   that they do, or (IOCTL, found by this target in session 9) slices
+//!   the payload by `in_size` unchecked — a panic in its worker thread on
+//!   malformed input. The kernel never sends such a request (it builds
+//!   the payload from these sizes), so it is fuser's to fix, not ours.
 
 #![no_main]
 
@@ -48,6 +50,7 @@ const FUSE_SETXATTR: u32 = 21;
 const FUSE_INIT: u32 = 26;
 const FUSE_CREATE: u32 = 35;
 const FUSE_DESTROY: u32 = 38;
+const FUSE_IOCTL: u32 = 39;
 const FUSE_BATCH_FORGET: u32 = 42;
 const FUSE_TMPFILE: u32 = 51;
 
@@ -207,6 +210,11 @@ fuzz_target!(|data: &[u8]| {
         if opcode == FUSE_WRITE && body.len() >= 40 {
             let size = (body.len() - 40) as u32;
             body[16..20].copy_from_slice(&size.to_ne_bytes());
+        }
+        if opcode == FUSE_IOCTL && body.len() >= 32 {
+            // `fuse_ioctl_in`: fh, flags, cmd, arg, then in_size at 24.
+            let in_size = (body.len() - 32) as u32;
+            body[24..28].copy_from_slice(&in_size.to_ne_bytes());
         }
         if opcode == FUSE_SETXATTR && body.len() >= 8 {
             if let Some(nul) = body[8..].iter().position(|&b| b == 0) {
