@@ -52,10 +52,11 @@ pub struct VfsConfig {
     /// log2 of the dentry hash table's initial bucket count (16-byte
     /// buckets). The table grows as names are added (×2 past half as many
     /// names as buckets; from 2^18 buckets on ×4 past as many), up to
-    /// `hash_max_bits` (`dcache/hash.rs`).
+    /// `hash_max_bits` (`dcache/hash.rs`). Values above 32 count as 32.
     pub hash_bits: u32,
-    /// log2 of the most buckets the dentry hash table grows to (2^26:
-    /// 1 GiB, for 32M names; a table set to `hash_bits` never grows).
+    /// log2 of the most buckets the dentry hash table grows to (default
+    /// 2^26, 1 GiB, reached past ~16M names; at most 32; a value not above
+    /// `hash_bits` makes a table that never grows).
     pub hash_max_bits: u32,
     /// Unused (negative) dentries kept per superblock before reclaim.
     pub max_unused_dentries: usize,

@@ -129,3 +129,36 @@ fn lookups_racing_resizes_always_answer_right() {
     drop(p);
     vfs.check_invariants().unwrap();
 }
+
+/// An out-of-range growth cap is a cap of 2^32, not a panic: the namespace
+/// works and its table grows as usual; a cap below the initial size makes
+/// a table that never grows.
+#[test]
+fn out_of_range_table_sizes_are_clamped() {
+    let config = |hash_bits, hash_max_bits| vfscale::VfsConfig {
+        hash_bits,
+        hash_max_bits,
+        ..vfscale::VfsConfig::default()
+    };
+    let vfs = Vfs::with_config(config(4, 99));
+    let p = vfs.root_process();
+    for i in 0..200 {
+        create(&p, &name("", i));
+    }
+    assert!(
+        vfs.dcache_buckets() > 16,
+        "{} buckets",
+        vfs.dcache_buckets()
+    );
+    let vfs = Vfs::with_config(config(6, 2));
+    let p = vfs.root_process();
+    for i in 0..200 {
+        create(&p, &name("", i));
+    }
+    assert_eq!(
+        vfs.dcache_buckets(),
+        64,
+        "a cap below the start never grows"
+    );
+    p.stat(&name("", 199)).unwrap();
+}

@@ -100,10 +100,6 @@ pub struct ChainTable<N> {
     current: AtomicPtr<Bucket<N>>,
     /// Names per hash-space shard, for the growth test.
     counts: [CachePadded<AtomicUsize>; SHARDS],
-    /// The shard count past which an insert asks for a resize (see
-    /// `grow_past`; `usize::MAX` at the maximum size). Written before the
-    /// array it is for is published.
-    grow_past: AtomicUsize,
     /// Held by the thread that is resizing.
     resizing: AtomicBool,
     max_bits: u32,
@@ -286,9 +282,7 @@ impl<N: ChainNode> LockedBucket<'_, N> {
         // Relaxed: a statistic for the growth test; pairs with nothing (a
         // resize recounts under every bucket lock).
         let n = self.count().fetch_add(1, Relaxed) + 1;
-        // Relaxed: written by the resize that published our array, which
-        // our lock's Acquire orders before us (see `lock_with`).
-        (n > self.table.grow_past.load(Relaxed)).then_some(GrowFrom(self.bits))
+        (n > grow_past(self.bits, self.table.max_bits)).then_some(GrowFrom(self.bits))
     }
 
     /// Unlinks `node` if it is on this chain (see [`BucketGuard::remove`]).
@@ -318,19 +312,16 @@ impl<N: TableNode> ChainTable<N> {
     }
 
     /// A table of `2^bits` empty buckets that grows as names are added,
-    /// up to `2^max_bits` (both at most 32; `max_bits` below `bits` means
-    /// `bits`).
+    /// up to `2^max_bits` (either above 32 counts as 32; `max_bits` below
+    /// `bits` means `bits`).
     pub fn growing(bits: u32, max_bits: u32) -> ChainTable<N> {
-        assert!(
-            bits <= MAX_BUCKET_BITS && max_bits <= MAX_BUCKET_BITS,
-            "ChainTable: {bits} or {max_bits} bucket bits is too many"
-        );
+        let bits = bits.min(MAX_BUCKET_BITS);
+        let max_bits = max_bits.clamp(bits, MAX_BUCKET_BITS);
         ChainTable {
             current: AtomicPtr::new(new_array(bits)),
             counts: core::array::from_fn(|_| CachePadded::new(AtomicUsize::new(0))),
-            grow_past: AtomicUsize::new(grow_past(bits, max_bits)),
             resizing: AtomicBool::new(false),
-            max_bits: max_bits.max(bits),
+            max_bits,
         }
     }
 
@@ -522,12 +513,8 @@ impl<N: TableNode> ChainTable<N> {
             // remove can run until then.
             count.store(n, Relaxed);
         }
-        // Relaxed: published by the Release below.
-        self.grow_past
-            .store(grow_past(new_bits, self.max_bits), Relaxed);
         // 3. Publish. Release: pairs with the Acquire in `current` and
-        // `lock`: the new array's chains, the counts and the threshold are
-        // visible.
+        // `lock`: the new array's chains and the counts are visible.
         self.current.store(new_tagged, Release);
         // 4. Let the waiting lockers in: they find the new array and retry.
         for i in 0..len {

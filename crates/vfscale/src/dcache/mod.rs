@@ -358,15 +358,13 @@ impl VfsInner {
         inode: *const Inode,
         refs: u32,
     ) -> (*const Dentry, bool) {
-        let mut b = self.lock_bucket(parent, key.hash);
+        let b = self.lock_bucket(parent, key.hash);
         let found = Self::lookup_in_locked_bucket(b.first(), parent, key);
         if !found.is_null() {
             return (found, false);
         }
         let d = self.new_dentry(sb, parent, key, inode, refs);
-        let grow = Self::link(&mut b, d);
-        drop(b);
-        self.grow_dcache(grow);
+        self.link(b, d);
         (d, true)
     }
 
@@ -395,11 +393,9 @@ impl VfsInner {
         parent: *const Dentry,
         key: &NameKey<'_>,
     ) -> *const Dentry {
-        let mut b = self.lock_bucket(parent, key.hash);
+        let b = self.lock_bucket(parent, key.hash);
         debug_assert!(Self::lookup_in_locked_bucket(b.first(), parent, key).is_null());
-        let grow = Self::link(&mut b, d);
-        drop(b);
-        self.grow_dcache(grow);
+        self.link(b, d);
         // SAFETY: fresh and hashed; the caller keeps the parent locked.
         let dr = unsafe { &*d };
         if !dr.inode_ptr().is_null() {
@@ -493,14 +489,17 @@ impl VfsInner {
         d
     }
 
-    /// Publishes a fresh dentry in the locked bucket (its own: locked for
-    /// its parent and name). `Some` asks for `grow_dcache` once unlocked.
-    fn link(b: &mut LockedBucket<'_, Dentry>, d: *const Dentry) -> Option<GrowFrom> {
+    /// Publishes a fresh dentry in its locked bucket (`b`, locked for its
+    /// parent and name), unlocks it, and grows the table if the insert
+    /// asked for that (which needs the bucket unlocked).
+    fn link(&self, mut b: LockedBucket<'_, Dentry>, d: *const Dentry) {
         // SAFETY: `d` is a fresh allocation, not in any chain.
-        unsafe {
+        let grow = unsafe {
             (*d).set_flag(D_HASHED);
             b.push_front(d)
-        }
+        };
+        drop(b);
+        self.grow_dcache(grow);
     }
 
     /// Makes a negative dentry positive. Caller holds the parent's directory
