@@ -21,12 +21,23 @@ impl Process {
             return Err(Errno::EPERM);
         }
         let mut list = self.vfs.mounts.lock.lock();
+        // check_mnt: the target must be in the namespace, not in a tree a
+        // lazy umount detached (still reachable from a chroot or cwd
+        // inside it): a mount there would hang off a detached tree that no
+        // umount can reach and that is never torn down.
+        if !list.contains(&(tgt.path.mnt as usize)) {
+            return Err(Errno::EINVAL);
+        }
         let (sb, root) = if flags & MS_BIND != 0 {
             // do_loopback: an empty source name is EINVAL, not ENOENT.
             if source.is_empty() {
                 return Err(Errno::EINVAL);
             }
             let src = self.lookup_at(&self.cred, AT_FDCWD, source, 0, WALK_FOLLOW)?;
+            // do_loopback's check_mnt of the source: EINVAL as well.
+            if !list.contains(&(src.path.mnt as usize)) {
+                return Err(Errno::EINVAL);
+            }
             if src.inode().is_dir() != tgt.inode().is_dir() {
                 // graft_tree: mismatched types are ENOTDIR either way.
                 return Err(Errno::ENOTDIR);
