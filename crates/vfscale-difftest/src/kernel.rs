@@ -1095,6 +1095,31 @@ impl ProcessApi for KernelProcess {
         fds.copy_from_slice(&owned);
         r.map(|n| n as usize)
     }
+    fn flock(&self, fd: Fd, operation: i32) -> SysResult<()> {
+        // SAFETY: flock takes two integers.
+        self.call(move || unit(unsafe { libc::syscall(libc::SYS_flock, fd, operation) }))
+    }
+    fn fcntl_lock(&self, fd: Fd, cmd: i32, lock: &mut Flock) -> SysResult<()> {
+        let l = *lock;
+        let (r, out) = self.call(move || {
+            // SAFETY: all-zero is a valid `flock`.
+            let mut k: libc::flock = unsafe { core::mem::zeroed() };
+            k.l_type = l.l_type;
+            k.l_whence = l.l_whence;
+            k.l_start = l.l_start;
+            k.l_len = l.l_len;
+            k.l_pid = l.l_pid;
+            // SAFETY: the lock commands read and write one `struct flock`.
+            let r = unit(unsafe { libc::syscall(libc::SYS_fcntl, fd, cmd, &mut k) });
+            (r, k)
+        });
+        lock.l_type = out.l_type;
+        lock.l_whence = out.l_whence;
+        lock.l_start = out.l_start;
+        lock.l_len = out.l_len;
+        lock.l_pid = out.l_pid;
+        r
+    }
     fn fcntl(&self, fd: Fd, cmd: i32, arg: i64) -> SysResult<i64> {
         // SAFETY: the commands tests use take an integer argument.
         self.call(move || sys(unsafe { libc::syscall(libc::SYS_fcntl, fd, cmd, arg) }))

@@ -245,6 +245,13 @@ impl Vfs {
             tally_inode(&mut tally, unsafe { &*d.inode_ptr() });
         }
         v.check_group_totals(&tally)?;
+        // Locks live only while an open file can reach their inode.
+        let lock_contexts = v.file_locks.contexts();
+        if lock_contexts != 0 {
+            return Err(format!(
+                "{lock_contexts} inodes keep file locks with no open file"
+            ));
+        }
         Ok(report)
     }
 }

@@ -20,6 +20,7 @@ pub mod dcache;
 pub(crate) mod defer;
 pub mod dir;
 pub mod file;
+pub mod filelock;
 pub mod fs;
 pub mod inode;
 pub mod mem;

@@ -155,6 +155,8 @@ pub struct VfsInner {
     pub(crate) anon: std::sync::OnceLock<crate::anon::AnonMount>,
     /// Name-change observers (watch.rs).
     pub(crate) watchers: crate::watch::Watchers,
+    /// Advisory file locks (`filelock/`).
+    pub(crate) file_locks: crate::filelock::FileLocks,
     /// Names whose backend lookup is in flight (dcache/in_lookup.rs).
     pub(crate) in_lookup: crate::dcache::in_lookup::InLookupTable,
     /// Per-thread queues of deferred final puts.
@@ -203,6 +205,7 @@ impl Vfs {
             next_dev: AtomicU64::new(1),
             anon: std::sync::OnceLock::new(),
             watchers: Default::default(),
+            file_locks: Default::default(),
             in_lookup: crate::dcache::in_lookup::InLookupTable::new(),
             defer: crate::defer::DeferQueues::new(
                 config.defer_puts,
@@ -260,6 +263,12 @@ impl Vfs {
             hot_dentries: s.hot_dentries.sum(),
             hot_dirs: s.hot_dirs.sum(),
         }
+    }
+
+    /// Inodes that have file locks or lock waiters right now (`flock`,
+    /// `fcntl_lock`); zero once every locked file is closed.
+    pub fn lock_contexts(&self) -> usize {
+        self.inner.file_locks.contexts()
     }
 
     /// Buckets in the dentry hash table's current array (it grows with the

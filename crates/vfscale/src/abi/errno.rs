@@ -63,6 +63,7 @@ errnos! {
     EMLINK = 31, "Too many links";
     EPIPE = 32, "Broken pipe";
     ERANGE = 34, "Numerical result out of range";
+    EDEADLK = 35, "Resource deadlock avoided";
     ENAMETOOLONG = 36, "File name too long";
     ENOSYS = 38, "Function not implemented";
     ENOTEMPTY = 39, "Directory not empty";
@@ -118,6 +119,7 @@ mod tests {
         assert_eq!(Errno::ENOTEMPTY.0, libc::ENOTEMPTY);
         assert_eq!(Errno::ESTALE.0, libc::ESTALE);
         assert_eq!(Errno::EOVERFLOW.0, libc::EOVERFLOW);
+        assert_eq!(Errno::EDEADLK.0, libc::EDEADLK);
         assert_eq!(format!("{:?}", Errno::EXDEV), "EXDEV");
         assert_eq!(format!("{:?}", Errno(4095)), "Errno(4095)");
     }

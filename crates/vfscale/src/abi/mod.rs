@@ -7,12 +7,14 @@ pub mod anon;
 pub mod errno;
 pub mod fhandle;
 pub mod flags;
+pub mod lock;
 pub mod stat;
 
 pub use anon::*;
 pub use errno::{Errno, SysResult};
 pub use fhandle::*;
 pub use flags::*;
+pub use lock::*;
 pub use stat::*;
 
 /// A file descriptor number.

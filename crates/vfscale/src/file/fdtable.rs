@@ -59,9 +59,22 @@ struct FdState {
     retired: Vec<Box<SlotArray>>,
 }
 
+/// A fresh lock-owner id: positive, so F_GETLK can report it as `l_pid`.
+fn next_lock_owner() -> u32 {
+    use std::sync::atomic::AtomicU32;
+    static NEXT: AtomicU32 = AtomicU32::new(1);
+    // Relaxed: only uniqueness matters, which the RMW gives.
+    let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) & 0x7fff_ffff;
+    id.max(1)
+}
+
 /// A process's descriptor table.
 pub struct FdTable {
     state: Mutex<FdState>,
+    /// Owner of the POSIX record locks taken through this table
+    /// (`filelock/`): a positive 31-bit id, distinct from every other live
+    /// table's unless 2^31 tables were made while this one lived.
+    lock_owner: u32,
     /// The array in use: owned by the table (a `Box` turned raw).
     current: AtomicPtr<SlotArray>,
 }
@@ -93,7 +106,13 @@ impl FdTable {
                 retired: Vec::new(),
             }),
             current: AtomicPtr::new(Box::into_raw(SlotArray::with_len(0))),
+            lock_owner: next_lock_owner(),
         }
+    }
+
+    /// The owner of the POSIX locks taken through this table.
+    pub(crate) fn lock_owner(&self) -> u32 {
+        self.lock_owner
     }
 
     /// The current array. Under the mutex it is the one writers change.

@@ -248,8 +248,12 @@ impl VfsInner {
     /// its memory to its pool (the file counts are the caller's; the
     /// batched drain updates them once per batch).
     pub(crate) fn release_file(&self, f: *const OpenFile) {
-        // SAFETY: the caller won the kill, so the file is still ours to read.
-        self.uncharge(unsafe { &*f }.group, crate::reclaim::ObjKind::File);
+        // SAFETY: the caller won the kill, so the file is still ours to read
+        // (and its dentry reference, put after this, keeps the inode).
+        let file = unsafe { &*f };
+        // Its flock and OFD locks die with it (filelock/).
+        self.file_locks.on_release(file);
+        self.uncharge(file.group, crate::reclaim::ObjKind::File);
         // SAFETY: the caller won the kill and the file is in no fd table;
         // lock-free lookups that still hold its address only add to its
         // dead count, which the type-stable pool keeps a `RefCount`

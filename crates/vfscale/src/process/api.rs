@@ -198,6 +198,19 @@ pub trait ProcessApi: Send {
     fn poll(&self, _fds: &mut [PollFd], _timeout_ms: i32) -> SysResult<usize> {
         Err(Errno::ENOSYS)
     }
+    /// flock(2): LOCK_SH, LOCK_EX or LOCK_UN, with LOCK_NB to fail with
+    /// EWOULDBLOCK instead of waiting. The lock belongs to the open file
+    /// description. Default: ENOSYS.
+    fn flock(&self, _fd: Fd, _operation: i32) -> SysResult<()> {
+        Err(Errno::ENOSYS)
+    }
+    /// fcntl(2)'s lock commands (F_GETLK, F_SETLK, F_SETLKW: POSIX record
+    /// locks owned by the process; F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW:
+    /// owned by the open file description), with `struct flock` in and
+    /// out. Default: ENOSYS.
+    fn fcntl_lock(&self, _fd: Fd, _cmd: i32, _lock: &mut Flock) -> SysResult<()> {
+        Err(Errno::ENOSYS)
+    }
     /// fcntl(2) with an integer argument.
     fn fcntl(&self, _fd: Fd, _cmd: i32, _arg: i64) -> SysResult<i64> {
         Err(Errno::ENOSYS)

@@ -23,6 +23,7 @@ mod dirents;
 mod fhandle;
 pub mod handles;
 mod io;
+mod locks;
 mod mounts;
 mod names;
 mod open;
@@ -399,7 +400,11 @@ impl Process {
         }
         self.exited = true;
         let _batch = self.vfs.batch_scope();
-        self.vfs.fput_many(self.files_if_last());
+        let files = self.files_if_last();
+        for f in &files {
+            self.forget_posix_locks(f);
+        }
+        self.vfs.fput_many(files);
         if Arc::strong_count(&self.fs) == 1 {
             let (root, cwd) = self.fs.get();
             for p in [root, cwd] {

@@ -450,6 +450,7 @@ impl Process {
     /// caller ends the call right after (`ProcessApi::close`).
     pub(crate) fn sys_close(&self, fd: Fd) -> SysResult<()> {
         let f = self.files.remove(fd)?;
+        self.forget_posix_locks(&f);
         self.vfs.fput_ending_call(f);
         Ok(())
     }
@@ -463,7 +464,7 @@ impl Process {
             if flags & CLOSE_RANGE_CLOEXEC != 0 {
                 self.files.set_cloexec(fd, true)?;
             } else if let Ok(f) = self.files.remove(fd) {
-                self.vfs.fput(f);
+                self.put_closed(f);
             }
         }
         Ok(())
@@ -505,7 +506,7 @@ impl Process {
         }
         let old = self.files.replace(newfd, f, flags & O_CLOEXEC != 0)?;
         if let Some(old) = old {
-            self.vfs.fput(old);
+            self.put_closed(old);
         }
         Ok(newfd)
     }

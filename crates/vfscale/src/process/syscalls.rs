@@ -252,6 +252,12 @@ impl ProcessApi for Process {
     fn poll(&self, fds: &mut [PollFd], timeout_ms: i32) -> SysResult<usize> {
         Process::poll(self, fds, timeout_ms)
     }
+    fn flock(&self, fd: Fd, operation: i32) -> SysResult<()> {
+        self.done(self.sys_flock(fd, operation))
+    }
+    fn fcntl_lock(&self, fd: Fd, cmd: i32, lock: &mut Flock) -> SysResult<()> {
+        self.done(self.sys_fcntl_lock(fd, cmd, lock))
+    }
     fn fcntl(&self, fd: Fd, cmd: i32, arg: i64) -> SysResult<i64> {
         Process::fcntl(self, fd, cmd, arg)
     }

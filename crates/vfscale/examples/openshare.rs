@@ -1,0 +1,70 @@
+//! Finds cache lines two threads both touch while opening and closing one
+//! file (open-close-same's scaling question), by the method of
+//! `createshare`: run under `valgrind --tool=lackey --trace-mem=yes`;
+//! after a concurrent warm-up (which makes the name hot, dcache/hot.rs),
+//! thread A opens+closes `/f`, then (A parked) thread B does, delimited
+//! by stores to `MARK`; `scripts/anon_shared_lines.py` intersects the
+//! two measured phases' line sets.
+//! Usage: openshare [OPS]
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Barrier};
+use vfscale::abi::*;
+use vfscale::{Process, ProcessApi, Vfs};
+
+static MARK: AtomicU64 = AtomicU64::new(0);
+
+fn churn(p: &Process) {
+    let fd = p.open(b"/f", O_RDONLY, 0).unwrap();
+    p.close(fd).unwrap();
+}
+
+fn phase(p: &Process, ops: u64, first_mark: u64) {
+    for _ in 0..ops {
+        churn(p);
+    }
+    MARK.store(first_mark, Ordering::SeqCst);
+    for _ in 0..ops {
+        churn(p);
+    }
+    MARK.store(first_mark + 1, Ordering::SeqCst);
+}
+
+fn main() {
+    let ops: u64 = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(1000);
+    eprintln!("MARK {:x}", &MARK as *const AtomicU64 as usize);
+    let vfs = Vfs::new();
+    let (pa, pb) = (vfs.root_process(), vfs.root_process());
+    let fd = pa.open(b"/f", O_CREAT | O_WRONLY, 0o644).unwrap();
+    pa.close(fd).unwrap();
+    // Held across the warm-up, so a warm-up open sees the name's reference
+    // plus two holders even when valgrind runs one thread at a time.
+    let held = pa.open(b"/f", O_RDONLY, 0).unwrap();
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            let p = vfs.root_process();
+            s.spawn(move || {
+                for _ in 0..ops * 4 {
+                    churn(&p);
+                }
+            });
+        }
+    });
+    pa.close(held).unwrap();
+    eprintln!("hot dentries: {}", vfs.object_counts().hot_dentries);
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let a_done = Arc::new(Barrier::new(2));
+    let a_done2 = a_done.clone();
+    let a = std::thread::spawn(move || {
+        phase(&pa, ops, 1);
+        a_done2.wait();
+        done_rx.recv().unwrap();
+    });
+    a_done.wait();
+    let b = std::thread::spawn(move || phase(&pb, ops, 3));
+    b.join().unwrap();
+    done_tx.send(()).unwrap();
+    a.join().unwrap();
+}
