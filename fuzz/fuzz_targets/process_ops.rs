@@ -5,7 +5,7 @@
 //! a small pool of names, so operations collide. Checked: no panic from any
 //! call; after the sequence, every process exits, caches are dropped and
 //! `Vfs::check_invariants` passes (names <-> dentries <-> inodes <-> nlink,
-//! refcounts at rest, object counters).
+//! refcounts at rest, object counters, no file lock left behind).
 
 #![no_main]
 
@@ -106,7 +106,23 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
         28 => drop(p.mount(b"none", a, b"tmpfs", 0)),
         29 => drop(p.umount2(a, i32::from(arg & 2))),
         30 => drop(p.chroot(a)),
-        _ => drop(p.fchmod(fd(), u32::from(arg))),
+        // File locks, never a waiting form (one thread would wait forever).
+        _ => match arg % 4 {
+            0 => drop(p.fchmod(fd(), u32::from(arg))),
+            1 => drop(p.flock(fd(), i32::from(bytes.byte()?) | LOCK_NB)),
+            _ => {
+                let cmds = [F_GETLK, F_SETLK, F_OFD_GETLK, F_OFD_SETLK, 99];
+                let cmd = cmds[usize::from(bytes.byte()?) % cmds.len()];
+                let mut lock = Flock {
+                    l_type: i16::from(bytes.byte()? % 4),
+                    l_whence: i16::from(bytes.byte()? % 4),
+                    l_start: i64::from(bytes.byte()? as i8),
+                    l_len: i64::from(bytes.byte()? as i8),
+                    l_pid: i32::from(bytes.byte()? % 2),
+                };
+                let _ = p.fcntl_lock(fd(), cmd, &mut lock);
+            }
+        },
     }
     Some(())
 }

@@ -534,3 +534,31 @@ fn locks_exclude_under_contention() {
     drop(p);
     vfs.check_invariants().unwrap();
 }
+
+/// A thread waiting in F_SETLKW while a sibling closes the descriptor: the
+/// close drops the process's locks before the wait ends, so the lock the
+/// wait then gets is undone and the call fails with EBADF (Linux's
+/// fcntl_setlk does the same), leaving nothing behind.
+#[test]
+fn a_lock_granted_after_its_descriptor_closed_is_undone() {
+    let (vfs, p) = setup_file();
+    let holder = vfs.root_process();
+    let h = holder.open(b"/f", O_RDWR, 0).unwrap();
+    holder
+        .fcntl_lock(h, F_SETLK, &mut lk(F_WRLCK, 0, 1))
+        .unwrap();
+    let fd = p.open(b"/f", O_RDWR, 0).unwrap();
+    let sibling = p.clone_thread();
+    std::thread::scope(|s| {
+        let w = s.spawn(|| sibling.fcntl_lock(fd, F_SETLKW, &mut lk(F_WRLCK, 0, 1)));
+        std::thread::sleep(Duration::from_millis(50));
+        p.close(fd).unwrap();
+        holder
+            .fcntl_lock(h, F_SETLK, &mut lk(F_UNLCK, 0, 0))
+            .unwrap();
+        assert_eq!(w.join().unwrap(), Err(Errno::EBADF));
+    });
+    assert_eq!(probe(&holder, h, F_GETLK, F_WRLCK, 0, 0).l_type, F_UNLCK);
+    holder.close(h).unwrap();
+    all_released(&vfs);
+}

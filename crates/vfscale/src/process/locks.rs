@@ -35,12 +35,12 @@ impl Process {
     /// `fcntl_getlk` / `fcntl_setlk` do.
     pub(crate) fn sys_fcntl_lock(&self, fd: Fd, cmd: i32, lock: &mut Flock) -> SysResult<()> {
         let f = self.fd_file_nopath(fd)?;
-        let r = self.lock_range(&f, cmd, lock);
+        let r = self.lock_range(fd, &f, cmd, lock);
         self.vfs.fput(f);
         r
     }
 
-    fn lock_range(&self, f: &FileRef, cmd: i32, lock: &mut Flock) -> SysResult<()> {
+    fn lock_range(&self, fd: Fd, f: &FileRef, cmd: i32, lock: &mut Flock) -> SysResult<()> {
         let (ofd, set, wait) = match cmd {
             F_GETLK => (false, false, false),
             F_SETLK => (false, true, false),
@@ -83,7 +83,28 @@ impl Process {
             report(lock, locks.test_range(file.inode, req));
             return Ok(());
         }
-        locks.set_range(file.inode, req, wait)
+        locks.set_range(file.inode, req, wait)?;
+        // A sibling thread may have closed `fd` while we waited: its close
+        // dropped our locks before this one was granted, and nothing would
+        // drop it now. Undo it, as Linux's fcntl_setlk does.
+        if !ofd && req.kind.is_some() && !self.fd_is(fd, file) {
+            let undo = crate::filelock::RangeRequest { kind: None, ..req };
+            locks.set_range(file.inode, undo, false)?;
+            return Err(Errno::EBADF);
+        }
+        Ok(())
+    }
+
+    /// Whether `fd` still refers to `file`.
+    fn fd_is(&self, fd: Fd, file: &crate::file::OpenFile) -> bool {
+        match self.fd_file(fd) {
+            Ok(now) => {
+                let same = core::ptr::eq(now.file(), file);
+                self.vfs.fput(now);
+                same
+            }
+            Err(_) => false,
+        }
     }
 
     /// Puts a reference that this process's descriptor table held, after
