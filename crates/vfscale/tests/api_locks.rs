@@ -110,6 +110,11 @@ fn a_forked_child_shares_the_description_and_its_flock() {
 
 #[test]
 fn flock_waits_for_the_holder() {
+    // A lost wake-up would hang: fail instead.
+    with_timeout(120, flock_waits_for_the_holder_body);
+}
+
+fn flock_waits_for_the_holder_body() {
     let (vfs, p) = setup_file();
     let a = p.open(b"/f", O_RDONLY, 0).unwrap();
     p.flock(a, LOCK_EX).unwrap();
@@ -432,6 +437,11 @@ fn ofd_locks_belong_to_the_description_and_meet_posix_locks() {
 
 #[test]
 fn setlkw_waits_and_a_cycle_is_edeadlk() {
+    // A lost wake-up would hang: fail instead.
+    with_timeout(120, setlkw_waits_and_a_cycle_is_edeadlk_body);
+}
+
+fn setlkw_waits_and_a_cycle_is_edeadlk_body() {
     let (vfs, p1) = setup_file();
     let p2 = vfs.root_process();
     let a = p1.open(b"/f", O_RDWR, 0).unwrap();
@@ -475,6 +485,11 @@ fn setlkw_waits_and_a_cycle_is_edeadlk() {
 /// (F_RDLCK, LOCK_SH) are counted too: never inside with a writer.
 #[test]
 fn locks_exclude_under_contention() {
+    // A lost wake-up would hang: fail instead.
+    with_timeout(120, locks_exclude_under_contention_body);
+}
+
+fn locks_exclude_under_contention_body() {
     const THREADS: usize = 4;
     const ROUNDS: usize = 300;
     let (vfs, p) = setup_file();
@@ -541,6 +556,11 @@ fn locks_exclude_under_contention() {
 /// fcntl_setlk does the same), leaving nothing behind.
 #[test]
 fn a_lock_granted_after_its_descriptor_closed_is_undone() {
+    // A lost wake-up would hang: fail instead.
+    with_timeout(120, a_lock_granted_after_its_descriptor_closed_is_undone_body);
+}
+
+fn a_lock_granted_after_its_descriptor_closed_is_undone_body() {
     let (vfs, p) = setup_file();
     let holder = vfs.root_process();
     let h = holder.open(b"/f", O_RDWR, 0).unwrap();
@@ -560,5 +580,53 @@ fn a_lock_granted_after_its_descriptor_closed_is_undone() {
     });
     assert_eq!(probe(&holder, h, F_GETLK, F_WRLCK, 0, 0).l_type, F_UNLCK);
     holder.close(h).unwrap();
+    all_released(&vfs);
+}
+
+/// The lock context of an inode is made by the first lock and dropped with
+/// the last, here thousands of times while other threads look it up: if a
+/// thread ever locked in a context that was being dropped (a second
+/// context for the inode), two writers would be inside at once.
+#[test]
+fn contexts_come_and_go_without_two_for_one_inode() {
+    // A lost wake-up would hang: fail instead.
+    with_timeout(120, contexts_come_and_go_without_two_for_one_inode_body);
+}
+
+fn contexts_come_and_go_without_two_for_one_inode_body() {
+    const THREADS: usize = 4;
+    const ROUNDS: usize = 3000;
+    let (vfs, _p) = setup_file();
+    // Writers inside, per kind of lock (a flock and a POSIX lock do not
+    // exclude each other, but both live in the inode's one context).
+    let inside = [AtomicUsize::new(0), AtomicUsize::new(0)];
+    let start = std::sync::Barrier::new(THREADS);
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let q = vfs.root_process();
+            let (inside, start) = (&inside, &start);
+            s.spawn(move || {
+                let fd = q.open(b"/f", O_RDWR, 0).unwrap();
+                start.wait();
+                for i in 0..ROUNDS {
+                    let posix = (i + t) % 2 == 0;
+                    if posix {
+                        q.fcntl_lock(fd, F_SETLKW, &mut lk(F_WRLCK, 0, 0)).unwrap();
+                    } else {
+                        q.flock(fd, LOCK_EX).unwrap();
+                    }
+                    let n = &inside[usize::from(posix)];
+                    assert_eq!(n.fetch_add(1, Ordering::SeqCst), 0, "two writers");
+                    n.fetch_sub(1, Ordering::SeqCst);
+                    if posix {
+                        q.fcntl_lock(fd, F_SETLK, &mut lk(F_UNLCK, 0, 0)).unwrap();
+                    } else {
+                        q.flock(fd, LOCK_UN).unwrap();
+                    }
+                }
+                q.close(fd).unwrap();
+            });
+        }
+    });
     all_released(&vfs);
 }
