@@ -557,7 +557,10 @@ fn locks_exclude_under_contention_body() {
 #[test]
 fn a_lock_granted_after_its_descriptor_closed_is_undone() {
     // A lost wake-up would hang: fail instead.
-    with_timeout(120, a_lock_granted_after_its_descriptor_closed_is_undone_body);
+    with_timeout(
+        120,
+        a_lock_granted_after_its_descriptor_closed_is_undone_body,
+    );
 }
 
 fn a_lock_granted_after_its_descriptor_closed_is_undone_body() {
