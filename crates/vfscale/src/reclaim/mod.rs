@@ -87,6 +87,10 @@ thread_local! {
     };
 }
 
+/// Full scans that free nothing before an admission gives up with ENOMEM
+/// (Linux's MAX_RECLAIM_RETRIES for a memcg charge).
+const MAX_RECLAIM_RETRIES: u32 = 16;
+
 impl VfsInner {
     /// True if the calling thread's `Current` is this VFS's and its charged
     /// group is still live.
@@ -232,6 +236,7 @@ impl VfsInner {
             // Like Linux's reclaim priorities: start by scanning a small
             // fraction of each list (freeable >> priority), widen each round.
             let mut priority = shrinker::DEF_PRIORITY;
+            let mut fruitless = 0;
             loop {
                 let max = g.max();
                 let usage = groups.usage(id).max(0) as u64;
@@ -246,11 +251,26 @@ impl VfsInner {
                 }
                 let _guard = self.collector.enter();
                 let freed = self.shrink_subtree(id, priority);
+                drop(_guard);
                 if freed == 0 && priority == 0 {
-                    // Relaxed: a statistic.
-                    g.limit_failures
-                        .fetch_add(1, crate::sync::atomic::Ordering::Relaxed);
-                    return Err(err);
+                    // A full scan freed nothing. That is not yet "nothing
+                    // reclaimable": other threads' reclaim may have taken
+                    // the list's objects a moment ago and not uncharged
+                    // them yet (their inodes wait in their deferred-put
+                    // queues until their calls end), and entries skipped
+                    // for a busy bucket or a second chance are freeable on
+                    // the next pass. So, as Linux's memcg charge retries
+                    // reclaim MAX_RECLAIM_RETRIES times before its OOM,
+                    // give the others a moment and scan again.
+                    fruitless += 1;
+                    if fruitless > MAX_RECLAIM_RETRIES {
+                        // Relaxed: a statistic.
+                        g.limit_failures
+                            .fetch_add(1, crate::sync::atomic::Ordering::Relaxed);
+                        return Err(err);
+                    }
+                    std::thread::yield_now();
+                    continue;
                 }
                 priority = priority.saturating_sub(1);
             }
