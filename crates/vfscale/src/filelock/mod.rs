@@ -304,27 +304,29 @@ impl FileLocks {
     }
 
     /// A descriptor of `inode` closed by fd table `owner`: its POSIX locks
-    /// on the inode go (all of them, whichever descriptor made them).
+    /// on the inode go (all of them, whichever descriptor made them). The
+    /// caller tested `any()` first, before it computed the arguments.
     pub(crate) fn on_close(&self, inode: *const Inode, owner: u32) {
-        if !self.any() {
-            return;
-        }
-        self.with_state(inode, false, |ctx, st| {
-            if st.ranges.remove_owner(Owner::Posix(owner)) {
-                ctx.changed.notify_all();
-            }
-        });
+        self.forget_owner(inode, Owner::Posix(owner), None);
     }
 
     /// The final put of open file `f`: its flock and OFD locks go.
+    #[inline]
     pub(crate) fn on_release(&self, f: &OpenFile) {
-        if !self.any() {
-            return;
+        if self.any() {
+            let file = f as *const OpenFile as usize;
+            self.forget_owner(f.inode, Owner::Ofd(file), Some(file));
         }
-        let owner = Owner::of_file(f);
-        self.with_state(f.inode, false, |ctx, st| {
+    }
+
+    /// Drops `owner`'s range locks on `inode` and, given an open file, its
+    /// flock; wakes waiters if anything went.
+    #[cold]
+    #[inline(never)]
+    fn forget_owner(&self, inode: *const Inode, owner: Owner, flock_of: Option<usize>) {
+        self.with_state(inode, false, |ctx, st| {
             let ranges = st.ranges.remove_owner(owner);
-            let flocks = remove_flock(st, f as *const OpenFile as usize);
+            let flocks = flock_of.is_some_and(|f| remove_flock(st, f));
             if ranges || flocks {
                 ctx.changed.notify_all();
             }

@@ -116,9 +116,11 @@ impl Process {
     }
 
     /// The lock half of `put_closed`, for callers that put in their own way.
+    #[inline]
     pub(crate) fn forget_posix_locks(&self, f: &FileRef) {
-        self.vfs
-            .file_locks
-            .on_close(f.file().inode, self.files.lock_owner());
+        let locks = &self.vfs.file_locks;
+        if locks.any() {
+            locks.on_close(f.file().inode, self.files.lock_owner());
+        }
     }
 }
