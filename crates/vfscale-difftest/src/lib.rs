@@ -8,7 +8,9 @@
 //!   umask and credentials (see the module for why a thread and not a
 //!   forked child);
 //! - `snapshot`: a whole-tree summary through any `ProcessApi`, to compare
-//!   the final namespaces of both sides.
+//!   the final namespaces of both sides;
+//! - `seeded`: the property tests' replayable runner and fresh-thread
+//!   cases.
 //!
 //! The operation sequences and the outcome comparison are the model's
 //! harness (`vfscale_model::ops`), unchanged: `apply` is generic over
@@ -16,6 +18,7 @@
 
 pub mod kernel;
 pub mod sandbox;
+pub mod seeded;
 pub mod snapshot;
 
 pub use kernel::KernelProcess;

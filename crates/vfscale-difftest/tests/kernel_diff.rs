@@ -13,9 +13,10 @@
 //! printed); failures shrink to a minimal sequence.
 
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
+use proptest::test_runner::TestCaseError;
 use vfscale::abi::*;
 use vfscale::{Cred, Errno, ProcessApi, Vfs};
+use vfscale_difftest::seeded::{on_fresh_thread, seeded_runner};
 use vfscale_difftest::snapshot::snapshot;
 use vfscale_difftest::{enter_private_tmpfs_root, KernelProcess, SandboxError};
 use vfscale_model::ops::{
@@ -258,16 +259,7 @@ fn root_umount(v: &vfscale::Process, op: &Op) -> bool {
 /// Runs `steps` on both sides on a fresh thread (which owns the private
 /// tmpfs namespace and ends with the case).
 fn compare(steps: Vec<Step>) -> Result<(), TestCaseError> {
-    std::thread::spawn(move || compare_on_this_thread(&steps))
-        .join()
-        .unwrap_or_else(|p| {
-            let msg = p
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
-            Err(TestCaseError::fail(format!("panicked: {msg}")))
-        })
+    on_fresh_thread(move || compare_on_this_thread(&steps))
 }
 
 fn compare_on_this_thread(steps: &[Step]) -> Result<(), TestCaseError> {
@@ -339,10 +331,6 @@ fn compare_on_this_thread(steps: &[Step]) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|v| v.parse().ok())
-}
-
 /// Whether the kernel side can run here; prints why not.
 fn kernel_side_available() -> bool {
     let probe = std::thread::spawn(enter_private_tmpfs_root)
@@ -363,26 +351,7 @@ fn core_matches_kernel() {
         return;
     }
     note_host_capabilities();
-    let seed = env_u64("VFSCALE_SEED").unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(1, |d| d.as_nanos() as u64)
-    });
-    let cases = env_u64("VFSCALE_KDIFF_CASES").unwrap_or(48) as u32;
-    println!(
-        "kernel differential test: seed {seed} (replay with VFSCALE_SEED={seed}), {cases} cases"
-    );
-    let mut seed_bytes = [0u8; 32];
-    seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
-    let config = Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    };
-    let mut runner = TestRunner::new_with_rng(
-        config,
-        TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes),
-    );
+    let (mut runner, seed) = seeded_runner("kernel differential test", "VFSCALE_KDIFF_CASES", 48);
     let strategy = steps_strategy(3, 1..60).prop_map(|s| {
         s.into_iter()
             .filter(|st| !documented_deviation(&st.op))

@@ -15,9 +15,10 @@
 //! 50 steps; `VFSCALE_SEED` replays a run.
 
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
+use proptest::test_runner::TestCaseError;
 use vfscale::abi::*;
 use vfscale::{Cred, Errno, ProcessApi, Vfs};
+use vfscale_difftest::seeded::{on_fresh_thread, seeded_runner};
 use vfscale_difftest::{enter_private_tmpfs_root, KernelProcess, SandboxError};
 
 /// Descriptor slots: (process, open flags). Slot i belongs to process
@@ -133,16 +134,7 @@ impl<P: ProcessApi> Side<P> {
 }
 
 fn compare(steps: Vec<Op>) -> Result<(), TestCaseError> {
-    std::thread::spawn(move || compare_on_this_thread(&steps))
-        .join()
-        .unwrap_or_else(|p| {
-            let msg = p
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
-            Err(TestCaseError::fail(format!("panicked: {msg}")))
-        })
+    on_fresh_thread(move || compare_on_this_thread(&steps))
 }
 
 fn compare_on_this_thread(steps: &[Op]) -> Result<(), TestCaseError> {
@@ -164,10 +156,6 @@ fn compare_on_this_thread(steps: &[Op]) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|v| v.parse().ok())
-}
-
 #[test]
 fn locks_match_kernel() {
     let probe = std::thread::spawn(enter_private_tmpfs_root)
@@ -177,26 +165,7 @@ fn locks_match_kernel() {
         println!("lock differential test skipped: {e}");
         return;
     }
-    let seed = env_u64("VFSCALE_SEED").unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(1, |d| d.as_nanos() as u64)
-    });
-    let cases = env_u64("VFSCALE_LOCKDIFF_CASES").unwrap_or(300) as u32;
-    println!(
-        "lock differential test: seed {seed} (replay with VFSCALE_SEED={seed}), {cases} cases"
-    );
-    let mut seed_bytes = [0u8; 32];
-    seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
-    let config = Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    };
-    let mut runner = TestRunner::new_with_rng(
-        config,
-        TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes),
-    );
+    let (mut runner, seed) = seeded_runner("lock differential test", "VFSCALE_LOCKDIFF_CASES", 300);
     let strategy = proptest::collection::vec(op_strategy(), 1..50);
     if let Err(e) = runner.run(&strategy, compare) {
         panic!("seed {seed}: {e}");

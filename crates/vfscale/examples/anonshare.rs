@@ -9,22 +9,10 @@
 #[path = "shared/anon_churn.rs"]
 mod anon_churn;
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Barrier};
-use vfscale::{Process, Vfs};
+#[path = "shared/lackey_phases.rs"]
+mod lackey_phases;
 
-static MARK: AtomicU64 = AtomicU64::new(0);
-
-fn phase(p: &Process, kind: &str, ops: u64, first_mark: u64) {
-    for _ in 0..ops {
-        assert!(anon_churn::churn(p, kind), "kind: {}", anon_churn::KINDS);
-    }
-    MARK.store(first_mark, Ordering::SeqCst);
-    for _ in 0..ops {
-        assert!(anon_churn::churn(p, kind), "kind: {}", anon_churn::KINDS);
-    }
-    MARK.store(first_mark + 1, Ordering::SeqCst);
-}
+use vfscale::Vfs;
 
 fn main() {
     let kind: &'static str =
@@ -33,21 +21,11 @@ fn main() {
         .nth(2)
         .and_then(|a| a.parse().ok())
         .unwrap_or(2000);
-    eprintln!("MARK {:x}", &MARK as *const AtomicU64 as usize);
+    lackey_phases::print_mark();
     let vfs = Vfs::new();
     let (pa, pb) = (vfs.root_process(), vfs.root_process());
-    let (done_tx, done_rx) = mpsc::channel::<()>();
-    let a_done = Arc::new(Barrier::new(2));
-    let a_done2 = a_done.clone();
-    let a = std::thread::spawn(move || {
-        phase(&pa, kind, ops, 1);
-        a_done2.wait();
-        // Parked until B is done: B must not reuse A's stack or locals.
-        done_rx.recv().unwrap();
-    });
-    a_done.wait();
-    let b = std::thread::spawn(move || phase(&pb, kind, ops, 3));
-    b.join().unwrap();
-    done_tx.send(()).unwrap();
-    a.join().unwrap();
+    let churn = |p: vfscale::Process| {
+        move || assert!(anon_churn::churn(&p, kind), "kind: {}", anon_churn::KINDS)
+    };
+    lackey_phases::a_then_b(ops, churn(pa), churn(pb));
 }

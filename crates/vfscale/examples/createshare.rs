@@ -8,12 +8,11 @@
 //! first). `scripts/anon_shared_lines.py` intersects the two measured
 //! phases' line sets (docs/TESTING.md has the command).
 //! Usage: createshare [OPS]
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Barrier};
+#[path = "shared/lackey_phases.rs"]
+mod lackey_phases;
+
 use vfscale::abi::*;
 use vfscale::{Process, ProcessApi, Vfs};
-
-static MARK: AtomicU64 = AtomicU64::new(0);
 
 fn churn(p: &Process, path: &[u8]) {
     let fd = p.open(path, O_CREAT | O_EXCL | O_WRONLY, 0o644).unwrap();
@@ -21,23 +20,12 @@ fn churn(p: &Process, path: &[u8]) {
     p.unlink(path).unwrap();
 }
 
-fn phase(p: &Process, path: &[u8], ops: u64, first_mark: u64) {
-    for _ in 0..ops {
-        churn(p, path);
-    }
-    MARK.store(first_mark, Ordering::SeqCst);
-    for _ in 0..ops {
-        churn(p, path);
-    }
-    MARK.store(first_mark + 1, Ordering::SeqCst);
-}
-
 fn main() {
     let ops: u64 = std::env::args()
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(1000);
-    eprintln!("MARK {:x}", &MARK as *const AtomicU64 as usize);
+    lackey_phases::print_mark();
     let vfs = Vfs::new();
     let (pa, pb) = (vfs.root_process(), vfs.root_process());
     pa.mkdir(b"/d", 0o755).unwrap();
@@ -55,18 +43,9 @@ fn main() {
         }
     });
     eprintln!("hot directories: {}", vfs.object_counts().hot_dirs);
-    let (done_tx, done_rx) = mpsc::channel::<()>();
-    let a_done = Arc::new(Barrier::new(2));
-    let a_done2 = a_done.clone();
-    let a = std::thread::spawn(move || {
-        phase(&pa, b"/d/a", ops, 1);
-        a_done2.wait();
-        // Parked until B is done: B must not reuse A's stack or locals.
-        done_rx.recv().unwrap();
-    });
-    a_done.wait();
-    let b = std::thread::spawn(move || phase(&pb, b"/d/b", ops, 3));
-    b.join().unwrap();
-    done_tx.send(()).unwrap();
-    a.join().unwrap();
+    lackey_phases::a_then_b(
+        ops,
+        move || churn(&pa, b"/d/a"),
+        move || churn(&pb, b"/d/b"),
+    );
 }

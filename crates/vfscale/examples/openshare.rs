@@ -6,27 +6,15 @@
 //! by stores to `MARK`; `scripts/anon_shared_lines.py` intersects the
 //! two measured phases' line sets.
 //! Usage: openshare [OPS]
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Barrier};
+#[path = "shared/lackey_phases.rs"]
+mod lackey_phases;
+
 use vfscale::abi::*;
 use vfscale::{Process, ProcessApi, Vfs};
-
-static MARK: AtomicU64 = AtomicU64::new(0);
 
 fn churn(p: &Process) {
     let fd = p.open(b"/f", O_RDONLY, 0).unwrap();
     p.close(fd).unwrap();
-}
-
-fn phase(p: &Process, ops: u64, first_mark: u64) {
-    for _ in 0..ops {
-        churn(p);
-    }
-    MARK.store(first_mark, Ordering::SeqCst);
-    for _ in 0..ops {
-        churn(p);
-    }
-    MARK.store(first_mark + 1, Ordering::SeqCst);
 }
 
 fn main() {
@@ -34,7 +22,7 @@ fn main() {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(1000);
-    eprintln!("MARK {:x}", &MARK as *const AtomicU64 as usize);
+    lackey_phases::print_mark();
     let vfs = Vfs::new();
     let (pa, pb) = (vfs.root_process(), vfs.root_process());
     let fd = pa.open(b"/f", O_CREAT | O_WRONLY, 0o644).unwrap();
@@ -54,17 +42,5 @@ fn main() {
     });
     pa.close(held).unwrap();
     eprintln!("hot dentries: {}", vfs.object_counts().hot_dentries);
-    let (done_tx, done_rx) = mpsc::channel::<()>();
-    let a_done = Arc::new(Barrier::new(2));
-    let a_done2 = a_done.clone();
-    let a = std::thread::spawn(move || {
-        phase(&pa, ops, 1);
-        a_done2.wait();
-        done_rx.recv().unwrap();
-    });
-    a_done.wait();
-    let b = std::thread::spawn(move || phase(&pb, ops, 3));
-    b.join().unwrap();
-    done_tx.send(()).unwrap();
-    a.join().unwrap();
+    lackey_phases::a_then_b(ops, move || churn(&pa), move || churn(&pb));
 }
