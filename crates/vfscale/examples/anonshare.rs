@@ -17,11 +17,7 @@ use vfscale::Vfs;
 fn main() {
     let kind: &'static str =
         Box::leak(std::env::args().nth(1).unwrap_or_default().into_boxed_str());
-    let ops: u64 = std::env::args()
-        .nth(2)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(2000);
-    lackey_phases::print_mark();
+    let ops = lackey_phases::start(2, 2000);
     let vfs = Vfs::new();
     let (pa, pb) = (vfs.root_process(), vfs.root_process());
     let churn = |p: vfscale::Process| {

@@ -21,11 +21,7 @@ fn churn(p: &Process, path: &[u8]) {
 }
 
 fn main() {
-    let ops: u64 = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(1000);
-    lackey_phases::print_mark();
+    let ops = lackey_phases::start(1, 1000);
     let vfs = Vfs::new();
     let (pa, pb) = (vfs.root_process(), vfs.root_process());
     pa.mkdir(b"/d", 0o755).unwrap();

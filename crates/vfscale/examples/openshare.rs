@@ -18,11 +18,7 @@ fn churn(p: &Process) {
 }
 
 fn main() {
-    let ops: u64 = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(1000);
-    lackey_phases::print_mark();
+    let ops = lackey_phases::start(1, 1000);
     let vfs = Vfs::new();
     let (pa, pb) = (vfs.root_process(), vfs.root_process());
     let fd = pa.open(b"/f", O_CREAT | O_WRONLY, 0o644).unwrap();

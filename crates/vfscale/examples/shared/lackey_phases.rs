@@ -9,9 +9,14 @@ use std::sync::{mpsc, Arc, Barrier};
 
 static MARK: AtomicU64 = AtomicU64::new(0);
 
-/// Prints MARK's address for the script.
-pub fn print_mark() {
+/// The operations per phase (command-line argument `n`, else `default`),
+/// after printing MARK's address for the script.
+pub fn start(n: usize, default: u64) -> u64 {
     eprintln!("MARK {:x}", &MARK as *const AtomicU64 as usize);
+    std::env::args()
+        .nth(n)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(default)
 }
 
 fn phase(ops: u64, first_mark: u64, op: &mut impl FnMut()) {
