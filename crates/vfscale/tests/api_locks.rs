@@ -633,3 +633,67 @@ fn contexts_come_and_go_without_two_for_one_inode_body() {
     });
     all_released(&vfs);
 }
+
+/// Deadlock detection follows chains: P1 waits for P2, P2 for P3; P3
+/// asking for P1's byte would close the cycle. P1 waits with two threads
+/// (a `clone_thread` sibling shares its locks) in two files' contexts: the
+/// end of one wait must not hide the other, which nothing wakes.
+#[test]
+fn a_chain_of_waiting_processes_is_edeadlk() {
+    with_timeout(120, a_chain_of_waiting_processes_is_edeadlk_body);
+}
+
+fn a_chain_of_waiting_processes_is_edeadlk_body() {
+    let (vfs, p1) = setup_file();
+    mkfile(&p1, b"/g", b"");
+    let (p2, p3) = (vfs.root_process(), vfs.root_process());
+    let t1 = p1.clone_thread();
+    let procs = [&p1, &p2, &p3];
+    let f: Vec<Fd> = procs
+        .iter()
+        .map(|p| p.open(b"/f", O_RDWR, 0).unwrap())
+        .collect();
+    let g = p2.open(b"/g", O_RDWR, 0).unwrap();
+    let g1 = p1.open(b"/g", O_RDWR, 0).unwrap();
+    for (i, p) in procs.iter().enumerate() {
+        p.fcntl_lock(f[i], F_SETLK, &mut lk(F_WRLCK, i as i64, 1))
+            .unwrap();
+    }
+    p2.fcntl_lock(g, F_SETLK, &mut lk(F_WRLCK, 0, 1)).unwrap();
+    std::thread::scope(|s| {
+        // p1 waits for p2 twice: byte 1 of /f, byte 0 of /g; p2 for p3.
+        let w1 = s.spawn(|| p1.fcntl_lock(f[0], F_SETLKW, &mut lk(F_WRLCK, 1, 1)));
+        let w1g = s.spawn(|| t1.fcntl_lock(g1, F_SETLKW, &mut lk(F_WRLCK, 0, 1)));
+        std::thread::sleep(Duration::from_millis(30));
+        let w2 = s.spawn(|| p2.fcntl_lock(f[1], F_SETLKW, &mut lk(F_WRLCK, 2, 1)));
+        std::thread::sleep(Duration::from_millis(30));
+        assert_eq!(
+            p3.fcntl_lock(f[2], F_SETLKW, &mut lk(F_WRLCK, 0, 1)),
+            Err(Errno::EDEADLK),
+            "p3 -> p1 -> p2 -> p3"
+        );
+        // p2 releases /g: p1's wait there ends; its wait in /f goes on,
+        // woken by nothing, and must still count.
+        p2.fcntl_lock(g, F_SETLK, &mut lk(F_UNLCK, 0, 0)).unwrap();
+        assert_eq!(w1g.join().unwrap(), Ok(()));
+        assert_eq!(
+            p3.fcntl_lock(f[2], F_SETLKW, &mut lk(F_WRLCK, 0, 1)),
+            Err(Errno::EDEADLK),
+            "p1 still waits for p2"
+        );
+        // Unwind: p3 lets p2 have byte 2, p2 then lets p1 have byte 1.
+        p3.fcntl_lock(f[2], F_SETLK, &mut lk(F_UNLCK, 0, 0))
+            .unwrap();
+        assert_eq!(w2.join().unwrap(), Ok(()));
+        p2.fcntl_lock(f[1], F_SETLK, &mut lk(F_UNLCK, 0, 0))
+            .unwrap();
+        assert_eq!(w1.join().unwrap(), Ok(()));
+    });
+    for (i, p) in procs.iter().enumerate() {
+        p.close(f[i]).unwrap();
+    }
+    p2.close(g).unwrap();
+    p1.close(g1).unwrap();
+    drop(t1);
+    all_released(&vfs);
+}

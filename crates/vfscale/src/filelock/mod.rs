@@ -19,8 +19,8 @@
 //!   two contexts for one inode never both take locks.
 //! - A lock exists only while its owner can still reach the inode through
 //!   an open file: flock and OFD locks are dropped at their open file's
-//!   final put (`locks_on_release`), POSIX locks at every close of a
-//!   descriptor of the inode by their fd table (`locks_on_close`), as
+//!   final put (`on_release`), POSIX locks at every close of a
+//!   descriptor of the inode by their fd table (`on_close`), as
 //!   Linux's `locks_remove_posix` does. So an inode with locks is alive,
 //!   and its address cannot name another inode while its context exists.
 //! - Lock order: a shard's mutex, then a context's mutex, then
@@ -90,12 +90,17 @@ const SHARDS: usize = 16;
 pub(crate) struct FileLocks {
     shards: [Mutex<HashMap<usize, Arc<LockContext>>>; SHARDS],
     /// Contexts in the map. Relaxed everywhere: it only lets closes skip
-    /// the map when no file is locked anywhere; a close that reads 0 while
-    /// another thread creates a context cannot own a lock in it (its own
-    /// locks were made before its close, and it reads its own writes).
+    /// the map when no file is locked anywhere. A close that reads 0
+    /// cannot miss a lock it must drop: a lock made before the close in
+    /// happens-before order (the same thread, or one the closer
+    /// synchronised with) incremented the count first, and coherence then
+    /// forbids reading the older 0; a lock made concurrently, by a sibling
+    /// thread of the same fd table, is ordered after this close, whose
+    /// read came first in the count's modification order.
     live: AtomicUsize,
-    /// POSIX owners waiting in F_SETLKW, and the owner each waits for.
-    blocked: Mutex<HashMap<u32, u32>>,
+    /// POSIX owners waiting in F_SETLKW, and for each waiting thread of
+    /// the owner, the owner it waits for.
+    blocked: Mutex<HashMap<u32, Vec<u32>>>,
 }
 
 /// A request on a byte range, converted from a `Flock`.
@@ -236,25 +241,24 @@ impl FileLocks {
         };
         if let Some((m, h)) = posix {
             let mut blocked = self.blocked.lock();
-            // Follow the chain of owners waiting for owners; at most one
-            // step per waiting owner, so a cycle not through us ends too.
-            let mut cur = h;
-            for _ in 0..=blocked.len() {
-                if cur == m {
-                    return Err(Errno::EDEADLK);
-                }
-                match blocked.get(&cur) {
-                    Some(&next) => cur = next,
-                    None => break,
-                }
+            if waits_for(&blocked, h, m) {
+                return Err(Errno::EDEADLK);
             }
-            blocked.insert(m, h);
+            blocked.entry(m).or_default().push(h);
         }
         st.waiters += 1;
         ctx.changed.wait(st);
         st.waiters -= 1;
-        if let Some((m, _)) = posix {
-            self.blocked.lock().remove(&m);
+        if let Some((m, h)) = posix {
+            let mut blocked = self.blocked.lock();
+            if let Some(hs) = blocked.get_mut(&m) {
+                if let Some(i) = hs.iter().position(|&x| x == h) {
+                    hs.swap_remove(i);
+                }
+                if hs.is_empty() {
+                    blocked.remove(&m);
+                }
+            }
         }
         Ok(())
     }
@@ -346,6 +350,23 @@ impl FileLocks {
         }
         n
     }
+}
+
+/// Whether POSIX owner `from` waits, directly or through other waiting
+/// owners, for `to` (a search of the wait-for graph; each owner visited
+/// once, so a cycle elsewhere ends it too).
+fn waits_for(blocked: &HashMap<u32, Vec<u32>>, from: u32, to: u32) -> bool {
+    let mut stack = vec![from];
+    let mut seen = std::collections::HashSet::new();
+    while let Some(o) = stack.pop() {
+        if o == to {
+            return true;
+        }
+        if seen.insert(o) {
+            stack.extend(blocked.get(&o).into_iter().flatten());
+        }
+    }
+    false
 }
 
 fn remove_flock(st: &mut ContextState, file: usize) -> bool {
