@@ -15,10 +15,11 @@
 //! `VFSCALE_FAULT_CASES` (default 64) cases; `VFSCALE_SEED` replays.
 
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
+use proptest::test_runner::TestCaseError;
 use vfscale::fs::faulty::{CallKind, FaultControl, FaultyFs, Trigger};
 use vfscale::fs::tmpfs::Tmpfs;
 use vfscale::{Errno, ProcessApi, Vfs, VfsConfig};
+use vfscale_difftest::seeded::seeded_runner;
 use vfscale_difftest::snapshot::snapshot;
 use vfscale_model::ops::{
     apply, prelude, scenario_creds, steps_strategy, FdMap, Op, Outcome, Step,
@@ -151,29 +152,9 @@ fn run_case(steps: &[Step], seed: u64, errno: Errno) -> Result<(), TestCaseError
     Ok(())
 }
 
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|v| v.parse().ok())
-}
-
 #[test]
 fn faults_leave_the_namespace_consistent() {
-    let seed = env_u64("VFSCALE_SEED").unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(1, |d| d.as_nanos() as u64)
-    });
-    let cases = env_u64("VFSCALE_FAULT_CASES").unwrap_or(64) as u32;
-    println!("fault injection: seed {seed} (replay with VFSCALE_SEED={seed}), {cases} cases");
-    let mut seed_bytes = [0u8; 32];
-    seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
-    let mut runner = TestRunner::new_with_rng(
-        Config {
-            cases,
-            failure_persistence: None,
-            ..Config::default()
-        },
-        TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes),
-    );
+    let (mut runner, seed) = seeded_runner("fault injection", "VFSCALE_FAULT_CASES", 64);
     // Forks run their children inside one step (the clean twin could not
     // skip half of one), so they are left out. File handles are made only
     // on instances whose dcache is the namespace (a wrapped backend says
