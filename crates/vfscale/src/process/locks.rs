@@ -22,10 +22,8 @@ impl Process {
             _ => return Err(Errno::EINVAL),
         };
         let f = self.fd_file_nopath(fd)?;
-        let file = f.file();
-        let owner = file as *const crate::file::OpenFile as usize;
         let wait = operation & LOCK_NB == 0;
-        let r = self.vfs.file_locks.flock(file.inode, owner, kind, wait);
+        let r = self.vfs.file_locks.flock(f.file(), kind, wait);
         self.vfs.fput(f);
         r
     }

@@ -249,17 +249,17 @@ impl VfsInner {
                     g.limit_reclaims
                         .fetch_add(1, crate::sync::atomic::Ordering::Relaxed);
                 }
-                let _guard = self.collector.enter();
+                let guard = self.collector.enter();
                 let freed = self.shrink_subtree(id, priority);
-                drop(_guard);
+                drop(guard);
                 if freed == 0 && priority == 0 {
                     // A full scan freed nothing. That is not yet "nothing
                     // reclaimable": other threads' reclaim may have taken
-                    // the list's objects a moment ago and not uncharged
-                    // them yet (their inodes wait in their deferred-put
-                    // queues until their calls end), and entries skipped
-                    // for a busy bucket or a second chance are freeable on
-                    // the next pass. So, as Linux's memcg charge retries
+                    // the list's objects a moment ago without uncharging
+                    // all of them yet (a backend inode's free can wait in
+                    // its thread's deferred-put queue until that call
+                    // ends), and entries skipped for a busy bucket or a
+                    // second chance are freeable on the next pass. So, as Linux's memcg charge retries
                     // reclaim MAX_RECLAIM_RETRIES times before its OOM,
                     // give the others a moment and scan again.
                     fruitless += 1;
