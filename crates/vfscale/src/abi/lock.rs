@@ -56,7 +56,6 @@ mod tests {
         assert_eq!(LOCK_EX, libc::LOCK_EX);
         assert_eq!(LOCK_NB, libc::LOCK_NB);
         assert_eq!(LOCK_UN, libc::LOCK_UN);
-        assert_eq!(LOCK_MAND, 32);
         assert_eq!(F_GETLK, libc::F_GETLK);
         assert_eq!(F_SETLK, libc::F_SETLK);
         assert_eq!(F_SETLKW, libc::F_SETLKW);
