@@ -22,6 +22,7 @@
 
 use crate::dcache::dentry::Dentry;
 use crate::dcache::name::NameKey;
+use crate::dir::index::INDEXED_NAME_MAX;
 use crate::inode::Inode;
 use crate::mount::Mount;
 use crate::reclaim::check::GroupTally;
@@ -149,9 +150,19 @@ impl Vfs {
             };
             let index = index.read();
             let mut subdirs = 0;
-            for (cookie, cp) in index.iter_from(0) {
+            for (cookie, entry) in index.entries_from(0) {
+                let cp = entry.dentry();
                 let c = unsafe { &*cp };
                 let name = c.name();
+                let kept = entry.short_name().map(|(bytes, len)| bytes[..len].to_vec());
+                if kept.is_some() != (name.len() <= INDEXED_NAME_MAX)
+                    || kept.as_ref().is_some_and(|k| *k != name)
+                {
+                    return Err(format!(
+                        "the index keeps {kept:?} as the name of child {:?}",
+                        String::from_utf8_lossy(&name)
+                    ));
+                }
                 if !std::ptr::eq(c.parent_ptr(), dp) {
                     return Err(format!(
                         "child {:?} does not point back to its directory",
@@ -178,7 +189,14 @@ impl Vfs {
                     ));
                 }
                 // SAFETY: quiescent VFS under a guard (see the top of this function).
-                if unsafe { &*ci }.is_dir() {
+                let child_inode = unsafe { &*ci };
+                if (entry.ino, entry.file_type()) != (child_inode.ino(), child_inode.file_type()) {
+                    return Err(format!(
+                        "the index's inode number or type of child {:?} is stale",
+                        String::from_utf8_lossy(&name)
+                    ));
+                }
+                if child_inode.is_dir() {
                     subdirs += 1;
                 }
                 stack.push(cp);

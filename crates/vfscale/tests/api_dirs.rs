@@ -327,3 +327,58 @@ fn directory_stamps_outside_the_lock_lose_no_update() {
     p.exit();
     vfs.check_invariants().unwrap();
 }
+
+/// Names around the length the child index keeps beside each entry (8
+/// bytes; longer ones are read from the dentry) list correctly after
+/// creates and after renames across that length, with a small index and a
+/// large one; an exchange keeps both names in place with the inode numbers
+/// swapped.
+#[test]
+fn listed_names_follow_renames_across_the_kept_length() {
+    let (vfs, p) = setup();
+    for (dir, filler) in [(&b"/small"[..], 0), (b"/large", 40)] {
+        p.mkdir(dir, 0o755).unwrap();
+        let path = |n: &[u8]| [dir, b"/", n].concat();
+        for i in 0..filler {
+            mkfile(&p, &path(format!("filler-{i}").as_bytes()), b"");
+        }
+        let mut want: Vec<Vec<u8>> = (0..filler)
+            .map(|i| format!("filler-{i}").into_bytes())
+            .collect();
+        for len in [1usize, 7, 8, 9, 16] {
+            let name = vec![b'a' + len as u8; len];
+            mkfile(&p, &path(&name), b"");
+            want.push(name);
+        }
+        // Short to long, long to short, 8 to 9 and back.
+        for (from, to) in [
+            (vec![b'b'; 1], vec![b'x'; 20]),
+            (vec![b'q'; 16], vec![b'y'; 2]),
+            (vec![b'i'; 8], vec![b'z'; 9]),
+            (vec![b'j'; 9], vec![b'w'; 8]),
+        ] {
+            p.rename(&path(&from), &path(&to)).unwrap();
+            // A new name is listed last (it gets a new position).
+            want.retain(|n| *n != from);
+            want.push(to);
+        }
+        p.renameat2(
+            AT_FDCWD,
+            &path(&[b'x'; 20]),
+            AT_FDCWD,
+            &path(&[b'y'; 2]),
+            RENAME_EXCHANGE,
+        )
+        .unwrap();
+        // An exchange leaves both names where they were, each now naming
+        // the other inode.
+        let ents = p.read_dir(dir).unwrap();
+        let listed: Vec<Vec<u8>> = ents[2..].iter().map(|d| d.name.clone()).collect();
+        assert_eq!(listed, want, "in {}", String::from_utf8_lossy(dir));
+        for d in &ents[2..] {
+            assert_eq!(d.ino, p.lstat(&path(&d.name)).unwrap().ino);
+        }
+    }
+    p.exit();
+    vfs.check_invariants().unwrap();
+}

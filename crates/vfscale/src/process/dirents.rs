@@ -21,10 +21,11 @@ pub struct DirEntryRef<'a> {
 }
 
 /// How many entries ahead of the one it emits a listing prefetches the
-/// child's dentry (whose line 0 holds the name): the index gives the
-/// addresses in order, and a big directory's dentries are a cache miss
-/// each (~28 ns per entry at 1,000,000 entries: 8 ahead covers two DRAM
-/// latencies).
+/// child's dentry for a name the index does not hold (longer than
+/// `INDEXED_NAME_MAX`; line 0 of the dentry holds its start): the index
+/// gives the addresses in order, and a big directory's dentries are a
+/// cache miss each (~28 ns per entry at 1,000,000 entries: 8 ahead covers
+/// two DRAM latencies).
 const LIST_PREFETCH_AHEAD: usize = 8;
 
 impl VfsInner {
@@ -90,21 +91,30 @@ impl VfsInner {
                 pos = next;
                 break 'list refused;
             }
-            let mut name = Vec::with_capacity(64);
+            let mut long_name = Vec::with_capacity(64);
             let mut ahead = locked.entries_from(pos).skip(LIST_PREFETCH_AHEAD);
             for (cookie, child) in locked.entries_from(pos) {
                 if let Some((_, a)) = ahead.next() {
-                    crate::mem::prefetch(a.dentry);
+                    if a.short_name().is_none() {
+                        crate::mem::prefetch(a.dentry());
+                    }
                 }
-                // SAFETY: indexed children are pinned and the directory lock
-                // is held.
-                let c = unsafe { &*child.dentry };
-                name.clear();
-                c.name_into(&mut name);
+                let short = child.short_name();
+                let name = match &short {
+                    Some((bytes, len)) => &bytes[..*len],
+                    None => {
+                        // SAFETY: indexed children are pinned and the
+                        // directory lock is held.
+                        let c = unsafe { &*child.dentry() };
+                        long_name.clear();
+                        c.name_into(&mut long_name);
+                        &long_name[..]
+                    }
+                };
                 let e = DirEntryRef {
-                    name: &name,
+                    name,
                     ino: child.ino,
-                    dtype: mode_to_dtype(child.file_type),
+                    dtype: mode_to_dtype(child.file_type()),
                     next: cookie + 1,
                 };
                 if !emit(&e) {
