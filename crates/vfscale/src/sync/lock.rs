@@ -22,19 +22,22 @@
 //! ([`RwLock::write_noting_wait`]), then queues as any contended writer:
 //! the holder meanwhile runs its next name changes in that directory with
 //! the lock, the index block and the directory's attribute line still in
-//! its own cache, instead of handing them over on every change. When the
-//! host places the two vCPUs far apart (a line transfer ~170 ns instead of
-//! ~35), create-unlink in one directory at 2 threads went from 1.26–1.30
-//! to 2.66–2.87 M/s with it (`createbench`); in the near placement
-//! `createbench` read 3.65–3.83 M/s against 3.3–3.6, the bench's
-//! create-unlink ~10% less than before (2.76–2.81 against 2.97–3.18 M/s).
-//! An uncontended acquisition never waits, so sparse use of a
-//! directory by several threads pays nothing; a waiter waits at most the
-//! backoff longer than before, once per acquisition (docs/PERFORMANCE.md,
-//! "create-unlink", session 8).
+//! its own cache, instead of handing them over on every change. It does so
+//! only while handing a line over is slow (handoff.rs: the queue's head
+//! times the load that sees the lock released). When the host places the
+//! two vCPUs far apart (a line transfer ~170 ns instead of ~35),
+//! create-unlink in one directory at 2 threads went from 1.26–1.30 to
+//! 2.66–2.87 M/s with the backoff (`createbench`, session 8); in the near
+//! placement the bench's create-unlink ran 2.33–2.35 M/s with it and
+//! 3.16–3.17 M/s without (session 11), so there it is skipped. An
+//! uncontended acquisition never waits, so sparse use of a directory by
+//! several threads pays nothing; a waiter waits at most the backoff longer
+//! than before, once per acquisition (docs/PERFORMANCE.md,
+//! "create-unlink", sessions 8 and 11).
 
 pub use parking_lot::{MutexGuard, RwLockReadGuard, RwLockWriteGuard};
 
+use super::handoff::{handoff_is_far, note_handoff, stamp};
 use super::opcount::note_lock;
 use super::spin_queue::{SpinNode, SpinQueue};
 
@@ -155,16 +158,32 @@ impl<T> RwLock<T> {
     /// unqueued spinning first: on 16 cores a first phase of 64 unqueued
     /// pauses kept create-unlink at 16 threads at 0.45 M/s, queueing at
     /// once gave 0.56-0.58 M/s (session 6, docs/PERFORMANCE.md).
+    ///
+    /// The head spins as [`spin_then`] does, and times the load that first
+    /// finds the lock released after finding it held: one transfer of the
+    /// lock's line from the releasing CPU, the sample `handoff.rs` keeps.
     #[cold]
     #[inline(never)]
     fn write_contended(&self) -> RwLockWriteGuard<'_, T> {
         let node = SpinNode::new();
         let _head = self.writers.wait_for_turn(&node);
-        spin_then(
-            || !self.lock.is_locked(),
-            || self.lock.try_write(),
-            || self.lock.write(),
-        )
+        let mut saw_held = false;
+        for _ in 0..SPIN_LIMIT {
+            core::hint::spin_loop();
+            let started = stamp();
+            if self.lock.is_locked() {
+                saw_held = true;
+                continue;
+            }
+            if saw_held {
+                note_handoff(started);
+                saw_held = false;
+            }
+            if let Some(g) = self.lock.try_write() {
+                return g;
+            }
+        }
+        self.lock.write()
     }
 
     #[inline]
@@ -181,16 +200,19 @@ impl<T> RwLock<T> {
     }
 
     /// `write` for the directory-change paths, and whether the lock was
-    /// busy when asked for (they use it to notice contention). A busy lock
-    /// is left alone for `CONTENDED_BACKOFF` before the caller queues for
-    /// it, so its holder can run several changes in a row (module docs).
+    /// busy when asked for (they use it to notice contention). While
+    /// hand-overs are slow, a busy lock is left alone for
+    /// `CONTENDED_BACKOFF` before the caller queues for it, so its holder
+    /// can run several changes in a row (module docs).
     #[inline]
     pub fn write_noting_wait(&self) -> (RwLockWriteGuard<'_, T>, bool) {
         note_lock();
         match self.lock.try_write() {
             Some(g) => (g, false),
             None => {
-                back_off(CONTENDED_BACKOFF);
+                if handoff_is_far() {
+                    back_off(CONTENDED_BACKOFF);
+                }
                 (self.write_contended(), true)
             }
         }

@@ -13,6 +13,7 @@ pub mod atomic;
 pub mod bitlock;
 pub mod counter;
 pub mod epoch;
+pub mod handoff;
 pub mod ino_batch;
 pub mod lock;
 pub mod opcount;
