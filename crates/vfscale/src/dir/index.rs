@@ -17,14 +17,18 @@
 //! its dentry only for a longer name. A big directory's listing then
 //! streams through the index alone.
 //!
-//! A small directory (up to `SMALL_MAX` children) keeps its entries in an
-//! array sorted by cookie instead of a B-tree: a create appends one
-//! 40-byte entry (new cookies are the largest), an unlink removes one by
+//! A small directory (up to `SMALL_MAX` children) keeps its entries in one
+//! array sorted by cookie (a `Run`): a create appends one
+//! 32-byte entry (new cookies are the largest), an unlink removes one by
 //! binary search. Threads changing names in one directory then write one
 //! or two lines of it per change instead of the B-tree leaf's three (its
 //! length, key and value arrays lie on separate lines), in fewer
 //! instructions under the directory lock. Past `SMALL_MAX` the index
-//! becomes a B-tree for good (a large directory's unlinks stay O(log n)).
+//! becomes, for good, a B-tree of such arrays of up to `BLOCK` entries
+//! (`Large`: a large directory's creates and unlinks stay O(log n), and
+//! a listing loops over full blocks: session 11 measured 8.3 ns per entry
+//! at 1,000,000 entries, against 17.3 through a B-tree of single entries
+//! walked by an iterator, and 442 bytes per empty file against 475).
 //!
 //! Everything a name change writes in the index — the next cookie, the
 //! count and the entries — lives in one heap block behind a pointer
@@ -34,7 +38,7 @@
 //! holder's store to that line after each of their reads costs it one
 //! more transfer of the line. A name change now writes the lock's line
 //! only to take and release the lock. A small index starts at 4 entries
-//! (192 bytes) and grows once to 16 (704); a directory that never had a
+//! (192 bytes) and grows once to 16 (576); a directory that never had a
 //! child allocates nothing.
 
 use crate::dcache::dentry::Dentry;
@@ -133,38 +137,32 @@ const NO_ENTRY: (u64, DentryPtr) = (
     },
 );
 
-/// A small index: the next cookie and the count on the block's first line
-/// with the first entries (module comment).
-#[repr(C, align(64))]
+/// A sorted run of entries: `entries[..len]`, by cookie. A small index is
+/// one; a large index is a B-tree of them.
+#[repr(C)]
 #[derive(Debug)]
-struct Small<const N: usize> {
-    next_cookie: u64,
+struct Run<const N: usize> {
     len: usize,
     /// Sorted by cookie; `entries[len..]` are unused.
     entries: [(u64, DentryPtr); N],
 }
 
-#[cfg(not(loom))]
-const _: () = {
-    assert!(core::mem::size_of::<(u64, DentryPtr)>() == 32);
-    assert!(core::mem::offset_of!(Small<4>, entries) == 16);
-    assert!(core::mem::size_of::<Small<SMALL_FIRST>>() == 192);
-    assert!(core::mem::size_of::<Small<SMALL_MAX>>() == 576);
-};
-
-impl<const N: usize> Small<N> {
-    fn new(next_cookie: u64, from: &[(u64, DentryPtr)]) -> Box<Small<N>> {
-        let mut s = Box::new(Small {
-            next_cookie,
+impl<const N: usize> Run<N> {
+    fn new(from: &[(u64, DentryPtr)]) -> Run<N> {
+        let mut r = Run {
             len: from.len(),
             entries: [NO_ENTRY; N],
-        });
-        s.entries[..from.len()].copy_from_slice(from);
-        s
+        };
+        r.entries[..from.len()].copy_from_slice(from);
+        r
     }
 
     fn live(&self) -> &[(u64, DentryPtr)] {
         &self.entries[..self.len]
+    }
+
+    fn last_cookie(&self) -> Option<u64> {
+        self.live().last().map(|&(c, _)| c)
     }
 
     /// Files `entry` under `cookie` (not present); false if full.
@@ -196,13 +194,167 @@ impl<const N: usize> Small<N> {
             Err(_) => false,
         }
     }
+
+    /// Appends `more`, whose cookies are all larger; the caller checked
+    /// that they fit.
+    fn append(&mut self, more: &[(u64, DentryPtr)]) {
+        debug_assert!(self.len + more.len() <= N);
+        debug_assert!(self.last_cookie() < more.first().map(|&(c, _)| c));
+        self.entries[self.len..self.len + more.len()].copy_from_slice(more);
+        self.len += more.len();
+    }
 }
 
-/// A large index and its next cookie.
+/// A small index: the next cookie and the count on the block's first line
+/// with the first entries (module comment).
+#[repr(C, align(64))]
+#[derive(Debug)]
+struct Small<const N: usize> {
+    next_cookie: u64,
+    run: Run<N>,
+}
+
+#[cfg(not(loom))]
+const _: () = {
+    assert!(core::mem::size_of::<(u64, DentryPtr)>() == 32);
+    assert!(core::mem::offset_of!(Small<4>, run) + core::mem::offset_of!(Run<4>, entries) == 16);
+    assert!(core::mem::size_of::<Small<SMALL_FIRST>>() == 192);
+    assert!(core::mem::size_of::<Small<SMALL_MAX>>() == 576);
+    assert!(core::mem::size_of::<Block>() == 1000);
+};
+
+impl<const N: usize> Small<N> {
+    fn new(next_cookie: u64, from: &[(u64, DentryPtr)]) -> Box<Small<N>> {
+        Box::new(Small {
+            next_cookie,
+            run: Run::new(from),
+        })
+    }
+}
+
+/// Entries per block of a large index: a block is 1,000 bytes, and an
+/// unlink moves at most 30 entries within one.
+const BLOCK: usize = 31;
+
+type Block = Run<BLOCK>;
+
+/// A large index: sorted blocks of entries in a B-tree keyed by a cookie no
+/// greater than any in the block and greater than every cookie of the
+/// blocks before it. No block is empty.
+///
+/// Why blocks and not a B-tree of entries: a listing streams through the
+/// index, and its speed follows the index's size (a 40-byte entry instead
+/// of 32 made the listing of 1,000,000 entries 45% slower, session 11). A
+/// B-tree filled in ascending order, as cookies are handed out, leaves its
+/// leaves about half full (std's `BTreeMap` splits a full leaf in the
+/// middle); here a new largest cookie goes to the last block, or starts a
+/// new block when that one is full, so a directory filled by creates has
+/// full blocks. An unlink that leaves its block fitting into a neighbour
+/// merges the two; an insert into a full block in the middle (a rename
+/// taking the victim's position) splits it.
 #[derive(Debug)]
 struct Large {
     next_cookie: u64,
-    map: BTreeMap<u64, DentryPtr>,
+    len: usize,
+    blocks: BTreeMap<u64, Box<Block>>,
+}
+
+impl Large {
+    fn new(next_cookie: u64, from: &[(u64, DentryPtr)]) -> Large {
+        let mut blocks = BTreeMap::new();
+        if let Some(&(first, _)) = from.first() {
+            blocks.insert(first, Box::new(Block::new(from)));
+        }
+        Large {
+            next_cookie,
+            len: from.len(),
+            blocks,
+        }
+    }
+
+    /// Files `entry` under `cookie`, which is not in the index.
+    fn file(&mut self, cookie: u64, entry: DentryPtr) {
+        self.len += 1;
+        let key = match self.blocks.range(..=cookie).next_back() {
+            Some((&k, _)) => k,
+            None => match self.blocks.pop_first() {
+                // Below every block: the first block takes it and its key.
+                Some((_, b)) => {
+                    self.blocks.insert(cookie, b);
+                    cookie
+                }
+                None => {
+                    let b = Box::new(Block::new(&[(cookie, entry)]));
+                    self.blocks.insert(cookie, b);
+                    return;
+                }
+            },
+        };
+        let block = self.blocks.get_mut(&key).expect("found above");
+        if block.try_file(cookie, entry) {
+            return;
+        }
+        if block.last_cookie() < Some(cookie) {
+            // A new largest cookie: a new block, so blocks fill up.
+            let b = Box::new(Block::new(&[(cookie, entry)]));
+            self.blocks.insert(cookie, b);
+            return;
+        }
+        let mut upper = Box::new(Block::new(&block.live()[BLOCK / 2..]));
+        block.len = BLOCK / 2;
+        let upper_key = upper.live()[0].0;
+        let filed = if cookie < upper_key {
+            block.try_file(cookie, entry)
+        } else {
+            upper.try_file(cookie, entry)
+        };
+        debug_assert!(filed, "a split block has room");
+        self.blocks.insert(upper_key, upper);
+    }
+
+    /// Removes the entry under `cookie`; false if there is none.
+    fn remove(&mut self, cookie: u64) -> bool {
+        let Some((&key, block)) = self.blocks.range_mut(..=cookie).next_back() else {
+            return false;
+        };
+        if !block.remove(cookie) {
+            return false;
+        }
+        self.len -= 1;
+        let len = block.len;
+        if len == 0 {
+            self.blocks.remove(&key);
+            return true;
+        }
+        // Merge with a neighbour it now fits into: the next block into this
+        // one, or this one into the previous.
+        #[allow(clippy::borrowed_box)] // the map's items
+        let fits = |(&k, b): (&u64, &Box<Block>)| (len + b.len <= BLOCK).then_some(k);
+        let next = self.blocks.range(key + 1..).next().and_then(fits);
+        let prev = self.blocks.range(..key).next_back().and_then(fits);
+        let (into, from) = match (next, prev) {
+            (Some(next), _) => (key, next),
+            (None, Some(prev)) => (prev, key),
+            (None, None) => return true,
+        };
+        let moved = self.blocks.remove(&from).expect("found above");
+        let into = self.blocks.get_mut(&into).expect("found above");
+        into.append(moved.live());
+        true
+    }
+
+    /// The blocks' entries with cookie >= `from`, block by block.
+    fn runs_from(&self, from: u64) -> impl Iterator<Item = &[(u64, DentryPtr)]> + '_ {
+        let start = self
+            .blocks
+            .range(..=from)
+            .next_back()
+            .map_or(0, |(&k, _)| k);
+        self.blocks.range(start..).map(move |(_, b)| {
+            let live = b.live();
+            &live[live.partition_point(|&(c, _)| c < from)..]
+        })
+    }
 }
 
 #[derive(Debug)]
@@ -279,8 +431,8 @@ impl DirIndex {
     fn small_entries(&self) -> Option<&[(u64, DentryPtr)]> {
         match &self.children {
             Children::Empty => Some(&[]),
-            Children::Small4(s) => Some(s.live()),
-            Children::Small16(s) => Some(s.live()),
+            Children::Small4(s) => Some(s.run.live()),
+            Children::Small16(s) => Some(s.run.live()),
             Children::Large(_) => None,
         }
     }
@@ -298,26 +450,22 @@ impl DirIndex {
     fn file(&mut self, cookie: u64, entry: DentryPtr) {
         match &mut self.children {
             Children::Small4(s) => {
-                if !s.try_file(cookie, entry) {
-                    let mut grown: Box<Small<SMALL_MAX>> = Small::new(s.next_cookie, s.live());
-                    let filed = grown.try_file(cookie, entry);
+                if !s.run.try_file(cookie, entry) {
+                    let mut grown: Box<Small<SMALL_MAX>> = Small::new(s.next_cookie, s.run.live());
+                    let filed = grown.run.try_file(cookie, entry);
                     debug_assert!(filed, "a grown index has room");
                     self.children = Children::Small16(grown);
                 }
             }
             Children::Small16(s) => {
-                if !s.try_file(cookie, entry) {
-                    let mut map: BTreeMap<u64, DentryPtr> = s.live().iter().copied().collect();
-                    map.insert(cookie, entry);
-                    self.children = Children::Large(Box::new(Large {
-                        next_cookie: s.next_cookie,
-                        map,
-                    }));
+                if !s.run.try_file(cookie, entry) {
+                    let mut large = Large::new(s.next_cookie, s.run.live());
+                    large.file(cookie, entry);
+                    self.children = Children::Large(Box::new(large));
                 }
             }
             Children::Large(l) => {
-                let old = l.map.insert(cookie, entry);
-                debug_assert!(old.is_none(), "cookie {cookie} still in use");
+                l.file(cookie, entry);
             }
             Children::Empty => {
                 debug_assert!(false, "cookie {cookie} filed before any was handed out");
@@ -331,9 +479,9 @@ impl DirIndex {
     pub fn remove(&mut self, cookie: u64) {
         let removed = match &mut self.children {
             Children::Empty => false,
-            Children::Small4(s) => s.remove(cookie),
-            Children::Small16(s) => s.remove(cookie),
-            Children::Large(l) => l.map.remove(&cookie).is_some(),
+            Children::Small4(s) => s.run.remove(cookie),
+            Children::Small16(s) => s.run.remove(cookie),
+            Children::Large(l) => l.remove(cookie),
         };
         debug_assert!(removed, "child index lost cookie {cookie}");
     }
@@ -359,7 +507,7 @@ impl DirIndex {
 
     pub fn len(&self) -> usize {
         match &self.children {
-            Children::Large(l) => l.map.len(),
+            Children::Large(l) => l.len,
             _ => self.small_entries().map_or(0, <[_]>::len),
         }
     }
@@ -371,25 +519,108 @@ impl DirIndex {
 
     /// `iter_from` with each child's inode number and file type.
     pub fn entries_from(&self, from: u64) -> impl Iterator<Item = (u64, DentryPtr)> + '_ {
+        self.runs_from(from).flat_map(|run| run.iter().copied())
+    }
+
+    /// The entries with cookie >= `from` as sorted runs in cookie order
+    /// (one for a small index, one per block for a large one): a listing
+    /// loops over each run's slice, which costs it fewer instructions per
+    /// entry than a flattened iterator.
+    pub fn runs_from(&self, from: u64) -> impl Iterator<Item = &[(u64, DentryPtr)]> + '_ {
         let from = from.max(FIRST_CHILD_COOKIE);
         let (small, large) = match (&self.children, self.small_entries()) {
-            (_, Some(v)) => {
-                let at = v.partition_point(|&(c, _)| c < from);
-                (Some(v[at..].iter().copied()), None)
-            }
-            (Children::Large(l), None) => (None, Some(l.map.range(from..).map(|(&c, &e)| (c, e)))),
+            (_, Some(v)) => (Some(&v[v.partition_point(|&(c, _)| c < from)..]), None),
+            (Children::Large(l), None) => (None, Some(l.runs_from(from))),
             _ => (None, None),
         };
-        small
-            .into_iter()
-            .flatten()
-            .chain(large.into_iter().flatten())
+        small.into_iter().chain(large.into_iter().flatten())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Large {
+        /// The block invariants (on `Large`) and the count; returns the
+        /// number of blocks.
+        fn check(&self) -> usize {
+            let mut prev_last = None;
+            let mut count = 0;
+            for (&key, b) in &self.blocks {
+                let live = b.live();
+                assert!(!live.is_empty(), "an empty block under {key}");
+                assert!(live.windows(2).all(|w| w[0].0 < w[1].0), "unsorted");
+                assert!(key <= live[0].0, "key {key} above its first cookie");
+                assert!(
+                    prev_last < Some(key),
+                    "key {key} not above the blocks before"
+                );
+                prev_last = Some(live[live.len() - 1].0);
+                count += live.len();
+            }
+            assert_eq!(count, self.len);
+            self.blocks.len()
+        }
+    }
+
+    /// Blocks against a plain map, with the block invariants checked after
+    /// every step: filled in cookie order (blocks full), cookies filed
+    /// again in the middle (splits), removals in random order (merges),
+    /// and removal in creation order.
+    #[test]
+    fn large_index_blocks_keep_order_and_fill() {
+        let mut large = Large::new(FIRST_CHILD_COOKIE, &[]);
+        let mut want: BTreeMap<u64, DentryPtr> = BTreeMap::new();
+        let n = 40 * BLOCK as u64;
+        for c in 0..n {
+            large.file(c, entry(c));
+            want.insert(c, entry(c));
+        }
+        assert_eq!(
+            large.check(),
+            40,
+            "a directory filled in order has full blocks"
+        );
+        let mut rng = 0x2545_f491_u64;
+        for step in 0..20_000u64 {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let c = rng % (n + 8);
+            if want.remove(&c).is_some() {
+                assert!(large.remove(c));
+            } else if rng.is_multiple_of(3) {
+                assert!(!large.remove(c), "cookie {c} was not there");
+            } else {
+                large.file(c, entry(step));
+                want.insert(c, entry(step));
+            }
+            large.check();
+            if step % 97 == 0 {
+                let from = rng % (n + 10);
+                let got: Vec<_> = large.runs_from(from).flatten().copied().collect();
+                let exp: Vec<_> = want.range(from..).map(|(&c, &e)| (c, e)).collect();
+                assert_eq!(got, exp, "step {step}");
+            }
+        }
+        let got: Vec<_> = large.runs_from(0).flatten().copied().collect();
+        let exp: Vec<_> = want.iter().map(|(&c, &e)| (c, e)).collect();
+        assert_eq!(got, exp);
+        // Half the cookies gone at random: the merges keep the blocks from
+        // thinning out (at least a third full on average).
+        let blocks = large.check();
+        assert!(
+            large.len >= blocks * BLOCK / 3,
+            "{} entries in {blocks} blocks",
+            large.len
+        );
+        for c in want.keys().copied().collect::<Vec<_>>() {
+            assert!(large.remove(c));
+            large.check();
+        }
+        assert!(large.blocks.is_empty());
+    }
 
     /// A fake entry: `entries_from` never dereferences its pointer, and
     /// `DentryPtr::of` is bypassed through `file`.

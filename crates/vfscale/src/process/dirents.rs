@@ -92,35 +92,36 @@ impl VfsInner {
                 break 'list refused;
             }
             let mut long_name = Vec::with_capacity(64);
-            let mut ahead = locked.entries_from(pos).skip(LIST_PREFETCH_AHEAD);
-            for (cookie, child) in locked.entries_from(pos) {
-                if let Some((_, a)) = ahead.next() {
-                    if a.short_name().is_none() {
-                        crate::mem::prefetch(a.dentry());
+            for run in locked.runs_from(pos) {
+                for (at, &(cookie, child)) in run.iter().enumerate() {
+                    if let Some((_, a)) = run.get(at + LIST_PREFETCH_AHEAD) {
+                        if a.short_name().is_none() {
+                            crate::mem::prefetch(a.dentry());
+                        }
                     }
-                }
-                let short = child.short_name();
-                let name = match &short {
-                    Some((bytes, len)) => &bytes[..*len],
-                    None => {
-                        // SAFETY: indexed children are pinned and the
-                        // directory lock is held.
-                        let c = unsafe { &*child.dentry() };
-                        long_name.clear();
-                        c.name_into(&mut long_name);
-                        &long_name[..]
+                    let short = child.short_name();
+                    let name = match &short {
+                        Some((bytes, len)) => &bytes[..*len],
+                        None => {
+                            // SAFETY: indexed children are pinned and the
+                            // directory lock is held.
+                            let c = unsafe { &*child.dentry() };
+                            long_name.clear();
+                            c.name_into(&mut long_name);
+                            &long_name[..]
+                        }
+                    };
+                    let e = DirEntryRef {
+                        name,
+                        ino: child.ino,
+                        dtype: mode_to_dtype(child.file_type()),
+                        next: cookie + 1,
+                    };
+                    if !emit(&e) {
+                        break 'list true;
                     }
-                };
-                let e = DirEntryRef {
-                    name,
-                    ino: child.ino,
-                    dtype: mode_to_dtype(child.file_type()),
-                    next: cookie + 1,
-                };
-                if !emit(&e) {
-                    break 'list true;
+                    pos = cookie + 1;
                 }
-                pos = cookie + 1;
             }
             false
         };
