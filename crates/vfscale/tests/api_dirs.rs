@@ -328,7 +328,7 @@ fn directory_stamps_outside_the_lock_lose_no_update() {
     vfs.check_invariants().unwrap();
 }
 
-/// Names around the length the child index keeps beside each entry (8
+/// Names around the length the child index keeps beside each entry (16
 /// bytes; longer ones are read from the dentry) list correctly after
 /// creates and after renames across that length, with a small index and a
 /// large one; an exchange keeps both names in place with the inode numbers
@@ -345,17 +345,17 @@ fn listed_names_follow_renames_across_the_kept_length() {
         let mut want: Vec<Vec<u8>> = (0..filler)
             .map(|i| format!("filler-{i}").into_bytes())
             .collect();
-        for len in [1usize, 7, 8, 9, 16] {
+        for len in [1usize, 8, 9, 16, 17] {
             let name = vec![b'a' + len as u8; len];
             mkfile(&p, &path(&name), b"");
             want.push(name);
         }
-        // Short to long, long to short, 8 to 9 and back.
+        // Short to long, long to short, 16 to 17 and back.
         for (from, to) in [
             (vec![b'b'; 1], vec![b'x'; 20]),
-            (vec![b'q'; 16], vec![b'y'; 2]),
-            (vec![b'i'; 8], vec![b'z'; 9]),
-            (vec![b'j'; 9], vec![b'w'; 8]),
+            (vec![b'r'; 17], vec![b'y'; 2]),
+            (vec![b'q'; 16], vec![b'z'; 17]),
+            (vec![b'j'; 9], vec![b'w'; 16]),
         ] {
             p.rename(&path(&from), &path(&to)).unwrap();
             // A new name is listed last (it gets a new position).

@@ -350,13 +350,18 @@ impl Dentry {
         }
     }
 
-    /// The name as one little-endian word, zero past its end, if it is at
-    /// most 8 bytes long: what a directory's child index keeps of it
-    /// (dir/index.rs). Same rules as `name_into`.
-    pub(crate) fn name_word_up_to_8(&self) -> Option<u64> {
+    /// The name's first two words (little-endian, zero past its end) if
+    /// it is at most 16 bytes long: what a directory's child index keeps
+    /// of it (dir/index.rs). Same rules as `name_into`.
+    pub(crate) fn name_words_up_to_16(&self) -> Option<[u64; 2]> {
         let len = (self.hash_len() & 0xffff_ffff) as usize;
         // Relaxed: see `name_eq`.
-        (len <= 8).then(|| self.name_head.load(Ordering::Relaxed))
+        (len <= 16).then(|| {
+            [
+                self.name_head.load(Ordering::Relaxed),
+                self.name_tail[0].load(Ordering::Relaxed),
+            ]
+        })
     }
 
     pub fn name(&self) -> Vec<u8> {

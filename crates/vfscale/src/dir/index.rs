@@ -19,16 +19,16 @@
 //!
 //! A small directory (up to `SMALL_MAX` children) keeps its entries in one
 //! array sorted by cookie (a `Run`): a create appends one
-//! 32-byte entry (new cookies are the largest), an unlink removes one by
+//! 40-byte entry (new cookies are the largest), an unlink removes one by
 //! binary search. Threads changing names in one directory then write one
 //! or two lines of it per change instead of the B-tree leaf's three (its
 //! length, key and value arrays lie on separate lines), in fewer
 //! instructions under the directory lock. Past `SMALL_MAX` the index
 //! becomes, for good, a B-tree of such arrays of up to `BLOCK` entries
 //! (`Large`: a large directory's creates and unlinks stay O(log n), and
-//! a listing loops over full blocks: session 11 measured 8.3 ns per entry
+//! a listing loops over full blocks: session 11 measured 8.6 ns per entry
 //! at 1,000,000 entries, against 17.3 through a B-tree of single entries
-//! walked by an iterator, and 442 bytes per empty file against 475).
+//! walked by an iterator, and 450 bytes per empty file against 475).
 //!
 //! Everything a name change writes in the index — the next cookie, the
 //! count and the entries — lives in one heap block behind a pointer
@@ -38,7 +38,7 @@
 //! holder's store to that line after each of their reads costs it one
 //! more transfer of the line. A name change now writes the lock's line
 //! only to take and release the lock. A small index starts at 4 entries
-//! (192 bytes) and grows once to 16 (576); a directory that never had a
+//! (192 bytes) and grows once to 16 (704); a directory that never had a
 //! child allocates nothing.
 
 use crate::dcache::dentry::Dentry;
@@ -57,18 +57,20 @@ pub struct DentryPtr {
     tagged: usize,
     pub ino: u64,
     /// The name if it is at most `INDEXED_NAME_MAX` bytes, little-endian
-    /// and padded with zero bytes (a name holds none); zero for a longer
-    /// name, which a listing reads from the dentry.
-    short_name: u64,
+    /// and padded with zero bytes (a name holds none); all zero for a
+    /// longer name, which a listing reads from the dentry.
+    short_name: [u64; 2],
 }
 
 /// Names this long or shorter are kept in the index entry, so a listing
 /// reads them without the child's dentry: one cache miss per entry fewer
-/// in a big directory (24.2 → ~17 ns per entry at 1,000,000 entries,
-/// docs/PERFORMANCE.md, session 11). Longer names cost the dentry's line
-/// as before. 16 bytes hold most names people give files; each indexed
-/// entry is 8 bytes larger for it.
-pub const INDEXED_NAME_MAX: usize = 8;
+/// in a big directory (24.2 → 17.3 ns per entry at 1,000,000 entries with
+/// 8-byte names kept, before the blocks; docs/PERFORMANCE.md, session 11).
+/// Longer names cost the dentry's line as before. 16 bytes hold most names
+/// people give files; the 8 bytes each entry grows by cost the block
+/// index's listing 8.2 → 8.6 ns per entry and 10 bytes per empty file
+/// (against 8-byte names: measured the same minutes).
+pub const INDEXED_NAME_MAX: usize = 16;
 
 /// The low bits of `DentryPtr::tagged` that hold the file type.
 const TYPE_BITS: usize = 0xf;
@@ -85,7 +87,7 @@ impl DentryPtr {
         DentryPtr {
             tagged: d as usize | (inode.file_type() >> 12) as usize,
             ino: inode.ino(),
-            short_name: dentry.name_word_up_to_8().unwrap_or(0),
+            short_name: dentry.name_words_up_to_16().unwrap_or([0; 2]),
         }
     }
 
@@ -103,7 +105,7 @@ impl DentryPtr {
     /// `INDEXED_NAME_MAX` bytes): the bytes and how many of them are used.
     #[inline]
     pub fn short_name(&self) -> Option<([u8; INDEXED_NAME_MAX], usize)> {
-        let v = self.short_name;
+        let v = (self.short_name[1] as u128) << 64 | self.short_name[0] as u128;
         if v == 0 {
             return None;
         }
@@ -133,7 +135,7 @@ const NO_ENTRY: (u64, DentryPtr) = (
     DentryPtr {
         tagged: 0,
         ino: 0,
-        short_name: 0,
+        short_name: [0; 2],
     },
 );
 
@@ -216,11 +218,11 @@ struct Small<const N: usize> {
 
 #[cfg(not(loom))]
 const _: () = {
-    assert!(core::mem::size_of::<(u64, DentryPtr)>() == 32);
+    assert!(core::mem::size_of::<(u64, DentryPtr)>() == 40);
     assert!(core::mem::offset_of!(Small<4>, run) + core::mem::offset_of!(Run<4>, entries) == 16);
     assert!(core::mem::size_of::<Small<SMALL_FIRST>>() == 192);
-    assert!(core::mem::size_of::<Small<SMALL_MAX>>() == 576);
-    assert!(core::mem::size_of::<Block>() == 1000);
+    assert!(core::mem::size_of::<Small<SMALL_MAX>>() == 704);
+    assert!(core::mem::size_of::<Block>() == 1008);
 };
 
 impl<const N: usize> Small<N> {
@@ -232,9 +234,9 @@ impl<const N: usize> Small<N> {
     }
 }
 
-/// Entries per block of a large index: a block is 1,000 bytes, and an
-/// unlink moves at most 30 entries within one.
-const BLOCK: usize = 31;
+/// Entries per block of a large index: a block is 1,008 bytes, and an
+/// unlink moves at most 24 entries within one.
+const BLOCK: usize = 25;
 
 type Block = Run<BLOCK>;
 
@@ -243,8 +245,9 @@ type Block = Run<BLOCK>;
 /// blocks before it. No block is empty.
 ///
 /// Why blocks and not a B-tree of entries: a listing streams through the
-/// index, and its speed follows the index's size (a 40-byte entry instead
-/// of 32 made the listing of 1,000,000 entries 45% slower, session 11). A
+/// index, and its speed follows the index's size (through a B-tree of
+/// entries, 40-byte entries instead of 32 made the listing of 1,000,000
+/// entries 45% slower, session 11). A
 /// B-tree filled in ascending order, as cookies are handed out, leaves its
 /// leaves about half full (std's `BTreeMap` splits a full leaf in the
 /// middle); here a new largest cookie goes to the last block, or starts a
@@ -607,11 +610,12 @@ mod tests {
         let got: Vec<_> = large.runs_from(0).flatten().copied().collect();
         let exp: Vec<_> = want.iter().map(|(&c, &e)| (c, e)).collect();
         assert_eq!(got, exp);
-        // Half the cookies gone at random: the merges keep the blocks from
-        // thinning out (at least a third full on average).
+        // Two thirds of the cookies gone at random: the merges keep the blocks
+        // from thinning out (at least half full on average; 70% with this
+        // fixed sequence, 34% without the merges).
         let blocks = large.check();
         assert!(
-            large.len >= blocks * BLOCK / 3,
+            large.len * 2 >= blocks * BLOCK,
             "{} entries in {blocks} blocks",
             large.len
         );
@@ -628,7 +632,7 @@ mod tests {
         DentryPtr {
             tagged: i as usize * 64,
             ino: i,
-            short_name: i,
+            short_name: [i, 0],
         }
     }
 
