@@ -29,9 +29,17 @@
 //! hand-over counts as far and samples are ignored.
 
 /// A hand-over at least this slow is "far": contended name changes back
-/// off. Between the two placements measured here (~25–45 ns and ~155–215
-/// ns one-way, `examples/line_transfer.rs`).
-const FAR_NS: u32 = 100;
+/// off. The queue head's estimates read 39–49 ns in this VM's near
+/// placement (one-way ~25–45 ns by `examples/line_transfer.rs`) and
+/// ~150–170 ns in the far one (~155–215 ns); the VM also spends stretches
+/// at ~60–85 ns one-way, where no run has been measured on purpose. The
+/// threshold sits low, just above the near estimates, because the backoff
+/// keeps two threads at ~87% of one thread's rate wherever they are,
+/// while handing over at once wins only when hand-overs are cheap (a
+/// model, and one full run at an intermediate placement that fell to
+/// 1.48 M/s: docs/PERFORMANCE.md, session 11). With 60 instead of 100 the
+/// near placement read the same (3.09–3.44 M/s, 14 alternations).
+const FAR_NS: u32 = 70;
 
 /// Samples above this are clipped (a preemption, an interrupt).
 const CLIP_NS: u32 = 1_000;
