@@ -9,7 +9,9 @@
 //! bench crate has the real harness). A third argument `distinct` gives
 //! each thread its own directory `/dK` instead (its name `/dK/tK`): the
 //! same work with nothing shared but the namespace, to tell the shared
-//! directory's cost from everything else's.
+//! directory's cost from everything else's. Each line ends with every
+//! thread's estimate of a lock hand-over (`sync/handoff.rs`): what the
+//! directory lock's backoff decision saw.
 use std::time::Instant;
 use vfscale::{abi::*, ProcessApi, Vfs};
 
@@ -46,23 +48,28 @@ fn main() {
     }
     for n in threads {
         let start = Instant::now();
-        std::thread::scope(|s| {
-            for t in 0..n {
-                let p = vfs.root_process();
-                s.spawn(move || {
-                    let path = if distinct {
-                        format!("/d{t}/t{t}")
-                    } else {
-                        format!("/d/t{t}")
-                    };
-                    let path = std::hint::black_box(path.into_bytes());
-                    churn(&p, &path, iters);
-                });
-            }
+        let estimates: Vec<u32> = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..n)
+                .map(|t| {
+                    let p = vfs.root_process();
+                    s.spawn(move || {
+                        let path = if distinct {
+                            format!("/d{t}/t{t}")
+                        } else {
+                            format!("/d/t{t}")
+                        };
+                        let path = std::hint::black_box(path.into_bytes());
+                        churn(&p, &path, iters);
+                        vfscale::sync::handoff::handoff_estimate_ns()
+                    })
+                })
+                .collect();
+            workers.into_iter().map(|w| w.join().unwrap()).collect()
         });
         let secs = start.elapsed().as_secs_f64();
         println!(
-            "threads={n} ns/op(per thread)={:.1} Mops/s total={:.2} hot directories={}",
+            "threads={n} ns/op(per thread)={:.1} Mops/s total={:.2} hot directories={} \
+             hand-over estimate ns={estimates:?}",
             secs * 1e9 / iters as f64,
             (iters * n as u64) as f64 / secs / 1e6,
             vfs.object_counts().hot_dirs

@@ -331,10 +331,9 @@ impl Large {
         }
         // Merge with a neighbour it now fits into: the next block into this
         // one, or this one into the previous.
-        #[allow(clippy::borrowed_box)] // the map's items
-        let fits = |(&k, b): (&u64, &Box<Block>)| (len + b.len <= BLOCK).then_some(k);
-        let next = self.blocks.range(key + 1..).next().and_then(fits);
-        let prev = self.blocks.range(..key).next_back().and_then(fits);
+        let fits = |k: &u64, b: &Block| (len + b.len <= BLOCK).then_some(*k);
+        let next = (self.blocks.range(key + 1..).next()).and_then(|(k, b)| fits(k, b));
+        let prev = (self.blocks.range(..key).next_back()).and_then(|(k, b)| fits(k, b));
         let (into, from) = match (next, prev) {
             (Some(next), _) => (key, next),
             (None, Some(prev)) => (prev, key),

@@ -1,6 +1,6 @@
 //! How much it costs this thread to take over a cache line that another
-//! CPU just wrote: measured by the waiters of the directory lock, read by
-//! the directory lock to decide whether a contended name change backs off
+//! CPU just wrote: measured by every spinning waiter of the core's locks
+//! (lock.rs `spin_then`), read by the directory lock to decide whether a contended name change backs off
 //! (lock.rs).
 //!
 //! Why measure: the host places this project's two vCPUs either near each
@@ -15,8 +15,8 @@
 //! fixed setting is right for both, so the lock asks what a hand-over
 //! costs right now.
 //!
-//! How: the waiter at the head of the lock's queue times, with the
-//! processor's time-stamp counter, the single load of the lock word that
+//! How: a spinning waiter (for the directory lock, the head of its
+//! writers' queue) times, with the processor's time-stamp counter, the single load of the lock word that
 //! first finds the lock released after finding it held. The holder's
 //! release took the line away from the waiter, so that load is one line
 //! transfer from the releasing CPU. Each thread keeps its own moving
@@ -144,7 +144,8 @@ pub fn handoff_is_far() -> bool {
     true
 }
 
-/// This thread's current estimate, in ns (for tests and diagnostics).
+/// This thread's current estimate, in ns (`examples/createbench.rs`
+/// prints it; the unit test reads it).
 pub fn handoff_estimate_ns() -> u32 {
     #[cfg(not(loom))]
     return AVERAGE_NS.with(|avg| avg.get());

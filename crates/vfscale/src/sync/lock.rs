@@ -79,18 +79,30 @@ fn back_off(d: std::time::Duration) {
 /// create-unlink in one directory). With many contenders, writers queue
 /// instead ([`SpinQueue`]); a randomised backoff after lost races was
 /// measured on 16 cores and changed nothing (session 6).
+///
+/// It also times the look that first finds the lock free after finding
+/// it held: one transfer of the lock's line from the releasing CPU, the
+/// sample `handoff.rs` keeps for the directory lock's backoff decision.
 #[inline]
 fn spin_then<G>(
     is_free: impl Fn() -> bool,
     mut attempt: impl FnMut() -> Option<G>,
     block: impl FnOnce() -> G,
 ) -> G {
+    let mut saw_held = false;
     for _ in 0..SPIN_LIMIT {
         core::hint::spin_loop();
-        if is_free() {
-            if let Some(g) = attempt() {
-                return g;
-            }
+        let started = stamp();
+        if !is_free() {
+            saw_held = true;
+            continue;
+        }
+        if saw_held {
+            note_handoff(started);
+            saw_held = false;
+        }
+        if let Some(g) = attempt() {
+            return g;
         }
     }
     block()
@@ -158,32 +170,16 @@ impl<T> RwLock<T> {
     /// unqueued spinning first: on 16 cores a first phase of 64 unqueued
     /// pauses kept create-unlink at 16 threads at 0.45 M/s, queueing at
     /// once gave 0.56-0.58 M/s (session 6, docs/PERFORMANCE.md).
-    ///
-    /// The head spins as [`spin_then`] does, and times the load that first
-    /// finds the lock released after finding it held: one transfer of the
-    /// lock's line from the releasing CPU, the sample `handoff.rs` keeps.
     #[cold]
     #[inline(never)]
     fn write_contended(&self) -> RwLockWriteGuard<'_, T> {
         let node = SpinNode::new();
         let _head = self.writers.wait_for_turn(&node);
-        let mut saw_held = false;
-        for _ in 0..SPIN_LIMIT {
-            core::hint::spin_loop();
-            let started = stamp();
-            if self.lock.is_locked() {
-                saw_held = true;
-                continue;
-            }
-            if saw_held {
-                note_handoff(started);
-                saw_held = false;
-            }
-            if let Some(g) = self.lock.try_write() {
-                return g;
-            }
-        }
-        self.lock.write()
+        spin_then(
+            || !self.lock.is_locked(),
+            || self.lock.try_write(),
+            || self.lock.write(),
+        )
     }
 
     #[inline]
