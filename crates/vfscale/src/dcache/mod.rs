@@ -1005,6 +1005,7 @@ impl VfsInner {
     /// caller that may unhash what it found (`unhash_locked`). While it
     /// holds the guard it must take no lock that is held while a bucket
     /// lock is taken (a directory's index lock, an LRU list lock).
+    #[inline(always)]
     pub(crate) fn lookup_exact_locked(
         &self,
         parent: *const Dentry,

@@ -510,6 +510,7 @@ impl VfsInner {
     }
 
     /// Splits off the last component and resolves the directory before it.
+    #[inline(always)]
     pub(crate) fn walk_parent<'p>(
         &self,
         cred: &Cred,

@@ -167,6 +167,7 @@ impl FdTable {
     }
 
     /// Installs `file` at the lowest free descriptor >= `min`.
+    #[inline(always)]
     pub(crate) fn install(
         &self,
         file: FileRef,

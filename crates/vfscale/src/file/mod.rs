@@ -124,6 +124,7 @@ impl VfsInner {
     /// and mount references. `private`: the pipe, socket or eventfd the
     /// FMODE bits name (null for plain files).
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     pub(crate) fn alloc_file(
         &self,
         mnt: *const Mount,

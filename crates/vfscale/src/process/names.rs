@@ -92,6 +92,7 @@ impl Process {
     /// `create_locked` for an inode allocated before the directory lock
     /// (`prealloc_inode`): gives it its owner and mode, then names it.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     pub(crate) fn create_locked_prealloc<'a>(
         &self,
         index: &mut RwLockWriteGuard<'_, DirIndex>,
@@ -120,6 +121,7 @@ impl Process {
     /// another create fail with ENOSPC, and the errno order stays the
     /// kernel's). Owner and mode are set under the lock
     /// (`create_locked_prealloc`).
+    #[inline(always)]
     pub(crate) fn prealloc_inode(
         &self,
         sb: &crate::fs::SuperBlock,
@@ -148,6 +150,7 @@ impl Process {
     /// over): instantiates a cached negative dentry or inserts a new one.
     /// Caller holds the directory lock exclusively and has checked the name
     /// is free.
+    #[inline(always)]
     fn bind_name(
         &self,
         dir_d: *const Dentry,
@@ -523,6 +526,7 @@ impl Process {
         })
     }
 
+    #[inline(always)]
     pub(crate) fn sys_unlinkat(&self, dirfd: Fd, path: &[u8], flags: i32) -> SysResult<()> {
         if flags & !AT_REMOVEDIR != 0 {
             return Err(Errno::EINVAL);
@@ -643,6 +647,7 @@ impl Process {
     /// `may_delete` from a copy of the directory's (mode, uid, gid) and the
     /// write permission checked from it, both before the directory lock
     /// (`may_write_dir_as`): only the victim's part runs inside.
+    #[inline(always)]
     fn may_delete_as(
         &self,
         dir_perm: (u32, u32, u32),
@@ -665,6 +670,7 @@ impl Process {
     /// victim's link count) is applied. For a directory victim the caller
     /// passes its locked (empty) index, and a caller that still holds the
     /// name's bucket lock (`lookup_exact_locked`) its guard.
+    #[inline(always)]
     fn remove_name<'a>(
         &self,
         index: &mut DirIndex,

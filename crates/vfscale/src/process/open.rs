@@ -42,6 +42,7 @@ pub(crate) fn open_status(flags: i32) -> i32 {
 }
 
 impl Process {
+    #[inline(always)]
     pub(crate) fn sys_openat(
         &self,
         dirfd: Fd,
@@ -137,6 +138,7 @@ impl Process {
     /// Finds or creates `parent.last` in `parent.dir`. A symlink there is
     /// followed (unless O_EXCL/O_NOFOLLOW) by resolving its target's parent
     /// the same way, up to MAXSYMLINKS times.
+    #[inline(always)]
     fn open_create_parent(
         &self,
         parent: Parent<'_>,
@@ -335,6 +337,7 @@ impl Process {
 
     /// Checks and takes the references for opening `found`. `Ok(None)`: the
     /// dentry changed under us, walk again.
+    #[inline(always)]
     pub(super) fn open_found(
         &self,
         found: &Found,
@@ -430,6 +433,7 @@ impl Process {
     /// for its partner (`Pipe::open_fifo_end`) leaves the epoch guard first
     /// (the wait has no bound; a guard would hold back reclamation for
     /// everyone), then waits. The guard comes back if still held.
+    #[inline(always)]
     pub(super) fn finish_open<'g>(
         opened: (crate::file::FileRef, Option<PartnerWait>),
         guard: Guard<'g>,

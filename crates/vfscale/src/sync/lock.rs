@@ -200,7 +200,7 @@ impl<T> RwLock<T> {
     /// hand-overs are slow, a busy lock is left alone for
     /// `CONTENDED_BACKOFF` before the caller queues for it, so its holder
     /// can run several changes in a row (module docs).
-    #[inline]
+    #[inline(always)]
     pub fn write_noting_wait(&self) -> (RwLockWriteGuard<'_, T>, bool) {
         note_lock();
         match self.lock.try_write() {
