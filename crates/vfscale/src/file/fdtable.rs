@@ -5,6 +5,9 @@
 //! - Every change (install, remove, replace, close-on-exec bits, the limit,
 //!   growth, fork's copy, teardown) happens under `state`'s mutex. Lookups
 //!   (`get`) take no lock and write nothing shared but the file's count.
+//!   The limit and the first-free hint are atomics written under the
+//!   mutex, so `has_free_slot` (open(O_CREAT)'s EMFILE check before it
+//!   creates) reads them, and the slots, without it.
 //! - A non-null slot owns one reference to its file. Slots are stored with
 //!   Release after the file is initialised, so a lookup that loads the
 //!   pointer with Acquire sees an initialised file.
@@ -28,7 +31,7 @@
 
 use super::{FileRef, OpenFile};
 use crate::abi::*;
-use crate::sync::atomic::{AtomicPtr, Ordering};
+use crate::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use crate::sync::lock::Mutex;
 use crate::vfs::VfsInner;
 use core::ptr;
@@ -49,9 +52,6 @@ impl SlotArray {
 struct FdState {
     /// Close-on-exec bit per slot of the current array.
     cloexec: Vec<bool>,
-    limit: usize,
-    /// No free slot below this index.
-    first_free: usize,
     /// Arrays replaced by growth, kept for lookups that still read them.
     /// Boxed: lookups hold `&SlotArray`, which must not move when the
     /// vector grows.
@@ -77,6 +77,13 @@ pub struct FdTable {
     lock_owner: u32,
     /// The array in use: owned by the table (a `Box` turned raw).
     current: AtomicPtr<SlotArray>,
+    /// The descriptor limit. Written under the mutex; read without it by
+    /// `has_free_slot` (an answer that may be stale once returned, as a
+    /// locked read's is once the lock is dropped).
+    limit: AtomicUsize,
+    /// No free slot below this index. Written under the mutex; read as
+    /// `limit` is.
+    first_free: AtomicUsize,
 }
 
 // SAFETY: the raw array pointer is owned by the table (freed in Drop) and
@@ -101,11 +108,11 @@ impl FdTable {
         FdTable {
             state: Mutex::new(FdState {
                 cloexec: Vec::new(),
-                limit,
-                first_free: 0,
                 retired: Vec::new(),
             }),
             current: AtomicPtr::new(Box::into_raw(SlotArray::with_len(0))),
+            limit: AtomicUsize::new(limit),
+            first_free: AtomicUsize::new(0),
             lock_owner: next_lock_owner(),
         }
     }
@@ -175,22 +182,35 @@ impl FdTable {
         min: usize,
     ) -> Result<Fd, (Errno, FileRef)> {
         let mut st = self.state.lock();
-        let start = min.max(st.first_free);
-        let Some(fd) = (start..st.limit).find(|&i| !self.occupied(i)) else {
+        // Relaxed (both): written only under the mutex, which we hold.
+        let first_free = self.first_free.load(Ordering::Relaxed);
+        let start = min.max(first_free);
+        let limit = self.limit.load(Ordering::Relaxed);
+        let Some(fd) = (start..limit).find(|&i| !self.occupied(i)) else {
             return Err((Errno::EMFILE, file));
         };
         self.grow(&mut st, fd);
         self.set(&mut st, fd, file.0, cloexec);
-        if min <= st.first_free {
-            st.first_free = fd + 1;
+        if min <= first_free {
+            // Relaxed: see the field.
+            self.first_free.store(fd + 1, Ordering::Relaxed);
         }
         Ok(fd as Fd)
     }
 
-    /// True if a descriptor below the limit is free.
+    /// True if a descriptor below the limit is free. Without the mutex:
+    /// open(O_CREAT) asks before creating, on every call.
     pub(crate) fn has_free_slot(&self) -> bool {
-        let st = self.state.lock();
-        (st.first_free..st.limit).any(|i| !self.occupied(i))
+        // Relaxed (all three): an advisory answer (see `limit`); the
+        // calling thread's own changes are seen in program order.
+        let first = self.first_free.load(Ordering::Relaxed);
+        let limit = self.limit.load(Ordering::Relaxed);
+        let slots = &self.array().slots;
+        (first..limit).any(|i| {
+            slots
+                .get(i)
+                .is_none_or(|s| s.load(Ordering::Relaxed).is_null())
+        })
     }
 
     /// A new reference to the file at `fd`, without taking the table's lock
@@ -230,10 +250,14 @@ impl FdTable {
 
     /// Removes `fd`, returning its reference for the caller to put.
     pub(crate) fn remove(&self, fd: Fd) -> SysResult<FileRef> {
-        let mut st = self.state.lock();
+        let st = self.state.lock();
         let i = usize::try_from(fd).map_err(|_| Errno::EBADF)?;
         let f = self.take(i).ok_or(Errno::EBADF)?;
-        st.first_free = st.first_free.min(i);
+        // Relaxed (both): written only under the mutex, which we hold.
+        if i < self.first_free.load(Ordering::Relaxed) {
+            self.first_free.store(i, Ordering::Relaxed);
+        }
+        drop(st);
         Ok(f)
     }
 
@@ -246,7 +270,8 @@ impl FdTable {
     ) -> SysResult<Option<FileRef>> {
         let mut st = self.state.lock();
         let i = usize::try_from(fd).map_err(|_| Errno::EBADF)?;
-        if i >= st.limit {
+        // Relaxed: written only under the mutex, which we hold.
+        if i >= self.limit.load(Ordering::Relaxed) {
             return Err(Errno::EBADF);
         }
         self.grow(&mut st, i);
@@ -287,7 +312,8 @@ impl FdTable {
     /// A copy for fork: every slot's file gains a reference.
     pub(crate) fn duplicate(&self, vfs: &VfsInner) -> FdTable {
         let st = self.state.lock();
-        let copy = FdTable::new(st.limit);
+        // Relaxed: written only under the mutex, which we hold.
+        let copy = FdTable::new(self.limit.load(Ordering::Relaxed));
         let mut cst = copy.state.lock();
         let arr = self.array();
         if !arr.slots.is_empty() {
@@ -301,24 +327,30 @@ impl FdTable {
                 copy.set(&mut cst, i, r.0, st.cloexec[i]);
             }
         }
-        cst.first_free = st.first_free;
+        // Relaxed: both tables' mutexes are held.
+        copy.first_free
+            .store(self.first_free.load(Ordering::Relaxed), Ordering::Relaxed);
         drop(cst);
         copy
     }
 
     /// Empties the table, returning every reference for the caller to put.
     pub(crate) fn take_all(&self) -> Vec<FileRef> {
-        let mut st = self.state.lock();
-        st.first_free = 0;
+        let _st = self.state.lock();
+        // Relaxed: under the mutex.
+        self.first_free.store(0, Ordering::Relaxed);
         let len = self.array().slots.len();
         (0..len).filter_map(|i| self.take(i)).collect()
     }
 
     pub(crate) fn set_limit(&self, limit: usize) {
-        self.state.lock().limit = limit;
+        let _st = self.state.lock();
+        // Relaxed: written under the mutex; readers see it as `limit` says.
+        self.limit.store(limit, Ordering::Relaxed);
     }
 
     pub(crate) fn limit(&self) -> usize {
-        self.state.lock().limit
+        // Relaxed: see the field.
+        self.limit.load(Ordering::Relaxed)
     }
 }
