@@ -167,12 +167,20 @@ fn kernel_release() -> String {
 }
 
 /// The vfscale revision: `VFSCALE_GIT_REV` at run time if set, else the one
-/// recorded at build time.
+/// recorded at build time; "+op-counters" follows it when the core was
+/// built with its test instrumentation, which costs vfscale's rows ~1%
+/// (cargo turns the feature on for every binary built in one invocation
+/// with the core's tests or examples: its dev-dependency on itself).
 pub fn git_rev() -> String {
-    std::env::var("VFSCALE_GIT_REV")
+    let rev = std::env::var("VFSCALE_GIT_REV")
         .ok()
         .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| env!("VFSCALE_BUILD_GIT_REV").to_string())
+        .unwrap_or_else(|| env!("VFSCALE_BUILD_GIT_REV").to_string());
+    if vfscale::sync::opcount::ENABLED {
+        rev + "+op-counters"
+    } else {
+        rev
+    }
 }
 
 impl Machine {
