@@ -46,10 +46,14 @@ const SPIN_LIMIT: u32 = 4096;
 
 /// How long a contended name change stays away from its directory's lock
 /// before queueing for it (see the module docs). In the far placement 2,
-/// 4, 8 and 16 µs gave 2.44, 2.58, 2.76 and 2.93 M/s (no backoff: 1.28),
-/// and none of them lost anything in the near one (`createbench`); the
-/// waiter's extra latency grows with it.
-const CONTENDED_BACKOFF: std::time::Duration = std::time::Duration::from_micros(8);
+/// 4, 8 and 16 µs gave 2.44, 2.58, 2.76 and 2.93 M/s (no backoff: 1.28;
+/// `createbench`, session 8); the bench's create-unlink at 2 threads, 13
+/// alternating rounds far apart (session 12), median 2.21 M/s at 8 µs,
+/// 2.31 at 16 (ahead of 8 in 11 rounds), 2.36 at 32: each hand-over
+/// costs the new holder the lines the old one wrote, so longer turns
+/// waste less. 16, not 32: the waiter's extra latency grows with it, for
+/// 2% more. The near placement never backs off (`handoff.rs`).
+const CONTENDED_BACKOFF: std::time::Duration = std::time::Duration::from_micros(16);
 
 /// Waits `d` without touching shared memory (pause instructions, the clock
 /// read every 32 of them). Not under loom: it is timing, not protocol.
