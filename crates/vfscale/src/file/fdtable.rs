@@ -165,11 +165,14 @@ impl FdTable {
         (!f.is_null()).then_some(FileRef(f))
     }
 
+    /// Whether slot `i` holds a file. Under the mutex exact; without it
+    /// (`has_free_slot`) an advisory answer, like the limit's.
     fn occupied(&self, i: usize) -> bool {
         self.array()
             .slots
             .get(i)
-            // Relaxed: read under the mutex, which orders every store.
+            // Relaxed: under the mutex, which orders every store; outside
+            // it, see `limit`.
             .is_some_and(|s| !s.load(Ordering::Relaxed).is_null())
     }
 
@@ -201,16 +204,11 @@ impl FdTable {
     /// True if a descriptor below the limit is free. Without the mutex:
     /// open(O_CREAT) asks before creating, on every call.
     pub(crate) fn has_free_slot(&self) -> bool {
-        // Relaxed (all three): an advisory answer (see `limit`); the
-        // calling thread's own changes are seen in program order.
+        // Relaxed (both): an advisory answer (see `limit`); the calling
+        // thread's own changes are seen in program order.
         let first = self.first_free.load(Ordering::Relaxed);
         let limit = self.limit.load(Ordering::Relaxed);
-        let slots = &self.array().slots;
-        (first..limit).any(|i| {
-            slots
-                .get(i)
-                .is_none_or(|s| s.load(Ordering::Relaxed).is_null())
-        })
+        (first..limit).any(|i| !self.occupied(i))
     }
 
     /// A new reference to the file at `fd`, without taking the table's lock
