@@ -32,8 +32,7 @@ fn has_nul(b: &Bytes) -> bool {
 /// hanging); they are dropped from the sequences.
 fn documented_deviation(op: &Op) -> bool {
     match op {
-        // O_TMPFILE: EOPNOTSUPP in vfscale.
-        Op::Open { flags, path, .. } => flags & O_TMPFILE == O_TMPFILE || has_nul(path),
+        Op::Open { path, .. } => has_nul(path),
         // FIFOs would hang both sides (`Op::makes_fifo`). Device nodes:
         // vfscale has no drivers.
         Op::Mknodat {
@@ -187,7 +186,8 @@ fn protected_link_by_fd(v: &vfscale::Process, fds: &FdMap, proc: usize, op: &Op)
     if cred.is_root() || !old.0.is_empty() || flags & AT_EMPTY_PATH == 0 {
         return false;
     }
-    let Ok(st) = v.fstat(fds.resolve(*olddirfd)) else {
+    // The source is the descriptor's file, or the cwd for AT_FDCWD.
+    let Ok(st) = v.fstatat(fds.resolve(*olddirfd), b"", AT_EMPTY_PATH) else {
         return false;
     };
     if st.uid == cred.fsuid {

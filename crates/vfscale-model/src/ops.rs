@@ -462,17 +462,18 @@ fn pair(r: SysResult<[Fd; 2]>, fds: &mut FdMap) -> Outcome {
     }
 }
 
-/// `pipe:[1234]` → `pipe:[]`: inode numbers of anonymous objects differ
-/// between implementations; the rest of a descriptor's path must not.
+/// `pipe:[1234]` → `pipe:[]`, `/d/#1234 (deleted)` (an O_TMPFILE file's
+/// name) → `/d/# (deleted)`: inode numbers differ between
+/// implementations; the rest of a descriptor's path must not.
 pub fn without_inode_numbers(path: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(path.len());
-    let mut in_brackets = false;
-    for &b in path {
+    let mut in_number = false;
+    for (i, &b) in path.iter().enumerate() {
         match b {
-            b'[' => in_brackets = true,
-            b']' => in_brackets = false,
-            b'0'..=b'9' if in_brackets => continue,
-            _ => {}
+            b'[' => in_number = true,
+            b'#' if i > 0 && path[i - 1] == b'/' => in_number = true,
+            b'0'..=b'9' if in_number => continue,
+            _ => in_number = false,
         }
         out.push(b);
     }
@@ -1187,7 +1188,11 @@ fn open_flags() -> impl Strategy<Value = i32> {
             }
             match special {
                 0 => f |= O_PATH,
-                1 => f = O_TMPFILE | O_RDWR,
+                // An unnamed file (EINVAL read-only); the extras may
+                // add O_EXCL (never linkable) among others.
+                1 | 3 => f = (f & !O_CREAT) | O_TMPFILE,
+                // ... and with O_CREAT, EINVAL.
+                4 => f |= O_TMPFILE,
                 2 => f |= 3,
                 _ => {}
             }
@@ -1381,6 +1386,10 @@ fn leaf_op() -> BoxedStrategy<Op> {
             .prop_map(|(dirfd, path, flags)| Op::Unlinkat { dirfd, path, flags }).boxed(),
         3 => (dirfd_arg(), path_strategy(), dirfd_arg(), path_strategy(), prop::sample::select(vec![0u32, 0, 0, RENAME_NOREPLACE, RENAME_EXCHANGE, RENAME_WHITEOUT, RENAME_EXCHANGE | RENAME_NOREPLACE]))
             .prop_map(|(olddirfd, old, newdirfd, new, flags)| Op::Renameat2 { olddirfd, old, newdirfd, new, flags }).boxed(),
+        // Linking an open file by its descriptor (an O_TMPFILE file's
+        // first name among them).
+        1 => (fd_arg(), dirfd_arg(), path_strategy(), prop::sample::select(vec![AT_EMPTY_PATH, AT_EMPTY_PATH | AT_SYMLINK_FOLLOW]))
+            .prop_map(|(olddirfd, newdirfd, new, flags)| Op::Linkat { olddirfd, old: Bytes(Vec::new()), newdirfd, new, flags }).boxed(),
         2 => (dirfd_arg(), path_strategy(), dirfd_arg(), path_strategy(), prop::sample::select(vec![0, 0, AT_SYMLINK_FOLLOW, AT_EMPTY_PATH, 1]))
             .prop_map(|(olddirfd, old, newdirfd, new, flags)| Op::Linkat { olddirfd, old, newdirfd, new, flags }).boxed(),
         2 => (path_strategy(), dirfd_arg(), prop::sample::select(vec![&b"/a/l"[..], b"/l", b"l", b"/b/l"]))
@@ -1442,4 +1451,23 @@ pub fn steps_strategy(
         (0..procs, op_strategy()).prop_map(|(proc, op)| Step { proc, op }),
         len,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_inode_numbers;
+
+    #[test]
+    fn descriptor_paths_lose_only_inode_numbers() {
+        let cases: [(&[u8], &[u8]); 5] = [
+            (b"pipe:[1234]", b"pipe:[]"),
+            (b"anon_inode:[eventfd]", b"anon_inode:[eventfd]"),
+            (b"/a/#200052 (deleted)", b"/a/# (deleted)"),
+            (b"/a/c2/x#1", b"/a/c2/x#1"),
+            (b"/memfd:m1 (deleted)", b"/memfd:m1 (deleted)"),
+        ];
+        for (path, want) in cases {
+            assert_eq!(without_inode_numbers(path), want, "{path:?}");
+        }
+    }
 }

@@ -13,10 +13,7 @@ use vfscale_model::ModelFs;
 fn documented_deviation(op: &Op) -> bool {
     use vfscale::abi::*;
     match op {
-        Op::Open { flags, .. } => {
-            flags & O_TMPFILE == O_TMPFILE
-                || (flags & O_PATH == 0 && flags & O_ACCMODE == O_ACCMODE)
-        }
+        Op::Open { flags, .. } => flags & O_PATH == 0 && flags & O_ACCMODE == O_ACCMODE,
         Op::Renameat2 { flags, .. } => flags & RENAME_WHITEOUT != 0,
         // The model has no pipe buffer (its FIFO reads and writes answer
         // EAGAIN), while vfscale's FIFOs carry data and block like Linux's

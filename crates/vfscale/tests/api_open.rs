@@ -311,15 +311,142 @@ fn open_needs_no_permission_for_root() {
 }
 
 #[test]
-fn open_tmpfile_is_eopnotsupp() {
-    // Documented deviation: O_TMPFILE is not supported (Linux tmpfs creates
-    // an unnamed file).
-    let (_vfs, p) = setup();
+fn open_tmpfile_makes_an_unnamed_file() {
+    let (vfs, p) = setup();
     p.mkdir(b"/d", 0o755).unwrap();
+    let dir_before = p.stat(b"/d").unwrap();
+    tick();
+    // Checked against Linux 6.18's tmpfs: flags and F_GETFL, the mode
+    // less the umask (set-id bits kept for root), no links.
+    let fd = p.open(b"/d", O_TMPFILE | O_RDWR, 0o4777).unwrap();
     assert_eq!(
-        p.open(b"/d", O_TMPFILE | O_RDWR, 0o600),
-        Err(Errno::EOPNOTSUPP)
+        p.fcntl(fd, F_GETFL, 0).unwrap(),
+        (O_TMPFILE | O_LARGEFILE | O_RDWR) as i64
     );
+    let st = p.fstat(fd).unwrap();
+    assert_eq!((st.mode, st.nlink, st.size), (S_IFREG | 0o4755, 0, 0));
+    assert_eq!(
+        p.fd_path(fd).unwrap(),
+        format!("/d/#{} (deleted)", st.ino).into_bytes()
+    );
+    // Nameless: the directory lists nothing and did not change.
+    assert!(names(&p, b"/d").is_empty());
+    let dir_after = p.stat(b"/d").unwrap();
+    assert_eq!(
+        (dir_after.size, dir_after.mtime, dir_after.ctime),
+        (dir_before.size, dir_before.mtime, dir_before.ctime)
+    );
+    // No name to make a handle for (docs/COMPATIBILITY.md).
+    let mut h = FileHandle::with_capacity(MAX_HANDLE_SZ);
+    assert_eq!(
+        p.name_to_handle_at(fd, b"", &mut h, AT_EMPTY_PATH),
+        Err(Errno::ENOENT)
+    );
+    assert_eq!(p.write(fd, b"data"), Ok(4));
+    let mut buf = [0u8; 4];
+    assert_eq!(p.pread(fd, &mut buf, 0), Ok(4));
+    assert_eq!(&buf, b"data");
+    // Its first name, by descriptor.
+    p.linkat(fd, b"", AT_FDCWD, b"/d/named", AT_EMPTY_PATH)
+        .unwrap();
+    assert_eq!(read_file(&p, b"/d/named"), b"data");
+    assert_eq!(p.fstat(fd).unwrap().nlink, 1);
+    assert_eq!(p.stat(b"/d/named").unwrap().ino, st.ino);
+    // Named once and unnamed again: no second first name (vfs_link).
+    p.unlink(b"/d/named").unwrap();
+    assert_eq!(p.fstat(fd).unwrap().nlink, 0);
+    assert_eq!(
+        p.linkat(fd, b"", AT_FDCWD, b"/d/again", AT_EMPTY_PATH),
+        Err(Errno::ENOENT)
+    );
+    p.close(fd).unwrap();
+    // O_EXCL: never linkable; O_WRONLY works too.
+    let ex = p.open(b"/d", O_TMPFILE | O_WRONLY | O_EXCL, 0o600).unwrap();
+    assert_eq!(
+        p.linkat(ex, b"", AT_FDCWD, b"/d/n", AT_EMPTY_PATH),
+        Err(Errno::ENOENT)
+    );
+    assert_eq!(p.read(ex, &mut [0u8; 1]), Err(Errno::EBADF));
+    p.close(ex).unwrap();
+    p.rmdir(b"/d").unwrap();
+    drop(p);
+    assert_baseline(&vfs);
+}
+
+#[test]
+fn open_tmpfile_errors_in_the_kernels_order() {
+    let (vfs, p) = setup();
+    p.mkdir(b"/d", 0o755).unwrap();
+    mkfile(&p, b"/f", b"");
+    // build_open_flags: read-only, without O_DIRECTORY, with O_CREAT.
+    for flags in [
+        O_TMPFILE | O_RDONLY,
+        (O_TMPFILE & !O_DIRECTORY) | O_RDWR,
+        O_TMPFILE | O_RDWR | O_CREAT,
+    ] {
+        assert_eq!(p.open(b"/d", flags, 0o600), Err(Errno::EINVAL), "{flags:o}");
+    }
+    // O_PATH keeps only its own flags: the directory itself is opened.
+    let d = p.open(b"/d", O_TMPFILE | O_WRONLY | O_PATH, 0).unwrap();
+    assert_eq!(
+        p.fcntl(d, F_GETFL, 0).unwrap(),
+        (O_PATH | O_DIRECTORY) as i64
+    );
+    p.close(d).unwrap();
+    assert_eq!(p.open(b"/none", O_TMPFILE | O_RDWR, 0), Err(Errno::ENOENT));
+    assert_eq!(p.open(b"/f", O_TMPFILE | O_RDWR, 0), Err(Errno::ENOTDIR));
+    p.symlink(b"/d", b"/l").unwrap();
+    let t = p.open(b"/l", O_TMPFILE | O_RDWR, 0).unwrap();
+    p.close(t).unwrap();
+    assert_eq!(
+        p.open(b"/l", O_TMPFILE | O_RDWR | O_NOFOLLOW, 0),
+        Err(Errno::ENOTDIR)
+    );
+    // Write and search permission on the directory.
+    let u = user(&vfs, 1000, 1000);
+    assert_eq!(u.open(b"/d", O_TMPFILE | O_RDWR, 0o600), Err(Errno::EACCES));
+    p.chmod(b"/d", 0o2777).unwrap();
+    let ut = u.open(b"/d", O_TMPFILE | O_RDWR, 0o2777).unwrap();
+    let st = u.fstat(ut).unwrap();
+    // Group of the set-gid directory, whose set-gid bit the caller (not
+    // in that group) loses.
+    assert_eq!((st.uid, st.gid, st.mode), (1000, 0, S_IFREG | 0o755));
+    u.close(ut).unwrap();
+    p.unlink(b"/l").unwrap();
+    p.unlink(b"/f").unwrap();
+    p.rmdir(b"/d").unwrap();
+    drop((p, u));
+    assert_baseline(&vfs);
+}
+
+#[test]
+fn open_tmpfile_takes_an_inode_from_the_instance_until_closed() {
+    let vfs = Vfs::with_config(vfscale::VfsConfig {
+        tmpfs_limits: vfscale::fs::FsLimits {
+            max_bytes: 1 << 20,
+            max_inodes: 3,
+        },
+        ..vfscale::VfsConfig::default()
+    });
+    let p = vfs.root_process();
+    // The root and one more inode: the third open finds the limit.
+    let a = p.open(b"/", O_TMPFILE | O_RDWR, 0o600).unwrap();
+    let b = p.open(b"/", O_TMPFILE | O_RDWR, 0o600).unwrap();
+    assert_eq!(p.open(b"/", O_TMPFILE | O_RDWR, 0o600), Err(Errno::ENOSPC));
+    assert_eq!(p.statfs(b"/").unwrap().f_ffree, 0);
+    // A first name takes no further inode; a second name would.
+    p.linkat(a, b"", AT_FDCWD, b"/a", AT_EMPTY_PATH).unwrap();
+    assert_eq!(
+        p.linkat(a, b"", AT_FDCWD, b"/a2", AT_EMPTY_PATH),
+        Err(Errno::ENOSPC)
+    );
+    p.close(b).unwrap();
+    assert_eq!(p.statfs(b"/").unwrap().f_ffree, 1);
+    p.close(a).unwrap();
+    p.unlink(b"/a").unwrap();
+    assert_eq!(p.statfs(b"/").unwrap().f_ffree, 2);
+    drop(p);
+    assert_baseline(&vfs);
 }
 
 #[test]

@@ -511,3 +511,99 @@ fn stat_vs_rename_over() {
         settle(&vfs, &[b"/o/target", b"/o"]);
     });
 }
+
+/// linkat against the last holder of what it links: a thread links `/a/f`
+/// to `/b/g` while another unlinks `/a/f` (in another directory, so under
+/// another directory lock), and a thread links an O_TMPFILE file by its
+/// descriptor while a sibling thread of the same descriptor table closes
+/// it. The link takes the new name's inode reference before it counts the
+/// link, so it either names a live inode or answers ENOENT; every name it
+/// made reads the data written before it, and the link counts and the
+/// instance's inode count add up at the end.
+#[test]
+fn link_vs_last_put() {
+    run_seeds("link vs last put", 300, |seed| {
+        let vfs = Vfs::new();
+        let root = vfs.root_process();
+        root.mkdir(b"/a", 0o777).unwrap();
+        root.mkdir(b"/b", 0o777).unwrap();
+        let free_before = root.statfs(b"/").unwrap().f_ffree;
+        let tmp_fd = std::sync::atomic::AtomicI32::new(-1);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let p = vfs.root_process();
+                let mut sch = Sched::new(seed, 0);
+                for _ in 0..STEPS {
+                    // Named with its data already written.
+                    let fd = p.open(b"/a/n", O_CREAT | O_WRONLY | O_EXCL, 0o644).unwrap();
+                    p.write(fd, b"named").unwrap();
+                    p.close(fd).unwrap();
+                    p.rename(b"/a/n", b"/a/f").unwrap();
+                    sch.step();
+                    p.unlink(b"/a/f").unwrap();
+                }
+            });
+            s.spawn(|| {
+                let p = vfs.root_process();
+                let mut sch = Sched::new(seed, 1);
+                let mut buf = [0u8; 8];
+                for _ in 0..STEPS {
+                    sch.step();
+                    match p.link(b"/a/f", b"/b/g") {
+                        Ok(()) => {
+                            let fd = p.open(b"/b/g", O_RDONLY, 0).unwrap();
+                            assert_eq!(p.read(fd, &mut buf), Ok(5));
+                            assert!(p.fstat(fd).unwrap().nlink >= 1);
+                            p.close(fd).unwrap();
+                            p.unlink(b"/b/g").unwrap();
+                        }
+                        Err(e) => assert_eq!(e, Errno::ENOENT),
+                    }
+                }
+            });
+            let opener = vfs.root_process();
+            let linker = opener.clone_thread();
+            let tmp_fd = &tmp_fd;
+            s.spawn(move || {
+                let mut sch = Sched::new(seed, 2);
+                for _ in 0..STEPS {
+                    let fd = opener.open(b"/b", O_TMPFILE | O_RDWR, 0o600).unwrap();
+                    opener.write(fd, b"unnamed").unwrap();
+                    tmp_fd.store(fd, Ordering::SeqCst);
+                    sch.step();
+                    tmp_fd.store(-1, Ordering::SeqCst);
+                    opener.close(fd).unwrap();
+                }
+            });
+            s.spawn(move || {
+                let mut sch = Sched::new(seed, 3);
+                let mut buf = [0u8; 8];
+                for _ in 0..STEPS * 4 {
+                    sch.step();
+                    let fd = tmp_fd.load(Ordering::SeqCst);
+                    if fd < 0 {
+                        continue;
+                    }
+                    match linker.linkat(fd, b"", AT_FDCWD, b"/b/t", AT_EMPTY_PATH) {
+                        Ok(()) => {
+                            let t = linker.open(b"/b/t", O_RDONLY, 0).unwrap();
+                            assert_eq!(linker.read(t, &mut buf), Ok(7));
+                            assert_eq!(linker.fstat(t).unwrap().nlink, 1);
+                            linker.close(t).unwrap();
+                            linker.unlink(b"/b/t").unwrap();
+                        }
+                        // Closed (and maybe reused by the next one) meanwhile,
+                        // or already named and unnamed once.
+                        Err(e) => assert!(
+                            matches!(e, Errno::EBADF | Errno::ENOENT),
+                            "linkat by descriptor: {e:?}"
+                        ),
+                    }
+                }
+            });
+        });
+        assert_eq!(root.statfs(b"/").unwrap().f_ffree, free_before);
+        drop(root);
+        settle(&vfs, &[b"/a", b"/b"]);
+    });
+}

@@ -25,6 +25,9 @@ pub const O_CLOEXEC: i32 = 0o2000000;
 pub const O_SYNC: i32 = 0o4010000;
 pub const O_PATH: i32 = 0o10000000;
 pub const O_TMPFILE: i32 = 0o20200000;
+/// O_TMPFILE's own bit (O_TMPFILE is this with O_DIRECTORY, so that
+/// kernels without it fail the open as a directory open for writing).
+pub const __O_TMPFILE: i32 = O_TMPFILE & !O_DIRECTORY;
 /// Every open flag vfscale knows; others are rejected with EINVAL... except
 /// that Linux open(2) silently ignores unknown bits, so only `openat2`-style
 /// strict callers use this mask.

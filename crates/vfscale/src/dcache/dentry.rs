@@ -47,6 +47,9 @@ pub const D_TYPE_SYMLINK: u32 = 1 << 4;
 /// was made for its inode, fs/export.rs); removing its name must drop it
 /// from there. A high bit, apart from the others.
 pub const D_EXPORTED: u32 = 1 << 16;
+/// The nameless file of an O_TMPFILE open without O_EXCL, which a link may
+/// still give its first name (Linux's I_LINKABLE; process/tmpfile.rs).
+pub const D_LINKABLE: u32 = 1 << 18;
 /// The dentry's answer came from a backend that wants it revalidated after
 /// a TTL (passthrough); `cookie` then holds when it was last validated
 /// (monotonic ns), since such dentries are in no child index. The walk's
@@ -383,6 +386,13 @@ impl Dentry {
     pub(crate) fn clear_flag(&self, f: u32) {
         // Release: pairs with the Acquire in `flags()`.
         self.flags.fetch_and(!f, Ordering::Release);
+    }
+
+    /// Clears `f` and says whether it was set.
+    pub(crate) fn take_flag(&self, f: u32) -> bool {
+        // AcqRel: the Release pairs with the Acquire in `flags()`; the
+        // Acquire orders what follows after the setter's publication.
+        self.flags.fetch_and(!f, Ordering::AcqRel) & f != 0
     }
 
     pub fn is_hashed(&self) -> bool {

@@ -441,6 +441,18 @@ impl VfsInner {
         self.hash_fresh(d, parent, key)
     }
 
+    /// Binds `inode` (whose reference passes to it) to a dentry from
+    /// `new_unhashed_dentry` that stays unhashed and out of its parent's
+    /// index: an O_TMPFILE file's (process/tmpfile.rs). `extra` flags are
+    /// set with the type flags.
+    pub(crate) fn bind_unhashed(&self, d: *const Dentry, inode: *const Inode, extra: u32) {
+        // SAFETY: ours alone: unhashed, and in no file yet.
+        let dr = unsafe { &*d };
+        dr.set_flag(dentry::type_flags(inode) | extra);
+        // Release: pairs with the acquire in `Dentry::inode_ptr`.
+        dr.inode.store(inode as *mut Inode, Ordering::Release);
+    }
+
     /// A fresh dentry holding a reference on `parent`, which the caller
     /// keeps alive (directory lock held, directory not dead).
     fn new_dentry(

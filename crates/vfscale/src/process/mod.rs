@@ -39,6 +39,7 @@ mod open;
 mod space;
 mod stamp;
 mod syscalls;
+mod tmpfile;
 mod xattr;
 
 pub use api::{Fd, ProcessApi};

@@ -10,7 +10,7 @@ use super::stamp::NameStamp;
 use super::Process;
 use crate::abi::*;
 use crate::cred::perm::{may_access, new_inode_owner, sticky_may_delete, MAY_WRITE};
-use crate::dcache::dentry::{Dentry, D_MOUNTED};
+use crate::dcache::dentry::{Dentry, D_LINKABLE, D_MOUNTED};
 use crate::dcache::hash::{GrowFrom, LockedBucket};
 use crate::dcache::name::NameKey;
 use crate::dcache::walk::{Last, Parent, WALK_FOLLOW};
@@ -492,31 +492,45 @@ impl Process {
             // charged to our group: make room first.
             self.vfs
                 .admit(crate::reclaim::KIND_BYTES[0] as u64, Errno::ENOMEM)?;
-            // A hard link takes an inode from the instance's budget (tmpfs).
             // SAFETY: an inode's superblock outlives it.
             let sb = unsafe { &*inode.sb };
-            sb.reserve_inode()?;
+            // SAFETY: the walk's guard keeps the dentry allocated.
+            let old_d = unsafe { &*old.path.dentry };
             let t = now();
+            // The new name's reference on the inode, taken first: the walk
+            // only guards it, and its last holder (the old name's unlink in
+            // another directory, an O_TMPFILE file's close) may put it
+            // meanwhile. A dying inode is answered as a name already gone.
+            if !inode.refcount.get() {
+                return Err(Errno::ENOENT);
+            }
             // Check and increment under the attribute lock (see remove_name:
-            // an unlink elsewhere does not hold our directory lock).
+            // an unlink elsewhere does not hold our directory lock), in
+            // vfs_link's order: ENOENT, EMLINK, then the instance's ENOSPC.
             let linked = inode.update_attr(|w| {
                 let n = w.get().nlink;
                 if n == 0 {
-                    return Err(Errno::ENOENT);
-                }
-                if n >= LINK_MAX {
-                    return Err(Errno::EMLINK);
+                    // Only an O_TMPFILE file's first name (tmpfile.rs),
+                    // covered by the reservation its inode holds.
+                    if !old_d.take_flag(D_LINKABLE) {
+                        return Err(Errno::ENOENT);
+                    }
+                } else {
+                    if n >= LINK_MAX {
+                        return Err(Errno::EMLINK);
+                    }
+                    // A further link takes an inode from the instance's
+                    // budget (tmpfs), returned when a name goes.
+                    sb.reserve_inode()?;
                 }
                 w.set_nlink(n + 1);
                 w.set_ctime(t);
                 Ok(())
             });
             if let Err(e) = linked {
-                sb.release_inode();
+                self.vfs.iput(inode);
                 return Err(e);
             }
-            let got = inode.refcount.get();
-            debug_assert!(got, "an inode with links is live");
             let d = self.bind_name(parent.dir.path.dentry, key, neg, inode, core::ptr::null());
             // A new name of an exported inode is an alias too (fs/export.rs).
             // SAFETY: `d` is hashed and our directory lock keeps it so.

@@ -50,9 +50,6 @@ impl Process {
         flags: i32,
         mode: u32,
     ) -> SysResult<Fd> {
-        if flags & O_TMPFILE == O_TMPFILE {
-            return Err(Errno::EOPNOTSUPP);
-        }
         // The open file (and any name it creates) is charged to our group.
         self.charge_here();
         self.vfs
@@ -62,6 +59,9 @@ impl Process {
         } else {
             flags
         };
+        if flags & __O_TMPFILE != 0 {
+            return self.open_tmpfile(dirfd, path, flags, mode);
+        }
         // O_DIRECTORY | O_CREAT is nonsense, after O_PATH's masking (EINVAL since Linux 6.4).
         if flags & (O_DIRECTORY | O_CREAT) == O_DIRECTORY | O_CREAT {
             return Err(Errno::EINVAL);
