@@ -54,7 +54,13 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
     let mut buf = [0u8; 64];
     match sel & 31 {
         0 => {
-            if let Ok(f) = p.open(a, O_CREAT | O_RDWR, 0o644 | u32::from(arg & 7) << 6) {
+            // The high bit: an unnamed file in `a` (O_EXCL with the next).
+            let flags = if arg & 0x80 == 0 {
+                O_CREAT | O_RDWR
+            } else {
+                O_TMPFILE | O_RDWR | if arg & 0x40 != 0 { O_EXCL } else { 0 }
+            };
+            if let Ok(f) = p.open(a, flags, 0o644 | u32::from(arg & 7) << 6) {
                 fds.push(f);
             }
         }
@@ -75,6 +81,8 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
         7 => drop(p.rmdir(a)),
         8 => drop(p.rename(a, bytes.name()?)),
         9 => drop(p.renameat2(AT_FDCWD, a, AT_FDCWD, bytes.name()?, u32::from(arg & 3))),
+        // The high bit: link a descriptor's file (an unnamed one's first name).
+        10 if arg & 0x80 != 0 => drop(p.linkat(fd(), b"", AT_FDCWD, a, AT_EMPTY_PATH)),
         10 => drop(p.link(a, bytes.name()?)),
         11 => drop(p.symlink(bytes.name()?, a)),
         12 => drop(p.chmod(a, u32::from(arg) << 4 | 0o7)),
