@@ -1125,6 +1125,21 @@ fn anon_op() -> impl Strategy<Value = Op> {
             Just(F_SETPIPE_SZ),
             prop::sample::select(vec![0i64, 4096, 1 << 16, 1 << 20, 1 << 21, -1])
         ),
+        (Just(F_GET_SEALS), Just(0i64)),
+        (
+            Just(F_ADD_SEALS),
+            prop::sample::select(vec![
+                F_SEAL_SEAL,
+                F_SEAL_SHRINK,
+                F_SEAL_GROW,
+                F_SEAL_WRITE,
+                F_SEAL_FUTURE_WRITE,
+                F_SEAL_EXEC,
+                F_SEAL_SHRINK | F_SEAL_GROW,
+                0x40,
+            ])
+            .prop_map(i64::from)
+        ),
         (Just(1234), Just(0i64)),
     ];
     let events = prop::sample::select(vec![POLLIN, POLLOUT, POLLIN | POLLOUT, 0]);

@@ -607,3 +607,54 @@ fn link_vs_last_put() {
         settle(&vfs, &[b"/a", b"/b"]);
     });
 }
+
+/// A memfd's writers appending while another thread seals it against
+/// growth: once F_ADD_SEALS returns, no write extends the file (the seal
+/// and every write's test of it are ordered by the data lock), and every
+/// write either appended whole or was refused with EPERM.
+#[test]
+fn appends_vs_grow_seal() {
+    run_seeds("appends vs grow seal", 200, |seed| {
+        let vfs = Vfs::new();
+        let owner = vfs.root_process();
+        let m = owner.memfd_create(b"m", MFD_ALLOW_SEALING).unwrap();
+        let sealed_at = std::sync::atomic::AtomicI64::new(-1);
+        std::thread::scope(|s| {
+            for t in 0..2u64 {
+                let writer = owner.clone_thread();
+                s.spawn(move || {
+                    let mut sch = Sched::new(seed, t);
+                    for _ in 0..STEPS {
+                        sch.step();
+                        match writer.write(m, b"0123456789") {
+                            Ok(n) => assert_eq!(n, 10),
+                            Err(e) => assert_eq!(e, Errno::EPERM),
+                        }
+                    }
+                });
+            }
+            let sealer = owner.clone_thread();
+            let sealed_at = &sealed_at;
+            s.spawn(move || {
+                let mut sch = Sched::new(seed, 2);
+                for _ in 0..STEPS / 2 {
+                    sch.step();
+                }
+                sealer
+                    .fcntl(m, F_ADD_SEALS, i64::from(F_SEAL_GROW))
+                    .unwrap();
+                sealed_at.store(sealer.fstat(m).unwrap().size, Ordering::SeqCst);
+            });
+        });
+        let size = owner.fstat(m).unwrap().size;
+        assert_eq!(
+            size,
+            sealed_at.load(Ordering::SeqCst),
+            "grew after the seal"
+        );
+        assert_eq!(size % 10, 0, "a write was cut short");
+        owner.close(m).unwrap();
+        drop(owner);
+        settle(&vfs, &[]);
+    });
+}

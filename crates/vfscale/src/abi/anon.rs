@@ -11,6 +11,17 @@ pub const F_SETFL: i32 = 4;
 pub const F_DUPFD_CLOEXEC: i32 = 1030;
 pub const F_SETPIPE_SZ: i32 = 1031;
 pub const F_GETPIPE_SZ: i32 = 1032;
+pub const F_ADD_SEALS: i32 = 1033;
+pub const F_GET_SEALS: i32 = 1034;
+// Seals (F_ADD_SEALS; anon/memfd.rs).
+pub const F_SEAL_SEAL: u32 = 0x1;
+pub const F_SEAL_SHRINK: u32 = 0x2;
+pub const F_SEAL_GROW: u32 = 0x4;
+pub const F_SEAL_WRITE: u32 = 0x8;
+pub const F_SEAL_FUTURE_WRITE: u32 = 0x10;
+pub const F_SEAL_EXEC: u32 = 0x20;
+pub const F_ALL_SEALS: u32 =
+    F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_FUTURE_WRITE | F_SEAL_EXEC;
 
 /// Writes up to this size to a pipe are atomic.
 pub const PIPE_BUF: usize = 4096;
@@ -85,6 +96,13 @@ mod tests {
         assert_eq!(F_DUPFD_CLOEXEC, libc::F_DUPFD_CLOEXEC);
         assert_eq!(F_SETPIPE_SZ, libc::F_SETPIPE_SZ);
         assert_eq!(F_GETPIPE_SZ, libc::F_GETPIPE_SZ);
+        assert_eq!(F_ADD_SEALS, libc::F_ADD_SEALS);
+        assert_eq!(F_GET_SEALS, libc::F_GET_SEALS);
+        assert_eq!(F_SEAL_SEAL, libc::F_SEAL_SEAL as u32);
+        assert_eq!(F_SEAL_SHRINK, libc::F_SEAL_SHRINK as u32);
+        assert_eq!(F_SEAL_GROW, libc::F_SEAL_GROW as u32);
+        assert_eq!(F_SEAL_WRITE, libc::F_SEAL_WRITE as u32);
+        assert_eq!(F_SEAL_FUTURE_WRITE, libc::F_SEAL_FUTURE_WRITE as u32);
         assert_eq!(PIPE_BUF, libc::PIPE_BUF);
         assert_eq!(AF_UNIX, libc::AF_UNIX);
         assert_eq!(AF_INET, libc::AF_INET);

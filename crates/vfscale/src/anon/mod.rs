@@ -46,7 +46,9 @@ use socket::Socket;
 pub(crate) enum AnonObj {
     Pipe(Pipe),
     Socket(Socket),
-    /// memfd (data in the inode body) and the shared eventfd inode.
+    /// A memfd (data in the inode body): its seals (memfd.rs).
+    Memfd(crate::sync::atomic::AtomicU32),
+    /// The shared eventfd inode.
     Plain,
 }
 

@@ -333,8 +333,7 @@ impl Process {
     }
 
     /// memfd_create(2): an anonymous regular file (tmpfs file data).
-    /// Flags: MFD_CLOEXEC, MFD_ALLOW_SEALING (accepted; seals are not
-    /// implemented, docs/COMPATIBILITY.md).
+    /// Flags: MFD_CLOEXEC, MFD_ALLOW_SEALING (seals: anon/memfd.rs).
     pub fn memfd_create(&self, name: &[u8], flags: u32) -> SysResult<Fd> {
         let _end = self.vfs.call_end();
         self.charge_here();
@@ -360,7 +359,14 @@ impl Process {
             v.anon().mnt,
             S_IFREG | 0o777,
             InodeBody::Regular(RwLock::new(FileData::default())),
-            AnonObj::Plain,
+            // Sealable only if asked (memfd_create's F_SEAL_SEAL).
+            AnonObj::Memfd(crate::sync::atomic::AtomicU32::new(
+                if flags & MFD_ALLOW_SEALING != 0 {
+                    0
+                } else {
+                    F_SEAL_SEAL
+                },
+            )),
             full,
             1,
             self.owner(),
@@ -470,7 +476,7 @@ impl Process {
 
     /// fcntl(2): F_DUPFD, F_DUPFD_CLOEXEC, F_GETFD, F_SETFD, F_GETFL,
     /// F_SETFL (O_APPEND, O_NONBLOCK, O_DIRECT, O_NOATIME), F_GETPIPE_SZ,
-    /// F_SETPIPE_SZ. Other commands: EINVAL.
+    /// F_SETPIPE_SZ, F_ADD_SEALS, F_GET_SEALS. Other commands: EINVAL.
     pub fn fcntl(&self, fd: Fd, cmd: i32, arg: i64) -> SysResult<i64> {
         let _end = self.vfs.call_end();
         // Linux's order: the descriptor (O_PATH ones included), then the
@@ -540,6 +546,9 @@ impl Process {
                     });
                 Ok(0)
             }),
+            F_GET_SEALS | F_ADD_SEALS => self.with_file(fd, false, |f| {
+                self.seals_fcntl(f, cmd == F_ADD_SEALS, arg as u32)
+            }),
             F_GETPIPE_SZ | F_SETPIPE_SZ => self.with_file(fd, false, |f| match stream(f) {
                 Some(Stream::Pipe(p)) if cmd == F_GETPIPE_SZ => Ok(p.capacity() as i64),
                 Some(Stream::Pipe(p)) => p.set_capacity(arg, self.cred.is_root()).map(|n| n as i64),
@@ -547,6 +556,38 @@ impl Process {
             }),
             _ => Err(Errno::EINVAL),
         }
+    }
+
+    /// F_GET_SEALS, or F_ADD_SEALS of `add` (memfd_fcntl): a tmpfs regular
+    /// file's seals (anon/memfd.rs); EINVAL for any other file.
+    fn seals_fcntl(&self, f: &crate::file::OpenFile, adding: bool, add: u32) -> SysResult<i64> {
+        if adding {
+            if f.fmode & FMODE_WRITE == 0 {
+                return Err(Errno::EPERM);
+            }
+            if add & !F_ALL_SEALS != 0 {
+                return Err(Errno::EINVAL);
+            }
+        }
+        let inode = f.inode();
+        // SAFETY: an inode's superblock outlives it.
+        let data = match inode.file_data() {
+            Some(d) if !unsafe { &*inode.sb }.backend_served => d,
+            _ => return Err(Errno::EINVAL),
+        };
+        let seals = crate::anon::memfd::seals_of(&self.vfs, inode);
+        if !adding {
+            let _d = data.read();
+            return Ok(i64::from(crate::anon::memfd::current(seals)));
+        }
+        let _d = data.write();
+        let now = crate::anon::memfd::current(seals);
+        let new = crate::anon::memfd::added(now, add, inode.attr().mode)?;
+        if let Some(s) = seals {
+            // Relaxed: under the data lock (anon/memfd.rs).
+            s.store(new, Ordering::Relaxed);
+        }
+        Ok(0)
     }
 
     /// What /proc/self/fd/N would read for `fd`: `pipe:[N]`, `socket:[N]`,

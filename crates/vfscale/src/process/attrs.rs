@@ -142,6 +142,17 @@ impl Process {
                 .setattr(sb, inode, &change)
                 .inspect(|()| self.vfs.watchers.inode_changed(inode, false));
         }
+        // A memfd sealed against exec changes: tested and changed under
+        // its data lock, as its seals change (anon/memfd.rs).
+        let seals = crate::anon::memfd::seals_of(&self.vfs, inode);
+        let _data = match (seals, inode.file_data()) {
+            (Some(sealed), Some(data)) => {
+                let d = data.read();
+                crate::anon::memfd::may_chmod(crate::anon::memfd::get(sealed), cur_mode, new)?;
+                Some(d)
+            }
+            _ => None,
+        };
         let t = now();
         inode.update_attr(|a| {
             a.set_mode(new);

@@ -147,6 +147,8 @@ impl Process {
         if sb.backend_served {
             return self.write_backend(sb, inode, pos_guard, pos, append, bufs, offset);
         }
+        // A memfd's seals, tested page by page under the data lock.
+        let seals = crate::anon::memfd::seals_of(&self.vfs, inode);
         let mut d = data.write();
         let mut pos = if append { d.len() } else { pos };
         if pos
@@ -171,6 +173,17 @@ impl Process {
             while !rest.is_empty() {
                 let in_page = (BLOCK_SIZE - pos % BLOCK_SIZE) as usize;
                 let (piece, tail) = rest.split_at(in_page.min(rest.len()));
+                if let Some(sealed) = seals {
+                    let set = crate::anon::memfd::get(sealed);
+                    if let Err(e) =
+                        crate::anon::memfd::may_write(set, pos, piece.len() as u64, d.len())
+                    {
+                        if total == 0 {
+                            return Err(e);
+                        }
+                        break 'bufs;
+                    }
+                }
                 let (len_before, blocks_before) = (d.len(), d.blocks_512());
                 d.write_at(pos, piece)?;
                 if let Err(e) = self
@@ -282,7 +295,11 @@ impl Process {
                 .inspect(|()| self.vfs.watchers.inode_changed(inode, true));
         }
         let data = inode.file_data().ok_or(Errno::EINVAL)?;
+        let seals = crate::anon::memfd::seals_of(&self.vfs, inode);
         let mut d = data.write();
+        if let Some(sealed) = seals {
+            crate::anon::memfd::may_resize(crate::anon::memfd::get(sealed), d.len(), length)?;
+        }
         let before = d.blocks_512();
         d.set_len(length);
         let after = d.blocks_512();

@@ -77,7 +77,13 @@ impl Process {
             let end = (offset + len) as u64;
             let (offset, len) = (offset as u64, len as u64);
             let data = inode.file_data().ok_or(Errno::EINVAL)?;
+            let seals = crate::anon::memfd::seals_of(&self.vfs, inode);
             let mut d = data.write();
+            if let Some(sealed) = seals {
+                let set = crate::anon::memfd::get(sealed);
+                let punch = mode & FALLOC_FL_PUNCH_HOLE != 0;
+                crate::anon::memfd::may_fallocate(set, punch, end, d.len())?;
+            }
             let blocks_before = d.blocks_512();
             if mode & FALLOC_FL_PUNCH_HOLE != 0 {
                 d.punch_hole(offset, len);
