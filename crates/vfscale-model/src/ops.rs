@@ -1163,7 +1163,15 @@ fn anon_op() -> impl Strategy<Value = Op> {
                 4 => prop::sample::select(vec![&b"m"[..], b"", b"a b", b"x/y"]).prop_map(Bytes::from),
                 1 => Just(Bytes(vec![b'n'; MFD_NAME_MAX + 1])),
             ],
-            prop::sample::select(vec![0u32, MFD_CLOEXEC, MFD_ALLOW_SEALING, 0x100])
+            prop::sample::select(vec![
+                0u32,
+                MFD_CLOEXEC,
+                MFD_ALLOW_SEALING,
+                MFD_NOEXEC_SEAL,
+                MFD_EXEC | MFD_ALLOW_SEALING,
+                MFD_EXEC | MFD_NOEXEC_SEAL,
+                0x100,
+            ])
         )
             .prop_map(|(name, flags)| Op::MemfdCreate { name, flags }),
         2 => prop::collection::vec((fd_arg(), events), 1..4).prop_map(Op::Poll),

@@ -544,7 +544,20 @@ fn memfd_seals() {
     assert_eq!(p.fstat(e).unwrap().mode, S_IFREG | 0o1777);
     assert_eq!(p.write(e, b"x"), Err(Errno::EPERM));
 
-    for fd in [plain, rw, ro, r, w, g, src, w2, e] {
+    // MFD_NOEXEC_SEAL: no execute bits, sealed against them, open to more.
+    let n = p.memfd_create(b"n", MFD_NOEXEC_SEAL).unwrap();
+    assert_eq!(p.fstat(n).unwrap().mode, S_IFREG | 0o666);
+    assert_eq!(p.fcntl(n, F_GET_SEALS, 0), Ok(F_SEAL_EXEC as i64));
+    assert_eq!(p.fchmod(n, 0o766), Err(Errno::EPERM));
+    p.fcntl(n, F_ADD_SEALS, F_SEAL_GROW as i64).unwrap();
+    assert_eq!(
+        p.memfd_create(b"x", MFD_NOEXEC_SEAL | MFD_EXEC),
+        Err(Errno::EINVAL)
+    );
+    let x = p.memfd_create(b"x", MFD_EXEC).unwrap();
+    assert_eq!(p.fcntl(x, F_GET_SEALS, 0), Ok(F_SEAL_SEAL as i64));
+
+    for fd in [plain, rw, ro, r, w, g, src, w2, e, n, x] {
         p.close(fd).unwrap();
     }
     p.unlink(b"/f").unwrap();

@@ -57,6 +57,12 @@ pub const EFD_CLOEXEC: i32 = 0o2000000;
 // memfd_create(2).
 pub const MFD_CLOEXEC: u32 = 1;
 pub const MFD_ALLOW_SEALING: u32 = 2;
+/// A memfd without execute bits, sealed against getting them (and open to
+/// further seals).
+pub const MFD_NOEXEC_SEAL: u32 = 8;
+/// A memfd with execute bits (what a memfd without either flag gets, with
+/// the vm.memfd_noexec sysctl at its default).
+pub const MFD_EXEC: u32 = 0x10;
 /// Longest memfd name (NAME_MAX minus the "memfd:" prefix).
 pub const MFD_NAME_MAX: usize = 249;
 
@@ -119,6 +125,8 @@ mod tests {
         assert_eq!(EFD_CLOEXEC, libc::EFD_CLOEXEC);
         assert_eq!(MFD_CLOEXEC, libc::MFD_CLOEXEC);
         assert_eq!(MFD_ALLOW_SEALING, libc::MFD_ALLOW_SEALING);
+        assert_eq!(MFD_NOEXEC_SEAL, libc::MFD_NOEXEC_SEAL);
+        assert_eq!(MFD_EXEC, libc::MFD_EXEC);
         assert_eq!(POLLIN, libc::POLLIN);
         assert_eq!(POLLPRI, libc::POLLPRI);
         assert_eq!(POLLOUT, libc::POLLOUT);

@@ -333,11 +333,16 @@ impl Process {
     }
 
     /// memfd_create(2): an anonymous regular file (tmpfs file data).
-    /// Flags: MFD_CLOEXEC, MFD_ALLOW_SEALING (seals: anon/memfd.rs).
+    /// Flags: MFD_CLOEXEC, MFD_ALLOW_SEALING, MFD_NOEXEC_SEAL, MFD_EXEC
+    /// (seals: anon/memfd.rs).
     pub fn memfd_create(&self, name: &[u8], flags: u32) -> SysResult<Fd> {
         let _end = self.vfs.call_end();
         self.charge_here();
-        if flags & !(MFD_CLOEXEC | MFD_ALLOW_SEALING) != 0 {
+        // sanitize_flags: known flags (MFD_HUGETLB is not built), and not
+        // both exec choices.
+        if flags & !(MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_NOEXEC_SEAL | MFD_EXEC) != 0
+            || flags & (MFD_NOEXEC_SEAL | MFD_EXEC) == MFD_NOEXEC_SEAL | MFD_EXEC
+        {
             return Err(Errno::EINVAL);
         }
         // Its node and files are charged to our group: make room first.
@@ -354,19 +359,22 @@ impl Process {
         buf[..PREFIX.len()].copy_from_slice(PREFIX);
         buf[PREFIX.len()..PREFIX.len() + name.len()].copy_from_slice(name);
         let full = &buf[..PREFIX.len() + name.len()];
+        // Sealable only if asked; MFD_NOEXEC_SEAL seals exec (and leaves
+        // the set open), as memfd_create.
+        let noexec = flags & MFD_NOEXEC_SEAL != 0;
+        let seals = if noexec {
+            F_SEAL_EXEC
+        } else if flags & MFD_ALLOW_SEALING != 0 {
+            0
+        } else {
+            F_SEAL_SEAL
+        };
         let v = &self.vfs;
         let node = v.new_anon_node(
             v.anon().mnt,
-            S_IFREG | 0o777,
+            S_IFREG | if noexec { 0o666 } else { 0o777 },
             InodeBody::Regular(RwLock::new(FileData::default())),
-            // Sealable only if asked (memfd_create's F_SEAL_SEAL).
-            AnonObj::Memfd(crate::sync::atomic::AtomicU32::new(
-                if flags & MFD_ALLOW_SEALING != 0 {
-                    0
-                } else {
-                    F_SEAL_SEAL
-                },
-            )),
+            AnonObj::Memfd(crate::sync::atomic::AtomicU32::new(seals)),
             full,
             1,
             self.owner(),
