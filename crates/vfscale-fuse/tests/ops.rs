@@ -707,3 +707,72 @@ fn passthrough_listings_are_not_cached_by_the_kernel() {
     std::fs::write(host.path().join("d/b"), b"").unwrap();
     assert_eq!(listing(&d), ["a", "b"], "a host create shows at once");
 }
+
+#[test]
+fn passthrough_xattrs_reach_the_host_file() {
+    // issue 8: extended attributes "passthrough to the host" — set through
+    // the mount, stored on the host file; set on the host, read through
+    // the mount.
+    if mount().is_none() {
+        return;
+    }
+    let host = tempfile::tempdir().unwrap();
+    let hf = host.path().join("f");
+    std::fs::write(&hf, b"data").unwrap();
+    let c_host = std::ffi::CString::new(hf.to_str().unwrap()).unwrap();
+    // SAFETY: NUL-terminated strings; the value's length is passed.
+    if unsafe {
+        libc::setxattr(
+            c_host.as_ptr(),
+            c"user.probe".as_ptr(),
+            b"1".as_ptr().cast(),
+            1,
+            0,
+        )
+    } != 0
+    {
+        println!("skipped: the host's temporary directory takes no user xattrs");
+        return;
+    }
+    let vfs = vfscale::Vfs::with_passthrough_root(
+        vfscale::VfsConfig::default(),
+        host.path(),
+        Default::default(),
+    )
+    .unwrap();
+    let mnt = tempfile::tempdir().unwrap();
+    let _m = vfscale_fuse::mount(&vfs, mnt.path(), &Default::default()).unwrap();
+    let c_mnt = std::ffi::CString::new(mnt.path().join("f").to_str().unwrap()).unwrap();
+    // SAFETY: as above.
+    let r = unsafe {
+        libc::setxattr(
+            c_mnt.as_ptr(),
+            c"user.via".as_ptr(),
+            b"mount".as_ptr().cast(),
+            5,
+            0,
+        )
+    };
+    assert_eq!(r, 0, "{}", std::io::Error::last_os_error());
+    let get = |path: &std::ffi::CString, name: &std::ffi::CStr| {
+        let mut buf = [0u8; 32];
+        // SAFETY: NUL-terminated strings; the buffer's length is passed.
+        let n = unsafe {
+            libc::getxattr(
+                path.as_ptr(),
+                name.as_ptr(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+            )
+        };
+        (n >= 0).then(|| buf[..n as usize].to_vec())
+    };
+    assert_eq!(get(&c_host, c"user.via").as_deref(), Some(&b"mount"[..]));
+    assert_eq!(get(&c_mnt, c"user.probe").as_deref(), Some(&b"1"[..]));
+    // SAFETY: as above.
+    assert_eq!(
+        unsafe { libc::removexattr(c_mnt.as_ptr(), c"user.via".as_ptr()) },
+        0
+    );
+    assert_eq!(get(&c_host, c"user.via"), None);
+}

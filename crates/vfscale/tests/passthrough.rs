@@ -246,8 +246,161 @@ fn namespace_changes_reach_the_host() {
     p.utimensat(AT_FDCWD, b"/h", Some([t, t]), 0).unwrap();
     assert_eq!(meta("h").unwrap().mtime(), 1_000_000);
     assert_eq!(p.stat(b"/h").unwrap().mtime, t);
-    // Not routed: xattrs, fallocate.
-    assert_eq!(p.setxattr(b"/h", b"user.x", b"1", 0), Err(Errno::EROFS));
+}
+
+/// The host's extended attribute `name` of `path` (not following a final
+/// symlink), or its errno.
+fn host_xattr(path: &std::path::Path, name: &str) -> Result<Vec<u8>, i32> {
+    use std::os::unix::ffi::OsStrExt;
+    let p = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    let n = std::ffi::CString::new(name).unwrap();
+    let mut buf = [0u8; 256];
+    // SAFETY: NUL-terminated strings; the buffer's length is passed.
+    let r = unsafe { libc::lgetxattr(p.as_ptr(), n.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error().raw_os_error().unwrap());
+    }
+    Ok(buf[..r as usize].to_vec())
+}
+
+fn host_set_xattr(path: &std::path::Path, name: &str, value: &[u8]) -> Result<(), i32> {
+    use std::os::unix::ffi::OsStrExt;
+    let p = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    let n = std::ffi::CString::new(name).unwrap();
+    // SAFETY: NUL-terminated strings; the value's length is passed.
+    let r = unsafe {
+        libc::lsetxattr(
+            p.as_ptr(),
+            n.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error().raw_os_error().unwrap());
+    }
+    Ok(())
+}
+
+/// Extended attributes reach the host file (issue 8: "passthrough to the
+/// host"), through getxattrat and its kin and through the /proc/self/fd
+/// fallback alike: values set on either side are seen on the other, a
+/// final symlink is never followed, vfscale's permission rules come first
+/// (user.* needs read/write access and a regular file or directory,
+/// trusted.* root), system.* stays EOPNOTSUPP, and a change refreshes the
+/// cached ctime.
+#[test]
+fn xattrs_reach_the_host() {
+    for fallback in [false, true] {
+        let host = HostDir::new("xattr");
+        host.write("f", b"data");
+        host.mkdir("d");
+        host.symlink("f", "l");
+        if let Err(e) = host_set_xattr(&host.path().join("f"), "user.probe", b"1") {
+            println!("skipped: the host directory takes no user xattrs (errno {e})");
+            return;
+        }
+        let pt = Passthrough::new(host.path(), PassthroughConfig::default()).unwrap();
+        if fallback {
+            pt.host().force_component_walk();
+        }
+        let vfs = Vfs::with_root_fs(VfsConfig::default(), Box::new(pt));
+        let p = vfs.root_process();
+        let ctx = if fallback { "fallback" } else { "xattrat" };
+        let ctime_before = p.stat(b"/f").unwrap().ctime;
+        std::thread::sleep(Duration::from_millis(15));
+        p.setxattr(b"/f", b"user.a", b"alpha", 0).unwrap();
+        assert_eq!(
+            host_xattr(&host.path().join("f"), "user.a"),
+            Ok(b"alpha".to_vec()),
+            "{ctx}"
+        );
+        assert!(
+            p.stat(b"/f").unwrap().ctime > ctime_before,
+            "{ctx}: ctime refreshed"
+        );
+        // Set on the host, read through vfscale (size query, value, ERANGE).
+        host_set_xattr(&host.path().join("d"), "user.b", b"beta").unwrap();
+        assert_eq!(p.getxattr(b"/d", b"user.b", &mut []), Ok(4), "{ctx}");
+        let mut v = [0u8; 8];
+        assert_eq!(p.getxattr(b"/d", b"user.b", &mut v), Ok(4), "{ctx}");
+        assert_eq!(&v[..4], b"beta");
+        assert_eq!(
+            p.getxattr(b"/d", b"user.b", &mut [0u8; 2]),
+            Err(Errno::ERANGE)
+        );
+        assert_eq!(p.getxattr(b"/f", b"user.none", &mut v), Err(Errno::ENODATA));
+        assert_eq!(
+            p.setxattr(b"/f", b"user.a", b"x", XATTR_CREATE),
+            Err(Errno::EEXIST),
+            "{ctx}"
+        );
+        let mut list = [0u8; 64];
+        let n = p.listxattr(b"/f", &mut list).unwrap();
+        let names: Vec<&[u8]> = list[..n]
+            .split(|&b| b == 0)
+            .filter(|k| !k.is_empty())
+            .collect();
+        assert!(
+            names.contains(&&b"user.a"[..]) && names.contains(&&b"user.probe"[..]),
+            "{ctx}: {names:?}"
+        );
+        // A final symlink is not followed: trusted.* lands on the link.
+        p.lsetxattr(b"/l", b"trusted.t", b"on-link", 0).unwrap();
+        assert_eq!(
+            host_xattr(&host.path().join("l"), "trusted.t"),
+            Ok(b"on-link".to_vec()),
+            "{ctx}"
+        );
+        assert_eq!(
+            host_xattr(&host.path().join("f"), "trusted.t"),
+            Err(libc::ENODATA),
+            "{ctx}"
+        );
+        // Through a following path, the target's.
+        assert_eq!(p.getxattr(b"/l", b"user.a", &mut v), Ok(5), "{ctx}");
+        // vfscale's rules before the host's.
+        assert_eq!(p.lsetxattr(b"/l", b"user.x", b"1", 0), Err(Errno::EPERM));
+        assert_eq!(
+            p.setxattr(b"/f", b"system.posix_acl_access", b"", 0),
+            Err(Errno::EOPNOTSUPP)
+        );
+        p.chmod(b"/f", 0o600).unwrap();
+        let u = vfs.process(vfscale::Cred::user(1000, 1000, &[]));
+        assert_eq!(
+            u.getxattr(b"/f", b"user.a", &mut v),
+            Err(Errno::EACCES),
+            "{ctx}"
+        );
+        assert_eq!(
+            u.setxattr(b"/d", b"trusted.t", b"1", 0),
+            Err(Errno::EPERM),
+            "{ctx}"
+        );
+        // Listings hide trusted.* from others, as tmpfs's.
+        p.setxattr(b"/d", b"trusted.root", b"r", 0).unwrap();
+        let n = u.listxattr(b"/d", &mut list).unwrap();
+        assert_eq!(&list[..n], b"user.b\0", "{ctx}");
+        p.removexattr(b"/f", b"user.a").unwrap();
+        assert_eq!(
+            host_xattr(&host.path().join("f"), "user.a"),
+            Err(libc::ENODATA),
+            "{ctx}"
+        );
+        assert_eq!(
+            p.removexattr(b"/f", b"user.a"),
+            Err(Errno::ENODATA),
+            "{ctx}"
+        );
+        // The root directory itself.
+        p.setxattr(b"/", b"user.root", b"top", 0).unwrap();
+        assert_eq!(
+            host_xattr(host.path(), "user.root"),
+            Ok(b"top".to_vec()),
+            "{ctx}"
+        );
+    }
 }
 
 /// `FileType::is_fifo` through a tiny extension (std's is in an

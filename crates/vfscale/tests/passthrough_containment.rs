@@ -58,7 +58,40 @@ fn hostile_tree(tag: &str) -> HostDir {
     host.symlink("../outside/secret", "secret_rel");
     host.mkdir("sub");
     host.symlink("../../outside/secret", "sub/deep_rel");
+    if host_user_xattrs(&outside) {
+        let p = std::ffi::CString::new(outside.join("secret").to_str().unwrap()).unwrap();
+        // SAFETY: NUL-terminated strings; the value's length is passed.
+        let r = unsafe {
+            libc::setxattr(
+                p.as_ptr(),
+                c"user.secret".as_ptr(),
+                SECRET.as_ptr().cast(),
+                SECRET.len(),
+                0,
+            )
+        };
+        assert_eq!(r, 0);
+    }
     host
+}
+
+/// Whether the host filesystem holding `dir` takes user.* attributes.
+fn host_user_xattrs(dir: &std::path::Path) -> bool {
+    let probe = dir.join("xattr-probe");
+    std::fs::write(&probe, b"").unwrap();
+    let p = std::ffi::CString::new(probe.to_str().unwrap()).unwrap();
+    // SAFETY: NUL-terminated strings; the value's length is passed.
+    let r = unsafe {
+        libc::setxattr(
+            p.as_ptr(),
+            c"user.probe".as_ptr(),
+            b"1".as_ptr().cast(),
+            1,
+            0,
+        )
+    };
+    let _ = std::fs::remove_file(&probe);
+    r == 0
 }
 
 fn attacks_fail(vfs: &Vfs, host: &HostDir) {
@@ -87,6 +120,46 @@ fn attacks_fail(vfs: &Vfs, host: &HostDir) {
             String::from_utf8_lossy(path)
         );
         assert!(r.is_err(), "{}: {:?}", String::from_utf8_lossy(path), r);
+    }
+    // Extended attributes (routed to the host): nothing set through an
+    // attempt lands on the secret, nothing read is its attribute.
+    let secret_path = std::ffi::CString::new(abs_secret).unwrap();
+    let host_get = |name: &str| {
+        let n = std::ffi::CString::new(name).unwrap();
+        let mut buf = [0u8; 64];
+        // SAFETY: NUL-terminated strings; the buffer's length is passed.
+        unsafe {
+            libc::lgetxattr(
+                secret_path.as_ptr(),
+                n.as_ptr(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+            )
+        }
+    };
+    for path in &attempts {
+        let _ = p.setxattr(path, b"user.esc", b"x", 0);
+        let _ = p.lsetxattr(path, b"trusted.esc", b"x", 0);
+        let _ = p.removexattr(path, b"user.secret");
+        let mut buf = [0u8; 64];
+        let r = p.getxattr(path, b"user.secret", &mut buf);
+        assert!(
+            r.is_err(),
+            "{}: read the secret's attribute",
+            String::from_utf8_lossy(path)
+        );
+    }
+    assert!(
+        host_get("user.esc") < 0 && host_get("trusted.esc") < 0,
+        "an attribute escaped"
+    );
+    // The secret's own attribute (when the host takes user xattrs) is intact.
+    if host_user_xattrs(&outside) {
+        assert_eq!(
+            host_get("user.secret"),
+            6,
+            "an escape removed the secret's attribute"
+        );
     }
     // ".." at the root is the root.
     assert_eq!(p.stat(b"/..").unwrap().ino, p.stat(b"/").unwrap().ino);

@@ -25,6 +25,18 @@ use crate::sync::counter::ApproxCounter;
 use crate::sync::ino_batch::InoAllocator;
 use crate::sync::lock::Mutex;
 
+/// An extended-attribute call for a backend (`Filesystem::xattr`).
+pub enum XattrCall<'a> {
+    /// The value of a name into the buffer (its size when the buffer is
+    /// empty; ERANGE when it does not fit).
+    Get(&'a [u8], &'a mut [u8]),
+    /// A name's value, with XATTR_CREATE / XATTR_REPLACE flags.
+    Set(&'a [u8], &'a [u8], i32),
+    /// The NUL-terminated names into the buffer (as `Get`).
+    List(&'a mut [u8]),
+    Remove(&'a [u8]),
+}
+
 /// What a backend supplies to the VFS.
 pub trait Filesystem: Send + Sync {
     /// The type name given to mount(2) ("tmpfs").
@@ -188,6 +200,13 @@ pub trait Filesystem: Send + Sync {
     /// Re-reads `inode`'s attributes from the backend.
     fn refresh(&self, _sb: &SuperBlock, _inode: &Inode) -> SysResult<()> {
         Ok(())
+    }
+
+    /// An extended-attribute call on a backend-served inode, made after the
+    /// core's name, size and permission checks (process/xattr.rs); returns
+    /// the byte count of a get or list (0 for a change).
+    fn xattr(&self, _sb: &SuperBlock, _inode: &Inode, _call: XattrCall<'_>) -> SysResult<usize> {
+        Err(Errno::EOPNOTSUPP)
     }
 
     /// Lists `dir` from position `from` (>= 2; the core emits "." and

@@ -8,12 +8,17 @@
 //! size (ERANGE, E2BIG), then xattr_permission (EPERM / ENODATA for the
 //! namespace rules, EACCES from the mode bits), then the namespace itself.
 //! Values live in the superblock's table (inode/xattr.rs) under its shard
-//! lock; a change sets ctime.
+//! lock; a change sets ctime. On a backend-served instance (passthrough)
+//! they live on the host file instead: the same checks, then
+//! `Filesystem::xattr` (system.* stays EOPNOTSUPP there too: the VFS's
+//! xattr_permission checks nothing for it, so routing it would let any
+//! caller write the host's ACLs with the vfscale process's rights).
 
 use super::Process;
 use crate::abi::*;
 use crate::cred::perm::{may_access, MAY_READ, MAY_WRITE};
 use crate::cred::Cred;
+use crate::fs::XattrCall;
 use crate::inode::{now, Inode};
 
 /// Where an xattr call finds its inode.
@@ -249,7 +254,6 @@ pub(crate) fn set_inode(
     if flags & !(XATTR_CREATE | XATTR_REPLACE) != 0 {
         return Err(Errno::EINVAL);
     }
-    super::refuse_backend_change(inode)?;
     let name = check_name(name)?;
     if value.len() > XATTR_SIZE_MAX {
         return Err(Errno::E2BIG);
@@ -257,6 +261,12 @@ pub(crate) fn set_inode(
     let space = space_of(name);
     xattr_permission(cred, inode, space, true)?;
     stored_space(name, space)?;
+    if let Some(sb) = super::backend_names::backend_of(inode) {
+        return sb
+            .fs
+            .xattr(sb, inode, XattrCall::Set(name, value, flags))
+            .map(drop);
+    }
     // SAFETY: an inode's superblock outlives it.
     let sb = unsafe { &*inode.sb };
     sb.xattrs.write(inode.ino(), |m| {
@@ -287,6 +297,9 @@ pub(crate) fn get_inode(
     let space = space_of(name);
     xattr_permission(cred, inode, space, false)?;
     stored_space(name, space)?;
+    if let Some(sb) = super::backend_names::backend_of(inode) {
+        return sb.fs.xattr(sb, inode, XattrCall::Get(name, buf));
+    }
     // SAFETY: an inode's superblock outlives it.
     let sb = unsafe { &*inode.sb };
     sb.xattrs.read(inode.ino(), |m| {
@@ -305,19 +318,31 @@ pub(crate) fn get_inode(
 /// listxattr on a found inode: NUL-terminated names (trusted.* only for
 /// root); the list's length when `buf` is empty.
 pub(crate) fn list_inode(cred: &Cred, inode: &Inode, buf: &mut [u8]) -> SysResult<usize> {
-    // SAFETY: an inode's superblock outlives it.
-    let sb = unsafe { &*inode.sb };
-    let list = sb.xattrs.read(inode.ino(), |m| {
-        let mut out = Vec::new();
-        for k in m.keys() {
-            if !cred.is_root() && k.starts_with(b"trusted.") {
-                continue;
+    // What the caller may see of a name (the stored namespaces; trusted.*
+    // for root only).
+    let shown = |k: &[u8]| {
+        matches!(space_of(k), Space::User | Space::Security)
+            || (space_of(k) == Space::Trusted && cred.is_root())
+    };
+    let mut out = Vec::new();
+    if let Some(sb) = super::backend_names::backend_of(inode) {
+        for k in backend_names(sb, inode)?.split(|&b| b == 0) {
+            if !k.is_empty() && shown(k) {
+                out.extend_from_slice(k);
+                out.push(0);
             }
-            out.extend_from_slice(k);
-            out.push(0);
         }
-        out
-    });
+    } else {
+        // SAFETY: an inode's superblock outlives it.
+        let sb = unsafe { &*inode.sb };
+        sb.xattrs.read(inode.ino(), |m| {
+            for k in m.keys().filter(|k| shown(k)) {
+                out.extend_from_slice(k);
+                out.push(0);
+            }
+        });
+    }
+    let list = out;
     if list.len() > XATTR_LIST_MAX {
         return Err(Errno::E2BIG);
     }
@@ -333,11 +358,13 @@ pub(crate) fn list_inode(cred: &Cred, inode: &Inode, buf: &mut [u8]) -> SysResul
 
 /// removexattr on a found inode.
 pub(crate) fn remove_inode(cred: &Cred, inode: &Inode, name: &[u8]) -> SysResult<()> {
-    super::refuse_backend_change(inode)?;
     let name = check_name(name)?;
     let space = space_of(name);
     xattr_permission(cred, inode, space, true)?;
     stored_space(name, space)?;
+    if let Some(sb) = super::backend_names::backend_of(inode) {
+        return sb.fs.xattr(sb, inode, XattrCall::Remove(name)).map(drop);
+    }
     // SAFETY: an inode's superblock outlives it.
     let sb = unsafe { &*inode.sb };
     sb.xattrs.write(inode.ino(), |m| {
@@ -346,6 +373,26 @@ pub(crate) fn remove_inode(cred: &Cred, inode: &Inode, name: &[u8]) -> SysResult
     let t = now();
     inode.update_attr(|a| a.set_ctime(t));
     Ok(())
+}
+
+/// The host's list of `inode`'s names (NUL-terminated), read whole: asked
+/// for its size, then read, again if it grew in between.
+fn backend_names(sb: &crate::fs::SuperBlock, inode: &Inode) -> SysResult<Vec<u8>> {
+    loop {
+        let size = sb.fs.xattr(sb, inode, XattrCall::List(&mut []))?;
+        if size == 0 {
+            return Ok(Vec::new());
+        }
+        let mut names = vec![0u8; size];
+        match sb.fs.xattr(sb, inode, XattrCall::List(&mut names)) {
+            Ok(n) => {
+                names.truncate(n);
+                return Ok(names);
+            }
+            Err(Errno::ERANGE) => continue,
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 impl Process {

@@ -26,10 +26,17 @@
 //!   how); a host process that moves a directory out of the tree exposes
 //!   its contents to vfscale lookups for at most that long. Data opens and
 //!   namespace changes still resolve from the root every time.
+//! - Extended attributes (`xattr_at`): getxattrat and its kin on a single
+//!   component of a directory fd opened beneath the root, with
+//!   AT_SYMLINK_NOFOLLOW; the fallback opens that component O_PATH |
+//!   O_NOFOLLOW and uses /proc/self/fd/N, a magic link that resolves to
+//!   exactly that inode (a symlink's own), so neither path follows or
+//!   climbs.
 //! - Every host call that resolves a name or reads attributes is counted
 //!   in `HostStats` (tests count what revalidation costs).
 
 use crate::abi::{Errno, SysResult};
+use crate::fs::XattrCall;
 use crate::sync::counter::ShardedCounter;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
@@ -171,6 +178,8 @@ pub struct HostRoot {
     root: OwnedFd,
     /// openat2 is available and used (else component walks).
     openat2: std::sync::atomic::AtomicBool,
+    /// setxattrat and its kin are available and used (else /proc/self/fd).
+    xattrat: std::sync::atomic::AtomicBool,
     calls: Arc<HostStats>,
 }
 
@@ -193,6 +202,7 @@ impl HostRoot {
             // SAFETY: a fresh fd nobody else owns.
             root: unsafe { OwnedFd::from_raw_fd(fd) },
             openat2: std::sync::atomic::AtomicBool::new(true),
+            xattrat: std::sync::atomic::AtomicBool::new(true),
             calls: Arc::default(),
         })
     }
@@ -243,13 +253,71 @@ impl HostRoot {
         Ok(buf)
     }
 
-    /// Uses O_NOFOLLOW component walks instead of openat2 (the fallback for
-    /// kernels without it; tests run both).
+    /// Uses O_NOFOLLOW component walks instead of openat2, and extended
+    /// attributes through /proc/self/fd instead of setxattrat and its kin
+    /// (the fallbacks for kernels without them; tests run both).
     pub fn force_component_walk(&self) {
-        // Relaxed: a mode switch; each call reads it once and both modes are
-        // safe.
+        // Relaxed: mode switches; each call reads one once and both modes
+        // are safe.
         self.openat2
             .store(false, std::sync::atomic::Ordering::Relaxed);
+        self.xattrat
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// `call` on the entry `name` of the directory open as `dir` (empty:
+    /// the directory itself, whose fd must then not be O_PATH: the empty
+    /// path of the *xattrat calls takes it as fgetxattr does), a final
+    /// symlink never followed:
+    /// getxattrat and its kin (Linux 6.13+) with AT_SYMLINK_NOFOLLOW; else
+    /// the classic calls on /proc/self/fd/N of an O_PATH | O_NOFOLLOW fd of
+    /// the entry, a magic link whose resolution ends at exactly the inode
+    /// opened (a symlink's own, for a symlink), nothing further followed.
+    pub(crate) fn xattr_at(
+        &self,
+        dir: RawFd,
+        name: &[u8],
+        mut call: XattrCall<'_>,
+    ) -> SysResult<usize> {
+        self.calls.count();
+        // Relaxed: see `force_component_walk`.
+        if self.xattrat.load(std::sync::atomic::Ordering::Relaxed) {
+            match xattrat(dir, name, &mut call) {
+                Err(Errno::ENOSYS) => self
+                    .xattrat
+                    .store(false, std::sync::atomic::Ordering::Relaxed),
+                r => return r,
+            }
+        }
+        let entry = if name.is_empty() {
+            None
+        } else {
+            CName::new(name)?;
+            Some(openat_raw(dir, name, libc::O_PATH | libc::O_NOFOLLOW)?)
+        };
+        let fd = entry.as_ref().map_or(dir, |e| e.as_raw_fd());
+        let proc =
+            std::ffi::CString::new(format!("/proc/self/fd/{fd}")).map_err(|_| Errno::EINVAL)?;
+        let p = proc.as_ptr();
+        let cname = |n: &[u8]| std::ffi::CString::new(n).map_err(|_| Errno::EINVAL);
+        // SAFETY (each call): NUL-terminated path and name; buffers passed
+        // with their lengths, written only within them.
+        let r = match call {
+            XattrCall::Get(n, buf) => unsafe {
+                libc::getxattr(p, cname(n)?.as_ptr(), buf.as_mut_ptr().cast(), buf.len())
+            },
+            XattrCall::Set(n, v, flags) => unsafe {
+                libc::setxattr(p, cname(n)?.as_ptr(), v.as_ptr().cast(), v.len(), flags) as isize
+            },
+            XattrCall::List(buf) => unsafe {
+                libc::listxattr(p, buf.as_mut_ptr().cast(), buf.len())
+            },
+            XattrCall::Remove(n) => unsafe { libc::removexattr(p, cname(n)?.as_ptr()) as isize },
+        };
+        if r < 0 {
+            return Err(last_errno());
+        }
+        Ok(r as usize)
     }
 
     /// Opens `rel` (relative, from `join`; "" is the root) beneath the root
@@ -365,6 +433,103 @@ impl HostRoot {
         buf.truncate(n as usize);
         Ok(buf)
     }
+}
+
+/// `struct xattr_args` of setxattrat / getxattrat.
+#[repr(C)]
+struct XattrArgs {
+    value: u64,
+    size: u32,
+    flags: u32,
+}
+
+// The kernel's XATTR_ARGS_SIZE_VER0: the size it checks the block against.
+const _: () = assert!(core::mem::size_of::<XattrArgs>() == 16);
+
+const SYS_SETXATTRAT: libc::c_long = 463;
+const SYS_GETXATTRAT: libc::c_long = 464;
+const SYS_LISTXATTRAT: libc::c_long = 465;
+const SYS_REMOVEXATTRAT: libc::c_long = 466;
+
+/// `call` through the *xattrat syscalls on `name` in `dir` (empty: `dir`
+/// itself), AT_SYMLINK_NOFOLLOW.
+fn xattrat(dir: RawFd, name: &[u8], call: &mut XattrCall<'_>) -> SysResult<usize> {
+    let path = if name.is_empty() {
+        CName {
+            buf: [0; crate::abi::NAME_MAX + 1],
+        }
+    } else {
+        CName::new(name)?
+    };
+    let at = libc::AT_SYMLINK_NOFOLLOW
+        | if name.is_empty() {
+            libc::AT_EMPTY_PATH
+        } else {
+            0
+        };
+    let cname = |n: &[u8]| std::ffi::CString::new(n).map_err(|_| Errno::EINVAL);
+    let size = core::mem::size_of::<XattrArgs>();
+    // SAFETY (each call): NUL-terminated path and name; the argument block
+    // and buffers outlive the call, which writes only within the lengths
+    // given.
+    let r = match call {
+        XattrCall::Get(n, buf) => {
+            let mut args = XattrArgs {
+                value: buf.as_mut_ptr() as u64,
+                size: buf.len() as u32,
+                flags: 0,
+            };
+            let n = cname(n)?;
+            unsafe {
+                libc::syscall(
+                    SYS_GETXATTRAT,
+                    dir,
+                    path.as_ptr(),
+                    at,
+                    n.as_ptr(),
+                    &mut args,
+                    size,
+                )
+            }
+        }
+        XattrCall::Set(n, v, flags) => {
+            let args = XattrArgs {
+                value: v.as_ptr() as u64,
+                size: v.len() as u32,
+                flags: *flags as u32,
+            };
+            let n = cname(n)?;
+            unsafe {
+                libc::syscall(
+                    SYS_SETXATTRAT,
+                    dir,
+                    path.as_ptr(),
+                    at,
+                    n.as_ptr(),
+                    &args,
+                    size,
+                )
+            }
+        }
+        XattrCall::List(buf) => unsafe {
+            libc::syscall(
+                SYS_LISTXATTRAT,
+                dir,
+                path.as_ptr(),
+                at,
+                buf.as_mut_ptr(),
+                buf.len(),
+            )
+        },
+        XattrCall::Remove(n) => {
+            let n = cname(n)?;
+            unsafe { libc::syscall(SYS_REMOVEXATTRAT, dir, path.as_ptr(), at, n.as_ptr()) }
+        }
+    };
+    if r < 0 {
+        return Err(last_errno());
+    }
+    Ok(r as usize)
 }
 
 fn openat_raw(at: RawFd, name: &[u8], flags: i32) -> SysResult<OwnedFd> {

@@ -52,7 +52,7 @@ pub mod dirs;
 pub mod host;
 mod listing;
 
-use super::{AttrChange, Filesystem, SuperBlock};
+use super::{AttrChange, Filesystem, SuperBlock, XattrCall};
 use crate::abi::*;
 use crate::dir::index::DirIndex;
 use crate::inode::{Inode, InodeBody};
@@ -898,6 +898,27 @@ impl Filesystem for Passthrough {
             }
         }
         self.refresh(_sb, inode)
+    }
+
+    fn xattr(&self, sb: &SuperBlock, inode: &Inode, call: XattrCall<'_>) -> SysResult<usize> {
+        let change = matches!(call, XattrCall::Set(..) | XattrCall::Remove(_));
+        let (fd, name) = match self.parent_and_name(inode)? {
+            Some((fd, name)) => (fd, name),
+            // The root: by an fd of its own, which for the empty path of
+            // getxattrat and its kin must not be O_PATH (they take it as
+            // fgetxattr does).
+            None => (
+                self.host
+                    .open_beneath(b"", libc::O_RDONLY | libc::O_DIRECTORY)?,
+                Vec::new(),
+            ),
+        };
+        let n = self.host.xattr_at(fd.as_raw_fd(), &name, call)?;
+        if change {
+            // The host set the file's ctime.
+            self.refresh(sb, inode)?;
+        }
+        Ok(n)
     }
 
     fn refresh(&self, _sb: &SuperBlock, inode: &Inode) -> SysResult<()> {
