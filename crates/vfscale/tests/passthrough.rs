@@ -711,3 +711,47 @@ fn mount_passthrough_in_a_tmpfs_namespace() {
         Err(Errno::ENOENT)
     );
 }
+
+/// lseek's SEEK_DATA and SEEK_HOLE on a passthrough file answer from the
+/// host file (cp and tar use them to find the data: an answer from the
+/// empty in-memory copy said "no data", and a copy came out empty).
+#[test]
+fn seek_data_and_hole_follow_the_host_file() {
+    let host = HostDir::new("seek");
+    host.write("f", b"hello");
+    // A sparse file: data, a hole of several pages, data.
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::File::create(host.path().join("sparse")).unwrap();
+        f.write_at(b"a", 0).unwrap();
+        f.write_at(b"b", 1 << 20).unwrap();
+    }
+    let vfs = mirror(&host, Duration::from_secs(3600));
+    let p = vfs.root_process();
+    let fd = p.open(b"/f", O_RDONLY, 0).unwrap();
+    assert_eq!(p.lseek(fd, 0, SEEK_DATA), Ok(0));
+    assert_eq!(p.lseek(fd, 0, SEEK_HOLE), Ok(5));
+    assert_eq!(p.lseek(fd, 5, SEEK_DATA), Err(Errno::ENXIO));
+    assert_eq!(p.lseek(fd, -1, SEEK_DATA), Err(Errno::ENXIO));
+    p.close(fd).unwrap();
+    let fd = p.open(b"/sparse", O_RDONLY, 0).unwrap();
+    assert_eq!(p.lseek(fd, 0, SEEK_DATA), Ok(0));
+    // Where the host's filesystem reports holes, the hole after the first
+    // page and the data at 1 MiB; a filesystem without hole reporting
+    // (data everywhere) answers as its own lseek does.
+    let hole = p.lseek(fd, 0, SEEK_HOLE).unwrap();
+    let host_file = std::fs::File::open(host.path().join("sparse")).unwrap();
+    use std::os::fd::AsRawFd;
+    // SAFETY: lseek on our own open file.
+    let host_hole = unsafe { libc::lseek(host_file.as_raw_fd(), 0, libc::SEEK_HOLE) };
+    assert_eq!(hole, host_hole);
+    // SAFETY: as above.
+    let host_data = unsafe { libc::lseek(host_file.as_raw_fd(), 4096, libc::SEEK_DATA) };
+    assert_eq!(p.lseek(fd, 4096, SEEK_DATA), Ok(host_data));
+    assert_eq!(
+        p.lseek(fd, 0, SEEK_CUR),
+        Ok(host_data),
+        "the position moved"
+    );
+    p.close(fd).unwrap();
+}

@@ -132,6 +132,18 @@ pub trait Filesystem: Send + Sync {
         Err(Errno::EINVAL)
     }
 
+    /// lseek's SEEK_DATA (`hole` false) or SEEK_HOLE from `offset` (>= 0)
+    /// in the backend's file.
+    fn seek_data_hole(
+        &self,
+        _sb: &SuperBlock,
+        _inode: &Inode,
+        _offset: u64,
+        _hole: bool,
+    ) -> SysResult<u64> {
+        Err(Errno::EINVAL)
+    }
+
     // ---- namespace and attribute changes of backend-served instances:
     // the core checks vfscale's permissions, calls these, then drops the
     // affected cached names (the next lookup asks the backend). ----

@@ -403,6 +403,13 @@ impl Process {
                         if offset < 0 {
                             return Err(Errno::ENXIO);
                         }
+                        // A backend's data is in its file, not in memory.
+                        if let Some(sb) = super::backend_names::backend_of(inode) {
+                            let hole = whence == SEEK_HOLE;
+                            let at = sb.fs.seek_data_hole(sb, inode, offset as u64, hole)?;
+                            *pos = at;
+                            return Ok(at as i64);
+                        }
                         let data = inode.file_data().ok_or(Errno::EINVAL)?.read();
                         let r = if whence == SEEK_DATA {
                             data.seek_data(offset as u64)

@@ -684,6 +684,27 @@ impl Filesystem for Passthrough {
         host::pread(fd.as_raw_fd(), buf, pos)
     }
 
+    fn seek_data_hole(
+        &self,
+        _sb: &SuperBlock,
+        inode: &Inode,
+        offset: u64,
+        hole: bool,
+    ) -> SysResult<u64> {
+        let fd = self
+            .host
+            .open_beneath(&self.path_of(inode)?, libc::O_RDONLY)?;
+        let whence = if hole {
+            libc::SEEK_HOLE
+        } else {
+            libc::SEEK_DATA
+        };
+        // SAFETY: lseek on our own fd.
+        let r = unsafe { libc::lseek(fd.as_raw_fd(), offset as i64, whence) };
+        check(r as libc::c_long)?;
+        Ok(r as u64)
+    }
+
     fn write(
         &self,
         _sb: &SuperBlock,
