@@ -755,3 +755,55 @@ fn seek_data_and_hole_follow_the_host_file() {
     );
     p.close(fd).unwrap();
 }
+
+/// fallocate reaches the host file (sizes, holes and the cached
+/// attributes follow), and statfs reports the host filesystem's figures.
+#[test]
+fn fallocate_and_statfs_follow_the_host() {
+    let host = HostDir::new("falloc");
+    host.write("f", &[b'x'; 8192]);
+    let vfs = mirror(&host, Duration::from_secs(3600));
+    let p = vfs.root_process();
+    let fd = p.open(b"/f", O_RDWR, 0).unwrap();
+    let hf = host.path().join("f");
+    let size = || std::fs::metadata(&hf).unwrap().len();
+    match p.fallocate(fd, 0, 0, 16384) {
+        Ok(()) => {
+            assert_eq!(size(), 16384);
+            assert_eq!(p.fstat(fd).unwrap().size, 16384, "cached size refreshed");
+            p.fallocate(fd, FALLOC_FL_KEEP_SIZE, 16384, 4096).unwrap();
+            assert_eq!(size(), 16384);
+            // A hole punched on the host reads as zeros through vfscale.
+            match p.fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4096) {
+                Ok(()) => {
+                    assert_eq!(host.read("f")[..4096], [0u8; 4096]);
+                    let mut b = [1u8; 4];
+                    assert_eq!(p.pread(fd, &mut b, 0), Ok(4));
+                    assert_eq!(b, [0; 4]);
+                }
+                Err(e) => assert_eq!(e, Errno::EOPNOTSUPP, "punching a hole"),
+            }
+        }
+        // A host filesystem without fallocate answers for itself.
+        Err(e) => assert_eq!(e, Errno::EOPNOTSUPP),
+    }
+    // vfs_fallocate's own checks still come first.
+    assert_eq!(p.fallocate(fd, 0, -1, 1), Err(Errno::EINVAL));
+    let ro = p.open(b"/f", O_RDONLY, 0).unwrap();
+    assert_eq!(p.fallocate(ro, 0, 0, 1), Err(Errno::EBADF));
+    p.close(ro).unwrap();
+    p.close(fd).unwrap();
+    // statfs: the host's type and sizes.
+    let c = std::ffi::CString::new(host.path().to_str().unwrap()).unwrap();
+    // SAFETY: zeroed statfs is a valid output buffer.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: NUL-terminated path; writes only `st`.
+    assert_eq!(unsafe { libc::statfs(c.as_ptr(), &mut st) }, 0);
+    let ours = p.statfs(b"/").unwrap();
+    assert_eq!(ours.f_type, st.f_type);
+    assert_eq!(
+        (ours.f_bsize, ours.f_blocks, ours.f_files),
+        (st.f_bsize, st.f_blocks, st.f_files)
+    );
+    assert_eq!(ours.f_namelen, st.f_namelen);
+}

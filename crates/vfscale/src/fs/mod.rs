@@ -132,6 +132,24 @@ pub trait Filesystem: Send + Sync {
         Err(Errno::EINVAL)
     }
 
+    /// fallocate(2) of the backend's file, after the VFS's checks
+    /// (vfs_fallocate's), refreshing the cached attributes.
+    fn fallocate(
+        &self,
+        _sb: &SuperBlock,
+        _inode: &Inode,
+        _mode: i32,
+        _offset: u64,
+        _len: u64,
+    ) -> SysResult<()> {
+        Err(Errno::EOPNOTSUPP)
+    }
+
+    /// The backend's own statfs figures (None: the instance's limits).
+    fn statfs(&self, _sb: &SuperBlock) -> Option<Statfs> {
+        None
+    }
+
     /// lseek's SEEK_DATA (`hole` false) or SEEK_HOLE from `offset` (>= 0)
     /// in the backend's file.
     fn seek_data_hole(
@@ -357,6 +375,12 @@ impl SuperBlock {
     }
 
     pub fn statfs(&self) -> Statfs {
+        if let Some(backend) = self.fs.statfs(self) {
+            return Statfs {
+                f_fsid: [self.dev as i32, (self.dev >> 32) as i32],
+                ..backend
+            };
+        }
         let total = self.limits.max_bytes / BLOCK_SIZE;
         let used = self.used_blocks.sum().max(0) as u64;
         let files_used = self.used_inodes.sum().max(0) as u64;

@@ -55,10 +55,6 @@ impl Process {
             self.vfs.fput(f);
             return Err(e);
         }
-        if let Err(e) = super::refuse_backend_change(f.file().inode()) {
-            self.vfs.fput(f);
-            return Err(e);
-        }
         let r = (|| {
             let inode = f.file().inode();
             match inode.file_type() {
@@ -69,6 +65,13 @@ impl Process {
             }
             if offset.checked_add(len).is_none() {
                 return Err(Errno::EFBIG);
+            }
+            // A backend's file: its filesystem's own modes and checks.
+            if let Some(sb) = super::backend_names::backend_of(inode) {
+                sb.fs
+                    .fallocate(sb, inode, mode, offset as u64, len as u64)?;
+                self.vfs.watchers.inode_changed(inode, true);
+                return Ok(());
             }
             // shmem_fallocate: tmpfs has only these two modes.
             if mode & !(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE) != 0 {

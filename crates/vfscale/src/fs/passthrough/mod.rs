@@ -684,6 +684,57 @@ impl Filesystem for Passthrough {
         host::pread(fd.as_raw_fd(), buf, pos)
     }
 
+    fn fallocate(
+        &self,
+        sb: &SuperBlock,
+        inode: &Inode,
+        mode: i32,
+        offset: u64,
+        len: u64,
+    ) -> SysResult<()> {
+        let fd = self
+            .host
+            .open_beneath(&self.path_of(inode)?, libc::O_WRONLY)?;
+        // SAFETY: fallocate on our own fd.
+        let r = unsafe { libc::fallocate(fd.as_raw_fd(), mode, offset as i64, len as i64) };
+        check(r as libc::c_long)?;
+        self.refresh(sb, inode)
+    }
+
+    /// The host filesystem's figures (its type, blocks and inodes), read
+    /// from the root's fd; vfscale's own when the host cannot say.
+    fn statfs(&self, _sb: &SuperBlock) -> Option<Statfs> {
+        // SAFETY: zeroed statfs is a valid output buffer.
+        let mut st: libc::statfs = unsafe { core::mem::zeroed() };
+        // SAFETY: fstatfs writes only `st`, on our own fd.
+        if unsafe { libc::fstatfs(self.host.root_fd(), &mut st) } < 0 {
+            return None;
+        }
+        // The mount flags, which libc's statfs does not expose: statvfs's,
+        // with ST_VALID as statfs(2) reports.
+        // SAFETY: zeroed statvfs is a valid output buffer.
+        let mut vfs: libc::statvfs = unsafe { core::mem::zeroed() };
+        // SAFETY: fstatvfs writes only `vfs`, on our own fd.
+        let flags = if unsafe { libc::fstatvfs(self.host.root_fd(), &mut vfs) } == 0 {
+            vfs.f_flag as i64 | 0x20
+        } else {
+            0x20
+        };
+        Some(Statfs {
+            f_type: st.f_type,
+            f_bsize: st.f_bsize,
+            f_blocks: st.f_blocks,
+            f_bfree: st.f_bfree,
+            f_bavail: st.f_bavail,
+            f_files: st.f_files,
+            f_ffree: st.f_ffree,
+            f_fsid: [0; 2],
+            f_namelen: st.f_namelen,
+            f_frsize: st.f_frsize,
+            f_flags: flags,
+        })
+    }
+
     fn seek_data_hole(
         &self,
         _sb: &SuperBlock,
