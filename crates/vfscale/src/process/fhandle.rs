@@ -202,12 +202,6 @@ impl Process {
                 return Err(e);
             }
         }
-        match self.files.install(file, flags & O_CLOEXEC != 0, 0) {
-            Ok(fd) => Ok(fd),
-            Err((e, file)) => {
-                self.vfs.fput(file);
-                Err(e)
-            }
-        }
+        self.install_opened(file, flags)
     }
 }

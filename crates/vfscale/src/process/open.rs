@@ -113,6 +113,13 @@ impl Process {
                 return Err(e);
             }
         }
+        self.install_opened(file, flags)
+    }
+
+    /// The lowest free descriptor for a file an open made (O_CLOEXEC from
+    /// its flags); the file is put if none is free.
+    #[inline(always)]
+    pub(super) fn install_opened(&self, file: crate::file::FileRef, flags: i32) -> SysResult<Fd> {
         match self.files.install(file, flags & O_CLOEXEC != 0, 0) {
             Ok(fd) => Ok(fd),
             Err((e, file)) => {

@@ -105,13 +105,7 @@ impl Process {
             Arc::as_ptr(&self.cred) as usize,
             core::ptr::null(),
         );
-        match self.files.install(file, flags & O_CLOEXEC != 0, 0) {
-            Ok(fd) => Ok(fd),
-            Err((e, file)) => {
-                self.vfs.fput(file);
-                Err(e)
-            }
-        }
+        self.install_opened(file, flags)
     }
 
     /// The nameless inode and its dentry below `dir_d` (whose inode is
