@@ -417,12 +417,10 @@ impl Ops {
         Reply::from_empty(self.ns.release(fh))
     }
 
-    pub fn fsync(&self, fh: u64) -> Reply {
-        Reply::from_empty(self.ns.fsync(fh))
-    }
-
-    pub fn fsyncdir(&self) -> Reply {
-        Reply::Ok
+    /// FSYNC and FSYNCDIR: a backend's file or directory is synced on the
+    /// backend (`datasync`: FUSE_FSYNC_FDATASYNC).
+    pub fn fsync(&self, fh: u64, datasync: bool) -> Reply {
+        Reply::from_empty(self.ns.fsync(fh, datasync))
     }
 
     pub fn opendir(&self, c: Caller, id: u64, flags: i32) -> Reply {

@@ -494,10 +494,10 @@ impl Filesystem for VfsFs {
         _req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
-        _datasync: bool,
+        datasync: bool,
         reply: ReplyEmpty,
     ) {
-        self.send(self.ops.fsync(fh.0), reply);
+        self.send(self.ops.fsync(fh.0, datasync), reply);
     }
 
     fn opendir(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
@@ -551,11 +551,11 @@ impl Filesystem for VfsFs {
         &self,
         _req: &Request,
         _ino: INodeNo,
-        _fh: FileHandle,
-        _datasync: bool,
+        fh: FileHandle,
+        datasync: bool,
         reply: ReplyEmpty,
     ) {
-        self.send(self.ops.fsyncdir(), reply);
+        self.send(self.ops.fsync(fh.0, datasync), reply);
     }
 
     fn statfs(&self, _req: &Request, ino: INodeNo, reply: ReplyStatfs) {

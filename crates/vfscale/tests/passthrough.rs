@@ -645,8 +645,11 @@ fn injected_host_errors_surface_and_change_nothing() {
             CallKind::Write => p.write(control_fd, b"zz").map(|_| ()),
             CallKind::Readdir => p.getdents64(dir_fd, &mut buf).map(|_| ()),
             CallKind::Truncate => p.ftruncate(control_fd, 0),
-            // Covered by `failed_host_changes_change_nothing`.
-            CallKind::Change => unreachable!(),
+            // Covered by `failed_host_changes_change_nothing` and
+            // `syncs_and_their_errors_reach_the_host`.
+            CallKind::Change | CallKind::Allocate | CallKind::Sync | CallKind::Xattr => {
+                unreachable!()
+            }
         };
         control.disarm();
         assert_eq!(r, Err(errno), "{kind:?}");
@@ -806,4 +809,49 @@ fn fallocate_and_statfs_follow_the_host() {
         (st.f_bsize, st.f_blocks, st.f_files)
     );
     assert_eq!(ours.f_namelen, st.f_namelen);
+}
+
+/// fsync, fdatasync and syncfs of passthrough files reach the host (data
+/// written through must be made durable there, not only in the host's
+/// page cache): each is one backend call, whose error surfaces unchanged
+/// (injected EIO, as a failing disk would answer); xattr and fallocate
+/// failures surface the same way and change nothing.
+#[test]
+fn syncs_and_their_errors_reach_the_host() {
+    let host = HostDir::new("sync");
+    host.write("f", b"data");
+    host.mkdir("d");
+    let control = FaultControl::new(5);
+    let pt = Passthrough::new(host.path(), PassthroughConfig::default()).unwrap();
+    let vfs = Vfs::with_root_fs(
+        VfsConfig::default(),
+        Box::new(FaultyFs::new(pt, control.clone())),
+    );
+    let p = vfs.root_process();
+    let f = p.open(b"/f", O_RDWR, 0).unwrap();
+    let d = p.open(b"/d", O_RDONLY | O_DIRECTORY, 0).unwrap();
+    p.pwrite(f, b"DATA", 0).unwrap();
+    for fd in [f, d] {
+        p.fsync(fd).unwrap();
+        p.fdatasync(fd).unwrap();
+    }
+    p.syncfs(f).unwrap();
+    control.fail(CallKind::Sync, Trigger::OneIn(1), Errno::EIO);
+    control.arm();
+    assert_eq!(p.fsync(f), Err(Errno::EIO));
+    assert_eq!(p.fdatasync(d), Err(Errno::EIO));
+    assert_eq!(p.syncfs(d), Err(Errno::EIO));
+    assert_eq!(control.injected(), 3, "one backend call each");
+    control.disarm();
+    control.clear();
+    control.fail(CallKind::Allocate, Trigger::OneIn(1), Errno::ENOSPC);
+    control.fail(CallKind::Xattr, Trigger::OneIn(1), Errno::EIO);
+    control.arm();
+    assert_eq!(p.fallocate(f, 0, 0, 1 << 20), Err(Errno::ENOSPC));
+    assert_eq!(p.setxattr(b"/f", b"user.x", b"1", 0), Err(Errno::EIO));
+    control.disarm();
+    assert_eq!(p.fstat(f).unwrap().size, 4);
+    assert_eq!(host.read("f"), b"DATA");
+    p.close(f).unwrap();
+    p.close(d).unwrap();
 }

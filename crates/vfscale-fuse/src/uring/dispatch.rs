@@ -155,8 +155,8 @@ fn decode_and_call(
         }
         STATFS => ops.statfs(node),
         RELEASE | RELEASEDIR => ops.release(u64_at(op, 0)),
-        FSYNC => ops.fsync(u64_at(op, 0)),
-        FSYNCDIR => ops.fsyncdir(),
+        // fuse_fsync_in: fh u64, fsync_flags u32 (bit 0: FUSE_FSYNC_FDATASYNC).
+        FSYNC | FSYNCDIR => ops.fsync(u64_at(op, 0), u32_at(op, 8) & 1 != 0),
         SETXATTR => {
             // fuse_setxattr_in without FUSE_SETXATTR_EXT (not negotiated):
             // size u32, flags u32.

@@ -42,6 +42,12 @@ pub enum CallKind {
     /// create, symlink, link, unlink, rename, setattr (namespace and
     /// attribute changes of a backend-served instance).
     Change,
+    /// fallocate.
+    Allocate,
+    /// fsync, fdatasync, syncfs.
+    Sync,
+    /// Extended-attribute calls.
+    Xattr,
 }
 
 /// When a call fails.
@@ -326,6 +332,63 @@ impl<F: Filesystem> Filesystem for FaultyFs<F> {
 
     fn refresh(&self, sb: &SuperBlock, inode: &Inode) -> SysResult<()> {
         self.inner.refresh(sb, inode)
+    }
+
+    fn fallocate(
+        &self,
+        sb: &SuperBlock,
+        inode: &Inode,
+        mode: i32,
+        offset: u64,
+        len: u64,
+    ) -> SysResult<()> {
+        if let Some(e) = self.control.decide(CallKind::Allocate) {
+            return Err(e);
+        }
+        self.inner.fallocate(sb, inode, mode, offset, len)
+    }
+
+    fn fsync(&self, sb: &SuperBlock, inode: &Inode, datasync: bool) -> SysResult<()> {
+        if let Some(e) = self.control.decide(CallKind::Sync) {
+            return Err(e);
+        }
+        self.inner.fsync(sb, inode, datasync)
+    }
+
+    fn sync_fs(&self, sb: &SuperBlock) -> SysResult<()> {
+        if let Some(e) = self.control.decide(CallKind::Sync) {
+            return Err(e);
+        }
+        self.inner.sync_fs(sb)
+    }
+
+    fn statfs(&self, sb: &SuperBlock) -> Option<crate::abi::Statfs> {
+        self.inner.statfs(sb)
+    }
+
+    fn seek_data_hole(
+        &self,
+        sb: &SuperBlock,
+        inode: &Inode,
+        offset: u64,
+        hole: bool,
+    ) -> SysResult<u64> {
+        if let Some(e) = self.control.decide(CallKind::Read) {
+            return Err(e);
+        }
+        self.inner.seek_data_hole(sb, inode, offset, hole)
+    }
+
+    fn xattr(
+        &self,
+        sb: &SuperBlock,
+        inode: &Inode,
+        call: super::XattrCall<'_>,
+    ) -> SysResult<usize> {
+        if let Some(e) = self.control.decide(CallKind::Xattr) {
+            return Err(e);
+        }
+        self.inner.xattr(sb, inode, call)
     }
 
     fn readdir(

@@ -145,6 +145,17 @@ pub trait Filesystem: Send + Sync {
         Err(Errno::EOPNOTSUPP)
     }
 
+    /// fsync (or, `datasync`, fdatasync) of the backend's file or
+    /// directory: what was written through to it reaches stable storage.
+    fn fsync(&self, _sb: &SuperBlock, _inode: &Inode, _datasync: bool) -> SysResult<()> {
+        Ok(())
+    }
+
+    /// syncfs of the backend's filesystem.
+    fn sync_fs(&self, _sb: &SuperBlock) -> SysResult<()> {
+        Ok(())
+    }
+
     /// The backend's own statfs figures (None: the instance's limits).
     fn statfs(&self, _sb: &SuperBlock) -> Option<Statfs> {
         None

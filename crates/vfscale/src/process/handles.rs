@@ -450,8 +450,8 @@ impl Namespace {
         self.at(cred, &self.root).sys_pwrite(fh_fd(fh)?, data, off)
     }
 
-    pub fn fsync(&self, fh: Fh) -> SysResult<()> {
-        self.io_view().sys_fsync(fh_fd(fh)?)
+    pub fn fsync(&self, fh: Fh, datasync: bool) -> SysResult<()> {
+        self.io_view().sys_fsync(fh_fd(fh)?, datasync)
     }
 
     /// lseek on an open file (SEEK_DATA / SEEK_HOLE included).

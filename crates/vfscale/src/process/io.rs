@@ -441,13 +441,18 @@ impl Process {
         })
     }
 
-    pub(crate) fn sys_fsync(&self, fd: Fd) -> SysResult<()> {
+    /// fsync, or fdatasync (`datasync`): nothing to write back in memory;
+    /// a backend's file is synced on the backend.
+    pub(crate) fn sys_fsync(&self, fd: Fd, datasync: bool) -> SysResult<()> {
         // Pipes have no fsync operation.
         self.with_file(fd, false, |f| {
-            if f.fmode & FMODE_STREAMS != 0 || f.inode().file_type() == S_IFIFO {
-                Err(Errno::EINVAL)
-            } else {
-                Ok(())
+            let inode = f.inode();
+            if f.fmode & FMODE_STREAMS != 0 || inode.file_type() == S_IFIFO {
+                return Err(Errno::EINVAL);
+            }
+            match super::backend_names::backend_of(inode) {
+                Some(sb) => sb.fs.fsync(sb, inode, datasync),
+                None => Ok(()),
             }
         })
     }

@@ -427,13 +427,22 @@ impl Process {
         self.vfs.op_end();
     }
 
-    /// syncfs(2): completes every thread's deferred frees.
+    /// syncfs(2): completes every thread's deferred frees; on a
+    /// backend-served instance, syncs the backend's filesystem too.
     pub(crate) fn sys_syncfs(&self, fd: Fd) -> SysResult<()> {
         // fdget: O_PATH descriptors are EBADF.
         let f = self.fd_file_nopath(fd)?;
-        self.vfs.fput(f);
+        // SAFETY: an inode's superblock outlives it; our reference keeps
+        // the inode.
+        let sb = unsafe { &*f.file().inode().sb };
         self.vfs.flush_all();
-        Ok(())
+        let r = if sb.backend_served {
+            sb.fs.sync_fs(sb)
+        } else {
+            Ok(())
+        };
+        self.vfs.fput(f);
+        r
     }
 
     fn files_if_last(&self) -> Vec<FileRef> {

@@ -61,10 +61,10 @@ impl ProcessApi for Process {
         self.done(self.sys_truncate_path(path, length))
     }
     fn fsync(&self, fd: Fd) -> SysResult<()> {
-        self.done(self.sys_fsync(fd))
+        self.done(self.sys_fsync(fd, false))
     }
     fn fdatasync(&self, fd: Fd) -> SysResult<()> {
-        self.done(self.sys_fsync(fd))
+        self.done(self.sys_fsync(fd, true))
     }
     fn fstat(&self, fd: Fd) -> SysResult<Stat> {
         self.done(self.sys_fstat(fd))

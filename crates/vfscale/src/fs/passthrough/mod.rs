@@ -701,6 +701,32 @@ impl Filesystem for Passthrough {
         self.refresh(sb, inode)
     }
 
+    fn fsync(&self, _sb: &SuperBlock, inode: &Inode, datasync: bool) -> SysResult<()> {
+        // A regular file or a directory (the core refuses the others);
+        // fsync works on a read-only fd.
+        let fd = self
+            .host
+            .open_beneath(&self.path_of(inode)?, libc::O_RDONLY)?;
+        // SAFETY: fsync / fdatasync on our own fd.
+        let r = unsafe {
+            if datasync {
+                libc::fdatasync(fd.as_raw_fd())
+            } else {
+                libc::fsync(fd.as_raw_fd())
+            }
+        };
+        check(r as libc::c_long)
+    }
+
+    fn sync_fs(&self, _sb: &SuperBlock) -> SysResult<()> {
+        // syncfs wants an fd it may read through, not an O_PATH one.
+        let root = self
+            .host
+            .open_beneath(b"", libc::O_RDONLY | libc::O_DIRECTORY)?;
+        // SAFETY: syncfs on our own fd.
+        check(unsafe { libc::syncfs(root.as_raw_fd()) } as libc::c_long)
+    }
+
     /// The host filesystem's figures (its type, blocks and inodes), read
     /// from the root's fd; vfscale's own when the host cannot say.
     fn statfs(&self, _sb: &SuperBlock) -> Option<Statfs> {
