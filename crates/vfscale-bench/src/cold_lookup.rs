@@ -35,8 +35,9 @@
 //! cold lookup is a miss below the root (the common case on a real tree).
 //!
 //! T threads split the files (thread i takes positions i, i+T, ... of the
-//! pass's order); rates are stats per second over the whole pass (the
-//! slowest thread's wall time). Every stat is checked (a regular file of
+//! pass's order); rates are stats per second over the whole pass (from
+//! the first thread's start to the last one's end, as the workers clock
+//! them: `parallel`). Every stat is checked (a regular file of
 //! size 0); a failure aborts the run.
 //!
 //! Not part of `vfscale bench`'s suite: its targets are fresh in-memory
