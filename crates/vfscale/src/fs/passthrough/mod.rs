@@ -465,6 +465,12 @@ fn check(r: libc::c_long) -> SysResult<()> {
 }
 
 impl Passthrough {
+    /// `inode`'s host file (or directory) opened beneath the root with
+    /// `flags`: each data call's own fd.
+    fn open_host(&self, inode: &Inode, flags: i32) -> SysResult<std::os::fd::OwnedFd> {
+        self.host.open_beneath(&self.path_of(inode)?, flags)
+    }
+
     /// The host directory `dir` as an O_PATH fd (opened beneath the root).
     fn dir_fd(&self, dir: &Inode) -> SysResult<std::os::fd::OwnedFd> {
         self.host
@@ -678,9 +684,7 @@ impl Filesystem for Passthrough {
     }
 
     fn read(&self, _sb: &SuperBlock, inode: &Inode, pos: u64, buf: &mut [u8]) -> SysResult<usize> {
-        let fd = self
-            .host
-            .open_beneath(&self.path_of(inode)?, libc::O_RDONLY)?;
+        let fd = self.open_host(inode, libc::O_RDONLY)?;
         host::pread(fd.as_raw_fd(), buf, pos)
     }
 
@@ -692,9 +696,7 @@ impl Filesystem for Passthrough {
         offset: u64,
         len: u64,
     ) -> SysResult<()> {
-        let fd = self
-            .host
-            .open_beneath(&self.path_of(inode)?, libc::O_WRONLY)?;
+        let fd = self.open_host(inode, libc::O_WRONLY)?;
         // SAFETY: fallocate on our own fd.
         let r = unsafe { libc::fallocate(fd.as_raw_fd(), mode, offset as i64, len as i64) };
         check(r as libc::c_long)?;
@@ -704,9 +706,7 @@ impl Filesystem for Passthrough {
     fn fsync(&self, _sb: &SuperBlock, inode: &Inode, datasync: bool) -> SysResult<()> {
         // A regular file or a directory (the core refuses the others);
         // fsync works on a read-only fd.
-        let fd = self
-            .host
-            .open_beneath(&self.path_of(inode)?, libc::O_RDONLY)?;
+        let fd = self.open_host(inode, libc::O_RDONLY)?;
         // SAFETY: fsync / fdatasync on our own fd.
         let r = unsafe {
             if datasync {
@@ -768,9 +768,7 @@ impl Filesystem for Passthrough {
         offset: u64,
         hole: bool,
     ) -> SysResult<u64> {
-        let fd = self
-            .host
-            .open_beneath(&self.path_of(inode)?, libc::O_RDONLY)?;
+        let fd = self.open_host(inode, libc::O_RDONLY)?;
         let whence = if hole {
             libc::SEEK_HOLE
         } else {
@@ -790,7 +788,7 @@ impl Filesystem for Passthrough {
         buf: &[u8],
     ) -> SysResult<usize> {
         let flags = libc::O_WRONLY | if pos.is_none() { libc::O_APPEND } else { 0 };
-        let fd = self.host.open_beneath(&self.path_of(inode)?, flags)?;
+        let fd = self.open_host(inode, flags)?;
         let n = match pos {
             Some(p) => host::pwrite(fd.as_raw_fd(), buf, p)?,
             // SAFETY: write reads at most `buf.len()` bytes from `buf`.
@@ -812,9 +810,7 @@ impl Filesystem for Passthrough {
     }
 
     fn truncate(&self, _sb: &SuperBlock, inode: &Inode, len: u64) -> SysResult<()> {
-        let fd = self
-            .host
-            .open_beneath(&self.path_of(inode)?, libc::O_WRONLY)?;
+        let fd = self.open_host(inode, libc::O_WRONLY)?;
         // SAFETY: ftruncate on our own fd.
         if unsafe { libc::ftruncate(fd.as_raw_fd(), len as i64) } < 0 {
             return Err(Errno(
