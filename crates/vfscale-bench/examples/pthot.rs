@@ -13,7 +13,8 @@
 //! the cost of one hot stat. With `PTHOT_SHUFFLE=1` in the environment
 //! the hot passes use the bench's shuffled order instead of name order;
 //! `PTHOT_HASH_BITS=B` fixes the dentry hash table at 2^B buckets instead
-//! of letting it grow with the names (`VfsConfig::hash_bits`).
+//! of letting it grow with the names (`VfsConfig::hash_bits`); the other
+//! `PTHOT_*` knobs are at `Knobs`.
 //!
 //! `pthot share DIR N [sub]`: after the cold pass, thread A stats its half
 //! of the files (i even, as the bench's thread 0) twice — a warm-up pass,
@@ -89,11 +90,69 @@ fn namespace(dir: &Path, n: usize, how: &str) -> (Vfs, &'static str) {
     (vfs, prefix)
 }
 
+/// Knobs of the hot loop (environment, read once per pass; session 14's
+/// experiments on how far consecutive stats overlap, PERFORMANCE.md):
+/// `PTHOT_FENCE=1` puts an `lfence` between stats (no overlap: the serial
+/// latency of one stat); `PTHOT_STORES=K` adds K stores and `PTHOT_ALU=K`
+/// about K register-only instructions per stat (does more work per stat
+/// shrink the overlap?); `PTHOT_API=1` calls the out-of-line `fstatat`
+/// through a function pointer, as the bench's loop does, instead of the
+/// copy inlined here.
+#[derive(Clone, Copy, Default)]
+struct Knobs {
+    fence: bool,
+    stores: usize,
+    alu: usize,
+    api: bool,
+}
+
+impl Knobs {
+    fn from_env() -> Knobs {
+        let num = |k: &str| std::env::var(k).ok().and_then(|v| v.parse().ok());
+        Knobs {
+            fence: num("PTHOT_FENCE") == Some(1),
+            stores: num("PTHOT_STORES").unwrap_or(0).min(256),
+            alu: num("PTHOT_ALU").unwrap_or(0),
+            api: num("PTHOT_API") == Some(1),
+        }
+    }
+}
+
+type StatFn = fn(&Process, i32, &[u8], i32) -> vfscale::SysResult<abi::Stat>;
+
 fn stat_all(p: &Process, paths: &[Vec<u8>]) {
+    let knobs = Knobs::from_env();
+    let out_of_line: StatFn = std::hint::black_box(<Process as ProcessApi>::fstatat);
+    let mut scratch = [0u64; 256];
+    let mut acc = 0u64;
     for path in paths {
-        let st = std::hint::black_box(p.stat(std::hint::black_box(path))).expect("stat");
+        if knobs.fence {
+            // SAFETY: lfence has no operands and no memory effects.
+            unsafe { core::arch::x86_64::_mm_lfence() };
+        }
+        for (k, slot) in scratch.iter_mut().take(knobs.stores).enumerate() {
+            // SAFETY: a valid, aligned slot of a local array.
+            unsafe { std::ptr::write_volatile(slot, k as u64) };
+        }
+        for _ in 0..knobs.alu / 5 {
+            // SAFETY: register arithmetic only (`nomem`, `nostack`).
+            unsafe {
+                core::arch::asm!(
+                    "add {0}, 1", "add {1}, 1", "add {2}, 1", "add {3}, 1",
+                    inout(reg) acc, inout(reg) scratch[0], inout(reg) scratch[1],
+                    inout(reg) scratch[2], options(nomem, nostack),
+                )
+            };
+        }
+        let st = if knobs.api {
+            out_of_line(p, abi::AT_FDCWD, path, 0)
+        } else {
+            std::hint::black_box(p.stat(std::hint::black_box(path)))
+        }
+        .expect("stat");
         assert_eq!(st.mode & abi::S_IFMT, abi::S_IFREG);
     }
+    std::hint::black_box((&scratch, acc));
 }
 
 fn main() {
