@@ -130,18 +130,6 @@ fn directory_seek(v: &vfscale::Process, fds: &FdMap, op: &Op) -> bool {
     }
 }
 
-/// F_SETFL with O_DIRECT on a pipe puts a Linux pipe in packet mode (one
-/// write per read), which vfscale does not build (docs/COMPATIBILITY.md):
-/// skipped.
-fn pipe_packet_mode(v: &vfscale::Process, fds: &FdMap, op: &Op) -> bool {
-    match op {
-        Op::Fcntl { fd, cmd, arg } if *cmd == F_SETFL && *arg & O_DIRECT as i64 != 0 => v
-            .fstat(fds.resolve(*fd))
-            .is_ok_and(|st| st.mode & S_IFMT == S_IFIFO),
-        _ => false,
-    }
-}
-
 /// name_to_handle_at of an anonymous object: Linux encodes a handle for a
 /// memfd (shmem) and, with AT_HANDLE_FID, a FID for the others; vfscale
 /// answers EOPNOTSUPP (docs/COMPATIBILITY.md). The plain call on a pipe,
@@ -281,7 +269,6 @@ fn compare_on_this_thread(steps: &[Step]) -> Result<(), TestCaseError> {
         let p = step.proc % vprocs.len();
         if directory_seek(&vprocs[p], &vmaps[p], &step.op)
             || root_umount(&vprocs[p], &step.op)
-            || pipe_packet_mode(&vprocs[p], &vmaps[p], &step.op)
             || needs_sys_resource(p, &step.op)
             || anonymous_handle(&vprocs[p], &vmaps[p], &step.op)
             || protected_link_by_fd(&vprocs[p], &vmaps[p], p, &step.op)

@@ -1144,7 +1144,7 @@ fn anon_op() -> impl Strategy<Value = Op> {
     ];
     let events = prop::sample::select(vec![POLLIN, POLLOUT, POLLIN | POLLOUT, 0]);
     prop_oneof![
-        2 => prop::sample::select(vec![O_NONBLOCK, O_NONBLOCK | O_CLOEXEC, 1]).prop_map(Op::Pipe2),
+        2 => prop::sample::select(vec![O_NONBLOCK, O_NONBLOCK | O_CLOEXEC, O_NONBLOCK | O_DIRECT, 1]).prop_map(Op::Pipe2),
         3 => prop::sample::select(vec![SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET, SOCK_STREAM | SOCK_CLOEXEC, 3, SOCK_STREAM | 0x40000])
             .prop_map(|t| Op::Socketpair { domain: AF_UNIX, ty: t | SOCK_NONBLOCK }),
         // Other families: Internet ones cannot pair, unknown ones do not exist.
@@ -1195,6 +1195,7 @@ fn open_flags() -> impl Strategy<Value = i32> {
             O_DIRECTORY,
             O_NOFOLLOW,
             O_CLOEXEC,
+            O_DIRECT,
         ],
         0..=2,
     );

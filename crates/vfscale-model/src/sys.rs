@@ -496,6 +496,11 @@ impl State {
         if !n.is_reg() && !n.is_dir() && !fifo_ok {
             return Err(Errno::ENXIO);
         }
+        // do_dentry_open, after the file's own open: O_DIRECT only where
+        // direct I/O is possible (tmpfs regular files).
+        if flags & O_DIRECT != 0 && !n.is_reg() {
+            return Err(Errno::EINVAL);
+        }
         if do_trunc {
             self.do_truncate(&ctx.cred, loc.node, 0, true);
         }

@@ -72,8 +72,17 @@ fn compare(steps: &[Step]) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// 256 cases, or `PROPTEST_CASES` for a longer run (an explicit `cases`
+/// in the config would override the variable).
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
 
     #[test]
     fn core_matches_model(steps in steps_strategy(3, 1..60).prop_map(|s| s.into_iter().filter(|st| !documented_deviation(&st.op)).collect::<Vec<_>>())) {

@@ -410,3 +410,30 @@ fn a_seqpacket_send_reports_the_pending_reset_first() {
     assert_eq!(p.write(b, b""), Err(Errno::ECONNRESET));
     assert_eq!(p.write(b, b""), Err(Errno::EPIPE));
 }
+
+/// Found by the model differential test (session 14): an appending write
+/// at tmpfs's size limit. Expected values: Linux 6.18 on /dev/shm.
+#[test]
+fn an_append_at_the_size_limit_is_efbig_and_one_crossing_it_is_cut() {
+    let (_vfs, p) = setup();
+    let max = i64::MAX;
+    let fd = p.open(b"/f", O_CREAT | O_RDWR | O_APPEND, 0o644).unwrap();
+    p.ftruncate(fd, max).unwrap();
+    // The offset of a pwrite passes rw_verify_area; the append position
+    // (the size) is at the limit.
+    assert_eq!(p.pwrite(fd, b"adecb", 37), Err(Errno::EFBIG));
+    assert_eq!(p.write(fd, b"adecb"), Err(Errno::EFBIG));
+    assert_eq!(
+        p.write(fd, b""),
+        Ok(0),
+        "a null write before the limit test"
+    );
+    // rw_verify_area still judges the pwrite's own range first.
+    assert_eq!(p.pwrite(fd, b"adecb", max - 1), Err(Errno::EINVAL));
+    // Two bytes below the limit: the write is cut to two.
+    p.ftruncate(fd, max - 2).unwrap();
+    assert_eq!(p.pwrite(fd, b"adecb", 37), Ok(2));
+    assert_eq!(p.fstat(fd).unwrap().size, max);
+    p.ftruncate(fd, max - 5).unwrap();
+    assert_eq!(p.writev(fd, &[b"ab", b"cde", b"fg"]), Ok(5));
+}

@@ -1,37 +1,78 @@
 //! The pipe buffer, shared by anonymous pipes (`pipe2`) and FIFOs
-//! (`mknod S_IFIFO`): a bounded byte queue with reader and writer counts.
+//! (`mknod S_IFIFO`): Linux's ring of page buffers, with reader and writer
+//! counts.
 //!
 //! Invariants (all under the `WaitCell` mutex):
-//! - `buf.len() <= cap`; `cap` is a power-of-two number of pages;
+//! - `bufs.len() <= slots`, and `slots * PAGE` is the pipe's size
+//!   (F_GETPIPE_SZ), a power-of-two number of pages; a buffer holds at
+//!   most a page and is never empty while queued;
+//! - a write first tops up the last buffer, if that one is an ordinary
+//!   buffer and the write's last partial page fits behind its data (how
+//!   Linux's pipe_write merges small writes), then takes whole new slots;
+//!   so a write of at most a page (PIPE_BUF) is all-or-nothing;
+//! - packet mode (Linux's PIPE_BUF_FLAG_PACKET, asked for by a writing
+//!   file with O_DIRECT): each new slot the write takes is one packet,
+//!   never merged into; a read that reaches a packet takes at most that
+//!   packet, drops what of it did not fit, and ends there;
 //! - `readers`/`writers` count the open files with that access mode (a
 //!   FIFO opened O_RDWR counts on both sides); EOF is `writers == 0` with
 //!   an empty buffer, EPIPE is `readers == 0`;
-//! - a write of at most PIPE_BUF bytes is all-or-nothing (it waits for room
-//!   for the whole of it); larger writes may be split;
 //! - `read_opens`/`write_opens` only grow (Linux's r_counter/w_counter): a
 //!   blocking FIFO open waits until the partner side's count moves past the
 //!   value it saw when it counted itself, so a partner that opened and
 //!   closed meanwhile still releases it.
 //!
-//! Capacity is counted in bytes, not in page slots as Linux does: a pipe of
-//! 64 KiB holds 65536 bytes however it was written (docs/COMPATIBILITY.md).
-//! There are no signals: a write with no reader returns EPIPE without a
-//! SIGPIPE.
+//! Capacity is counted in slots, as Linux does: a pipe of 64 KiB takes 16
+//! writes of 3000 bytes (48,000 bytes), or 16 packets of one byte. There
+//! are no signals: a write with no reader returns EPIPE without a SIGPIPE.
 
 use super::wait::{partial, Poller, Step, WaitCell};
 use crate::abi::*;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+/// One slot's buffer: `data[start..]` is unread. `data.len()` is where in
+/// its page the written bytes end (a merge must fit within the page).
+struct PipeBuf {
+    data: Vec<u8>,
+    start: usize,
+    packet: bool,
+}
+
+impl PipeBuf {
+    fn unread(&self) -> usize {
+        self.data.len() - self.start
+    }
+}
+
 pub(crate) struct PipeState {
-    buf: VecDeque<u8>,
-    cap: usize,
+    bufs: VecDeque<PipeBuf>,
+    /// The ring's size in pages (Linux's max_usage).
+    slots: usize,
     pub(crate) readers: u32,
     pub(crate) writers: u32,
     /// Ever had a writer (a FIFO reports POLLHUP only after one came and went).
     had_writer: bool,
     read_opens: u64,
     write_opens: u64,
+}
+
+impl PipeState {
+    fn new() -> PipeState {
+        PipeState {
+            bufs: VecDeque::new(),
+            slots: PIPE_DEF_SIZE / PAGE,
+            readers: 0,
+            writers: 0,
+            had_writer: false,
+            read_opens: 0,
+            write_opens: 0,
+        }
+    }
+
+    fn full(&self) -> bool {
+        self.bufs.len() >= self.slots
+    }
 }
 
 /// What a blocking FIFO open still waits for: an open of the other side
@@ -65,30 +106,14 @@ impl Default for Pipe {
 impl Pipe {
     pub fn new() -> Pipe {
         Pipe {
-            cell: WaitCell::new(PipeState {
-                buf: VecDeque::new(),
-                cap: PIPE_DEF_SIZE,
-                readers: 0,
-                writers: 0,
-                had_writer: false,
-                read_opens: 0,
-                write_opens: 0,
-            }),
+            cell: WaitCell::new(PipeState::new()),
         }
     }
 
     /// A new anonymous pipe with its two ends already counted (no lock:
     /// nobody else can see it yet, so nobody waits to be woken).
     pub(crate) fn with_both_ends() -> Pipe {
-        let mut state = PipeState {
-            buf: VecDeque::new(),
-            cap: PIPE_DEF_SIZE,
-            readers: 0,
-            writers: 0,
-            had_writer: false,
-            read_opens: 0,
-            write_opens: 0,
-        };
+        let mut state = PipeState::new();
         Self::count_open(&mut state, true, true);
         Pipe {
             cell: WaitCell::new(state),
@@ -156,26 +181,32 @@ impl Pipe {
         g.writers -= write as u32;
         if g.readers == 0 && g.writers == 0 {
             // Linux frees a FIFO's buffer when the last file closes.
-            g.buf = VecDeque::new();
+            g.bufs = VecDeque::new();
         }
         self.cell.wake_all(&mut g);
     }
 
+    /// pipe_read: whole buffers in order, until `bufs` are full, the pipe
+    /// is empty, or a packet was read (what of it did not fit is dropped).
     pub(crate) fn read(&self, bufs: &mut [&mut [u8]], nonblock: bool) -> SysResult<usize> {
         let want: usize = bufs.iter().map(|b| b.len()).sum();
         if want == 0 {
             return Ok(0);
         }
+        let mut out = Scatter::new(bufs);
         self.cell.block_on(nonblock, |g| {
-            if !g.buf.is_empty() {
+            if !g.bufs.is_empty() {
                 let mut total = 0;
-                for b in bufs.iter_mut() {
-                    let n = b.len().min(g.buf.len());
-                    for (dst, src) in b[..n].iter_mut().zip(g.buf.drain(..n)) {
-                        *dst = src;
-                    }
+                while let Some(b) = g.bufs.front_mut() {
+                    let n = b.unread().min(want - total);
+                    out.put(&b.data[b.start..b.start + n]);
+                    b.start += n;
                     total += n;
-                    if g.buf.is_empty() {
+                    let packet = b.packet;
+                    if packet || b.unread() == 0 {
+                        g.bufs.pop_front();
+                    }
+                    if packet || total == want {
                         break;
                     }
                 }
@@ -189,29 +220,50 @@ impl Pipe {
         })
     }
 
-    pub(crate) fn write(&self, bufs: &[&[u8]], nonblock: bool) -> SysResult<usize> {
+    /// pipe_write: `packet` when the writing file has O_DIRECT.
+    pub(crate) fn write(&self, bufs: &[&[u8]], nonblock: bool, packet: bool) -> SysResult<usize> {
         let len: usize = bufs.iter().map(|b| b.len()).sum();
         if len == 0 {
             // pipe_write: "Null write succeeds", before the readers are
             // looked at (checked against Linux 6.18 by kernel_diff).
             return Ok(0);
         }
-        let atomic = len <= PIPE_BUF;
         let mut src = bufs.iter().flat_map(|b| b.iter().copied());
         let mut done = 0;
+        let mut first = true;
         self.cell.block_on(nonblock, |g| {
             if g.readers == 0 {
                 return Step::Done(partial(done, Errno::EPIPE));
             }
-            let room = g.cap - g.buf.len();
-            if room > 0 && (!atomic || room >= len) {
-                let n = room.min(len - done);
-                g.buf.extend(src.by_ref().take(n));
-                done += n;
-                self.cell.wake_all(g);
-                if done == len {
-                    return Step::Done(Ok(done));
+            if std::mem::take(&mut first) {
+                // The write's last partial page joins the last buffer if it
+                // fits there (from the front of the data, as Linux copies
+                // it); only tried before the first wait.
+                let tail = len % PAGE;
+                if let Some(last) = g.bufs.back_mut() {
+                    if tail > 0 && !last.packet && last.data.len() + tail <= PAGE {
+                        last.data.extend(src.by_ref().take(tail));
+                        done = tail;
+                    }
                 }
+            }
+            let before = done;
+            while done < len && !g.full() {
+                let n = (len - done).min(PAGE);
+                let mut data = Vec::with_capacity(n);
+                data.extend(src.by_ref().take(n));
+                g.bufs.push_back(PipeBuf {
+                    data,
+                    start: 0,
+                    packet,
+                });
+                done += n;
+            }
+            if done > before || done == len {
+                self.cell.wake_all(g);
+            }
+            if done == len {
+                return Step::Done(Ok(done));
             }
             Step::Wait(partial(done, Errno::EAGAIN))
         })
@@ -225,7 +277,7 @@ impl Pipe {
         }
         let mut m = 0;
         if read {
-            if !g.buf.is_empty() {
+            if !g.bufs.is_empty() {
                 m |= POLLIN | POLLRDNORM;
             }
             if g.writers == 0 && g.had_writer {
@@ -233,7 +285,7 @@ impl Pipe {
             }
         }
         if write {
-            if g.cap - g.buf.len() >= PIPE_BUF.min(g.cap) {
+            if !g.full() {
                 m |= POLLOUT | POLLWRNORM;
             }
             if g.readers == 0 {
@@ -248,7 +300,7 @@ impl Pipe {
     }
 
     pub(crate) fn capacity(&self) -> usize {
-        self.cell.lock().cap
+        self.cell.lock().slots * PAGE
     }
 
     /// F_SETPIPE_SZ: Linux's rounding and errors; returns the new size.
@@ -262,20 +314,54 @@ impl Pipe {
             return Err(Errno::EINVAL);
         }
         let mut g = self.cell.lock();
-        if size > g.cap && size > PIPE_MAX_SIZE && !privileged {
+        if size > g.slots * PAGE && size > PIPE_MAX_SIZE && !privileged {
             return Err(Errno::EPERM);
         }
-        if g.buf.len() > size {
+        // pipe_resize_ring: the buffers in use must fit the new ring.
+        if g.bufs.len() > size / PAGE {
             return Err(Errno::EBUSY);
         }
-        g.cap = size;
+        g.slots = size / PAGE;
         self.cell.wake_all(&mut g);
         Ok(size)
     }
 
     /// Bytes queued (for tests and FIONREAD-style queries).
     pub fn queued(&self) -> usize {
-        self.cell.lock().buf.len()
+        self.cell.lock().bufs.iter().map(PipeBuf::unread).sum()
+    }
+}
+
+/// A read's destination: the caller's buffers, filled in order.
+struct Scatter<'a, 'b> {
+    bufs: &'a mut [&'b mut [u8]],
+    index: usize,
+    offset: usize,
+}
+
+impl<'a, 'b> Scatter<'a, 'b> {
+    fn new(bufs: &'a mut [&'b mut [u8]]) -> Self {
+        Scatter {
+            bufs,
+            index: 0,
+            offset: 0,
+        }
+    }
+
+    /// Copies `data` behind what was put before; the caller never puts
+    /// more than the buffers hold.
+    fn put(&mut self, mut data: &[u8]) {
+        while !data.is_empty() {
+            let dst = &mut self.bufs[self.index][self.offset..];
+            let n = dst.len().min(data.len());
+            dst[..n].copy_from_slice(&data[..n]);
+            data = &data[n..];
+            self.offset += n;
+            if self.offset == self.bufs[self.index].len() {
+                self.index += 1;
+                self.offset = 0;
+            }
+        }
     }
 }
 

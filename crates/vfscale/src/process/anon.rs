@@ -111,7 +111,7 @@ impl Process {
     pub(crate) fn write_special(&self, file: &OpenFile, bufs: &[&[u8]]) -> SysResult<usize> {
         let nb = nonblock(file);
         match stream(file) {
-            Some(Stream::Pipe(p)) => p.write(bufs, nb),
+            Some(Stream::Pipe(p)) => p.write(bufs, nb, file.status() & O_DIRECT != 0),
             Some(Stream::Socket(s)) => s.write(bufs, nb),
             // eventfd has a plain write: a vector is written segment by
             // segment (do_loop_readv_writev), each exactly 8 bytes, empty
@@ -197,14 +197,15 @@ impl Process {
         )
     }
 
-    /// pipe2(2): [read end, write end]. Flags: O_NONBLOCK, O_CLOEXEC
-    /// (O_DIRECT, packet mode, is refused with EINVAL).
+    /// pipe2(2): [read end, write end]. Flags: O_NONBLOCK, O_CLOEXEC,
+    /// O_DIRECT (packet mode: on the write end only, as create_pipe_files
+    /// sets it).
     pub fn pipe2(&self, flags: i32) -> SysResult<[Fd; 2]> {
         // Frees what the call queued (a final put on an error path, or
         // after a racing close) when it returns.
         let _end = self.vfs.call_end();
         self.charge_here();
-        if flags & !(O_NONBLOCK | O_CLOEXEC) != 0 {
+        if flags & !(O_NONBLOCK | O_CLOEXEC | O_DIRECT) != 0 {
             return Err(Errno::EINVAL);
         }
         // Its node and files are charged to our group: make room first.
@@ -227,7 +228,13 @@ impl Process {
         let private = pipe as *const Pipe as *const ();
         let nb = flags & O_NONBLOCK;
         let r = self.anon_file(node, FMODE_READ | FMODE_PIPE, O_RDONLY | nb, private);
-        let w = self.anon_file(node, FMODE_WRITE | FMODE_PIPE, O_WRONLY | nb, private);
+        let packet = flags & O_DIRECT;
+        let w = self.anon_file(
+            node,
+            FMODE_WRITE | FMODE_PIPE,
+            O_WRONLY | nb | packet,
+            private,
+        );
         self.install_all([r, w], flags & O_CLOEXEC != 0)
     }
 

@@ -150,26 +150,25 @@ impl Process {
         // A memfd's seals, tested page by page under the data lock.
         let seals = crate::anon::memfd::seals_of(&self.vfs, inode);
         let mut d = data.write();
-        let mut pos = if append { d.len() } else { pos };
-        if pos
-            .checked_add(len as u64)
-            .is_none_or(|e| e > i64::MAX as u64)
-        {
-            return Err(if offset.is_some() {
-                Errno::EINVAL
-            } else {
-                Errno::EFBIG
-            });
-        }
         if len == 0 {
             return Ok(0);
         }
+        let mut pos = if append { d.len() } else { pos };
+        // generic_write_check_limits with tmpfs's s_maxbytes (i64::MAX):
+        // a write that starts at the limit is EFBIG, one that would cross
+        // it is cut there. Only an append position can get here: a
+        // positioned write's end was checked by `begin_transfer`.
+        if pos >= i64::MAX as u64 {
+            return Err(Errno::EFBIG);
+        }
+        let mut budget = len.min((i64::MAX as u64 - pos) as usize);
         // Page by page, charging each new page: when the instance is full
         // the write stops there and returns what it wrote (ENOSPC only if
         // nothing fit), as tmpfs does.
         let mut total = 0;
         'bufs: for b in bufs {
-            let mut rest = *b;
+            let mut rest = &b[..b.len().min(budget)];
+            budget -= rest.len();
             while !rest.is_empty() {
                 let in_page = (BLOCK_SIZE - pos % BLOCK_SIZE) as usize;
                 let (piece, tail) = rest.split_at(in_page.min(rest.len()));

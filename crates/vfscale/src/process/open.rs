@@ -384,6 +384,12 @@ impl Process {
             if matches!(ty, S_IFCHR | S_IFBLK | S_IFSOCK) {
                 return Err(Errno::ENXIO);
             }
+            // do_dentry_open: O_DIRECT only where the file can do direct
+            // I/O (regular files); a FIFO is refused below, after its open
+            // counted it, as Linux refuses it after fifo_open.
+            if flags & O_DIRECT != 0 && ty == S_IFDIR {
+                return Err(Errno::EINVAL);
+            }
             (if acc == O_RDONLY || acc == O_RDWR {
                 FMODE_READ
             } else {
@@ -413,6 +419,17 @@ impl Process {
                     flags & O_NONBLOCK != 0,
                 );
                 let wait = match counted {
+                    Ok(_) if flags & O_DIRECT != 0 => {
+                        // Counted and uncounted: a partner waiting for
+                        // this side was released, as by Linux's failed
+                        // open (which first waits for its own partner;
+                        // this one does not: docs/COMPATIBILITY.md).
+                        pipe.release_end(fmode & FMODE_READ != 0, fmode & FMODE_WRITE != 0);
+                        Err(Errno::EINVAL)
+                    }
+                    other => other,
+                };
+                let wait = match wait {
                     Ok(wait) => wait,
                     Err(e) => {
                         self.vfs.mntput(found.path.mnt);
