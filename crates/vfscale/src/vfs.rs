@@ -155,6 +155,8 @@ pub struct VfsInner {
     pub(crate) anon: std::sync::OnceLock<crate::anon::AnonMount>,
     /// Name-change observers (watch.rs).
     pub(crate) watchers: crate::watch::Watchers,
+    /// AF_UNIX sockets bound to paths (process/sockets.rs).
+    pub(crate) bound_sockets: crate::anon::socket::BoundSockets,
     /// Advisory file locks (`filelock/`).
     pub(crate) file_locks: crate::filelock::FileLocks,
     /// Names whose backend lookup is in flight (dcache/in_lookup.rs).
@@ -205,6 +207,7 @@ impl Vfs {
             next_dev: AtomicU64::new(1),
             anon: std::sync::OnceLock::new(),
             watchers: Default::default(),
+            bound_sockets: Default::default(),
             file_locks: Default::default(),
             in_lookup: crate::dcache::in_lookup::InLookupTable::new(),
             defer: crate::defer::DeferQueues::new(

@@ -44,6 +44,10 @@ pub const SOCK_RAW: i32 = 3;
 pub const SOCK_NONBLOCK: i32 = 0o4000;
 pub const SOCK_CLOEXEC: i32 = 0o2000000;
 pub const SOCK_TYPE_MASK: i32 = 0xf;
+/// net.core.somaxconn's default: the largest listen() backlog.
+pub const SOMAXCONN: u32 = 4096;
+/// sizeof(sockaddr_un.sun_path): the longest socket address.
+pub const UNIX_PATH_MAX: usize = 108;
 // shutdown(2).
 pub const SHUT_RD: i32 = 0;
 pub const SHUT_WR: i32 = 1;

@@ -77,7 +77,9 @@ errnos! {
     ESOCKTNOSUPPORT = 94, "Socket type not supported";
     EOPNOTSUPP = 95, "Operation not supported";
     EAFNOSUPPORT = 97, "Address family not supported by protocol";
+    EADDRINUSE = 98, "Address already in use";
     ECONNRESET = 104, "Connection reset by peer";
+    EISCONN = 106, "Transport endpoint is already connected";
     ENOTCONN = 107, "Transport endpoint is not connected";
     ECONNREFUSED = 111, "Connection refused";
     ESTALE = 116, "Stale file handle";

@@ -242,7 +242,11 @@ impl VfsInner {
         }
         if fmode & FMODE_SOCKET != 0 {
             // SAFETY: as above, for the socket.
-            unsafe { &*(file.private as *const Socket) }.release();
+            let sock = unsafe { &*(file.private as *const Socket) };
+            sock.release();
+            if let Some(b) = sock.binding() {
+                self.unbind_socket(b);
+            }
         }
         let (d, m, private) = (file.dentry, file.mnt, file.private);
         self.release_file(f.0);

@@ -1,7 +1,17 @@
-//! AF_UNIX sockets: a bare unconnected socket (`socket`) or one end of a
-//! connected pair (`socketpair`). The pair shares one `Conn`: two
-//! directions, each a bounded queue (bytes for SOCK_STREAM, whole messages
-//! for SOCK_DGRAM and SOCK_SEQPACKET), and each side's shutdown bits.
+//! AF_UNIX sockets: a bare socket (`socket`), one end of a connected pair
+//! (`socketpair`, or `connect` and `accept` through a name `bind` made),
+//! or a listener. A connected pair shares one `Conn`: two directions, each
+//! a bounded queue (bytes for SOCK_STREAM, whole messages for SOCK_DGRAM
+//! and SOCK_SEQPACKET), and each side's shutdown bits. `connect` makes the
+//! `Conn` at once, takes side 0 and queues side 1 on the listener, so the
+//! connecting side may send before `accept` (as Linux's embryo sockets).
+//!
+//! A socket's `link` (connected or listening) and its name are set once
+//! (`OnceLock`): a socket never disconnects or stops listening, and a
+//! second bind is EINVAL. A socket bound to a path holds a `Binding`:
+//! what a connect by that path finds (through the namespace's
+//! `BoundSockets` table, keyed by the socket file's inode, which the
+//! binding's dentry reference keeps alive, as Linux's bound path does).
 //!
 //! Invariants (under the `Conn` mutex):
 //! - side `s` reads `dirs[s]` and writes `dirs[1 - s]`;
@@ -18,8 +28,10 @@
 
 use super::wait::{partial, Poller, Step, WaitCell};
 use crate::abi::*;
-use std::collections::VecDeque;
-use std::sync::Arc;
+use crate::dcache::dentry::Dentry;
+use crate::mount::Mount;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 /// Per-direction buffer budget (Linux's net.core.wmem_default).
 pub const SOCK_BUF: usize = 212_992;
@@ -52,10 +64,114 @@ pub(crate) struct Conn {
     cell: WaitCell<ConnState>,
 }
 
+impl Conn {
+    fn new() -> Arc<Conn> {
+        Arc::new(Conn {
+            cell: WaitCell::new(ConnState::default()),
+        })
+    }
+
+    /// The final close of side 1 before anyone accepted it (Linux's
+    /// embryo release): side 0 reads ECONNRESET once, then EOF; its
+    /// sends are EPIPE.
+    fn reset_unaccepted(&self) {
+        let mut g = self.cell.lock();
+        g.err[0] = Some(Errno::ECONNRESET);
+        g.closed[1] = true;
+        g.dirs[1] = Dir::default();
+        self.cell.wake_all(&mut g);
+    }
+}
+
+/// A socket address: a path as given to bind (empty: unnamed).
+pub(crate) type SockName = Arc<[u8]>;
+
+enum Link {
+    Connected {
+        conn: Arc<Conn>,
+        side: usize,
+        /// getpeername's answer: the peer's name when the two connected.
+        peer: SockName,
+    },
+    Listening(Arc<Listener>),
+}
+
+/// A listening socket's queue of connections not yet accepted.
+pub(crate) struct Listener {
+    cell: WaitCell<ListenState>,
+}
+
+struct ListenState {
+    /// Side 1 of each queued connection and the connecting socket's name.
+    pending: VecDeque<(Arc<Conn>, SockName)>,
+    /// More than this many queued makes a connect wait (Linux's
+    /// sk_max_ack_backlog: `backlog + 1` fit).
+    backlog: usize,
+    /// shutdown() bits on the listener (RCV refuses connects).
+    shut: u8,
+    /// The listener's final close happened.
+    closed: bool,
+}
+
+/// What a connect by path finds: a socket bound to a path.
+pub(crate) struct Binding {
+    ty: i32,
+    name: SockName,
+    listener: OnceLock<Arc<Listener>>,
+    /// The socket file's dentry and mount, one reference each, dropped
+    /// when the socket's last file closes (`VfsInner::unbind_socket`).
+    pub(crate) dentry: *const Dentry,
+    pub(crate) mnt: *const Mount,
+}
+
+// SAFETY: the pointers are references counted by the binding, only read
+// (and released once, by the socket's final close).
+unsafe impl Send for Binding {}
+// SAFETY: as above.
+unsafe impl Sync for Binding {}
+
+/// The namespace's bound sockets, by the address of the socket file's
+/// inode (alive while bound: the binding holds its dentry).
+#[derive(Default)]
+pub(crate) struct BoundSockets(Mutex<HashMap<usize, Weak<Binding>>>);
+
+impl BoundSockets {
+    pub(crate) fn insert(&self, inode: usize, b: &Arc<Binding>) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(inode, Arc::downgrade(b));
+    }
+
+    pub(crate) fn find(&self, inode: usize) -> Option<Arc<Binding>> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&inode)
+            .and_then(Weak::upgrade)
+    }
+
+    /// Forgets `b`'s entry (a later binding of the same inode address,
+    /// after this one's inode was freed, is left alone).
+    pub(crate) fn remove(&self, inode: usize, b: &Arc<Binding>) {
+        let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if m.get(&inode).is_some_and(|w| w.as_ptr() == Arc::as_ptr(b)) {
+            m.remove(&inode);
+        }
+    }
+}
+
 pub struct Socket {
     ty: i32,
-    side: usize,
-    conn: Option<Arc<Conn>>,
+    link: OnceLock<Link>,
+    /// getsockname's answer (bind; an accepted socket has its listener's).
+    name: OnceLock<SockName>,
+    /// Set by bind to a path.
+    binding: OnceLock<Arc<Binding>>,
+    /// Held across a bind (Linux's bindlock): one bind makes its file at a
+    /// time, so a second one sees the name and makes nothing. Taken
+    /// before any directory lock.
+    bind_lock: Mutex<()>,
 }
 
 impl ConnState {
@@ -75,39 +191,214 @@ impl Socket {
     pub(crate) fn unconnected(ty: i32) -> Socket {
         Socket {
             ty,
-            side: 0,
-            conn: None,
+            link: OnceLock::new(),
+            name: OnceLock::new(),
+            binding: OnceLock::new(),
+            bind_lock: Mutex::new(()),
         }
+    }
+
+    /// Side `side` of `conn`, whose other side is named `peer`.
+    fn connected_to(ty: i32, conn: Arc<Conn>, side: usize, peer: SockName) -> Socket {
+        let s = Socket::unconnected(ty);
+        let _ = s.link.set(Link::Connected { conn, side, peer });
+        s
     }
 
     /// Both ends of a connected pair.
     pub(crate) fn pair(ty: i32) -> (Socket, Socket) {
-        let conn = Arc::new(Conn {
-            cell: WaitCell::new(ConnState::default()),
-        });
+        let conn = Conn::new();
+        let unnamed: SockName = Arc::from(&b""[..]);
         (
-            Socket {
-                ty,
-                side: 0,
-                conn: Some(conn.clone()),
-            },
-            Socket {
-                ty,
-                side: 1,
-                conn: Some(conn),
-            },
+            Socket::connected_to(ty, conn.clone(), 0, unnamed.clone()),
+            Socket::connected_to(ty, conn, 1, unnamed),
         )
+    }
+
+    /// The connection and this socket's side of it, if connected.
+    fn conn(&self) -> Option<(&Arc<Conn>, usize)> {
+        match self.link.get() {
+            Some(Link::Connected { conn, side, .. }) => Some((conn, *side)),
+            _ => None,
+        }
+    }
+
+    fn listener(&self) -> Option<&Arc<Listener>> {
+        match self.link.get() {
+            Some(Link::Listening(l)) => Some(l),
+            _ => None,
+        }
+    }
+
+    /// getsockname: the bound path (empty if unnamed).
+    pub(crate) fn name(&self) -> SockName {
+        self.name
+            .get()
+            .cloned()
+            .unwrap_or_else(|| Arc::from(&b""[..]))
+    }
+
+    /// getpeername: ENOTCONN unless connected.
+    pub(crate) fn peer_name(&self) -> SysResult<SockName> {
+        match self.link.get() {
+            Some(Link::Connected { peer, .. }) => Ok(peer.clone()),
+            _ => Err(Errno::ENOTCONN),
+        }
+    }
+
+    /// The binding a bind to a path made, for the final close to undo.
+    pub(crate) fn binding(&self) -> Option<&Arc<Binding>> {
+        self.binding.get()
+    }
+
+    /// bind(2): `make` makes the socket file (the caller's mknod) and
+    /// returns its dentry and mount with one reference each, which the
+    /// binding takes over. EINVAL if already named, before anything is
+    /// made; binds of one socket run one at a time.
+    pub(crate) fn bind(
+        &self,
+        name: SockName,
+        make: impl FnOnce() -> SysResult<(*const Dentry, *const Mount)>,
+    ) -> SysResult<Arc<Binding>> {
+        let _serial = self.bind_lock.lock().unwrap_or_else(|e| e.into_inner());
+        if self.name.get().is_some() {
+            return Err(Errno::EINVAL);
+        }
+        let (dentry, mnt) = make()?;
+        let b = Arc::new(Binding {
+            ty: self.ty,
+            name: name.clone(),
+            listener: OnceLock::new(),
+            dentry,
+            mnt,
+        });
+        // Under the bind lock: neither is set yet.
+        let _ = self.binding.set(b.clone());
+        let _ = self.name.set(name);
+        Ok(b)
+    }
+
+    /// listen(2): EOPNOTSUPP for datagrams, EINVAL unless bound to a
+    /// path and not connected; a second listen only changes the backlog.
+    pub(crate) fn listen(&self, backlog: i32) -> SysResult<()> {
+        if self.ty == SOCK_DGRAM {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let Some(binding) = self.binding.get() else {
+            return Err(Errno::EINVAL);
+        };
+        let backlog = (backlog as u32).min(SOMAXCONN) as usize;
+        let link = self.link.get_or_init(|| {
+            Link::Listening(Arc::new(Listener {
+                cell: WaitCell::new(ListenState {
+                    pending: VecDeque::new(),
+                    backlog,
+                    shut: 0,
+                    closed: false,
+                }),
+            }))
+        });
+        let Link::Listening(l) = link else {
+            return Err(Errno::EINVAL);
+        };
+        let mut g = l.cell.lock();
+        g.backlog = backlog;
+        l.cell.wake_all(&mut g);
+        drop(g);
+        let _ = binding.listener.set(l.clone());
+        Ok(())
+    }
+
+    /// connect(2) to the socket bound as `target`, in unix_stream_connect's
+    /// order: the type (EPROTOTYPE), a listener that takes connections
+    /// (ECONNREFUSED), room in its queue (EAGAIN, or wait), then this
+    /// socket's own state (EISCONN, EINVAL for a listener).
+    pub(crate) fn connect(&self, target: &Binding, nonblock: bool) -> SysResult<()> {
+        if target.ty != self.ty {
+            return Err(Errno::EPROTOTYPE);
+        }
+        if self.ty == SOCK_DGRAM {
+            // Datagram addressing (a default peer, sendto) is not built.
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let Some(l) = target.listener.get() else {
+            return Err(Errno::ECONNREFUSED);
+        };
+        l.cell.block_on(nonblock, |g| {
+            if g.closed || g.shut & RCV != 0 {
+                return Step::Done(Err(Errno::ECONNREFUSED));
+            }
+            if g.pending.len() > g.backlog {
+                return Step::Wait(Err(Errno::EAGAIN));
+            }
+            match self.link.get() {
+                Some(Link::Connected { .. }) => return Step::Done(Err(Errno::EISCONN)),
+                Some(Link::Listening(_)) => return Step::Done(Err(Errno::EINVAL)),
+                None => {}
+            }
+            let conn = Conn::new();
+            let link = Link::Connected {
+                conn: conn.clone(),
+                side: 0,
+                peer: target.name.clone(),
+            };
+            if self.link.set(link).is_err() {
+                // Another thread connected or listened on it meanwhile.
+                return Step::Done(Err(Errno::EISCONN));
+            }
+            g.pending.push_back((conn, self.name()));
+            l.cell.wake_all(g);
+            Step::Done(Ok(()))
+        })
+    }
+
+    /// accept(2): the next queued connection as a new socket (named as
+    /// this listener, its peer the connecting socket's name).
+    pub(crate) fn accept(&self, nonblock: bool) -> SysResult<Socket> {
+        if self.ty == SOCK_DGRAM {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let Some(l) = self.listener() else {
+            return Err(Errno::EINVAL);
+        };
+        let (conn, peer) = l.cell.block_on(nonblock, |g| {
+            if let Some(next) = g.pending.pop_front() {
+                l.cell.wake_all(g);
+                return Step::Done(Ok(next));
+            }
+            // A shut-down listener's wait ends with nothing: EINVAL (a
+            // non-blocking accept says EAGAIN first).
+            if g.shut & RCV != 0 && !nonblock {
+                return Step::Done(Err(Errno::EINVAL));
+            }
+            Step::Wait(Err(Errno::EAGAIN))
+        })?;
+        let s = Socket::connected_to(self.ty, conn, 1, peer);
+        let _ = s.name.set(self.name());
+        Ok(s)
     }
 
     pub fn socket_type(&self) -> i32 {
         self.ty
     }
 
-    /// The final close of this socket's file.
+    /// The final close of this socket's file. A listener's queued
+    /// connections are reset (their connecting sides read ECONNRESET).
     pub(crate) fn release(&self) {
-        let Some(c) = &self.conn else { return };
+        if let Some(l) = self.listener() {
+            let pending = {
+                let mut g = l.cell.lock();
+                g.closed = true;
+                l.cell.wake_all(&mut g);
+                std::mem::take(&mut g.pending)
+            };
+            for (conn, _) in pending {
+                conn.reset_unaccepted();
+            }
+            return;
+        }
+        let Some((c, s)) = self.conn() else { return };
         let mut g = c.cell.lock();
-        let s = self.side;
         let unread = g.dirs[s].queued > 0 || !g.dirs[s].bytes.is_empty();
         if unread && self.ty != SOCK_DGRAM {
             g.err[1 - s] = Some(Errno::ECONNRESET);
@@ -124,17 +415,21 @@ impl Socket {
             SHUT_RDWR => RCV | SEND,
             _ => return Err(Errno::EINVAL),
         };
-        if let Some(c) = &self.conn {
+        if let Some((c, s)) = self.conn() {
             let mut g = c.cell.lock();
-            g.own[self.side] |= bits;
+            g.own[s] |= bits;
             c.cell.wake_all(&mut g);
+        } else if let Some(l) = self.listener() {
+            let mut g = l.cell.lock();
+            g.shut |= bits;
+            l.cell.wake_all(&mut g);
         }
         Ok(())
     }
 
     pub(crate) fn read(&self, bufs: &mut [&mut [u8]], nonblock: bool) -> SysResult<usize> {
         let want: usize = bufs.iter().map(|b| b.len()).sum();
-        let Some(c) = &self.conn else {
+        let Some((c, s)) = self.conn() else {
             return match self.ty {
                 SOCK_STREAM => Err(Errno::EINVAL),
                 SOCK_SEQPACKET => Err(Errno::ENOTCONN),
@@ -144,7 +439,6 @@ impl Socket {
                 _ => Err(Errno::EAGAIN),
             };
         };
-        let s = self.side;
         if self.ty == SOCK_STREAM && want == 0 {
             return Ok(0);
         }
@@ -188,10 +482,9 @@ impl Socket {
 
     pub(crate) fn write(&self, bufs: &[&[u8]], nonblock: bool) -> SysResult<usize> {
         let len: usize = bufs.iter().map(|b| b.len()).sum();
-        let Some(c) = &self.conn else {
+        let Some((c, s)) = self.conn() else {
             return Err(Errno::ENOTCONN);
         };
-        let s = self.side;
         let p = 1 - s;
         if self.ty != SOCK_STREAM {
             if len > SOCK_BUF - 32 {
@@ -260,7 +553,26 @@ impl Socket {
     }
 
     pub(crate) fn poll(&self, p: Option<&Arc<Poller>>) -> i16 {
-        let Some(c) = &self.conn else {
+        if let Some(l) = self.listener() {
+            // unix_poll of a listener: readable with a queued connection,
+            // never writable; its shutdown bits as for any socket.
+            let mut g = l.cell.lock();
+            if let Some(p) = p {
+                l.cell.register(&mut g, p);
+            }
+            let mut m = 0;
+            if !g.pending.is_empty() {
+                m |= POLLIN | POLLRDNORM;
+            }
+            if g.shut & RCV != 0 {
+                m |= POLLRDHUP | POLLIN | POLLRDNORM;
+            }
+            if g.shut == RCV | SEND {
+                m |= POLLHUP;
+            }
+            return m;
+        }
+        let Some((c, s)) = self.conn() else {
             // Nothing queued is always writable; an unconnected stream or
             // seqpacket socket is "closed" (POLLHUP), as unix_poll says.
             return if self.ty == SOCK_DGRAM {
@@ -273,7 +585,6 @@ impl Socket {
         if let Some(p) = p {
             c.cell.register(&mut g, p);
         }
-        let s = self.side;
         let mut m = 0;
         if g.err[s].is_some() {
             m |= POLLERR;
@@ -295,8 +606,10 @@ impl Socket {
     }
 
     pub(crate) fn unregister(&self, p: &Arc<Poller>) {
-        if let Some(c) = &self.conn {
+        if let Some((c, _)) = self.conn() {
             c.cell.unregister(p);
+        } else if let Some(l) = self.listener() {
+            l.cell.unregister(p);
         }
     }
 }

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The pipe, socket or eventfd behind a `FMODE_STREAMS` file.
-enum Stream<'a> {
+pub(super) enum Stream<'a> {
     Pipe(&'a Pipe),
     Socket(&'a Socket),
     EventFd(&'a EventFd),
@@ -37,11 +37,11 @@ const ANON_BYTES: u64 = (crate::reclaim::KIND_BYTES[0]
     + 2 * crate::reclaim::KIND_BYTES[2]) as u64;
 
 /// What one socket charges: its node and its file.
-const SOCKET_BYTES: u64 = (crate::reclaim::KIND_BYTES[0]
+pub(super) const SOCKET_BYTES: u64 = (crate::reclaim::KIND_BYTES[0]
     + crate::reclaim::KIND_BYTES[1]
     + crate::reclaim::KIND_BYTES[2]) as u64;
 
-fn stream(file: &OpenFile) -> Option<Stream<'_>> {
+pub(super) fn stream(file: &OpenFile) -> Option<Stream<'_>> {
     let p = file.private;
     // SAFETY (all arms): the FMODE bit says what `private` points to, and
     // the file's reference keeps it alive (anon/mod.rs).
@@ -56,7 +56,7 @@ fn stream(file: &OpenFile) -> Option<Stream<'_>> {
     }
 }
 
-fn nonblock(file: &OpenFile) -> bool {
+pub(super) fn nonblock(file: &OpenFile) -> bool {
     file.status() & O_NONBLOCK != 0
 }
 
@@ -145,7 +145,7 @@ impl Process {
     }
 
     /// Installs `files` as consecutive lowest free descriptors, or none.
-    fn install_all<const N: usize>(
+    pub(super) fn install_all<const N: usize>(
         &self,
         files: [FileRef; N],
         cloexec: bool,
@@ -242,7 +242,7 @@ impl Process {
         self.pipe2(0)
     }
 
-    fn socket_file(&self, sock: Socket, nb: bool) -> FileRef {
+    pub(super) fn socket_file(&self, sock: Socket, nb: bool) -> FileRef {
         self.charge_here();
         let v = &self.vfs;
         let node = v.new_anon_node(
@@ -268,9 +268,8 @@ impl Process {
         )
     }
 
-    /// socket(2): an unconnected AF_UNIX socket (nothing binds or connects
-    /// it yet; it exists for the seed's create/close benchmark and for
-    /// programs that make one and close it).
+    /// socket(2): an unconnected AF_UNIX socket (`sockets.rs` binds,
+    /// connects and listens).
     pub fn socket(&self, domain: i32, ty: i32, protocol: i32) -> SysResult<Fd> {
         let _end = self.vfs.call_end();
         let (base, nb, cloexec) = socket_args(domain, ty, protocol)?;

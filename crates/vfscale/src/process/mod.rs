@@ -36,6 +36,7 @@ mod locks;
 mod mounts;
 mod names;
 mod open;
+mod sockets;
 mod space;
 mod stamp;
 mod syscalls;

@@ -297,6 +297,20 @@ impl Process {
     }
 
     pub(crate) fn sys_mknodat(&self, dirfd: Fd, path: &[u8], mode: u32, dev: u64) -> SysResult<()> {
+        self.mknod(dirfd, path, mode, dev, false).map(drop)
+    }
+
+    /// mknodat; with `keep`, the new file's dentry and mount, one
+    /// reference each (bind's socket file; only on tmpfs: EOPNOTSUPP on a
+    /// backend's directory, before anything is made).
+    pub(crate) fn mknod(
+        &self,
+        dirfd: Fd,
+        path: &[u8],
+        mode: u32,
+        dev: u64,
+        keep: bool,
+    ) -> SysResult<Option<(*const Dentry, *const crate::mount::Mount)>> {
         // The syscall's dev is 32 bits wide (glibc refuses wider values).
         if dev > u32::MAX as u64 {
             return Err(Errno::EINVAL);
@@ -311,22 +325,27 @@ impl Process {
         let _g = self.vfs.collector.enter();
         let parent = self.parent_at(dirfd, path)?;
         if super::backend_names::backend_of(parent.dir.inode()).is_some() {
-            return self.backend_create(&parent, false, |sb, dir, name| {
-                if matches!(ty, S_IFCHR | S_IFBLK)
-                    && !self.cred.is_root()
-                    && !(ty == S_IFCHR && dev == 0)
-                {
-                    return Err(Errno::EPERM);
-                }
-                let (uid, gid, m) = self.owner_in(dir, ty | (mode & S_IALLUGO));
-                let m = (m & !self.umask_bits()) | ty;
-                let rdev = if matches!(ty, S_IFCHR | S_IFBLK) {
-                    dev
-                } else {
-                    0
-                };
-                sb.fs.create(sb, dir, name, m, rdev, uid, gid)
-            });
+            if keep {
+                return Err(Errno::EOPNOTSUPP);
+            }
+            return self
+                .backend_create(&parent, false, |sb, dir, name| {
+                    if matches!(ty, S_IFCHR | S_IFBLK)
+                        && !self.cred.is_root()
+                        && !(ty == S_IFCHR && dev == 0)
+                    {
+                        return Err(Errno::EPERM);
+                    }
+                    let (uid, gid, m) = self.owner_in(dir, ty | (mode & S_IALLUGO));
+                    let m = (m & !self.umask_bits()) | ty;
+                    let rdev = if matches!(ty, S_IFCHR | S_IFBLK) {
+                        dev
+                    } else {
+                        0
+                    };
+                    sb.fs.create(sb, dir, name, m, rdev, uid, gid)
+                })
+                .map(|()| None);
         }
         self.create_prologue(
             &parent,
@@ -365,7 +384,17 @@ impl Process {
                     rdev,
                     body,
                 )
-                .map(drop)
+                .map(|(d, stamp)| {
+                    let mnt = parent.dir.path.mnt;
+                    let kept = keep.then(|| {
+                        // Under the directory lock: the new name pins it.
+                        self.vfs.dget(d);
+                        self.vfs.mntget(mnt);
+                        (d, mnt)
+                    });
+                    drop(stamp);
+                    kept
+                })
             },
         )
     }

@@ -1,0 +1,585 @@
+//! AF_UNIX sockets bound to paths: bind, listen, connect, accept4,
+//! getsockname, getpeername. One script runs on real sockets in a host
+//! temporary directory and on vfscale, and every result is compared, so
+//! each errno is the one this machine's kernel gives.
+
+mod common;
+use common::*;
+
+/// The calls the script makes; results are values or -errno. Names are
+/// relative to the side's directory (a host temporary one, vfscale's /).
+trait SockCalls {
+    fn socket(&mut self, ty: i32) -> i64;
+    fn socketpair(&mut self, ty: i32) -> [i32; 2];
+    fn bind(&mut self, fd: i32, name: &str) -> i64;
+    fn listen(&mut self, fd: i32, backlog: i32) -> i64;
+    fn connect(&mut self, fd: i32, name: &str) -> i64;
+    fn accept4(&mut self, fd: i32, flags: i32) -> i64;
+    /// The name relative to the side's directory ("" if unnamed).
+    fn sockname(&mut self, fd: i32, peer: bool) -> Result<String, i64>;
+    fn write(&mut self, fd: i32, data: &[u8]) -> i64;
+    fn read(&mut self, fd: i32, len: usize) -> Result<Vec<u8>, i64>;
+    fn poll(&mut self, fd: i32) -> i64;
+    fn shutdown(&mut self, fd: i32, how: i32) -> i64;
+    fn getfl(&mut self, fd: i32) -> i64;
+    fn close(&mut self, fd: i32);
+    fn mode(&mut self, name: &str) -> i64;
+    fn unlink(&mut self, name: &str) -> i64;
+    fn touch(&mut self, name: &str);
+    fn mkdir(&mut self, name: &str);
+    fn symlink(&mut self, target: &str, name: &str);
+}
+
+fn errno() -> i64 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0) as i64
+}
+
+fn ret(r: libc::c_int) -> i64 {
+    if r < 0 {
+        -errno()
+    } else {
+        r as i64
+    }
+}
+
+struct Host {
+    dir: tempfile::TempDir,
+}
+
+impl Host {
+    fn path(&self, name: &str) -> std::ffi::CString {
+        let p = if name.is_empty() {
+            self.dir.path().to_path_buf()
+        } else {
+            self.dir.path().join(name)
+        };
+        let mut b = p.into_os_string().into_encoded_bytes();
+        if name.ends_with('/') {
+            b.push(b'/');
+        }
+        std::ffi::CString::new(b).unwrap()
+    }
+
+    fn addr(&self, name: &str) -> (libc::sockaddr_un, libc::socklen_t) {
+        let p = self.path(name);
+        // SAFETY: all-zero is a valid sockaddr_un.
+        let mut a: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+        a.sun_family = libc::AF_UNIX as libc::sa_family_t;
+        let bytes = p.as_bytes();
+        assert!(bytes.len() < a.sun_path.len(), "temporary path too long");
+        for (d, s) in a.sun_path.iter_mut().zip(bytes) {
+            *d = *s as libc::c_char;
+        }
+        (
+            a,
+            std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t,
+        )
+    }
+}
+
+impl SockCalls for Host {
+    fn socket(&mut self, ty: i32) -> i64 {
+        // SAFETY: plain syscall.
+        ret(unsafe { libc::socket(libc::AF_UNIX, ty | libc::SOCK_NONBLOCK, 0) })
+    }
+    fn socketpair(&mut self, ty: i32) -> [i32; 2] {
+        let mut fds = [0; 2];
+        // SAFETY: writes two descriptors into `fds`.
+        assert_eq!(
+            unsafe {
+                libc::socketpair(libc::AF_UNIX, ty | libc::SOCK_NONBLOCK, 0, fds.as_mut_ptr())
+            },
+            0
+        );
+        fds
+    }
+    fn bind(&mut self, fd: i32, name: &str) -> i64 {
+        let (a, len) = self.addr(name);
+        // SAFETY: a valid address of `len` bytes.
+        ret(unsafe { libc::bind(fd, (&a as *const libc::sockaddr_un).cast(), len) })
+    }
+    fn listen(&mut self, fd: i32, backlog: i32) -> i64 {
+        // SAFETY: plain syscall.
+        ret(unsafe { libc::listen(fd, backlog) })
+    }
+    fn connect(&mut self, fd: i32, name: &str) -> i64 {
+        let (a, len) = self.addr(name);
+        // SAFETY: a valid address of `len` bytes.
+        ret(unsafe { libc::connect(fd, (&a as *const libc::sockaddr_un).cast(), len) })
+    }
+    fn accept4(&mut self, fd: i32, flags: i32) -> i64 {
+        // SAFETY: no address wanted.
+        ret(unsafe { libc::accept4(fd, std::ptr::null_mut(), std::ptr::null_mut(), flags) })
+    }
+    fn sockname(&mut self, fd: i32, peer: bool) -> Result<String, i64> {
+        // SAFETY: all-zero is a valid sockaddr_un.
+        let mut a: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+        let p = (&mut a as *mut libc::sockaddr_un).cast();
+        // SAFETY: `a` has room for `len` bytes.
+        let r = unsafe {
+            if peer {
+                libc::getpeername(fd, p, &mut len)
+            } else {
+                libc::getsockname(fd, p, &mut len)
+            }
+        };
+        if r < 0 {
+            return Err(-errno());
+        }
+        let raw: Vec<u8> = a
+            .sun_path
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        let base = self.dir.path().as_os_str().as_encoded_bytes().to_vec();
+        let rel = raw
+            .strip_prefix(&base[..])
+            .map(|r| r.strip_prefix(b"/").unwrap_or(r))
+            .unwrap_or(&raw);
+        Ok(String::from_utf8_lossy(rel).into_owned())
+    }
+    fn write(&mut self, fd: i32, data: &[u8]) -> i64 {
+        // SAFETY: `data` is valid for its length.
+        let r = unsafe { libc::send(fd, data.as_ptr().cast(), data.len(), libc::MSG_NOSIGNAL) };
+        if r < 0 {
+            -errno()
+        } else {
+            r as i64
+        }
+    }
+    fn read(&mut self, fd: i32, len: usize) -> Result<Vec<u8>, i64> {
+        let mut b = vec![0u8; len];
+        // SAFETY: `b` is valid for `len` bytes.
+        let r = unsafe { libc::read(fd, b.as_mut_ptr().cast(), len) };
+        if r < 0 {
+            return Err(-errno());
+        }
+        b.truncate(r as usize);
+        Ok(b)
+    }
+    fn poll(&mut self, fd: i32) -> i64 {
+        let mut p = libc::pollfd {
+            fd,
+            events: libc::POLLIN | libc::POLLOUT,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        assert!(unsafe { libc::poll(&mut p, 1, 0) } >= 0);
+        p.revents as i64
+    }
+    fn shutdown(&mut self, fd: i32, how: i32) -> i64 {
+        // SAFETY: plain syscall.
+        ret(unsafe { libc::shutdown(fd, how) })
+    }
+    fn getfl(&mut self, fd: i32) -> i64 {
+        // SAFETY: plain syscall.
+        ret(unsafe { libc::fcntl(fd, libc::F_GETFL) })
+    }
+    fn close(&mut self, fd: i32) {
+        // SAFETY: a descriptor this test owns.
+        unsafe { libc::close(fd) };
+    }
+    fn mode(&mut self, name: &str) -> i64 {
+        std::fs::symlink_metadata(self.dir.path().join(name))
+            .map(|m| std::os::unix::fs::MetadataExt::mode(&m) as i64)
+            .unwrap_or(-1)
+    }
+    fn unlink(&mut self, name: &str) -> i64 {
+        let p = self.path(name);
+        // SAFETY: a NUL-terminated path.
+        ret(unsafe { libc::unlink(p.as_ptr()) })
+    }
+    fn touch(&mut self, name: &str) {
+        std::fs::File::create(self.dir.path().join(name)).unwrap();
+    }
+    fn mkdir(&mut self, name: &str) {
+        std::fs::create_dir(self.dir.path().join(name)).unwrap();
+    }
+    fn symlink(&mut self, target: &str, name: &str) {
+        std::os::unix::fs::symlink(target, self.dir.path().join(name)).unwrap();
+    }
+}
+
+struct Ours(Process);
+
+fn ours<T: Into<i64>>(r: SysResult<T>) -> i64 {
+    match r {
+        Ok(v) => v.into(),
+        Err(e) => -(e.0 as i64),
+    }
+}
+
+fn abs(name: &str) -> Vec<u8> {
+    format!("/{name}").into_bytes()
+}
+
+impl SockCalls for Ours {
+    fn socket(&mut self, ty: i32) -> i64 {
+        ours(self.0.socket(AF_UNIX, ty | SOCK_NONBLOCK, 0))
+    }
+    fn socketpair(&mut self, ty: i32) -> [i32; 2] {
+        self.0.socketpair(AF_UNIX, ty | SOCK_NONBLOCK, 0).unwrap()
+    }
+    fn bind(&mut self, fd: i32, name: &str) -> i64 {
+        ours(self.0.bind(fd, &abs(name)).map(|()| 0))
+    }
+    fn listen(&mut self, fd: i32, backlog: i32) -> i64 {
+        ours(self.0.listen(fd, backlog).map(|()| 0))
+    }
+    fn connect(&mut self, fd: i32, name: &str) -> i64 {
+        ours(self.0.connect(fd, &abs(name)).map(|()| 0))
+    }
+    fn accept4(&mut self, fd: i32, flags: i32) -> i64 {
+        ours(self.0.accept4(fd, flags))
+    }
+    fn sockname(&mut self, fd: i32, peer: bool) -> Result<String, i64> {
+        let r = if peer {
+            self.0.getpeername(fd)
+        } else {
+            self.0.getsockname(fd)
+        };
+        match r {
+            Ok(n) => Ok(String::from_utf8_lossy(n.strip_prefix(b"/").unwrap_or(&n)).into_owned()),
+            Err(e) => Err(-(e.0 as i64)),
+        }
+    }
+    fn write(&mut self, fd: i32, data: &[u8]) -> i64 {
+        ours(self.0.write(fd, data).map(|n| n as i64))
+    }
+    fn read(&mut self, fd: i32, len: usize) -> Result<Vec<u8>, i64> {
+        let mut b = vec![0u8; len];
+        match self.0.read(fd, &mut b) {
+            Ok(n) => {
+                b.truncate(n);
+                Ok(b)
+            }
+            Err(e) => Err(-(e.0 as i64)),
+        }
+    }
+    fn poll(&mut self, fd: i32) -> i64 {
+        let mut p = [PollFd {
+            fd,
+            events: POLLIN | POLLOUT,
+            revents: 0,
+        }];
+        self.0.poll(&mut p, 0).unwrap();
+        p[0].revents as i64
+    }
+    fn shutdown(&mut self, fd: i32, how: i32) -> i64 {
+        ours(self.0.shutdown(fd, how).map(|()| 0))
+    }
+    fn getfl(&mut self, fd: i32) -> i64 {
+        ours(self.0.fcntl(fd, F_GETFL, 0))
+    }
+    fn close(&mut self, fd: i32) {
+        self.0.close(fd).unwrap();
+    }
+    fn mode(&mut self, name: &str) -> i64 {
+        self.0
+            .lstat(&abs(name))
+            .map(|s| s.mode as i64)
+            .unwrap_or(-1)
+    }
+    fn unlink(&mut self, name: &str) -> i64 {
+        ours(self.0.unlink(&abs(name)).map(|()| 0))
+    }
+    fn touch(&mut self, name: &str) {
+        let fd = self.0.open(&abs(name), O_CREAT | O_WRONLY, 0o644).unwrap();
+        self.0.close(fd).unwrap();
+    }
+    fn mkdir(&mut self, name: &str) {
+        self.0.mkdir(&abs(name), 0o755).unwrap();
+    }
+    fn symlink(&mut self, target: &str, name: &str) {
+        self.0.symlink(target.as_bytes(), &abs(name)).unwrap();
+    }
+}
+
+fn script(k: &mut dyn SockCalls) -> Vec<(&'static str, String)> {
+    let mut log: Vec<(&'static str, String)> = Vec::new();
+    macro_rules! note {
+        ($what:expr, $v:expr) => {
+            log.push(($what, format!("{:?}", $v)))
+        };
+    }
+    k.touch("regular");
+    k.mkdir("sub");
+    let s = k.socket(SOCK_STREAM) as i32;
+    note!("unbound name", k.sockname(s, false));
+    note!("unconnected peer", k.sockname(s, true));
+    note!("listen unbound", k.listen(s, 1));
+    note!("accept unbound", k.accept4(s, 0));
+    note!("bind", k.bind(s, "srv"));
+    note!("bind again", k.bind(s, "srv2"));
+    note!("socket file mode", k.mode("srv"));
+    note!("accept before listen", k.accept4(s, 0));
+    note!("listen", k.listen(s, 0));
+    note!("accept empty", k.accept4(s, 0));
+    note!("read listener", k.read(s, 10));
+    note!("write listener", k.write(s, b"x"));
+    note!("poll idle listener", k.poll(s));
+    let c = k.socket(SOCK_STREAM) as i32;
+    note!("connect missing", k.connect(c, "nope"));
+    note!("connect regular", k.connect(c, "regular"));
+    note!("connect directory", k.connect(c, "sub"));
+    note!("connect", k.connect(c, "srv"));
+    note!("connect again, queue full", k.connect(c, "srv"));
+    note!("client peer", k.sockname(c, true));
+    note!("client name", k.sockname(c, false));
+    note!("poll listener with one queued", k.poll(s));
+    note!("poll queued client", k.poll(c));
+    note!("send before accept", k.write(c, b"hello"));
+    let c2 = k.socket(SOCK_STREAM) as i32;
+    note!("backlog 0 holds one", k.connect(c2, "srv"));
+    let a = k.accept4(s, 0) as i32;
+    note!("accepted name", k.sockname(a, false));
+    note!("accepted peer", k.sockname(a, true));
+    note!("accepted reads", k.read(a, 10));
+    note!("accepted flags", k.getfl(a) & O_NONBLOCK as i64);
+    note!("reply", k.write(a, b"hi"));
+    note!("client reads", k.read(c, 10));
+    let d = k.socket(SOCK_DGRAM) as i32;
+    note!("datagram to stream", k.connect(d, "srv"));
+    let q = k.socket(SOCK_SEQPACKET) as i32;
+    note!("seqpacket to stream", k.connect(q, "srv"));
+    note!("listen datagram", k.listen(d, 1));
+    note!("accept datagram", k.accept4(d, 0));
+    note!("connect a listener", k.connect(s, "srv"));
+    note!("listen connected", k.listen(c, 1));
+    let t = k.socket(SOCK_STREAM) as i32;
+    k.bind(t, "stale");
+    k.close(t);
+    let t2 = k.socket(SOCK_STREAM) as i32;
+    note!("connect a closed socket's file", k.connect(t2, "stale"));
+    let nl = k.socket(SOCK_STREAM) as i32;
+    k.bind(nl, "nl");
+    note!("connect bound, not listening", k.connect(t2, "nl"));
+    let b = k.socket(SOCK_STREAM) as i32;
+    note!("bind over a file", k.bind(b, "regular"));
+    note!("bind over a directory", k.bind(b, "sub"));
+    note!("bind in a missing directory", k.bind(b, "nodir/x"));
+    note!("bind with a trailing slash", k.bind(b, "newdir/"));
+    // A listener closed with a connection queued resets it.
+    let s3 = k.socket(SOCK_STREAM) as i32;
+    k.bind(s3, "srv3");
+    k.listen(s3, 5);
+    let kc = k.socket(SOCK_STREAM) as i32;
+    note!("connect srv3", k.connect(kc, "srv3"));
+    note!("send to the queue", k.write(kc, b"abc"));
+    k.close(s3);
+    note!("orphan reads", k.read(kc, 10));
+    note!("orphan sends", k.write(kc, b"z"));
+    note!("orphan polls", k.poll(kc));
+    note!("orphan reads again", k.read(kc, 10));
+    // Unlinking the name: the socket keeps its name, connects find none.
+    let s4 = k.socket(SOCK_STREAM) as i32;
+    k.bind(s4, "srv4");
+    k.listen(s4, 1);
+    note!("unlink", k.unlink("srv4"));
+    let c4 = k.socket(SOCK_STREAM) as i32;
+    note!("connect unlinked", k.connect(c4, "srv4"));
+    note!("name after unlink", k.sockname(s4, false));
+    // Sequenced packets keep their boundaries; a symlink leads to a socket.
+    let sq = k.socket(SOCK_SEQPACKET) as i32;
+    note!("bind sq", k.bind(sq, "sq"));
+    note!("listen sq", k.listen(sq, -1));
+    k.symlink("sq", "lnk");
+    let qc = k.socket(SOCK_SEQPACKET) as i32;
+    note!("connect through a symlink", k.connect(qc, "lnk"));
+    let qa = k.accept4(sq, SOCK_NONBLOCK) as i32;
+    note!("accept4 nonblock flag", k.getfl(qa) & O_NONBLOCK as i64);
+    k.write(qc, b"ab");
+    k.write(qc, b"cd");
+    note!("packet 1", k.read(qa, 10));
+    note!("packet 2", k.read(qa, 10));
+    k.symlink("gone", "dangling");
+    note!("connect a dangling symlink", k.connect(c4, "dangling"));
+    note!("bind onto a symlink", k.bind(c4, "lnk"));
+    // A socket pair can be named, not listen; its type still counts.
+    let [p0, _p1] = k.socketpair(SOCK_STREAM);
+    note!("listen a pair", k.listen(p0, 1));
+    note!("bind a pair", k.bind(p0, "pair"));
+    note!("connect a pair", k.connect(p0, "sq"));
+    note!("pair name", k.sockname(p0, false));
+    // A shut-down listener refuses connects and accepts.
+    note!("shutdown listener", k.shutdown(sq, SHUT_RDWR));
+    note!("poll shut listener", k.poll(sq));
+    let qc2 = k.socket(SOCK_SEQPACKET) as i32;
+    note!("connect shut listener", k.connect(qc2, "sq"));
+    note!("accept shut listener", k.accept4(sq, 0));
+    note!("datagram bind", k.bind(d, "dg"));
+    note!("datagram file mode", k.mode("dg"));
+    let sc = k.socket(SOCK_STREAM) as i32;
+    note!("stream to a datagram socket", k.connect(sc, "dg"));
+    log
+}
+
+#[test]
+fn unix_names_match_the_host() {
+    // SAFETY: umask is process-wide; this sets the usual value and both
+    // sides' modes are compared under it.
+    let old = unsafe { libc::umask(0o022) };
+    let host = script(&mut Host {
+        dir: tempfile::tempdir().unwrap(),
+    });
+    // SAFETY: as above.
+    unsafe { libc::umask(old) };
+    let (vfs, p) = setup();
+    let ours = script(&mut Ours(p));
+    for (h, o) in host.iter().zip(&ours) {
+        assert_eq!(o, h, "vfscale (left) against the host kernel (right)");
+    }
+    assert_eq!(ours.len(), host.len());
+    // Values the script must have seen, so a host without these calls
+    // cannot make it pass by failing alike.
+    assert!(host.contains(&("connect", "0".into())), "{host:?}");
+    assert!(
+        host.contains(&("accepted reads", "Ok([104, 101, 108, 108, 111])".into())),
+        "{host:?}"
+    );
+    drop(vfs);
+}
+
+#[test]
+fn connect_needs_write_permission_on_the_socket_file() {
+    let (vfs, p) = setup();
+    let s = p.socket(AF_UNIX, SOCK_STREAM, 0).unwrap();
+    p.bind(s, b"/srv").unwrap();
+    p.listen(s, 4).unwrap();
+    p.chmod(b"/srv", 0o755).unwrap();
+    let u = user(&vfs, 1000, 1000);
+    let c = u.socket(AF_UNIX, SOCK_STREAM, 0).unwrap();
+    assert_eq!(u.connect(c, b"/srv"), Err(Errno::EACCES));
+    p.chmod(b"/srv", 0o777).unwrap();
+    assert_eq!(u.connect(c, b"/srv"), Ok(()));
+    let a = p.accept4(s, 0).unwrap();
+    assert_eq!(u.write(c, b"x"), Ok(1));
+    let mut b = [0u8; 4];
+    assert_eq!(p.read(a, &mut b), Ok(1));
+}
+
+#[test]
+fn names_not_built_say_so() {
+    let (_vfs, p) = setup();
+    let s = p.socket(AF_UNIX, SOCK_STREAM, 0).unwrap();
+    assert_eq!(p.bind(s, b""), Err(Errno::EOPNOTSUPP), "autobind");
+    assert_eq!(p.bind(s, b"\0abstract"), Err(Errno::EOPNOTSUPP));
+    assert_eq!(p.bind(s, &[b'x'; UNIX_PATH_MAX + 1]), Err(Errno::EINVAL));
+    let d = p.socket(AF_UNIX, SOCK_DGRAM, 0).unwrap();
+    p.bind(d, b"/dg").unwrap();
+    let d2 = p.socket(AF_UNIX, SOCK_DGRAM, 0).unwrap();
+    assert_eq!(
+        p.connect(d2, b"/dg"),
+        Err(Errno::EOPNOTSUPP),
+        "datagram addressing"
+    );
+    assert_eq!(p.bind(9, b"/x"), Err(Errno::EBADF));
+    let f = p.open(b"/f", O_CREAT | O_RDWR, 0o644).unwrap();
+    assert_eq!(p.bind(f, b"/x"), Err(Errno::ENOTSOCK));
+}
+
+#[test]
+fn a_blocking_accept_waits_for_a_connect_and_a_blocking_connect_for_room() {
+    let (vfs, p) = setup();
+    let s = p.socket(AF_UNIX, SOCK_STREAM, 0).unwrap();
+    p.bind(s, b"/srv").unwrap();
+    p.listen(s, 0).unwrap();
+    let server = p.clone_thread();
+    let t = std::thread::spawn(move || {
+        let a = server.accept4(s, 0).unwrap();
+        let mut b = [0u8; 8];
+        let n = server.read(a, &mut b).unwrap();
+        (b[..n].to_vec(), server.accept4(s, 0).is_ok())
+    });
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let c = p.socket(AF_UNIX, SOCK_STREAM, 0).unwrap();
+    p.connect(c, b"/srv").unwrap();
+    p.write(c, b"ping").unwrap();
+    // Two more: the first fills the queue (backlog 0 holds one), the
+    // second waits until the server's second accept makes room.
+    let c2 = p.socket(AF_UNIX, SOCK_STREAM, 0).unwrap();
+    p.connect(c2, b"/srv").unwrap();
+    let c3 = p.socket(AF_UNIX, SOCK_STREAM, 0).unwrap();
+    p.connect(c3, b"/srv").unwrap();
+    let (got, second) = t.join().unwrap();
+    assert_eq!(got, b"ping");
+    assert!(second);
+    for fd in [c, c2, c3, s] {
+        p.close(fd).unwrap();
+    }
+    p.unlink(b"/srv").unwrap();
+    drop(p);
+    assert_baseline(&vfs);
+}
+
+/// Threads connect, talk and close against one listener while it
+/// accepts, then the listener closes with connections still queued:
+/// every accepted connection carries its own client's bytes, every
+/// connect either got through or was refused or reset, and nothing is
+/// left behind.
+#[test]
+fn concurrent_connects_against_one_listener() {
+    const CLIENTS: usize = 4;
+    const EACH: usize = 200;
+    let (vfs, p) = setup();
+    let s = p.socket(AF_UNIX, SOCK_STREAM, 0).unwrap();
+    p.bind(s, b"/srv").unwrap();
+    p.listen(s, 8).unwrap();
+    let server = p.clone_thread();
+    let accepter = std::thread::spawn(move || {
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..CLIENTS * EACH {
+            let a = server.accept4(s, 0).unwrap();
+            let mut b = [0u8; 8];
+            let n = server.read(a, &mut b).unwrap();
+            assert_eq!(n, 8, "a client writes its 8-byte id before waiting");
+            assert!(seen.insert(u64::from_le_bytes(b)), "each id once");
+            assert_eq!(server.write(a, &b), Ok(8));
+            server.close(a).unwrap();
+        }
+        seen.len()
+    });
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|t| {
+            let c = p.clone_thread();
+            std::thread::spawn(move || {
+                for i in 0..EACH {
+                    let fd = c.socket(AF_UNIX, SOCK_STREAM, 0).unwrap();
+                    c.connect(fd, b"/srv").unwrap();
+                    let id = ((t * EACH + i) as u64).to_le_bytes();
+                    assert_eq!(c.write(fd, &id), Ok(8));
+                    let mut b = [0u8; 8];
+                    assert_eq!(c.read(fd, &mut b), Ok(8));
+                    assert_eq!(b, id, "the echo of our own id");
+                    c.close(fd).unwrap();
+                }
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().unwrap();
+    }
+    assert_eq!(accepter.join().unwrap(), CLIENTS * EACH);
+    // Queued, never accepted, then the listener goes: each reads a reset.
+    let queued: Vec<_> = (0..5)
+        .map(|_| {
+            let fd = p.socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0).unwrap();
+            p.connect(fd, b"/srv").unwrap();
+            fd
+        })
+        .collect();
+    p.close(s).unwrap();
+    for fd in queued {
+        let mut b = [0u8; 1];
+        assert_eq!(p.read(fd, &mut b), Err(Errno::ECONNRESET));
+        p.close(fd).unwrap();
+    }
+    let late = p.socket(AF_UNIX, SOCK_STREAM, 0).unwrap();
+    assert_eq!(p.connect(late, b"/srv"), Err(Errno::ECONNREFUSED));
+    p.close(late).unwrap();
+    p.unlink(b"/srv").unwrap();
+    drop(p);
+    assert_baseline(&vfs);
+}
