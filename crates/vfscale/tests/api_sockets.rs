@@ -464,9 +464,8 @@ fn connect_needs_write_permission_on_the_socket_file() {
 fn names_not_built_say_so() {
     let (_vfs, p) = setup();
     let s = p.socket(AF_UNIX, SOCK_STREAM, 0).unwrap();
-    assert_eq!(p.bind(s, b""), Err(Errno::EOPNOTSUPP), "autobind");
-    assert_eq!(p.bind(s, b"\0abstract"), Err(Errno::EOPNOTSUPP));
     assert_eq!(p.bind(s, &[b'x'; UNIX_PATH_MAX + 1]), Err(Errno::EINVAL));
+    assert_eq!(p.connect(s, b""), Err(Errno::EINVAL));
     let d = p.socket(AF_UNIX, SOCK_DGRAM, 0).unwrap();
     p.bind(d, b"/dg").unwrap();
     let d2 = p.socket(AF_UNIX, SOCK_DGRAM, 0).unwrap();
@@ -478,6 +477,108 @@ fn names_not_built_say_so() {
     assert_eq!(p.bind(9, b"/x"), Err(Errno::EBADF));
     let f = p.open(b"/f", O_CREAT | O_RDWR, 0o644).unwrap();
     assert_eq!(p.bind(f, b"/x"), Err(Errno::ENOTSOCK));
+}
+
+/// Raw host calls with an abstract (or empty) name: the address is the
+/// family and the name's bytes, no terminating NUL.
+fn host_named(fd: i32, name: &[u8], connect: bool) -> i64 {
+    // SAFETY: all-zero is a valid sockaddr_un.
+    let mut a: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    a.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    for (d, s) in a.sun_path.iter_mut().zip(name) {
+        *d = *s as libc::c_char;
+    }
+    let len = (std::mem::size_of::<libc::sa_family_t>() + name.len()) as libc::socklen_t;
+    let p = (&a as *const libc::sockaddr_un).cast();
+    // SAFETY: a valid address of `len` bytes.
+    ret(unsafe {
+        if connect {
+            libc::connect(fd, p, len)
+        } else {
+            libc::bind(fd, p, len)
+        }
+    })
+}
+
+fn host_sockname(fd: i32) -> Vec<u8> {
+    // SAFETY: all-zero is a valid sockaddr_un.
+    let mut a: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+    // SAFETY: `a` has room for `len` bytes.
+    assert_eq!(
+        unsafe { libc::getsockname(fd, (&mut a as *mut libc::sockaddr_un).cast(), &mut len) },
+        0
+    );
+    let n = len as usize - std::mem::size_of::<libc::sa_family_t>();
+    a.sun_path[..n].iter().map(|&c| c as u8).collect()
+}
+
+#[test]
+fn abstract_names_and_autobind_match_the_host() {
+    // The host's abstract names are machine-wide: a name of our own.
+    let name = format!("\0vfscale-test-{}", std::process::id()).into_bytes();
+    let mut host = Vec::new();
+    // SAFETY (block): plain syscalls on descriptors this test owns.
+    unsafe {
+        let sock = || libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0);
+        let (s, s2, c, auto) = (sock(), sock(), sock(), sock());
+        host.push(host_named(s, &name, false));
+        host.push(host_named(s2, &name, false));
+        host.push(i64::from(host_sockname(s) == name));
+        host.push(host_named(c, &name, true));
+        host.push(ret(libc::listen(s, 4)));
+        host.push(host_named(c, &name, true));
+        let a = libc::accept4(s, std::ptr::null_mut(), std::ptr::null_mut(), 0);
+        host.push(i64::from(a >= 0));
+        host.push(host_named(auto, b"", false));
+        let got = host_sockname(auto);
+        host.push(got.len() as i64);
+        host.push(i64::from(
+            got[0] == 0 && got[1..].iter().all(u8::is_ascii_hexdigit),
+        ));
+        host.push(host_named(auto, b"", false));
+        for fd in [a, c, s] {
+            libc::close(fd);
+        }
+        let late = sock();
+        host.push(host_named(late, &name, true));
+        host.push(host_named(s2, &name, false));
+        for fd in [late, s2, auto] {
+            libc::close(fd);
+        }
+    }
+    let (_vfs, p) = setup();
+    let mut ours_log = Vec::new();
+    let r = |x: SysResult<()>| ours(x.map(|()| 0));
+    let sock = || p.socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0).unwrap();
+    let (s, s2, c, auto) = (sock(), sock(), sock(), sock());
+    ours_log.push(r(p.bind(s, &name)));
+    ours_log.push(r(p.bind(s2, &name)));
+    ours_log.push(i64::from(p.getsockname(s).unwrap() == name));
+    ours_log.push(r(p.connect(c, &name)));
+    ours_log.push(r(p.listen(s, 4)));
+    ours_log.push(r(p.connect(c, &name)));
+    let a = p.accept4(s, 0);
+    ours_log.push(i64::from(a.is_ok()));
+    ours_log.push(r(p.bind(auto, b"")));
+    let got = p.getsockname(auto).unwrap();
+    ours_log.push(got.len() as i64);
+    ours_log.push(i64::from(
+        got[0] == 0 && got[1..].iter().all(u8::is_ascii_hexdigit),
+    ));
+    ours_log.push(r(p.bind(auto, b"")));
+    for fd in [a.unwrap(), c, s] {
+        p.close(fd).unwrap();
+    }
+    let late = sock();
+    ours_log.push(r(p.connect(late, &name)));
+    ours_log.push(r(p.bind(s2, &name)));
+    assert_eq!(
+        ours_log, host,
+        "vfscale (left) against the host kernel (right)"
+    );
+    assert_eq!(host[0], 0, "the host bound the name");
+    assert_eq!(host[1], -(libc::EADDRINUSE as i64));
 }
 
 #[test]

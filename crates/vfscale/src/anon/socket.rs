@@ -113,15 +113,21 @@ struct ListenState {
     closed: bool,
 }
 
-/// What a connect by path finds: a socket bound to a path.
+/// What a connect by name finds: a bound socket.
 pub(crate) struct Binding {
     ty: i32,
     name: SockName,
     listener: OnceLock<Arc<Listener>>,
-    /// The socket file's dentry and mount, one reference each, dropped
-    /// when the socket's last file closes (`VfsInner::unbind_socket`).
-    pub(crate) dentry: *const Dentry,
-    pub(crate) mnt: *const Mount,
+    /// For a path name, the socket file's dentry and mount, one reference
+    /// each, dropped when the socket's last file closes
+    /// (`VfsInner::unbind_socket`); `None` for an abstract name.
+    pub(crate) file: Option<(*const Dentry, *const Mount)>,
+}
+
+impl Binding {
+    pub(crate) fn name(&self) -> &[u8] {
+        &self.name
+    }
 }
 
 // SAFETY: the pointers are references counted by the binding, only read
@@ -130,34 +136,66 @@ unsafe impl Send for Binding {}
 // SAFETY: as above.
 unsafe impl Sync for Binding {}
 
-/// The namespace's bound sockets, by the address of the socket file's
-/// inode (alive while bound: the binding holds its dentry).
+/// Where a name leads: the socket file's inode (its address: alive while
+/// bound, the binding holds its dentry), or an abstract name.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub(crate) enum NameKey {
+    File(usize),
+    Abstract(SockName),
+}
+
+/// The namespace's bound sockets (Linux keeps abstract names per network
+/// namespace; here per `Vfs`), and the autobind counter.
 #[derive(Default)]
-pub(crate) struct BoundSockets(Mutex<HashMap<usize, Weak<Binding>>>);
+pub(crate) struct BoundSockets {
+    names: Mutex<HashMap<NameKey, Weak<Binding>>>,
+    autobind: std::sync::atomic::AtomicU32,
+}
 
 impl BoundSockets {
-    pub(crate) fn insert(&self, inode: usize, b: &Arc<Binding>) {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(inode, Arc::downgrade(b));
+    fn names(&self) -> std::sync::MutexGuard<'_, HashMap<NameKey, Weak<Binding>>> {
+        self.names.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub(crate) fn find(&self, inode: usize) -> Option<Arc<Binding>> {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&inode)
-            .and_then(Weak::upgrade)
-    }
-
-    /// Forgets `b`'s entry (a later binding of the same inode address,
-    /// after this one's inode was freed, is left alone).
-    pub(crate) fn remove(&self, inode: usize, b: &Arc<Binding>) {
-        let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if m.get(&inode).is_some_and(|w| w.as_ptr() == Arc::as_ptr(b)) {
-            m.remove(&inode);
+    /// Registers `b` under `key`; EADDRINUSE if a live socket has it (only
+    /// possible for abstract names: a file name is new).
+    pub(crate) fn insert(&self, key: NameKey, b: &Arc<Binding>) -> SysResult<()> {
+        let mut m = self.names();
+        if m.get(&key).is_some_and(|w| w.strong_count() > 0) {
+            return Err(Errno::EADDRINUSE);
         }
+        m.insert(key, Arc::downgrade(b));
+        Ok(())
+    }
+
+    pub(crate) fn find(&self, key: &NameKey) -> Option<Arc<Binding>> {
+        self.names().get(key).and_then(Weak::upgrade)
+    }
+
+    /// Forgets `b`'s entry (a later binding under the same key is left
+    /// alone).
+    pub(crate) fn remove(&self, key: &NameKey, b: &Arc<Binding>) {
+        let mut m = self.names();
+        if m.get(key).is_some_and(|w| w.as_ptr() == Arc::as_ptr(b)) {
+            m.remove(key);
+        }
+    }
+
+    /// An unused abstract name for autobind: NUL and five hex digits, as
+    /// Linux's unix_autobind (which also gives up after 2^20 tries).
+    pub(crate) fn autobind_name(&self) -> SysResult<SockName> {
+        for _ in 0..=0xfffff {
+            // Relaxed: a counter for distinct guesses; the table decides.
+            let n = self
+                .autobind
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                & 0xfffff;
+            let name: SockName = Arc::from(format!("\0{n:05x}").as_bytes());
+            if self.find(&NameKey::Abstract(name.clone())).is_none() {
+                return Ok(name);
+            }
+        }
+        Err(Errno::ENOSPC)
     }
 }
 
@@ -251,31 +289,37 @@ impl Socket {
         self.binding.get()
     }
 
-    /// bind(2): `make` makes the socket file (the caller's mknod) and
-    /// returns its dentry and mount with one reference each, which the
-    /// binding takes over. EINVAL if already named, before anything is
-    /// made; binds of one socket run one at a time.
+    /// bind(2): `make` makes the socket file for a path name (the
+    /// caller's mknod, returning its dentry and mount with one reference
+    /// each, which the binding takes over; `None` for an abstract name),
+    /// then `publish` registers the binding (EADDRINUSE for an abstract
+    /// name in use, before the socket is named). EINVAL if already named,
+    /// before anything is made, except for an `autobind`, which then does
+    /// nothing (unix_autobind); binds of one socket run one at a time.
     pub(crate) fn bind(
         &self,
-        name: SockName,
-        make: impl FnOnce() -> SysResult<(*const Dentry, *const Mount)>,
-    ) -> SysResult<Arc<Binding>> {
+        name: impl FnOnce() -> SysResult<SockName>,
+        autobind: bool,
+        make: impl FnOnce() -> SysResult<Option<(*const Dentry, *const Mount)>>,
+        publish: impl FnOnce(&Arc<Binding>) -> SysResult<()>,
+    ) -> SysResult<()> {
         let _serial = self.bind_lock.lock().unwrap_or_else(|e| e.into_inner());
         if self.name.get().is_some() {
-            return Err(Errno::EINVAL);
+            return if autobind { Ok(()) } else { Err(Errno::EINVAL) };
         }
-        let (dentry, mnt) = make()?;
+        let name = name()?;
+        let file = make()?;
         let b = Arc::new(Binding {
             ty: self.ty,
             name: name.clone(),
             listener: OnceLock::new(),
-            dentry,
-            mnt,
+            file,
         });
+        publish(&b)?;
         // Under the bind lock: neither is set yet.
-        let _ = self.binding.set(b.clone());
+        let _ = self.binding.set(b);
         let _ = self.name.set(name);
-        Ok(b)
+        Ok(())
     }
 
     /// listen(2): EOPNOTSUPP for datagrams, EINVAL unless bound to a

@@ -1,5 +1,6 @@
 //! AF_UNIX addressing: bind, listen, connect, accept4, getsockname and
-//! getpeername, for path names (Linux's "pathname" sockets).
+//! getpeername, for path names and abstract names (a leading NUL; an
+//! empty name to bind autobinds one, NUL and five hex digits).
 //!
 //! bind makes the socket file (mknod S_IFSOCK, mode 0777 less the umask;
 //! EADDRINUSE where the name exists) and keeps a reference on its dentry
@@ -10,29 +11,33 @@
 //! the socket file, then ECONNREFUSED unless it is a socket file some
 //! live socket is bound to) and hands the rest to `anon/socket.rs`.
 //!
-//! Not built (docs/COMPATIBILITY.md): abstract names (a leading NUL) and
-//! autobind (an empty name): EOPNOTSUPP; datagram addressing (connect or
+//! An abstract name is only an entry in that table (no file, no
+//! permission check), per `Vfs` where Linux keeps them per network
+//! namespace.
+//!
+//! Not built (docs/COMPATIBILITY.md): datagram addressing (connect or
 //! sendto by name on SOCK_DGRAM): EOPNOTSUPP; binding in a passthrough
 //! directory: EOPNOTSUPP.
 
 use super::anon::{nonblock, stream, Stream, SOCKET_BYTES};
 use super::Process;
 use crate::abi::*;
-use crate::anon::socket::{Binding, SockName, Socket};
+use crate::anon::socket::{Binding, NameKey, SockName, Socket};
 use crate::cred::perm::{may_access, MAY_WRITE};
 use crate::vfs::VfsInner;
 use std::sync::Arc;
 
-/// A socket address's checks: the length (EINVAL past sun_path), then
-/// the kinds of name not built.
+/// A socket address's length check: EINVAL past sun_path (an empty name
+/// is bind's autobind, and names nothing to connect: EINVAL there).
 fn check_name(name: &[u8]) -> SysResult<()> {
     if name.len() > UNIX_PATH_MAX {
         return Err(Errno::EINVAL);
     }
-    if name.first().is_none_or(|&b| b == 0) {
-        return Err(Errno::EOPNOTSUPP);
-    }
     Ok(())
+}
+
+fn is_abstract(name: &[u8]) -> bool {
+    name.first() == Some(&0)
 }
 
 impl Process {
@@ -48,21 +53,39 @@ impl Process {
         })
     }
 
-    /// bind(2) to a path.
+    /// bind(2) to a path, an abstract name, or (empty) an autobound one.
     pub fn bind(&self, fd: Fd, name: &[u8]) -> SysResult<()> {
         let _end = self.vfs.call_end();
         self.with_socket(fd, |sock, _| {
             check_name(name)?;
-            let b = sock.bind(Arc::from(name), || {
-                match self.mknod(AT_FDCWD, name, S_IFSOCK | 0o777, 0, true) {
+            let table = &self.vfs.bound_sockets;
+            if name.is_empty() || is_abstract(name) {
+                let autobind = name.is_empty();
+                let name = || {
+                    if autobind {
+                        table.autobind_name()
+                    } else {
+                        Ok(SockName::from(name))
+                    }
+                };
+                let publish =
+                    |b: &Arc<Binding>| table.insert(NameKey::Abstract(SockName::from(b.name())), b);
+                return sock.bind(name, autobind, || Ok(None), publish);
+            }
+            sock.bind(
+                || Ok(SockName::from(name)),
+                false,
+                || match self.mknod(AT_FDCWD, name, S_IFSOCK | 0o777, 0, true) {
                     Err(Errno::EEXIST) => Err(Errno::EADDRINUSE),
-                    r => r?.ok_or(Errno::EOPNOTSUPP),
-                }
-            })?;
-            // SAFETY: the binding's reference keeps the dentry.
-            let inode = unsafe { &*b.dentry }.inode_ptr() as usize;
-            self.vfs.bound_sockets.insert(inode, &b);
-            Ok(())
+                    r => r?.map(Some).ok_or(Errno::EOPNOTSUPP),
+                },
+                |b| {
+                    let (dentry, _) = b.file.expect("made above");
+                    // SAFETY: the binding's reference keeps the dentry.
+                    let inode = unsafe { &*dentry }.inode_ptr() as usize;
+                    table.insert(NameKey::File(inode), b)
+                },
+            )
         })
     }
 
@@ -72,12 +95,21 @@ impl Process {
         self.with_socket(fd, |sock, _| sock.listen(backlog))
     }
 
-    /// connect(2) to a path.
+    /// connect(2) to a path or an abstract name.
     pub fn connect(&self, fd: Fd, name: &[u8]) -> SysResult<()> {
         let _end = self.vfs.call_end();
         self.with_socket(fd, |sock, nb| {
             check_name(name)?;
-            let target = self.bound_socket_at(name)?;
+            let target = if name.is_empty() {
+                return Err(Errno::EINVAL);
+            } else if is_abstract(name) {
+                self.vfs
+                    .bound_sockets
+                    .find(&NameKey::Abstract(SockName::from(name)))
+                    .ok_or(Errno::ECONNREFUSED)?
+            } else {
+                self.bound_socket_at(name)?
+            };
             sock.connect(&target, nb)
         })
     }
@@ -98,7 +130,7 @@ impl Process {
         }
         self.vfs
             .bound_sockets
-            .find(found.inode as usize)
+            .find(&NameKey::File(found.inode as usize))
             .ok_or(Errno::ECONNREFUSED)
     }
 
@@ -129,13 +161,21 @@ impl Process {
 }
 
 impl VfsInner {
-    /// The final close of a socket bound to a path: forgets the binding
-    /// and drops its references on the socket file.
+    /// The final close of a bound socket: forgets the binding and drops
+    /// its references on the socket file.
     pub(crate) fn unbind_socket(&self, b: &Arc<Binding>) {
-        // SAFETY: the binding's reference keeps the dentry until the put.
-        let inode = unsafe { &*b.dentry }.inode_ptr() as usize;
-        self.bound_sockets.remove(inode, b);
-        self.dput(b.dentry);
-        self.mntput(b.mnt);
+        match b.file {
+            Some((dentry, mnt)) => {
+                // SAFETY: the binding's reference keeps the dentry until
+                // the put below.
+                let inode = unsafe { &*dentry }.inode_ptr() as usize;
+                self.bound_sockets.remove(&NameKey::File(inode), b);
+                self.dput(dentry);
+                self.mntput(mnt);
+            }
+            None => self
+                .bound_sockets
+                .remove(&NameKey::Abstract(SockName::from(b.name())), b),
+        }
     }
 }
