@@ -1068,6 +1068,58 @@ impl ProcessApi for KernelProcess {
             .map(|()| fds)
         })
     }
+    fn socket(&self, domain: i32, ty: i32, protocol: i32) -> SysResult<Fd> {
+        self.call(move || {
+            // SAFETY: plain integer arguments.
+            sys(unsafe { libc::syscall(libc::SYS_socket, domain, ty, protocol) }).map(|n| n as Fd)
+        })
+    }
+    fn bind(&self, fd: Fd, name: &[u8]) -> SysResult<()> {
+        let addr = unix_addr(name);
+        self.call(move || {
+            // SAFETY: `addr` holds the family and the name's bytes.
+            unit(unsafe { libc::syscall(libc::SYS_bind, fd, addr.as_ptr(), addr.len()) })
+        })
+    }
+    fn listen(&self, fd: Fd, backlog: i32) -> SysResult<()> {
+        self.call(move || {
+            // SAFETY: plain integer arguments.
+            unit(unsafe { libc::syscall(libc::SYS_listen, fd, backlog) })
+        })
+    }
+    fn connect(&self, fd: Fd, name: &[u8]) -> SysResult<()> {
+        let addr = unix_addr(name);
+        self.call(move || {
+            // SAFETY: `addr` holds the family and the name's bytes.
+            unit(unsafe { libc::syscall(libc::SYS_connect, fd, addr.as_ptr(), addr.len()) })
+        })
+    }
+    fn accept4(&self, fd: Fd, flags: i32) -> SysResult<Fd> {
+        self.call(move || {
+            // SAFETY: no address wanted (null pointers).
+            sys(unsafe { libc::syscall(libc::SYS_accept4, fd, 0usize, 0usize, flags) })
+                .map(|n| n as Fd)
+        })
+    }
+    fn socket_name(&self, fd: Fd, peer: bool) -> SysResult<Vec<u8>> {
+        self.call(move || {
+            let mut buf = [0u8; 2 + 108];
+            let mut len = buf.len() as libc::socklen_t;
+            let nr = if peer {
+                libc::SYS_getpeername
+            } else {
+                libc::SYS_getsockname
+            };
+            // SAFETY: `buf` has room for `len` bytes.
+            unit(unsafe { libc::syscall(nr, fd, buf.as_mut_ptr(), &mut len) })?;
+            let mut name = buf[2..(len as usize).clamp(2, buf.len())].to_vec();
+            // A path name comes back with its terminating NUL.
+            if name.first() != Some(&0) && name.last() == Some(&0) {
+                name.pop();
+            }
+            Ok(name)
+        })
+    }
     fn eventfd(&self, initval: u32, flags: i32) -> SysResult<Fd> {
         self.call(move || {
             // SAFETY: plain integer arguments.
@@ -1185,4 +1237,13 @@ impl ProcessApi for KernelProcess {
     fn exit(self) {
         drop(self);
     }
+}
+
+/// A sockaddr_un for `name` (sun_path's bytes, no terminator added: the
+/// kernel terminates a path name itself); longer than sun_path it is
+/// passed whole, for the kernel's EINVAL.
+fn unix_addr(name: &[u8]) -> Vec<u8> {
+    let mut a = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
+    a.extend_from_slice(name);
+    a
 }

@@ -360,7 +360,7 @@ fn xattrs_through_the_mount() {
     assert_eq!((n, last_errno()), (-1, libc::ENODATA));
     // SAFETY: valid path and buffer.
     let n = unsafe { libc::listxattr(p.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
-    assert_eq!(&buf[..n as usize], b"trusted.t\0user.color\0");
+    assert_eq!(&buf[..n as usize], b"user.color\0trusted.t\0");
     // SAFETY: valid path and name.
     assert_eq!(
         unsafe { libc::removexattr(p.as_ptr(), c"user.color".as_ptr()) },

@@ -319,6 +319,49 @@ pub enum Op {
         domain: i32,
         ty: i32,
     },
+    /// socket(AF_UNIX, ty) (always SOCK_NONBLOCK: a connect into a full
+    /// queue or an accept would otherwise wait).
+    Socket {
+        ty: i32,
+    },
+    /// socket, bind to `name` and listen, in one step (so that connects
+    /// and accepts meet a listener often enough): the socket's Fd, then
+    /// the bind's and the listen's outcomes.
+    Listener {
+        ty: i32,
+        name: Bytes,
+        backlog: i32,
+    },
+    /// socket and connect to `name` in one step (as `Listener`): the
+    /// socket's Fd, then the connect's outcome.
+    Client {
+        ty: i32,
+        name: Bytes,
+    },
+    /// bind / connect of an AF_UNIX socket to `name` (a path, an abstract
+    /// name, or empty).
+    Bind {
+        fd: FdArg,
+        name: Bytes,
+    },
+    Connect {
+        fd: FdArg,
+        name: Bytes,
+    },
+    Listen {
+        fd: FdArg,
+        backlog: i32,
+    },
+    /// accept4 (SOCK_NONBLOCK always added, as for `Socket`).
+    Accept4 {
+        fd: FdArg,
+        flags: i32,
+    },
+    /// getsockname (`peer` false) or getpeername.
+    SockName {
+        fd: FdArg,
+        peer: bool,
+    },
     Eventfd {
         init: u32,
         flags: i32,
@@ -786,6 +829,44 @@ pub fn apply<P: ProcessApi>(p: &P, op: &Op, fds: &mut FdMap) -> Outcome {
         }
         Op::Pipe2(flags) => pair(p.pipe2(*flags), fds),
         Op::Socketpair { domain, ty } => pair(p.socketpair(*domain, *ty, 0), fds),
+        Op::Socket { ty } => match p.socket(AF_UNIX, *ty | SOCK_NONBLOCK, 0) {
+            Ok(n) => {
+                fds.opened(n);
+                O::Fd(n)
+            }
+            Err(e) => O::Err(e),
+        },
+        Op::Listener { ty, name, backlog } => match p.socket(AF_UNIX, *ty | SOCK_NONBLOCK, 0) {
+            Ok(n) => {
+                fds.opened(n);
+                O::Seq(vec![
+                    O::Fd(n),
+                    unit(p.bind(n, &name.0)),
+                    unit(p.listen(n, *backlog)),
+                ])
+            }
+            Err(e) => O::Err(e),
+        },
+        Op::Client { ty, name } => match p.socket(AF_UNIX, *ty | SOCK_NONBLOCK, 0) {
+            Ok(n) => {
+                fds.opened(n);
+                O::Seq(vec![O::Fd(n), unit(p.connect(n, &name.0))])
+            }
+            Err(e) => O::Err(e),
+        },
+        Op::Bind { fd: a, name } => unit(p.bind(fd(a), &name.0)),
+        Op::Connect { fd: a, name } => unit(p.connect(fd(a), &name.0)),
+        Op::Listen { fd: a, backlog } => unit(p.listen(fd(a), *backlog)),
+        Op::Accept4 { fd: a, flags } => match p.accept4(fd(a), *flags | SOCK_NONBLOCK) {
+            Ok(n) => {
+                fds.opened(n);
+                O::Fd(n)
+            }
+            Err(e) => O::Err(e),
+        },
+        Op::SockName { fd: a, peer } => p
+            .socket_name(fd(a), *peer)
+            .map_or_else(O::Err, |n| O::Data(Bytes(n))),
         Op::Eventfd { init, flags } => match p.eventfd(*init, *flags) {
             Ok(n) => {
                 fds.opened(n);
@@ -1153,6 +1234,21 @@ fn anon_op() -> impl Strategy<Value = Op> {
             prop::sample::select(vec![SOCK_STREAM, SOCK_DGRAM])
         )
             .prop_map(|(domain, t)| Op::Socketpair { domain, ty: t | SOCK_NONBLOCK }),
+        2 => prop::sample::select(vec![SOCK_STREAM, SOCK_STREAM, SOCK_SEQPACKET, SOCK_DGRAM, SOCK_STREAM | SOCK_CLOEXEC])
+            .prop_map(|ty| Op::Socket { ty }),
+        4 => (
+            prop::sample::select(vec![SOCK_STREAM, SOCK_STREAM, SOCK_SEQPACKET]),
+            socket_name(),
+            prop::sample::select(vec![0, 1, 5])
+        )
+            .prop_map(|(ty, name, backlog)| Op::Listener { ty, name, backlog }),
+        4 => (prop::sample::select(vec![SOCK_STREAM, SOCK_STREAM, SOCK_SEQPACKET]), socket_name())
+            .prop_map(|(ty, name)| Op::Client { ty, name }),
+        2 => (socket_fd(), socket_name()).prop_map(|(fd, name)| Op::Bind { fd, name }),
+        2 => (socket_fd(), prop::sample::select(vec![0, 1, 5, -1])).prop_map(|(fd, backlog)| Op::Listen { fd, backlog }),
+        3 => (socket_fd(), socket_name()).prop_map(|(fd, name)| Op::Connect { fd, name }),
+        5 => (socket_fd(), prop::sample::select(vec![0, SOCK_CLOEXEC, 0x40])).prop_map(|(fd, flags)| Op::Accept4 { fd, flags }),
+        1 => (socket_fd(), any::<bool>()).prop_map(|(fd, peer)| Op::SockName { fd, peer }),
         2 => (
             prop::sample::select(vec![0u32, 1, 5]),
             prop::sample::select(vec![EFD_NONBLOCK, EFD_NONBLOCK | EFD_SEMAPHORE, EFD_NONBLOCK | EFD_CLOEXEC, EFD_NONBLOCK | 0x40])
@@ -1177,6 +1273,24 @@ fn anon_op() -> impl Strategy<Value = Op> {
         2 => prop::collection::vec((fd_arg(), events), 1..4).prop_map(Op::Poll),
         3 => (fd_arg(), fcntl_cmd).prop_map(|(fd, (cmd, arg))| Op::Fcntl { fd, cmd, arg }),
         2 => fd_arg().prop_map(Op::FdPath),
+    ]
+}
+
+/// The descriptor of a socket call: mostly one of the sequence's own
+/// (the plain `fd_arg` favours AT_FDCWD, which only ever says EBADF here).
+fn socket_fd() -> impl Strategy<Value = FdArg> {
+    prop_oneof![8 => (0u8..8).prop_map(FdArg::Slot), 1 => Just(FdArg::Cwd), 1 => Just(FdArg::Raw(-1))]
+}
+
+/// AF_UNIX names: a small pool that binds and connects share (two
+/// abstract names, two paths), other paths of the sequence's tree, empty
+/// (autobind), and one past sun_path.
+fn socket_name() -> impl Strategy<Value = Bytes> {
+    prop_oneof![
+        6 => prop::sample::select(vec![&b"\0vfscale-kd-a"[..], b"\0vfscale-kd-b", b"/s", b"/a/s"]).prop_map(Bytes::from),
+        2 => path_strategy(),
+        1 => Just(Bytes(Vec::new())),
+        1 => Just(Bytes(vec![b'x'; 109])),
     ]
 }
 

@@ -195,7 +195,8 @@ impl State {
         let ctx = self.ctx(pid);
         let id = self.xattr_target(&ctx, pid, at)?;
         let mut list = Vec::new();
-        for k in self.node(id).xattrs.keys() {
+        // Descending byte order (Linux 6.18's tmpfs).
+        for k in self.node(id).xattrs.keys().rev() {
             if !ctx.cred.is_root() && k.starts_with(b"trusted.") {
                 continue;
             }

@@ -34,6 +34,14 @@ fn not_in_model(op: &Op) -> bool {
             | Op::OpenByHandle { .. }
             | Op::Pipe2(_)
             | Op::Socketpair { .. }
+            | Op::Socket { .. }
+            | Op::Listener { .. }
+            | Op::Client { .. }
+            | Op::Bind { .. }
+            | Op::Connect { .. }
+            | Op::Listen { .. }
+            | Op::Accept4 { .. }
+            | Op::SockName { .. }
             | Op::Eventfd { .. }
             | Op::MemfdCreate { .. }
             | Op::Poll(_)

@@ -128,6 +128,10 @@ impl Binding {
     pub(crate) fn name(&self) -> &[u8] {
         &self.name
     }
+
+    pub(crate) fn socket_type(&self) -> i32 {
+        self.ty
+    }
 }
 
 // SAFETY: the pointers are references counted by the binding, only read
@@ -137,11 +141,13 @@ unsafe impl Send for Binding {}
 unsafe impl Sync for Binding {}
 
 /// Where a name leads: the socket file's inode (its address: alive while
-/// bound, the binding holds its dentry), or an abstract name.
+/// bound, the binding holds its dentry), or an abstract name of a socket
+/// type (Linux hashes the type into an abstract name's lookup, so each
+/// type has its own abstract names).
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub(crate) enum NameKey {
     File(usize),
-    Abstract(SockName),
+    Abstract(i32, SockName),
 }
 
 /// The namespace's bound sockets (Linux keeps abstract names per network
@@ -183,7 +189,7 @@ impl BoundSockets {
 
     /// An unused abstract name for autobind: NUL and five hex digits, as
     /// Linux's unix_autobind (which also gives up after 2^20 tries).
-    pub(crate) fn autobind_name(&self) -> SysResult<SockName> {
+    pub(crate) fn autobind_name(&self, ty: i32) -> SysResult<SockName> {
         for _ in 0..=0xfffff {
             // Relaxed: a counter for distinct guesses; the table decides.
             let n = self
@@ -191,7 +197,7 @@ impl BoundSockets {
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
                 & 0xfffff;
             let name: SockName = Arc::from(format!("\0{n:05x}").as_bytes());
-            if self.find(&NameKey::Abstract(name.clone())).is_none() {
+            if self.find(&NameKey::Abstract(ty, name.clone())).is_none() {
                 return Ok(name);
             }
         }
@@ -289,18 +295,19 @@ impl Socket {
         self.binding.get()
     }
 
-    /// bind(2): `make` makes the socket file for a path name (the
-    /// caller's mknod, returning its dentry and mount with one reference
-    /// each, which the binding takes over; `None` for an abstract name),
-    /// then `publish` registers the binding (EADDRINUSE for an abstract
-    /// name in use, before the socket is named). EINVAL if already named,
-    /// before anything is made, except for an `autobind`, which then does
-    /// nothing (unix_autobind); binds of one socket run one at a time.
+    /// bind(2): names this socket `name()` and registers it (`publish`:
+    /// EADDRINUSE for an abstract name in use, before the socket is
+    /// named). `file` is the socket file a path name's bind made first
+    /// (its dentry and mount, one reference each, which the binding takes
+    /// over; on an error the caller still owns them and removes the file,
+    /// as unix_bind_bsd does). EINVAL if already named, except for an
+    /// `autobind`, which then does nothing (unix_autobind); binds of one
+    /// socket run one at a time.
     pub(crate) fn bind(
         &self,
         name: impl FnOnce() -> SysResult<SockName>,
         autobind: bool,
-        make: impl FnOnce() -> SysResult<Option<(*const Dentry, *const Mount)>>,
+        file: Option<(*const Dentry, *const Mount)>,
         publish: impl FnOnce(&Arc<Binding>) -> SysResult<()>,
     ) -> SysResult<()> {
         let _serial = self.bind_lock.lock().unwrap_or_else(|e| e.into_inner());
@@ -308,7 +315,6 @@ impl Socket {
             return if autobind { Ok(()) } else { Err(Errno::EINVAL) };
         }
         let name = name()?;
-        let file = make()?;
         let b = Arc::new(Binding {
             ty: self.ty,
             name: name.clone(),

@@ -186,6 +186,31 @@ pub trait ProcessApi: Send {
     fn socketpair(&self, _domain: i32, _ty: i32, _protocol: i32) -> SysResult<[Fd; 2]> {
         Err(Errno::ENOSYS)
     }
+    /// socket(2): an AF_UNIX socket.
+    fn socket(&self, _domain: i32, _ty: i32, _protocol: i32) -> SysResult<Fd> {
+        Err(Errno::ENOSYS)
+    }
+    /// bind(2) of an AF_UNIX socket: `name` is sun_path (a path, a leading
+    /// NUL for an abstract name, empty to autobind).
+    fn bind(&self, _fd: Fd, _name: &[u8]) -> SysResult<()> {
+        Err(Errno::ENOSYS)
+    }
+    /// listen(2).
+    fn listen(&self, _fd: Fd, _backlog: i32) -> SysResult<()> {
+        Err(Errno::ENOSYS)
+    }
+    /// connect(2) of an AF_UNIX socket to `name` (as for `bind`).
+    fn connect(&self, _fd: Fd, _name: &[u8]) -> SysResult<()> {
+        Err(Errno::ENOSYS)
+    }
+    /// accept4(2): SOCK_NONBLOCK, SOCK_CLOEXEC.
+    fn accept4(&self, _fd: Fd, _flags: i32) -> SysResult<Fd> {
+        Err(Errno::ENOSYS)
+    }
+    /// getsockname(2) (`peer` false) or getpeername(2): the sun_path bytes.
+    fn socket_name(&self, _fd: Fd, _peer: bool) -> SysResult<Vec<u8>> {
+        Err(Errno::ENOSYS)
+    }
     /// eventfd2(2): EFD_SEMAPHORE, EFD_NONBLOCK, EFD_CLOEXEC.
     fn eventfd(&self, _initval: u32, _flags: i32) -> SysResult<Fd> {
         Err(Errno::ENOSYS)

@@ -12,8 +12,9 @@
 //! live socket is bound to) and hands the rest to `anon/socket.rs`.
 //!
 //! An abstract name is only an entry in that table (no file, no
-//! permission check), per `Vfs` where Linux keeps them per network
-//! namespace.
+//! permission check), per `Vfs` and socket type where Linux keeps them per
+//! network namespace and type (a connect finds only its own type's:
+//! ECONNREFUSED, where a path name of another type is EPROTOTYPE).
 //!
 //! Not built (docs/COMPATIBILITY.md): datagram addressing (connect or
 //! sendto by name on SOCK_DGRAM): EOPNOTSUPP; binding in a passthrough
@@ -27,13 +28,17 @@ use crate::cred::perm::{may_access, MAY_WRITE};
 use crate::vfs::VfsInner;
 use std::sync::Arc;
 
-/// A socket address's length check: EINVAL past sun_path (an empty name
-/// is bind's autobind, and names nothing to connect: EINVAL there).
-fn check_name(name: &[u8]) -> SysResult<()> {
+/// A socket address's checks: EINVAL past sun_path (an empty name is
+/// bind's autobind, and names nothing to connect: EINVAL there); a path
+/// name ends at its first NUL (sun_path is a C string: unix_mkname_bsd).
+fn check_name(name: &[u8]) -> SysResult<&[u8]> {
     if name.len() > UNIX_PATH_MAX {
         return Err(Errno::EINVAL);
     }
-    Ok(())
+    if is_abstract(name) {
+        return Ok(name);
+    }
+    Ok(&name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())])
 }
 
 fn is_abstract(name: &[u8]) -> bool {
@@ -41,51 +46,82 @@ fn is_abstract(name: &[u8]) -> bool {
 }
 
 impl Process {
-    /// Runs `f` on the socket `fd` names (EBADF, ENOTSOCK).
+    /// Runs `f` on the socket `fd` names (EBADF, ENOTSOCK), with whether
+    /// its file is non-blocking.
     fn with_socket<R>(
         &self,
         fd: Fd,
         f: impl FnOnce(&Socket, bool) -> SysResult<R>,
     ) -> SysResult<R> {
+        self.with_socket_file(fd, |s, file| f(s, nonblock(file)))
+    }
+
+    fn with_socket_file<R>(
+        &self,
+        fd: Fd,
+        f: impl FnOnce(&Socket, &crate::file::OpenFile) -> SysResult<R>,
+    ) -> SysResult<R> {
         self.with_file(fd, false, |file| match stream(file) {
-            Some(Stream::Socket(s)) => f(s, nonblock(file)),
+            Some(Stream::Socket(s)) => f(s, file),
             _ => Err(Errno::ENOTSOCK),
         })
+    }
+
+    /// move_addr_to_kernel, which connect runs between the descriptor's
+    /// lookup and the socket's: an address longer than a
+    /// sockaddr_storage (128 bytes, the family included) is EINVAL.
+    fn check_addr_len(&self, fd: Fd, name: &[u8]) -> SysResult<()> {
+        let f = self.fd_file_nopath(fd)?;
+        self.vfs.fput(f);
+        if name.len() + 2 > 128 {
+            return Err(Errno::EINVAL);
+        }
+        Ok(())
     }
 
     /// bind(2) to a path, an abstract name, or (empty) an autobound one.
     pub fn bind(&self, fd: Fd, name: &[u8]) -> SysResult<()> {
         let _end = self.vfs.call_end();
-        self.with_socket(fd, |sock, _| {
-            check_name(name)?;
+        self.with_socket_file(fd, |sock, file| {
+            let name = check_name(name)?;
             let table = &self.vfs.bound_sockets;
             if name.is_empty() || is_abstract(name) {
                 let autobind = name.is_empty();
                 let name = || {
                     if autobind {
-                        table.autobind_name()
+                        table.autobind_name(sock.socket_type())
                     } else {
                         Ok(SockName::from(name))
                     }
                 };
-                let publish =
-                    |b: &Arc<Binding>| table.insert(NameKey::Abstract(SockName::from(b.name())), b);
-                return sock.bind(name, autobind, || Ok(None), publish);
+                let publish = |b: &Arc<Binding>| {
+                    table.insert(
+                        NameKey::Abstract(b.socket_type(), SockName::from(b.name())),
+                        b,
+                    )
+                };
+                return sock.bind(name, autobind, None, publish);
             }
-            sock.bind(
-                || Ok(SockName::from(name)),
-                false,
-                || match self.mknod(AT_FDCWD, name, S_IFSOCK | 0o777, 0, true) {
-                    Err(Errno::EEXIST) => Err(Errno::EADDRINUSE),
-                    r => r?.map(Some).ok_or(Errno::EOPNOTSUPP),
-                },
-                |b| {
-                    let (dentry, _) = b.file.expect("made above");
-                    // SAFETY: the binding's reference keeps the dentry.
-                    let inode = unsafe { &*dentry }.inode_ptr() as usize;
-                    table.insert(NameKey::File(inode), b)
-                },
-            )
+            // Linux makes the file first (EADDRINUSE, ENOENT, EACCES...),
+            // then finds the socket already named (EINVAL) and removes it.
+            // The file takes the socket's own permission bits (fchmod on
+            // the socket changes them), less the umask.
+            let perm = file.inode().attr().mode & S_IALLUGO & 0o777;
+            let made = match self.mknod(AT_FDCWD, name, S_IFSOCK | perm, 0, true) {
+                Err(Errno::EEXIST) => return Err(Errno::EADDRINUSE),
+                r => r?.ok_or(Errno::EOPNOTSUPP)?,
+            };
+            let publish = |b: &Arc<Binding>| {
+                // SAFETY: the binding's reference keeps the dentry.
+                let inode = unsafe { &*made.0 }.inode_ptr() as usize;
+                table.insert(NameKey::File(inode), b)
+            };
+            sock.bind(|| Ok(SockName::from(name)), false, Some(made), publish)
+                .inspect_err(|_| {
+                    self.vfs.dput(made.0);
+                    self.vfs.mntput(made.1);
+                    let _ = self.sys_unlinkat(AT_FDCWD, name, 0);
+                })
         })
     }
 
@@ -98,14 +134,15 @@ impl Process {
     /// connect(2) to a path or an abstract name.
     pub fn connect(&self, fd: Fd, name: &[u8]) -> SysResult<()> {
         let _end = self.vfs.call_end();
+        self.check_addr_len(fd, name)?;
         self.with_socket(fd, |sock, nb| {
-            check_name(name)?;
+            let name = check_name(name)?;
             let target = if name.is_empty() {
                 return Err(Errno::EINVAL);
             } else if is_abstract(name) {
                 self.vfs
                     .bound_sockets
-                    .find(&NameKey::Abstract(SockName::from(name)))
+                    .find(&NameKey::Abstract(sock.socket_type(), SockName::from(name)))
                     .ok_or(Errno::ECONNREFUSED)?
             } else {
                 self.bound_socket_at(name)?
@@ -137,6 +174,10 @@ impl Process {
     /// accept4(2). Flags: SOCK_NONBLOCK, SOCK_CLOEXEC.
     pub fn accept4(&self, fd: Fd, flags: i32) -> SysResult<Fd> {
         let _end = self.vfs.call_end();
+        // Linux's order: the descriptor (EBADF), the flags (EINVAL), then
+        // the socket (ENOTSOCK).
+        let f = self.fd_file_nopath(fd)?;
+        self.vfs.fput(f);
         if flags & !(SOCK_NONBLOCK | SOCK_CLOEXEC) != 0 {
             return Err(Errno::EINVAL);
         }
@@ -145,6 +186,12 @@ impl Process {
         let accepted = self.with_socket(fd, |sock, nb| sock.accept(nb))?;
         let f = self.socket_file(accepted, flags & SOCK_NONBLOCK != 0);
         Ok(self.install_all([f], flags & SOCK_CLOEXEC != 0)?[0])
+    }
+
+    /// getsockopt(SO_TYPE): the socket's type.
+    pub fn socket_type(&self, fd: Fd) -> SysResult<i32> {
+        let _end = self.vfs.call_end();
+        self.with_socket(fd, |sock, _| Ok(sock.socket_type()))
     }
 
     /// getsockname(2): the bound path, empty if unnamed.
@@ -173,9 +220,10 @@ impl VfsInner {
                 self.dput(dentry);
                 self.mntput(mnt);
             }
-            None => self
-                .bound_sockets
-                .remove(&NameKey::Abstract(SockName::from(b.name())), b),
+            None => self.bound_sockets.remove(
+                &NameKey::Abstract(b.socket_type(), SockName::from(b.name())),
+                b,
+            ),
         }
     }
 }

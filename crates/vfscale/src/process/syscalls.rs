@@ -243,6 +243,28 @@ impl ProcessApi for Process {
     fn socketpair(&self, domain: i32, ty: i32, protocol: i32) -> SysResult<[Fd; 2]> {
         Process::socketpair(self, domain, ty, protocol)
     }
+    fn socket(&self, domain: i32, ty: i32, protocol: i32) -> SysResult<Fd> {
+        Process::socket(self, domain, ty, protocol)
+    }
+    fn bind(&self, fd: Fd, name: &[u8]) -> SysResult<()> {
+        Process::bind(self, fd, name)
+    }
+    fn listen(&self, fd: Fd, backlog: i32) -> SysResult<()> {
+        Process::listen(self, fd, backlog)
+    }
+    fn connect(&self, fd: Fd, name: &[u8]) -> SysResult<()> {
+        Process::connect(self, fd, name)
+    }
+    fn accept4(&self, fd: Fd, flags: i32) -> SysResult<Fd> {
+        Process::accept4(self, fd, flags)
+    }
+    fn socket_name(&self, fd: Fd, peer: bool) -> SysResult<Vec<u8>> {
+        if peer {
+            Process::getpeername(self, fd)
+        } else {
+            Process::getsockname(self, fd)
+        }
+    }
     fn eventfd(&self, initval: u32, flags: i32) -> SysResult<Fd> {
         Process::eventfd(self, initval, flags)
     }

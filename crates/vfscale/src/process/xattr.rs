@@ -335,8 +335,10 @@ pub(crate) fn list_inode(cred: &Cred, inode: &Inode, buf: &mut [u8]) -> SysResul
     } else {
         // SAFETY: an inode's superblock outlives it.
         let sb = unsafe { &*inode.sb };
+        // Descending byte order, as Linux 6.18's tmpfs lists its names
+        // whatever order they were set in (checked on the host).
         sb.xattrs.read(inode.ino(), |m| {
-            for k in m.keys().filter(|k| shown(k)) {
+            for k in m.keys().rev().filter(|k| shown(k)) {
                 out.extend_from_slice(k);
                 out.push(0);
             }
