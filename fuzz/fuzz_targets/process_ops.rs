@@ -114,10 +114,38 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
         28 => drop(p.mount(b"none", a, b"tmpfs", 0)),
         29 => drop(p.umount2(a, i32::from(arg & 2))),
         30 => drop(p.chroot(a)),
-        // File locks, never a waiting form (one thread would wait forever).
-        _ => match arg % 4 {
+        // File locks, never a waiting form (one thread would wait forever);
+        // sockets by name, all non-blocking for the same reason.
+        _ => match arg % 8 {
             0 => drop(p.fchmod(fd(), u32::from(arg))),
             1 => drop(p.flock(fd(), i32::from(bytes.byte()?) | LOCK_NB)),
+            4 => {
+                let types = [SOCK_STREAM, SOCK_SEQPACKET, SOCK_DGRAM];
+                let ty = types[usize::from(bytes.byte()?) % types.len()];
+                if let Ok(s) = p.socket(AF_UNIX, ty | SOCK_NONBLOCK, 0) {
+                    fds.push(s);
+                }
+            }
+            5 | 6 => {
+                // A pool name, its abstract twin, or empty (autobind).
+                let name: Vec<u8> = match bytes.byte()? % 3 {
+                    0 => a.to_vec(),
+                    1 => [b"\0".as_slice(), a].concat(),
+                    _ => Vec::new(),
+                };
+                let _ = if arg % 8 == 5 {
+                    p.bind(fd(), &name)
+                } else {
+                    p.connect(fd(), &name)
+                };
+            }
+            7 => {
+                if bytes.byte()? & 1 == 0 {
+                    drop(p.listen(fd(), i32::from(arg >> 4)));
+                } else if let Ok(s) = p.accept4(fd(), SOCK_NONBLOCK) {
+                    fds.push(s);
+                }
+            }
             _ => {
                 let cmds = [F_GETLK, F_SETLK, F_OFD_GETLK, F_OFD_SETLK, 99];
                 let cmd = cmds[usize::from(bytes.byte()?) % cmds.len()];
