@@ -8,10 +8,11 @@
 //!
 //! A socket's `link` (connected or listening) and its name are set once
 //! (`OnceLock`): a socket never disconnects or stops listening, and a
-//! second bind is EINVAL. A socket bound to a path holds a `Binding`:
-//! what a connect by that path finds (through the namespace's
-//! `BoundSockets` table, keyed by the socket file's inode, which the
-//! binding's dentry reference keeps alive, as Linux's bound path does).
+//! second bind is EINVAL. A bound socket holds a `Binding`: what a
+//! connect by its name finds through the namespace's `BoundSockets` table,
+//! keyed by the socket file's inode for a path name (which the binding's
+//! dentry reference keeps alive, as Linux's bound path does) or by type
+//! and name for an abstract one.
 //!
 //! Invariants (under the `Conn` mutex):
 //! - side `s` reads `dirs[s]` and writes `dirs[1 - s]`;
@@ -83,7 +84,8 @@ impl Conn {
     }
 }
 
-/// A socket address: a path as given to bind (empty: unnamed).
+/// A socket address: sun_path's bytes as bound (a path, or a leading NUL
+/// and an abstract name; empty: unnamed).
 pub(crate) type SockName = Arc<[u8]>;
 
 enum Link {
@@ -274,7 +276,7 @@ impl Socket {
         }
     }
 
-    /// getsockname: the bound path (empty if unnamed).
+    /// getsockname: the bound name (empty if unnamed).
     pub(crate) fn name(&self) -> SockName {
         self.name
             .get()
@@ -290,7 +292,7 @@ impl Socket {
         }
     }
 
-    /// The binding a bind to a path made, for the final close to undo.
+    /// The binding a bind made, for the final close to undo.
     pub(crate) fn binding(&self) -> Option<&Arc<Binding>> {
         self.binding.get()
     }
@@ -328,8 +330,8 @@ impl Socket {
         Ok(())
     }
 
-    /// listen(2): EOPNOTSUPP for datagrams, EINVAL unless bound to a
-    /// path and not connected; a second listen only changes the backlog.
+    /// listen(2): EOPNOTSUPP for datagrams, EINVAL unless bound and not
+    /// connected; a second listen only changes the backlog.
     pub(crate) fn listen(&self, backlog: i32) -> SysResult<()> {
         if self.ty == SOCK_DGRAM {
             return Err(Errno::EOPNOTSUPP);

@@ -300,6 +300,28 @@ impl Process {
         self.mknod(dirfd, path, mode, dev, false).map(drop)
     }
 
+    /// The new node's owner, mode (less the umask) and device number, after
+    /// CAP_MKNOD (checked after the name, as vfs_mknod does; a 0:0
+    /// character device is an overlayfs whiteout, which anyone may make).
+    fn mknod_attrs(
+        &self,
+        dir: &Inode,
+        ty: u32,
+        mode: u32,
+        dev: u64,
+    ) -> SysResult<(u32, u32, u32, u64)> {
+        if matches!(ty, S_IFCHR | S_IFBLK) && !self.cred.is_root() && !(ty == S_IFCHR && dev == 0) {
+            return Err(Errno::EPERM);
+        }
+        let (uid, gid, m) = self.owner_in(dir, ty | (mode & S_IALLUGO));
+        let rdev = if matches!(ty, S_IFCHR | S_IFBLK) {
+            dev
+        } else {
+            0
+        };
+        Ok((uid, gid, (m & !self.umask_bits()) | ty, rdev))
+    }
+
     /// mknodat; with `keep`, the new file's dentry and mount, one
     /// reference each (bind's socket file; only on tmpfs: EOPNOTSUPP on a
     /// backend's directory, before anything is made).
@@ -330,19 +352,7 @@ impl Process {
             }
             return self
                 .backend_create(&parent, false, |sb, dir, name| {
-                    if matches!(ty, S_IFCHR | S_IFBLK)
-                        && !self.cred.is_root()
-                        && !(ty == S_IFCHR && dev == 0)
-                    {
-                        return Err(Errno::EPERM);
-                    }
-                    let (uid, gid, m) = self.owner_in(dir, ty | (mode & S_IALLUGO));
-                    let m = (m & !self.umask_bits()) | ty;
-                    let rdev = if matches!(ty, S_IFCHR | S_IFBLK) {
-                        dev
-                    } else {
-                        0
-                    };
+                    let (uid, gid, m, rdev) = self.mknod_attrs(dir, ty, mode, dev)?;
                     sb.fs.create(sb, dir, name, m, rdev, uid, gid)
                 })
                 .map(|()| None);
@@ -352,25 +362,11 @@ impl Process {
             false,
             || Ok(()),
             |idx, dir, key, neg| {
-                // CAP_MKNOD, checked after the name (as vfs_mknod does); a 0:0
-                // character device is an overlayfs whiteout, which anyone may make.
-                if matches!(ty, S_IFCHR | S_IFBLK)
-                    && !self.cred.is_root()
-                    && !(ty == S_IFCHR && dev == 0)
-                {
-                    return Err(Errno::EPERM);
-                }
-                let (uid, gid, m) = self.owner_in(dir, ty | (mode & S_IALLUGO));
-                let m = (m & !self.umask_bits()) | ty;
+                let (uid, gid, m, rdev) = self.mknod_attrs(dir, ty, mode, dev)?;
                 let body = match ty {
                     S_IFREG => InodeBody::Regular(RwLock::new(Default::default())),
                     S_IFIFO => InodeBody::Fifo(Box::default()),
                     _ => InodeBody::Special,
-                };
-                let rdev = if matches!(ty, S_IFCHR | S_IFBLK) {
-                    dev
-                } else {
-                    0
                 };
                 self.create_locked(
                     idx,
