@@ -159,12 +159,19 @@ fn faults_leave_the_namespace_consistent() {
     // skip half of one), so they are left out. File handles are made only
     // on instances whose dcache is the namespace (a wrapped backend says
     // EOPNOTSUPP, docs/COMPATIBILITY.md), so they are left out too. So are
-    // FIFOs (`Op::makes_fifo`: a CI run hung on one opened alone).
+    // FIFOs (`Op::makes_fifo`: a CI run hung on one opened alone). The
+    // socket steps that make several calls (`Listener`, `Client`) are left
+    // out like forks: a fault in their second call leaves the first's
+    // socket, which the clean twin could not skip half of.
     let strategy = (
         steps_strategy(3, 1..60).prop_map(|s| {
             s.into_iter()
                 .filter(|st| match &st.op {
-                    Op::Fork(_) | Op::NameToHandle { .. } | Op::OpenByHandle { .. } => false,
+                    Op::Fork(_)
+                    | Op::NameToHandle { .. }
+                    | Op::OpenByHandle { .. }
+                    | Op::Listener { .. }
+                    | Op::Client { .. } => false,
                     op => !op.makes_fifo(),
                 })
                 .collect::<Vec<_>>()
