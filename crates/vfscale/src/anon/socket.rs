@@ -214,9 +214,10 @@ pub struct Socket {
     name: OnceLock<SockName>,
     /// Set by bind to a path.
     binding: OnceLock<Arc<Binding>>,
-    /// Held across a bind (Linux's bindlock): one bind makes its file at a
-    /// time, so a second one sees the name and makes nothing. Taken
-    /// before any directory lock.
+    /// Held while a bind names the socket (Linux's bindlock), so two binds
+    /// of one socket cannot both name it. Taken with nothing held (a path
+    /// bind has made its file before); inside it only the namespace's
+    /// `BoundSockets` mutex.
     bind_lock: Mutex<()>,
 }
 
