@@ -1101,6 +1101,12 @@ impl ProcessApi for KernelProcess {
                 .map(|n| n as Fd)
         })
     }
+    fn shutdown(&self, fd: Fd, how: i32) -> SysResult<()> {
+        self.call(move || {
+            // SAFETY: plain integer arguments.
+            unit(unsafe { libc::syscall(libc::SYS_shutdown, fd, how) })
+        })
+    }
     fn socket_name(&self, fd: Fd, peer: bool) -> SysResult<Vec<u8>> {
         self.call(move || {
             let mut buf = [0u8; 2 + 108];

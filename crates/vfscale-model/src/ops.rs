@@ -357,6 +357,11 @@ pub enum Op {
         fd: FdArg,
         flags: i32,
     },
+    /// shutdown(2).
+    Shutdown {
+        fd: FdArg,
+        how: i32,
+    },
     /// getsockname (`peer` false) or getpeername.
     SockName {
         fd: FdArg,
@@ -864,6 +869,7 @@ pub fn apply<P: ProcessApi>(p: &P, op: &Op, fds: &mut FdMap) -> Outcome {
             }
             Err(e) => O::Err(e),
         },
+        Op::Shutdown { fd: a, how } => unit(p.shutdown(fd(a), *how)),
         Op::SockName { fd: a, peer } => p
             .socket_name(fd(a), *peer)
             .map_or_else(O::Err, |n| O::Data(Bytes(n))),

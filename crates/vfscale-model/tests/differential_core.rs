@@ -42,6 +42,7 @@ fn not_in_model(op: &Op) -> bool {
             | Op::Listen { .. }
             | Op::Accept4 { .. }
             | Op::SockName { .. }
+            | Op::Shutdown { .. }
             | Op::Eventfd { .. }
             | Op::MemfdCreate { .. }
             | Op::Poll(_)

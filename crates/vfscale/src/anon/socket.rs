@@ -219,6 +219,10 @@ pub struct Socket {
     /// bind has made its file before); inside it only the namespace's
     /// `BoundSockets` mutex.
     bind_lock: Mutex<()>,
+    /// shutdown() bits asked before the socket connected or listened
+    /// (Linux keeps them on the socket): a connection or a listener made
+    /// later starts with them.
+    unlinked_shut: std::sync::atomic::AtomicU8,
 }
 
 impl ConnState {
@@ -242,6 +246,7 @@ impl Socket {
             name: OnceLock::new(),
             binding: OnceLock::new(),
             bind_lock: Mutex::new(()),
+            unlinked_shut: std::sync::atomic::AtomicU8::new(0),
         }
     }
 
@@ -346,7 +351,10 @@ impl Socket {
                 cell: WaitCell::new(ListenState {
                     pending: VecDeque::new(),
                     backlog,
-                    shut: 0,
+                    // Relaxed: as in `shutdown`.
+                    shut: self
+                        .unlinked_shut
+                        .load(std::sync::atomic::Ordering::Relaxed),
                     closed: false,
                 }),
             }))
@@ -390,6 +398,13 @@ impl Socket {
                 None => {}
             }
             let conn = Conn::new();
+            // Relaxed: as in `shutdown`.
+            let shut = self
+                .unlinked_shut
+                .load(std::sync::atomic::Ordering::Relaxed);
+            if shut != 0 {
+                conn.cell.lock().own[0] = shut;
+            }
             let link = Link::Connected {
                 conn: conn.clone(),
                 side: 0,
@@ -476,6 +491,11 @@ impl Socket {
             let mut g = l.cell.lock();
             g.shut |= bits;
             l.cell.wake_all(&mut g);
+        } else {
+            // Relaxed: read by this socket's later connect, listen and poll,
+            // which a caller orders after this call itself (no pairing).
+            self.unlinked_shut
+                .fetch_or(bits, std::sync::atomic::Ordering::Relaxed);
         }
         Ok(())
     }
@@ -628,11 +648,18 @@ impl Socket {
         let Some((c, s)) = self.conn() else {
             // Nothing queued is always writable; an unconnected stream or
             // seqpacket socket is "closed" (POLLHUP), as unix_poll says.
-            return if self.ty == SOCK_DGRAM {
-                POLLOUT | POLLWRNORM
-            } else {
-                POLLOUT | POLLWRNORM | POLLHUP
-            };
+            // Relaxed: as in `shutdown`.
+            let shut = self
+                .unlinked_shut
+                .load(std::sync::atomic::Ordering::Relaxed);
+            let mut m = POLLOUT | POLLWRNORM;
+            if self.ty != SOCK_DGRAM || shut == RCV | SEND {
+                m |= POLLHUP;
+            }
+            if shut & RCV != 0 {
+                m |= POLLRDHUP | POLLIN | POLLRDNORM;
+            }
+            return m;
         };
         let mut g = c.cell.lock();
         if let Some(p) = p {

@@ -207,6 +207,10 @@ pub trait ProcessApi: Send {
     fn accept4(&self, _fd: Fd, _flags: i32) -> SysResult<Fd> {
         Err(Errno::ENOSYS)
     }
+    /// shutdown(2) of a socket: SHUT_RD, SHUT_WR, SHUT_RDWR.
+    fn shutdown(&self, _fd: Fd, _how: i32) -> SysResult<()> {
+        Err(Errno::ENOSYS)
+    }
     /// getsockname(2) (`peer` false) or getpeername(2): the sun_path bytes.
     fn socket_name(&self, _fd: Fd, _peer: bool) -> SysResult<Vec<u8>> {
         Err(Errno::ENOSYS)

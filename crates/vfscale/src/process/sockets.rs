@@ -106,7 +106,7 @@ impl Process {
             // then finds the socket already named (EINVAL) and removes it.
             // The file takes the socket's own permission bits (fchmod on
             // the socket changes them), less the umask.
-            let perm = file.inode().attr().mode & S_IALLUGO & 0o777;
+            let perm = file.inode().attr().mode & S_IALLUGO;
             let made = match self.mknod(AT_FDCWD, name, S_IFSOCK | perm, 0, true) {
                 Err(Errno::EEXIST) => return Err(Errno::EADDRINUSE),
                 r => r?.ok_or(Errno::EOPNOTSUPP)?,

@@ -258,6 +258,9 @@ impl ProcessApi for Process {
     fn accept4(&self, fd: Fd, flags: i32) -> SysResult<Fd> {
         Process::accept4(self, fd, flags)
     }
+    fn shutdown(&self, fd: Fd, how: i32) -> SysResult<()> {
+        Process::shutdown(self, fd, how)
+    }
     fn socket_name(&self, fd: Fd, peer: bool) -> SysResult<Vec<u8>> {
         if peer {
             Process::getpeername(self, fd)
