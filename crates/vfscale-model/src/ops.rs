@@ -1255,6 +1255,8 @@ fn anon_op() -> impl Strategy<Value = Op> {
         3 => (socket_fd(), socket_name()).prop_map(|(fd, name)| Op::Connect { fd, name }),
         5 => (socket_fd(), prop::sample::select(vec![0, SOCK_CLOEXEC, 0x40])).prop_map(|(fd, flags)| Op::Accept4 { fd, flags }),
         1 => (socket_fd(), any::<bool>()).prop_map(|(fd, peer)| Op::SockName { fd, peer }),
+        2 => (socket_fd(), prop::sample::select(vec![SHUT_RD, SHUT_WR, SHUT_RDWR, 3]))
+            .prop_map(|(fd, how)| Op::Shutdown { fd, how }),
         2 => (
             prop::sample::select(vec![0u32, 1, 5]),
             prop::sample::select(vec![EFD_NONBLOCK, EFD_NONBLOCK | EFD_SEMAPHORE, EFD_NONBLOCK | EFD_CLOEXEC, EFD_NONBLOCK | 0x40])

@@ -109,6 +109,7 @@ fn strategy_reaches_successes_of_every_call() {
         "Connect",
         "Accept4",
         "SockName",
+        "Shutdown",
         "Eventfd",
         "MemfdCreate",
         "Poll",

@@ -437,3 +437,41 @@ fn an_append_at_the_size_limit_is_efbig_and_one_crossing_it_is_cut() {
     p.ftruncate(fd, max - 5).unwrap();
     assert_eq!(p.writev(fd, &[b"ab", b"cde", b"fg"]), Ok(5));
 }
+
+/// Found by the kernel differential test once it generated shutdown(2)
+/// (session 14). Expected values: Linux 6.18.
+#[test]
+fn datagram_shutdowns_answer_as_unix_dgram_does() {
+    let (_vfs, p) = setup();
+    // A non-blocking read of an empty datagram socket is EAGAIN even
+    // after SHUT_RD (only a blocking wait ends at the shutdown).
+    let [a, _b] = p
+        .socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0)
+        .unwrap();
+    p.shutdown(a, SHUT_RD).unwrap();
+    assert_eq!(p.read(a, &mut [0u8; 1]), Err(Errno::EAGAIN));
+    // An unconnected datagram socket shut for sending: EPIPE before
+    // ENOTCONN; a stream socket asks for its peer first.
+    let d = p.socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0).unwrap();
+    p.shutdown(d, SHUT_WR).unwrap();
+    assert_eq!(p.write(d, b"a"), Err(Errno::EPIPE));
+    let s = p.socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0).unwrap();
+    p.shutdown(s, SHUT_WR).unwrap();
+    assert_eq!(p.write(s, b"a"), Err(Errno::ENOTCONN));
+    // A shut-down unconnected socket shows it in poll.
+    let mut pfd = [PollFd {
+        fd: s,
+        events: POLLIN | POLLOUT,
+        revents: 0,
+    }];
+    p.shutdown(s, SHUT_RD).unwrap();
+    p.poll(&mut pfd, 0).unwrap();
+    assert_eq!(pfd[0].revents, POLLIN | POLLOUT | POLLHUP);
+    // A datagram socket whose send found its peer gone drops the peer.
+    let [c, e] = p
+        .socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0)
+        .unwrap();
+    p.close(e).unwrap();
+    assert_eq!(p.write(c, b"x"), Err(Errno::ECONNREFUSED));
+    assert_eq!(p.getpeername(c), Err(Errno::ENOTCONN));
+}

@@ -290,10 +290,16 @@ impl Socket {
             .unwrap_or_else(|| Arc::from(&b""[..]))
     }
 
-    /// getpeername: ENOTCONN unless connected.
+    /// getpeername: ENOTCONN unless connected (a datagram socket whose
+    /// send found its peer gone has dropped it: `disconnected`).
     pub(crate) fn peer_name(&self) -> SysResult<SockName> {
         match self.link.get() {
-            Some(Link::Connected { peer, .. }) => Ok(peer.clone()),
+            Some(Link::Connected { conn, side, peer }) => {
+                if conn.cell.lock().disconnected[*side] {
+                    return Err(Errno::ENOTCONN);
+                }
+                Ok(peer.clone())
+            }
             _ => Err(Errno::ENOTCONN),
         }
     }
@@ -547,7 +553,14 @@ impl Socket {
                 return Step::Done(Err(e));
             }
             if g.rcv_shut(self.ty, s) {
-                return Step::Done(Ok(0));
+                // unix_dgram_recvmsg: an empty datagram queue is EAGAIN
+                // without waiting, shut down or not; only a wait ends at
+                // the shutdown (0).
+                return Step::Done(if self.ty == SOCK_DGRAM && nonblock {
+                    Err(Errno::EAGAIN)
+                } else {
+                    Ok(0)
+                });
             }
             Step::Wait(Err(Errno::EAGAIN))
         })
@@ -556,7 +569,17 @@ impl Socket {
     pub(crate) fn write(&self, bufs: &[&[u8]], nonblock: bool) -> SysResult<usize> {
         let len: usize = bufs.iter().map(|b| b.len()).sum();
         let Some((c, s)) = self.conn() else {
-            return Err(Errno::ENOTCONN);
+            // unix_dgram_sendmsg looks at the shutdown first (EPIPE);
+            // stream and seqpacket sends ask for a peer first.
+            // Relaxed: as in `shutdown`.
+            let shut = self
+                .unlinked_shut
+                .load(std::sync::atomic::Ordering::Relaxed);
+            return Err(if self.ty == SOCK_DGRAM && shut & SEND != 0 {
+                Errno::EPIPE
+            } else {
+                Errno::ENOTCONN
+            });
         };
         let p = 1 - s;
         if self.ty != SOCK_STREAM {
