@@ -27,6 +27,7 @@
 pub mod eventfd;
 pub mod memfd;
 pub mod pipe;
+pub(crate) mod scatter;
 pub mod socket;
 pub(crate) mod wait;
 

@@ -26,6 +26,7 @@
 //! writes of 3000 bytes (48,000 bytes), or 16 packets of one byte. There
 //! are no signals: a write with no reader returns EPIPE without a SIGPIPE.
 
+use super::scatter::Scatter;
 use super::wait::{partial, Poller, Step, WaitCell};
 use crate::abi::*;
 use std::collections::VecDeque;
@@ -329,39 +330,6 @@ impl Pipe {
     /// Bytes queued (for tests and FIONREAD-style queries).
     pub fn queued(&self) -> usize {
         self.cell.lock().bufs.iter().map(PipeBuf::unread).sum()
-    }
-}
-
-/// A read's destination: the caller's buffers, filled in order.
-struct Scatter<'a, 'b> {
-    bufs: &'a mut [&'b mut [u8]],
-    index: usize,
-    offset: usize,
-}
-
-impl<'a, 'b> Scatter<'a, 'b> {
-    fn new(bufs: &'a mut [&'b mut [u8]]) -> Self {
-        Scatter {
-            bufs,
-            index: 0,
-            offset: 0,
-        }
-    }
-
-    /// Copies `data` behind what was put before; the caller never puts
-    /// more than the buffers hold.
-    fn put(&mut self, mut data: &[u8]) {
-        while !data.is_empty() {
-            let dst = &mut self.bufs[self.index][self.offset..];
-            let n = dst.len().min(data.len());
-            dst[..n].copy_from_slice(&data[..n]);
-            data = &data[n..];
-            self.offset += n;
-            if self.offset == self.bufs[self.index].len() {
-                self.index += 1;
-                self.offset = 0;
-            }
-        }
     }
 }
 

@@ -27,6 +27,7 @@
 //! somewhat less in practice (docs/COMPATIBILITY.md). No signals: a write
 //! to a shut-down stream returns EPIPE without SIGPIPE.
 
+use super::scatter::Scatter;
 use super::wait::{partial, Poller, Step, WaitCell};
 use crate::abi::*;
 use crate::dcache::dentry::Dentry;
@@ -540,12 +541,7 @@ impl Socket {
             } else if let Some(m) = g.dirs[s].msgs.pop_front() {
                 g.dirs[s].queued -= m.len();
                 // Copy what fits; the rest of the message is discarded.
-                let mut at = 0;
-                for b in bufs.iter_mut() {
-                    let n = b.len().min(m.len() - at);
-                    b[..n].copy_from_slice(&m[at..at + n]);
-                    at += n;
-                }
+                let at = Scatter::new(bufs).put(&m);
                 c.cell.wake_all(g);
                 return Step::Done(Ok(at));
             }

@@ -11,6 +11,7 @@ use super::Process;
 use crate::abi::*;
 use crate::anon::eventfd::EventFd;
 use crate::anon::pipe::Pipe;
+use crate::anon::scatter::Scatter;
 use crate::anon::socket::Socket;
 use crate::anon::wait::Poller;
 use crate::anon::{anon_fd_path, AnonInode, AnonObj};
@@ -96,12 +97,7 @@ impl Process {
                     return Err(Errno::EINVAL);
                 }
                 let n = e.read(&mut value, nb)?;
-                let mut src = &value[..n];
-                for b in bufs.iter_mut() {
-                    let k = b.len().min(src.len());
-                    b[..k].copy_from_slice(&src[..k]);
-                    src = &src[k..];
-                }
+                Scatter::new(bufs).put(&value[..n]);
                 Ok(n)
             }
             None => Err(Errno::EINVAL),
