@@ -139,9 +139,26 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
                     p.connect(fd(), &name)
                 };
             }
+            2 => {
+                // Datagrams by name (or to the peer), non-blocking.
+                let b = bytes.byte()?;
+                if b & 1 == 0 {
+                    let name = [b"\0".as_slice(), a].concat();
+                    let to = match b % 3 {
+                        0 => Some(a),
+                        1 => Some(name.as_slice()),
+                        _ => None,
+                    };
+                    let _ = p.sendto(fd(), b"dgram", MSG_DONTWAIT, to);
+                } else {
+                    let mut buf = [0u8; 8];
+                    let flags = [0, MSG_PEEK, MSG_TRUNC, MSG_OOB][usize::from(b >> 1) % 4];
+                    drop(p.recvfrom(fd(), &mut buf, flags | MSG_DONTWAIT));
+                }
+            }
             7 => {
                 if bytes.byte()? & 1 == 0 {
-                    drop(p.listen(fd(), i32::from(arg >> 4)));
+                    let _ = p.listen(fd(), i32::from(arg >> 4));
                 } else if let Ok(s) = p.accept4(fd(), SOCK_NONBLOCK) {
                     fds.push(s);
                 }

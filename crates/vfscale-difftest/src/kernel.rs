@@ -1126,6 +1126,59 @@ impl ProcessApi for KernelProcess {
             Ok(name)
         })
     }
+    fn sendto(&self, fd: Fd, buf: &[u8], flags: i32, name: Option<&[u8]>) -> SysResult<usize> {
+        let addr = name.map(unix_addr);
+        let data = buf.to_vec();
+        self.call(move || {
+            let (ptr, len) = match &addr {
+                Some(a) => (a.as_ptr(), a.len()),
+                None => (std::ptr::null(), 0),
+            };
+            // SAFETY: `data` is valid for its length, the address (if
+            // any) holds the family and the name's bytes.
+            sys(unsafe {
+                libc::syscall(
+                    libc::SYS_sendto,
+                    fd,
+                    data.as_ptr(),
+                    data.len(),
+                    flags | libc::MSG_NOSIGNAL,
+                    ptr,
+                    len,
+                )
+            })
+            .map(|n| n as usize)
+        })
+    }
+    fn recvfrom(&self, fd: Fd, buf: &mut [u8], flags: i32) -> SysResult<(usize, Vec<u8>)> {
+        let len = buf.len();
+        let (n, data, name) = self.call(move || {
+            let mut data = vec![0u8; len];
+            let mut addr = [0u8; 2 + 108];
+            let mut alen = addr.len() as libc::socklen_t;
+            // SAFETY: `data` has room for `len` bytes, `addr` for `alen`.
+            let n = sys(unsafe {
+                libc::syscall(
+                    libc::SYS_recvfrom,
+                    fd,
+                    data.as_mut_ptr(),
+                    len,
+                    flags,
+                    addr.as_mut_ptr(),
+                    &mut alen,
+                )
+            })? as usize;
+            let mut name = addr[2.min(alen as usize)..(alen as usize).min(addr.len())].to_vec();
+            // A path name comes back with its terminating NUL.
+            if name.first() != Some(&0) && name.last() == Some(&0) {
+                name.pop();
+            }
+            Ok((n, data, name))
+        })?;
+        let copied = n.min(len);
+        buf[..copied].copy_from_slice(&data[..copied]);
+        Ok((n, name))
+    }
     fn eventfd(&self, initval: u32, flags: i32) -> SysResult<Fd> {
         self.call(move || {
             // SAFETY: plain integer arguments.

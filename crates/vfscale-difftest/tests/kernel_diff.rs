@@ -56,9 +56,6 @@ fn documented_deviation(op: &Op) -> bool {
                 || matches!(o, Op::Umount2 { .. })
                 || (matches!(o, Op::Chroot(_)) && ops.iter().any(|o| matches!(o, Op::FdPath(_))))
                 || matches!(o, Op::Lseek { off, whence, .. } if (*off, *whence) != (0, SEEK_SET))
-                // A child's sockets' types are not known here either (see
-                // `datagram_addressing`).
-                || matches!(o, Op::Bind { .. } | Op::Connect { .. } | Op::Listener { .. } | Op::Client { .. })
         }),
         // A NUL byte inside a path: EINVAL in vfscale, a shorter C string
         // in Linux.
@@ -137,24 +134,18 @@ fn directory_seek(v: &vfscale::Process, fds: &FdMap, op: &Op) -> bool {
     }
 }
 
-/// Datagram addressing is not built (docs/COMPATIBILITY.md): a datagram
-/// socket is neither bound nor connected by name, so no connect can meet
-/// a bound datagram socket (EOPNOTSUPP in vfscale, a default peer in
-/// Linux); every other answer of those calls is the same on both sides.
-fn datagram_addressing(v: &vfscale::Process, fds: &FdMap, op: &Op) -> bool {
-    match op {
-        Op::Bind { fd, .. } | Op::Connect { fd, .. } => {
-            v.socket_type(fds.resolve(*fd)) == Ok(SOCK_DGRAM)
-        }
-        _ => false,
-    }
-}
-
 /// An autobound name is NUL and five hex digits, chosen differently by
 /// each side: compared by shape.
 fn same_socket_name(op: &Op, kernel: &Outcome, vfscale: &Outcome) -> bool {
     let autobound = |o: &Outcome| matches!(o, Outcome::Data(b) if b.0.len() == 6 && b.0[0] == 0 && b.0[1..].iter().all(u8::is_ascii_hexdigit));
-    matches!(op, Op::SockName { .. }) && autobound(kernel) && autobound(vfscale)
+    match (op, kernel, vfscale) {
+        (Op::SockName { .. }, k, v) => autobound(k) && autobound(v),
+        // recvfrom's sender name, after the same count and bytes.
+        (Op::Recvfrom { .. }, Outcome::Seq(k), Outcome::Seq(v)) => {
+            k.len() == 3 && v.len() == 3 && k[..2] == v[..2] && autobound(&k[2]) && autobound(&v[2])
+        }
+        _ => false,
+    }
 }
 
 /// name_to_handle_at of an anonymous object: Linux encodes a handle for a
@@ -298,7 +289,6 @@ fn compare_on_this_thread(steps: &[Step]) -> Result<(), TestCaseError> {
             || root_umount(&vprocs[p], &step.op)
             || needs_sys_resource(p, &step.op)
             || anonymous_handle(&vprocs[p], &vmaps[p], &step.op)
-            || datagram_addressing(&vprocs[p], &vmaps[p], &step.op)
             || protected_link_by_fd(&vprocs[p], &vmaps[p], p, &step.op)
         {
             continue;

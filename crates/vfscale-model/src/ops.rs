@@ -52,6 +52,10 @@ pub enum FdArg {
     Cwd,
     /// The k-th (modulo) descriptor in the `FdMap`; -1 if it is empty.
     Slot(u8),
+    /// The k-th newest (modulo) descriptor in the `FdMap`; -1 if it is
+    /// empty (socket calls: a connect, send or accept on a socket a step
+    /// just made).
+    Recent(u8),
     /// A raw number (possibly invalid).
     Raw(Fd),
 }
@@ -71,11 +75,9 @@ impl FdMap {
         match arg {
             FdArg::Cwd => AT_FDCWD,
             FdArg::Raw(fd) => fd,
-            FdArg::Slot(k) if self.open.is_empty() => {
-                let _ = k;
-                -1
-            }
+            FdArg::Slot(_) | FdArg::Recent(_) if self.open.is_empty() => -1,
             FdArg::Slot(k) => self.open[k as usize % self.open.len()],
+            FdArg::Recent(k) => self.open[self.open.len() - 1 - k as usize % self.open.len()],
         }
     }
 
@@ -366,6 +368,21 @@ pub enum Op {
     SockName {
         fd: FdArg,
         peer: bool,
+    },
+    /// sendto(2) of `data` to `name` (None: no address), MSG_DONTWAIT
+    /// always added (a socket made blocking by F_SETFL would wait).
+    Sendto {
+        fd: FdArg,
+        data: Bytes,
+        flags: i32,
+        name: Option<Bytes>,
+    },
+    /// recvfrom(2) of at most `len` bytes, MSG_DONTWAIT always added: the
+    /// count, the bytes copied and the sender's name.
+    Recvfrom {
+        fd: FdArg,
+        len: usize,
+        flags: i32,
     },
     Eventfd {
         init: u32,
@@ -873,6 +890,29 @@ pub fn apply<P: ProcessApi>(p: &P, op: &Op, fds: &mut FdMap) -> Outcome {
         Op::SockName { fd: a, peer } => p
             .socket_name(fd(a), *peer)
             .map_or_else(O::Err, |n| O::Data(Bytes(n))),
+        Op::Sendto {
+            fd: a,
+            data,
+            flags,
+            name,
+        } => p
+            .sendto(
+                fd(a),
+                &data.0,
+                *flags | MSG_DONTWAIT,
+                name.as_ref().map(|n| &n.0[..]),
+            )
+            .map_or_else(O::Err, O::Count),
+        Op::Recvfrom { fd: a, len, flags } => {
+            let mut buf = vec![0u8; *len];
+            match p.recvfrom(fd(a), &mut buf, *flags | MSG_DONTWAIT) {
+                Ok((n, from)) => {
+                    buf.truncate(n.min(*len));
+                    O::Seq(vec![O::Count(n), O::Data(Bytes(buf)), O::Data(Bytes(from))])
+                }
+                Err(e) => O::Err(e),
+            }
+        }
         Op::Eventfd { init, flags } => match p.eventfd(*init, *flags) {
             Ok(n) => {
                 fds.opened(n);
@@ -1181,6 +1221,46 @@ fn space_op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// AF_UNIX socket calls by name: sockets, binds, listens, connects,
+/// accepts, datagrams by name (their own group, so that a listener and a
+/// client of the same name meet in one sequence often enough).
+fn socket_op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        2 => prop::sample::select(vec![SOCK_STREAM, SOCK_STREAM, SOCK_SEQPACKET, SOCK_DGRAM, SOCK_STREAM | SOCK_CLOEXEC])
+            .prop_map(|ty| Op::Socket { ty }),
+        // A datagram "listener" is a bound datagram socket (its listen
+        // says EOPNOTSUPP); a datagram client has a default peer.
+        4 => (
+            prop::sample::select(vec![SOCK_STREAM, SOCK_STREAM, SOCK_STREAM, SOCK_SEQPACKET, SOCK_DGRAM]),
+            meeting_name(),
+            prop::sample::select(vec![0, 1, 5])
+        )
+            .prop_map(|(ty, name, backlog)| Op::Listener { ty, name, backlog }),
+        4 => (prop::sample::select(vec![SOCK_STREAM, SOCK_STREAM, SOCK_STREAM, SOCK_SEQPACKET, SOCK_DGRAM]), meeting_name())
+            .prop_map(|(ty, name)| Op::Client { ty, name }),
+        4 => (
+            socket_fd(),
+            prop::sample::select(vec![&b"d"[..], b"", b"0123456789"]).prop_map(Bytes::from),
+            prop::sample::select(vec![0, 0, MSG_NOSIGNAL, 0x100000]),
+            prop::option::weighted(0.6, socket_name())
+        )
+            .prop_map(|(fd, data, flags, name)| Op::Sendto { fd, data, flags, name }),
+        4 => (
+            socket_fd(),
+            prop::sample::select(vec![0usize, 1, 16]),
+            prop::sample::select(vec![0, 0, MSG_PEEK, MSG_TRUNC, MSG_PEEK | MSG_TRUNC, MSG_OOB])
+        )
+            .prop_map(|(fd, len, flags)| Op::Recvfrom { fd, len, flags }),
+        2 => (socket_fd(), socket_name()).prop_map(|(fd, name)| Op::Bind { fd, name }),
+        2 => (socket_fd(), prop::sample::select(vec![0, 1, 5, -1])).prop_map(|(fd, backlog)| Op::Listen { fd, backlog }),
+        3 => (socket_fd(), socket_name()).prop_map(|(fd, name)| Op::Connect { fd, name }),
+        5 => (socket_fd(), prop::sample::select(vec![0, SOCK_CLOEXEC, 0x40])).prop_map(|(fd, flags)| Op::Accept4 { fd, flags }),
+        1 => (socket_fd(), any::<bool>()).prop_map(|(fd, peer)| Op::SockName { fd, peer }),
+        2 => (socket_fd(), prop::sample::select(vec![SHUT_RD, SHUT_WR, SHUT_RDWR, 3]))
+            .prop_map(|(fd, how)| Op::Shutdown { fd, how }),
+    ]
+}
+
 /// Anonymous objects and descriptor control. Every pipe, socket and
 /// eventfd is non-blocking (a blocking read of an empty one would hang the
 /// sequence), and F_SETFL keeps O_NONBLOCK.
@@ -1240,23 +1320,6 @@ fn anon_op() -> impl Strategy<Value = Op> {
             prop::sample::select(vec![SOCK_STREAM, SOCK_DGRAM])
         )
             .prop_map(|(domain, t)| Op::Socketpair { domain, ty: t | SOCK_NONBLOCK }),
-        2 => prop::sample::select(vec![SOCK_STREAM, SOCK_STREAM, SOCK_SEQPACKET, SOCK_DGRAM, SOCK_STREAM | SOCK_CLOEXEC])
-            .prop_map(|ty| Op::Socket { ty }),
-        4 => (
-            prop::sample::select(vec![SOCK_STREAM, SOCK_STREAM, SOCK_SEQPACKET]),
-            socket_name(),
-            prop::sample::select(vec![0, 1, 5])
-        )
-            .prop_map(|(ty, name, backlog)| Op::Listener { ty, name, backlog }),
-        4 => (prop::sample::select(vec![SOCK_STREAM, SOCK_STREAM, SOCK_SEQPACKET]), socket_name())
-            .prop_map(|(ty, name)| Op::Client { ty, name }),
-        2 => (socket_fd(), socket_name()).prop_map(|(fd, name)| Op::Bind { fd, name }),
-        2 => (socket_fd(), prop::sample::select(vec![0, 1, 5, -1])).prop_map(|(fd, backlog)| Op::Listen { fd, backlog }),
-        3 => (socket_fd(), socket_name()).prop_map(|(fd, name)| Op::Connect { fd, name }),
-        5 => (socket_fd(), prop::sample::select(vec![0, SOCK_CLOEXEC, 0x40])).prop_map(|(fd, flags)| Op::Accept4 { fd, flags }),
-        1 => (socket_fd(), any::<bool>()).prop_map(|(fd, peer)| Op::SockName { fd, peer }),
-        2 => (socket_fd(), prop::sample::select(vec![SHUT_RD, SHUT_WR, SHUT_RDWR, 3]))
-            .prop_map(|(fd, how)| Op::Shutdown { fd, how }),
         2 => (
             prop::sample::select(vec![0u32, 1, 5]),
             prop::sample::select(vec![EFD_NONBLOCK, EFD_NONBLOCK | EFD_SEMAPHORE, EFD_NONBLOCK | EFD_CLOEXEC, EFD_NONBLOCK | 0x40])
@@ -1287,7 +1350,12 @@ fn anon_op() -> impl Strategy<Value = Op> {
 /// The descriptor of a socket call: mostly one of the sequence's own
 /// (the plain `fd_arg` favours AT_FDCWD, which only ever says EBADF here).
 fn socket_fd() -> impl Strategy<Value = FdArg> {
-    prop_oneof![8 => (0u8..8).prop_map(FdArg::Slot), 1 => Just(FdArg::Cwd), 1 => Just(FdArg::Raw(-1))]
+    prop_oneof![
+        5 => (0u8..8).prop_map(FdArg::Slot),
+        4 => (0u8..3).prop_map(FdArg::Recent),
+        1 => Just(FdArg::Cwd),
+        1 => Just(FdArg::Raw(-1))
+    ]
 }
 
 /// AF_UNIX names: a small pool that binds and connects share (two
@@ -1295,10 +1363,19 @@ fn socket_fd() -> impl Strategy<Value = FdArg> {
 /// (autobind), and one past sun_path.
 fn socket_name() -> impl Strategy<Value = Bytes> {
     prop_oneof![
-        6 => prop::sample::select(vec![&b"\0vfscale-kd-a"[..], b"\0vfscale-kd-b", b"/s", b"/a/s"]).prop_map(Bytes::from),
+        12 => prop::sample::select(vec![&b"\0vfscale-kd-a"[..], b"\0vfscale-kd-b", b"/s", b"/a/s"]).prop_map(Bytes::from),
         2 => path_strategy(),
         1 => Just(Bytes(Vec::new())),
         1 => Just(Bytes(vec![b'x'; 109])),
+    ]
+}
+
+/// The names of the composite listener and client steps: mostly one of
+/// two, so that a client finds a listener in the same sequence.
+fn meeting_name() -> impl Strategy<Value = Bytes> {
+    prop_oneof![
+        8 => prop::sample::select(vec![&b"\0vfscale-kd-a"[..], b"/s"]).prop_map(Bytes::from),
+        2 => socket_name(),
     ]
 }
 
@@ -1575,6 +1652,7 @@ fn leaf_op() -> BoxedStrategy<Op> {
         2 => xattr_op().boxed(),
         3 => space_op().boxed(),
         3 => anon_op().boxed(),
+        3 => socket_op().boxed(),
     ]
     .boxed()
 }

@@ -42,6 +42,8 @@ fn not_in_model(op: &Op) -> bool {
             | Op::Listen { .. }
             | Op::Accept4 { .. }
             | Op::SockName { .. }
+            | Op::Sendto { .. }
+            | Op::Recvfrom { .. }
             | Op::Shutdown { .. }
             | Op::Eventfd { .. }
             | Op::MemfdCreate { .. }

@@ -1,5 +1,6 @@
 //! AF_UNIX sockets bound to paths: bind, listen, connect, accept4,
-//! getsockname, getpeername. One script runs on real sockets in a host
+//! getsockname, getpeername, and datagrams addressed by name (sendto,
+//! recvfrom, a datagram socket's default peer). Each script runs on real sockets in a host
 //! temporary directory and on vfscale, and every result is compared, so
 //! each errno is the one this machine's kernel gives.
 
@@ -19,6 +20,11 @@ trait SockCalls {
     fn sockname(&mut self, fd: i32, peer: bool) -> Result<String, i64>;
     fn write(&mut self, fd: i32, data: &[u8]) -> i64;
     fn read(&mut self, fd: i32, len: usize) -> Result<Vec<u8>, i64>;
+    /// sendto with a name (relative, as above) or none.
+    fn sendto(&mut self, fd: i32, data: &[u8], flags: i32, name: Option<&str>) -> i64;
+    /// recvfrom: the bytes (the count returned, at most `len` of them
+    /// copied) and the sender's name relative to the side's directory.
+    fn recvfrom(&mut self, fd: i32, len: usize, flags: i32) -> Result<(i64, Vec<u8>, String), i64>;
     fn poll(&mut self, fd: i32) -> i64;
     fn shutdown(&mut self, fd: i32, how: i32) -> i64;
     fn getfl(&mut self, fd: i32) -> i64;
@@ -58,6 +64,23 @@ impl Host {
             b.push(b'/');
         }
         std::ffi::CString::new(b).unwrap()
+    }
+
+    /// A returned address's name relative to the directory ("" if none).
+    fn relative(&self, a: &libc::sockaddr_un, len: libc::socklen_t) -> String {
+        let raw: Vec<u8> = a
+            .sun_path
+            .iter()
+            .take((len as usize).saturating_sub(2))
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        let base = self.dir.path().as_os_str().as_encoded_bytes().to_vec();
+        let rel = raw
+            .strip_prefix(&base[..])
+            .map(|r| r.strip_prefix(b"/").unwrap_or(r))
+            .unwrap_or(&raw);
+        String::from_utf8_lossy(rel).into_owned()
     }
 
     fn addr(&self, name: &str) -> (libc::sockaddr_un, libc::socklen_t) {
@@ -127,18 +150,49 @@ impl SockCalls for Host {
         if r < 0 {
             return Err(-errno());
         }
-        let raw: Vec<u8> = a
-            .sun_path
-            .iter()
-            .take_while(|&&c| c != 0)
-            .map(|&c| c as u8)
-            .collect();
-        let base = self.dir.path().as_os_str().as_encoded_bytes().to_vec();
-        let rel = raw
-            .strip_prefix(&base[..])
-            .map(|r| r.strip_prefix(b"/").unwrap_or(r))
-            .unwrap_or(&raw);
-        Ok(String::from_utf8_lossy(rel).into_owned())
+        Ok(self.relative(&a, len))
+    }
+    fn sendto(&mut self, fd: i32, data: &[u8], flags: i32, name: Option<&str>) -> i64 {
+        let (a, len) = match name {
+            Some(n) => self.addr(n),
+            // SAFETY: all-zero is a valid sockaddr_un (not passed: length 0).
+            None => (unsafe { std::mem::zeroed() }, 0),
+        };
+        let ptr = if name.is_some() {
+            (&a as *const libc::sockaddr_un).cast()
+        } else {
+            std::ptr::null()
+        };
+        let flags = flags | libc::MSG_NOSIGNAL;
+        // SAFETY: `data` is valid for its length, the address for `len`.
+        let r = unsafe { libc::sendto(fd, data.as_ptr().cast(), data.len(), flags, ptr, len) };
+        if r < 0 {
+            -errno()
+        } else {
+            r as i64
+        }
+    }
+    fn recvfrom(&mut self, fd: i32, len: usize, flags: i32) -> Result<(i64, Vec<u8>, String), i64> {
+        let mut b = vec![0u8; len];
+        // SAFETY: all-zero is a valid sockaddr_un.
+        let mut a: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+        let mut alen = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+        // SAFETY: `b` is valid for `len` bytes, `a` for `alen`.
+        let r = unsafe {
+            libc::recvfrom(
+                fd,
+                b.as_mut_ptr().cast(),
+                len,
+                flags,
+                (&mut a as *mut libc::sockaddr_un).cast(),
+                &mut alen,
+            )
+        };
+        if r < 0 {
+            return Err(-errno());
+        }
+        b.truncate((r as usize).min(len));
+        Ok((r as i64, b, self.relative(&a, alen)))
     }
     fn write(&mut self, fd: i32, data: &[u8]) -> i64 {
         // SAFETY: `data` is valid for its length.
@@ -254,6 +308,25 @@ impl SockCalls for Ours {
             Ok(n) => {
                 b.truncate(n);
                 Ok(b)
+            }
+            Err(e) => Err(-(e.0 as i64)),
+        }
+    }
+    fn sendto(&mut self, fd: i32, data: &[u8], flags: i32, name: Option<&str>) -> i64 {
+        let name = name.map(abs);
+        ours(
+            self.0
+                .sendto(fd, data, flags, name.as_deref())
+                .map(|n| n as i64),
+        )
+    }
+    fn recvfrom(&mut self, fd: i32, len: usize, flags: i32) -> Result<(i64, Vec<u8>, String), i64> {
+        let mut b = vec![0u8; len];
+        match self.0.recvfrom(fd, &mut b, flags) {
+            Ok((n, from)) => {
+                b.truncate(n.min(len));
+                let from = String::from_utf8_lossy(from.strip_prefix(b"/").unwrap_or(&from));
+                Ok((n as i64, b, from.into_owned()))
             }
             Err(e) => Err(-(e.0 as i64)),
         }
@@ -416,6 +489,177 @@ fn script(k: &mut dyn SockCalls) -> Vec<(&'static str, String)> {
     log
 }
 
+/// Datagrams by name: sendto/recvfrom, a default peer, the receive
+/// queue's limit for senders it is not connected back to, EPERM from a
+/// socket connected elsewhere, a departed peer, flags.
+fn dgram_script(k: &mut dyn SockCalls) -> Vec<(&'static str, String)> {
+    let mut log: Vec<(&'static str, String)> = Vec::new();
+    macro_rules! note {
+        ($what:expr, $v:expr) => {
+            log.push(($what, format!("{:?}", $v)))
+        };
+    }
+    k.touch("regular");
+    let srv = k.socket(SOCK_DGRAM) as i32;
+    note!("bind srv", k.bind(srv, "srv"));
+    let c1 = k.socket(SOCK_DGRAM) as i32;
+    note!("poll unconnected", k.poll(c1));
+    note!("send unconnected", k.write(c1, b"x"));
+    note!("sendto srv, unnamed", k.sendto(c1, b"a", 0, Some("srv")));
+    note!("poll srv with one", k.poll(srv));
+    note!("recvfrom unnamed sender", k.recvfrom(srv, 10, 0));
+    note!("recvfrom empty", k.recvfrom(srv, 10, 0));
+    let c2 = k.socket(SOCK_DGRAM) as i32;
+    k.bind(c2, "c2");
+    note!("sendto srv, named", k.sendto(c2, b"bb", 0, Some("srv")));
+    note!("peek", k.recvfrom(srv, 10, MSG_PEEK));
+    note!("peek truncated", k.recvfrom(srv, 1, MSG_PEEK | MSG_TRUNC));
+    note!("recvfrom named sender", k.recvfrom(srv, 1, 0));
+    note!("sendto nothing", k.sendto(c2, b"", 0, Some("srv")));
+    note!("recvfrom nothing", k.recvfrom(srv, 10, 0));
+    note!("sendto missing", k.sendto(c1, b"a", 0, Some("nope")));
+    note!("sendto regular", k.sendto(c1, b"a", 0, Some("regular")));
+    note!("sendto oob", k.sendto(c1, b"a", MSG_OOB, Some("srv")));
+    note!("connect c2", k.connect(c2, "srv"));
+    note!("c2 peer", k.sockname(c2, true));
+    note!("write to peer", k.write(c2, b"cc"));
+    note!("recvfrom peer's", k.recvfrom(srv, 10, MSG_DONTWAIT));
+    // srv is connected to nobody: 11 messages from c1 fit, then EAGAIN;
+    // c2, connected to srv, sees srv's queue full in poll.
+    let mut sent = Vec::new();
+    for i in 0..12u8 {
+        sent.push(k.sendto(c1, &[i], 0, Some("srv")));
+    }
+    note!("fill srv's queue", sent);
+    note!("poll c2, its peer full", k.poll(c2));
+    note!("poll c1, unconnected", k.poll(c1));
+    note!("write c2, its peer full", k.write(c2, b"z"));
+    note!("take one", k.recvfrom(srv, 10, 0));
+    note!("room for one more", k.sendto(c1, b"y", 0, Some("srv")));
+    // srv connected to c2 takes messages from c2 only.
+    note!("connect srv to c2", k.connect(srv, "c2"));
+    note!(
+        "sendto srv from a stranger",
+        k.sendto(c1, b"q", 0, Some("srv"))
+    );
+    note!("connect to srv from a stranger", k.connect(c1, "srv"));
+    note!("c2 sends past the queue limit", k.write(c2, b"w"));
+    let mut got = Vec::new();
+    for _ in 0..13 {
+        got.push(k.recvfrom(srv, 10, 0));
+    }
+    note!("drain srv", got);
+    // Our own name.
+    let me = k.socket(SOCK_DGRAM) as i32;
+    k.bind(me, "me");
+    note!("sendto self", k.sendto(me, b"self", 0, Some("me")));
+    note!("recvfrom self", k.recvfrom(me, 10, 0));
+    // A pair: unnamed both ways.
+    let [p0, p1] = k.socketpair(SOCK_DGRAM);
+    note!("pair peer", k.sockname(p0, true));
+    note!("pair send", k.write(p0, b"p"));
+    note!("pair recvfrom", k.recvfrom(p1, 10, 0));
+    note!("pair sendto a name", k.sendto(p0, b"n", 0, Some("me")));
+    note!(
+        "pair sendto wrong type",
+        k.sendto(p0, b"n", 0, Some("regular"))
+    );
+    // Shutdowns.
+    let sh = k.socket(SOCK_DGRAM) as i32;
+    k.bind(sh, "sh");
+    note!("shut srv's reading", k.shutdown(sh, SHUT_RD));
+    note!("sendto shut reader", k.sendto(c1, b"s", 0, Some("sh")));
+    note!("shut c1's writing", k.shutdown(c1, SHUT_WR));
+    note!("sendto while shut", k.sendto(c1, b"s", 0, Some("me")));
+    note!("recvfrom shut reader", k.recvfrom(sh, 10, 0));
+    // A peer that leaves: its messages to us go, then ECONNREFUSED once.
+    let x = k.socket(SOCK_DGRAM) as i32;
+    let y = k.socket(SOCK_DGRAM) as i32;
+    k.bind(x, "x");
+    k.bind(y, "y");
+    note!("x to y", k.connect(x, "y"));
+    note!("y to x", k.connect(y, "x"));
+    note!("y sends x", k.write(y, b"1"));
+    note!("x sends y", k.write(x, b"2"));
+    k.close(y);
+    note!("poll x, peer gone", k.poll(x));
+    note!("x sends to the gone peer", k.write(x, b"3"));
+    note!("x reads after that", k.recvfrom(x, 10, 0));
+    note!("x sends again", k.write(x, b"4"));
+    note!("x's peer now", k.sockname(x, true));
+    note!(
+        "sendto a closed socket's file",
+        k.sendto(x, b"5", 0, Some("y"))
+    );
+    // Reconnecting away from a peer connected back, with our queue not
+    // empty: our queue goes and the old peer reads ECONNRESET.
+    let a = k.socket(SOCK_DGRAM) as i32;
+    let b = k.socket(SOCK_DGRAM) as i32;
+    k.bind(a, "a");
+    k.bind(b, "b");
+    k.connect(a, "b");
+    k.connect(b, "a");
+    note!("b sends a", k.write(b, b"m"));
+    note!("a sends b", k.write(a, b"n"));
+    note!("a reconnects to me", k.connect(a, "me"));
+    note!("poll b after", k.poll(b));
+    note!("b reads", k.recvfrom(b, 10, 0));
+    note!("b reads again", k.recvfrom(b, 10, 0));
+    note!("b sends", k.write(b, b"o"));
+    note!("a reads", k.recvfrom(a, 10, 0));
+    // Stream and seqpacket with names.
+    let l = k.socket(SOCK_STREAM) as i32;
+    k.bind(l, "l");
+    k.listen(l, 4);
+    let sc = k.socket(SOCK_STREAM) as i32;
+    note!(
+        "sendto unconnected stream",
+        k.sendto(sc, b"s", 0, Some("l"))
+    );
+    note!(
+        "dgram sendto a stream name",
+        k.sendto(c2, b"s", 0, Some("l"))
+    );
+    k.connect(sc, "l");
+    note!("sendto connected stream", k.sendto(sc, b"s", 0, Some("l")));
+    note!("send connected stream", k.sendto(sc, b"st", 0, None));
+    let sa = k.accept4(l, 0) as i32;
+    note!("stream peek", k.recvfrom(sa, 10, MSG_PEEK));
+    note!("stream recvfrom", k.recvfrom(sa, 1, 0));
+    note!("stream recvfrom rest", k.recvfrom(sa, 10, 0));
+    note!("stream oob", k.recvfrom(sa, 10, MSG_OOB));
+    let ql = k.socket(SOCK_SEQPACKET) as i32;
+    k.bind(ql, "ql");
+    k.listen(ql, 4);
+    let qc = k.socket(SOCK_SEQPACKET) as i32;
+    k.connect(qc, "ql");
+    note!(
+        "seqpacket sendto ignores the name",
+        k.sendto(qc, b"abc", 0, Some("me"))
+    );
+    let qa = k.accept4(ql, 0) as i32;
+    note!("seqpacket truncated", k.recvfrom(qa, 1, MSG_TRUNC));
+    log
+}
+
+#[test]
+fn datagrams_by_name_match_the_host() {
+    let host = dgram_script(&mut Host {
+        dir: tempfile::tempdir().unwrap(),
+    });
+    let (vfs, p) = setup();
+    let ours = dgram_script(&mut Ours(p));
+    for (h, o) in host.iter().zip(&ours) {
+        assert_eq!(o, h, "vfscale (left) against the host kernel (right)");
+    }
+    assert_eq!(ours.len(), host.len());
+    assert!(
+        host.contains(&("recvfrom named sender", "Ok((1, [98], \"c2\"))".into())),
+        "{host:?}"
+    );
+    drop(vfs);
+}
+
 #[test]
 fn unix_names_match_the_host() {
     // SAFETY: umask is process-wide; this sets the usual value and both
@@ -466,14 +710,6 @@ fn names_not_built_say_so() {
     let s = p.socket(AF_UNIX, SOCK_STREAM, 0).unwrap();
     assert_eq!(p.bind(s, &[b'x'; UNIX_PATH_MAX + 1]), Err(Errno::EINVAL));
     assert_eq!(p.connect(s, b""), Err(Errno::EINVAL));
-    let d = p.socket(AF_UNIX, SOCK_DGRAM, 0).unwrap();
-    p.bind(d, b"/dg").unwrap();
-    let d2 = p.socket(AF_UNIX, SOCK_DGRAM, 0).unwrap();
-    assert_eq!(
-        p.connect(d2, b"/dg"),
-        Err(Errno::EOPNOTSUPP),
-        "datagram addressing"
-    );
     assert_eq!(p.bind(9, b"/x"), Err(Errno::EBADF));
     let f = p.open(b"/f", O_CREAT | O_RDWR, 0o644).unwrap();
     assert_eq!(p.bind(f, b"/x"), Err(Errno::ENOTSOCK));
@@ -681,6 +917,116 @@ fn concurrent_connects_against_one_listener() {
     assert_eq!(p.connect(late, b"/srv"), Err(Errno::ECONNREFUSED));
     p.close(late).unwrap();
     p.unlink(b"/srv").unwrap();
+    drop(p);
+    assert_baseline(&vfs);
+}
+
+/// A blocking recvfrom waits for a datagram; a blocking sendto to a
+/// receiver whose queue is full (it is not connected back to us) waits
+/// until the receiver takes one.
+#[test]
+fn blocking_datagrams_wait_for_a_message_and_for_room() {
+    let (vfs, p) = setup();
+    let log = p.socket(AF_UNIX, SOCK_DGRAM, 0).unwrap();
+    p.bind(log, b"/log").unwrap();
+    let server = p.clone_thread();
+    let t = std::thread::spawn(move || {
+        let mut b = [0u8; 8];
+        let first = server.recvfrom(log, &mut b, 0).unwrap();
+        let first = (b[..first.0].to_vec(), first.1);
+        // Let the sender fill our queue and block on it, then drain.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let mut rest = Vec::new();
+        for _ in 0..=MAX_DGRAM_QLEN + 1 {
+            let (n, _) = server.recvfrom(log, &mut b, 0).unwrap();
+            rest.push(b[..n].to_vec());
+        }
+        (first, rest)
+    });
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let c = p.socket(AF_UNIX, SOCK_DGRAM, 0).unwrap();
+    p.bind(c, b"/client").unwrap();
+    assert_eq!(p.sendto(c, b"hello", 0, Some(b"/log")), Ok(5));
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    // MAX_DGRAM_QLEN + 1 fit; the next waits for the drain.
+    for i in 0..=MAX_DGRAM_QLEN + 1 {
+        assert_eq!(p.sendto(c, &[i as u8], 0, Some(b"/log")), Ok(1));
+    }
+    let ((first, from), rest) = t.join().unwrap();
+    assert_eq!(
+        (first.as_slice(), from.as_slice()),
+        (&b"hello"[..], &b"/client"[..])
+    );
+    let want: Vec<Vec<u8>> = (0..=MAX_DGRAM_QLEN + 1).map(|i| vec![i as u8]).collect();
+    assert_eq!(rest, want, "every datagram once, in order");
+    for fd in [c, log] {
+        p.close(fd).unwrap();
+    }
+    for name in [&b"/log"[..], b"/client"] {
+        p.unlink(name).unwrap();
+    }
+    drop(p);
+    assert_baseline(&vfs);
+}
+
+/// Senders, each with its own name, send numbered datagrams to one
+/// receiver while it reads (blocking both ways, the queue limit and the
+/// senders' budgets in play): every datagram arrives once, each sender's
+/// in order, under its sender's name; nothing is left behind.
+#[test]
+fn concurrent_datagram_senders_to_one_receiver() {
+    const SENDERS: usize = 4;
+    const EACH: usize = 500;
+    let (vfs, p) = setup();
+    let log = p.socket(AF_UNIX, SOCK_DGRAM, 0).unwrap();
+    p.bind(log, b"/log").unwrap();
+    let server = p.clone_thread();
+    let receiver = std::thread::spawn(move || {
+        let mut next = [0usize; SENDERS];
+        let mut b = [0u8; 64];
+        for _ in 0..SENDERS * EACH {
+            let (n, from) = server.recvfrom(log, &mut b, 0).unwrap();
+            let (t, i) = (
+                b[0] as usize,
+                u32::from_le_bytes(b[1..5].try_into().unwrap()),
+            );
+            assert_eq!(n, 5 + t, "the length its sender gave it");
+            assert_eq!(from, format!("/s{t}").into_bytes(), "the sender's name");
+            assert_eq!(i as usize, next[t], "sender {t}'s datagrams in order");
+            next[t] += 1;
+        }
+        next
+    });
+    let senders: Vec<_> = (0..SENDERS)
+        .map(|t| {
+            let c = p.clone_thread();
+            std::thread::spawn(move || {
+                let fd = c.socket(AF_UNIX, SOCK_DGRAM, 0).unwrap();
+                c.bind(fd, format!("/s{t}").as_bytes()).unwrap();
+                for i in 0..EACH as u32 {
+                    let mut m = vec![t as u8];
+                    m.extend_from_slice(&i.to_le_bytes());
+                    m.resize(5 + t, 0xee);
+                    assert_eq!(c.sendto(fd, &m, 0, Some(b"/log")), Ok(m.len()));
+                }
+                fd
+            })
+        })
+        .collect();
+    let fds: Vec<_> = senders.into_iter().map(|s| s.join().unwrap()).collect();
+    assert_eq!(receiver.join().unwrap(), [EACH; SENDERS]);
+    let mut b = [0u8; 8];
+    assert_eq!(
+        p.recvfrom(log, &mut b, MSG_DONTWAIT),
+        Err(Errno::EAGAIN),
+        "nothing extra"
+    );
+    for (t, fd) in fds.into_iter().enumerate() {
+        p.close(fd).unwrap();
+        p.unlink(format!("/s{t}").as_bytes()).unwrap();
+    }
+    p.close(log).unwrap();
+    p.unlink(b"/log").unwrap();
     drop(p);
     assert_baseline(&vfs);
 }

@@ -46,12 +46,21 @@ pub const SOCK_CLOEXEC: i32 = 0o2000000;
 pub const SOCK_TYPE_MASK: i32 = 0xf;
 /// net.core.somaxconn's default: the largest listen() backlog.
 pub const SOMAXCONN: u32 = 4096;
+/// net.unix.max_dgram_qlen's default: a datagram socket's queue is full
+/// for senders it is not connected back to once it holds more than this.
+pub const MAX_DGRAM_QLEN: usize = 10;
 /// sizeof(sockaddr_un.sun_path): the longest socket address.
 pub const UNIX_PATH_MAX: usize = 108;
 // shutdown(2).
 pub const SHUT_RD: i32 = 0;
 pub const SHUT_WR: i32 = 1;
 pub const SHUT_RDWR: i32 = 2;
+// send(2)/recv(2) flags.
+pub const MSG_OOB: i32 = 1;
+pub const MSG_PEEK: i32 = 2;
+pub const MSG_TRUNC: i32 = 0x20;
+pub const MSG_DONTWAIT: i32 = 0x40;
+pub const MSG_NOSIGNAL: i32 = 0x4000;
 
 // eventfd(2).
 pub const EFD_SEMAPHORE: i32 = 1;
@@ -124,6 +133,11 @@ mod tests {
         assert_eq!(SHUT_RD, libc::SHUT_RD);
         assert_eq!(SHUT_WR, libc::SHUT_WR);
         assert_eq!(SHUT_RDWR, libc::SHUT_RDWR);
+        assert_eq!(MSG_OOB, libc::MSG_OOB);
+        assert_eq!(MSG_PEEK, libc::MSG_PEEK);
+        assert_eq!(MSG_TRUNC, libc::MSG_TRUNC);
+        assert_eq!(MSG_DONTWAIT, libc::MSG_DONTWAIT);
+        assert_eq!(MSG_NOSIGNAL, libc::MSG_NOSIGNAL);
         assert_eq!(EFD_SEMAPHORE, libc::EFD_SEMAPHORE);
         assert_eq!(EFD_NONBLOCK, libc::EFD_NONBLOCK);
         assert_eq!(EFD_CLOEXEC, libc::EFD_CLOEXEC);

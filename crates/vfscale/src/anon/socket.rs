@@ -1,8 +1,10 @@
 //! AF_UNIX sockets: a bare socket (`socket`), one end of a connected pair
 //! (`socketpair`, or `connect` and `accept` through a name `bind` made),
-//! or a listener. A connected pair shares one `Conn`: two directions, each
-//! a bounded queue (bytes for SOCK_STREAM, whole messages for SOCK_DGRAM
-//! and SOCK_SEQPACKET), and each side's shutdown bits. `connect` makes the
+//! or a listener. Datagram sockets are `anon/dgram.rs`'s (each with its
+//! own receive queue, addressed by name or by a default peer); for
+//! SOCK_STREAM and SOCK_SEQPACKET, a connected pair shares one `Conn`: two
+//! directions, each a bounded queue (bytes for SOCK_STREAM, whole messages
+//! for SOCK_SEQPACKET), and each side's shutdown bits. `connect` makes the
 //! `Conn` at once, takes side 0 and queues side 1 on the listener, so the
 //! connecting side may send before `accept` (as Linux's embryo sockets).
 //!
@@ -20,13 +22,14 @@
 //! - `own[s]` holds what side `s` asked with shutdown(); `closed[s]` is set
 //!   once, by the final close of side `s`'s file. The effective shutdown
 //!   of a side is computed from both sides' bits as Linux propagates them
-//!   (stream and seqpacket propagate to the peer; datagram does not).
+//!   to the peer.
 //!
 //! Buffer accounting is by payload bytes against one 212992-byte budget
 //! per direction (Linux's default wmem), not skb truesize, so Linux fits
 //! somewhat less in practice (docs/COMPATIBILITY.md). No signals: a write
 //! to a shut-down stream returns EPIPE without SIGPIPE.
 
+use super::dgram::{Dgram, Received};
 use super::scatter::Scatter;
 use super::wait::{partial, Poller, Step, WaitCell};
 use crate::abi::*;
@@ -38,8 +41,8 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 /// Per-direction buffer budget (Linux's net.core.wmem_default).
 pub const SOCK_BUF: usize = 212_992;
 
-const RCV: u8 = 1;
-const SEND: u8 = 2;
+pub(crate) const RCV: u8 = 1;
+pub(crate) const SEND: u8 = 2;
 
 #[derive(Default)]
 struct Dir {
@@ -56,10 +59,6 @@ struct ConnState {
     /// A pending error per side (ECONNRESET when the peer closed with
     /// unread data), reported once.
     err: [Option<Errno>; 2],
-    /// A datagram side whose send found its peer gone: Linux's
-    /// unix_dgram_sendmsg answered ECONNREFUSED once and dropped the peer,
-    /// so later sends are ENOTCONN.
-    disconnected: [bool; 2],
 }
 
 pub(crate) struct Conn {
@@ -121,6 +120,8 @@ pub(crate) struct Binding {
     ty: i32,
     name: SockName,
     listener: OnceLock<Arc<Listener>>,
+    /// A datagram socket's core: where a connect or send by name goes.
+    dgram: Option<Arc<Dgram>>,
     /// For a path name, the socket file's dentry and mount, one reference
     /// each, dropped when the socket's last file closes
     /// (`VfsInner::unbind_socket`); `None` for an abstract name.
@@ -210,6 +211,8 @@ impl BoundSockets {
 
 pub struct Socket {
     ty: i32,
+    /// SOCK_DGRAM only (and then `link` stays unset).
+    dgram: Option<Arc<Dgram>>,
     link: OnceLock<Link>,
     /// getsockname's answer (bind; an accepted socket has its listener's).
     name: OnceLock<SockName>,
@@ -227,14 +230,14 @@ pub struct Socket {
 }
 
 impl ConnState {
-    fn rcv_shut(&self, ty: i32, s: usize) -> bool {
+    fn rcv_shut(&self, s: usize) -> bool {
         let p = 1 - s;
-        self.own[s] & RCV != 0 || (ty != SOCK_DGRAM && (self.own[p] & SEND != 0 || self.closed[p]))
+        self.own[s] & RCV != 0 || self.own[p] & SEND != 0 || self.closed[p]
     }
 
-    fn send_shut(&self, ty: i32, s: usize) -> bool {
+    fn send_shut(&self, s: usize) -> bool {
         let p = 1 - s;
-        self.own[s] & SEND != 0 || self.own[p] & RCV != 0 || (ty != SOCK_DGRAM && self.closed[p])
+        self.own[s] & SEND != 0 || self.own[p] & RCV != 0 || self.closed[p]
     }
 }
 
@@ -243,6 +246,7 @@ impl Socket {
     pub(crate) fn unconnected(ty: i32) -> Socket {
         Socket {
             ty,
+            dgram: (ty == SOCK_DGRAM).then(Dgram::new),
             link: OnceLock::new(),
             name: OnceLock::new(),
             binding: OnceLock::new(),
@@ -260,6 +264,12 @@ impl Socket {
 
     /// Both ends of a connected pair.
     pub(crate) fn pair(ty: i32) -> (Socket, Socket) {
+        if ty == SOCK_DGRAM {
+            let (a, b) = Dgram::pair();
+            let (mut sa, mut sb) = (Socket::unconnected(ty), Socket::unconnected(ty));
+            (sa.dgram, sb.dgram) = (Some(a), Some(b));
+            return (sa, sb);
+        }
         let conn = Conn::new();
         let unnamed: SockName = Arc::from(&b""[..]);
         (
@@ -292,15 +302,13 @@ impl Socket {
     }
 
     /// getpeername: ENOTCONN unless connected (a datagram socket whose
-    /// send found its peer gone has dropped it: `disconnected`).
+    /// send found its peer gone has dropped it).
     pub(crate) fn peer_name(&self) -> SysResult<SockName> {
+        if let Some(d) = &self.dgram {
+            return d.peer_name();
+        }
         match self.link.get() {
-            Some(Link::Connected { conn, side, peer }) => {
-                if conn.cell.lock().disconnected[*side] {
-                    return Err(Errno::ENOTCONN);
-                }
-                Ok(peer.clone())
-            }
+            Some(Link::Connected { peer, .. }) => Ok(peer.clone()),
             _ => Err(Errno::ENOTCONN),
         }
     }
@@ -334,9 +342,13 @@ impl Socket {
             ty: self.ty,
             name: name.clone(),
             listener: OnceLock::new(),
+            dgram: self.dgram.clone(),
             file,
         });
         publish(&b)?;
+        if let Some(d) = &self.dgram {
+            d.set_name(name.clone());
+        }
         // Under the bind lock: neither is set yet.
         let _ = self.binding.set(b);
         let _ = self.name.set(name);
@@ -385,9 +397,8 @@ impl Socket {
         if target.ty != self.ty {
             return Err(Errno::EPROTOTYPE);
         }
-        if self.ty == SOCK_DGRAM {
-            // Datagram addressing (a default peer, sendto) is not built.
-            return Err(Errno::EOPNOTSUPP);
+        if let (Some(me), Some(to)) = (&self.dgram, &target.dgram) {
+            return Dgram::connect(me, to);
         }
         let Some(l) = target.listener.get() else {
             return Err(Errno::ECONNREFUSED);
@@ -460,6 +471,10 @@ impl Socket {
     /// The final close of this socket's file. A listener's queued
     /// connections are reset (their connecting sides read ECONNRESET).
     pub(crate) fn release(&self) {
+        if let Some(d) = &self.dgram {
+            d.release();
+            return;
+        }
         if let Some(l) = self.listener() {
             let pending = {
                 let mut g = l.cell.lock();
@@ -475,7 +490,7 @@ impl Socket {
         let Some((c, s)) = self.conn() else { return };
         let mut g = c.cell.lock();
         let unread = g.dirs[s].queued > 0 || !g.dirs[s].bytes.is_empty();
-        if unread && self.ty != SOCK_DGRAM {
+        if unread {
             g.err[1 - s] = Some(Errno::ECONNRESET);
         }
         g.closed[s] = true;
@@ -490,7 +505,9 @@ impl Socket {
             SHUT_RDWR => RCV | SEND,
             _ => return Err(Errno::EINVAL),
         };
-        if let Some((c, s)) = self.conn() {
+        if let Some(d) = &self.dgram {
+            d.shutdown(bits);
+        } else if let Some((c, s)) = self.conn() {
             let mut g = c.cell.lock();
             g.own[s] |= bits;
             c.cell.wake_all(&mut g);
@@ -507,98 +524,155 @@ impl Socket {
         Ok(())
     }
 
+    /// read(2): `recv` without flags, except that reading nothing returns
+    /// 0 at once, whatever is queued (sock_read_iter's "SYS5 behaviour";
+    /// recvfrom of nothing looks at the queue).
     pub(crate) fn read(&self, bufs: &mut [&mut [u8]], nonblock: bool) -> SysResult<usize> {
-        let want: usize = bufs.iter().map(|b| b.len()).sum();
-        let Some((c, s)) = self.conn() else {
-            return match self.ty {
-                SOCK_STREAM => Err(Errno::EINVAL),
-                SOCK_SEQPACKET => Err(Errno::ENOTCONN),
-                // An unconnected datagram socket would wait for a datagram
-                // nobody can send it; rather than sleep forever, a blocking
-                // read says EAGAIN too (docs/COMPATIBILITY.md).
-                _ => Err(Errno::EAGAIN),
-            };
-        };
-        if self.ty == SOCK_STREAM && want == 0 {
+        if bufs.iter().all(|b| b.is_empty()) {
             return Ok(0);
         }
+        self.recv(bufs, 0, nonblock).map(|r| r.len)
+    }
+
+    /// recvmsg: MSG_PEEK leaves what it copied queued; MSG_TRUNC makes a
+    /// datagram or seqpacket receive return the whole message's length;
+    /// MSG_OOB finds no out-of-band data (EINVAL for stream, else
+    /// EOPNOTSUPP); other bits are
+    /// ignored, as Linux's AF_UNIX ignores them. The sender's name comes
+    /// with the data (a connection's peer for stream and seqpacket).
+    pub(crate) fn recv(
+        &self,
+        bufs: &mut [&mut [u8]],
+        flags: i32,
+        nonblock: bool,
+    ) -> SysResult<Received> {
+        let (peek, trunc) = (flags & MSG_PEEK != 0, flags & MSG_TRUNC != 0);
+        let nonblock = nonblock || flags & MSG_DONTWAIT != 0;
+        if let Some(d) = &self.dgram {
+            if flags & MSG_OOB != 0 {
+                return Err(Errno::EOPNOTSUPP);
+            }
+            return d.recv(bufs, peek, trunc, nonblock);
+        }
+        let Some(Link::Connected {
+            conn: c,
+            side,
+            peer,
+        }) = self.link.get()
+        else {
+            return Err(match self.ty {
+                SOCK_STREAM => Errno::EINVAL,
+                _ => Errno::ENOTCONN,
+            });
+        };
+        if flags & MSG_OOB != 0 {
+            // A stream socket has no out-of-band byte to read (Linux's
+            // unix_stream_recv_urg); seqpacket has none at all.
+            return Err(if self.ty == SOCK_STREAM {
+                Errno::EINVAL
+            } else {
+                Errno::EOPNOTSUPP
+            });
+        }
+        let s = *side;
+        let received = |len| Received {
+            len,
+            from: peer.clone(),
+        };
         c.cell.block_on(nonblock, |g| {
             if self.ty == SOCK_STREAM {
                 if !g.dirs[s].bytes.is_empty() {
                     let d = &mut g.dirs[s];
-                    let mut total = 0;
-                    for b in bufs.iter_mut() {
-                        let n = b.len().min(d.bytes.len());
-                        for (dst, src) in b[..n].iter_mut().zip(d.bytes.drain(..n)) {
-                            *dst = src;
-                        }
-                        total += n;
+                    let (front, back) = d.bytes.as_slices();
+                    let mut to = Scatter::new(bufs);
+                    let total = to.put(front) + to.put(back);
+                    if !peek {
+                        d.bytes.drain(..total);
+                        d.queued -= total;
+                        c.cell.wake_all(g);
                     }
-                    d.queued -= total;
-                    c.cell.wake_all(g);
-                    return Step::Done(Ok(total));
+                    return Step::Done(Ok(received(total)));
                 }
-            } else if let Some(m) = g.dirs[s].msgs.pop_front() {
-                g.dirs[s].queued -= m.len();
+            } else if let Some(m) = g.dirs[s].msgs.front() {
                 // Copy what fits; the rest of the message is discarded.
-                let at = Scatter::new(bufs).put(&m);
-                c.cell.wake_all(g);
-                return Step::Done(Ok(at));
+                let at = Scatter::new(bufs).put(m);
+                let whole = m.len();
+                if !peek {
+                    g.dirs[s].msgs.pop_front();
+                    g.dirs[s].queued -= whole;
+                    c.cell.wake_all(g);
+                }
+                return Step::Done(Ok(received(if trunc { whole } else { at })));
             }
             if let Some(e) = g.err[s].take() {
                 return Step::Done(Err(e));
             }
-            if g.rcv_shut(self.ty, s) {
-                // unix_dgram_recvmsg: an empty datagram queue is EAGAIN
-                // without waiting, shut down or not; only a wait ends at
-                // the shutdown (0).
-                return Step::Done(if self.ty == SOCK_DGRAM && nonblock {
-                    Err(Errno::EAGAIN)
-                } else {
-                    Ok(0)
-                });
+            if g.rcv_shut(s) {
+                return Step::Done(Ok(received(0)));
             }
             Step::Wait(Err(Errno::EAGAIN))
         })
     }
 
+    /// write(2): `send` without flags or name.
     pub(crate) fn write(&self, bufs: &[&[u8]], nonblock: bool) -> SysResult<usize> {
+        self.send(bufs, 0, nonblock, None)
+    }
+
+    /// sendmsg: `to` finds the socket a name leads to (for a datagram
+    /// socket's send by name; a connected stream socket says EISCONN, an
+    /// unconnected one EOPNOTSUPP, seqpacket ignores the name, as Linux).
+    /// MSG_DONTWAIT makes it non-blocking; MSG_OOB is EOPNOTSUPP; other
+    /// bits are ignored (no signals are sent, so MSG_NOSIGNAL is moot).
+    pub(crate) fn send(
+        &self,
+        bufs: &[&[u8]],
+        flags: i32,
+        nonblock: bool,
+        to: Option<&dyn Fn() -> SysResult<Arc<Binding>>>,
+    ) -> SysResult<usize> {
+        let nonblock = nonblock || flags & MSG_DONTWAIT != 0;
+        if flags & MSG_OOB != 0 {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        if let Some(d) = &self.dgram {
+            let find = to.map(|find| {
+                move || -> SysResult<Arc<Dgram>> {
+                    let b = find()?;
+                    b.dgram.clone().ok_or(Errno::EPROTOTYPE)
+                }
+            });
+            return Dgram::send(
+                d,
+                bufs,
+                nonblock,
+                find.as_ref()
+                    .map(|f| f as &dyn Fn() -> SysResult<Arc<Dgram>>),
+            );
+        }
+        if to.is_some() && self.ty == SOCK_STREAM {
+            return Err(match self.link.get() {
+                Some(Link::Connected { .. }) => Errno::EISCONN,
+                _ => Errno::EOPNOTSUPP,
+            });
+        }
         let len: usize = bufs.iter().map(|b| b.len()).sum();
         let Some((c, s)) = self.conn() else {
-            // unix_dgram_sendmsg looks at the shutdown first (EPIPE);
-            // stream and seqpacket sends ask for a peer first.
-            // Relaxed: as in `shutdown`.
-            let shut = self
-                .unlinked_shut
-                .load(std::sync::atomic::Ordering::Relaxed);
-            return Err(if self.ty == SOCK_DGRAM && shut & SEND != 0 {
-                Errno::EPIPE
-            } else {
-                Errno::ENOTCONN
-            });
+            return Err(Errno::ENOTCONN);
         };
         let p = 1 - s;
-        if self.ty != SOCK_STREAM {
+        if self.ty == SOCK_SEQPACKET {
             if len > SOCK_BUF - 32 {
                 return Err(Errno::EMSGSIZE);
             }
             return c.cell.block_on(nonblock, |g| {
                 // unix_seqpacket_sendmsg reports (and clears) a pending
                 // error first: ECONNRESET after the peer closed unread.
-                if self.ty == SOCK_SEQPACKET {
-                    if let Some(e) = g.err[s].take() {
-                        return Step::Done(Err(e));
-                    }
+                if let Some(e) = g.err[s].take() {
+                    return Step::Done(Err(e));
                 }
-                if g.send_shut(self.ty, s) {
+                if g.send_shut(s) {
                     return Step::Done(Err(Errno::EPIPE));
-                }
-                if g.disconnected[s] {
-                    return Step::Done(Err(Errno::ENOTCONN));
-                }
-                if g.closed[p] {
-                    g.disconnected[s] = true;
-                    return Step::Done(Err(Errno::ECONNREFUSED));
                 }
                 if g.dirs[p].queued + len <= SOCK_BUF {
                     let m: Vec<u8> = bufs.concat();
@@ -615,7 +689,7 @@ impl Socket {
             // unix_stream_sendmsg checks the shutdown state before its
             // (empty) send loop: EPIPE once the peer is gone.
             return c.cell.block_on(nonblock, |g| {
-                Step::Done(if g.send_shut(self.ty, s) {
+                Step::Done(if g.send_shut(s) {
                     Err(Errno::EPIPE)
                 } else {
                     Ok(0)
@@ -625,7 +699,7 @@ impl Socket {
         let mut src = bufs.iter().flat_map(|b| b.iter().copied());
         let mut done = 0;
         c.cell.block_on(nonblock, |g| {
-            if g.send_shut(self.ty, s) {
+            if g.send_shut(s) {
                 return Step::Done(partial(done, Errno::EPIPE));
             }
             let room = SOCK_BUF - g.dirs[p].queued;
@@ -645,6 +719,9 @@ impl Socket {
     }
 
     pub(crate) fn poll(&self, p: Option<&Arc<Poller>>) -> i16 {
+        if let Some(d) = &self.dgram {
+            return Dgram::poll(d, p);
+        }
         if let Some(l) = self.listener() {
             // unix_poll of a listener: readable with a queued connection,
             // never writable; its shutdown bits as for any socket.
@@ -671,10 +748,7 @@ impl Socket {
             let shut = self
                 .unlinked_shut
                 .load(std::sync::atomic::Ordering::Relaxed);
-            let mut m = POLLOUT | POLLWRNORM;
-            if self.ty != SOCK_DGRAM || shut == RCV | SEND {
-                m |= POLLHUP;
-            }
+            let mut m = POLLOUT | POLLWRNORM | POLLHUP;
             if shut & RCV != 0 {
                 m |= POLLRDHUP | POLLIN | POLLRDNORM;
             }
@@ -688,8 +762,8 @@ impl Socket {
         if g.err[s].is_some() {
             m |= POLLERR;
         }
-        let rcv = g.rcv_shut(self.ty, s);
-        if rcv && g.send_shut(self.ty, s) {
+        let rcv = g.rcv_shut(s);
+        if rcv && g.send_shut(s) {
             m |= POLLHUP;
         }
         if rcv {
@@ -705,7 +779,9 @@ impl Socket {
     }
 
     pub(crate) fn unregister(&self, p: &Arc<Poller>) {
-        if let Some((c, _)) = self.conn() {
+        if let Some(d) = &self.dgram {
+            d.unregister(p);
+        } else if let Some((c, _)) = self.conn() {
             c.cell.unregister(p);
         } else if let Some(l) = self.listener() {
             l.cell.unregister(p);

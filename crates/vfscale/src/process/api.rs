@@ -215,6 +215,17 @@ pub trait ProcessApi: Send {
     fn socket_name(&self, _fd: Fd, _peer: bool) -> SysResult<Vec<u8>> {
         Err(Errno::ENOSYS)
     }
+    /// sendto(2) of an AF_UNIX socket: `name` as for `connect` (None: no
+    /// address, as send(2)); flags MSG_DONTWAIT (others as Linux ignores
+    /// them; MSG_OOB is EOPNOTSUPP).
+    fn sendto(&self, _fd: Fd, _buf: &[u8], _flags: i32, _name: Option<&[u8]>) -> SysResult<usize> {
+        Err(Errno::ENOSYS)
+    }
+    /// recvfrom(2): the byte count and the sender's sun_path bytes (empty
+    /// if it has no name); flags MSG_PEEK, MSG_TRUNC, MSG_DONTWAIT.
+    fn recvfrom(&self, _fd: Fd, _buf: &mut [u8], _flags: i32) -> SysResult<(usize, Vec<u8>)> {
+        Err(Errno::ENOSYS)
+    }
     /// eventfd2(2): EFD_SEMAPHORE, EFD_NONBLOCK, EFD_CLOEXEC.
     fn eventfd(&self, _initval: u32, _flags: i32) -> SysResult<Fd> {
         Err(Errno::ENOSYS)

@@ -16,9 +16,12 @@
 //! network namespace and type (a connect finds only its own type's:
 //! ECONNREFUSED, where a path name of another type is EPROTOTYPE).
 //!
-//! Not built (docs/COMPATIBILITY.md): datagram addressing (connect or
-//! sendto by name on SOCK_DGRAM): EOPNOTSUPP; binding in a passthrough
-//! directory: EOPNOTSUPP.
+//! sendto and recvfrom carry names for datagram sockets (connect sets a
+//! datagram socket's default peer): `anon/dgram.rs`.
+//!
+//! Not built (docs/COMPATIBILITY.md): binding in a passthrough directory
+//! (EOPNOTSUPP); disconnecting a datagram socket (connect to AF_UNSPEC:
+//! the API takes sun_path only).
 
 use super::anon::{nonblock, stream, Stream, SOCKET_BYTES};
 use super::Process;
@@ -136,18 +139,63 @@ impl Process {
         let _end = self.vfs.call_end();
         self.check_addr_len(fd, name)?;
         self.with_socket(fd, |sock, nb| {
-            let name = check_name(name)?;
-            let target = if name.is_empty() {
-                return Err(Errno::EINVAL);
-            } else if is_abstract(name) {
-                self.vfs
-                    .bound_sockets
-                    .find(&NameKey::Abstract(sock.socket_type(), SockName::from(name)))
-                    .ok_or(Errno::ECONNREFUSED)?
-            } else {
-                self.bound_socket_at(name)?
-            };
+            let target = self.bound_socket(sock.socket_type(), check_name(name)?)?;
             sock.connect(&target, nb)
+        })
+    }
+
+    /// The live socket of type `ty` that the checked name `name` leads to
+    /// (EINVAL for an empty name, which names nothing).
+    fn bound_socket(&self, ty: i32, name: &[u8]) -> SysResult<Arc<Binding>> {
+        if name.is_empty() {
+            Err(Errno::EINVAL)
+        } else if is_abstract(name) {
+            self.vfs
+                .bound_sockets
+                .find(&NameKey::Abstract(ty, SockName::from(name)))
+                .ok_or(Errno::ECONNREFUSED)
+        } else {
+            self.bound_socket_at(name)
+        }
+    }
+
+    /// sendto(2): one message (a datagram socket's to `name` if given,
+    /// else to its peer). Linux's order: EBADF, ENOTSOCK, EINVAL for an
+    /// address past a sockaddr_storage, EOPNOTSUPP for MSG_OOB, EINVAL for
+    /// an empty name (datagram), then the socket's own checks.
+    pub fn sendto(&self, fd: Fd, buf: &[u8], flags: i32, name: Option<&[u8]>) -> SysResult<usize> {
+        let _end = self.vfs.call_end();
+        self.with_socket(fd, |sock, nb| {
+            if name.is_some_and(|n| n.len() + 2 > 128) {
+                return Err(Errno::EINVAL);
+            }
+            if flags & MSG_OOB != 0 {
+                return Err(Errno::EOPNOTSUPP);
+            }
+            let name = match name {
+                Some(n) if sock.socket_type() == SOCK_DGRAM => {
+                    let n = check_name(n)?;
+                    if n.is_empty() {
+                        return Err(Errno::EINVAL);
+                    }
+                    Some(n)
+                }
+                other => other,
+            };
+            let find = name.map(|n| move || self.bound_socket(sock.socket_type(), n));
+            let to = find
+                .as_ref()
+                .map(|f| f as &dyn Fn() -> SysResult<Arc<Binding>>);
+            sock.send(&[buf], flags, nb, to)
+        })
+    }
+
+    /// recvfrom(2): the bytes and the sender's name (empty if unnamed).
+    pub fn recvfrom(&self, fd: Fd, buf: &mut [u8], flags: i32) -> SysResult<(usize, Vec<u8>)> {
+        let _end = self.vfs.call_end();
+        self.with_socket(fd, |sock, nb| {
+            let r = sock.recv(&mut [buf], flags, nb)?;
+            Ok((r.len, r.from.to_vec()))
         })
     }
 

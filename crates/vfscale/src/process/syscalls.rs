@@ -268,6 +268,12 @@ impl ProcessApi for Process {
             Process::getsockname(self, fd)
         }
     }
+    fn sendto(&self, fd: Fd, buf: &[u8], flags: i32, name: Option<&[u8]>) -> SysResult<usize> {
+        Process::sendto(self, fd, buf, flags, name)
+    }
+    fn recvfrom(&self, fd: Fd, buf: &mut [u8], flags: i32) -> SysResult<(usize, Vec<u8>)> {
+        Process::recvfrom(self, fd, buf, flags)
+    }
     fn eventfd(&self, initval: u32, flags: i32) -> SysResult<Fd> {
         Process::eventfd(self, initval, flags)
     }

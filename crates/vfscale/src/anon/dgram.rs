@@ -1,0 +1,456 @@
+//! AF_UNIX datagram sockets (SOCK_DGRAM), as Linux's unix_dgram_*: every
+//! socket owns its receive queue of whole messages; a send puts one on the
+//! queue of its receiver — the default peer (`connect`, `socketpair`) or
+//! the socket a name leads to (`sendto`) — and counts its bytes against
+//! the *sender's* budget (`wmem`, Linux's sk_wmem_alloc) until the
+//! receiver takes or drops it. A receiver not connected back to a sender
+//! takes at most `MAX_DGRAM_QLEN + 1` of its messages before that sender
+//! waits (unix_recvq_full; a socketpair's two ends have no such limit).
+//!
+//! Invariants:
+//! - A socket's `DgramState` is under its own `WaitCell` mutex, and no path
+//!   holds two sockets' mutexes at once: a send charges its own budget
+//!   under its own lock, then queues under the receiver's; whoever removes
+//!   a message (a read, a purge, the receiver's final close) gives its
+//!   bytes back to the sender (`uncharge`) after dropping the receiver's
+//!   lock. (Linux takes both sockets' locks for connect; a connect racing
+//!   a send to the same receiver may let that one message through under
+//!   the old peer rule.)
+//! - `wmem` is the sum of the lengths of this socket's messages still in a
+//!   queue, plus those being sent; `wmem <= SOCK_BUF` after every charge.
+//! - A queued `Datagram` holds its sender (`from`): the receiver reads the
+//!   sender's name when the message is taken, as Linux's unix_copy_addr.
+//! - The final close (`release`) marks the socket dead and drops its peer
+//!   and its queue, so references between sockets (peers, queued senders)
+//!   never outlive both final closes: no `Arc` cycle survives them.
+//! - `shut` holds the SHUT_RD/SHUT_WR bits asked on this socket (datagram
+//!   shutdowns do not propagate to the peer, as Linux).
+
+use super::scatter::Scatter;
+use super::socket::{SockName, RCV, SEND, SOCK_BUF};
+use super::wait::{Poller, Step, WaitCell};
+use crate::abi::*;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, OnceLock};
+
+struct Datagram {
+    data: Vec<u8>,
+    from: Arc<Dgram>,
+}
+
+#[derive(Default)]
+struct DgramState {
+    queue: VecDeque<Datagram>,
+    /// The default peer (connect, socketpair): where a send without a name
+    /// goes, and the only sender this socket accepts while set.
+    peer: Option<Arc<Dgram>>,
+    /// A pending error (ECONNRESET when the peer left us with our messages
+    /// unread), reported once.
+    err: Option<Errno>,
+    wmem: usize,
+    /// The final close happened.
+    dead: bool,
+}
+
+pub(crate) struct Dgram {
+    cell: WaitCell<DgramState>,
+    shut: AtomicU8,
+    name: OnceLock<SockName>,
+}
+
+/// What a receive took: the bytes copied (or, with `MSG_TRUNC`, the whole
+/// message's length) and the sender's name (empty if it has none).
+pub struct Received {
+    pub len: usize,
+    pub from: SockName,
+}
+
+/// A send to `target` is allowed unless it has a default peer other than
+/// `me` (unix_may_send).
+fn accepts_from(me: &Arc<Dgram>, target: &DgramState) -> bool {
+    target.peer.as_ref().is_none_or(|p| Arc::ptr_eq(p, me))
+}
+
+fn unnamed() -> SockName {
+    Arc::from(&b""[..])
+}
+
+/// Gives every message of `purged` back to its sender's budget.
+fn uncharge_all(purged: VecDeque<Datagram>) {
+    for d in purged {
+        d.from.uncharge(d.data.len());
+    }
+}
+
+impl Dgram {
+    pub(crate) fn new() -> Arc<Dgram> {
+        Arc::new(Dgram {
+            cell: WaitCell::new(DgramState::default()),
+            shut: AtomicU8::new(0),
+            name: OnceLock::new(),
+        })
+    }
+
+    /// Two sockets, each the other's default peer (socketpair).
+    pub(crate) fn pair() -> (Arc<Dgram>, Arc<Dgram>) {
+        let (a, b) = (Dgram::new(), Dgram::new());
+        a.cell.lock().peer = Some(b.clone());
+        b.cell.lock().peer = Some(a.clone());
+        (a, b)
+    }
+
+    /// Records the name bind gave the socket (what receivers see).
+    pub(crate) fn set_name(&self, name: SockName) {
+        let _ = self.name.set(name);
+    }
+
+    fn name(&self) -> SockName {
+        self.name.get().cloned().unwrap_or_else(unnamed)
+    }
+
+    fn shut(&self) -> u8 {
+        // Relaxed: set by `shutdown` before it takes this socket's lock to
+        // wake waiters; every reader either reads it under that lock after
+        // the wake-up or is woken by it (the mutex orders the two).
+        self.shut.load(Ordering::Relaxed)
+    }
+
+    /// getpeername: the default peer's name; ENOTCONN without one.
+    pub(crate) fn peer_name(&self) -> SysResult<SockName> {
+        let g = self.cell.lock();
+        g.peer.as_ref().map(|p| p.name()).ok_or(Errno::ENOTCONN)
+    }
+
+    /// Gives back `len` bytes of this socket's budget (its message left a
+    /// queue) and wakes a sender waiting for room.
+    fn uncharge(&self, len: usize) {
+        let mut g = self.cell.lock();
+        g.wmem -= len;
+        self.cell.wake_all(&mut g);
+    }
+
+    /// connect(2) to `target` (found by name): it becomes the default peer
+    /// (EPERM if it has another peer of its own; ECONNREFUSED if it was
+    /// closed meanwhile). Leaving an earlier peer drops this socket's queue
+    /// (unix_dgram_disconnected).
+    pub(crate) fn connect(me: &Arc<Dgram>, target: &Arc<Dgram>) -> SysResult<()> {
+        {
+            let g = target.cell.lock();
+            if !accepts_from(me, &g) {
+                return Err(Errno::EPERM);
+            }
+            if g.dead {
+                return Err(Errno::ECONNREFUSED);
+            }
+        }
+        let old = me.cell.lock().peer.replace(target.clone());
+        if let Some(old) = old {
+            if !Arc::ptr_eq(&old, target) {
+                me.disconnected(&old);
+            }
+        }
+        Ok(())
+    }
+
+    /// This socket stopped being connected to `old`: its queued messages
+    /// are dropped and, if there were any and `old` is alive and connected
+    /// back to it, `old` reads ECONNRESET once.
+    fn disconnected(self: &Arc<Self>, old: &Arc<Dgram>) {
+        let purged = {
+            let mut g = self.cell.lock();
+            if g.queue.is_empty() {
+                return;
+            }
+            let q = std::mem::take(&mut g.queue);
+            self.cell.wake_all(&mut g);
+            q
+        };
+        uncharge_all(purged);
+        let mut o = old.cell.lock();
+        if !o.dead && o.peer.as_ref().is_some_and(|p| Arc::ptr_eq(p, self)) {
+            o.err = Some(Errno::ECONNRESET);
+            old.cell.wake_all(&mut o);
+        }
+    }
+
+    /// sendmsg: one message from `bufs` to `to()`'s socket (a send by name;
+    /// its lookup errors come back as they are) or, if `to` is None, to the
+    /// default peer. unix_dgram_sendmsg's order: EMSGSIZE; a pending error;
+    /// EPIPE after SHUT_WR; room in this socket's budget (EAGAIN, or wait);
+    /// the receiver (ENOTCONN without a peer); EPERM if it takes messages
+    /// only from its own peer; if it was closed: ECONNREFUSED when it was
+    /// our peer (which is then dropped, with our queue), else ECONNRESET
+    /// (ECONNREFUSED for a send by name); EPIPE after its SHUT_RD; room in
+    /// its queue (EAGAIN, or wait).
+    pub(crate) fn send(
+        me: &Arc<Dgram>,
+        bufs: &[&[u8]],
+        nonblock: bool,
+        to: Option<&dyn Fn() -> SysResult<Arc<Dgram>>>,
+    ) -> SysResult<usize> {
+        let len: usize = bufs.iter().map(|b| b.len()).sum();
+        if len > SOCK_BUF - 32 {
+            return Err(Errno::EMSGSIZE);
+        }
+        me.cell.block_on(nonblock, |g| {
+            if let Some(e) = g.err.take() {
+                return Step::Done(Err(e));
+            }
+            if me.shut() & SEND != 0 {
+                return Step::Done(Err(Errno::EPIPE));
+            }
+            if g.wmem + len <= SOCK_BUF {
+                g.wmem += len;
+                return Step::Done(Ok(()));
+            }
+            Step::Wait(Err(Errno::EAGAIN))
+        })?;
+        let sent = Self::deliver(me, bufs.concat(), nonblock, to);
+        if sent.is_err() {
+            me.uncharge(len);
+        }
+        sent.map(|()| len)
+    }
+
+    /// The part of `send` after the charge: finds the receiver and queues.
+    fn deliver(
+        me: &Arc<Dgram>,
+        data: Vec<u8>,
+        nonblock: bool,
+        to: Option<&dyn Fn() -> SysResult<Arc<Dgram>>>,
+    ) -> SysResult<()> {
+        let target = match to {
+            Some(find) => find()?,
+            None => me.cell.lock().peer.clone().ok_or(Errno::ENOTCONN)?,
+        };
+        let mut data = Some(data);
+        let mut found_dead = false;
+        let sent = target.cell.block_on(nonblock, |g| {
+            if !accepts_from(me, g) {
+                return Step::Done(Err(Errno::EPERM));
+            }
+            if g.dead {
+                found_dead = true;
+                return Step::Done(Err(Errno::ECONNREFUSED));
+            }
+            if target.shut() & RCV != 0 {
+                return Step::Done(Err(Errno::EPIPE));
+            }
+            let connected_back = g.peer.as_ref().is_some_and(|p| Arc::ptr_eq(p, me));
+            if !Arc::ptr_eq(&target, me) && !connected_back && g.queue.len() > MAX_DGRAM_QLEN {
+                return Step::Wait(Err(Errno::EAGAIN));
+            }
+            if let Some(data) = data.take() {
+                g.queue.push_back(Datagram {
+                    data,
+                    from: me.clone(),
+                });
+            }
+            target.cell.wake_all(g);
+            Step::Done(Ok(()))
+        });
+        if !found_dead || to.is_some() {
+            return sent;
+        }
+        // Our peer is gone: forget it (and what it had sent us).
+        let was_peer = {
+            let mut g = me.cell.lock();
+            let was = g.peer.as_ref().is_some_and(|p| Arc::ptr_eq(p, &target));
+            if was {
+                g.peer = None;
+            }
+            was
+        };
+        if !was_peer {
+            return Err(Errno::ECONNRESET);
+        }
+        me.disconnected(&target);
+        Err(Errno::ECONNREFUSED)
+    }
+
+    /// recvmsg: the next message (left queued with `peek`), copied into
+    /// `bufs` as far as it fits (the rest is dropped). An empty queue is
+    /// EAGAIN for a non-blocking call; a blocking one reports a pending
+    /// error, returns 0 after SHUT_RD, else waits — except for a socket
+    /// nobody can send to (no name, no peer), which says EAGAIN rather
+    /// than sleep forever (docs/COMPATIBILITY.md).
+    pub(crate) fn recv(
+        &self,
+        bufs: &mut [&mut [u8]],
+        peek: bool,
+        trunc: bool,
+        nonblock: bool,
+    ) -> SysResult<Received> {
+        // (bytes copied, the message's length, its sender); None: end of
+        // data (after SHUT_RD).
+        let taken = self.cell.block_on(nonblock, |g| {
+            if let Some(e) = g.err.take() {
+                return Step::Done(Err(e));
+            }
+            if let Some(d) = g.queue.front() {
+                let copied = Scatter::new(bufs).put(&d.data);
+                let whole = d.data.len();
+                let from = d.from.clone();
+                if !peek {
+                    g.queue.pop_front();
+                    self.cell.wake_all(g);
+                }
+                return Step::Done(Ok(Some((copied, whole, from))));
+            }
+            if self.shut() & RCV != 0 {
+                return Step::Done(if nonblock {
+                    Err(Errno::EAGAIN)
+                } else {
+                    Ok(None)
+                });
+            }
+            if !nonblock && g.peer.is_none() && self.name.get().is_none() {
+                return Step::Done(Err(Errno::EAGAIN));
+            }
+            Step::Wait(Err(Errno::EAGAIN))
+        })?;
+        let Some((copied, whole, from)) = taken else {
+            return Ok(Received {
+                len: 0,
+                from: unnamed(),
+            });
+        };
+        if !peek {
+            from.uncharge(whole);
+        }
+        Ok(Received {
+            len: if trunc { whole } else { copied },
+            from: from.name(),
+        })
+    }
+
+    /// shutdown(2): this socket's own bits (no propagation to the peer).
+    pub(crate) fn shutdown(&self, bits: u8) {
+        // Relaxed: see `shut`; the lock below orders it for the waiters.
+        self.shut.fetch_or(bits, Ordering::Relaxed);
+        let mut g = self.cell.lock();
+        self.cell.wake_all(&mut g);
+    }
+
+    /// unix_dgram_poll. Writable while this socket's budget is at most a
+    /// quarter used and, if its peer is not connected back to it, the
+    /// peer's queue has room (the poller then also waits on the peer).
+    pub(crate) fn poll(me: &Arc<Dgram>, p: Option<&Arc<Poller>>) -> i16 {
+        let (mut m, writable, peer) = {
+            let mut g = me.cell.lock();
+            if let Some(p) = p {
+                me.cell.register(&mut g, p);
+            }
+            let shut = me.shut();
+            let mut m = 0;
+            if g.err.is_some() {
+                m |= POLLERR;
+            }
+            if shut & RCV != 0 {
+                m |= POLLRDHUP | POLLIN | POLLRDNORM;
+            }
+            if shut == RCV | SEND {
+                m |= POLLHUP;
+            }
+            if !g.queue.is_empty() {
+                m |= POLLIN | POLLRDNORM;
+            }
+            (m, g.wmem * 4 <= SOCK_BUF, g.peer.clone())
+        };
+        let mut writable = writable;
+        if let (true, Some(peer)) = (writable, peer) {
+            let mut g = peer.cell.lock();
+            let connected_back = g.peer.as_ref().is_some_and(|q| Arc::ptr_eq(q, me));
+            if !Arc::ptr_eq(&peer, me) && !connected_back && g.queue.len() > MAX_DGRAM_QLEN {
+                writable = false;
+                if let Some(p) = p {
+                    peer.cell.register(&mut g, p);
+                }
+            }
+        }
+        if writable {
+            m |= POLLOUT | POLLWRNORM;
+        }
+        m
+    }
+
+    /// Ends a poll: forgets `p` here and at the peer (a registration left
+    /// at an earlier peer only wakes `p` once more, spuriously).
+    pub(crate) fn unregister(&self, p: &Arc<Poller>) {
+        self.cell.unregister(p);
+        let peer = self.cell.lock().peer.clone();
+        if let Some(peer) = peer {
+            peer.cell.unregister(p);
+        }
+    }
+
+    /// The final close: the socket is dead (a send to it is refused), its
+    /// peer is dropped and its queue given back to the senders.
+    pub(crate) fn release(&self) {
+        // Relaxed: as in `shutdown` (the lock below orders it).
+        self.shut.store(RCV | SEND, Ordering::Relaxed);
+        let purged = {
+            let mut g = self.cell.lock();
+            g.dead = true;
+            g.peer = None;
+            let q = std::mem::take(&mut g.queue);
+            self.cell.wake_all(&mut g);
+            q
+        };
+        uncharge_all(purged);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn send_to(me: &Arc<Dgram>, to: &Arc<Dgram>, len: usize) -> SysResult<usize> {
+        let data = vec![7u8; len];
+        let find = || Ok(to.clone());
+        Dgram::send(me, &[&data], true, Some(&find))
+    }
+
+    fn wmem(d: &Dgram) -> usize {
+        d.cell.lock().wmem
+    }
+
+    #[test]
+    fn the_senders_budget_spans_its_receivers_and_comes_back() {
+        let (me, a, b) = (Dgram::new(), Dgram::new(), Dgram::new());
+        let big = SOCK_BUF / 2 - 100;
+        assert_eq!(send_to(&me, &a, big), Ok(big));
+        assert_eq!(send_to(&me, &b, big), Ok(big));
+        assert_eq!(wmem(&me), 2 * big);
+        assert_eq!(send_to(&me, &a, 300), Err(Errno::EAGAIN), "budget spent");
+        let mut buf = [0u8; 8];
+        let r = a.recv(&mut [&mut buf], false, true, true).unwrap();
+        assert_eq!(r.len, big, "MSG_TRUNC: the whole length");
+        assert_eq!(wmem(&me), big, "a read gives the bytes back");
+        assert_eq!(send_to(&me, &a, 300), Ok(300));
+        // A receiver's final close gives back what it still held.
+        b.release();
+        assert_eq!(wmem(&me), 300);
+        assert_eq!(send_to(&me, &b, 1), Err(Errno::ECONNREFUSED));
+        assert_eq!(wmem(&me), 300, "a refused send is not charged");
+        a.release();
+        assert_eq!(wmem(&me), 0);
+        me.release();
+    }
+
+    #[test]
+    fn a_failed_send_charges_nothing_and_an_oversized_one_is_emsgsize() {
+        let (me, to) = (Dgram::new(), Dgram::new());
+        assert_eq!(send_to(&me, &to, SOCK_BUF - 31), Err(Errno::EMSGSIZE));
+        to.shutdown(RCV);
+        assert_eq!(send_to(&me, &to, 10), Err(Errno::EPIPE));
+        assert_eq!(wmem(&me), 0);
+        assert_eq!(
+            Dgram::send(&me, &[b"x"], true, None),
+            Err(Errno::ENOTCONN),
+            "no peer, no name"
+        );
+        assert_eq!(wmem(&me), 0);
+    }
+}
