@@ -866,3 +866,48 @@ fn syncs_and_their_errors_reach_the_host() {
     p.close(f).unwrap();
     p.close(d).unwrap();
 }
+
+/// bind in a passthrough directory makes a socket file on the host and
+/// pins its cached name: connects and datagrams by that path reach the
+/// socket (past the TTL too), the host sees a socket file, and after an
+/// unlink the name leads nowhere.
+#[test]
+fn sockets_bind_in_a_passthrough_directory() {
+    let host = HostDir::new("pt-sock");
+    host.mkdir("run");
+    let vfs = mirror(&host, Duration::ZERO);
+    let p = vfs.root_process();
+    let l = p.socket(AF_UNIX, SOCK_STREAM, 0).unwrap();
+    p.bind(l, b"/run/srv").unwrap();
+    p.listen(l, 4).unwrap();
+    let meta = std::fs::symlink_metadata(host.path().join("run/srv")).unwrap();
+    assert_eq!(meta.mode() & S_IFMT, S_IFSOCK, "a socket file on the host");
+    let c = p.socket(AF_UNIX, SOCK_STREAM, 0).unwrap();
+    p.connect(c, b"/run/srv").unwrap();
+    let a = p.accept4(l, 0).unwrap();
+    assert_eq!(p.write(c, b"hi"), Ok(2));
+    let mut b = [0u8; 4];
+    assert_eq!(p.read(a, &mut b), Ok(2));
+    assert_eq!(p.getpeername(c), Ok(b"/run/srv".to_vec()));
+    let c2 = p.socket(AF_UNIX, SOCK_STREAM, 0).unwrap();
+    assert_eq!(p.bind(c2, b"/run/srv"), Err(Errno::EADDRINUSE));
+    // Datagrams by a passthrough name.
+    let d = p.socket(AF_UNIX, SOCK_DGRAM, 0).unwrap();
+    p.bind(d, b"/run/log").unwrap();
+    let s = p.socket(AF_UNIX, SOCK_DGRAM, 0).unwrap();
+    assert_eq!(p.sendto(s, b"m", 0, Some(b"/run/log")), Ok(1));
+    assert_eq!(p.recvfrom(d, &mut b, 0), Ok((1, Vec::new())));
+    // The directory changed since srv was bound (TTL 0: its names are
+    // looked up again); the host file's identity still leads to srv.
+    let c3 = p.socket(AF_UNIX, SOCK_STREAM, 0).unwrap();
+    assert_eq!(p.connect(c3, b"/run/srv"), Ok(()));
+    p.close(c3).unwrap();
+    // A socket of another type by that path: EPROTOTYPE, as Linux.
+    assert_eq!(p.connect(c2, b"/run/log"), Err(Errno::EPROTOTYPE));
+    p.unlink(b"/run/srv").unwrap();
+    assert!(std::fs::symlink_metadata(host.path().join("run/srv")).is_err());
+    assert_eq!(p.connect(c2, b"/run/srv"), Err(Errno::ENOENT));
+    for fd in [a, c, c2, l, d, s] {
+        p.close(fd).unwrap();
+    }
+}

@@ -117,6 +117,34 @@ impl Process {
         Ok(())
     }
 
+    /// The dentry of the file `backend_create` just made in `parent` (of
+    /// type `ty`) and the parent's mount, one reference each (bind's
+    /// socket file on a backend: its binding pins the cached name, as a
+    /// bound path does). EADDRINUSE if the host already holds something
+    /// else there (replaced in between). Caller holds a guard.
+    pub(super) fn backend_made(
+        &self,
+        parent: &Parent<'_>,
+        ty: u32,
+    ) -> SysResult<(*const Dentry, *const crate::mount::Mount)> {
+        let Last::Name(name) = parent.last else {
+            return Err(Errno::EEXIST);
+        };
+        let key = NameKey::lookup(name)?;
+        let (d, inode) = self.backend_child(parent.dir.path.dentry, parent.dir.inode(), &key)?;
+        // SAFETY: the guard keeps both allocated.
+        if inode.is_null() || unsafe { &*inode }.file_type() != ty {
+            return Err(Errno::EADDRINUSE);
+        }
+        // SAFETY: as above; a reference only if it is still alive.
+        if !unsafe { &*d }.refcount.get() {
+            return Err(Errno::EADDRINUSE);
+        }
+        let mnt = parent.dir.path.mnt;
+        self.vfs.mntget(mnt);
+        Ok((d, mnt))
+    }
+
     /// unlink and rmdir on a backend.
     pub(super) fn backend_unlink(
         &self,

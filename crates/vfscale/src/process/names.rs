@@ -323,8 +323,7 @@ impl Process {
     }
 
     /// mknodat; with `keep`, the new file's dentry and mount, one
-    /// reference each (bind's socket file; only on tmpfs: EOPNOTSUPP on a
-    /// backend's directory, before anything is made).
+    /// reference each (bind's socket file).
     pub(crate) fn mknod(
         &self,
         dirfd: Fd,
@@ -347,15 +346,15 @@ impl Process {
         let _g = self.vfs.collector.enter();
         let parent = self.parent_at(dirfd, path)?;
         if super::backend_names::backend_of(parent.dir.inode()).is_some() {
-            if keep {
-                return Err(Errno::EOPNOTSUPP);
-            }
-            return self
-                .backend_create(&parent, false, |sb, dir, name| {
-                    let (uid, gid, m, rdev) = self.mknod_attrs(dir, ty, mode, dev)?;
-                    sb.fs.create(sb, dir, name, m, rdev, uid, gid)
-                })
-                .map(|()| None);
+            self.backend_create(&parent, false, |sb, dir, name| {
+                let (uid, gid, m, rdev) = self.mknod_attrs(dir, ty, mode, dev)?;
+                sb.fs.create(sb, dir, name, m, rdev, uid, gid)
+            })?;
+            return if keep {
+                self.backend_made(&parent, ty).map(Some)
+            } else {
+                Ok(None)
+            };
         }
         self.create_prologue(
             &parent,

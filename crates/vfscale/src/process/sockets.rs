@@ -19,9 +19,12 @@
 //! sendto and recvfrom carry names for datagram sockets (connect sets a
 //! datagram socket's default peer): `anon/dgram.rs`.
 //!
-//! Not built (docs/COMPATIBILITY.md): binding in a passthrough directory
-//! (EOPNOTSUPP); disconnecting a datagram socket (connect to AF_UNSPEC:
-//! the API takes sun_path only).
+//! In a passthrough directory, bind makes the socket file on the host and
+//! its binding pins the cached name (so the inode, found again by the
+//! host file's identity, stays the key).
+//!
+//! Not built (docs/COMPATIBILITY.md): disconnecting a datagram socket
+//! (connect to AF_UNSPEC: the API takes sun_path only).
 
 use super::anon::{nonblock, stream, Stream, SOCKET_BYTES};
 use super::Process;
