@@ -591,6 +591,22 @@ fn dgram_script(k: &mut dyn SockCalls) -> Vec<(&'static str, String)> {
         "sendto a closed socket's file",
         k.sendto(x, b"5", 0, Some("y"))
     );
+    // The same by name: a peer closed, then a send by its name.
+    let v = k.socket(SOCK_DGRAM) as i32;
+    let w = k.socket(SOCK_DGRAM) as i32;
+    k.bind(v, "v");
+    k.bind(w, "w");
+    k.connect(v, "w");
+    k.connect(w, "v");
+    note!("w sends v", k.write(w, b"6"));
+    k.close(w);
+    note!(
+        "v sends by the gone peer's name",
+        k.sendto(v, b"7", 0, Some("w"))
+    );
+    note!("v's peer after", k.sockname(v, true));
+    note!("v reads after", k.recvfrom(v, 10, 0));
+    note!("v sends without a name", k.write(v, b"8"));
     // Reconnecting away from a peer connected back, with our queue not
     // empty: our queue goes and the old peer reads ECONNRESET.
     let a = k.socket(SOCK_DGRAM) as i32;
@@ -640,6 +656,47 @@ fn dgram_script(k: &mut dyn SockCalls) -> Vec<(&'static str, String)> {
     let qa = k.accept4(ql, 0) as i32;
     note!("seqpacket truncated", k.recvfrom(qa, 1, MSG_TRUNC));
     log
+}
+
+/// How many messages of each size fill an empty datagram or seqpacket
+/// socket pair (Linux charges each its skb truesize, not its length).
+fn fill_script(k: &mut dyn SockCalls) -> Vec<(&'static str, String)> {
+    let mut log: Vec<(&'static str, String)> = Vec::new();
+    for ty in [SOCK_DGRAM, SOCK_SEQPACKET] {
+        for len in [0usize, 1, 100, 193, 1000, 4000, 16064, 16065, 60000, 200000] {
+            let [a, b] = k.socketpair(ty);
+            let mut n = 0;
+            let last = loop {
+                let r = k.write(a, &vec![7u8; len]);
+                if r < 0 || n == 100_000 {
+                    break r;
+                }
+                n += 1;
+            };
+            log.push(("messages that fit, then", format!("{ty} {len}: {n} {last}")));
+            // One read makes room for one more.
+            let _ = k.read(b, 1);
+            log.push((
+                "after a read",
+                format!("{ty} {len}: {}", k.write(a, &vec![7u8; len])),
+            ));
+            k.close(a);
+            k.close(b);
+        }
+    }
+    log
+}
+
+#[test]
+fn message_budgets_match_the_host() {
+    let host = fill_script(&mut Host {
+        dir: tempfile::tempdir().unwrap(),
+    });
+    let (vfs, p) = setup();
+    let ours = fill_script(&mut Ours(p));
+    assert_eq!(ours, host, "vfscale (left) against the host kernel (right)");
+    assert!(host.iter().any(|(_, v)| v == "2 0: 278 -11"), "{host:?}");
+    drop(vfs);
 }
 
 #[test]

@@ -16,8 +16,10 @@
 //!   lock. (Linux takes both sockets' locks for connect; a connect racing
 //!   a send to the same receiver may let that one message through under
 //!   the old peer rule.)
-//! - `wmem` is the sum of the lengths of this socket's messages still in a
-//!   queue, plus those being sent; `wmem <= SOCK_BUF` after every charge.
+//! - `wmem` is the sum of the truesizes (`message_truesize`, Linux's skb
+//!   accounting) of this socket's messages still in a queue, plus those
+//!   being sent; a send is let in while `wmem < SOCK_BUF`, as
+//!   sock_alloc_send_pskb (so the last one may overshoot).
 //! - A queued `Datagram` holds its sender (`from`): the receiver reads the
 //!   sender's name when the message is taken, as Linux's unix_copy_addr.
 //! - The final close (`release`) marks the socket dead and drops its peer
@@ -27,7 +29,7 @@
 //!   shutdowns do not propagate to the peer, as Linux).
 
 use super::scatter::Scatter;
-use super::socket::{SockName, RCV, SEND, SOCK_BUF};
+use super::socket::{message_truesize, SockName, RCV, SEND, SOCK_BUF};
 use super::wait::{Poller, Step, WaitCell};
 use crate::abi::*;
 use std::collections::VecDeque;
@@ -79,7 +81,7 @@ fn unnamed() -> SockName {
 /// Gives every message of `purged` back to its sender's budget.
 fn uncharge_all(purged: VecDeque<Datagram>) {
     for d in purged {
-        d.from.uncharge(d.data.len());
+        d.from.uncharge(message_truesize(d.data.len()));
     }
 }
 
@@ -122,11 +124,11 @@ impl Dgram {
         g.peer.as_ref().map(|p| p.name()).ok_or(Errno::ENOTCONN)
     }
 
-    /// Gives back `len` bytes of this socket's budget (its message left a
+    /// Gives back `size` of this socket's budget (its message left a
     /// queue) and wakes a sender waiting for room.
-    fn uncharge(&self, len: usize) {
+    fn uncharge(&self, size: usize) {
         let mut g = self.cell.lock();
-        g.wmem -= len;
+        g.wmem -= size;
         self.cell.wake_all(&mut g);
     }
 
@@ -200,15 +202,15 @@ impl Dgram {
             if me.shut() & SEND != 0 {
                 return Step::Done(Err(Errno::EPIPE));
             }
-            if g.wmem + len <= SOCK_BUF {
-                g.wmem += len;
+            if g.wmem < SOCK_BUF {
+                g.wmem += message_truesize(len);
                 return Step::Done(Ok(()));
             }
             Step::Wait(Err(Errno::EAGAIN))
         })?;
         let sent = Self::deliver(me, bufs.concat(), nonblock, to);
         if sent.is_err() {
-            me.uncharge(len);
+            me.uncharge(message_truesize(len));
         }
         sent.map(|()| len)
     }
@@ -250,10 +252,13 @@ impl Dgram {
             target.cell.wake_all(g);
             Step::Done(Ok(()))
         });
-        if !found_dead || to.is_some() {
+        if !found_dead {
             return sent;
         }
-        // Our peer is gone: forget it (and what it had sent us).
+        // A closed receiver: if it was our peer (named or not), forget it
+        // and what it had sent us; else a send by name finds nobody bound
+        // (ECONNREFUSED), and one to a peer that another thread changed
+        // meanwhile says ECONNRESET, as unix_dgram_sendmsg.
         let was_peer = {
             let mut g = me.cell.lock();
             let was = g.peer.as_ref().is_some_and(|p| Arc::ptr_eq(p, &target));
@@ -262,11 +267,15 @@ impl Dgram {
             }
             was
         };
-        if !was_peer {
-            return Err(Errno::ECONNRESET);
+        if was_peer {
+            me.disconnected(&target);
+            return Err(Errno::ECONNREFUSED);
         }
-        me.disconnected(&target);
-        Err(Errno::ECONNREFUSED)
+        Err(if to.is_some() {
+            Errno::ECONNREFUSED
+        } else {
+            Errno::ECONNRESET
+        })
     }
 
     /// recvmsg: the next message (left queued with `peek`), copied into
@@ -317,7 +326,7 @@ impl Dgram {
             });
         };
         if !peek {
-            from.uncharge(whole);
+            from.uncharge(message_truesize(whole));
         }
         Ok(Received {
             len: if trunc { whole } else { copied },
@@ -419,21 +428,23 @@ mod tests {
     #[test]
     fn the_senders_budget_spans_its_receivers_and_comes_back() {
         let (me, a, b) = (Dgram::new(), Dgram::new(), Dgram::new());
-        let big = SOCK_BUF / 2 - 100;
+        let big = SOCK_BUF / 2;
+        let (t, small) = (message_truesize(big), message_truesize(300));
+        assert!(t < SOCK_BUF && 2 * t > SOCK_BUF);
         assert_eq!(send_to(&me, &a, big), Ok(big));
-        assert_eq!(send_to(&me, &b, big), Ok(big));
-        assert_eq!(wmem(&me), 2 * big);
+        assert_eq!(send_to(&me, &b, big), Ok(big), "let in below the budget");
+        assert_eq!(wmem(&me), 2 * t);
         assert_eq!(send_to(&me, &a, 300), Err(Errno::EAGAIN), "budget spent");
         let mut buf = [0u8; 8];
         let r = a.recv(&mut [&mut buf], false, true, true).unwrap();
         assert_eq!(r.len, big, "MSG_TRUNC: the whole length");
-        assert_eq!(wmem(&me), big, "a read gives the bytes back");
+        assert_eq!(wmem(&me), t, "a read gives the bytes back");
         assert_eq!(send_to(&me, &a, 300), Ok(300));
         // A receiver's final close gives back what it still held.
         b.release();
-        assert_eq!(wmem(&me), 300);
+        assert_eq!(wmem(&me), small);
         assert_eq!(send_to(&me, &b, 1), Err(Errno::ECONNREFUSED));
-        assert_eq!(wmem(&me), 300, "a refused send is not charged");
+        assert_eq!(wmem(&me), small, "a refused send is not charged");
         a.release();
         assert_eq!(wmem(&me), 0);
         me.release();

@@ -18,7 +18,9 @@
 //!
 //! Invariants (under the `Conn` mutex):
 //! - side `s` reads `dirs[s]` and writes `dirs[1 - s]`;
-//! - `dirs[d].queued <= SOCK_BUF` (bytes, or message bytes);
+//! - `dirs[d].queued`: the bytes queued (SOCK_STREAM, at most
+//!   `SOCK_BUF`), or the truesize of the queued messages (SOCK_SEQPACKET,
+//!   `message_truesize`: a send is let in while it is below `SOCK_BUF`);
 //! - `own[s]` holds what side `s` asked with shutdown(); `closed[s]` is set
 //!   once, by the final close of side `s`'s file. The effective shutdown
 //!   of a side is computed from both sides' bits as Linux propagates them
@@ -40,6 +42,27 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 /// Per-direction buffer budget (Linux's net.core.wmem_default).
 pub const SOCK_BUF: usize = 212_992;
+
+/// What one message of `len` bytes costs a datagram or seqpacket sender's
+/// budget: Linux's skb truesize for it on x86_64 (sock_alloc_send_pskb):
+/// the `sk_buff` (256), the linear part rounded up with its
+/// `skb_shared_info` (320) to the kmalloc size (a power of two), and the
+/// pages of whatever is past `SKB_MAX_ALLOC` (at most 17 pages; the rest
+/// stays linear). So a 0- to 192-byte message costs 768 bytes and 278 of
+/// them fill an empty budget, as on the host (`api_anon.rs` compares).
+pub(crate) fn message_truesize(len: usize) -> usize {
+    const SKB: usize = 256;
+    const SHINFO: usize = 320;
+    const PAGE: usize = 4096;
+    const SKB_MAX_ALLOC: usize = 4 * PAGE - SHINFO;
+    let paged = if len > SKB_MAX_ALLOC {
+        (len - SKB_MAX_ALLOC).min(17 * PAGE).next_multiple_of(PAGE)
+    } else {
+        0
+    };
+    let linear = len.saturating_sub(paged);
+    SKB + (linear.next_multiple_of(64) + SHINFO).next_power_of_two() + paged
+}
 
 pub(crate) const RCV: u8 = 1;
 pub(crate) const SEND: u8 = 2;
@@ -599,7 +622,7 @@ impl Socket {
                 let whole = m.len();
                 if !peek {
                     g.dirs[s].msgs.pop_front();
-                    g.dirs[s].queued -= whole;
+                    g.dirs[s].queued -= message_truesize(whole);
                     c.cell.wake_all(g);
                 }
                 return Step::Done(Ok(received(if trunc { whole } else { at })));
@@ -674,10 +697,10 @@ impl Socket {
                 if g.send_shut(s) {
                     return Step::Done(Err(Errno::EPIPE));
                 }
-                if g.dirs[p].queued + len <= SOCK_BUF {
+                if g.dirs[p].queued < SOCK_BUF {
                     let m: Vec<u8> = bufs.concat();
                     let d = &mut g.dirs[p];
-                    d.queued += len;
+                    d.queued += message_truesize(len);
                     d.msgs.push_back(m);
                     c.cell.wake_all(g);
                     return Step::Done(Ok(len));
