@@ -146,7 +146,15 @@ impl Dgram {
                 return Err(Errno::ECONNREFUSED);
             }
         }
-        let old = me.cell.lock().peer.replace(target.clone());
+        let old = {
+            let mut g = me.cell.lock();
+            // A closed socket takes no peer, which would outlive it (only
+            // reachable without the API, whose call holds the file open).
+            if g.dead {
+                return Err(Errno::EBADF);
+            }
+            g.peer.replace(target.clone())
+        };
         if let Some(old) = old {
             if !Arc::ptr_eq(&old, target) {
                 me.disconnected(&old);
@@ -463,5 +471,99 @@ mod tests {
             "no peer, no name"
         );
         assert_eq!(wmem(&me), 0);
+    }
+
+    /// Threads send (by name and to the peer), receive (peeking too),
+    /// connect and replace sockets at random among a few; afterwards every
+    /// socket's budget is exactly the truesize of its messages still
+    /// queued anywhere, and once all are closed, every budget is zero.
+    #[test]
+    fn budgets_balance_under_concurrent_sends_reads_connects_and_closes() {
+        const SOCKETS: usize = 4;
+        const ROUNDS: usize = 20_000;
+        let live: Arc<std::sync::Mutex<Vec<Arc<Dgram>>>> = Arc::new(std::sync::Mutex::new(
+            (0..SOCKETS).map(|_| Dgram::new()).collect(),
+        ));
+        let all: Arc<std::sync::Mutex<Vec<Arc<Dgram>>>> =
+            Arc::new(std::sync::Mutex::new(live.lock().unwrap().clone()));
+        let threads: Vec<_> = (0..3u64)
+            .map(|t| {
+                let (live, all) = (live.clone(), all.clone());
+                std::thread::spawn(move || {
+                    let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ (t + 1);
+                    let mut rnd = |n: usize| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        (x % n as u64) as usize
+                    };
+                    let mut done = [0usize; 2];
+                    for _ in 0..ROUNDS {
+                        let (i, j) = (rnd(SOCKETS), rnd(SOCKETS));
+                        let (me, to) = {
+                            let l = live.lock().unwrap();
+                            (l[i].clone(), l[j].clone())
+                        };
+                        match rnd(10) {
+                            0..=3 => {
+                                let data = vec![1u8; rnd(3000)];
+                                let find = || Ok(to.clone());
+                                let named = rnd(2) == 0;
+                                let sent = Dgram::send(
+                                    &me,
+                                    &[&data],
+                                    true,
+                                    named.then_some(&find as &dyn Fn() -> SysResult<Arc<Dgram>>),
+                                );
+                                done[0] += usize::from(sent.is_ok());
+                            }
+                            4..=6 => {
+                                let mut b = [0u8; 16];
+                                let got = me.recv(&mut [&mut b], rnd(4) == 0, rnd(2) == 0, true);
+                                done[1] += usize::from(got.is_ok());
+                            }
+                            7 | 8 => {
+                                let _ = Dgram::connect(&me, &to);
+                            }
+                            _ => {
+                                let fresh = Dgram::new();
+                                all.lock().unwrap().push(fresh.clone());
+                                let old = std::mem::replace(&mut live.lock().unwrap()[i], fresh);
+                                old.release();
+                            }
+                        }
+                        let _ = Dgram::poll(&me, None);
+                    }
+                    done
+                })
+            })
+            .collect();
+        for t in threads {
+            let [sent, received] = t.join().unwrap();
+            assert!(
+                sent > 100 && received > 100,
+                "{sent} sends, {received} reads"
+            );
+        }
+        let all = all.lock().unwrap();
+        let mut owed = std::collections::HashMap::<*const Dgram, usize>::new();
+        for d in all.iter() {
+            for m in d.cell.lock().queue.iter() {
+                *owed.entry(Arc::as_ptr(&m.from)).or_default() += message_truesize(m.data.len());
+            }
+        }
+        for d in all.iter() {
+            let want = owed.get(&Arc::as_ptr(d)).copied().unwrap_or(0);
+            assert_eq!(wmem(d), want, "a budget is what its queued messages cost");
+        }
+        for d in live.lock().unwrap().iter() {
+            d.release();
+        }
+        for d in all.iter() {
+            assert_eq!(wmem(d), 0, "all given back once every socket closed");
+            let g = d.cell.lock();
+            assert!(g.queue.is_empty(), "a closed socket's queue is empty");
+            assert!(g.peer.is_none(), "a closed socket holds no peer");
+        }
     }
 }
