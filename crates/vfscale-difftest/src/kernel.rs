@@ -1094,6 +1094,13 @@ impl ProcessApi for KernelProcess {
             unit(unsafe { libc::syscall(libc::SYS_connect, fd, addr.as_ptr(), addr.len()) })
         })
     }
+    fn disconnect(&self, fd: Fd) -> SysResult<()> {
+        self.call(move || {
+            let addr = [libc::AF_UNSPEC as u8, 0];
+            // SAFETY: a two-byte address holding only the family.
+            unit(unsafe { libc::syscall(libc::SYS_connect, fd, addr.as_ptr(), addr.len()) })
+        })
+    }
     fn accept4(&self, fd: Fd, flags: i32) -> SysResult<Fd> {
         self.call(move || {
             // SAFETY: no address wanted (null pointers).

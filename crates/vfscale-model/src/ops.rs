@@ -354,6 +354,8 @@ pub enum Op {
         fd: FdArg,
         backlog: i32,
     },
+    /// connect(2) to an AF_UNSPEC address.
+    Disconnect(FdArg),
     /// accept4 (SOCK_NONBLOCK always added, as for `Socket`).
     Accept4 {
         fd: FdArg,
@@ -879,6 +881,7 @@ pub fn apply<P: ProcessApi>(p: &P, op: &Op, fds: &mut FdMap) -> Outcome {
         Op::Bind { fd: a, name } => unit(p.bind(fd(a), &name.0)),
         Op::Connect { fd: a, name } => unit(p.connect(fd(a), &name.0)),
         Op::Listen { fd: a, backlog } => unit(p.listen(fd(a), *backlog)),
+        Op::Disconnect(a) => unit(p.disconnect(fd(a))),
         Op::Accept4 { fd: a, flags } => match p.accept4(fd(a), *flags | SOCK_NONBLOCK) {
             Ok(n) => {
                 fds.opened(n);
@@ -1248,7 +1251,7 @@ fn socket_op() -> impl Strategy<Value = Op> {
         4 => (
             socket_fd(),
             prop::sample::select(vec![0usize, 1, 16]),
-            prop::sample::select(vec![0, 0, MSG_PEEK, MSG_TRUNC, MSG_PEEK | MSG_TRUNC, MSG_OOB])
+            prop::sample::select(vec![0, 0, MSG_PEEK, MSG_TRUNC, MSG_PEEK | MSG_TRUNC, MSG_OOB, MSG_WAITALL])
         )
             .prop_map(|(fd, len, flags)| Op::Recvfrom { fd, len, flags }),
         2 => (socket_fd(), socket_name()).prop_map(|(fd, name)| Op::Bind { fd, name }),
@@ -1256,6 +1259,7 @@ fn socket_op() -> impl Strategy<Value = Op> {
         3 => (socket_fd(), socket_name()).prop_map(|(fd, name)| Op::Connect { fd, name }),
         5 => (socket_fd(), prop::sample::select(vec![0, SOCK_CLOEXEC, 0x40])).prop_map(|(fd, flags)| Op::Accept4 { fd, flags }),
         1 => (socket_fd(), any::<bool>()).prop_map(|(fd, peer)| Op::SockName { fd, peer }),
+        1 => socket_fd().prop_map(Op::Disconnect),
         2 => (socket_fd(), prop::sample::select(vec![SHUT_RD, SHUT_WR, SHUT_RDWR, 3]))
             .prop_map(|(fd, how)| Op::Shutdown { fd, how }),
     ]

@@ -43,6 +43,7 @@ fn not_in_model(op: &Op) -> bool {
             | Op::Accept4 { .. }
             | Op::SockName { .. }
             | Op::Sendto { .. }
+            | Op::Disconnect(_)
             | Op::Recvfrom { .. }
             | Op::Shutdown { .. }
             | Op::Eventfd { .. }

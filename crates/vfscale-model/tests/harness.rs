@@ -110,6 +110,7 @@ fn strategy_reaches_successes_of_every_call() {
         "Accept4",
         "SockName",
         "Sendto",
+        "Disconnect",
         "Recvfrom",
         "Shutdown",
         "Eventfd",

@@ -15,6 +15,8 @@ trait SockCalls {
     fn bind(&mut self, fd: i32, name: &str) -> i64;
     fn listen(&mut self, fd: i32, backlog: i32) -> i64;
     fn connect(&mut self, fd: i32, name: &str) -> i64;
+    /// connect to an AF_UNSPEC address.
+    fn disconnect(&mut self, fd: i32) -> i64;
     fn accept4(&mut self, fd: i32, flags: i32) -> i64;
     /// The name relative to the side's directory ("" if unnamed).
     fn sockname(&mut self, fd: i32, peer: bool) -> Result<String, i64>;
@@ -129,6 +131,18 @@ impl SockCalls for Host {
         let (a, len) = self.addr(name);
         // SAFETY: a valid address of `len` bytes.
         ret(unsafe { libc::connect(fd, (&a as *const libc::sockaddr_un).cast(), len) })
+    }
+    fn disconnect(&mut self, fd: i32) -> i64 {
+        // SAFETY: all-zero is a valid sockaddr; AF_UNSPEC is 0.
+        let a: libc::sockaddr = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid address of its size.
+        ret(unsafe {
+            libc::connect(
+                fd,
+                &a,
+                std::mem::size_of::<libc::sockaddr>() as libc::socklen_t,
+            )
+        })
     }
     fn accept4(&mut self, fd: i32, flags: i32) -> i64 {
         // SAFETY: no address wanted.
@@ -287,6 +301,9 @@ impl SockCalls for Ours {
     }
     fn accept4(&mut self, fd: i32, flags: i32) -> i64 {
         ours(self.0.accept4(fd, flags))
+    }
+    fn disconnect(&mut self, fd: i32) -> i64 {
+        ours(self.0.disconnect(fd).map(|()| 0))
     }
     fn sockname(&mut self, fd: i32, peer: bool) -> Result<String, i64> {
         let r = if peer {
@@ -623,6 +640,14 @@ fn dgram_script(k: &mut dyn SockCalls) -> Vec<(&'static str, String)> {
     note!("b reads again", k.recvfrom(b, 10, 0));
     note!("b sends", k.write(b, b"o"));
     note!("a reads", k.recvfrom(a, 10, 0));
+    // Disconnecting (AF_UNSPEC): no peer; what the peer sent is dropped.
+    note!("me sends a", k.sendto(me, b"d", 0, Some("a")));
+    note!("a disconnects", k.disconnect(a));
+    note!("a's peer after", k.sockname(a, true));
+    note!("a reads after", k.recvfrom(a, 10, 0));
+    note!("a sends after", k.write(a, b"e"));
+    note!("a disconnects again", k.disconnect(a));
+    note!("stranger sends a", k.sendto(c1, b"f", 0, Some("a")));
     // Stream and seqpacket with names.
     let l = k.socket(SOCK_STREAM) as i32;
     k.bind(l, "l");
@@ -644,6 +669,16 @@ fn dgram_script(k: &mut dyn SockCalls) -> Vec<(&'static str, String)> {
     note!("stream recvfrom", k.recvfrom(sa, 1, 0));
     note!("stream recvfrom rest", k.recvfrom(sa, 10, 0));
     note!("stream oob", k.recvfrom(sa, 10, MSG_OOB));
+    // MSG_WAITALL without waiting: what there is, then EAGAIN.
+    k.sendto(sc, b"wxyz", 0, None);
+    let nb_all = MSG_WAITALL | MSG_DONTWAIT;
+    note!("waitall, short", k.recvfrom(sa, 10, nb_all));
+    note!("waitall, empty", k.recvfrom(sa, 10, nb_all));
+    k.sendto(sc, b"wxyz", 0, None);
+    note!("waitall, exact", k.recvfrom(sa, 4, nb_all));
+    note!("stream disconnect", k.disconnect(sa));
+    let us = k.socket(SOCK_STREAM) as i32;
+    note!("unconnected stream disconnect", k.disconnect(us));
     let ql = k.socket(SOCK_SEQPACKET) as i32;
     k.bind(ql, "ql");
     k.listen(ql, 4);
@@ -1084,6 +1119,37 @@ fn concurrent_datagram_senders_to_one_receiver() {
     }
     p.close(log).unwrap();
     p.unlink(b"/log").unwrap();
+    drop(p);
+    assert_baseline(&vfs);
+}
+
+/// A blocking MSG_WAITALL read of a stream socket waits until its buffer
+/// is full, across several writes; EOF ends it with what it has.
+#[test]
+fn a_blocking_waitall_read_fills_its_buffer() {
+    let (vfs, p) = setup();
+    let [a, b] = p.socketpair(AF_UNIX, SOCK_STREAM, 0).unwrap();
+    let reader = p.clone_thread();
+    let t = std::thread::spawn(move || {
+        let mut buf = [0u8; 6];
+        let full = reader.recvfrom(b, &mut buf, MSG_WAITALL).unwrap().0;
+        let first = buf;
+        let at_eof = reader.recvfrom(b, &mut buf, MSG_WAITALL).unwrap().0;
+        (full, first, at_eof, buf[..at_eof].to_vec())
+    });
+    for part in [&b"ab"[..], b"cd", b"ef", b"gh"] {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        assert_eq!(p.write(a, part), Ok(2));
+    }
+    p.close(a).unwrap();
+    let (full, first, at_eof, rest) = t.join().unwrap();
+    assert_eq!((full, &first), (6, b"abcdef"));
+    assert_eq!(
+        (at_eof, rest.as_slice()),
+        (2, &b"gh"[..]),
+        "EOF ends the wait"
+    );
+    p.close(b).unwrap();
     drop(p);
     assert_baseline(&vfs);
 }

@@ -60,6 +60,7 @@ pub const MSG_OOB: i32 = 1;
 pub const MSG_PEEK: i32 = 2;
 pub const MSG_TRUNC: i32 = 0x20;
 pub const MSG_DONTWAIT: i32 = 0x40;
+pub const MSG_WAITALL: i32 = 0x100;
 pub const MSG_NOSIGNAL: i32 = 0x4000;
 
 // eventfd(2).
@@ -138,6 +139,7 @@ mod tests {
         assert_eq!(MSG_TRUNC, libc::MSG_TRUNC);
         assert_eq!(MSG_DONTWAIT, libc::MSG_DONTWAIT);
         assert_eq!(MSG_NOSIGNAL, libc::MSG_NOSIGNAL);
+        assert_eq!(MSG_WAITALL, libc::MSG_WAITALL);
         assert_eq!(EFD_SEMAPHORE, libc::EFD_SEMAPHORE);
         assert_eq!(EFD_NONBLOCK, libc::EFD_NONBLOCK);
         assert_eq!(EFD_CLOEXEC, libc::EFD_CLOEXEC);

@@ -163,6 +163,15 @@ impl Dgram {
         Ok(())
     }
 
+    /// connect(2) to AF_UNSPEC: no default peer any more (what the old one
+    /// sent us is dropped, as for a reconnect).
+    pub(crate) fn disconnect(me: &Arc<Dgram>) {
+        let old = me.cell.lock().peer.take();
+        if let Some(old) = old {
+            me.disconnected(&old);
+        }
+    }
+
     /// This socket stopped being connected to `old`: its queued messages
     /// are dropped and, if there were any and `old` is alive and connected
     /// back to it, `old` reads ECONNRESET once.

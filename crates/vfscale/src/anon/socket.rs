@@ -461,6 +461,19 @@ impl Socket {
         })
     }
 
+    /// connect(2) to an AF_UNSPEC address: a datagram socket drops its
+    /// default peer; stream and seqpacket sockets take only AF_UNIX
+    /// addresses (EINVAL).
+    pub(crate) fn disconnect(&self) -> SysResult<()> {
+        match &self.dgram {
+            Some(d) => {
+                Dgram::disconnect(d);
+                Ok(())
+            }
+            None => Err(Errno::EINVAL),
+        }
+    }
+
     /// accept(2): the next queued connection as a new socket (named as
     /// this listener, its peer the connecting socket's name).
     pub(crate) fn accept(&self, nonblock: bool) -> SysResult<Socket> {
@@ -560,7 +573,8 @@ impl Socket {
     /// recvmsg: MSG_PEEK leaves what it copied queued; MSG_TRUNC makes a
     /// datagram or seqpacket receive return the whole message's length;
     /// MSG_OOB finds no out-of-band data (EINVAL for stream, else
-    /// EOPNOTSUPP); other bits are
+    /// EOPNOTSUPP); MSG_WAITALL fills a stream read's buffers unless it
+    /// peeks; other bits are
     /// ignored, as Linux's AF_UNIX ignores them. The sender's name comes
     /// with the data (a connection's peer for stream and seqpacket).
     pub(crate) fn recv(
@@ -602,23 +616,31 @@ impl Socket {
             len,
             from: peer.clone(),
         };
+        // MSG_WAITALL: a stream read goes on until the buffers are full
+        // (or an error, EOF, or a non-blocking call's empty queue).
+        let want: usize = bufs.iter().map(|b| b.len()).sum();
+        let wait_all = flags & MSG_WAITALL != 0 && !peek && self.ty == SOCK_STREAM;
+        let mut to = Scatter::new(bufs);
+        let mut got = 0;
         c.cell.block_on(nonblock, |g| {
             if self.ty == SOCK_STREAM {
                 if !g.dirs[s].bytes.is_empty() {
                     let d = &mut g.dirs[s];
                     let (front, back) = d.bytes.as_slices();
-                    let mut to = Scatter::new(bufs);
-                    let total = to.put(front) + to.put(back);
+                    let n = to.put(front) + to.put(back);
+                    got += n;
                     if !peek {
-                        d.bytes.drain(..total);
-                        d.queued -= total;
+                        d.bytes.drain(..n);
+                        d.queued -= n;
                         c.cell.wake_all(g);
                     }
-                    return Step::Done(Ok(received(total)));
+                    if !wait_all || got == want {
+                        return Step::Done(Ok(received(got)));
+                    }
                 }
             } else if let Some(m) = g.dirs[s].msgs.front() {
                 // Copy what fits; the rest of the message is discarded.
-                let at = Scatter::new(bufs).put(m);
+                let at = to.put(m);
                 let whole = m.len();
                 if !peek {
                     g.dirs[s].msgs.pop_front();
@@ -628,12 +650,16 @@ impl Socket {
                 return Step::Done(Ok(received(if trunc { whole } else { at })));
             }
             if let Some(e) = g.err[s].take() {
-                return Step::Done(Err(e));
+                return Step::Done(if got > 0 { Ok(received(got)) } else { Err(e) });
             }
             if g.rcv_shut(s) {
-                return Step::Done(Ok(received(0)));
+                return Step::Done(Ok(received(got)));
             }
-            Step::Wait(Err(Errno::EAGAIN))
+            Step::Wait(if got > 0 {
+                Ok(received(got))
+            } else {
+                Err(Errno::EAGAIN)
+            })
         })
     }
 

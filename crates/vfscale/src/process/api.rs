@@ -203,6 +203,11 @@ pub trait ProcessApi: Send {
     fn connect(&self, _fd: Fd, _name: &[u8]) -> SysResult<()> {
         Err(Errno::ENOSYS)
     }
+    /// connect(2) to an AF_UNSPEC address: a datagram socket forgets its
+    /// default peer; EINVAL for stream and seqpacket sockets.
+    fn disconnect(&self, _fd: Fd) -> SysResult<()> {
+        Err(Errno::ENOSYS)
+    }
     /// accept4(2): SOCK_NONBLOCK, SOCK_CLOEXEC.
     fn accept4(&self, _fd: Fd, _flags: i32) -> SysResult<Fd> {
         Err(Errno::ENOSYS)

@@ -23,8 +23,8 @@
 //! its binding pins the cached name (so the inode, found again by the
 //! host file's identity, stays the key).
 //!
-//! Not built (docs/COMPATIBILITY.md): disconnecting a datagram socket
-//! (connect to AF_UNSPEC: the API takes sun_path only).
+//! `disconnect` is connect(2) to an AF_UNSPEC address (a datagram socket
+//! forgets its peer).
 
 use super::anon::{nonblock, stream, Stream, SOCKET_BYTES};
 use super::Process;
@@ -145,6 +145,13 @@ impl Process {
             let target = self.bound_socket(sock.socket_type(), check_name(name)?)?;
             sock.connect(&target, nb)
         })
+    }
+
+    /// connect(2) with an AF_UNSPEC address (a datagram socket forgets its
+    /// default peer).
+    pub fn disconnect(&self, fd: Fd) -> SysResult<()> {
+        let _end = self.vfs.call_end();
+        self.with_socket(fd, |sock, _| sock.disconnect())
     }
 
     /// The live socket of type `ty` that the checked name `name` leads to

@@ -255,6 +255,9 @@ impl ProcessApi for Process {
     fn connect(&self, fd: Fd, name: &[u8]) -> SysResult<()> {
         Process::connect(self, fd, name)
     }
+    fn disconnect(&self, fd: Fd) -> SysResult<()> {
+        Process::disconnect(self, fd)
+    }
     fn accept4(&self, fd: Fd, flags: i32) -> SysResult<Fd> {
         Process::accept4(self, fd, flags)
     }
