@@ -1094,6 +1094,32 @@ impl ProcessApi for KernelProcess {
             unit(unsafe { libc::syscall(libc::SYS_connect, fd, addr.as_ptr(), addr.len()) })
         })
     }
+    fn peer_cred(&self, fd: Fd) -> SysResult<vfscale::abi::Ucred> {
+        self.call(move || {
+            let mut c = libc::ucred {
+                pid: 0,
+                uid: 0,
+                gid: 0,
+            };
+            let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+            // SAFETY: `c` has room for `len` bytes.
+            unit(unsafe {
+                libc::syscall(
+                    libc::SYS_getsockopt,
+                    fd,
+                    libc::SOL_SOCKET,
+                    libc::SO_PEERCRED,
+                    (&mut c as *mut libc::ucred).cast::<u8>(),
+                    &mut len,
+                )
+            })?;
+            Ok(vfscale::abi::Ucred {
+                pid: c.pid,
+                uid: c.uid,
+                gid: c.gid,
+            })
+        })
+    }
     fn disconnect(&self, fd: Fd) -> SysResult<()> {
         self.call(move || {
             let addr = [libc::AF_UNSPEC as u8, 0];

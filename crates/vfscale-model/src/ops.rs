@@ -356,6 +356,9 @@ pub enum Op {
     },
     /// connect(2) to an AF_UNSPEC address.
     Disconnect(FdArg),
+    /// getsockopt(SO_PEERCRED): whether a pid is given (each side numbers
+    /// its processes its own way), then the uid and gid.
+    PeerCred(FdArg),
     /// accept4 (SOCK_NONBLOCK always added, as for `Socket`).
     Accept4 {
         fd: FdArg,
@@ -882,6 +885,13 @@ pub fn apply<P: ProcessApi>(p: &P, op: &Op, fds: &mut FdMap) -> Outcome {
         Op::Connect { fd: a, name } => unit(p.connect(fd(a), &name.0)),
         Op::Listen { fd: a, backlog } => unit(p.listen(fd(a), *backlog)),
         Op::Disconnect(a) => unit(p.disconnect(fd(a))),
+        Op::PeerCred(a) => p.peer_cred(fd(a)).map_or_else(O::Err, |c| {
+            O::Seq(vec![
+                O::Count(usize::from(c.pid != 0)),
+                O::Count(c.uid as usize),
+                O::Count(c.gid as usize),
+            ])
+        }),
         Op::Accept4 { fd: a, flags } => match p.accept4(fd(a), *flags | SOCK_NONBLOCK) {
             Ok(n) => {
                 fds.opened(n);
@@ -1260,6 +1270,7 @@ fn socket_op() -> impl Strategy<Value = Op> {
         5 => (socket_fd(), prop::sample::select(vec![0, SOCK_CLOEXEC, 0x40])).prop_map(|(fd, flags)| Op::Accept4 { fd, flags }),
         1 => (socket_fd(), any::<bool>()).prop_map(|(fd, peer)| Op::SockName { fd, peer }),
         1 => socket_fd().prop_map(Op::Disconnect),
+        1 => socket_fd().prop_map(Op::PeerCred),
         2 => (socket_fd(), prop::sample::select(vec![SHUT_RD, SHUT_WR, SHUT_RDWR, 3]))
             .prop_map(|(fd, how)| Op::Shutdown { fd, how }),
     ]

@@ -44,6 +44,7 @@ fn not_in_model(op: &Op) -> bool {
             | Op::SockName { .. }
             | Op::Sendto { .. }
             | Op::Disconnect(_)
+            | Op::PeerCred(_)
             | Op::Recvfrom { .. }
             | Op::Shutdown { .. }
             | Op::Eventfd { .. }

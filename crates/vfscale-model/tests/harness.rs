@@ -111,6 +111,7 @@ fn strategy_reaches_successes_of_every_call() {
         "SockName",
         "Sendto",
         "Disconnect",
+        "PeerCred",
         "Recvfrom",
         "Shutdown",
         "Eventfd",

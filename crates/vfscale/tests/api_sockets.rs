@@ -17,6 +17,8 @@ trait SockCalls {
     fn connect(&mut self, fd: i32, name: &str) -> i64;
     /// connect to an AF_UNSPEC address.
     fn disconnect(&mut self, fd: i32) -> i64;
+    /// SO_PEERCRED: whether a pid is there, the uid and the gid.
+    fn peercred(&mut self, fd: i32) -> Result<(bool, u32, u32), i64>;
     fn accept4(&mut self, fd: i32, flags: i32) -> i64;
     /// The name relative to the side's directory ("" if unnamed).
     fn sockname(&mut self, fd: i32, peer: bool) -> Result<String, i64>;
@@ -131,6 +133,28 @@ impl SockCalls for Host {
         let (a, len) = self.addr(name);
         // SAFETY: a valid address of `len` bytes.
         ret(unsafe { libc::connect(fd, (&a as *const libc::sockaddr_un).cast(), len) })
+    }
+    fn peercred(&mut self, fd: i32) -> Result<(bool, u32, u32), i64> {
+        let mut c = libc::ucred {
+            pid: 0,
+            uid: 0,
+            gid: 0,
+        };
+        let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+        // SAFETY: `c` has room for `len` bytes.
+        let r = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_PEERCRED,
+                (&mut c as *mut libc::ucred).cast(),
+                &mut len,
+            )
+        };
+        if r < 0 {
+            return Err(-errno());
+        }
+        Ok((c.pid != 0, c.uid, c.gid))
     }
     fn disconnect(&mut self, fd: i32) -> i64 {
         // SAFETY: all-zero is a valid sockaddr; AF_UNSPEC is 0.
@@ -305,6 +329,12 @@ impl SockCalls for Ours {
     fn disconnect(&mut self, fd: i32) -> i64 {
         ours(self.0.disconnect(fd).map(|()| 0))
     }
+    fn peercred(&mut self, fd: i32) -> Result<(bool, u32, u32), i64> {
+        self.0
+            .peer_cred(fd)
+            .map(|c| (c.pid != 0, c.uid, c.gid))
+            .map_err(|e| -(e.0 as i64))
+    }
     fn sockname(&mut self, fd: i32, peer: bool) -> Result<String, i64> {
         let r = if peer {
             self.0.getpeername(fd)
@@ -427,6 +457,13 @@ fn script(k: &mut dyn SockCalls) -> Vec<(&'static str, String)> {
     note!("accepted name", k.sockname(a, false));
     note!("accepted peer", k.sockname(a, true));
     note!("accepted reads", k.read(a, 10));
+    note!("accepted peer cred", k.peercred(a));
+    note!("client peer cred", k.peercred(c));
+    note!("listener peer cred", k.peercred(s));
+    let lone = k.socket(SOCK_STREAM) as i32;
+    note!("unconnected peer cred", k.peercred(lone));
+    let dg = k.socket(SOCK_DGRAM) as i32;
+    note!("datagram peer cred", k.peercred(dg));
     note!("accepted flags", k.getfl(a) & O_NONBLOCK as i64);
     note!("reply", k.write(a, b"hi"));
     note!("client reads", k.read(c, 10));
@@ -493,6 +530,7 @@ fn script(k: &mut dyn SockCalls) -> Vec<(&'static str, String)> {
     note!("bind a pair", k.bind(p0, "pair"));
     note!("connect a pair", k.connect(p0, "sq"));
     note!("pair name", k.sockname(p0, false));
+    note!("pair peer cred", k.peercred(p0));
     // A shut-down listener refuses connects and accepts.
     note!("shutdown listener", k.shutdown(sq, SHUT_RDWR));
     note!("poll shut listener", k.poll(sq));
@@ -1152,4 +1190,38 @@ fn a_blocking_waitall_read_fills_its_buffer() {
     p.close(b).unwrap();
     drop(p);
     assert_baseline(&vfs);
+}
+
+/// SO_PEERCRED carries who connected, listened or made the pair: the
+/// accepted socket sees the client's process and ids, the client the
+/// listener's as of its listen(), a pair its maker's.
+#[test]
+fn peer_credentials_name_the_other_process() {
+    let (vfs, root) = setup();
+    let s = root.socket(AF_UNIX, SOCK_STREAM, 0).unwrap();
+    root.bind(s, b"/srv").unwrap();
+    root.chmod(b"/srv", 0o777).unwrap();
+    root.listen(s, 4).unwrap();
+    let u = user(&vfs, 1000, 100);
+    let c = u.socket(AF_UNIX, SOCK_STREAM, 0).unwrap();
+    u.connect(c, b"/srv").unwrap();
+    let a = root.accept4(s, 0).unwrap();
+    let (them, us) = (root.peer_cred(a).unwrap(), u.peer_cred(c).unwrap());
+    assert_eq!((them.uid, them.gid), (1000, 100), "the client's ids");
+    assert_eq!((us.uid, us.gid), (0, 0), "the listener's ids");
+    assert!(
+        them.pid > 0 && us.pid > 0 && them.pid != us.pid,
+        "{them:?} {us:?}"
+    );
+    assert_eq!(root.peer_cred(s), Ok(us), "a listener: its own listen()'s");
+    let [p0, p1] = u.socketpair(AF_UNIX, SOCK_DGRAM, 0).unwrap();
+    assert_eq!(u.peer_cred(p0), u.peer_cred(p1));
+    assert_eq!(
+        u.peer_cred(p0).map(|c| (c.uid, c.pid)),
+        Ok((1000, them.pid))
+    );
+    let lone = u.socket(AF_UNIX, SOCK_STREAM, 0).unwrap();
+    assert_eq!(u.peer_cred(lone), Ok(Ucred::NONE));
+    assert_eq!(u.peer_cred(99), Err(Errno::EBADF));
+    drop(vfs);
 }

@@ -475,3 +475,34 @@ fn datagram_shutdowns_answer_as_unix_dgram_does() {
     assert_eq!(p.write(c, b"x"), Err(Errno::ECONNREFUSED));
     assert_eq!(p.getpeername(c), Err(Errno::ENOTCONN));
 }
+
+#[test]
+fn getpeername_reads_the_peers_name_now() {
+    let (_vfs, p) = setup();
+    // A pair's ends have no names; binding one names it for the other's
+    // getpeername and recvfrom (Linux reads the peer's address at the
+    // call, session 15).
+    let [a, b] = p
+        .socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0)
+        .unwrap();
+    assert_eq!(p.getpeername(b), Ok(Vec::new()));
+    p.bind(a, b"\0vfscale-kd-a").unwrap();
+    assert_eq!(p.getpeername(b), Ok(b"\0vfscale-kd-a".to_vec()));
+    assert_eq!(p.write(a, b"x"), Ok(1));
+    let mut buf = [0u8; 4];
+    assert_eq!(
+        p.recvfrom(b, &mut buf, 0),
+        Ok((1, b"\0vfscale-kd-a".to_vec()))
+    );
+    // A client that binds after it connected: the accepted side sees it.
+    let l = p.socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0).unwrap();
+    p.bind(l, b"/srv").unwrap();
+    p.listen(l, 1).unwrap();
+    let c = p.socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0).unwrap();
+    p.connect(c, b"/srv").unwrap();
+    let s = p.accept4(l, 0).unwrap();
+    assert_eq!(p.getpeername(s), Ok(Vec::new()));
+    p.bind(c, b"/cli").unwrap();
+    assert_eq!(p.getpeername(s), Ok(b"/cli".to_vec()));
+    assert_eq!(p.getpeername(c), Ok(b"/srv".to_vec()));
+}

@@ -93,6 +93,24 @@ pub const POLLRDHUP: i16 = 0x2000;
 
 /// One entry of poll(2)'s array (`struct pollfd`).
 #[repr(C)]
+/// getsockopt(SO_PEERCRED)'s answer (struct ucred): the peer's process
+/// id and effective ids when it connected, listened or made the pair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ucred {
+    pub pid: i32,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl Ucred {
+    /// No peer credentials (an unconnected socket): pid 0, ids -1.
+    pub const NONE: Ucred = Ucred {
+        pid: 0,
+        uid: u32::MAX,
+        gid: u32::MAX,
+    };
+}
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PollFd {
     pub fd: i32,

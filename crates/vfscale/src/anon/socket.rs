@@ -86,12 +86,18 @@ struct ConnState {
 
 pub(crate) struct Conn {
     cell: WaitCell<ConnState>,
+    /// Each side's socket name, once it has one (getpeername and recvfrom
+    /// read the other side's now, as Linux reads the peer's address: a
+    /// socket may bind after it connected). Set under that socket's bind
+    /// lock.
+    names: [OnceLock<SockName>; 2],
 }
 
 impl Conn {
     fn new() -> Arc<Conn> {
         Arc::new(Conn {
             cell: WaitCell::new(ConnState::default()),
+            names: [OnceLock::new(), OnceLock::new()],
         })
     }
 
@@ -112,12 +118,7 @@ impl Conn {
 pub(crate) type SockName = Arc<[u8]>;
 
 enum Link {
-    Connected {
-        conn: Arc<Conn>,
-        side: usize,
-        /// getpeername's answer: the peer's name when the two connected.
-        peer: SockName,
-    },
+    Connected { conn: Arc<Conn>, side: usize },
     Listening(Arc<Listener>),
 }
 
@@ -127,8 +128,12 @@ pub(crate) struct Listener {
 }
 
 struct ListenState {
-    /// Side 1 of each queued connection and the connecting socket's name.
-    pending: VecDeque<(Arc<Conn>, SockName)>,
+    /// Side 1 of each queued connection and the connecting process's
+    /// credentials.
+    pending: VecDeque<(Arc<Conn>, Ucred)>,
+    /// The credentials of the last listen() (what connecting sockets see
+    /// as their peer's, and SO_PEERCRED on the listener).
+    cred: Ucred,
     /// More than this many queued makes a connect wait (Linux's
     /// sk_max_ack_backlog: `backlog + 1` fit).
     backlog: usize,
@@ -241,6 +246,9 @@ pub struct Socket {
     name: OnceLock<SockName>,
     /// Set by bind to a path.
     binding: OnceLock<Arc<Binding>>,
+    /// SO_PEERCRED of a connected socket (socketpair: its maker's; a
+    /// connect: the listener's; accept: the connecting process's).
+    peer_cred: OnceLock<Ucred>,
     /// Held while a bind names the socket (Linux's bindlock), so two binds
     /// of one socket cannot both name it. Taken with nothing held (a path
     /// bind has made its file before); inside it only the namespace's
@@ -273,32 +281,53 @@ impl Socket {
             link: OnceLock::new(),
             name: OnceLock::new(),
             binding: OnceLock::new(),
+            peer_cred: OnceLock::new(),
             bind_lock: Mutex::new(()),
             unlinked_shut: std::sync::atomic::AtomicU8::new(0),
         }
     }
 
-    /// Side `side` of `conn`, whose other side is named `peer`.
-    fn connected_to(ty: i32, conn: Arc<Conn>, side: usize, peer: SockName) -> Socket {
+    /// Side `side` of `conn`.
+    fn connected_to(ty: i32, conn: Arc<Conn>, side: usize) -> Socket {
         let s = Socket::unconnected(ty);
-        let _ = s.link.set(Link::Connected { conn, side, peer });
+        let _ = s.link.set(Link::Connected { conn, side });
         s
     }
 
-    /// Both ends of a connected pair.
-    pub(crate) fn pair(ty: i32) -> (Socket, Socket) {
-        if ty == SOCK_DGRAM {
+    /// The other side's name now (empty if it has none).
+    fn peer_of(conn: &Conn, side: usize) -> SockName {
+        conn.names[1 - side]
+            .get()
+            .cloned()
+            .unwrap_or_else(|| Arc::from(&b""[..]))
+    }
+
+    /// Both ends of a connected pair, made by a process with `cred`.
+    pub(crate) fn pair(ty: i32, cred: Ucred) -> (Socket, Socket) {
+        let (sa, sb) = if ty == SOCK_DGRAM {
             let (a, b) = Dgram::pair();
             let (mut sa, mut sb) = (Socket::unconnected(ty), Socket::unconnected(ty));
             (sa.dgram, sb.dgram) = (Some(a), Some(b));
-            return (sa, sb);
+            (sa, sb)
+        } else {
+            let conn = Conn::new();
+            (
+                Socket::connected_to(ty, conn.clone(), 0),
+                Socket::connected_to(ty, conn, 1),
+            )
+        };
+        let _ = sa.peer_cred.set(cred);
+        let _ = sb.peer_cred.set(cred);
+        (sa, sb)
+    }
+
+    /// getsockopt(SO_PEERCRED): see `peer_cred`; a listener answers with
+    /// its own listen()'s; none (`Ucred::NONE`) otherwise.
+    pub(crate) fn peer_cred(&self) -> Ucred {
+        if let Some(l) = self.listener() {
+            return l.cell.lock().cred;
         }
-        let conn = Conn::new();
-        let unnamed: SockName = Arc::from(&b""[..]);
-        (
-            Socket::connected_to(ty, conn.clone(), 0, unnamed.clone()),
-            Socket::connected_to(ty, conn, 1, unnamed),
-        )
+        self.peer_cred.get().copied().unwrap_or(Ucred::NONE)
     }
 
     /// The connection and this socket's side of it, if connected.
@@ -331,7 +360,7 @@ impl Socket {
             return d.peer_name();
         }
         match self.link.get() {
-            Some(Link::Connected { peer, .. }) => Ok(peer.clone()),
+            Some(Link::Connected { conn, side }) => Ok(Self::peer_of(conn, *side)),
             _ => Err(Errno::ENOTCONN),
         }
     }
@@ -372,15 +401,19 @@ impl Socket {
         if let Some(d) = &self.dgram {
             d.set_name(name.clone());
         }
+        if let Some((c, side)) = self.conn() {
+            let _ = c.names[side].set(name.clone());
+        }
         // Under the bind lock: neither is set yet.
         let _ = self.binding.set(b);
         let _ = self.name.set(name);
         Ok(())
     }
 
-    /// listen(2): EOPNOTSUPP for datagrams, EINVAL unless bound and not
-    /// connected; a second listen only changes the backlog.
-    pub(crate) fn listen(&self, backlog: i32) -> SysResult<()> {
+    /// listen(2) by a process with `cred`: EOPNOTSUPP for datagrams,
+    /// EINVAL unless bound and not connected; a second listen only changes
+    /// the backlog (and the credentials).
+    pub(crate) fn listen(&self, backlog: i32, cred: Ucred) -> SysResult<()> {
         if self.ty == SOCK_DGRAM {
             return Err(Errno::EOPNOTSUPP);
         }
@@ -392,6 +425,7 @@ impl Socket {
             Link::Listening(Arc::new(Listener {
                 cell: WaitCell::new(ListenState {
                     pending: VecDeque::new(),
+                    cred,
                     backlog,
                     // Relaxed: as in `shutdown`.
                     shut: self
@@ -406,6 +440,7 @@ impl Socket {
         };
         let mut g = l.cell.lock();
         g.backlog = backlog;
+        g.cred = cred;
         l.cell.wake_all(&mut g);
         drop(g);
         let _ = binding.listener.set(l.clone());
@@ -416,7 +451,7 @@ impl Socket {
     /// order: the type (EPROTOTYPE), a listener that takes connections
     /// (ECONNREFUSED), room in its queue (EAGAIN, or wait), then this
     /// socket's own state (EISCONN, EINVAL for a listener).
-    pub(crate) fn connect(&self, target: &Binding, nonblock: bool) -> SysResult<()> {
+    pub(crate) fn connect(&self, target: &Binding, nonblock: bool, cred: Ucred) -> SysResult<()> {
         if target.ty != self.ty {
             return Err(Errno::EPROTOTYPE);
         }
@@ -446,19 +481,29 @@ impl Socket {
             if shut != 0 {
                 conn.cell.lock().own[0] = shut;
             }
+            // The accepted side takes the listener's name.
+            let _ = conn.names[1].set(target.name.clone());
             let link = Link::Connected {
                 conn: conn.clone(),
                 side: 0,
-                peer: target.name.clone(),
             };
             if self.link.set(link).is_err() {
                 // Another thread connected or listened on it meanwhile.
                 return Step::Done(Err(Errno::EISCONN));
             }
-            g.pending.push_back((conn, self.name()));
+            let _ = self.peer_cred.set(g.cred);
+            g.pending.push_back((conn, cred));
             l.cell.wake_all(g);
             Step::Done(Ok(()))
-        })
+        })?;
+        // Our name, if we have one, for the other side: under the bind
+        // lock, so that a bind racing this connect either sees the link
+        // or is seen here.
+        let _serial = self.bind_lock.lock().unwrap_or_else(|e| e.into_inner());
+        if let (Some((c, side)), Some(name)) = (self.conn(), self.name.get()) {
+            let _ = c.names[side].set(name.clone());
+        }
+        Ok(())
     }
 
     /// connect(2) to an AF_UNSPEC address: a datagram socket drops its
@@ -483,7 +528,7 @@ impl Socket {
         let Some(l) = self.listener() else {
             return Err(Errno::EINVAL);
         };
-        let (conn, peer) = l.cell.block_on(nonblock, |g| {
+        let (conn, cred) = l.cell.block_on(nonblock, |g| {
             if let Some(next) = g.pending.pop_front() {
                 l.cell.wake_all(g);
                 return Step::Done(Ok(next));
@@ -495,8 +540,9 @@ impl Socket {
             }
             Step::Wait(Err(Errno::EAGAIN))
         })?;
-        let s = Socket::connected_to(self.ty, conn, 1, peer);
+        let s = Socket::connected_to(self.ty, conn, 1);
         let _ = s.name.set(self.name());
+        let _ = s.peer_cred.set(cred);
         Ok(s)
     }
 
@@ -591,12 +637,7 @@ impl Socket {
             }
             return d.recv(bufs, peek, trunc, nonblock);
         }
-        let Some(Link::Connected {
-            conn: c,
-            side,
-            peer,
-        }) = self.link.get()
-        else {
+        let Some(Link::Connected { conn: c, side }) = self.link.get() else {
             return Err(match self.ty {
                 SOCK_STREAM => Errno::EINVAL,
                 _ => Errno::ENOTCONN,
@@ -614,7 +655,7 @@ impl Socket {
         let s = *side;
         let received = |len| Received {
             len,
-            from: peer.clone(),
+            from: Self::peer_of(c, s),
         };
         // MSG_WAITALL: a stream read goes on until the buffers are full
         // (or an error, EOF, or a non-blocking call's empty queue).

@@ -208,6 +208,10 @@ pub trait ProcessApi: Send {
     fn disconnect(&self, _fd: Fd) -> SysResult<()> {
         Err(Errno::ENOSYS)
     }
+    /// getsockopt(SOL_SOCKET, SO_PEERCRED).
+    fn peer_cred(&self, _fd: Fd) -> SysResult<Ucred> {
+        Err(Errno::ENOSYS)
+    }
     /// accept4(2): SOCK_NONBLOCK, SOCK_CLOEXEC.
     fn accept4(&self, _fd: Fd, _flags: i32) -> SysResult<Fd> {
         Err(Errno::ENOSYS)

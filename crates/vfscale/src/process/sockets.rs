@@ -134,7 +134,7 @@ impl Process {
     /// listen(2).
     pub fn listen(&self, fd: Fd, backlog: i32) -> SysResult<()> {
         let _end = self.vfs.call_end();
-        self.with_socket(fd, |sock, _| sock.listen(backlog))
+        self.with_socket(fd, |sock, _| sock.listen(backlog, self.ucred()))
     }
 
     /// connect(2) to a path or an abstract name.
@@ -143,7 +143,7 @@ impl Process {
         self.check_addr_len(fd, name)?;
         self.with_socket(fd, |sock, nb| {
             let target = self.bound_socket(sock.socket_type(), check_name(name)?)?;
-            sock.connect(&target, nb)
+            sock.connect(&target, nb, self.ucred())
         })
     }
 
@@ -256,6 +256,24 @@ impl Process {
     pub fn getsockname(&self, fd: Fd) -> SysResult<Vec<u8>> {
         let _end = self.vfs.call_end();
         self.with_socket(fd, |sock, _| Ok(sock.name().to_vec()))
+    }
+
+    /// This process as a socket peer sees it: its id (the one F_GETLK
+    /// reports, shared by `clone_thread` siblings as a thread group's pid)
+    /// and its effective uid and gid.
+    pub(crate) fn ucred(&self) -> Ucred {
+        Ucred {
+            pid: self.files.lock_owner() as i32,
+            uid: self.cred.euid,
+            gid: self.cred.egid,
+        }
+    }
+
+    /// getsockopt(SO_PEERCRED): the peer's credentials from when the two
+    /// connected (a listener: its own listen()'s; none: pid 0, ids -1).
+    pub fn peer_cred(&self, fd: Fd) -> SysResult<Ucred> {
+        let _end = self.vfs.call_end();
+        self.with_socket(fd, |sock, _| Ok(sock.peer_cred()))
     }
 
     /// getpeername(2): the peer's path (empty if unnamed); ENOTCONN.

@@ -255,6 +255,9 @@ impl ProcessApi for Process {
     fn connect(&self, fd: Fd, name: &[u8]) -> SysResult<()> {
         Process::connect(self, fd, name)
     }
+    fn peer_cred(&self, fd: Fd) -> SysResult<Ucred> {
+        Process::peer_cred(self, fd)
+    }
     fn disconnect(&self, fd: Fd) -> SysResult<()> {
         Process::disconnect(self, fd)
     }
