@@ -26,10 +26,12 @@
 //!   of a side is computed from both sides' bits as Linux propagates them
 //!   to the peer.
 //!
-//! Buffer accounting is by payload bytes against one 212992-byte budget
-//! per direction (Linux's default wmem), not skb truesize, so Linux fits
-//! somewhat less in practice (docs/COMPATIBILITY.md). No signals: a write
-//! to a shut-down stream returns EPIPE without SIGPIPE.
+//! Buffer accounting is against one 212992-byte budget per direction
+//! (Linux's default wmem): a seqpacket message costs its skb truesize as
+//! on Linux (`message_truesize`), stream data its payload bytes (Linux's
+//! stream skbs cost more, so it fits somewhat less: docs/COMPATIBILITY.md).
+//! No signals: a write to a shut-down stream returns EPIPE without
+//! SIGPIPE.
 
 use super::dgram::{Dgram, Received};
 use super::scatter::Scatter;
@@ -49,7 +51,8 @@ pub const SOCK_BUF: usize = 212_992;
 /// `skb_shared_info` (320) to the kmalloc size (a power of two), and the
 /// pages of whatever is past `SKB_MAX_ALLOC` (at most 17 pages; the rest
 /// stays linear). So a 0- to 192-byte message costs 768 bytes and 278 of
-/// them fill an empty budget, as on the host (`api_anon.rs` compares).
+/// them fill an empty budget, as on the host (`api_sockets.rs`,
+/// `message_budgets_match_the_host`, compares sizes up to 200,000).
 pub(crate) fn message_truesize(len: usize) -> usize {
     const SKB: usize = 256;
     const SHINFO: usize = 320;
