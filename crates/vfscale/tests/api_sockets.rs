@@ -417,8 +417,8 @@ impl SockCalls for Ours {
     }
 }
 
-fn script(k: &mut dyn SockCalls) -> Vec<(&'static str, String)> {
-    let mut log: Vec<(&'static str, String)> = Vec::new();
+fn script(k: &mut dyn SockCalls) -> Log {
+    let mut log: Log = Vec::new();
     macro_rules! note {
         ($what:expr, $v:expr) => {
             log.push(($what, format!("{:?}", $v)))
@@ -547,8 +547,8 @@ fn script(k: &mut dyn SockCalls) -> Vec<(&'static str, String)> {
 /// Datagrams by name: sendto/recvfrom, a default peer, the receive
 /// queue's limit for senders it is not connected back to, EPERM from a
 /// socket connected elsewhere, a departed peer, flags.
-fn dgram_script(k: &mut dyn SockCalls) -> Vec<(&'static str, String)> {
-    let mut log: Vec<(&'static str, String)> = Vec::new();
+fn dgram_script(k: &mut dyn SockCalls) -> Log {
+    let mut log: Log = Vec::new();
     macro_rules! note {
         ($what:expr, $v:expr) => {
             log.push(($what, format!("{:?}", $v)))
@@ -733,8 +733,8 @@ fn dgram_script(k: &mut dyn SockCalls) -> Vec<(&'static str, String)> {
 
 /// How many messages of each size fill an empty datagram or seqpacket
 /// socket pair (Linux charges each its skb truesize, not its length).
-fn fill_script(k: &mut dyn SockCalls) -> Vec<(&'static str, String)> {
-    let mut log: Vec<(&'static str, String)> = Vec::new();
+fn fill_script(k: &mut dyn SockCalls) -> Log {
+    let mut log: Log = Vec::new();
     for ty in [SOCK_DGRAM, SOCK_SEQPACKET] {
         for len in [0usize, 1, 100, 193, 1000, 4000, 16064, 16065, 60000, 200000] {
             let [a, b] = k.socketpair(ty);
@@ -760,40 +760,15 @@ fn fill_script(k: &mut dyn SockCalls) -> Vec<(&'static str, String)> {
     log
 }
 
-#[test]
-fn message_budgets_match_the_host() {
-    let host = fill_script(&mut Host {
-        dir: tempfile::tempdir().unwrap(),
-    });
-    let (vfs, p) = setup();
-    let ours = fill_script(&mut Ours(p));
-    assert_eq!(ours, host, "vfscale (left) against the host kernel (right)");
-    assert!(host.iter().any(|(_, v)| v == "2 0: 278 -11"), "{host:?}");
-    drop(vfs);
-}
+/// What a script logs: each step's label and its result.
+type Log = Vec<(&'static str, String)>;
 
-#[test]
-fn datagrams_by_name_match_the_host() {
-    let host = dgram_script(&mut Host {
-        dir: tempfile::tempdir().unwrap(),
-    });
-    let (vfs, p) = setup();
-    let ours = dgram_script(&mut Ours(p));
-    for (h, o) in host.iter().zip(&ours) {
-        assert_eq!(o, h, "vfscale (left) against the host kernel (right)");
-    }
-    assert_eq!(ours.len(), host.len());
-    assert!(
-        host.contains(&("recvfrom named sender", "Ok((1, [98], \"c2\"))".into())),
-        "{host:?}"
-    );
-    drop(vfs);
-}
-
-#[test]
-fn unix_names_match_the_host() {
-    // SAFETY: umask is process-wide; this sets the usual value and both
-    // sides' modes are compared under it.
+/// Runs `script` on the host kernel (in a fresh temporary directory,
+/// under umask 022) and on a fresh vfscale, requires the same result at
+/// every step, and returns the host's log for the caller's own checks.
+fn same_as_host(script: fn(&mut dyn SockCalls) -> Log) -> Log {
+    // SAFETY: umask is process-wide; this sets the usual value (vfscale's
+    // default) and both sides' modes are compared under it.
     let old = unsafe { libc::umask(0o022) };
     let host = script(&mut Host {
         dir: tempfile::tempdir().unwrap(),
@@ -806,6 +781,28 @@ fn unix_names_match_the_host() {
         assert_eq!(o, h, "vfscale (left) against the host kernel (right)");
     }
     assert_eq!(ours.len(), host.len());
+    drop(vfs);
+    host
+}
+
+#[test]
+fn message_budgets_match_the_host() {
+    let host = same_as_host(fill_script);
+    assert!(host.iter().any(|(_, v)| v == "2 0: 278 -11"), "{host:?}");
+}
+
+#[test]
+fn datagrams_by_name_match_the_host() {
+    let host = same_as_host(dgram_script);
+    assert!(
+        host.contains(&("recvfrom named sender", "Ok((1, [98], \"c2\"))".into())),
+        "{host:?}"
+    );
+}
+
+#[test]
+fn unix_names_match_the_host() {
+    let host = same_as_host(script);
     // Values the script must have seen, so a host without these calls
     // cannot make it pass by failing alike.
     assert!(host.contains(&("connect", "0".into())), "{host:?}");
@@ -813,7 +810,6 @@ fn unix_names_match_the_host() {
         host.contains(&("accepted reads", "Ok([104, 101, 108, 108, 111])".into())),
         "{host:?}"
     );
-    drop(vfs);
 }
 
 #[test]
