@@ -506,3 +506,30 @@ fn getpeername_reads_the_peers_name_now() {
     assert_eq!(p.getpeername(s), Ok(b"/cli".to_vec()));
     assert_eq!(p.getpeername(c), Ok(b"/srv".to_vec()));
 }
+
+#[test]
+fn a_lone_empty_unread_message_resets_nothing() {
+    // Linux's release takes a first empty message for a consumed
+    // out-of-band marker: closing a seqpacket end that holds only one
+    // empty message unread is no reset for its peer (EPIPE), any other
+    // unread content is (ECONNRESET) — session 15, after messages began
+    // to cost their truesize.
+    let (_vfs, p) = setup();
+    let cases: [(&[&[u8]], Errno); 4] = [
+        (&[b""], Errno::EPIPE),
+        (&[b"", b""], Errno::ECONNRESET),
+        (&[b"", b"x"], Errno::ECONNRESET),
+        (&[b"x"], Errno::ECONNRESET),
+    ];
+    for (msgs, want) in cases {
+        let [a, b] = p
+            .socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0)
+            .unwrap();
+        for m in msgs {
+            assert_eq!(p.write(a, m), Ok(m.len()));
+        }
+        p.close(b).unwrap();
+        assert_eq!(p.write(a, b"d"), Err(want), "{msgs:?}");
+        p.close(a).unwrap();
+    }
+}

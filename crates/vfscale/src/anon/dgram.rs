@@ -29,12 +29,12 @@
 //!   shutdowns do not propagate to the peer, as Linux).
 
 use super::scatter::Scatter;
-use super::socket::{message_truesize, SockName, RCV, SEND, SOCK_BUF};
+use super::socket::{message_truesize, NameCell, SockName, RCV, SEND, SOCK_BUF};
 use super::wait::{Poller, Step, WaitCell};
 use crate::abi::*;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 struct Datagram {
     data: Vec<u8>,
@@ -58,7 +58,8 @@ struct DgramState {
 pub(crate) struct Dgram {
     cell: WaitCell<DgramState>,
     shut: AtomicU8,
-    name: OnceLock<SockName>,
+    /// The socket's name cell (shared with its `Socket`, which bind sets).
+    name: NameCell,
 }
 
 /// What a receive took: the bytes copied (or, with `MSG_TRUNC`, the whole
@@ -86,25 +87,19 @@ fn uncharge_all(purged: VecDeque<Datagram>) {
 }
 
 impl Dgram {
-    pub(crate) fn new() -> Arc<Dgram> {
+    /// A socket named through `name` (its `Socket`'s cell).
+    pub(crate) fn new(name: NameCell) -> Arc<Dgram> {
         Arc::new(Dgram {
             cell: WaitCell::new(DgramState::default()),
             shut: AtomicU8::new(0),
-            name: OnceLock::new(),
+            name,
         })
     }
 
-    /// Two sockets, each the other's default peer (socketpair).
-    pub(crate) fn pair() -> (Arc<Dgram>, Arc<Dgram>) {
-        let (a, b) = (Dgram::new(), Dgram::new());
+    /// Makes `a` and `b` each the other's default peer (socketpair).
+    pub(crate) fn pair_up(a: &Arc<Dgram>, b: &Arc<Dgram>) {
         a.cell.lock().peer = Some(b.clone());
         b.cell.lock().peer = Some(a.clone());
-        (a, b)
-    }
-
-    /// Records the name bind gave the socket (what receivers see).
-    pub(crate) fn set_name(&self, name: SockName) {
-        let _ = self.name.set(name);
     }
 
     fn name(&self) -> SockName {
@@ -438,13 +433,17 @@ mod tests {
         Dgram::send(me, &[&data], true, Some(&find))
     }
 
+    fn unnamed_socket() -> Arc<Dgram> {
+        Dgram::new(NameCell::default())
+    }
+
     fn wmem(d: &Dgram) -> usize {
         d.cell.lock().wmem
     }
 
     #[test]
     fn the_senders_budget_spans_its_receivers_and_comes_back() {
-        let (me, a, b) = (Dgram::new(), Dgram::new(), Dgram::new());
+        let (me, a, b) = (unnamed_socket(), unnamed_socket(), unnamed_socket());
         let big = SOCK_BUF / 2;
         let (t, small) = (message_truesize(big), message_truesize(300));
         assert!(t < SOCK_BUF && 2 * t > SOCK_BUF);
@@ -469,7 +468,7 @@ mod tests {
 
     #[test]
     fn a_failed_send_charges_nothing_and_an_oversized_one_is_emsgsize() {
-        let (me, to) = (Dgram::new(), Dgram::new());
+        let (me, to) = (unnamed_socket(), unnamed_socket());
         assert_eq!(send_to(&me, &to, SOCK_BUF - 31), Err(Errno::EMSGSIZE));
         to.shutdown(RCV);
         assert_eq!(send_to(&me, &to, 10), Err(Errno::EPIPE));
@@ -491,7 +490,7 @@ mod tests {
         const SOCKETS: usize = 4;
         const ROUNDS: usize = 20_000;
         let live: Arc<std::sync::Mutex<Vec<Arc<Dgram>>>> = Arc::new(std::sync::Mutex::new(
-            (0..SOCKETS).map(|_| Dgram::new()).collect(),
+            (0..SOCKETS).map(|_| unnamed_socket()).collect(),
         ));
         let all: Arc<std::sync::Mutex<Vec<Arc<Dgram>>>> =
             Arc::new(std::sync::Mutex::new(live.lock().unwrap().clone()));
@@ -535,7 +534,7 @@ mod tests {
                                 let _ = Dgram::connect(&me, &to);
                             }
                             _ => {
-                                let fresh = Dgram::new();
+                                let fresh = unnamed_socket();
                                 all.lock().unwrap().push(fresh.clone());
                                 let old = std::mem::replace(&mut live.lock().unwrap()[i], fresh);
                                 old.release();

@@ -89,18 +89,15 @@ struct ConnState {
 
 pub(crate) struct Conn {
     cell: WaitCell<ConnState>,
-    /// Each side's socket name, once it has one (getpeername and recvfrom
-    /// read the other side's now, as Linux reads the peer's address: a
-    /// socket may bind after it connected). Set under that socket's bind
-    /// lock.
-    names: [OnceLock<SockName>; 2],
+    /// Each side's socket's name cell.
+    names: [NameCell; 2],
 }
 
 impl Conn {
-    fn new() -> Arc<Conn> {
+    fn new(names: [NameCell; 2]) -> Arc<Conn> {
         Arc::new(Conn {
             cell: WaitCell::new(ConnState::default()),
-            names: [OnceLock::new(), OnceLock::new()],
+            names,
         })
     }
 
@@ -119,6 +116,13 @@ impl Conn {
 /// A socket address: sun_path's bytes as bound (a path, or a leading NUL
 /// and an abstract name; empty: unnamed).
 pub(crate) type SockName = Arc<[u8]>;
+
+/// A socket's name, set once by bind (or, for an accepted socket, to its
+/// listener's), shared with whatever reads it on the peer's behalf: the
+/// `Conn` (getpeername, a stream recvfrom) and the `Dgram` (a datagram's
+/// sender) read the name it has at that moment, as Linux reads the peer's
+/// address at the call (a socket may bind after it connected).
+pub(crate) type NameCell = Arc<OnceLock<SockName>>;
 
 enum Link {
     Connected { conn: Arc<Conn>, side: usize },
@@ -246,7 +250,7 @@ pub struct Socket {
     dgram: Option<Arc<Dgram>>,
     link: OnceLock<Link>,
     /// getsockname's answer (bind; an accepted socket has its listener's).
-    name: OnceLock<SockName>,
+    name: NameCell,
     /// Set by bind to a path.
     binding: OnceLock<Arc<Binding>>,
     /// SO_PEERCRED of a connected socket (socketpair: its maker's; a
@@ -278,11 +282,12 @@ impl ConnState {
 impl Socket {
     /// An unconnected socket.
     pub(crate) fn unconnected(ty: i32) -> Socket {
+        let name = NameCell::default();
         Socket {
             ty,
-            dgram: (ty == SOCK_DGRAM).then(Dgram::new),
+            dgram: (ty == SOCK_DGRAM).then(|| Dgram::new(name.clone())),
             link: OnceLock::new(),
-            name: OnceLock::new(),
+            name,
             binding: OnceLock::new(),
             peer_cred: OnceLock::new(),
             bind_lock: Mutex::new(()),
@@ -290,9 +295,10 @@ impl Socket {
         }
     }
 
-    /// Side `side` of `conn`.
+    /// Side `side` of `conn` (named through the connection's cell).
     fn connected_to(ty: i32, conn: Arc<Conn>, side: usize) -> Socket {
-        let s = Socket::unconnected(ty);
+        let mut s = Socket::unconnected(ty);
+        s.name = conn.names[side].clone();
         let _ = s.link.set(Link::Connected { conn, side });
         s
     }
@@ -308,12 +314,13 @@ impl Socket {
     /// Both ends of a connected pair, made by a process with `cred`.
     pub(crate) fn pair(ty: i32, cred: Ucred) -> (Socket, Socket) {
         let (sa, sb) = if ty == SOCK_DGRAM {
-            let (a, b) = Dgram::pair();
-            let (mut sa, mut sb) = (Socket::unconnected(ty), Socket::unconnected(ty));
-            (sa.dgram, sb.dgram) = (Some(a), Some(b));
+            let (sa, sb) = (Socket::unconnected(ty), Socket::unconnected(ty));
+            if let (Some(a), Some(b)) = (&sa.dgram, &sb.dgram) {
+                Dgram::pair_up(a, b);
+            }
             (sa, sb)
         } else {
-            let conn = Conn::new();
+            let conn = Conn::new([NameCell::default(), NameCell::default()]);
             (
                 Socket::connected_to(ty, conn.clone(), 0),
                 Socket::connected_to(ty, conn, 1),
@@ -401,12 +408,6 @@ impl Socket {
             file,
         });
         publish(&b)?;
-        if let Some(d) = &self.dgram {
-            d.set_name(name.clone());
-        }
-        if let Some((c, side)) = self.conn() {
-            let _ = c.names[side].set(name.clone());
-        }
         // Under the bind lock: neither is set yet.
         let _ = self.binding.set(b);
         let _ = self.name.set(name);
@@ -476,7 +477,9 @@ impl Socket {
                 Some(Link::Listening(_)) => return Step::Done(Err(Errno::EINVAL)),
                 None => {}
             }
-            let conn = Conn::new();
+            // The accepted side takes the listener's name.
+            let accepted = NameCell::new(OnceLock::from(target.name.clone()));
+            let conn = Conn::new([self.name.clone(), accepted]);
             // Relaxed: as in `shutdown`.
             let shut = self
                 .unlinked_shut
@@ -484,8 +487,6 @@ impl Socket {
             if shut != 0 {
                 conn.cell.lock().own[0] = shut;
             }
-            // The accepted side takes the listener's name.
-            let _ = conn.names[1].set(target.name.clone());
             let link = Link::Connected {
                 conn: conn.clone(),
                 side: 0,
@@ -498,15 +499,7 @@ impl Socket {
             g.pending.push_back((conn, cred));
             l.cell.wake_all(g);
             Step::Done(Ok(()))
-        })?;
-        // Our name, if we have one, for the other side: under the bind
-        // lock, so that a bind racing this connect either sees the link
-        // or is seen here.
-        let _serial = self.bind_lock.lock().unwrap_or_else(|e| e.into_inner());
-        if let (Some((c, side)), Some(name)) = (self.conn(), self.name.get()) {
-            let _ = c.names[side].set(name.clone());
-        }
-        Ok(())
+        })
     }
 
     /// connect(2) to an AF_UNSPEC address: a datagram socket drops its
@@ -544,7 +537,6 @@ impl Socket {
             Step::Wait(Err(Errno::EAGAIN))
         })?;
         let s = Socket::connected_to(self.ty, conn, 1);
-        let _ = s.name.set(self.name());
         let _ = s.peer_cred.set(cred);
         Ok(s)
     }
@@ -574,7 +566,13 @@ impl Socket {
         }
         let Some((c, s)) = self.conn() else { return };
         let mut g = c.cell.lock();
-        let unread = g.dirs[s].queued > 0 || !g.dirs[s].bytes.is_empty();
+        // unix_release_sock's "unread" skips a first message of no bytes
+        // (it takes it for a consumed out-of-band marker): one empty
+        // message alone resets nothing, one before another does.
+        let d = &g.dirs[s];
+        let unread = !d.bytes.is_empty()
+            || d.msgs.front().is_some_and(|m| !m.is_empty())
+            || d.msgs.len() > 1;
         if unread {
             g.err[1 - s] = Some(Errno::ECONNRESET);
         }
