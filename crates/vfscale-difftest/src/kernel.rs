@@ -1212,6 +1212,14 @@ impl ProcessApi for KernelProcess {
         buf[..copied].copy_from_slice(&data[..copied]);
         Ok((n, name))
     }
+    fn fionread(&self, fd: Fd) -> SysResult<i32> {
+        self.call(move || {
+            let mut n: libc::c_int = 0;
+            // SAFETY: FIONREAD writes one int.
+            unit(unsafe { libc::syscall(libc::SYS_ioctl, fd, libc::FIONREAD, &mut n) })?;
+            Ok(n)
+        })
+    }
     fn eventfd(&self, initval: u32, flags: i32) -> SysResult<Fd> {
         self.call(move || {
             // SAFETY: plain integer arguments.

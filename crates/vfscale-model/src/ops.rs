@@ -356,6 +356,8 @@ pub enum Op {
     },
     /// connect(2) to an AF_UNSPEC address.
     Disconnect(FdArg),
+    /// ioctl(FIONREAD).
+    FionRead(FdArg),
     /// getsockopt(SO_PEERCRED): whether a pid is given (each side numbers
     /// its processes its own way), then the uid and gid.
     PeerCred(FdArg),
@@ -885,6 +887,9 @@ pub fn apply<P: ProcessApi>(p: &P, op: &Op, fds: &mut FdMap) -> Outcome {
         Op::Connect { fd: a, name } => unit(p.connect(fd(a), &name.0)),
         Op::Listen { fd: a, backlog } => unit(p.listen(fd(a), *backlog)),
         Op::Disconnect(a) => unit(p.disconnect(fd(a))),
+        Op::FionRead(a) => p
+            .fionread(fd(a))
+            .map_or_else(O::Err, |n| O::Count(n as u32 as usize)),
         Op::PeerCred(a) => p.peer_cred(fd(a)).map_or_else(O::Err, |c| {
             O::Seq(vec![
                 O::Count(usize::from(c.pid != 0)),
@@ -1359,6 +1364,7 @@ fn anon_op() -> impl Strategy<Value = Op> {
         2 => prop::collection::vec((fd_arg(), events), 1..4).prop_map(Op::Poll),
         3 => (fd_arg(), fcntl_cmd).prop_map(|(fd, (cmd, arg))| Op::Fcntl { fd, cmd, arg }),
         2 => fd_arg().prop_map(Op::FdPath),
+        2 => prop_oneof![fd_arg(), (0u8..3).prop_map(FdArg::Recent)].prop_map(Op::FionRead),
     ]
 }
 

@@ -45,6 +45,7 @@ fn not_in_model(op: &Op) -> bool {
             | Op::Sendto { .. }
             | Op::Disconnect(_)
             | Op::PeerCred(_)
+            | Op::FionRead(_)
             | Op::Recvfrom { .. }
             | Op::Shutdown { .. }
             | Op::Eventfd { .. }

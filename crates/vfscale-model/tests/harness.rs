@@ -112,6 +112,7 @@ fn strategy_reaches_successes_of_every_call() {
         "Sendto",
         "Disconnect",
         "PeerCred",
+        "FionRead",
         "Recvfrom",
         "Shutdown",
         "Eventfd",

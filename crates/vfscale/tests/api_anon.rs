@@ -1049,3 +1049,96 @@ fn fifo_carries_data_between_opens() {
     p.unlink(b"/q").unwrap();
     assert_baseline(&vfs);
 }
+
+/// ioctl(FIONREAD) on every kind of descriptor, here and on the host: the
+/// bytes a read would find (a regular file's size less the position,
+/// negative past the end), ENOTTY where there is nothing to count.
+#[test]
+fn fionread_matches_the_host() {
+    /// A count, or an errno.
+    type Answer = Result<i32, i32>;
+    fn host_fionread(fd: i32) -> Answer {
+        let mut n: libc::c_int = 0;
+        // SAFETY: FIONREAD writes one int.
+        if unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) } < 0 {
+            return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0));
+        }
+        Ok(n)
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (_vfs, p) = setup();
+    let ours = |fd: Fd| p.fionread(fd).map_err(|e| e.0);
+    let mut cases: Vec<(&str, Answer, Answer)> = Vec::new();
+    // SAFETY (all the host calls below): plain syscalls on descriptors
+    // this test owns, with buffers valid for the lengths given.
+    unsafe {
+        let path =
+            std::ffi::CString::new(dir.path().join("f").into_os_string().into_encoded_bytes())
+                .unwrap();
+        let hf = libc::open(path.as_ptr(), libc::O_CREAT | libc::O_RDWR, 0o644);
+        libc::write(hf, b"hello".as_ptr().cast(), 5);
+        let vf = p.open(b"/f", O_CREAT | O_RDWR, 0o644).unwrap();
+        p.write(vf, b"hello").unwrap();
+        for pos in [1i64, 100] {
+            libc::lseek(hf, pos, libc::SEEK_SET);
+            p.lseek(vf, pos, SEEK_SET).unwrap();
+            cases.push(("regular file", host_fionread(hf), ours(vf)));
+        }
+        let dpath = std::ffi::CString::new(dir.path().as_os_str().as_encoded_bytes()).unwrap();
+        let hd = libc::open(dpath.as_ptr(), libc::O_RDONLY);
+        let vd = p.open(b"/", O_RDONLY, 0).unwrap();
+        cases.push(("directory", host_fionread(hd), ours(vd)));
+        let he = libc::eventfd(0, 0);
+        let ve = p.eventfd(0, 0).unwrap();
+        cases.push(("eventfd", host_fionread(he), ours(ve)));
+        let mut hp = [0; 2];
+        libc::pipe(hp.as_mut_ptr());
+        libc::write(hp[1], b"abc".as_ptr().cast(), 3);
+        let vp = p.pipe2(0).unwrap();
+        p.write(vp[1], b"abc").unwrap();
+        cases.push(("pipe read end", host_fionread(hp[0]), ours(vp[0])));
+        cases.push(("pipe write end", host_fionread(hp[1]), ours(vp[1])));
+        for ty in [libc::SOCK_STREAM, libc::SOCK_DGRAM, libc::SOCK_SEQPACKET] {
+            let mut hs = [0; 2];
+            libc::socketpair(libc::AF_UNIX, ty, 0, hs.as_mut_ptr());
+            let vs = p.socketpair(AF_UNIX, ty, 0).unwrap();
+            for m in [&b"xyz"[..], b"12345"] {
+                libc::write(hs[0], m.as_ptr().cast(), m.len());
+                p.write(vs[0], m).unwrap();
+            }
+            cases.push(("socket pair", host_fionread(hs[1]), ours(vs[1])));
+            let hl = libc::socket(libc::AF_UNIX, ty, 0);
+            let vl = p.socket(AF_UNIX, ty, 0).unwrap();
+            cases.push(("unconnected socket", host_fionread(hl), ours(vl)));
+        }
+        let lpath =
+            std::ffi::CString::new(dir.path().join("l").into_os_string().into_encoded_bytes())
+                .unwrap();
+        let hl = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
+        let mut addr: libc::sockaddr_un = std::mem::zeroed();
+        addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+        for (d, s) in addr.sun_path.iter_mut().zip(lpath.as_bytes()) {
+            *d = *s as libc::c_char;
+        }
+        libc::bind(
+            hl,
+            (&addr as *const libc::sockaddr_un).cast(),
+            std::mem::size_of::<libc::sockaddr_un>() as u32,
+        );
+        libc::listen(hl, 1);
+        let vl = p.socket(AF_UNIX, SOCK_STREAM, 0).unwrap();
+        p.bind(vl, b"/l").unwrap();
+        p.listen(vl, 1).unwrap();
+        cases.push(("listener", host_fionread(hl), ours(vl)));
+    }
+    cases.push(("closed descriptor", Err(libc::EBADF), ours(999)));
+    for (what, host, ours) in &cases {
+        assert_eq!(
+            ours, host,
+            "{what}: vfscale (left) against the host kernel (right)"
+        );
+    }
+    assert!(cases
+        .iter()
+        .any(|(w, h, _)| *w == "regular file" && *h == Ok(-95)));
+}

@@ -346,6 +346,11 @@ impl Dgram {
         })
     }
 
+    /// FIONREAD (SIOCINQ): the next datagram's length, 0 if none.
+    pub(crate) fn inq(&self) -> usize {
+        self.cell.lock().queue.front().map_or(0, |d| d.data.len())
+    }
+
     /// shutdown(2): this socket's own bits (no propagation to the peer).
     pub(crate) fn shutdown(&self, bits: u8) {
         // Relaxed: see `shut`; the lock below orders it for the waiters.

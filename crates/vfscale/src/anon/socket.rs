@@ -502,6 +502,24 @@ impl Socket {
         })
     }
 
+    /// FIONREAD (SIOCINQ), as unix_inq_len: the unread bytes of a stream,
+    /// all queued messages' bytes for seqpacket, the next datagram's length;
+    /// EINVAL for a listener, 0 for a socket with no connection.
+    pub(crate) fn inq(&self) -> SysResult<usize> {
+        if let Some(d) = &self.dgram {
+            return Ok(d.inq());
+        }
+        match self.link.get() {
+            Some(Link::Listening(_)) => Err(Errno::EINVAL),
+            Some(Link::Connected { conn, side }) => {
+                let g = conn.cell.lock();
+                let d = &g.dirs[*side];
+                Ok(d.bytes.len() + d.msgs.iter().map(Vec::len).sum::<usize>())
+            }
+            None => Ok(0),
+        }
+    }
+
     /// connect(2) to an AF_UNSPEC address: a datagram socket drops its
     /// default peer; stream and seqpacket sockets take only AF_UNIX
     /// addresses (EINVAL).

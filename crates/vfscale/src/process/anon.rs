@@ -299,6 +299,23 @@ impl Process {
         self.install_all([fa, fb], cloexec)
     }
 
+    /// ioctl(FIONREAD): the bytes a read would find — a regular file's size
+    /// less the file position (negative past the end, as Linux), a pipe's
+    /// queued bytes, a socket's (`Socket::inq`); ENOTTY for anything else.
+    pub fn fionread(&self, fd: Fd) -> SysResult<i32> {
+        let _end = self.vfs.call_end();
+        self.with_file(fd, false, |f| match stream(f) {
+            Some(Stream::Pipe(p)) => Ok(p.queued() as i32),
+            Some(Stream::Socket(s)) => s.inq().map(|n| n as i32),
+            Some(Stream::EventFd(_)) => Err(Errno::ENOTTY),
+            None if f.inode().file_type() == S_IFREG => {
+                let size = f.inode().attr().size as i64;
+                Ok((size - *f.pos.lock() as i64) as i32)
+            }
+            None => Err(Errno::ENOTTY),
+        })
+    }
+
     /// shutdown(2).
     pub fn shutdown(&self, fd: Fd, how: i32) -> SysResult<()> {
         let _end = self.vfs.call_end();

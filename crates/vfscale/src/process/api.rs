@@ -235,6 +235,11 @@ pub trait ProcessApi: Send {
     fn recvfrom(&self, _fd: Fd, _buf: &mut [u8], _flags: i32) -> SysResult<(usize, Vec<u8>)> {
         Err(Errno::ENOSYS)
     }
+    /// ioctl(FIONREAD): the bytes a read would find (regular files, pipes,
+    /// sockets); ENOTTY otherwise.
+    fn fionread(&self, _fd: Fd) -> SysResult<i32> {
+        Err(Errno::ENOSYS)
+    }
     /// eventfd2(2): EFD_SEMAPHORE, EFD_NONBLOCK, EFD_CLOEXEC.
     fn eventfd(&self, _initval: u32, _flags: i32) -> SysResult<Fd> {
         Err(Errno::ENOSYS)

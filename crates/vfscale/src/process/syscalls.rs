@@ -280,6 +280,9 @@ impl ProcessApi for Process {
     fn recvfrom(&self, fd: Fd, buf: &mut [u8], flags: i32) -> SysResult<(usize, Vec<u8>)> {
         Process::recvfrom(self, fd, buf, flags)
     }
+    fn fionread(&self, fd: Fd) -> SysResult<i32> {
+        Process::fionread(self, fd)
+    }
     fn eventfd(&self, initval: u32, flags: i32) -> SysResult<Fd> {
         Process::eventfd(self, initval, flags)
     }
