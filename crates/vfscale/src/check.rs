@@ -11,7 +11,8 @@
 //!   inode's nlink is the number of names bound to it;
 //! - refcounts at rest: a positive dentry holds 1 (its name) + one per child
 //!   dentry (positive or negative) + one per mount using it as root or
-//!   mountpoint; an inode holds one per dentry bound to it;
+//!   mountpoint + one per removed child a mount still keeps (a bind
+//!   mount's removed source); an inode holds one per dentry bound to it;
 //! - counters: live dentry, inode, file and mount counts equal what the scan
 //!   finds;
 //! - reclaim: every unused negative dentry is on an LRU list; every list's
@@ -82,6 +83,21 @@ impl Vfs {
                     mr.id(),
                     mr.refcount.count_at_rest()
                 ));
+            }
+        }
+        // A mount whose root was removed (a bind mount of a directory later
+        // rmdir'ed) keeps that dentry, unhashed, and it keeps its parent
+        // (as Linux's d_parent); so does each removed ancestor it keeps.
+        let mut kept_removed: HashMap<usize, ()> = HashMap::new();
+        for &m in &mounts {
+            let mut dp = unsafe { &*m }.root;
+            loop {
+                let d = unsafe { &*dp };
+                if d.is_hashed() || d.is_root() || kept_removed.insert(dp as usize, ()).is_some() {
+                    break;
+                }
+                *extra_refs.entry(d.parent_ptr() as usize).or_default() += 1;
+                dp = d.parent_ptr();
             }
         }
         // Children per parent, from the hash (negative ones are only there).
@@ -210,6 +226,42 @@ impl Vfs {
                 ));
             }
         }
+        // The removed dentries mounts keep: each holds its mounts (and its
+        // removed children kept the same way), and its inode.
+        let mut removed_per_inode: HashMap<usize, u32> = HashMap::new();
+        for &dp in kept_removed.keys() {
+            let d = unsafe { &*(dp as *const Dentry) };
+            tally.add(d.group, ObjKind::Dentry, 1);
+            let expected = extra_refs.get(&dp).copied().unwrap_or(0);
+            if d.refcount.count_at_rest() != expected {
+                return Err(format!(
+                    "removed dentry {:?} kept by a mount holds {} references, expected {expected}",
+                    String::from_utf8_lossy(&d.name()),
+                    d.refcount.count_at_rest()
+                ));
+            }
+            let ip = d.inode_ptr();
+            if !ip.is_null() {
+                *removed_per_inode.entry(ip as usize).or_default() += 1;
+            }
+        }
+        for (&ip, &removed) in &removed_per_inode {
+            // SAFETY: kept alive by the removed dentries of a quiescent VFS.
+            let inode = unsafe { &*(ip as *const Inode) };
+            let names = names_per_inode.get(&ip).copied().unwrap_or(0);
+            if names == 0 {
+                tally_inode(&mut tally, inode);
+                inodes_seen.insert(ip, ());
+            }
+            if inode.refcount.count() != names + removed {
+                return Err(format!(
+                    "inode {} holds {} references, expected {}",
+                    inode.ino(),
+                    inode.refcount.count(),
+                    names + removed
+                ));
+            }
+        }
         for (&ip, &names) in &names_per_inode {
             // SAFETY: inodes collected from live dentries of a quiescent VFS.
             let inode = unsafe { &*(ip as *const Inode) };
@@ -221,7 +273,7 @@ impl Vfs {
                     inode.attr().nlink
                 ));
             }
-            if inode.refcount.count() != names {
+            if inode.refcount.count() != names && !removed_per_inode.contains_key(&ip) {
                 return Err(format!(
                     "inode {} holds {} references, expected {names}",
                     inode.ino(),
@@ -234,7 +286,7 @@ impl Vfs {
         }
         let counts = self.object_counts();
         let report = CheckReport {
-            dentries: hashed + sb_roots.len() as i64,
+            dentries: hashed + sb_roots.len() as i64 + kept_removed.len() as i64,
             negative_dentries: negative,
             hot_dentries: hot,
             inodes: inodes_seen.len() as i64,
