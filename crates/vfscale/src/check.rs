@@ -245,27 +245,17 @@ impl Vfs {
                 *removed_per_inode.entry(ip as usize).or_default() += 1;
             }
         }
-        for (&ip, &removed) in &removed_per_inode {
-            // SAFETY: kept alive by the removed dentries of a quiescent VFS.
-            let inode = unsafe { &*(ip as *const Inode) };
-            let names = names_per_inode.get(&ip).copied().unwrap_or(0);
-            if names == 0 {
-                tally_inode(&mut tally, inode);
-                inodes_seen.insert(ip, ());
-            }
-            if inode.refcount.count() != names + removed {
-                return Err(format!(
-                    "inode {} holds {} references, expected {}",
-                    inode.ino(),
-                    inode.refcount.count(),
-                    names + removed
-                ));
-            }
+        // Inodes only removed dentries keep (a removed file or directory
+        // a bind mount still uses): counted and checked with the others.
+        for &ip in removed_per_inode.keys() {
+            names_per_inode.entry(ip).or_default();
         }
         for (&ip, &names) in &names_per_inode {
             // SAFETY: inodes collected from live dentries of a quiescent VFS.
             let inode = unsafe { &*(ip as *const Inode) };
             tally_inode(&mut tally, inode);
+            inodes_seen.insert(ip, ());
+            let removed = removed_per_inode.get(&ip).copied().unwrap_or(0);
             if !inode.is_dir() && inode.attr().nlink != names {
                 return Err(format!(
                     "inode {} has nlink {} but {names} names",
@@ -273,11 +263,12 @@ impl Vfs {
                     inode.attr().nlink
                 ));
             }
-            if inode.refcount.count() != names && !removed_per_inode.contains_key(&ip) {
+            if inode.refcount.count() != names + removed {
                 return Err(format!(
-                    "inode {} holds {} references, expected {names}",
+                    "inode {} holds {} references, expected {}",
                     inode.ino(),
-                    inode.refcount.count()
+                    inode.refcount.count(),
+                    names + removed
                 ));
             }
         }
