@@ -62,6 +62,10 @@ pub const MSG_TRUNC: i32 = 0x20;
 pub const MSG_DONTWAIT: i32 = 0x40;
 pub const MSG_WAITALL: i32 = 0x100;
 pub const MSG_NOSIGNAL: i32 = 0x4000;
+/// recvmsg's out flag: received files were dropped (no room for them).
+pub const MSG_CTRUNC: i32 = 8;
+/// recvmsg: received descriptors get FD_CLOEXEC.
+pub const MSG_CMSG_CLOEXEC: i32 = 0x4000_0000;
 
 // eventfd(2).
 pub const EFD_SEMAPHORE: i32 = 1;
@@ -93,6 +97,19 @@ pub const POLLRDHUP: i16 = 0x2000;
 
 /// One entry of poll(2)'s array (`struct pollfd`).
 #[repr(C)]
+/// What recvmsg(2) took: the byte count (the whole message's with
+/// MSG_TRUNC), the sender's sun_path bytes (empty if it has none), the new
+/// descriptors of the files the message carried (SCM_RIGHTS), and the out
+/// flags (MSG_TRUNC: a message was cut short; MSG_CTRUNC: files were
+/// dropped for want of room).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RecvMsg {
+    pub len: usize,
+    pub name: Vec<u8>,
+    pub fds: Vec<super::Fd>,
+    pub flags: i32,
+}
+
 /// getsockopt(SO_PEERCRED)'s answer (struct ucred): the peer's process
 /// id and effective ids when it connected, listened or made the pair.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

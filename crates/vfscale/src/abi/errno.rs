@@ -81,6 +81,7 @@ errnos! {
     ECONNRESET = 104, "Connection reset by peer";
     EISCONN = 106, "Transport endpoint is already connected";
     ENOTCONN = 107, "Transport endpoint is not connected";
+    ETOOMANYREFS = 109, "Too many references: cannot splice";
     ECONNREFUSED = 111, "Connection refused";
     ESTALE = 116, "Stale file handle";
 }

@@ -28,10 +28,12 @@
 //! - `shut` holds the SHUT_RD/SHUT_WR bits asked on this socket (datagram
 //!   shutdowns do not propagate to the peer, as Linux).
 
+use super::rights::{Flight, InFlight};
 use super::scatter::Scatter;
 use super::socket::{message_truesize, NameCell, SockName, RCV, SEND, SOCK_BUF};
 use super::wait::{Poller, Step, WaitCell};
 use crate::abi::*;
+use crate::file::FileRef;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
@@ -39,6 +41,7 @@ use std::sync::Arc;
 struct Datagram {
     data: Vec<u8>,
     from: Arc<Dgram>,
+    files: Option<InFlight>,
 }
 
 #[derive(Default)]
@@ -60,13 +63,19 @@ pub(crate) struct Dgram {
     shut: AtomicU8,
     /// The socket's name cell (shared with its `Socket`, which bind sets).
     name: NameCell,
+    /// The socket's flight (anon/rights.rs): counts the files queued here.
+    flight: Arc<Flight>,
 }
 
 /// What a receive took: the bytes copied (or, with `MSG_TRUNC`, the whole
-/// message's length) and the sender's name (empty if it has none).
-pub struct Received {
+/// message's length), the sender's name (empty if it has none), the files
+/// the message carried (the caller's to install or put) and whether the
+/// message was longer than the buffers.
+pub(crate) struct Received {
     pub len: usize,
     pub from: SockName,
+    pub files: Vec<FileRef>,
+    pub truncated: bool,
 }
 
 /// A send to `target` is allowed unless it has a default peer other than
@@ -79,20 +88,25 @@ fn unnamed() -> SockName {
     Arc::from(&b""[..])
 }
 
-/// Gives every message of `purged` back to its sender's budget.
-fn uncharge_all(purged: VecDeque<Datagram>) {
+/// Gives every message of `purged` (from the queue `flight` counts) back
+/// to its sender's budget; returns the files they carried.
+fn uncharge_all(purged: VecDeque<Datagram>, flight: &Flight) -> Vec<FileRef> {
+    let mut files = Vec::new();
     for d in purged {
         d.from.uncharge(message_truesize(d.data.len()));
+        files.extend(d.files.map(|f| f.leave(flight)).unwrap_or_default());
     }
+    files
 }
 
 impl Dgram {
     /// A socket named through `name` (its `Socket`'s cell).
-    pub(crate) fn new(name: NameCell) -> Arc<Dgram> {
+    pub(crate) fn new(name: NameCell, flight: Arc<Flight>) -> Arc<Dgram> {
         Arc::new(Dgram {
             cell: WaitCell::new(DgramState::default()),
             shut: AtomicU8::new(0),
             name,
+            flight,
         })
     }
 
@@ -130,8 +144,12 @@ impl Dgram {
     /// connect(2) to `target` (found by name): it becomes the default peer
     /// (EPERM if it has another peer of its own; ECONNREFUSED if it was
     /// closed meanwhile). Leaving an earlier peer drops this socket's queue
-    /// (unix_dgram_disconnected).
-    pub(crate) fn connect(me: &Arc<Dgram>, target: &Arc<Dgram>) -> SysResult<()> {
+    /// (unix_dgram_disconnected; its files go to `orphans`).
+    pub(crate) fn connect(
+        me: &Arc<Dgram>,
+        target: &Arc<Dgram>,
+        orphans: &mut Vec<FileRef>,
+    ) -> SysResult<()> {
         {
             let g = target.cell.lock();
             if !accepts_from(me, &g) {
@@ -152,40 +170,39 @@ impl Dgram {
         };
         if let Some(old) = old {
             if !Arc::ptr_eq(&old, target) {
-                me.disconnected(&old);
+                orphans.extend(me.disconnected(&old));
             }
         }
         Ok(())
     }
 
     /// connect(2) to AF_UNSPEC: no default peer any more (what the old one
-    /// sent us is dropped, as for a reconnect).
-    pub(crate) fn disconnect(me: &Arc<Dgram>) {
+    /// sent us is dropped, as for a reconnect; returns its files).
+    pub(crate) fn disconnect(me: &Arc<Dgram>) -> Vec<FileRef> {
         let old = me.cell.lock().peer.take();
-        if let Some(old) = old {
-            me.disconnected(&old);
-        }
+        old.map(|old| me.disconnected(&old)).unwrap_or_default()
     }
 
     /// This socket stopped being connected to `old`: its queued messages
-    /// are dropped and, if there were any and `old` is alive and connected
-    /// back to it, `old` reads ECONNRESET once.
-    fn disconnected(self: &Arc<Self>, old: &Arc<Dgram>) {
+    /// are dropped (returns their files) and, if there were any and `old`
+    /// is alive and connected back to it, `old` reads ECONNRESET once.
+    fn disconnected(self: &Arc<Self>, old: &Arc<Dgram>) -> Vec<FileRef> {
         let purged = {
             let mut g = self.cell.lock();
             if g.queue.is_empty() {
-                return;
+                return Vec::new();
             }
             let q = std::mem::take(&mut g.queue);
             self.cell.wake_all(&mut g);
             q
         };
-        uncharge_all(purged);
+        let files = uncharge_all(purged, &self.flight);
         let mut o = old.cell.lock();
         if !o.dead && o.peer.as_ref().is_some_and(|p| Arc::ptr_eq(p, self)) {
             o.err = Some(Errno::ECONNRESET);
             old.cell.wake_all(&mut o);
         }
+        files
     }
 
     /// sendmsg: one message from `bufs` to `to()`'s socket (a send by name;
@@ -196,12 +213,17 @@ impl Dgram {
     /// only from its own peer; if it was closed: ECONNREFUSED when it was
     /// our peer (which is then dropped, with our queue), else ECONNRESET
     /// (ECONNREFUSED for a send by name); EPIPE after its SHUT_RD; room in
-    /// its queue (EAGAIN, or wait).
+    /// its queue (EAGAIN, or wait); the rule for `files`, which go with the
+    /// message (taken out of the option) if it is queued
+    /// (ETOOMANYREFS, anon/rights.rs). Files of messages the send drops
+    /// (a closed peer's) go to `orphans`.
     pub(crate) fn send(
         me: &Arc<Dgram>,
         bufs: &[&[u8]],
         nonblock: bool,
         to: Option<&dyn Fn() -> SysResult<Arc<Dgram>>>,
+        files: &mut Option<InFlight>,
+        orphans: &mut Vec<FileRef>,
     ) -> SysResult<usize> {
         let len: usize = bufs.iter().map(|b| b.len()).sum();
         if len > SOCK_BUF - 32 {
@@ -220,7 +242,7 @@ impl Dgram {
             }
             Step::Wait(Err(Errno::EAGAIN))
         })?;
-        let sent = Self::deliver(me, bufs.concat(), nonblock, to);
+        let sent = Self::deliver(me, bufs.concat(), nonblock, to, files, orphans);
         if sent.is_err() {
             me.uncharge(message_truesize(len));
         }
@@ -233,6 +255,8 @@ impl Dgram {
         data: Vec<u8>,
         nonblock: bool,
         to: Option<&dyn Fn() -> SysResult<Arc<Dgram>>>,
+        files: &mut Option<InFlight>,
+        orphans: &mut Vec<FileRef>,
     ) -> SysResult<()> {
         let target = match to {
             Some(find) => find()?,
@@ -255,10 +279,16 @@ impl Dgram {
             if !Arc::ptr_eq(&target, me) && !connected_back && g.queue.len() > MAX_DGRAM_QLEN {
                 return Step::Wait(Err(Errno::EAGAIN));
             }
+            if let Some(f) = files.as_ref() {
+                if let Err(e) = f.admit(&target.flight, None) {
+                    return Step::Done(Err(e));
+                }
+            }
             if let Some(data) = data.take() {
                 g.queue.push_back(Datagram {
                     data,
                     from: me.clone(),
+                    files: files.take(),
                 });
             }
             target.cell.wake_all(g);
@@ -280,7 +310,7 @@ impl Dgram {
             was
         };
         if was_peer {
-            me.disconnected(&target);
+            orphans.extend(me.disconnected(&target));
             return Err(Errno::ECONNREFUSED);
         }
         Err(if to.is_some() {
@@ -303,8 +333,8 @@ impl Dgram {
         trunc: bool,
         nonblock: bool,
     ) -> SysResult<Received> {
-        // (bytes copied, the message's length, its sender); None: end of
-        // data (after SHUT_RD).
+        // (bytes copied, the message's length, its sender, its files);
+        // None: end of data (after SHUT_RD).
         let taken = self.cell.block_on(nonblock, |g| {
             if let Some(e) = g.err.take() {
                 return Step::Done(Err(e));
@@ -313,11 +343,14 @@ impl Dgram {
                 let copied = Scatter::new(bufs).put(&d.data);
                 let whole = d.data.len();
                 let from = d.from.clone();
-                if !peek {
-                    g.queue.pop_front();
+                let files = if peek {
+                    d.files.as_ref().map(InFlight::peek).unwrap_or_default()
+                } else {
+                    let d = g.queue.pop_front().expect("the front message");
                     self.cell.wake_all(g);
-                }
-                return Step::Done(Ok(Some((copied, whole, from))));
+                    d.files.map(|f| f.leave(&self.flight)).unwrap_or_default()
+                };
+                return Step::Done(Ok(Some((copied, whole, from, files))));
             }
             if self.shut() & RCV != 0 {
                 return Step::Done(if nonblock {
@@ -331,10 +364,12 @@ impl Dgram {
             }
             Step::Wait(Err(Errno::EAGAIN))
         })?;
-        let Some((copied, whole, from)) = taken else {
+        let Some((copied, whole, from, files)) = taken else {
             return Ok(Received {
                 len: 0,
                 from: unnamed(),
+                files: Vec::new(),
+                truncated: false,
             });
         };
         if !peek {
@@ -343,6 +378,8 @@ impl Dgram {
         Ok(Received {
             len: if trunc { whole } else { copied },
             from: from.name(),
+            files,
+            truncated: copied < whole,
         })
     }
 
@@ -412,8 +449,9 @@ impl Dgram {
     }
 
     /// The final close: the socket is dead (a send to it is refused), its
-    /// peer is dropped and its queue given back to the senders.
-    pub(crate) fn release(&self) {
+    /// peer is dropped and its queue given back to the senders; returns
+    /// the files the queue held.
+    pub(crate) fn release(&self) -> Vec<FileRef> {
         // Relaxed: as in `shutdown` (the lock below orders it).
         self.shut.store(RCV | SEND, Ordering::Relaxed);
         let purged = {
@@ -424,7 +462,7 @@ impl Dgram {
             self.cell.wake_all(&mut g);
             q
         };
-        uncharge_all(purged);
+        uncharge_all(purged, &self.flight)
     }
 }
 
@@ -435,11 +473,11 @@ mod tests {
     fn send_to(me: &Arc<Dgram>, to: &Arc<Dgram>, len: usize) -> SysResult<usize> {
         let data = vec![7u8; len];
         let find = || Ok(to.clone());
-        Dgram::send(me, &[&data], true, Some(&find))
+        Dgram::send(me, &[&data], true, Some(&find), &mut None, &mut Vec::new())
     }
 
     fn unnamed_socket() -> Arc<Dgram> {
-        Dgram::new(NameCell::default())
+        Dgram::new(NameCell::default(), Arc::default())
     }
 
     fn wmem(d: &Dgram) -> usize {
@@ -479,7 +517,7 @@ mod tests {
         assert_eq!(send_to(&me, &to, 10), Err(Errno::EPIPE));
         assert_eq!(wmem(&me), 0);
         assert_eq!(
-            Dgram::send(&me, &[b"x"], true, None),
+            Dgram::send(&me, &[b"x"], true, None, &mut None, &mut Vec::new()),
             Err(Errno::ENOTCONN),
             "no peer, no name"
         );
@@ -527,6 +565,8 @@ mod tests {
                                     &[&data],
                                     true,
                                     named.then_some(&find as &dyn Fn() -> SysResult<Arc<Dgram>>),
+                                    &mut None,
+                                    &mut Vec::new(),
                                 );
                                 done[0] += usize::from(sent.is_ok());
                             }
@@ -536,7 +576,7 @@ mod tests {
                                 done[1] += usize::from(got.is_ok());
                             }
                             7 | 8 => {
-                                let _ = Dgram::connect(&me, &to);
+                                let _ = Dgram::connect(&me, &to, &mut Vec::new());
                             }
                             _ => {
                                 let fresh = unnamed_socket();

@@ -28,6 +28,7 @@ pub(crate) mod dgram;
 pub mod eventfd;
 pub mod memfd;
 pub mod pipe;
+pub(crate) mod rights;
 pub(crate) mod scatter;
 pub mod socket;
 pub(crate) mod wait;
@@ -245,10 +246,13 @@ impl VfsInner {
         if fmode & FMODE_SOCKET != 0 {
             // SAFETY: as above, for the socket.
             let sock = unsafe { &*(file.private as *const Socket) };
-            sock.release();
+            let in_flight = sock.release();
             if let Some(b) = sock.binding() {
                 self.unbind_socket(b);
             }
+            // No socket lock is held here; the files in flight hold no
+            // files themselves (anon/rights.rs), so this nests once.
+            self.put_files(in_flight);
         }
         let (d, m, private) = (file.dentry, file.mnt, file.private);
         self.release_file(f.0);

@@ -34,10 +34,12 @@
 //! SIGPIPE.
 
 use super::dgram::{Dgram, Received};
+use super::rights::{Flight, InFlight};
 use super::scatter::Scatter;
 use super::wait::{partial, Poller, Step, WaitCell};
 use crate::abi::*;
 use crate::dcache::dentry::Dentry;
+use crate::file::FileRef;
 use crate::mount::Mount;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -70,11 +72,54 @@ pub(crate) fn message_truesize(len: usize) -> usize {
 pub(crate) const RCV: u8 = 1;
 pub(crate) const SEND: u8 = 2;
 
+/// The most a stream send's first segment holds (Linux's largest skb for
+/// an AF_UNIX stream send: SKB_MAX_HEAD(0) + UNIX_SKB_FRAGS_SZ); files a
+/// send carries come with that segment.
+const STREAM_FIRST_SEGMENT: usize = 36_544;
+
+/// A seqpacket message.
+struct Message {
+    data: Vec<u8>,
+    files: Option<InFlight>,
+}
+
+/// Files a stream send carried, with the stream offsets of its first
+/// segment: a read that reaches `start` takes them and ends at `end`
+/// (unix_stream_read_generic stops after the skb that carried files).
+struct Mark {
+    start: u64,
+    end: u64,
+    files: InFlight,
+}
+
 #[derive(Default)]
 struct Dir {
     bytes: VecDeque<u8>,
-    msgs: VecDeque<Vec<u8>>,
+    msgs: VecDeque<Message>,
     queued: usize,
+    /// Stream: the bytes read from `bytes` so far (the stream offset of
+    /// its front).
+    taken: u64,
+    /// Stream: the files sends carried, in stream order, each at or past
+    /// `taken` (a read that reaches one removes it).
+    marks: VecDeque<Mark>,
+}
+
+impl Dir {
+    /// Empties the direction (a final close, a reset); returns the files
+    /// its messages carried, for the caller to put. `flight`: its
+    /// reader's.
+    fn purge(&mut self, flight: &Flight) -> Vec<FileRef> {
+        let mut files = Vec::new();
+        for m in std::mem::take(&mut self.msgs) {
+            files.extend(m.files.map(|f| f.leave(flight)).unwrap_or_default());
+        }
+        for m in std::mem::take(&mut self.marks) {
+            files.extend(m.files.leave(flight));
+        }
+        *self = Dir::default();
+        files
+    }
 }
 
 #[derive(Default)]
@@ -85,31 +130,40 @@ struct ConnState {
     /// A pending error per side (ECONNRESET when the peer closed with
     /// unread data), reported once.
     err: [Option<Errno>; 2],
+    /// Until side 1 is accepted: its listener's flight (files sent to an
+    /// unaccepted connection follow its listener's rule, anon/rights.rs).
+    listener: Option<Arc<Flight>>,
 }
 
 pub(crate) struct Conn {
     cell: WaitCell<ConnState>,
     /// Each side's socket's name cell.
     names: [NameCell; 2],
+    /// Each side's socket's flight (anon/rights.rs): side `s` reads
+    /// `dirs[s]`, so `flights[s]` counts the files queued there.
+    flights: [Arc<Flight>; 2],
 }
 
 impl Conn {
-    fn new(names: [NameCell; 2]) -> Arc<Conn> {
+    fn new(names: [NameCell; 2], flights: [Arc<Flight>; 2]) -> Arc<Conn> {
         Arc::new(Conn {
             cell: WaitCell::new(ConnState::default()),
             names,
+            flights,
         })
     }
 
     /// The final close of side 1 before anyone accepted it (Linux's
     /// embryo release): side 0 reads ECONNRESET once, then EOF; its
-    /// sends are EPIPE.
-    fn reset_unaccepted(&self) {
+    /// sends are EPIPE. Returns the files queued to side 1.
+    fn reset_unaccepted(&self) -> Vec<FileRef> {
         let mut g = self.cell.lock();
         g.err[0] = Some(Errno::ECONNRESET);
         g.closed[1] = true;
-        g.dirs[1] = Dir::default();
+        g.listener = None;
+        let files = g.dirs[1].purge(&self.flights[1]);
         self.cell.wake_all(&mut g);
+        files
     }
 }
 
@@ -132,6 +186,8 @@ enum Link {
 /// A listening socket's queue of connections not yet accepted.
 pub(crate) struct Listener {
     cell: WaitCell<ListenState>,
+    /// The listening socket's flight.
+    flight: Arc<Flight>,
 }
 
 struct ListenState {
@@ -265,6 +321,9 @@ pub struct Socket {
     /// (Linux keeps them on the socket): a connection or a listener made
     /// later starts with them.
     unlinked_shut: std::sync::atomic::AtomicU8,
+    /// Its part in the rule against cycles of files in flight
+    /// (anon/rights.rs); shared with its `Conn` side or `Dgram`.
+    flight: Arc<Flight>,
 }
 
 impl ConnState {
@@ -283,15 +342,17 @@ impl Socket {
     /// An unconnected socket.
     pub(crate) fn unconnected(ty: i32) -> Socket {
         let name = NameCell::default();
+        let flight = Arc::new(Flight::default());
         Socket {
             ty,
-            dgram: (ty == SOCK_DGRAM).then(|| Dgram::new(name.clone())),
+            dgram: (ty == SOCK_DGRAM).then(|| Dgram::new(name.clone(), flight.clone())),
             link: OnceLock::new(),
             name,
             binding: OnceLock::new(),
             peer_cred: OnceLock::new(),
             bind_lock: Mutex::new(()),
             unlinked_shut: std::sync::atomic::AtomicU8::new(0),
+            flight,
         }
     }
 
@@ -299,8 +360,19 @@ impl Socket {
     fn connected_to(ty: i32, conn: Arc<Conn>, side: usize) -> Socket {
         let mut s = Socket::unconnected(ty);
         s.name = conn.names[side].clone();
+        s.flight = conn.flights[side].clone();
         let _ = s.link.set(Link::Connected { conn, side });
         s
+    }
+
+    /// Its part in the rule against cycles of files in flight.
+    pub(crate) fn flight(&self) -> &Flight {
+        &self.flight
+    }
+
+    /// True if it listens.
+    pub(crate) fn is_listener(&self) -> bool {
+        self.listener().is_some()
     }
 
     /// The other side's name now (empty if it has none).
@@ -320,7 +392,10 @@ impl Socket {
             }
             (sa, sb)
         } else {
-            let conn = Conn::new([NameCell::default(), NameCell::default()]);
+            let conn = Conn::new(
+                [NameCell::default(), NameCell::default()],
+                [Arc::default(), Arc::default()],
+            );
             (
                 Socket::connected_to(ty, conn.clone(), 0),
                 Socket::connected_to(ty, conn, 1),
@@ -427,6 +502,7 @@ impl Socket {
         let backlog = (backlog as u32).min(SOMAXCONN) as usize;
         let link = self.link.get_or_init(|| {
             Link::Listening(Arc::new(Listener {
+                flight: self.flight.clone(),
                 cell: WaitCell::new(ListenState {
                     pending: VecDeque::new(),
                     cred,
@@ -454,13 +530,21 @@ impl Socket {
     /// connect(2) to the socket bound as `target`, in unix_stream_connect's
     /// order: the type (EPROTOTYPE), a listener that takes connections
     /// (ECONNREFUSED), room in its queue (EAGAIN, or wait), then this
-    /// socket's own state (EISCONN, EINVAL for a listener).
-    pub(crate) fn connect(&self, target: &Binding, nonblock: bool, cred: Ucred) -> SysResult<()> {
+    /// socket's own state (EISCONN, EINVAL for a listener). A datagram
+    /// socket leaving an earlier peer drops its queue: the files it held
+    /// go to `orphans`.
+    pub(crate) fn connect(
+        &self,
+        target: &Binding,
+        nonblock: bool,
+        cred: Ucred,
+        orphans: &mut Vec<FileRef>,
+    ) -> SysResult<()> {
         if target.ty != self.ty {
             return Err(Errno::EPROTOTYPE);
         }
         if let (Some(me), Some(to)) = (&self.dgram, &target.dgram) {
-            return Dgram::connect(me, to);
+            return Dgram::connect(me, to, orphans);
         }
         let Some(l) = target.listener.get() else {
             return Err(Errno::ECONNREFUSED);
@@ -479,13 +563,17 @@ impl Socket {
             }
             // The accepted side takes the listener's name.
             let accepted = NameCell::new(OnceLock::from(target.name.clone()));
-            let conn = Conn::new([self.name.clone(), accepted]);
-            // Relaxed: as in `shutdown`.
-            let shut = self
-                .unlinked_shut
-                .load(std::sync::atomic::Ordering::Relaxed);
-            if shut != 0 {
-                conn.cell.lock().own[0] = shut;
+            let conn = Conn::new(
+                [self.name.clone(), accepted],
+                [self.flight.clone(), Arc::default()],
+            );
+            {
+                let mut c = conn.cell.lock();
+                // Relaxed: as in `shutdown`.
+                c.own[0] = self
+                    .unlinked_shut
+                    .load(std::sync::atomic::Ordering::Relaxed);
+                c.listener = Some(l.flight.clone());
             }
             let link = Link::Connected {
                 conn: conn.clone(),
@@ -514,19 +602,19 @@ impl Socket {
             Some(Link::Connected { conn, side }) => {
                 let g = conn.cell.lock();
                 let d = &g.dirs[*side];
-                Ok(d.bytes.len() + d.msgs.iter().map(Vec::len).sum::<usize>())
+                Ok(d.bytes.len() + d.msgs.iter().map(|m| m.data.len()).sum::<usize>())
             }
             None => Ok(0),
         }
     }
 
     /// connect(2) to an AF_UNSPEC address: a datagram socket drops its
-    /// default peer; stream and seqpacket sockets take only AF_UNIX
-    /// addresses (EINVAL).
-    pub(crate) fn disconnect(&self) -> SysResult<()> {
+    /// default peer (and its queue: the files it held go to `orphans`);
+    /// stream and seqpacket sockets take only AF_UNIX addresses (EINVAL).
+    pub(crate) fn disconnect(&self, orphans: &mut Vec<FileRef>) -> SysResult<()> {
         match &self.dgram {
             Some(d) => {
-                Dgram::disconnect(d);
+                orphans.extend(Dgram::disconnect(d));
                 Ok(())
             }
             None => Err(Errno::EINVAL),
@@ -554,6 +642,7 @@ impl Socket {
             }
             Step::Wait(Err(Errno::EAGAIN))
         })?;
+        conn.cell.lock().listener = None;
         let s = Socket::connected_to(self.ty, conn, 1);
         let _ = s.peer_cred.set(cred);
         Ok(s)
@@ -565,10 +654,11 @@ impl Socket {
 
     /// The final close of this socket's file. A listener's queued
     /// connections are reset (their connecting sides read ECONNRESET).
-    pub(crate) fn release(&self) {
+    /// Returns the files of the messages it drops, for the caller to put
+    /// (with no socket lock held).
+    pub(crate) fn release(&self) -> Vec<FileRef> {
         if let Some(d) = &self.dgram {
-            d.release();
-            return;
+            return d.release();
         }
         if let Some(l) = self.listener() {
             let pending = {
@@ -577,26 +667,29 @@ impl Socket {
                 l.cell.wake_all(&mut g);
                 std::mem::take(&mut g.pending)
             };
-            for (conn, _) in pending {
-                conn.reset_unaccepted();
-            }
-            return;
+            return pending
+                .into_iter()
+                .flat_map(|(conn, _)| conn.reset_unaccepted())
+                .collect();
         }
-        let Some((c, s)) = self.conn() else { return };
+        let Some((c, s)) = self.conn() else {
+            return Vec::new();
+        };
         let mut g = c.cell.lock();
         // unix_release_sock's "unread" skips a first message of no bytes
         // (it takes it for a consumed out-of-band marker): one empty
         // message alone resets nothing, one before another does.
         let d = &g.dirs[s];
         let unread = !d.bytes.is_empty()
-            || d.msgs.front().is_some_and(|m| !m.is_empty())
+            || d.msgs.front().is_some_and(|m| !m.data.is_empty())
             || d.msgs.len() > 1;
         if unread {
             g.err[1 - s] = Some(Errno::ECONNRESET);
         }
         g.closed[s] = true;
-        g.dirs[s] = Dir::default();
+        let files = g.dirs[s].purge(&c.flights[s]);
         c.cell.wake_all(&mut g);
+        files
     }
 
     pub(crate) fn shutdown(&self, how: i32) -> SysResult<()> {
@@ -623,16 +716,6 @@ impl Socket {
                 .fetch_or(bits, std::sync::atomic::Ordering::Relaxed);
         }
         Ok(())
-    }
-
-    /// read(2): `recv` without flags, except that reading nothing returns
-    /// 0 at once, whatever is queued (sock_read_iter's "SYS5 behaviour";
-    /// recvfrom of nothing looks at the queue).
-    pub(crate) fn read(&self, bufs: &mut [&mut [u8]], nonblock: bool) -> SysResult<usize> {
-        if bufs.iter().all(|b| b.is_empty()) {
-            return Ok(0);
-        }
-        self.recv(bufs, 0, nonblock).map(|r| r.len)
     }
 
     /// recvmsg: MSG_PEEK leaves what it copied queued; MSG_TRUNC makes a
@@ -672,60 +755,98 @@ impl Socket {
             });
         }
         let s = *side;
-        let received = |len| Received {
-            len,
-            from: Self::peer_of(c, s),
-        };
+        let flight = &c.flights[s];
         // MSG_WAITALL: a stream read goes on until the buffers are full
-        // (or an error, EOF, or a non-blocking call's empty queue).
+        // (or an error, EOF, files, or a non-blocking call's empty queue).
         let want: usize = bufs.iter().map(|b| b.len()).sum();
         let wait_all = flags & MSG_WAITALL != 0 && !peek && self.ty == SOCK_STREAM;
         let mut to = Scatter::new(bufs);
         let mut got = 0;
-        c.cell.block_on(nonblock, |g| {
+        let mut files = Vec::new();
+        // (bytes copied, or the message's length with MSG_TRUNC; truncated)
+        let r = c.cell.block_on(nonblock, |g| {
             if self.ty == SOCK_STREAM {
                 if !g.dirs[s].bytes.is_empty() {
                     let d = &mut g.dirs[s];
+                    let mut n = d.bytes.len().min(want - got);
+                    // A read that reaches a send's files takes them and
+                    // ends with that send's first segment (even a read of
+                    // no bytes takes files at the front, as Linux).
+                    let at_mark = d.marks.front().map(|m| (m.start - d.taken) as usize);
+                    let reached = at_mark.is_some_and(|at| at < n || (at == 0 && n == 0));
+                    if reached {
+                        n = n.min((d.marks[0].end - d.taken) as usize);
+                    }
                     let (front, back) = d.bytes.as_slices();
-                    let n = to.put(front) + to.put(back);
+                    let k = front.len().min(n);
+                    to.put(&front[..k]);
+                    to.put(&back[..n - k]);
                     got += n;
+                    if reached {
+                        files = if peek {
+                            d.marks[0].files.peek()
+                        } else {
+                            d.marks
+                                .pop_front()
+                                .map_or_else(Vec::new, |m| m.files.leave(flight))
+                        };
+                    }
                     if !peek {
                         d.bytes.drain(..n);
+                        d.taken += n as u64;
                         d.queued -= n;
                         c.cell.wake_all(g);
                     }
-                    if !wait_all || got == want {
-                        return Step::Done(Ok(received(got)));
+                    if reached || !wait_all || got == want {
+                        return Step::Done(Ok((got, false)));
                     }
                 }
             } else if let Some(m) = g.dirs[s].msgs.front() {
                 // Copy what fits; the rest of the message is discarded.
-                let at = to.put(m);
-                let whole = m.len();
-                if !peek {
-                    g.dirs[s].msgs.pop_front();
-                    g.dirs[s].queued -= message_truesize(whole);
+                let at = to.put(&m.data);
+                let whole = m.data.len();
+                if peek {
+                    files = m.files.as_ref().map(InFlight::peek).unwrap_or_default();
+                } else {
+                    let d = &mut g.dirs[s];
+                    let m = d.msgs.pop_front().expect("the front message");
+                    d.queued -= message_truesize(whole);
+                    files = m.files.map(|f| f.leave(flight)).unwrap_or_default();
                     c.cell.wake_all(g);
                 }
-                return Step::Done(Ok(received(if trunc { whole } else { at })));
+                return Step::Done(Ok((if trunc { whole } else { at }, at < whole)));
             }
             if let Some(e) = g.err[s].take() {
-                return Step::Done(if got > 0 { Ok(received(got)) } else { Err(e) });
+                return Step::Done(if got > 0 { Ok((got, false)) } else { Err(e) });
             }
             if g.rcv_shut(s) {
-                return Step::Done(Ok(received(got)));
+                return Step::Done(Ok((got, false)));
             }
             Step::Wait(if got > 0 {
-                Ok(received(got))
+                Ok((got, false))
             } else {
                 Err(Errno::EAGAIN)
             })
+        });
+        // Only a successful receive takes files.
+        debug_assert!(r.is_ok() || files.is_empty());
+        let (len, truncated) = r?;
+        Ok(Received {
+            len,
+            from: Self::peer_of(c, s),
+            files,
+            truncated,
         })
     }
 
-    /// write(2): `send` without flags or name.
-    pub(crate) fn write(&self, bufs: &[&[u8]], nonblock: bool) -> SysResult<usize> {
-        self.send(bufs, 0, nonblock, None)
+    /// write(2): `send` without flags, name or files.
+    pub(crate) fn write(
+        &self,
+        bufs: &[&[u8]],
+        nonblock: bool,
+        orphans: &mut Vec<FileRef>,
+    ) -> SysResult<usize> {
+        self.send(bufs, 0, nonblock, None, None, orphans)
     }
 
     /// sendmsg: `to` finds the socket a name leads to (for a datagram
@@ -733,12 +854,35 @@ impl Socket {
     /// unconnected one EOPNOTSUPP, seqpacket ignores the name, as Linux).
     /// MSG_DONTWAIT makes it non-blocking; MSG_OOB is EOPNOTSUPP; other
     /// bits are ignored (no signals are sent, so MSG_NOSIGNAL is moot).
+    /// `files` travel with the message (with a stream's first segment) if
+    /// it goes; else they go to `orphans`, with the files of any messages
+    /// the send dropped (a datagram peer found closed).
     pub(crate) fn send(
         &self,
         bufs: &[&[u8]],
         flags: i32,
         nonblock: bool,
         to: Option<&dyn Fn() -> SysResult<Arc<Binding>>>,
+        files: Option<InFlight>,
+        orphans: &mut Vec<FileRef>,
+    ) -> SysResult<usize> {
+        let mut files = files;
+        let r = self.send_carrying(bufs, flags, nonblock, to, &mut files, orphans);
+        if let Some(f) = files {
+            orphans.extend(f.unsent());
+        }
+        r
+    }
+
+    /// `send`, taking `files` out of the option once they are queued.
+    fn send_carrying(
+        &self,
+        bufs: &[&[u8]],
+        flags: i32,
+        nonblock: bool,
+        to: Option<&dyn Fn() -> SysResult<Arc<Binding>>>,
+        files: &mut Option<InFlight>,
+        orphans: &mut Vec<FileRef>,
     ) -> SysResult<usize> {
         let nonblock = nonblock || flags & MSG_DONTWAIT != 0;
         if flags & MSG_OOB != 0 {
@@ -757,6 +901,8 @@ impl Socket {
                 nonblock,
                 find.as_ref()
                     .map(|f| f as &dyn Fn() -> SysResult<Arc<Dgram>>),
+                files,
+                orphans,
             );
         }
         if to.is_some() && self.ty == SOCK_STREAM {
@@ -784,10 +930,17 @@ impl Socket {
                     return Step::Done(Err(Errno::EPIPE));
                 }
                 if g.dirs[p].queued < SOCK_BUF {
-                    let m: Vec<u8> = bufs.concat();
+                    if let Some(f) = files.as_ref() {
+                        if let Err(e) = f.admit(&c.flights[p], g.listener.as_deref()) {
+                            return Step::Done(Err(e));
+                        }
+                    }
                     let d = &mut g.dirs[p];
                     d.queued += message_truesize(len);
-                    d.msgs.push_back(m);
+                    d.msgs.push_back(Message {
+                        data: bufs.concat(),
+                        files: files.take(),
+                    });
                     c.cell.wake_all(g);
                     return Step::Done(Ok(len));
                 }
@@ -796,7 +949,8 @@ impl Socket {
         }
         if len == 0 {
             // unix_stream_sendmsg checks the shutdown state before its
-            // (empty) send loop: EPIPE once the peer is gone.
+            // (empty) send loop, which queues nothing: files sent with no
+            // bytes are dropped.
             return c.cell.block_on(nonblock, |g| {
                 Step::Done(if g.send_shut(s) {
                     Err(Errno::EPIPE)
@@ -807,14 +961,30 @@ impl Socket {
         }
         let mut src = bufs.iter().flat_map(|b| b.iter().copied());
         let mut done = 0;
+        let first = len.min(STREAM_FIRST_SEGMENT);
         c.cell.block_on(nonblock, |g| {
             if g.send_shut(s) {
                 return Step::Done(partial(done, Errno::EPIPE));
             }
             let room = SOCK_BUF - g.dirs[p].queued;
-            if room > 0 {
+            // The segment carrying files goes whole (it is one skb).
+            let need = if files.is_some() { first } else { 1 };
+            if room >= need {
+                if let Some(f) = files.as_ref() {
+                    if let Err(e) = f.admit(&c.flights[p], g.listener.as_deref()) {
+                        return Step::Done(Err(e));
+                    }
+                }
                 let n = room.min(len - done);
                 let d = &mut g.dirs[p];
+                if let Some(f) = files.take() {
+                    let start = d.taken + d.bytes.len() as u64;
+                    d.marks.push_back(Mark {
+                        start,
+                        end: start + first as u64,
+                        files: f,
+                    });
+                }
                 d.bytes.extend(src.by_ref().take(n));
                 d.queued += n;
                 done += n;

@@ -308,7 +308,7 @@ impl FdTable {
     }
 
     /// A copy for fork: every slot's file gains a reference.
-    pub(crate) fn duplicate(&self, vfs: &VfsInner) -> FdTable {
+    pub(crate) fn duplicate(&self) -> FdTable {
         let st = self.state.lock();
         // Relaxed: written only under the mutex, which we hold.
         let copy = FdTable::new(self.limit.load(Ordering::Relaxed));
@@ -321,7 +321,8 @@ impl FdTable {
             // Relaxed: under our mutex.
             let f = s.load(Ordering::Relaxed);
             if !f.is_null() {
-                let r = vfs.fget(&FileRef(f));
+                // The slot's reference, lent to make another.
+                let r = FileRef(f).another();
                 copy.set(&mut cst, i, r.0, st.cloexec[i]);
             }
         }

@@ -117,6 +117,13 @@ impl FileRef {
         // SAFETY: we own a reference.
         unsafe { &*self.0 }
     }
+
+    /// Another reference to the same file (ours keeps it live).
+    pub(crate) fn another(&self) -> FileRef {
+        let ok = self.file().refcount.get();
+        debug_assert!(ok);
+        FileRef(self.0)
+    }
 }
 
 impl VfsInner {
@@ -160,12 +167,6 @@ impl VfsInner {
         FileRef(f)
     }
 
-    pub(crate) fn fget(&self, f: &FileRef) -> FileRef {
-        let ok = f.file().refcount.get();
-        debug_assert!(ok);
-        FileRef(f.0)
-    }
-
     /// Drops a file reference; the last one releases the dentry and mount.
     pub(crate) fn fput(&self, f: FileRef) {
         let file = f.file();
@@ -188,6 +189,15 @@ impl VfsInner {
         self.free_file(f);
         self.dput(d);
         self.mntput(m);
+    }
+
+    /// Puts files that came back from a socket call (files in flight it
+    /// dropped, or a send's that did not go), one at a time: called with
+    /// no socket lock held, and each put may close another socket.
+    pub(crate) fn put_files(&self, files: Vec<FileRef>) {
+        for f in files {
+            self.fput(f);
+        }
     }
 
     /// Drops many file references (process exit, close_range): with

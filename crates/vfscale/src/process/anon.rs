@@ -89,7 +89,13 @@ impl Process {
             // sock_read_iter: a zero-length read is 0 ("SYS5 behaviour"),
             // before the socket is looked at.
             Some(Stream::Socket(_)) if bufs.iter().all(|b| b.is_empty()) => Ok(0),
-            Some(Stream::Socket(s)) => s.read(bufs, nb),
+            Some(Stream::Socket(s)) => {
+                // Files the message carried are dropped (no control
+                // buffer), as read(2) on Linux.
+                let r = s.recv(bufs, 0, nb)?;
+                self.vfs.put_files(r.files);
+                Ok(r.len)
+            }
             // eventfd's read_iter: the 8-byte counter across the segments.
             Some(Stream::EventFd(e)) => {
                 let mut value = [0u8; 8];
@@ -108,7 +114,12 @@ impl Process {
         let nb = nonblock(file);
         match stream(file) {
             Some(Stream::Pipe(p)) => p.write(bufs, nb, file.status() & O_DIRECT != 0),
-            Some(Stream::Socket(s)) => s.write(bufs, nb),
+            Some(Stream::Socket(s)) => {
+                let mut orphans = Vec::new();
+                let r = s.write(bufs, nb, &mut orphans);
+                self.vfs.put_files(orphans);
+                r
+            }
             // eventfd has a plain write: a vector is written segment by
             // segment (do_loop_readv_writev), each exactly 8 bytes, empty
             // ones after the first skipped, stopping at an error or a short

@@ -235,6 +235,33 @@ pub trait ProcessApi: Send {
     fn recvfrom(&self, _fd: Fd, _buf: &mut [u8], _flags: i32) -> SysResult<(usize, Vec<u8>)> {
         Err(Errno::ENOSYS)
     }
+    /// sendmsg(2) of an AF_UNIX socket: `sendto` with a vector, carrying
+    /// the files of the descriptors `rights` (SCM_RIGHTS: at most 253,
+    /// EINVAL past that; EBADF for one not open; ETOOMANYREFS where
+    /// vfscale's rule against cycles of sockets in flight refuses them,
+    /// docs/COMPATIBILITY.md).
+    fn sendmsg(
+        &self,
+        _fd: Fd,
+        _bufs: &[&[u8]],
+        _flags: i32,
+        _name: Option<&[u8]>,
+        _rights: &[Fd],
+    ) -> SysResult<usize> {
+        Err(Errno::ENOSYS)
+    }
+    /// recvmsg(2): `recvfrom` with a vector; files the message carried
+    /// become new descriptors, at most `max_fds` (the rest are closed,
+    /// MSG_CTRUNC); flags also MSG_WAITALL and MSG_CMSG_CLOEXEC.
+    fn recvmsg(
+        &self,
+        _fd: Fd,
+        _bufs: &mut [&mut [u8]],
+        _flags: i32,
+        _max_fds: usize,
+    ) -> SysResult<RecvMsg> {
+        Err(Errno::ENOSYS)
+    }
     /// ioctl(FIONREAD): the bytes a read would find (regular files, pipes,
     /// sockets); ENOTTY otherwise.
     fn fionread(&self, _fd: Fd) -> SysResult<i32> {

@@ -182,7 +182,7 @@ impl Process {
             // A child gets its own copy of the credentials (copy_creds).
             cred: Arc::new((*self.cred).clone()),
             fs: Arc::new(fs),
-            files: Arc::new(self.files.duplicate(&self.vfs)),
+            files: Arc::new(self.files.duplicate()),
             // A child starts in its parent's group (cgroup inheritance).
             group: self.group.fork(),
             exited: false,

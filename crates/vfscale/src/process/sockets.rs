@@ -25,12 +25,19 @@
 //!
 //! `disconnect` is connect(2) to an AF_UNSPEC address (a datagram socket
 //! forgets its peer).
+//!
+//! sendmsg and recvmsg carry files (SCM_RIGHTS, `anon/rights.rs`): the
+//! sender's descriptors' files travel with the message and become new
+//! descriptors of the receiver. Every call that can drop messages puts
+//! their files here, after the socket layer released its locks.
 
 use super::anon::{nonblock, stream, Stream, SOCKET_BYTES};
 use super::Process;
 use crate::abi::*;
+use crate::anon::rights::{InFlight, SCM_MAX_FD};
 use crate::anon::socket::{Binding, NameKey, SockName, Socket};
 use crate::cred::perm::{may_access, MAY_WRITE};
+use crate::file::FileRef;
 use crate::vfs::VfsInner;
 use std::sync::Arc;
 
@@ -143,7 +150,10 @@ impl Process {
         self.check_addr_len(fd, name)?;
         self.with_socket(fd, |sock, nb| {
             let target = self.bound_socket(sock.socket_type(), check_name(name)?)?;
-            sock.connect(&target, nb, self.ucred())
+            let mut orphans = Vec::new();
+            let r = sock.connect(&target, nb, self.ucred(), &mut orphans);
+            self.vfs.put_files(orphans);
+            r
         })
     }
 
@@ -151,7 +161,12 @@ impl Process {
     /// default peer).
     pub fn disconnect(&self, fd: Fd) -> SysResult<()> {
         let _end = self.vfs.call_end();
-        self.with_socket(fd, |sock, _| sock.disconnect())
+        self.with_socket(fd, |sock, _| {
+            let mut orphans = Vec::new();
+            let r = sock.disconnect(&mut orphans);
+            self.vfs.put_files(orphans);
+            r
+        })
     }
 
     /// The live socket of type `ty` that the checked name `name` leads to
@@ -169,44 +184,144 @@ impl Process {
         }
     }
 
-    /// sendto(2): one message (a datagram socket's to `name` if given,
-    /// else to its peer). Linux's order: EBADF, ENOTSOCK, EINVAL for an
-    /// address past a sockaddr_storage, EOPNOTSUPP for MSG_OOB, EINVAL for
-    /// an empty name (datagram), then the socket's own checks.
+    /// sendto(2): `sendmsg` of one buffer without files.
     pub fn sendto(&self, fd: Fd, buf: &[u8], flags: i32, name: Option<&[u8]>) -> SysResult<usize> {
+        self.sendmsg(fd, &[buf], flags, name, &[])
+    }
+
+    /// sendmsg(2): one message of `bufs` (a datagram socket's to `name` if
+    /// given, else to its peer), carrying the files of the descriptors
+    /// `rights` (SCM_RIGHTS). Linux's order: EBADF, ENOTSOCK, EINVAL for
+    /// an address past a sockaddr_storage, the descriptors (EINVAL past
+    /// SCM_MAX_FD, EBADF for one not open: scm_send), EOPNOTSUPP for
+    /// MSG_OOB, EINVAL for an empty name (datagram), then the socket's own
+    /// checks.
+    pub fn sendmsg(
+        &self,
+        fd: Fd,
+        bufs: &[&[u8]],
+        flags: i32,
+        name: Option<&[u8]>,
+        rights: &[Fd],
+    ) -> SysResult<usize> {
         let _end = self.vfs.call_end();
         self.with_socket(fd, |sock, nb| {
             if name.is_some_and(|n| n.len() + 2 > 128) {
                 return Err(Errno::EINVAL);
             }
-            if flags & MSG_OOB != 0 {
-                return Err(Errno::EOPNOTSUPP);
-            }
-            let name = match name {
-                Some(n) if sock.socket_type() == SOCK_DGRAM => {
-                    let n = check_name(n)?;
-                    if n.is_empty() {
-                        return Err(Errno::EINVAL);
-                    }
-                    Some(n)
-                }
-                other => other,
-            };
-            let find = name.map(|n| move || self.bound_socket(sock.socket_type(), n));
-            let to = find
-                .as_ref()
-                .map(|f| f as &dyn Fn() -> SysResult<Arc<Binding>>);
-            sock.send(&[buf], flags, nb, to)
+            let files = self.files_to_send(rights)?;
+            let mut orphans = Vec::new();
+            let r = self.send_checked(sock, nb, bufs, flags, name, files, &mut orphans);
+            self.vfs.put_files(orphans);
+            r
         })
     }
 
-    /// recvfrom(2): the bytes and the sender's name (empty if unnamed).
+    /// The files of `rights`, each with a new reference (O_PATH ones too,
+    /// as scm_fp_copy's fget_raw); none taken if one is not open.
+    fn files_to_send(&self, rights: &[Fd]) -> SysResult<Option<InFlight>> {
+        if rights.len() > SCM_MAX_FD {
+            return Err(Errno::EINVAL);
+        }
+        let mut files = Vec::with_capacity(rights.len());
+        for &fd in rights {
+            match self.fd_file(fd) {
+                Ok(f) => files.push(f),
+                Err(e) => {
+                    self.vfs.put_files(files);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(InFlight::new(files))
+    }
+
+    /// `sendmsg` past the descriptors: `files` go with the message or, if
+    /// it does not go, to `orphans`.
+    #[allow(clippy::too_many_arguments)]
+    fn send_checked(
+        &self,
+        sock: &Socket,
+        nb: bool,
+        bufs: &[&[u8]],
+        flags: i32,
+        name: Option<&[u8]>,
+        files: Option<InFlight>,
+        orphans: &mut Vec<FileRef>,
+    ) -> SysResult<usize> {
+        let checked = if flags & MSG_OOB != 0 {
+            Err(Errno::EOPNOTSUPP)
+        } else {
+            match name {
+                Some(n) if sock.socket_type() == SOCK_DGRAM => match check_name(n) {
+                    Ok([]) => Err(Errno::EINVAL),
+                    other => other.map(Some),
+                },
+                other => Ok(other),
+            }
+        };
+        let name = match checked {
+            Ok(name) => name,
+            Err(e) => {
+                orphans.extend(files.map(InFlight::unsent).unwrap_or_default());
+                return Err(e);
+            }
+        };
+        let find = name.map(|n| move || self.bound_socket(sock.socket_type(), n));
+        let to = find
+            .as_ref()
+            .map(|f| f as &dyn Fn() -> SysResult<Arc<Binding>>);
+        sock.send(bufs, flags, nb, to, files, orphans)
+    }
+
+    /// recvfrom(2): `recvmsg` into one buffer with no room for files (any
+    /// the message carried are dropped): the bytes and the sender's name.
     pub fn recvfrom(&self, fd: Fd, buf: &mut [u8], flags: i32) -> SysResult<(usize, Vec<u8>)> {
+        let r = self.recvmsg(fd, &mut [buf], flags, 0)?;
+        Ok((r.len, r.name))
+    }
+
+    /// recvmsg(2): the next data into `bufs`, with the sender's name and the
+    /// files the message carried as new descriptors (FD_CLOEXEC with
+    /// MSG_CMSG_CLOEXEC), at most `max_fds` of them (the room the caller's
+    /// control buffer has) and as many as the table takes: the rest are
+    /// closed and MSG_CTRUNC says so, as scm_detach_fds.
+    pub fn recvmsg(
+        &self,
+        fd: Fd,
+        bufs: &mut [&mut [u8]],
+        flags: i32,
+        max_fds: usize,
+    ) -> SysResult<RecvMsg> {
         let _end = self.vfs.call_end();
-        self.with_socket(fd, |sock, nb| {
-            let r = sock.recv(&mut [buf], flags, nb)?;
-            Ok((r.len, r.from.to_vec()))
-        })
+        let r = self.with_socket(fd, |sock, nb| sock.recv(bufs, flags, nb))?;
+        let mut out = RecvMsg {
+            len: r.len,
+            name: r.from.to_vec(),
+            fds: Vec::new(),
+            // ____sys_recvmsg starts the out flags from the asked
+            // MSG_CMSG_CLOEXEC.
+            flags: (flags & MSG_CMSG_CLOEXEC) | if r.truncated { MSG_TRUNC } else { 0 },
+        };
+        let cloexec = flags & MSG_CMSG_CLOEXEC != 0;
+        for f in r.files {
+            if out.fds.len() < max_fds && out.flags & MSG_CTRUNC == 0 {
+                match self.files.install(f, cloexec, 0) {
+                    Ok(fd) => {
+                        out.fds.push(fd);
+                        continue;
+                    }
+                    Err((_, f)) => {
+                        out.flags |= MSG_CTRUNC;
+                        self.vfs.fput(f);
+                    }
+                }
+            } else {
+                out.flags |= MSG_CTRUNC;
+                self.vfs.fput(f);
+            }
+        }
+        Ok(out)
     }
 
     /// The live socket bound to the socket file `name` resolves to.

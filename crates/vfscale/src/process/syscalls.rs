@@ -280,6 +280,25 @@ impl ProcessApi for Process {
     fn recvfrom(&self, fd: Fd, buf: &mut [u8], flags: i32) -> SysResult<(usize, Vec<u8>)> {
         Process::recvfrom(self, fd, buf, flags)
     }
+    fn sendmsg(
+        &self,
+        fd: Fd,
+        bufs: &[&[u8]],
+        flags: i32,
+        name: Option<&[u8]>,
+        rights: &[Fd],
+    ) -> SysResult<usize> {
+        Process::sendmsg(self, fd, bufs, flags, name, rights)
+    }
+    fn recvmsg(
+        &self,
+        fd: Fd,
+        bufs: &mut [&mut [u8]],
+        flags: i32,
+        max_fds: usize,
+    ) -> SysResult<RecvMsg> {
+        Process::recvmsg(self, fd, bufs, flags, max_fds)
+    }
     fn fionread(&self, fd: Fd) -> SysResult<i32> {
         Process::fionread(self, fd)
     }

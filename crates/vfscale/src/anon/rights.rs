@@ -1,0 +1,144 @@
+//! SCM_RIGHTS: open files in flight in AF_UNIX messages.
+//!
+//! A message may carry files (`InFlight`): references the send took on its
+//! descriptors' files, handed to new descriptors of the receiver by the
+//! receive that takes the message, or put by whoever drops the message (a
+//! purge, the receiving socket's final close). Those references are plain
+//! `FileRef`s: only the process layer, which has the namespace at hand,
+//! puts them, always after every socket lock is released (the put can be
+//! the final close of another socket).
+//!
+//! Linux collects cycles of sockets in flight (unix_gc: A's queue holds B,
+//! B's holds A, and no process holds either). vfscale prevents them
+//! instead (docs/ARCHITECTURE.md, Decisions). Each socket has a `Flight`:
+//! how many references to its own file wait in queues (`in_flight`) and
+//! how many messages carrying files wait in its receive queue
+//! (`files_queued`).
+//!
+//! Invariants:
+//! - A socket whose file is in flight has no files queued. So no socket in
+//!   flight holds files, every chain of references through queues ends at
+//!   a socket some process holds, and no cycle can form.
+//! - A send carrying files keeps it (`admit`): refused with ETOOMANYREFS
+//!   (Linux's errno for too many files in flight) when its receiver's file
+//!   is in flight, or the receiver is an unaccepted connection whose
+//!   listener's file is; when a socket it carries has files queued, is the
+//!   receiver itself, or listens (a listener's unaccepted connections may
+//!   hold files and cannot be counted on it).
+//! - The counts rise only under `ADMIT` (one process-wide mutex, taken only
+//!   by sends that carry files, inside the receiver's queue lock: lock
+//!   order queue → `ADMIT`), together with the checks, so two sends cannot
+//!   each pass the check the other is about to break. They fall without
+//!   it: a fall only relaxes the rule, so a check that reads a stale
+//!   higher count refuses at worst a send it could have let through.
+
+use super::socket::Socket;
+use crate::abi::*;
+use crate::file::{FileRef, FMODE_SOCKET};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// Linux's SCM_MAX_FD: the most files one message may carry (EINVAL past
+/// it).
+pub const SCM_MAX_FD: usize = 253;
+
+/// Serialises the checks and rises of `admit` (module invariants).
+static ADMIT: Mutex<()> = Mutex::new(());
+
+/// A socket's part in the rule (module doc).
+#[derive(Default)]
+pub(crate) struct Flight {
+    /// References to this socket's file waiting in queues.
+    in_flight: AtomicUsize,
+    /// Messages carrying files waiting in this socket's receive queue.
+    files_queued: AtomicUsize,
+}
+
+impl Flight {
+    // Relaxed loads and rises: every rise and every check runs under
+    // `ADMIT`, whose mutex orders them; falls are RMWs (no lost update),
+    // and a check that misses one only refuses more (module doc).
+    fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::Relaxed)
+    }
+
+    fn files_queued(&self) -> usize {
+        self.files_queued.load(Ordering::Relaxed)
+    }
+}
+
+/// The socket behind `f`, if it is a socket file.
+fn socket_of(f: &FileRef) -> Option<&Socket> {
+    let file = f.file();
+    // SAFETY: a socket file's private pointer is its socket, kept alive by
+    // the node the file references, and we hold a reference to the file.
+    (file.fmode & FMODE_SOCKET != 0).then(|| unsafe { &*(file.private as *const Socket) })
+}
+
+/// The files one message carries (never empty: a send without files has
+/// none). Dropping it without `leave` would leak them (debug-asserted).
+pub(crate) struct InFlight {
+    files: Vec<FileRef>,
+}
+
+impl InFlight {
+    /// The files a send carries, or None for none.
+    pub(crate) fn new(files: Vec<FileRef>) -> Option<InFlight> {
+        (!files.is_empty()).then_some(InFlight { files })
+    }
+
+    /// The rule (module invariants), checked as the message joins the
+    /// receive queue of `to` (the caller holds that queue's lock);
+    /// `listener`: the listener of an unaccepted connection `to` is. On
+    /// success the counts include this message.
+    pub(crate) fn admit(&self, to: &Flight, listener: Option<&Flight>) -> SysResult<()> {
+        let _serial = ADMIT.lock().unwrap_or_else(|e| e.into_inner());
+        if to.in_flight() > 0 || listener.is_some_and(|l| l.in_flight() > 0) {
+            return Err(Errno::ETOOMANYREFS);
+        }
+        for s in self.files.iter().filter_map(socket_of) {
+            let f = s.flight();
+            if s.is_listener() || core::ptr::eq(f, to) || f.files_queued() > 0 {
+                return Err(Errno::ETOOMANYREFS);
+            }
+        }
+        // Relaxed: see `Flight`.
+        to.files_queued.fetch_add(1, Ordering::Relaxed);
+        for s in self.files.iter().filter_map(socket_of) {
+            s.flight().in_flight.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// The message left the receive queue of `from` (taken or dropped):
+    /// the counts forget it and its files are the caller's to install or
+    /// put.
+    pub(crate) fn leave(mut self, from: &Flight) -> Vec<FileRef> {
+        // Relaxed: see `Flight`.
+        from.files_queued.fetch_sub(1, Ordering::Relaxed);
+        for s in self.files.iter().filter_map(socket_of) {
+            s.flight().in_flight.fetch_sub(1, Ordering::Relaxed);
+        }
+        std::mem::take(&mut self.files)
+    }
+
+    /// The files of a message that did not go (never admitted).
+    pub(crate) fn unsent(mut self) -> Vec<FileRef> {
+        std::mem::take(&mut self.files)
+    }
+
+    /// MSG_PEEK: new references to the same files (the message keeps its
+    /// own), as Linux's unix_peek_fds.
+    pub(crate) fn peek(&self) -> Vec<FileRef> {
+        self.files.iter().map(FileRef::another).collect()
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        debug_assert!(
+            self.files.is_empty(),
+            "files in flight dropped without being put"
+        );
+    }
+}
