@@ -1201,16 +1201,125 @@ impl ProcessApi for KernelProcess {
                     &mut alen,
                 )
             })? as usize;
-            let mut name = addr[2.min(alen as usize)..(alen as usize).min(addr.len())].to_vec();
-            // A path name comes back with its terminating NUL.
-            if name.first() != Some(&0) && name.last() == Some(&0) {
-                name.pop();
-            }
-            Ok((n, data, name))
+            Ok((n, data, sun_path(&addr, alen as usize)))
         })?;
         let copied = n.min(len);
         buf[..copied].copy_from_slice(&data[..copied]);
         Ok((n, name))
+    }
+    fn sendmsg(
+        &self,
+        fd: Fd,
+        bufs: &[&[u8]],
+        flags: i32,
+        name: Option<&[u8]>,
+        rights: &[Fd],
+    ) -> SysResult<usize> {
+        let mut addr = name.map(unix_addr);
+        let data = bufs.concat();
+        let rights = rights.to_vec();
+        self.call(move || {
+            let mut iov = libc::iovec {
+                iov_base: data.as_ptr() as *mut libc::c_void,
+                iov_len: data.len(),
+            };
+            let bytes = std::mem::size_of_val(&rights[..]);
+            // SAFETY: arithmetic.
+            let space = unsafe { libc::CMSG_SPACE(bytes as u32) } as usize;
+            let mut control = vec![0u64; space.div_ceil(8)];
+            // SAFETY: an all-zero msghdr is an empty one.
+            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+            msg.msg_iov = &mut iov;
+            msg.msg_iovlen = 1;
+            if let Some(a) = addr.as_mut() {
+                msg.msg_name = a.as_mut_ptr().cast();
+                msg.msg_namelen = a.len() as libc::socklen_t;
+            }
+            if !rights.is_empty() {
+                msg.msg_control = control.as_mut_ptr().cast();
+                msg.msg_controllen = space;
+                // SAFETY: the buffer has room for one header and the
+                // descriptors (CMSG_SPACE) and is 8-byte aligned.
+                unsafe {
+                    let c = libc::CMSG_FIRSTHDR(&msg);
+                    (*c).cmsg_level = libc::SOL_SOCKET;
+                    (*c).cmsg_type = libc::SCM_RIGHTS;
+                    (*c).cmsg_len = libc::CMSG_LEN(bytes as u32) as usize;
+                    std::ptr::copy_nonoverlapping(
+                        rights.as_ptr(),
+                        libc::CMSG_DATA(c).cast::<i32>(),
+                        rights.len(),
+                    );
+                }
+            }
+            // SAFETY: `msg` points at live buffers.
+            sys(unsafe {
+                libc::syscall(libc::SYS_sendmsg, fd, &msg, flags | libc::MSG_NOSIGNAL)
+            })
+            .map(|n| n as usize)
+        })
+    }
+    fn recvmsg(
+        &self,
+        fd: Fd,
+        bufs: &mut [&mut [u8]],
+        flags: i32,
+        max_fds: usize,
+    ) -> SysResult<RecvMsg> {
+        let len: usize = bufs.iter().map(|b| b.len()).sum();
+        let (m, data) = self.call(move || {
+            let mut data = vec![0u8; len];
+            let mut addr = [0u8; 2 + 108];
+            let mut iov = libc::iovec {
+                iov_base: data.as_mut_ptr().cast(),
+                iov_len: len,
+            };
+            let bytes = max_fds * 4;
+            // SAFETY: arithmetic.
+            let space = unsafe { libc::CMSG_SPACE(bytes as u32) } as usize;
+            let mut control = vec![0u64; space.div_ceil(8)];
+            // SAFETY: as in `sendmsg`.
+            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+            msg.msg_iov = &mut iov;
+            msg.msg_iovlen = 1;
+            msg.msg_name = addr.as_mut_ptr().cast();
+            msg.msg_namelen = addr.len() as libc::socklen_t;
+            if max_fds > 0 {
+                msg.msg_control = control.as_mut_ptr().cast();
+                // Room for exactly `max_fds` (CMSG_SPACE pads).
+                // SAFETY: arithmetic.
+                msg.msg_controllen = unsafe { libc::CMSG_LEN(bytes as u32) } as usize;
+            }
+            // SAFETY: `msg` points at live buffers.
+            let n = sys(unsafe { libc::syscall(libc::SYS_recvmsg, fd, &mut msg, flags) })? as usize;
+            let mut fds = Vec::new();
+            // SAFETY: the kernel filled the control buffer within its length.
+            unsafe {
+                let mut c = libc::CMSG_FIRSTHDR(&msg);
+                while !c.is_null() {
+                    if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
+                        let k = ((*c).cmsg_len - libc::CMSG_LEN(0) as usize) / 4;
+                        let p = libc::CMSG_DATA(c).cast::<i32>();
+                        fds.extend((0..k).map(|i| p.add(i).read_unaligned()));
+                    }
+                    c = libc::CMSG_NXTHDR(&msg, c);
+                }
+            }
+            let m = RecvMsg {
+                len: n,
+                name: sun_path(&addr, msg.msg_namelen as usize),
+                fds,
+                flags: msg.msg_flags,
+            };
+            Ok((m, data))
+        })?;
+        let mut at = 0;
+        for b in bufs.iter_mut() {
+            let k = b.len().min(m.len.min(len).saturating_sub(at));
+            b[..k].copy_from_slice(&data[at..at + k]);
+            at += k;
+        }
+        Ok(m)
     }
     fn fionread(&self, fd: Fd) -> SysResult<i32> {
         self.call(move || {
@@ -1342,6 +1451,16 @@ impl ProcessApi for KernelProcess {
 /// A sockaddr_un for `name` (sun_path's bytes, no terminator added: the
 /// kernel terminates a path name itself); longer than sun_path it is
 /// passed whole, for the kernel's EINVAL.
+/// The sun_path bytes of a returned address of `alen` bytes (a path name
+/// comes back with its terminating NUL, which is dropped).
+fn sun_path(addr: &[u8], alen: usize) -> Vec<u8> {
+    let mut name = addr[2.min(alen)..alen.min(addr.len())].to_vec();
+    if name.first() != Some(&0) && name.last() == Some(&0) {
+        name.pop();
+    }
+    name
+}
+
 fn unix_addr(name: &[u8]) -> Vec<u8> {
     let mut a = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
     a.extend_from_slice(name);

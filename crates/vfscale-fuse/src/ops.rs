@@ -201,8 +201,9 @@ impl Ops {
     /// LOOKUP of "." or ".." in node `id`: the kernel resolving a file
     /// handle (fuse_get_dentry, fuse_get_parent) for a node it may have
     /// forgotten. A forgotten node is found again by its inode number
-    /// among the objects exported at FORGET; one with no name left (or
-    /// no link left, for a node whose FORGET is still in flight) is ESTALE.
+    /// among the objects exported at FORGET; one with no name left and no
+    /// user (or no link left, for a node whose FORGET is still in flight)
+    /// is ESTALE.
     fn lookup_dot(&self, c: Caller, id: u64, name: &[u8]) -> Reply {
         let node = match self.nodes.get(id) {
             Some(n) => Entry {

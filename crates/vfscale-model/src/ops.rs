@@ -391,6 +391,23 @@ pub enum Op {
         len: usize,
         flags: i32,
     },
+    /// sendmsg(2): `Sendto` carrying the files of `rights` (SCM_RIGHTS).
+    Sendmsg {
+        fd: FdArg,
+        data: Bytes,
+        flags: i32,
+        name: Option<Bytes>,
+        rights: Vec<FdArg>,
+    },
+    /// recvmsg(2) of at most `len` bytes with room for `max_fds`
+    /// descriptors, MSG_DONTWAIT always added: the count, the bytes
+    /// copied, the sender's name, the new descriptors and the out flags.
+    Recvmsg {
+        fd: FdArg,
+        len: usize,
+        flags: i32,
+        max_fds: usize,
+    },
     Eventfd {
         init: u32,
         flags: i32,
@@ -931,6 +948,47 @@ pub fn apply<P: ProcessApi>(p: &P, op: &Op, fds: &mut FdMap) -> Outcome {
                 Err(e) => O::Err(e),
             }
         }
+        Op::Sendmsg {
+            fd: a,
+            data,
+            flags,
+            name,
+            rights,
+        } => {
+            let rights: Vec<Fd> = rights.iter().map(fd).collect();
+            p.sendmsg(
+                fd(a),
+                &[&data.0],
+                *flags | MSG_DONTWAIT,
+                name.as_ref().map(|n| &n.0[..]),
+                &rights,
+            )
+            .map_or_else(O::Err, O::Count)
+        }
+        Op::Recvmsg {
+            fd: a,
+            len,
+            flags,
+            max_fds,
+        } => {
+            let mut buf = vec![0u8; *len];
+            match p.recvmsg(fd(a), &mut [&mut buf], *flags | MSG_DONTWAIT, *max_fds) {
+                Ok(m) => {
+                    buf.truncate(m.len.min(*len));
+                    for &n in &m.fds {
+                        fds.opened(n);
+                    }
+                    O::Seq(vec![
+                        O::Count(m.len),
+                        O::Data(Bytes(buf)),
+                        O::Data(Bytes(m.name)),
+                        O::Seq(m.fds.into_iter().map(O::Fd).collect()),
+                        O::Mask(m.flags as u32),
+                    ])
+                }
+                Err(e) => O::Err(e),
+            }
+        }
         Op::Eventfd { init, flags } => match p.eventfd(*init, *flags) {
             Ok(n) => {
                 fds.opened(n);
@@ -1269,6 +1327,22 @@ fn socket_op() -> impl Strategy<Value = Op> {
             prop::sample::select(vec![0, 0, MSG_PEEK, MSG_TRUNC, MSG_PEEK | MSG_TRUNC, MSG_OOB, MSG_WAITALL])
         )
             .prop_map(|(fd, len, flags)| Op::Recvfrom { fd, len, flags }),
+        // Files favour the newest descriptors (the sockets and pipes just
+        // made), so sockets travel over sockets.
+        4 => (
+            socket_fd(),
+            prop::sample::select(vec![&b"d"[..], b"", b"0123456789"]).prop_map(Bytes::from),
+            prop::option::weighted(0.2, socket_name()),
+            prop::collection::vec(socket_fd(), 0..4)
+        )
+            .prop_map(|(fd, data, name, rights)| Op::Sendmsg { fd, data, flags: 0, name, rights }),
+        4 => (
+            socket_fd(),
+            prop::sample::select(vec![0usize, 1, 16]),
+            prop::sample::select(vec![0, 0, MSG_PEEK, MSG_TRUNC, MSG_CMSG_CLOEXEC, MSG_WAITALL]),
+            prop::sample::select(vec![0usize, 1, 4])
+        )
+            .prop_map(|(fd, len, flags, max_fds)| Op::Recvmsg { fd, len, flags, max_fds }),
         2 => (socket_fd(), socket_name()).prop_map(|(fd, name)| Op::Bind { fd, name }),
         2 => (socket_fd(), prop::sample::select(vec![0, 1, 5, -1])).prop_map(|(fd, backlog)| Op::Listen { fd, backlog }),
         3 => (socket_fd(), socket_name()).prop_map(|(fd, name)| Op::Connect { fd, name }),

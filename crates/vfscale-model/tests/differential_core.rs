@@ -47,6 +47,8 @@ fn not_in_model(op: &Op) -> bool {
             | Op::PeerCred(_)
             | Op::FionRead(_)
             | Op::Recvfrom { .. }
+            | Op::Sendmsg { .. }
+            | Op::Recvmsg { .. }
             | Op::Shutdown { .. }
             | Op::Eventfd { .. }
             | Op::MemfdCreate { .. }

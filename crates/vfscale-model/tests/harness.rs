@@ -114,6 +114,8 @@ fn strategy_reaches_successes_of_every_call() {
         "PeerCred",
         "FionRead",
         "Recvfrom",
+        "Sendmsg",
+        "Recvmsg",
         "Shutdown",
         "Eventfd",
         "MemfdCreate",

@@ -839,6 +839,22 @@ impl Socket {
         })
     }
 
+    /// What unix_seqpacket_sendmsg checks before anything else, the files
+    /// included: a pending error (reported once), then ENOTCONN unless
+    /// connected. Nothing for the other types.
+    pub(crate) fn seqpacket_send_precheck(&self) -> SysResult<()> {
+        if self.ty != SOCK_SEQPACKET {
+            return Ok(());
+        }
+        let Some((c, s)) = self.conn() else {
+            return Err(Errno::ENOTCONN);
+        };
+        match c.cell.lock().err[s].take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
     /// write(2): `send` without flags, name or files.
     pub(crate) fn write(
         &self,

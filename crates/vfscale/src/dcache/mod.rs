@@ -549,12 +549,6 @@ impl VfsInner {
         debug_assert!(removed);
         d.seq.write_end();
         drop(b);
-        if d.flags() & dentry::D_EXPORTED != 0 {
-            // SAFETY: a hashed exported dentry is positive; a dentry's
-            // superblock outlives it, and the inode is kept by the dentry.
-            let ino = unsafe { &*d.inode_ptr() }.ino;
-            unsafe { &*d.sb }.exports.remove_alias(ino, d);
-        }
         self.watchers.changed(d);
     }
 
@@ -718,6 +712,14 @@ impl VfsInner {
     /// `release_dentry` but the retire: uncharges the dentry, returns its
     /// inode and parent.
     fn unaccount_dentry(&self, dr: &Dentry) -> (*const Inode, *const Dentry) {
+        if dr.flags() & dentry::D_EXPORTED != 0 {
+            // A handle reaches an exported dentry until it is freed (an
+            // unlinked file kept open included, as on Linux): fs/export.rs.
+            // SAFETY: an exported dentry is positive and keeps its inode;
+            // a dentry's superblock outlives it.
+            let ino = unsafe { &*dr.inode_ptr() }.ino;
+            unsafe { &*dr.sb }.exports.remove_alias(ino, dr);
+        }
         self.uncharge(dr.group, crate::reclaim::ObjKind::Dentry);
         (dr.inode_ptr(), dr.parent_ptr())
     }

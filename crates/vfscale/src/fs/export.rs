@@ -9,19 +9,21 @@
 //! instance (or forged) is ESTALE rather than another instance's inode.
 //!
 //! Cheap scheme (docs/ARCHITECTURE.md, Decisions): the table holds only
-//! inodes a handle was made for. create and unlink never touch it — an
-//! unlink pays one test of a dentry flag (`D_EXPORTED`) it already has in
-//! cache — so their cost is unchanged; `name_to_handle_at` registers the
-//! named dentry, `link` adds a new name of an exported inode, and removing
-//! an exported name (`VfsInner::unhash`) drops that alias.
+//! inodes a handle was made for. create and unlink never touch it — the
+//! free of a dentry pays one test of a flag (`D_EXPORTED`) on a line it
+//! already has in cache — so their cost is unchanged; `name_to_handle_at`
+//! registers the named dentry, `link` adds a new name of an exported
+//! inode, and freeing an exported dentry (`unaccount_dentry`) drops that
+//! alias. A removed name stays an alias while it lives (an unlinked file
+//! kept open): Linux's handle reaches that inode too.
 //!
 //! Invariants:
-//! - An alias in the table is a hashed positive dentry: it is added under
-//!   its parent's directory lock (shared) after checking it is hashed, or by
-//!   `link` under the exclusive lock, and removed by `unhash` (exclusive
-//!   directory lock) before the dentry can be freed. So a dentry found here
-//!   under the shard mutex, by a caller holding an epoch guard, is
-//!   allocated until that guard drops.
+//! - An alias in the table is a positive dentry that is not freed: it is
+//!   added by a caller holding a reference to it (`export_dentry`) or the
+//!   exclusive lock of its directory (`link`), and removed by the step that
+//!   frees it, before the retire. So a dentry found here under the shard
+//!   mutex, by a caller holding an epoch guard, is allocated until that
+//!   guard drops (it may be dead: `find_alias` skips those).
 //! - `D_EXPORTED` is set on every dentry in the table, before it is added.
 //! - `exported` counts entries (Relaxed: a hint that lets `note_link` skip
 //!   the lock when nothing is exported; a stale zero can only come from a
@@ -90,9 +92,9 @@ impl ExportTable {
         (generation == self.generation(ino)).then_some(ino)
     }
 
-    /// Registers `d` (hashed, positive, inode `ino`) as a name of an
-    /// exported inode. Caller holds `d`'s parent directory lock (shared or
-    /// exclusive) and has checked that `d` is hashed.
+    /// Registers `d` (positive, inode `ino`) as a name of an exported
+    /// inode. Caller holds a reference to `d` or its directory's exclusive
+    /// lock (so `d` is not freed before this returns).
     pub(crate) fn add_alias(&self, ino: u64, d: &Dentry) {
         let mut shard = self.shard(ino).lock();
         d.set_flag(crate::dcache::dentry::D_EXPORTED);
@@ -121,8 +123,7 @@ impl ExportTable {
         }
     }
 
-    /// `d` (inode `ino`) loses its name. Caller holds its parent's lock
-    /// exclusively.
+    /// `d` (inode `ino`) is being freed (its last reference is gone).
     pub(crate) fn remove_alias(&self, ino: u64, d: &Dentry) {
         let mut shard = self.shard(ino).lock();
         if let Some(entry) = shard.get_mut(&ino) {
@@ -136,12 +137,20 @@ impl ExportTable {
         d.clear_flag(crate::dcache::dentry::D_EXPORTED);
     }
 
-    /// A name of exported inode `ino` with its `seq`, or None (ESTALE).
-    /// Caller holds an epoch guard, which keeps the dentry allocated.
+    /// A live dentry of exported inode `ino` with its `seq` — a name if it
+    /// has one, else a removed one still in use — or None (ESTALE). Caller
+    /// holds an epoch guard, which keeps the dentry allocated.
     pub(crate) fn find_alias(&self, ino: u64) -> Option<(*const Dentry, u32)> {
         let shard = self.shard(ino).lock();
-        let &d = shard.get(&ino)?.0.first()?;
-        // SAFETY: in the table, hence hashed and allocated (invariants).
+        // SAFETY (both): in the table, hence allocated (invariants).
+        let live = |&&d: &&*const Dentry| !unsafe { &*d }.refcount.is_dead();
+        let aliases = &shard.get(&ino)?.0;
+        let &d = aliases
+            .iter()
+            .filter(live)
+            .find(|&&d| unsafe { &*d }.is_hashed())
+            .or_else(|| aliases.iter().find(live))?;
+        // SAFETY: as above.
         Some((d, unsafe { &*d }.seq.read_begin()))
     }
 }

@@ -2,12 +2,12 @@
 //! (the handle format and the export table are in fs/export.rs).
 //!
 //! Invariants:
-//! - A dentry enters its superblock's export table only while its parent's
-//!   directory lock is held (shared) and it is hashed and positive, so an
-//!   unlink, which removes it under the exclusive lock, cannot miss it.
+//! - A dentry enters its superblock's export table only while we hold a
+//!   reference to it, so its free, which removes it, comes after.
 //! - open_by_handle_at takes its references through `open_found`, which
-//!   validates the alias's `seq` read under the export shard's mutex: a name
-//!   removed or moved since is retried, and a removed one is ESTALE.
+//!   validates the alias's `seq` read under the export shard's mutex: a
+//!   dentry moved or killed since is retried, and once the inode has no
+//!   live dentry it is ESTALE.
 
 use super::Process;
 use crate::abi::*;
@@ -82,37 +82,22 @@ impl Process {
     }
 
     /// Registers `d` (positive, inode `ino`) in its superblock's export
-    /// table, under its parent's lock. Caller holds an epoch guard.
+    /// table: a name, or a removed dentry still in use (an unlinked file
+    /// kept open, as Linux encodes it). ENOENT if it is dying. Caller holds
+    /// an epoch guard.
     pub(super) fn export_dentry(
         &self,
         d: &crate::dcache::dentry::Dentry,
         ino: u64,
     ) -> SysResult<()> {
-        // SAFETY: a dentry's superblock outlives it.
-        let sb = unsafe { &*d.sb };
-        loop {
-            let parent = d.parent_ptr();
-            if parent.is_null() {
-                // An instance's root: never unhashed, lives as long as the
-                // superblock (and so as its export table).
-                sb.exports.add_alias(ino, d);
-                return Ok(());
-            }
-            // SAFETY: the guard keeps the parent allocated; a parent with
-            // children is positive and a directory.
-            let pinode = unsafe { &*(*parent).inode_ptr() };
-            let index = pinode.dir_index().ok_or(Errno::ENOENT)?;
-            let _locked = index.read();
-            if !core::ptr::eq(d.parent_ptr(), parent) {
-                // Renamed into another directory meanwhile: lock that one.
-                continue;
-            }
-            if !d.is_hashed() || d.inode_ptr().is_null() {
-                return Err(Errno::ENOENT);
-            }
-            sb.exports.add_alias(ino, d);
-            return Ok(());
+        // A reference keeps the free, which drops the alias, after the add.
+        if d.inode_ptr().is_null() || !d.refcount.get() {
+            return Err(Errno::ENOENT);
         }
+        // SAFETY: a dentry's superblock outlives it.
+        unsafe { &*d.sb }.exports.add_alias(ino, d);
+        self.vfs.dput(d);
+        Ok(())
     }
 
     pub(crate) fn sys_open_by_handle_at(

@@ -557,11 +557,11 @@ impl Namespace {
     }
 
     /// Makes `h`'s object findable by inode number (`exported`) for as
-    /// long as it keeps a name, by registering it in its instance's export
-    /// table as name_to_handle_at does: for servers whose clients keep
-    /// handles to objects the server no longer pins (FUSE's export support,
-    /// vfscale-fuse/src/nodes.rs). EOPNOTSUPP for an instance without a
-    /// handle scheme (passthrough), ENOENT if the object has no name left.
+    /// long as it keeps a name or is in use, by registering it in its
+    /// instance's export table as name_to_handle_at does: for servers whose
+    /// clients keep handles to objects the server no longer pins (FUSE's
+    /// export support, vfscale-fuse/src/nodes.rs). EOPNOTSUPP for an
+    /// instance without a handle scheme (passthrough).
     pub fn export(&self, h: &Handle) -> SysResult<()> {
         let _g = self.vfs.collector.enter();
         // SAFETY: the handle references its dentry; a dentry's superblock
@@ -577,7 +577,8 @@ impl Namespace {
 
     /// The object with inode number `ino` on the root mount's instance,
     /// pinned, if it was exported (`export`, name_to_handle_at) and still
-    /// has a name; ESTALE otherwise.
+    /// has a name or is in use (an unlinked file kept open); ESTALE
+    /// otherwise.
     pub fn exported(&self, ino: u64) -> SysResult<Entry> {
         let _g = self.vfs.collector.enter();
         let mnt = self.root.path.mnt;

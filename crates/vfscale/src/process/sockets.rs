@@ -184,18 +184,20 @@ impl Process {
         }
     }
 
-    /// sendto(2): `sendmsg` of one buffer without files.
+    /// sendto(2): `sendmsg` of one buffer without files, except that an
+    /// address past a sockaddr_storage is EINVAL (move_addr_to_kernel).
     pub fn sendto(&self, fd: Fd, buf: &[u8], flags: i32, name: Option<&[u8]>) -> SysResult<usize> {
-        self.sendmsg(fd, &[buf], flags, name, &[])
+        self.send_message(fd, &[buf], flags, name, &[], false)
     }
 
     /// sendmsg(2): one message of `bufs` (a datagram socket's to `name` if
     /// given, else to its peer), carrying the files of the descriptors
-    /// `rights` (SCM_RIGHTS). Linux's order: EBADF, ENOTSOCK, EINVAL for
-    /// an address past a sockaddr_storage, the descriptors (EINVAL past
-    /// SCM_MAX_FD, EBADF for one not open: scm_send), EOPNOTSUPP for
-    /// MSG_OOB, EINVAL for an empty name (datagram), then the socket's own
-    /// checks.
+    /// `rights` (SCM_RIGHTS). Linux's order: EBADF, ENOTSOCK, for
+    /// seqpacket a pending error and ENOTCONN, the descriptors (EINVAL
+    /// past SCM_MAX_FD, EBADF for one not open: scm_send), EOPNOTSUPP for
+    /// MSG_OOB, EINVAL for an empty or too long name (datagram), then the
+    /// socket's own checks. A name past a sockaddr_storage is cut to one
+    /// (copy_msghdr_from_user), not refused.
     pub fn sendmsg(
         &self,
         fd: Fd,
@@ -204,11 +206,34 @@ impl Process {
         name: Option<&[u8]>,
         rights: &[Fd],
     ) -> SysResult<usize> {
+        self.send_message(fd, bufs, flags, name, rights, true)
+    }
+
+    /// sendmsg, or sendto (`cut_long_name` false: a name past a
+    /// sockaddr_storage is EINVAL).
+    fn send_message(
+        &self,
+        fd: Fd,
+        bufs: &[&[u8]],
+        flags: i32,
+        name: Option<&[u8]>,
+        rights: &[Fd],
+        cut_long_name: bool,
+    ) -> SysResult<usize> {
         let _end = self.vfs.call_end();
         self.with_socket(fd, |sock, nb| {
-            if name.is_some_and(|n| n.len() + 2 > 128) {
-                return Err(Errno::EINVAL);
-            }
+            // sun_path's room in a sockaddr_storage.
+            const STORAGE_PATH: usize = 128 - 2;
+            let name = match name {
+                Some(n) if n.len() > STORAGE_PATH => {
+                    if !cut_long_name {
+                        return Err(Errno::EINVAL);
+                    }
+                    Some(&n[..STORAGE_PATH])
+                }
+                other => other,
+            };
+            sock.seqpacket_send_precheck()?;
             let files = self.files_to_send(rights)?;
             let mut orphans = Vec::new();
             let r = self.send_checked(sock, nb, bufs, flags, name, files, &mut orphans);
