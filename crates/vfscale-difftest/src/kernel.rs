@@ -1253,10 +1253,8 @@ impl ProcessApi for KernelProcess {
                 }
             }
             // SAFETY: `msg` points at live buffers.
-            sys(unsafe {
-                libc::syscall(libc::SYS_sendmsg, fd, &msg, flags | libc::MSG_NOSIGNAL)
-            })
-            .map(|n| n as usize)
+            sys(unsafe { libc::syscall(libc::SYS_sendmsg, fd, &msg, flags | libc::MSG_NOSIGNAL) })
+                .map(|n| n as usize)
         })
     }
     fn recvmsg(

@@ -170,7 +170,8 @@ fn removed_objects_are_stale() {
     assert_eq!(p.fd_path(again).unwrap(), b"/f (deleted)");
     // A handle can be made from the descriptor, as Linux encodes it.
     let mut h2 = FileHandle::with_capacity(MAX_HANDLE_SZ);
-    p.name_to_handle_at(keep, b"", &mut h2, AT_EMPTY_PATH).unwrap();
+    p.name_to_handle_at(keep, b"", &mut h2, AT_EMPTY_PATH)
+        .unwrap();
     assert_eq!(h2.f_handle, h.f_handle);
     p.close(again).unwrap();
     p.close(keep).unwrap();

@@ -9,6 +9,7 @@
 
 mod common;
 use common::*;
+use std::sync::Arc;
 
 /// recvmsg's result: the count, the bytes copied, the received
 /// descriptors and the out flags; or -errno.
@@ -568,6 +569,48 @@ fn passing_files_at_random_loses_nothing() {
     }
     assert!(ok[0] > 100 && ok[1] > 10, "too little happened: {ok:?}");
     p.close_range(0, u32::MAX, 0).unwrap();
+    drop(p);
+    vfs.check_invariants().unwrap();
+    assert_baseline(&vfs);
+}
+
+/// The race the rule's mutex settles: two sends, each passing one socket
+/// into the other's queue. Both going through would make a cycle (each
+/// socket in flight, held only by the other's queue, once the processes
+/// close them): exactly one goes, every time, and nothing is left.
+#[test]
+fn two_sends_racing_to_close_a_cycle_never_both_go() {
+    let vfs = Vfs::new();
+    let p = vfs.root_process();
+    for _ in 0..300 {
+        let [x, x_peer] = p
+            .socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0)
+            .unwrap();
+        let [y, y_peer] = p
+            .socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0)
+            .unwrap();
+        let start = Arc::new(std::sync::Barrier::new(2));
+        // x into y's queue (sent from y's peer), and y into x's.
+        let racers: Vec<_> = [(y_peer, x), (x_peer, y)]
+            .into_iter()
+            .map(|(via, passed)| {
+                let (p, start) = (p.clone_thread(), start.clone());
+                std::thread::spawn(move || {
+                    start.wait();
+                    p.sendmsg(via, &[b"s"], 0, None, &[passed])
+                })
+            })
+            .collect();
+        let results: Vec<_> = racers.into_iter().map(|t| t.join().unwrap()).collect();
+        // Whichever takes the rule's mutex second finds the first's
+        // counts: exactly one goes.
+        let mut sorted = results.clone();
+        sorted.sort();
+        assert_eq!(sorted, [Ok(1), Err(Errno::ETOOMANYREFS)], "{results:?}");
+        for fd in [x, x_peer, y, y_peer] {
+            p.close(fd).unwrap();
+        }
+    }
     drop(p);
     vfs.check_invariants().unwrap();
     assert_baseline(&vfs);
