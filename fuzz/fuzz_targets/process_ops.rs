@@ -149,11 +149,16 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
                         1 => Some(name.as_slice()),
                         _ => None,
                     };
-                    let _ = p.sendto(fd(), b"dgram", MSG_DONTWAIT, to);
+                    // Carrying up to two descriptors (SCM_RIGHTS).
+                    let rights: Vec<Fd> = (0..(b >> 2) % 3).map(|_| fd()).collect();
+                    let _ = p.sendmsg(fd(), &[b"dgram"], MSG_DONTWAIT, to, &rights);
                 } else {
                     let mut buf = [0u8; 8];
                     let flags = [0, MSG_PEEK, MSG_TRUNC, MSG_OOB][usize::from(b >> 1) % 4];
-                    drop(p.recvfrom(fd(), &mut buf, flags | MSG_DONTWAIT));
+                    let room = usize::from(b >> 3) % 3;
+                    if let Ok(m) = p.recvmsg(fd(), &mut [&mut buf], flags | MSG_DONTWAIT, room) {
+                        fds.extend(m.fds);
+                    }
                 }
             }
             7 => {

@@ -30,7 +30,7 @@
 
 use super::rights::{Flight, InFlight};
 use super::scatter::Scatter;
-use super::socket::{message_truesize, NameCell, SockName, RCV, SEND, SOCK_BUF};
+use super::socket::{message_truesize, SockCell, SockName, RCV, SEND, SOCK_BUF};
 use super::wait::{Poller, Step, WaitCell};
 use crate::abi::*;
 use crate::file::FileRef;
@@ -61,10 +61,10 @@ struct DgramState {
 pub(crate) struct Dgram {
     cell: WaitCell<DgramState>,
     shut: AtomicU8,
-    /// The socket's name cell (shared with its `Socket`, which bind sets).
-    name: NameCell,
-    /// The socket's flight (anon/rights.rs): counts the files queued here.
-    flight: Arc<Flight>,
+    /// The socket's cell (shared with its `Socket`): its name, which bind
+    /// sets, and its flight (anon/rights.rs), which counts the files
+    /// queued here.
+    socket: SockCell,
 }
 
 /// What a receive took: the bytes copied (or, with `MSG_TRUNC`, the whole
@@ -101,12 +101,11 @@ fn uncharge_all(purged: VecDeque<Datagram>, flight: &Flight) -> Vec<FileRef> {
 
 impl Dgram {
     /// A socket named through `name` (its `Socket`'s cell).
-    pub(crate) fn new(name: NameCell, flight: Arc<Flight>) -> Arc<Dgram> {
+    pub(crate) fn new(socket: SockCell) -> Arc<Dgram> {
         Arc::new(Dgram {
             cell: WaitCell::new(DgramState::default()),
             shut: AtomicU8::new(0),
-            name,
-            flight,
+            socket,
         })
     }
 
@@ -117,7 +116,7 @@ impl Dgram {
     }
 
     fn name(&self) -> SockName {
-        self.name.get().cloned().unwrap_or_else(unnamed)
+        self.socket.name.get().cloned().unwrap_or_else(unnamed)
     }
 
     fn shut(&self) -> u8 {
@@ -196,7 +195,7 @@ impl Dgram {
             self.cell.wake_all(&mut g);
             q
         };
-        let files = uncharge_all(purged, &self.flight);
+        let files = uncharge_all(purged, &self.socket.flight);
         let mut o = old.cell.lock();
         if !o.dead && o.peer.as_ref().is_some_and(|p| Arc::ptr_eq(p, self)) {
             o.err = Some(Errno::ECONNRESET);
@@ -280,7 +279,7 @@ impl Dgram {
                 return Step::Wait(Err(Errno::EAGAIN));
             }
             if let Some(f) = files.as_ref() {
-                if let Err(e) = f.admit(&target.flight, None) {
+                if let Err(e) = f.admit(&target.socket.flight, None) {
                     return Step::Done(Err(e));
                 }
             }
@@ -348,7 +347,9 @@ impl Dgram {
                 } else {
                     let d = g.queue.pop_front().expect("the front message");
                     self.cell.wake_all(g);
-                    d.files.map(|f| f.leave(&self.flight)).unwrap_or_default()
+                    d.files
+                        .map(|f| f.leave(&self.socket.flight))
+                        .unwrap_or_default()
                 };
                 return Step::Done(Ok(Some((copied, whole, from, files))));
             }
@@ -359,7 +360,7 @@ impl Dgram {
                     Ok(None)
                 });
             }
-            if !nonblock && g.peer.is_none() && self.name.get().is_none() {
+            if !nonblock && g.peer.is_none() && self.socket.name.get().is_none() {
                 return Step::Done(Err(Errno::EAGAIN));
             }
             Step::Wait(Err(Errno::EAGAIN))
@@ -462,7 +463,7 @@ impl Dgram {
             self.cell.wake_all(&mut g);
             q
         };
-        uncharge_all(purged, &self.flight)
+        uncharge_all(purged, &self.socket.flight)
     }
 }
 
@@ -477,7 +478,7 @@ mod tests {
     }
 
     fn unnamed_socket() -> Arc<Dgram> {
-        Dgram::new(NameCell::default(), Arc::default())
+        Dgram::new(SockCell::default())
     }
 
     fn wmem(d: &Dgram) -> usize {

@@ -130,26 +130,24 @@ struct ConnState {
     /// A pending error per side (ECONNRESET when the peer closed with
     /// unread data), reported once.
     err: [Option<Errno>; 2],
-    /// Until side 1 is accepted: its listener's flight (files sent to an
+    /// Until side 1 is accepted: its listener's cell (files sent to an
     /// unaccepted connection follow its listener's rule, anon/rights.rs).
-    listener: Option<Arc<Flight>>,
+    listener: Option<SockCell>,
 }
 
 pub(crate) struct Conn {
     cell: WaitCell<ConnState>,
-    /// Each side's socket's name cell.
-    names: [NameCell; 2],
-    /// Each side's socket's flight (anon/rights.rs): side `s` reads
-    /// `dirs[s]`, so `flights[s]` counts the files queued there.
-    flights: [Arc<Flight>; 2],
+    /// Each side's socket's cell: its name, and its flight (side `s`
+    /// reads `dirs[s]`, so `sides[s].flight` counts the files queued
+    /// there).
+    sides: [SockCell; 2],
 }
 
 impl Conn {
-    fn new(names: [NameCell; 2], flights: [Arc<Flight>; 2]) -> Arc<Conn> {
+    fn new(sides: [SockCell; 2]) -> Arc<Conn> {
         Arc::new(Conn {
             cell: WaitCell::new(ConnState::default()),
-            names,
-            flights,
+            sides,
         })
     }
 
@@ -161,7 +159,7 @@ impl Conn {
         g.err[0] = Some(Errno::ECONNRESET);
         g.closed[1] = true;
         g.listener = None;
-        let files = g.dirs[1].purge(&self.flights[1]);
+        let files = g.dirs[1].purge(&self.sides[1].flight);
         self.cell.wake_all(&mut g);
         files
     }
@@ -171,12 +169,21 @@ impl Conn {
 /// and an abstract name; empty: unnamed).
 pub(crate) type SockName = Arc<[u8]>;
 
-/// A socket's name, set once by bind (or, for an accepted socket, to its
-/// listener's), shared with whatever reads it on the peer's behalf: the
-/// `Conn` (getpeername, a stream recvfrom) and the `Dgram` (a datagram's
-/// sender) read the name it has at that moment, as Linux reads the peer's
-/// address at the call (a socket may bind after it connected).
-pub(crate) type NameCell = Arc<OnceLock<SockName>>;
+/// What a socket shares with those who act on its behalf (its `Conn`
+/// side, its `Dgram`): its name, set once by bind (or, for an accepted
+/// socket, to its listener's), which the `Conn` (getpeername, a stream
+/// recvfrom) and the `Dgram` (a datagram's sender) read as it is at that
+/// moment, as Linux reads the peer's address at the call (a socket may
+/// bind after it connected); and its part in the rule against cycles of
+/// files in flight (anon/rights.rs), which stays with the socket's file
+/// whatever it connects to later.
+#[derive(Default)]
+pub(crate) struct SockShared {
+    pub(crate) name: OnceLock<SockName>,
+    pub(crate) flight: Flight,
+}
+
+pub(crate) type SockCell = Arc<SockShared>;
 
 enum Link {
     Connected { conn: Arc<Conn>, side: usize },
@@ -186,8 +193,8 @@ enum Link {
 /// A listening socket's queue of connections not yet accepted.
 pub(crate) struct Listener {
     cell: WaitCell<ListenState>,
-    /// The listening socket's flight.
-    flight: Arc<Flight>,
+    /// The listening socket's cell.
+    socket: SockCell,
 }
 
 struct ListenState {
@@ -305,8 +312,9 @@ pub struct Socket {
     /// SOCK_DGRAM only (and then `link` stays unset).
     dgram: Option<Arc<Dgram>>,
     link: OnceLock<Link>,
-    /// getsockname's answer (bind; an accepted socket has its listener's).
-    name: NameCell,
+    /// Its name (getsockname's answer: bind; an accepted socket has its
+    /// listener's) and its flight, shared with its `Conn` side or `Dgram`.
+    cell: SockCell,
     /// Set by bind to a path.
     binding: OnceLock<Arc<Binding>>,
     /// SO_PEERCRED of a connected socket (socketpair: its maker's; a
@@ -321,9 +329,6 @@ pub struct Socket {
     /// (Linux keeps them on the socket): a connection or a listener made
     /// later starts with them.
     unlinked_shut: std::sync::atomic::AtomicU8,
-    /// Its part in the rule against cycles of files in flight
-    /// (anon/rights.rs); shared with its `Conn` side or `Dgram`.
-    flight: Arc<Flight>,
 }
 
 impl ConnState {
@@ -341,33 +346,34 @@ impl ConnState {
 impl Socket {
     /// An unconnected socket.
     pub(crate) fn unconnected(ty: i32) -> Socket {
-        let name = NameCell::default();
-        let flight = Arc::new(Flight::default());
-        Socket {
-            ty,
-            dgram: (ty == SOCK_DGRAM).then(|| Dgram::new(name.clone(), flight.clone())),
-            link: OnceLock::new(),
-            name,
-            binding: OnceLock::new(),
-            peer_cred: OnceLock::new(),
-            bind_lock: Mutex::new(()),
-            unlinked_shut: std::sync::atomic::AtomicU8::new(0),
-            flight,
-        }
+        let cell = SockCell::default();
+        let dgram = (ty == SOCK_DGRAM).then(|| Dgram::new(cell.clone()));
+        Socket::with_parts(ty, dgram, cell)
     }
 
     /// Side `side` of `conn` (named through the connection's cell).
     fn connected_to(ty: i32, conn: Arc<Conn>, side: usize) -> Socket {
-        let mut s = Socket::unconnected(ty);
-        s.name = conn.names[side].clone();
-        s.flight = conn.flights[side].clone();
+        let s = Socket::with_parts(ty, None, conn.sides[side].clone());
         let _ = s.link.set(Link::Connected { conn, side });
         s
     }
 
+    fn with_parts(ty: i32, dgram: Option<Arc<Dgram>>, cell: SockCell) -> Socket {
+        Socket {
+            ty,
+            dgram,
+            link: OnceLock::new(),
+            cell,
+            binding: OnceLock::new(),
+            peer_cred: OnceLock::new(),
+            bind_lock: Mutex::new(()),
+            unlinked_shut: std::sync::atomic::AtomicU8::new(0),
+        }
+    }
+
     /// Its part in the rule against cycles of files in flight.
     pub(crate) fn flight(&self) -> &Flight {
-        &self.flight
+        &self.cell.flight
     }
 
     /// True if it listens.
@@ -377,7 +383,8 @@ impl Socket {
 
     /// The other side's name now (empty if it has none).
     fn peer_of(conn: &Conn, side: usize) -> SockName {
-        conn.names[1 - side]
+        conn.sides[1 - side]
+            .name
             .get()
             .cloned()
             .unwrap_or_else(|| Arc::from(&b""[..]))
@@ -392,10 +399,7 @@ impl Socket {
             }
             (sa, sb)
         } else {
-            let conn = Conn::new(
-                [NameCell::default(), NameCell::default()],
-                [Arc::default(), Arc::default()],
-            );
+            let conn = Conn::new([SockCell::default(), SockCell::default()]);
             (
                 Socket::connected_to(ty, conn.clone(), 0),
                 Socket::connected_to(ty, conn, 1),
@@ -432,7 +436,8 @@ impl Socket {
 
     /// getsockname: the bound name (empty if unnamed).
     pub(crate) fn name(&self) -> SockName {
-        self.name
+        self.cell
+            .name
             .get()
             .cloned()
             .unwrap_or_else(|| Arc::from(&b""[..]))
@@ -471,7 +476,7 @@ impl Socket {
         publish: impl FnOnce(&Arc<Binding>) -> SysResult<()>,
     ) -> SysResult<()> {
         let _serial = self.bind_lock.lock().unwrap_or_else(|e| e.into_inner());
-        if self.name.get().is_some() {
+        if self.cell.name.get().is_some() {
             return if autobind { Ok(()) } else { Err(Errno::EINVAL) };
         }
         let name = name()?;
@@ -485,7 +490,7 @@ impl Socket {
         publish(&b)?;
         // Under the bind lock: neither is set yet.
         let _ = self.binding.set(b);
-        let _ = self.name.set(name);
+        let _ = self.cell.name.set(name);
         Ok(())
     }
 
@@ -502,7 +507,7 @@ impl Socket {
         let backlog = (backlog as u32).min(SOMAXCONN) as usize;
         let link = self.link.get_or_init(|| {
             Link::Listening(Arc::new(Listener {
-                flight: self.flight.clone(),
+                socket: self.cell.clone(),
                 cell: WaitCell::new(ListenState {
                     pending: VecDeque::new(),
                     cred,
@@ -562,18 +567,18 @@ impl Socket {
                 None => {}
             }
             // The accepted side takes the listener's name.
-            let accepted = NameCell::new(OnceLock::from(target.name.clone()));
-            let conn = Conn::new(
-                [self.name.clone(), accepted],
-                [self.flight.clone(), Arc::default()],
-            );
+            let accepted = SockCell::new(SockShared {
+                name: OnceLock::from(target.name.clone()),
+                flight: Flight::default(),
+            });
+            let conn = Conn::new([self.cell.clone(), accepted]);
             {
                 let mut c = conn.cell.lock();
                 // Relaxed: as in `shutdown`.
                 c.own[0] = self
                     .unlinked_shut
                     .load(std::sync::atomic::Ordering::Relaxed);
-                c.listener = Some(l.flight.clone());
+                c.listener = Some(l.socket.clone());
             }
             let link = Link::Connected {
                 conn: conn.clone(),
@@ -687,7 +692,7 @@ impl Socket {
             g.err[1 - s] = Some(Errno::ECONNRESET);
         }
         g.closed[s] = true;
-        let files = g.dirs[s].purge(&c.flights[s]);
+        let files = g.dirs[s].purge(&c.sides[s].flight);
         c.cell.wake_all(&mut g);
         files
     }
@@ -755,7 +760,7 @@ impl Socket {
             });
         }
         let s = *side;
-        let flight = &c.flights[s];
+        let flight = &c.sides[s].flight;
         // MSG_WAITALL: a stream read goes on until the buffers are full
         // (or an error, EOF, files, or a non-blocking call's empty queue).
         let want: usize = bufs.iter().map(|b| b.len()).sum();
@@ -947,7 +952,9 @@ impl Socket {
                 }
                 if g.dirs[p].queued < SOCK_BUF {
                     if let Some(f) = files.as_ref() {
-                        if let Err(e) = f.admit(&c.flights[p], g.listener.as_deref()) {
+                        if let Err(e) =
+                            f.admit(&c.sides[p].flight, g.listener.as_ref().map(|l| &l.flight))
+                        {
                             return Step::Done(Err(e));
                         }
                     }
@@ -987,7 +994,9 @@ impl Socket {
             let need = if files.is_some() { first } else { 1 };
             if room >= need {
                 if let Some(f) = files.as_ref() {
-                    if let Err(e) = f.admit(&c.flights[p], g.listener.as_deref()) {
+                    if let Err(e) =
+                        f.admit(&c.sides[p].flight, g.listener.as_ref().map(|l| &l.flight))
+                    {
                         return Step::Done(Err(e));
                     }
                 }
