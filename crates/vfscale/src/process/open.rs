@@ -4,10 +4,11 @@ use super::Process;
 use crate::abi::*;
 use crate::anon::pipe::PartnerWait;
 use crate::cred::perm::{may_access, may_open_existing_in_sticky, MAY_READ, MAY_WRITE};
+use crate::dcache::dentry::D_MOUNTED;
 use crate::dcache::name::NameKey;
 use crate::dcache::walk::{Found, Last, Parent, PathPtr, WALK_DIRECTORY, WALK_FOLLOW};
 use crate::file::{FMODE_PATH, FMODE_PIPE, FMODE_READ, FMODE_WRITE};
-use crate::inode::InodeBody;
+use crate::inode::{Inode, InodeBody};
 use crate::sync::epoch::Guard;
 use crate::sync::lock::RwLock;
 use std::sync::Arc;
@@ -216,7 +217,7 @@ impl Process {
             }
             // SAFETY: a positive dentry keeps its inode.
             let ei = unsafe { &*existing_inode };
-            let sticky_check = || {
+            let sticky_check = |ei: &Inode| {
                 let (dir_mode, dir_uid, _) = dir.perm_attr();
                 let (_, file_uid, _) = ei.perm_attr();
                 may_open_existing_in_sticky(&self.cred, dir_mode, dir_uid, ei.file_type(), file_uid)
@@ -224,7 +225,7 @@ impl Process {
             if s_islnk(ei.file_type()) {
                 if flags & O_NOFOLLOW != 0 {
                     // do_open checks the sticky rule before may_open's ELOOP.
-                    sticky_check()?;
+                    sticky_check(ei)?;
                     return Err(Errno::ELOOP);
                 }
                 if depth >= MAXSYMLINKS {
@@ -243,19 +244,30 @@ impl Process {
                     .walk_parent(&self.cred, root, parent.dir.path, &target)?;
                 return self.open_create_parent(next, flags, mode, depth + 1);
             }
+            // A mountpoint (a file bind-mounted over the name): the open is
+            // of what is mounted there, checks included (step_into's
+            // handle_mounts, then do_open).
+            let mut path = PathPtr {
+                mnt: parent.dir.path.mnt,
+                dentry: existing,
+            };
+            // SAFETY: live under the directory lock.
+            if unsafe { &*existing }.flags() & D_MOUNTED != 0 {
+                path = self.vfs.follow_mounts(path);
+            }
+            // SAFETY: `existing`, or a mount's root under the guard; a
+            // positive dentry keeps its inode.
+            let d = unsafe { &*path.dentry };
+            let inode = d.inode_ptr();
+            let ei = unsafe { &*inode };
             if ei.is_dir() {
                 return Err(Errno::EISDIR);
             }
-            sticky_check()?;
-            // SAFETY: live under the directory lock.
-            let seq = unsafe { &*existing }.seq.read_begin();
+            sticky_check(ei)?;
             let found = Found {
-                path: PathPtr {
-                    mnt: parent.dir.path.mnt,
-                    dentry: existing,
-                },
-                seq,
-                inode: existing_inode,
+                path,
+                seq: d.seq.read_begin(),
+                inode,
             };
             return Ok((found, false));
         }
