@@ -252,7 +252,9 @@ impl VfsInner {
             }
             // No socket lock is held here; the files in flight hold no
             // files themselves (anon/rights.rs), so this nests once.
-            self.put_files(in_flight);
+            if !in_flight.is_empty() {
+                self.fput_many(in_flight);
+            }
         }
         let (d, m, private) = (file.dentry, file.mnt, file.private);
         self.release_file(f.0);

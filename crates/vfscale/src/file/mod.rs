@@ -191,15 +191,6 @@ impl VfsInner {
         self.mntput(m);
     }
 
-    /// Puts files that came back from a socket call (files in flight it
-    /// dropped, or a send's that did not go), one at a time: called with
-    /// no socket lock held, and each put may close another socket.
-    pub(crate) fn put_files(&self, files: Vec<FileRef>) {
-        for f in files {
-            self.fput(f);
-        }
-    }
-
     /// Drops many file references (process exit, close_range): with
     /// deferral on, the killed files are freed in batches of the queue's
     /// bound, each with consolidated locking; otherwise one `fput` each.

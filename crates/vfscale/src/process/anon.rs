@@ -93,7 +93,7 @@ impl Process {
                 // Files the message carried are dropped (no control
                 // buffer), as read(2) on Linux.
                 let r = s.recv(bufs, 0, nb)?;
-                self.vfs.put_files(r.files);
+                self.vfs.fput_many(r.files);
                 Ok(r.len)
             }
             // eventfd's read_iter: the 8-byte counter across the segments.
@@ -117,7 +117,7 @@ impl Process {
             Some(Stream::Socket(s)) => {
                 let mut orphans = Vec::new();
                 let r = s.write(bufs, nb, &mut orphans);
-                self.vfs.put_files(orphans);
+                self.vfs.fput_many(orphans);
                 r
             }
             // eventfd has a plain write: a vector is written segment by

@@ -152,7 +152,7 @@ impl Process {
             let target = self.bound_socket(sock.socket_type(), check_name(name)?)?;
             let mut orphans = Vec::new();
             let r = sock.connect(&target, nb, self.ucred(), &mut orphans);
-            self.vfs.put_files(orphans);
+            self.vfs.fput_many(orphans);
             r
         })
     }
@@ -164,7 +164,7 @@ impl Process {
         self.with_socket(fd, |sock, _| {
             let mut orphans = Vec::new();
             let r = sock.disconnect(&mut orphans);
-            self.vfs.put_files(orphans);
+            self.vfs.fput_many(orphans);
             r
         })
     }
@@ -237,7 +237,7 @@ impl Process {
             let files = self.files_to_send(rights)?;
             let mut orphans = Vec::new();
             let r = self.send_checked(sock, nb, bufs, flags, name, files, &mut orphans);
-            self.vfs.put_files(orphans);
+            self.vfs.fput_many(orphans);
             r
         })
     }
@@ -253,7 +253,7 @@ impl Process {
             match self.fd_file(fd) {
                 Ok(f) => files.push(f),
                 Err(e) => {
-                    self.vfs.put_files(files);
+                    self.vfs.fput_many(files);
                     return Err(e);
                 }
             }
