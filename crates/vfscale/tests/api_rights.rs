@@ -512,13 +512,8 @@ fn passing_files_at_random_loses_nothing() {
         .map(|t| {
             let p = p.clone_thread();
             std::thread::spawn(move || {
-                let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ (t + 1);
-                let mut rnd = move |n: u64| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    (x % n) as i32
-                };
+                let mut next = xorshift(0x9e37_79b9_7f4a_7c15u64 ^ (t + 1));
+                let mut rnd = move |n: u64| next(n) as i32;
                 let mut ok = [0usize; 2];
                 for _ in 0..STEPS {
                     let fd = 3 + rnd(24);

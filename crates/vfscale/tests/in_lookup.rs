@@ -9,6 +9,8 @@
 //! behind it (`Vfs::in_lookup_waiting`) before letting it answer. Every wait
 //! is bounded (10 s), so a broken implementation fails instead of hanging.
 
+mod common;
+use common::xorshift;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Barrier, Condvar, Mutex};
@@ -260,12 +262,9 @@ fn many_threads_many_names_each_asked_once() {
         .map(|t| {
             let p = vfs.root_process();
             let mut order = names.clone();
-            let mut x = t * 0x9E37_79B9 + 1;
+            let mut rnd = xorshift(t * 0x9E37_79B9 + 1);
             for i in (1..order.len()).rev() {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                order.swap(i, (x % (i as u64 + 1)) as usize);
+                order.swap(i, rnd(i as u64 + 1) as usize);
             }
             std::thread::spawn(move || {
                 for n in order {

@@ -2,6 +2,8 @@
 //! lists, shrinker bits, reparenting, drop_caches levels. Every test is
 //! bounded (a few thousand operations).
 
+mod common;
+use common::xorshift;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use vfscale::abi::*;
@@ -807,13 +809,7 @@ fn limited_groups_race_every_charging_call() {
             vfs.group_attach(&p, group).unwrap();
             let long = long.as_str();
             s.spawn(move || {
-                let mut x = 0x9E37_79B9_7F4A_7C15u64.wrapping_mul(t as u64 + 1) | 1;
-                let mut rnd = move |n: u64| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    x % n
-                };
+                let mut rnd = xorshift(0x9E37_79B9_7F4A_7C15u64.wrapping_mul(t as u64 + 1));
                 while std::time::Instant::now() < deadline {
                     let a = format!("/d/n{}", rnd(24));
                     let b = format!("/d/n{}", rnd(24));

@@ -7,6 +7,8 @@
 #![allow(dead_code)]
 
 pub use vfscale::abi::*;
+// Not every test uses every re-export.
+#[allow(unused_imports)]
 pub use vfscale::{Cred, Errno, Process, ProcessApi, Vfs};
 
 use std::sync::mpsc;
@@ -91,6 +93,18 @@ pub fn assert_baseline(vfs: &Vfs) {
         (1, 1, 0, 1),
         "{c:?}"
     );
+}
+
+/// A seeded xorshift64 generator for stress tests: `rnd(n)` is in
+/// `0..n` (a zero seed is made odd, since xorshift stays at zero).
+pub fn xorshift(seed: u64) -> impl FnMut(u64) -> u64 {
+    let mut x = seed | 1;
+    move |n| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    }
 }
 
 /// Runs `f` on another thread and fails the test if it does not finish
