@@ -411,6 +411,35 @@ fn a_seqpacket_send_reports_the_pending_reset_first() {
     assert_eq!(p.write(b, b""), Err(Errno::EPIPE));
 }
 
+/// Found by the kernel differential test (session 17): a seqpacket
+/// receive reports a pending reset before the messages still queued, as
+/// a datagram receive does; a stream read takes its bytes first.
+#[test]
+fn a_seqpacket_receive_reports_the_pending_reset_before_queued_messages() {
+    let (_vfs, p) = setup();
+    let [a, b] = p
+        .socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0)
+        .unwrap();
+    assert_eq!(p.write(a, b"to b"), Ok(4));
+    assert_eq!(p.write(b, b"to a"), Ok(4));
+    // a closes with b's packet unread: b gets a pending ECONNRESET.
+    p.close(a).unwrap();
+    let mut buf = [0u8; 8];
+    assert_eq!(p.read(b, &mut buf), Err(Errno::ECONNRESET));
+    assert_eq!(p.read(b, &mut buf), Ok(4));
+    assert_eq!(&buf[..4], b"to b");
+    assert_eq!(p.read(b, &mut buf), Ok(0));
+    let [a, b] = p
+        .socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0)
+        .unwrap();
+    assert_eq!(p.write(a, b"to b"), Ok(4));
+    assert_eq!(p.write(b, b"to a"), Ok(4));
+    p.close(a).unwrap();
+    assert_eq!(p.read(b, &mut buf), Ok(4));
+    assert_eq!(p.read(b, &mut buf), Err(Errno::ECONNRESET));
+    assert_eq!(p.read(b, &mut buf), Ok(0));
+}
+
 /// Found by the model differential test (session 14): an appending write
 /// at tmpfs's size limit. Expected values: Linux 6.18 on /dev/shm.
 #[test]

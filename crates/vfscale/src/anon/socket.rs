@@ -770,6 +770,15 @@ impl Socket {
         let mut files = Vec::new();
         // (bytes copied, or the message's length with MSG_TRUNC; truncated)
         let r = c.cell.block_on(nonblock, |g| {
+            // unix_seqpacket_recvmsg receives as a datagram socket does
+            // (__skb_try_recv_datagram): a pending error is reported, and
+            // cleared, before any queued message. A stream read takes the
+            // bytes first and the error once the queue is empty (below).
+            if self.ty == SOCK_SEQPACKET {
+                if let Some(e) = g.err[s].take() {
+                    return Step::Done(Err(e));
+                }
+            }
             if self.ty == SOCK_STREAM {
                 if !g.dirs[s].bytes.is_empty() {
                     let d = &mut g.dirs[s];
