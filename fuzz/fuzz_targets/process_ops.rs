@@ -149,13 +149,22 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
                         1 => Some(name.as_slice()),
                         _ => None,
                     };
-                    // Carrying up to two descriptors (SCM_RIGHTS).
+                    // Carrying up to two descriptors (SCM_RIGHTS) and, every
+                    // other time, credentials (SCM_CREDENTIALS; some
+                    // invalid), after turning SO_PASSCRED on or off.
                     let rights: Vec<Fd> = (0..(b >> 2) % 3).map(|_| fd()).collect();
-                    let _ = p.sendmsg(fd(), &[b"dgram"], MSG_DONTWAIT, to, &rights);
+                    let creds = (b & 0x10 != 0).then(|| Ucred {
+                        pid: i32::from(arg) - 2,
+                        uid: [0, 1000, u32::MAX][usize::from(arg) % 3],
+                        gid: 0,
+                    });
+                    let _ = p.setsockopt(fd(), SOL_SOCKET, SO_PASSCRED, &[b >> 7, 0, 0, 0]);
+                    let _ = p.sendmsg(fd(), &[b"dgram"], MSG_DONTWAIT, to, &rights, creds);
                 } else {
                     let mut buf = [0u8; 8];
                     let flags = [0, MSG_PEEK, MSG_TRUNC, MSG_OOB][usize::from(b >> 1) % 4];
-                    let room = usize::from(b >> 3) % 3;
+                    // A control buffer of 0 to 63 bytes.
+                    let room = usize::from(b >> 2);
                     if let Ok(m) = p.recvmsg(fd(), &mut [&mut buf], flags | MSG_DONTWAIT, room) {
                         fds.extend(m.fds);
                     }

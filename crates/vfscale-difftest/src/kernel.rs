@@ -1120,6 +1120,43 @@ impl ProcessApi for KernelProcess {
             })
         })
     }
+    fn getsockopt(&self, fd: Fd, level: i32, name: i32, buf: &mut [u8]) -> SysResult<usize> {
+        let len = buf.len();
+        let got = self.call(move || {
+            let mut v = vec![0u8; len];
+            let mut n = len as libc::socklen_t;
+            // SAFETY: `v` has room for `n` bytes.
+            unit(unsafe {
+                libc::syscall(
+                    libc::SYS_getsockopt,
+                    fd,
+                    level,
+                    name,
+                    v.as_mut_ptr(),
+                    &mut n,
+                )
+            })?;
+            v.truncate(n as usize);
+            Ok(v)
+        })?;
+        buf[..got.len()].copy_from_slice(&got);
+        Ok(got.len())
+    }
+    fn setsockopt(&self, fd: Fd, level: i32, name: i32, value: &[u8]) -> SysResult<()> {
+        let v = value.to_vec();
+        self.call(move || {
+            // SAFETY: `v` holds `v.len()` bytes.
+            unit(unsafe {
+                libc::syscall(libc::SYS_setsockopt, fd, level, name, v.as_ptr(), v.len())
+            })
+        })
+    }
+    fn getpid(&self) -> SysResult<i32> {
+        // Every worker is a thread of this process: SCM_CREDENTIALS
+        // carries the thread group's id (task_tgid).
+        // SAFETY: getpid has no preconditions.
+        Ok(unsafe { libc::getpid() })
+    }
     fn disconnect(&self, fd: Fd) -> SysResult<()> {
         self.call(move || {
             let addr = [libc::AF_UNSPEC as u8, 0];
@@ -1214,6 +1251,7 @@ impl ProcessApi for KernelProcess {
         flags: i32,
         name: Option<&[u8]>,
         rights: &[Fd],
+        creds: Option<Ucred>,
     ) -> SysResult<usize> {
         let mut addr = name.map(unix_addr);
         let data = bufs.concat();
@@ -1224,8 +1262,15 @@ impl ProcessApi for KernelProcess {
                 iov_len: data.len(),
             };
             let bytes = std::mem::size_of_val(&rights[..]);
-            // SAFETY: arithmetic.
-            let space = unsafe { libc::CMSG_SPACE(bytes as u32) } as usize;
+            // The credentials' message first, then the descriptors' (the
+            // order vfscale checks them in).
+            let creds_space = if creds.is_some() { cmsg_space(12) } else { 0 };
+            let rights_space = if rights.is_empty() {
+                0
+            } else {
+                cmsg_space(bytes)
+            };
+            let space = creds_space + rights_space;
             let mut control = vec![0u64; space.div_ceil(8)];
             // SAFETY: an all-zero msghdr is an empty one.
             let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
@@ -1235,21 +1280,31 @@ impl ProcessApi for KernelProcess {
                 msg.msg_name = a.as_mut_ptr().cast();
                 msg.msg_namelen = a.len() as libc::socklen_t;
             }
-            if !rights.is_empty() {
+            if space > 0 {
                 msg.msg_control = control.as_mut_ptr().cast();
                 msg.msg_controllen = space;
-                // SAFETY: the buffer has room for one header and the
-                // descriptors (CMSG_SPACE) and is 8-byte aligned.
+                // SAFETY: the buffer has room for each header and its data
+                // (CMSG_SPACE each) and is 8-byte aligned.
                 unsafe {
-                    let c = libc::CMSG_FIRSTHDR(&msg);
-                    (*c).cmsg_level = libc::SOL_SOCKET;
-                    (*c).cmsg_type = libc::SCM_RIGHTS;
-                    (*c).cmsg_len = libc::CMSG_LEN(bytes as u32) as usize;
-                    std::ptr::copy_nonoverlapping(
-                        rights.as_ptr(),
-                        libc::CMSG_DATA(c).cast::<i32>(),
-                        rights.len(),
-                    );
+                    let mut c = libc::CMSG_FIRSTHDR(&msg);
+                    if let Some(cr) = creds {
+                        (*c).cmsg_level = libc::SOL_SOCKET;
+                        (*c).cmsg_type = libc::SCM_CREDENTIALS;
+                        (*c).cmsg_len = cmsg_len(12);
+                        let b = cr.to_bytes();
+                        std::ptr::copy_nonoverlapping(b.as_ptr(), libc::CMSG_DATA(c), 12);
+                        c = libc::CMSG_NXTHDR(&msg, c);
+                    }
+                    if !rights.is_empty() {
+                        (*c).cmsg_level = libc::SOL_SOCKET;
+                        (*c).cmsg_type = libc::SCM_RIGHTS;
+                        (*c).cmsg_len = libc::CMSG_LEN(bytes as u32) as usize;
+                        std::ptr::copy_nonoverlapping(
+                            rights.as_ptr(),
+                            libc::CMSG_DATA(c).cast::<i32>(),
+                            rights.len(),
+                        );
+                    }
                 }
             }
             // SAFETY: `msg` points at live buffers.
@@ -1262,7 +1317,7 @@ impl ProcessApi for KernelProcess {
         fd: Fd,
         bufs: &mut [&mut [u8]],
         flags: i32,
-        max_fds: usize,
+        control_len: usize,
     ) -> SysResult<RecvMsg> {
         let len: usize = bufs.iter().map(|b| b.len()).sum();
         let (m, data) = self.call(move || {
@@ -1272,33 +1327,43 @@ impl ProcessApi for KernelProcess {
                 iov_base: data.as_mut_ptr().cast(),
                 iov_len: len,
             };
-            let bytes = max_fds * 4;
-            // SAFETY: arithmetic.
-            let space = unsafe { libc::CMSG_SPACE(bytes as u32) } as usize;
-            let mut control = vec![0u64; space.div_ceil(8)];
+            let mut control = vec![0u64; control_len.div_ceil(8)];
             // SAFETY: as in `sendmsg`.
             let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
             msg.msg_iov = &mut iov;
             msg.msg_iovlen = 1;
             msg.msg_name = addr.as_mut_ptr().cast();
             msg.msg_namelen = addr.len() as libc::socklen_t;
-            if max_fds > 0 {
+            if control_len > 0 {
                 msg.msg_control = control.as_mut_ptr().cast();
-                // Room for exactly `max_fds` (CMSG_SPACE pads).
-                // SAFETY: arithmetic.
-                msg.msg_controllen = unsafe { libc::CMSG_LEN(bytes as u32) } as usize;
+                msg.msg_controllen = control_len;
             }
             // SAFETY: `msg` points at live buffers.
             let n = sys(unsafe { libc::syscall(libc::SYS_recvmsg, fd, &mut msg, flags) })? as usize;
             let mut fds = Vec::new();
+            let mut creds = None;
             // SAFETY: the kernel filled the control buffer within its length.
             unsafe {
                 let mut c = libc::CMSG_FIRSTHDR(&msg);
                 while !c.is_null() {
+                    let data = libc::CMSG_DATA(c);
                     if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
                         let k = ((*c).cmsg_len - libc::CMSG_LEN(0) as usize) / 4;
-                        let p = libc::CMSG_DATA(c).cast::<i32>();
+                        let p = data.cast::<i32>();
                         fds.extend((0..k).map(|i| p.add(i).read_unaligned()));
+                    }
+                    // A credentials message cut short by the buffer is
+                    // not reported (vfscale delivers none: COMPATIBILITY).
+                    if (*c).cmsg_level == libc::SOL_SOCKET
+                        && (*c).cmsg_type == libc::SCM_CREDENTIALS
+                        && (*c).cmsg_len == cmsg_len(12)
+                    {
+                        let w = |i: usize| data.add(4 * i).cast::<u32>().read_unaligned();
+                        creds = Some(Ucred {
+                            pid: w(0) as i32,
+                            uid: w(1),
+                            gid: w(2),
+                        });
                     }
                     c = libc::CMSG_NXTHDR(&msg, c);
                 }
@@ -1306,6 +1371,7 @@ impl ProcessApi for KernelProcess {
             let m = RecvMsg {
                 len: n,
                 name: sun_path(&addr, msg.msg_namelen as usize),
+                creds,
                 fds,
                 flags: msg.msg_flags,
             };

@@ -144,10 +144,11 @@ fn same_socket_name(op: &Op, kernel: &Outcome, vfscale: &Outcome) -> bool {
         (Op::Recvfrom { .. }, Outcome::Seq(k), Outcome::Seq(v)) => {
             k.len() == 3 && v.len() == 3 && k[..2] == v[..2] && autobound(&k[2]) && autobound(&v[2])
         }
-        // recvmsg's likewise, with the same descriptors and flags after it.
+        // recvmsg's likewise, with the same credentials, descriptors and
+        // flags after it.
         (Op::Recvmsg { .. }, Outcome::Seq(k), Outcome::Seq(v)) => {
-            k.len() == 5
-                && v.len() == 5
+            k.len() == 6
+                && v.len() == 6
                 && k[..2] == v[..2]
                 && autobound(&k[2])
                 && autobound(&v[2])

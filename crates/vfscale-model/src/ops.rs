@@ -60,6 +60,26 @@ pub enum FdArg {
     Raw(Fd),
 }
 
+/// The pid of sendmsg's credentials (SCM_CREDENTIALS): each side numbers
+/// its processes its own way, so the sender's own is symbolic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PidArg {
+    /// The sender's own (getpid).
+    Own,
+    /// Another process: pid 1, which exists on the host.
+    One,
+    /// No process (ESRCH, or EPERM for a non-root sender).
+    Zero,
+}
+
+/// sendmsg's credentials.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CredsArg {
+    pub pid: PidArg,
+    pub uid: u32,
+    pub gid: u32,
+}
+
 /// The descriptors a sequence has seen opened and not closed, in the order
 /// they appeared (the same on both sides as long as outcomes agree).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -391,22 +411,41 @@ pub enum Op {
         len: usize,
         flags: i32,
     },
-    /// sendmsg(2): `Sendto` carrying the files of `rights` (SCM_RIGHTS).
+    /// sendmsg(2): `Sendto` carrying the files of `rights` (SCM_RIGHTS)
+    /// and credentials (SCM_CREDENTIALS).
     Sendmsg {
         fd: FdArg,
         data: Bytes,
         flags: i32,
         name: Option<Bytes>,
         rights: Vec<FdArg>,
+        creds: Option<CredsArg>,
     },
-    /// recvmsg(2) of at most `len` bytes with room for `max_fds`
-    /// descriptors, MSG_DONTWAIT always added: the count, the bytes
-    /// copied, the sender's name, the new descriptors and the out flags.
+    /// recvmsg(2) of at most `len` bytes with a control buffer of
+    /// `control` bytes, MSG_DONTWAIT always added: the count, the bytes
+    /// copied, the sender's name, the credentials (Unit if none; else
+    /// whether a pid is given, the uid and the gid), the new descriptors
+    /// and the out flags.
     Recvmsg {
         fd: FdArg,
         len: usize,
         flags: i32,
-        max_fds: usize,
+        control: usize,
+    },
+    /// getsockopt(2) into a buffer of `len` bytes: the bytes (SO_PEERCRED's
+    /// pid as whether one is given, as `PeerCred`).
+    Getsockopt {
+        fd: FdArg,
+        level: i32,
+        name: i32,
+        len: usize,
+    },
+    /// setsockopt(2).
+    Setsockopt {
+        fd: FdArg,
+        level: i32,
+        name: i32,
+        value: Bytes,
     },
     Eventfd {
         init: u32,
@@ -954,14 +993,25 @@ pub fn apply<P: ProcessApi>(p: &P, op: &Op, fds: &mut FdMap) -> Outcome {
             flags,
             name,
             rights,
+            creds,
         } => {
             let rights: Vec<Fd> = rights.iter().map(fd).collect();
+            let creds = creds.map(|c| Ucred {
+                pid: match c.pid {
+                    PidArg::Own => p.getpid().unwrap_or(0),
+                    PidArg::One => 1,
+                    PidArg::Zero => 0,
+                },
+                uid: c.uid,
+                gid: c.gid,
+            });
             p.sendmsg(
                 fd(a),
                 &[&data.0],
                 *flags | MSG_DONTWAIT,
                 name.as_ref().map(|n| &n.0[..]),
                 &rights,
+                creds,
             )
             .map_or_else(O::Err, O::Count)
         }
@@ -969,19 +1019,27 @@ pub fn apply<P: ProcessApi>(p: &P, op: &Op, fds: &mut FdMap) -> Outcome {
             fd: a,
             len,
             flags,
-            max_fds,
+            control,
         } => {
             let mut buf = vec![0u8; *len];
-            match p.recvmsg(fd(a), &mut [&mut buf], *flags | MSG_DONTWAIT, *max_fds) {
+            match p.recvmsg(fd(a), &mut [&mut buf], *flags | MSG_DONTWAIT, *control) {
                 Ok(m) => {
                     buf.truncate(m.len.min(*len));
                     for &n in &m.fds {
                         fds.opened(n);
                     }
+                    let creds = m.creds.map_or(O::Unit, |c| {
+                        O::Seq(vec![
+                            O::Count(usize::from(c.pid != 0)),
+                            O::Count(c.uid as usize),
+                            O::Count(c.gid as usize),
+                        ])
+                    });
                     O::Seq(vec![
                         O::Count(m.len),
                         O::Data(Bytes(buf)),
                         O::Data(Bytes(m.name)),
+                        creds,
                         O::Seq(m.fds.into_iter().map(O::Fd).collect()),
                         O::Mask(m.flags as u32),
                     ])
@@ -989,6 +1047,30 @@ pub fn apply<P: ProcessApi>(p: &P, op: &Op, fds: &mut FdMap) -> Outcome {
                 Err(e) => O::Err(e),
             }
         }
+        Op::Getsockopt {
+            fd: a,
+            level,
+            name,
+            len,
+        } => {
+            let mut buf = vec![0u8; *len];
+            match p.getsockopt(fd(a), *level, *name, &mut buf) {
+                Ok(n) => {
+                    buf.truncate(n);
+                    if *level == SOL_SOCKET && *name == SO_PEERCRED {
+                        mask_pid(&mut buf);
+                    }
+                    O::Data(Bytes(buf))
+                }
+                Err(e) => O::Err(e),
+            }
+        }
+        Op::Setsockopt {
+            fd: a,
+            level,
+            name,
+            value,
+        } => unit(p.setsockopt(fd(a), *level, *name, &value.0)),
         Op::Eventfd { init, flags } => match p.eventfd(*init, *flags) {
             Ok(n) => {
                 fds.opened(n);
@@ -1333,16 +1415,42 @@ fn socket_op() -> impl Strategy<Value = Op> {
             socket_fd(),
             prop::sample::select(vec![&b"d"[..], b"", b"0123456789"]).prop_map(Bytes::from),
             prop::option::weighted(0.2, socket_name()),
-            prop::collection::vec(socket_fd(), 0..4)
+            prop::collection::vec(socket_fd(), 0..4),
+            prop::option::weighted(0.3, creds_arg())
         )
-            .prop_map(|(fd, data, name, rights)| Op::Sendmsg { fd, data, flags: 0, name, rights }),
+            .prop_map(|(fd, data, name, rights, creds)| Op::Sendmsg { fd, data, flags: 0, name, rights, creds }),
+        // Control buffers: none, room for 1 or 4 descriptors, for the
+        // credentials alone or with one descriptor, and two cut short.
         4 => (
             socket_fd(),
             prop::sample::select(vec![0usize, 1, 16]),
             prop::sample::select(vec![0, 0, MSG_PEEK, MSG_TRUNC, MSG_CMSG_CLOEXEC, MSG_WAITALL]),
-            prop::sample::select(vec![0usize, 1, 4])
+            prop::sample::select(vec![
+                0usize,
+                cmsg_space(4),
+                cmsg_space(16),
+                cmsg_space(12),
+                cmsg_space(12) + cmsg_space(4),
+                cmsg_space(12) + cmsg_space(4),
+                20,
+                cmsg_len(12)
+            ])
         )
-            .prop_map(|(fd, len, flags, max_fds)| Op::Recvmsg { fd, len, flags, max_fds }),
+            .prop_map(|(fd, len, flags, control)| Op::Recvmsg { fd, len, flags, control }),
+        3 => (
+            socket_fd(),
+            prop::sample::select(vec![SOL_SOCKET, SOL_SOCKET, SOL_SOCKET, 6]),
+            prop::sample::select(vec![SO_PASSCRED, SO_PASSCRED, SO_PASSCRED, SO_TYPE, 999]),
+            prop::sample::select(vec![&[1u8, 0, 0, 0][..], &[1, 0, 0, 0], &[0, 0, 0, 0], &[1, 0]]).prop_map(Bytes::from)
+        )
+            .prop_map(|(fd, level, name, value)| Op::Setsockopt { fd, level, name, value }),
+        2 => (
+            socket_fd(),
+            prop::sample::select(vec![SOL_SOCKET, SOL_SOCKET, SOL_SOCKET, SOL_SOCKET, 6]),
+            prop::sample::select(vec![SO_TYPE, SO_ERROR, SO_SNDBUF, SO_RCVBUF, SO_PASSCRED, SO_PEERCRED, SO_ACCEPTCONN, SO_PROTOCOL, SO_DOMAIN, 999]),
+            prop::sample::select(vec![4usize, 4, 2, 12, 16])
+        )
+            .prop_map(|(fd, level, name, len)| Op::Getsockopt { fd, level, name, len }),
         2 => (socket_fd(), socket_name()).prop_map(|(fd, name)| Op::Bind { fd, name }),
         2 => (socket_fd(), prop::sample::select(vec![0, 1, 5, -1])).prop_map(|(fd, backlog)| Op::Listen { fd, backlog }),
         3 => (socket_fd(), socket_name()).prop_map(|(fd, name)| Op::Connect { fd, name }),
@@ -1444,6 +1552,30 @@ fn anon_op() -> impl Strategy<Value = Op> {
 
 /// The descriptor of a socket call: mostly one of the sequence's own
 /// (the plain `fd_arg` favours AT_FDCWD, which only ever says EBADF here).
+/// SO_PEERCRED's bytes (`buf`, possibly cut short) with the pid's part
+/// replaced by whether a pid is given: each side numbers its processes
+/// its own way.
+pub fn mask_pid(buf: &mut [u8]) {
+    let k = buf.len().min(4);
+    let given = buf[..k].iter().any(|&b| b != 0);
+    buf[..k].fill(0);
+    if let Some(b) = buf.first_mut() {
+        *b = u8::from(given);
+    }
+}
+
+/// sendmsg's credentials: the ids of the sequences' users (root; uid 1000
+/// and 1001 in group 100) and -1.
+fn creds_arg() -> impl Strategy<Value = CredsArg> {
+    let id = prop::sample::select(vec![0u32, 1000, 1001, 100, u32::MAX]);
+    (
+        prop_oneof![6 => Just(PidArg::Own), 1 => Just(PidArg::One), 1 => Just(PidArg::Zero)],
+        id.clone(),
+        id,
+    )
+        .prop_map(|(pid, uid, gid)| CredsArg { pid, uid, gid })
+}
+
 fn socket_fd() -> impl Strategy<Value = FdArg> {
     prop_oneof![
         5 => (0u8..8).prop_map(FdArg::Slot),

@@ -49,6 +49,8 @@ fn not_in_model(op: &Op) -> bool {
             | Op::Recvfrom { .. }
             | Op::Sendmsg { .. }
             | Op::Recvmsg { .. }
+            | Op::Getsockopt { .. }
+            | Op::Setsockopt { .. }
             | Op::Shutdown { .. }
             | Op::Eventfd { .. }
             | Op::MemfdCreate { .. }

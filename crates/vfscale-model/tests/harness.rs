@@ -116,6 +116,8 @@ fn strategy_reaches_successes_of_every_call() {
         "Recvfrom",
         "Sendmsg",
         "Recvmsg",
+        "Getsockopt",
+        "Setsockopt",
         "Shutdown",
         "Eventfd",
         "MemfdCreate",

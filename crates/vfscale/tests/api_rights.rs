@@ -11,6 +11,16 @@ mod common;
 use common::*;
 use std::sync::Arc;
 
+/// A control buffer with room for exactly `n` descriptors (none: no
+/// buffer).
+fn fd_room(n: usize) -> usize {
+    if n == 0 {
+        0
+    } else {
+        cmsg_len(4 * n)
+    }
+}
+
 /// recvmsg's result: the count, the bytes copied, the received
 /// descriptors and the out flags; or -errno.
 type Got = Result<(i64, Vec<u8>, Vec<i32>, i32), i64>;
@@ -176,7 +186,7 @@ impl RightsCalls for Ours {
     fn sendmsg(&mut self, fd: i32, data: &[u8], rights: &[i32]) -> i64 {
         ours(
             self.0
-                .sendmsg(fd, &[data], MSG_NOSIGNAL, None, rights)
+                .sendmsg(fd, &[data], MSG_NOSIGNAL, None, rights, None)
                 .map(|n| n as i64),
         )
     }
@@ -184,7 +194,7 @@ impl RightsCalls for Ours {
         let mut buf = vec![0u8; len];
         let r = self
             .0
-            .recvmsg(fd, &mut [&mut buf], flags, max_fds)
+            .recvmsg(fd, &mut [&mut buf], flags, fd_room(max_fds))
             .map_err(|e| -(e.0 as i64))?;
         buf.truncate(r.len.min(len));
         Ok((r.len as i64, buf, r.fds, r.flags))
@@ -366,14 +376,14 @@ fn passing_files_matches_the_host() {
 }
 
 fn send(p: &Process, fd: Fd, rights: &[Fd]) -> SysResult<usize> {
-    p.sendmsg(fd, &[b"x"], 0, None, rights)
+    p.sendmsg(fd, &[b"x"], 0, None, rights, None)
 }
 
 /// Receives one message with room for 4 descriptors and closes them;
 /// returns how many came.
 fn take(p: &Process, fd: Fd) -> usize {
     let mut buf = [0u8; 16];
-    let r = p.recvmsg(fd, &mut [&mut buf], 0, 4).unwrap();
+    let r = p.recvmsg(fd, &mut [&mut buf], 0, fd_room(4)).unwrap();
     for &f in &r.fds {
         p.close(f).unwrap();
     }
@@ -433,11 +443,11 @@ fn sockets_in_flight_never_form_a_cycle() {
     let y = p.socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0).unwrap();
     assert_eq!(send(&p, c, &[x]), Ok(1));
     assert_eq!(
-        p.sendmsg(y, &[b"m"], 0, Some(b"/x"), &[w]),
+        p.sendmsg(y, &[b"m"], 0, Some(b"/x"), &[w], None),
         Err(Errno::ETOOMANYREFS)
     );
     assert_eq!(take(&p, d), 1);
-    assert_eq!(p.sendmsg(y, &[b"m"], 0, Some(b"/x"), &[w]), Ok(1));
+    assert_eq!(p.sendmsg(y, &[b"m"], 0, Some(b"/x"), &[w], None), Ok(1));
     // A refused send loses nothing: the pipe still has its two ends.
     assert_eq!(take(&p, x), 1);
 
@@ -462,7 +472,7 @@ fn a_blocking_send_with_files_waits_for_room() {
     let fill = vec![0u8; 200_000];
     assert_eq!(p.write(a, &fill), Ok(fill.len()));
     let sender = p.clone_thread();
-    let t = std::thread::spawn(move || sender.sendmsg(a, &[&[1u8; 30_000]], 0, None, &[r]));
+    let t = std::thread::spawn(move || sender.sendmsg(a, &[&[1u8; 30_000]], 0, None, &[r], None));
     tick();
     assert!(!t.is_finished(), "the send waits for room");
     let mut buf = vec![0u8; 100_000];
@@ -473,7 +483,7 @@ fn a_blocking_send_with_files_waits_for_room() {
             .unwrap();
     }
     assert_eq!(with_timeout(10, move || t.join().unwrap()), Ok(30_000));
-    let r2 = p.recvmsg(b, &mut [&mut buf], 0, 1).unwrap();
+    let r2 = p.recvmsg(b, &mut [&mut buf], 0, fd_room(1)).unwrap();
     assert_eq!((r2.len, r2.fds.len()), (30_000, 1));
     // The received read end reads the pipe.
     assert_eq!(p.write(w, b"ok"), Ok(2));
@@ -529,14 +539,14 @@ fn passing_files_at_random_loses_nothing() {
                         1 => p.pipe2(O_NONBLOCK).map(|_| 0),
                         2..=5 => {
                             let rights: Vec<Fd> = (0..rnd(4)).map(|_| 3 + rnd(24)).collect();
-                            let r = p.sendmsg(fd, &[b"data"], 0, None, &rights);
+                            let r = p.sendmsg(fd, &[b"data"], 0, None, &rights, None);
                             ok[0] += usize::from(r.is_ok());
                             r.map(|_| 0)
                         }
                         6..=8 => {
                             let mut buf = [0u8; 8];
                             let flags = if rnd(4) == 0 { MSG_PEEK } else { 0 };
-                            let r = p.recvmsg(fd, &mut [&mut buf], flags, rnd(3) as usize);
+                            let r = p.recvmsg(fd, &mut [&mut buf], flags, fd_room(rnd(3) as usize));
                             ok[1] += r.as_ref().map_or(0, |m| m.fds.len());
                             r.map(|_| 0)
                         }
@@ -592,7 +602,7 @@ fn two_sends_racing_to_close_a_cycle_never_both_go() {
                 let (p, start) = (p.clone_thread(), start.clone());
                 std::thread::spawn(move || {
                     start.wait();
-                    p.sendmsg(via, &[b"s"], 0, None, &[passed])
+                    p.sendmsg(via, &[b"s"], 0, None, &[passed], None)
                 })
             })
             .collect();

@@ -440,6 +440,27 @@ fn a_seqpacket_receive_reports_the_pending_reset_before_queued_messages() {
     assert_eq!(p.read(b, &mut buf), Ok(0));
 }
 
+/// Found by the kernel differential test (session 17): a receive that
+/// finds no data (the end of file) gives no sender name, even where the
+/// peer had one (unix_copy_addr runs on a received message only).
+#[test]
+fn a_receive_at_end_of_file_names_no_sender() {
+    let (_vfs, p) = setup();
+    for ty in [SOCK_SEQPACKET, SOCK_STREAM] {
+        let [a, b] = p.socketpair(AF_UNIX, ty | SOCK_NONBLOCK, 0).unwrap();
+        p.bind(b, b"\0named-peer").unwrap();
+        assert_eq!(p.write(b, b"m"), Ok(1));
+        let mut buf = [0u8; 4];
+        assert_eq!(
+            p.recvfrom(a, &mut buf, 0),
+            Ok((1, b"\0named-peer".to_vec()))
+        );
+        p.close(b).unwrap();
+        assert_eq!(p.recvfrom(a, &mut buf, 0), Ok((0, Vec::new())), "type {ty}");
+        p.close(a).unwrap();
+    }
+}
+
 /// Found by the model differential test (session 14): an appending write
 /// at tmpfs's size limit. Expected values: Linux 6.18 on /dev/shm.
 #[test]

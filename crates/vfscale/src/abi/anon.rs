@@ -67,6 +67,38 @@ pub const MSG_CTRUNC: i32 = 8;
 /// recvmsg: received descriptors get FD_CLOEXEC.
 pub const MSG_CMSG_CLOEXEC: i32 = 0x4000_0000;
 
+// getsockopt(2)/setsockopt(2): the socket level and its options vfscale
+// answers (others are ENOPROTOOPT; docs/COMPATIBILITY.md).
+pub const SOL_SOCKET: i32 = 1;
+pub const SO_TYPE: i32 = 3;
+pub const SO_ERROR: i32 = 4;
+pub const SO_SNDBUF: i32 = 7;
+pub const SO_RCVBUF: i32 = 8;
+pub const SO_PASSCRED: i32 = 16;
+pub const SO_PEERCRED: i32 = 17;
+pub const SO_ACCEPTCONN: i32 = 30;
+pub const SO_PROTOCOL: i32 = 38;
+pub const SO_DOMAIN: i32 = 39;
+
+// Control messages (struct cmsghdr: a 16-byte header, data aligned to 8).
+/// The credentials control message type (struct ucred, 12 bytes).
+pub const SCM_CREDENTIALS: i32 = 2;
+/// The file-descriptor control message type.
+pub const SCM_RIGHTS: i32 = 1;
+/// sizeof(struct cmsghdr) on 64-bit Linux.
+pub const CMSG_HDR: usize = 16;
+
+/// CMSG_LEN: a control message's length with `data` bytes.
+pub const fn cmsg_len(data: usize) -> usize {
+    CMSG_HDR + data
+}
+
+/// CMSG_SPACE: the room a control message with `data` bytes takes in a
+/// control buffer (its length rounded up to 8).
+pub const fn cmsg_space(data: usize) -> usize {
+    CMSG_HDR + data.next_multiple_of(8)
+}
+
 // eventfd(2).
 pub const EFD_SEMAPHORE: i32 = 1;
 pub const EFD_NONBLOCK: i32 = 0o4000;
@@ -98,14 +130,17 @@ pub const POLLRDHUP: i16 = 0x2000;
 /// One entry of poll(2)'s array (`struct pollfd`).
 #[repr(C)]
 /// What recvmsg(2) took: the byte count (the whole message's with
-/// MSG_TRUNC), the sender's sun_path bytes (empty if it has none), the new
+/// MSG_TRUNC), the sender's sun_path bytes (empty if it has none), the
+/// sender's credentials (SCM_CREDENTIALS: when the receiver has
+/// SO_PASSCRED and its control buffer had room for them), the new
 /// descriptors of the files the message carried (SCM_RIGHTS), and the out
-/// flags (MSG_TRUNC: a message was cut short; MSG_CTRUNC: files were
-/// dropped for want of room).
+/// flags (MSG_TRUNC: a message was cut short; MSG_CTRUNC: control data
+/// was dropped for want of room).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RecvMsg {
     pub len: usize,
     pub name: Vec<u8>,
+    pub creds: Option<Ucred>,
     pub fds: Vec<super::Fd>,
     pub flags: i32,
 }
@@ -126,6 +161,22 @@ impl Ucred {
         uid: u32::MAX,
         gid: u32::MAX,
     };
+    /// What a receiver with SO_PASSCRED reads for a message sent with no
+    /// credentials: pid 0, the overflow ids (65534; from_kuid_munged of
+    /// an invalid id).
+    pub const NOBODY: Ucred = Ucred {
+        pid: 0,
+        uid: 65534,
+        gid: 65534,
+    };
+    /// The bytes of a struct ucred (pid, uid, gid, little-endian).
+    pub fn to_bytes(self) -> [u8; 12] {
+        let mut b = [0u8; 12];
+        b[..4].copy_from_slice(&self.pid.to_le_bytes());
+        b[4..8].copy_from_slice(&self.uid.to_le_bytes());
+        b[8..].copy_from_slice(&self.gid.to_le_bytes());
+        b
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

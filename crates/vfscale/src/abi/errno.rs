@@ -73,6 +73,7 @@ errnos! {
     ENOTSOCK = 88, "Socket operation on non-socket";
     EMSGSIZE = 90, "Message too long";
     EPROTOTYPE = 91, "Protocol wrong type for socket";
+    ENOPROTOOPT = 92, "Protocol not available";
     EPROTONOSUPPORT = 93, "Protocol not supported";
     ESOCKTNOSUPPORT = 94, "Socket type not supported";
     EOPNOTSUPP = 95, "Operation not supported";

@@ -28,6 +28,7 @@
 //! - `shut` holds the SHUT_RD/SHUT_WR bits asked on this socket (datagram
 //!   shutdowns do not propagate to the peer, as Linux).
 
+use super::creds::{reported, MsgCreds, SendCreds};
 use super::rights::{Flight, InFlight};
 use super::scatter::Scatter;
 use super::socket::{message_truesize, SockCell, SockName, RCV, SEND, SOCK_BUF};
@@ -42,6 +43,7 @@ struct Datagram {
     data: Vec<u8>,
     from: Arc<Dgram>,
     files: Option<InFlight>,
+    creds: MsgCreds,
 }
 
 #[derive(Default)]
@@ -69,13 +71,16 @@ pub(crate) struct Dgram {
 
 /// What a receive took: the bytes copied (or, with `MSG_TRUNC`, the whole
 /// message's length), the sender's name (empty if it has none), the files
-/// the message carried (the caller's to install or put) and whether the
-/// message was longer than the buffers.
+/// the message carried (the caller's to install or put), whether the
+/// message was longer than the buffers, and the credentials a receiver
+/// with SO_PASSCRED reads (None without the option, or when nothing was
+/// taken: anon/creds.rs).
 pub(crate) struct Received {
     pub len: usize,
     pub from: SockName,
     pub files: Vec<FileRef>,
     pub truncated: bool,
+    pub creds: Option<Ucred>,
 }
 
 /// A send to `target` is allowed unless it has a default peer other than
@@ -84,7 +89,7 @@ fn accepts_from(me: &Arc<Dgram>, target: &DgramState) -> bool {
     target.peer.as_ref().is_none_or(|p| Arc::ptr_eq(p, me))
 }
 
-fn unnamed() -> SockName {
+pub(crate) fn unnamed() -> SockName {
     Arc::from(&b""[..])
 }
 
@@ -222,6 +227,7 @@ impl Dgram {
         nonblock: bool,
         to: Option<&dyn Fn() -> SysResult<Arc<Dgram>>>,
         files: &mut Option<InFlight>,
+        creds: SendCreds,
         orphans: &mut Vec<FileRef>,
     ) -> SysResult<usize> {
         let len: usize = bufs.iter().map(|b| b.len()).sum();
@@ -241,7 +247,7 @@ impl Dgram {
             }
             Step::Wait(Err(Errno::EAGAIN))
         })?;
-        let sent = Self::deliver(me, bufs.concat(), nonblock, to, files, orphans);
+        let sent = Self::deliver(me, bufs.concat(), nonblock, to, files, creds, orphans);
         if sent.is_err() {
             me.uncharge(message_truesize(len));
         }
@@ -255,6 +261,7 @@ impl Dgram {
         nonblock: bool,
         to: Option<&dyn Fn() -> SysResult<Arc<Dgram>>>,
         files: &mut Option<InFlight>,
+        creds: SendCreds,
         orphans: &mut Vec<FileRef>,
     ) -> SysResult<()> {
         let target = match to {
@@ -288,6 +295,7 @@ impl Dgram {
                     data,
                     from: me.clone(),
                     files: files.take(),
+                    creds: creds.attach(&me.socket, &target.socket),
                 });
             }
             target.cell.wake_all(g);
@@ -332,8 +340,9 @@ impl Dgram {
         trunc: bool,
         nonblock: bool,
     ) -> SysResult<Received> {
-        // (bytes copied, the message's length, its sender, its files);
-        // None: end of data (after SHUT_RD).
+        // (bytes copied, the message's length, its sender, its files, its
+        // credentials); None: end of data (after SHUT_RD).
+        let passcred = self.socket.passcred();
         let taken = self.cell.block_on(nonblock, |g| {
             if let Some(e) = g.err.take() {
                 return Step::Done(Err(e));
@@ -342,6 +351,7 @@ impl Dgram {
                 let copied = Scatter::new(bufs).put(&d.data);
                 let whole = d.data.len();
                 let from = d.from.clone();
+                let creds = d.creds;
                 let files = if peek {
                     d.files.as_ref().map(InFlight::peek).unwrap_or_default()
                 } else {
@@ -351,7 +361,7 @@ impl Dgram {
                         .map(|f| f.leave(&self.socket.flight))
                         .unwrap_or_default()
                 };
-                return Step::Done(Ok(Some((copied, whole, from, files))));
+                return Step::Done(Ok(Some((copied, whole, from, files, creds))));
             }
             if self.shut() & RCV != 0 {
                 return Step::Done(if nonblock {
@@ -365,12 +375,13 @@ impl Dgram {
             }
             Step::Wait(Err(Errno::EAGAIN))
         })?;
-        let Some((copied, whole, from, files)) = taken else {
+        let Some((copied, whole, from, files, creds)) = taken else {
             return Ok(Received {
                 len: 0,
                 from: unnamed(),
                 files: Vec::new(),
                 truncated: false,
+                creds: None,
             });
         };
         if !peek {
@@ -381,7 +392,13 @@ impl Dgram {
             from: from.name(),
             files,
             truncated: copied < whole,
+            creds: passcred.then(|| reported(creds)),
         })
+    }
+
+    /// The pending error, taken (getsockopt SO_ERROR).
+    pub(crate) fn take_error(&self) -> Option<Errno> {
+        self.cell.lock().err.take()
     }
 
     /// FIONREAD (SIOCINQ): the next datagram's length, 0 if none.
@@ -471,10 +488,24 @@ impl Dgram {
 mod tests {
     use super::*;
 
+    /// A sender that gives no credentials (none attach: no SO_PASSCRED).
+    const NO_CREDS: SendCreds = SendCreds {
+        explicit: None,
+        own: Ucred::NONE,
+    };
+
     fn send_to(me: &Arc<Dgram>, to: &Arc<Dgram>, len: usize) -> SysResult<usize> {
         let data = vec![7u8; len];
         let find = || Ok(to.clone());
-        Dgram::send(me, &[&data], true, Some(&find), &mut None, &mut Vec::new())
+        Dgram::send(
+            me,
+            &[&data],
+            true,
+            Some(&find),
+            &mut None,
+            NO_CREDS,
+            &mut Vec::new(),
+        )
     }
 
     fn unnamed_socket() -> Arc<Dgram> {
@@ -518,7 +549,15 @@ mod tests {
         assert_eq!(send_to(&me, &to, 10), Err(Errno::EPIPE));
         assert_eq!(wmem(&me), 0);
         assert_eq!(
-            Dgram::send(&me, &[b"x"], true, None, &mut None, &mut Vec::new()),
+            Dgram::send(
+                &me,
+                &[b"x"],
+                true,
+                None,
+                &mut None,
+                NO_CREDS,
+                &mut Vec::new()
+            ),
             Err(Errno::ENOTCONN),
             "no peer, no name"
         );
@@ -567,6 +606,7 @@ mod tests {
                                     true,
                                     named.then_some(&find as &dyn Fn() -> SysResult<Arc<Dgram>>),
                                     &mut None,
+                                    NO_CREDS,
                                     &mut Vec::new(),
                                 );
                                 done[0] += usize::from(sent.is_ok());

@@ -24,6 +24,7 @@
 //! `/memfd:NAME (deleted)`) are formatted on demand from the kind and the
 //! inode number; only a memfd stores its (user-given) name, in its dentry.
 
+pub(crate) mod creds;
 pub(crate) mod dgram;
 pub mod eventfd;
 pub mod memfd;

@@ -33,7 +33,8 @@
 //! No signals: a write to a shut-down stream returns EPIPE without
 //! SIGPIPE.
 
-use super::dgram::{Dgram, Received};
+use super::creds::{reported, CredRuns, MsgCreds, SendCreds, NO_DATA};
+use super::dgram::{unnamed, Dgram, Received};
 use super::rights::{Flight, InFlight};
 use super::scatter::Scatter;
 use super::wait::{partial, Poller, Step, WaitCell};
@@ -81,6 +82,7 @@ const STREAM_FIRST_SEGMENT: usize = 36_544;
 struct Message {
     data: Vec<u8>,
     files: Option<InFlight>,
+    creds: MsgCreds,
 }
 
 /// Files a stream send carried, with the stream offsets of its first
@@ -103,6 +105,8 @@ struct Dir {
     /// Stream: the files sends carried, in stream order, each at or past
     /// `taken` (a read that reaches one removes it).
     marks: VecDeque<Mark>,
+    /// Stream: the credentials of the queued bytes (anon/creds.rs).
+    creds: CredRuns,
 }
 
 impl Dir {
@@ -176,11 +180,13 @@ pub(crate) type SockName = Arc<[u8]>;
 /// moment, as Linux reads the peer's address at the call (a socket may
 /// bind after it connected); and its part in the rule against cycles of
 /// files in flight (anon/rights.rs), which stays with the socket's file
-/// whatever it connects to later.
+/// whatever it connects to later; and SO_PASSCRED, which senders to it
+/// read (anon/creds.rs).
 #[derive(Default)]
 pub(crate) struct SockShared {
     pub(crate) name: OnceLock<SockName>,
     pub(crate) flight: Flight,
+    pub(crate) passcred: std::sync::atomic::AtomicBool,
 }
 
 pub(crate) type SockCell = Arc<SockShared>;
@@ -381,13 +387,33 @@ impl Socket {
         self.listener().is_some()
     }
 
+    /// SO_PASSCRED (anon/creds.rs).
+    pub(crate) fn passcred(&self) -> bool {
+        self.cell.passcred()
+    }
+
+    pub(crate) fn set_passcred(&self, on: bool) {
+        self.cell.set_passcred(on);
+    }
+
+    /// getsockopt(SO_ERROR): the pending error, which reading takes
+    /// (sock_error).
+    pub(crate) fn take_error(&self) -> Option<Errno> {
+        if let Some(d) = &self.dgram {
+            return d.take_error();
+        }
+        let (c, s) = self.conn()?;
+        let e = c.cell.lock().err[s].take();
+        e
+    }
+
     /// The other side's name now (empty if it has none).
     fn peer_of(conn: &Conn, side: usize) -> SockName {
         conn.sides[1 - side]
             .name
             .get()
             .cloned()
-            .unwrap_or_else(|| Arc::from(&b""[..]))
+            .unwrap_or_else(unnamed)
     }
 
     /// Both ends of a connected pair, made by a process with `cred`.
@@ -436,11 +462,7 @@ impl Socket {
 
     /// getsockname: the bound name (empty if unnamed).
     pub(crate) fn name(&self) -> SockName {
-        self.cell
-            .name
-            .get()
-            .cloned()
-            .unwrap_or_else(|| Arc::from(&b""[..]))
+        self.cell.name.get().cloned().unwrap_or_else(unnamed)
     }
 
     /// getpeername: ENOTCONN unless connected (a datagram socket whose
@@ -566,10 +588,13 @@ impl Socket {
                 Some(Link::Listening(_)) => return Step::Done(Err(Errno::EINVAL)),
                 None => {}
             }
-            // The accepted side takes the listener's name.
+            // The accepted side takes the listener's name, and its
+            // SO_PASSCRED now (6.18's unix_stream_connect copies the
+            // listener's scm flags to the embryo).
             let accepted = SockCell::new(SockShared {
                 name: OnceLock::from(target.name.clone()),
                 flight: Flight::default(),
+                passcred: l.socket.passcred().into(),
             });
             let conn = Conn::new([self.cell.clone(), accepted]);
             {
@@ -768,6 +793,14 @@ impl Socket {
         let mut to = Scatter::new(bufs);
         let mut got = 0;
         let mut files = Vec::new();
+        // With SO_PASSCRED (read once, as Linux's check_creds): the
+        // credentials of what was taken (anon/creds.rs).
+        let passcred = self.cell.passcred();
+        let mut creds: Option<MsgCreds> = None;
+        // Whether data was found: only then does the sender's name come
+        // back (unix_copy_addr runs on a received skb; an end of file has
+        // none).
+        let mut found = false;
         // (bytes copied, or the message's length with MSG_TRUNC; truncated)
         let r = c.cell.block_on(nonblock, |g| {
             // unix_seqpacket_recvmsg receives as a datagram socket does
@@ -781,8 +814,26 @@ impl Socket {
             }
             if self.ty == SOCK_STREAM {
                 if !g.dirs[s].bytes.is_empty() {
+                    found = true;
                     let d = &mut g.dirs[s];
                     let mut n = d.bytes.len().min(want - got);
+                    // A reader with SO_PASSCRED takes one writer's bytes
+                    // at a time: it stops where their credentials change.
+                    let mut at_writer_change = false;
+                    if passcred {
+                        let (here, change) = d.creds.at(d.taken);
+                        match creds {
+                            Some(c) if c != here => return Step::Done(Ok((got, false))),
+                            _ => creds = Some(here),
+                        }
+                        if let Some(change) = change {
+                            let k = (change - d.taken) as usize;
+                            if k <= n {
+                                n = k;
+                                at_writer_change = true;
+                            }
+                        }
+                    }
                     // A read that reaches a send's files takes them and
                     // ends with that send's first segment (even a read of
                     // no bytes takes files at the front, as Linux).
@@ -811,7 +862,7 @@ impl Socket {
                         d.queued -= n;
                         c.cell.wake_all(g);
                     }
-                    if reached || !wait_all || got == want {
+                    if reached || at_writer_change || !wait_all || got == want {
                         return Step::Done(Ok((got, false)));
                     }
                 }
@@ -819,6 +870,8 @@ impl Socket {
                 // Copy what fits; the rest of the message is discarded.
                 let at = to.put(&m.data);
                 let whole = m.data.len();
+                creds = Some(m.creds);
+                found = true;
                 if peek {
                     files = m.files.as_ref().map(InFlight::peek).unwrap_or_default();
                 } else {
@@ -845,11 +898,22 @@ impl Socket {
         // Only a successful receive takes files.
         debug_assert!(r.is_ok() || files.is_empty());
         let (len, truncated) = r?;
+        // A stream read that took nothing still reports (zeroed)
+        // credentials; a seqpacket one at its end returns before that.
+        let creds = match creds {
+            Some(c) => passcred.then(|| reported(c)),
+            None => (passcred && self.ty == SOCK_STREAM).then_some(NO_DATA),
+        };
         Ok(Received {
             len,
-            from: Self::peer_of(c, s),
+            from: if found {
+                Self::peer_of(c, s)
+            } else {
+                unnamed()
+            },
             files,
             truncated,
+            creds,
         })
     }
 
@@ -874,9 +938,10 @@ impl Socket {
         &self,
         bufs: &[&[u8]],
         nonblock: bool,
+        creds: SendCreds,
         orphans: &mut Vec<FileRef>,
     ) -> SysResult<usize> {
-        self.send(bufs, 0, nonblock, None, None, orphans)
+        self.send(bufs, 0, nonblock, None, None, creds, orphans)
     }
 
     /// sendmsg: `to` finds the socket a name leads to (for a datagram
@@ -886,7 +951,9 @@ impl Socket {
     /// bits are ignored (no signals are sent, so MSG_NOSIGNAL is moot).
     /// `files` travel with the message (with a stream's first segment) if
     /// it goes; else they go to `orphans`, with the files of any messages
-    /// the send dropped (a datagram peer found closed).
+    /// the send dropped (a datagram peer found closed). `creds`: what the
+    /// data carries (anon/creds.rs).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn send(
         &self,
         bufs: &[&[u8]],
@@ -894,10 +961,11 @@ impl Socket {
         nonblock: bool,
         to: Option<&dyn Fn() -> SysResult<Arc<Binding>>>,
         files: Option<InFlight>,
+        creds: SendCreds,
         orphans: &mut Vec<FileRef>,
     ) -> SysResult<usize> {
         let mut files = files;
-        let r = self.send_carrying(bufs, flags, nonblock, to, &mut files, orphans);
+        let r = self.send_carrying(bufs, flags, nonblock, to, &mut files, creds, orphans);
         if let Some(f) = files {
             orphans.extend(f.unsent());
         }
@@ -905,6 +973,7 @@ impl Socket {
     }
 
     /// `send`, taking `files` out of the option once they are queued.
+    #[allow(clippy::too_many_arguments)]
     fn send_carrying(
         &self,
         bufs: &[&[u8]],
@@ -912,6 +981,7 @@ impl Socket {
         nonblock: bool,
         to: Option<&dyn Fn() -> SysResult<Arc<Binding>>>,
         files: &mut Option<InFlight>,
+        creds: SendCreds,
         orphans: &mut Vec<FileRef>,
     ) -> SysResult<usize> {
         let nonblock = nonblock || flags & MSG_DONTWAIT != 0;
@@ -932,6 +1002,7 @@ impl Socket {
                 find.as_ref()
                     .map(|f| f as &dyn Fn() -> SysResult<Arc<Dgram>>),
                 files,
+                creds,
                 orphans,
             );
         }
@@ -972,6 +1043,7 @@ impl Socket {
                     d.msgs.push_back(Message {
                         data: bufs.concat(),
                         files: files.take(),
+                        creds: creds.attach(&c.sides[s], &c.sides[p]),
                     });
                     c.cell.wake_all(g);
                     return Step::Done(Ok(len));
@@ -1019,6 +1091,10 @@ impl Socket {
                         files: f,
                     });
                 }
+                // Each chunk is an skb of its own: its credentials are
+                // decided now (SO_PASSCRED may have changed meanwhile).
+                let at = d.taken + d.bytes.len() as u64;
+                d.creds.note(at, creds.attach(&c.sides[s], &c.sides[p]));
                 d.bytes.extend(src.by_ref().take(n));
                 d.queued += n;
                 done += n;

@@ -115,8 +115,11 @@ impl Process {
         match stream(file) {
             Some(Stream::Pipe(p)) => p.write(bufs, nb, file.status() & O_DIRECT != 0),
             Some(Stream::Socket(s)) => {
+                // write(2) is a sendmsg with nothing but data (sock_write_iter).
+                s.seqpacket_send_precheck()?;
+                self.autobind_to_pass_creds(s, true)?;
                 let mut orphans = Vec::new();
-                let r = s.write(bufs, nb, &mut orphans);
+                let r = s.write(bufs, nb, self.send_creds(None), &mut orphans);
                 self.vfs.fput_many(orphans);
                 r
             }

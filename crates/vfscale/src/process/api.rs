@@ -212,6 +212,20 @@ pub trait ProcessApi: Send {
     fn peer_cred(&self, _fd: Fd) -> SysResult<Ucred> {
         Err(Errno::ENOSYS)
     }
+    /// getpid(2): the process's id (what SO_PEERCRED and SCM_CREDENTIALS
+    /// carry; vfscale's is its descriptor table's lock owner).
+    fn getpid(&self) -> SysResult<i32> {
+        Err(Errno::ENOSYS)
+    }
+    /// getsockopt(2): a SOL_SOCKET option's value (`abi::SO_*`) into
+    /// `buf`, cut to its length; returns the bytes written.
+    fn getsockopt(&self, _fd: Fd, _level: i32, _name: i32, _buf: &mut [u8]) -> SysResult<usize> {
+        Err(Errno::ENOSYS)
+    }
+    /// setsockopt(2): a SOL_SOCKET option (SO_PASSCRED).
+    fn setsockopt(&self, _fd: Fd, _level: i32, _name: i32, _value: &[u8]) -> SysResult<()> {
+        Err(Errno::ENOSYS)
+    }
     /// accept4(2): SOCK_NONBLOCK, SOCK_CLOEXEC.
     fn accept4(&self, _fd: Fd, _flags: i32) -> SysResult<Fd> {
         Err(Errno::ENOSYS)
@@ -239,7 +253,10 @@ pub trait ProcessApi: Send {
     /// the files of the descriptors `rights` (SCM_RIGHTS: at most 253,
     /// EINVAL past that; EBADF for one not open; ETOOMANYREFS where
     /// vfscale's rule against cycles of sockets in flight refuses them,
-    /// docs/COMPATIBILITY.md).
+    /// docs/COMPATIBILITY.md) and the credentials `creds`
+    /// (SCM_CREDENTIALS: the sender's own pid and real or effective ids
+    /// unless root, EPERM; an id of -1 is EINVAL).
+    #[allow(clippy::too_many_arguments)]
     fn sendmsg(
         &self,
         _fd: Fd,
@@ -247,18 +264,23 @@ pub trait ProcessApi: Send {
         _flags: i32,
         _name: Option<&[u8]>,
         _rights: &[Fd],
+        _creds: Option<Ucred>,
     ) -> SysResult<usize> {
         Err(Errno::ENOSYS)
     }
-    /// recvmsg(2): `recvfrom` with a vector; files the message carried
-    /// become new descriptors, at most `max_fds` (the rest are closed,
-    /// MSG_CTRUNC); flags also MSG_WAITALL and MSG_CMSG_CLOEXEC.
+    /// recvmsg(2): `recvfrom` with a vector and a control buffer of
+    /// `control_len` bytes (0: none), filled as Linux fills one: the
+    /// sender's credentials if the socket has SO_PASSCRED (28 bytes, 32
+    /// with padding: `abi::cmsg_space(12)`), then the files the message
+    /// carried as new descriptors (`abi::cmsg_space(4 * n)` for n); what
+    /// does not fit is dropped (files closed) with MSG_CTRUNC. Flags also
+    /// MSG_WAITALL and MSG_CMSG_CLOEXEC.
     fn recvmsg(
         &self,
         _fd: Fd,
         _bufs: &mut [&mut [u8]],
         _flags: i32,
-        _max_fds: usize,
+        _control_len: usize,
     ) -> SysResult<RecvMsg> {
         Err(Errno::ENOSYS)
     }

@@ -30,12 +30,27 @@
 //! sender's descriptors' files travel with the message and become new
 //! descriptors of the receiver. Every call that can drop messages puts
 //! their files here, after the socket layer released its locks.
+//!
+//! They also carry credentials (SCM_CREDENTIALS, `anon/creds.rs`): those a
+//! sender gives are checked here as scm_check_creds does; a socket with
+//! SO_PASSCRED (setsockopt) receives them, and autobinds an abstract name
+//! when it connects or sends without one (unix_autobind), so its peer can
+//! tell who sent. recvmsg's control buffer is given by its size in bytes
+//! and filled as Linux's put_cmsg and scm_detach_fds fill one: the
+//! credentials first (a buffer too small for the whole 28-byte message
+//! gets none of it, where Linux writes a cut one: docs/COMPATIBILITY.md),
+//! then as many descriptors as the rest holds.
+//!
+//! getsockopt/setsockopt answer the SOL_SOCKET options of
+//! `abi::SO_*` (others ENOPROTOOPT; any other level EOPNOTSUPP, as for
+//! AF_UNIX, which has no protocol options).
 
 use super::anon::{nonblock, stream, Stream, SOCKET_BYTES};
 use super::Process;
 use crate::abi::*;
+use crate::anon::creds::SendCreds;
 use crate::anon::rights::{InFlight, SCM_MAX_FD};
-use crate::anon::socket::{Binding, NameKey, SockName, Socket};
+use crate::anon::socket::{Binding, NameKey, SockName, Socket, SOCK_BUF};
 use crate::cred::perm::{may_access, MAY_WRITE};
 use crate::file::FileRef;
 use crate::vfs::VfsInner;
@@ -99,21 +114,7 @@ impl Process {
             let name = check_name(name)?;
             let table = &self.vfs.bound_sockets;
             if name.is_empty() || is_abstract(name) {
-                let autobind = name.is_empty();
-                let name = || {
-                    if autobind {
-                        table.autobind_name(sock.socket_type())
-                    } else {
-                        Ok(SockName::from(name))
-                    }
-                };
-                let publish = |b: &Arc<Binding>| {
-                    table.insert(
-                        NameKey::Abstract(b.socket_type(), SockName::from(b.name())),
-                        b,
-                    )
-                };
-                return sock.bind(name, autobind, None, publish);
+                return self.bind_abstract(sock, name);
             }
             // Linux makes the file first (EADDRINUSE, ENOENT, EACCES...),
             // then finds the socket already named (EINVAL) and removes it.
@@ -138,6 +139,43 @@ impl Process {
         })
     }
 
+    /// Binds `sock` to the abstract `name`, or (empty) to an autobound one.
+    fn bind_abstract(&self, sock: &Socket, name: &[u8]) -> SysResult<()> {
+        let table = &self.vfs.bound_sockets;
+        let autobind = name.is_empty();
+        let name = || {
+            if autobind {
+                table.autobind_name(sock.socket_type())
+            } else {
+                Ok(SockName::from(name))
+            }
+        };
+        let publish = |b: &Arc<Binding>| {
+            table.insert(
+                NameKey::Abstract(b.socket_type(), SockName::from(b.name())),
+                b,
+            )
+        };
+        sock.bind(name, autobind, None, publish)
+    }
+
+    /// unix_autobind where a socket with SO_PASSCRED connects, or sends
+    /// (datagram and seqpacket sends; a stream send never binds), without
+    /// a name: it gets one, so its peer can tell the sender. A socket
+    /// another thread named meanwhile keeps that name.
+    pub(crate) fn autobind_to_pass_creds(&self, sock: &Socket, sending: bool) -> SysResult<()> {
+        if !sock.passcred() || !sock.name().is_empty() {
+            return Ok(());
+        }
+        if sending && sock.socket_type() == SOCK_STREAM {
+            return Ok(());
+        }
+        match self.bind_abstract(sock, b"") {
+            Err(Errno::EINVAL) if !sock.name().is_empty() => Ok(()),
+            r => r,
+        }
+    }
+
     /// listen(2).
     pub fn listen(&self, fd: Fd, backlog: i32) -> SysResult<()> {
         let _end = self.vfs.call_end();
@@ -149,7 +187,12 @@ impl Process {
         let _end = self.vfs.call_end();
         self.check_addr_len(fd, name)?;
         self.with_socket(fd, |sock, nb| {
-            let target = self.bound_socket(sock.socket_type(), check_name(name)?)?;
+            let name = check_name(name)?;
+            if name.is_empty() {
+                return Err(Errno::EINVAL);
+            }
+            self.autobind_to_pass_creds(sock, false)?;
+            let target = self.bound_socket(sock.socket_type(), name)?;
             let mut orphans = Vec::new();
             let r = sock.connect(&target, nb, self.ucred(), &mut orphans);
             self.vfs.fput_many(orphans);
@@ -187,17 +230,21 @@ impl Process {
     /// sendto(2): `sendmsg` of one buffer without files, except that an
     /// address past a sockaddr_storage is EINVAL (move_addr_to_kernel).
     pub fn sendto(&self, fd: Fd, buf: &[u8], flags: i32, name: Option<&[u8]>) -> SysResult<usize> {
-        self.send_message(fd, &[buf], flags, name, &[], false)
+        self.send_message(fd, &[buf], flags, name, &[], None, false)
     }
 
     /// sendmsg(2): one message of `bufs` (a datagram socket's to `name` if
     /// given, else to its peer), carrying the files of the descriptors
-    /// `rights` (SCM_RIGHTS). Linux's order: EBADF, ENOTSOCK, for
-    /// seqpacket a pending error and ENOTCONN, the descriptors (EINVAL
-    /// past SCM_MAX_FD, EBADF for one not open: scm_send), EOPNOTSUPP for
-    /// MSG_OOB, EINVAL for an empty or too long name (datagram), then the
+    /// `rights` (SCM_RIGHTS) and the credentials `creds`
+    /// (SCM_CREDENTIALS). Linux's order: EBADF, ENOTSOCK, for seqpacket a
+    /// pending error and ENOTCONN, the control data as a buffer holding
+    /// the credentials before the descriptors (scm_send: `check_creds`,
+    /// then EINVAL past SCM_MAX_FD, EBADF for a descriptor not open),
+    /// EOPNOTSUPP for MSG_OOB, EINVAL for an empty or too long name
+    /// (datagram), the autobind of a socket with SO_PASSCRED, then the
     /// socket's own checks. A name past a sockaddr_storage is cut to one
     /// (copy_msghdr_from_user), not refused.
+    #[allow(clippy::too_many_arguments)]
     pub fn sendmsg(
         &self,
         fd: Fd,
@@ -205,12 +252,14 @@ impl Process {
         flags: i32,
         name: Option<&[u8]>,
         rights: &[Fd],
+        creds: Option<Ucred>,
     ) -> SysResult<usize> {
-        self.send_message(fd, bufs, flags, name, rights, true)
+        self.send_message(fd, bufs, flags, name, rights, creds, true)
     }
 
     /// sendmsg, or sendto (`cut_long_name` false: a name past a
     /// sockaddr_storage is EINVAL).
+    #[allow(clippy::too_many_arguments)]
     fn send_message(
         &self,
         fd: Fd,
@@ -218,6 +267,7 @@ impl Process {
         flags: i32,
         name: Option<&[u8]>,
         rights: &[Fd],
+        creds: Option<Ucred>,
         cut_long_name: bool,
     ) -> SysResult<usize> {
         let _end = self.vfs.call_end();
@@ -234,9 +284,13 @@ impl Process {
                 other => other,
             };
             sock.seqpacket_send_precheck()?;
+            if let Some(c) = creds {
+                self.check_creds(c)?;
+            }
             let files = self.files_to_send(rights)?;
             let mut orphans = Vec::new();
-            let r = self.send_checked(sock, nb, bufs, flags, name, files, &mut orphans);
+            let creds = self.send_creds(creds);
+            let r = self.send_checked(sock, nb, bufs, flags, name, files, creds, &mut orphans);
             self.vfs.fput_many(orphans);
             r
         })
@@ -261,8 +315,46 @@ impl Process {
         Ok(InFlight::new(files))
     }
 
-    /// `sendmsg` past the descriptors: `files` go with the message or, if
-    /// it does not go, to `orphans`.
+    /// The credentials a sendmsg gave (SCM_CREDENTIALS), as
+    /// scm_check_creds and __scm_send check them: no id may be -1
+    /// (EINVAL); the pid must be the sender's own and the ids its real or
+    /// effective ones (saved ids are not modelled), unless it is root
+    /// (EPERM); a pid not the sender's names a process (ESRCH for pid 0
+    /// or below; vfscale keeps no process table, so a root sender may
+    /// name any positive pid: docs/COMPATIBILITY.md).
+    fn check_creds(&self, c: Ucred) -> SysResult<()> {
+        if c.uid == u32::MAX || c.gid == u32::MAX {
+            return Err(Errno::EINVAL);
+        }
+        let root = self.cred.is_root();
+        let own_pid = self.ucred().pid;
+        let pid_ok = c.pid == own_pid || root;
+        let uid_ok = c.uid == self.cred.ruid || c.uid == self.cred.euid || root;
+        let gid_ok = c.gid == self.cred.rgid || c.gid == self.cred.egid || root;
+        if !(pid_ok && uid_ok && gid_ok) {
+            return Err(Errno::EPERM);
+        }
+        if c.pid != own_pid && c.pid <= 0 {
+            return Err(Errno::ESRCH);
+        }
+        Ok(())
+    }
+
+    /// What a send from this process may attach: `explicit` (checked), or
+    /// its own pid with its real uid and gid (current_uid_gid).
+    pub(crate) fn send_creds(&self, explicit: Option<Ucred>) -> SendCreds {
+        SendCreds {
+            explicit,
+            own: Ucred {
+                pid: self.ucred().pid,
+                uid: self.cred.ruid,
+                gid: self.cred.rgid,
+            },
+        }
+    }
+
+    /// `sendmsg` past the control data: `files` go with the message or,
+    /// if it does not go, to `orphans`.
     #[allow(clippy::too_many_arguments)]
     fn send_checked(
         &self,
@@ -272,6 +364,7 @@ impl Process {
         flags: i32,
         name: Option<&[u8]>,
         files: Option<InFlight>,
+        creds: SendCreds,
         orphans: &mut Vec<FileRef>,
     ) -> SysResult<usize> {
         let checked = if flags & MSG_OOB != 0 {
@@ -285,7 +378,10 @@ impl Process {
                 other => Ok(other),
             }
         };
-        let name = match checked {
+        let name = match checked.and_then(|name| {
+            self.autobind_to_pass_creds(sock, true)?;
+            Ok(name)
+        }) {
             Ok(name) => name,
             Err(e) => {
                 orphans.extend(files.map(InFlight::unsent).unwrap_or_default());
@@ -296,38 +392,56 @@ impl Process {
         let to = find
             .as_ref()
             .map(|f| f as &dyn Fn() -> SysResult<Arc<Binding>>);
-        sock.send(bufs, flags, nb, to, files, orphans)
+        sock.send(bufs, flags, nb, to, files, creds, orphans)
     }
 
-    /// recvfrom(2): `recvmsg` into one buffer with no room for files (any
-    /// the message carried are dropped): the bytes and the sender's name.
+    /// recvfrom(2): `recvmsg` into one buffer with no control buffer (any
+    /// files the message carried are dropped): the bytes and the sender's
+    /// name.
     pub fn recvfrom(&self, fd: Fd, buf: &mut [u8], flags: i32) -> SysResult<(usize, Vec<u8>)> {
         let r = self.recvmsg(fd, &mut [buf], flags, 0)?;
         Ok((r.len, r.name))
     }
 
-    /// recvmsg(2): the next data into `bufs`, with the sender's name and the
-    /// files the message carried as new descriptors (FD_CLOEXEC with
-    /// MSG_CMSG_CLOEXEC), at most `max_fds` of them (the room the caller's
-    /// control buffer has) and as many as the table takes: the rest are
-    /// closed and MSG_CTRUNC says so, as scm_detach_fds.
+    /// recvmsg(2): the next data into `bufs`, with the sender's name, its
+    /// credentials (with SO_PASSCRED) and the files the message carried as
+    /// new descriptors (FD_CLOEXEC with MSG_CMSG_CLOEXEC). `control_len` is
+    /// the size of the caller's control buffer in bytes (0: none), filled
+    /// as Linux fills one: the credentials' message first
+    /// (`cmsg_space(12)`, 32 bytes), then the descriptors' (one 4-byte
+    /// slot each after a 16-byte header), as many as fit and as the table
+    /// takes; the rest are closed, and MSG_CTRUNC says that something did
+    /// not fit.
     pub fn recvmsg(
         &self,
         fd: Fd,
         bufs: &mut [&mut [u8]],
         flags: i32,
-        max_fds: usize,
+        control_len: usize,
     ) -> SysResult<RecvMsg> {
         let _end = self.vfs.call_end();
         let r = self.with_socket(fd, |sock, nb| sock.recv(bufs, flags, nb))?;
         let mut out = RecvMsg {
             len: r.len,
             name: r.from.to_vec(),
+            creds: None,
             fds: Vec::new(),
             // ____sys_recvmsg starts the out flags from the asked
             // MSG_CMSG_CLOEXEC.
             flags: (flags & MSG_CMSG_CLOEXEC) | if r.truncated { MSG_TRUNC } else { 0 },
         };
+        let mut room = control_len;
+        if let Some(c) = r.creds {
+            // put_cmsg: no room for a header, or for the whole message.
+            if room < cmsg_len(12) {
+                out.flags |= MSG_CTRUNC;
+            } else {
+                out.creds = Some(c);
+            }
+            room -= room.min(cmsg_space(12));
+        }
+        // scm_max_fds.
+        let max_fds = room.saturating_sub(CMSG_HDR) / 4;
         let cloexec = flags & MSG_CMSG_CLOEXEC != 0;
         for f in r.files {
             if out.fds.len() < max_fds && out.flags & MSG_CTRUNC == 0 {
@@ -414,6 +528,61 @@ impl Process {
     pub fn peer_cred(&self, fd: Fd) -> SysResult<Ucred> {
         let _end = self.vfs.call_end();
         self.with_socket(fd, |sock, _| Ok(sock.peer_cred()))
+    }
+
+    /// getsockopt(2): the value of a SOL_SOCKET option (`abi::SO_*`) into
+    /// `buf`, cut to its length as Linux cuts it (SO_PEERCRED's struct
+    /// ucred too); returns the bytes written. SO_ERROR takes the pending
+    /// error. Order: EBADF, ENOTSOCK, EOPNOTSUPP for another level,
+    /// ENOPROTOOPT for an option vfscale does not answer.
+    pub fn getsockopt(&self, fd: Fd, level: i32, name: i32, buf: &mut [u8]) -> SysResult<usize> {
+        let _end = self.vfs.call_end();
+        self.with_socket(fd, |sock, _| {
+            if level != SOL_SOCKET {
+                return Err(Errno::EOPNOTSUPP);
+            }
+            let int = |v: i32| v.to_le_bytes().to_vec();
+            let value = match name {
+                SO_TYPE => int(sock.socket_type()),
+                // AF_UNIX sockets have protocol 0 whatever socket() was
+                // given (0 or PF_UNIX).
+                SO_PROTOCOL => int(0),
+                SO_DOMAIN => int(AF_UNIX),
+                SO_ACCEPTCONN => int(i32::from(sock.is_listener())),
+                SO_ERROR => int(sock.take_error().map_or(0, |e| e.0)),
+                SO_SNDBUF | SO_RCVBUF => int(SOCK_BUF as i32),
+                SO_PASSCRED => int(i32::from(sock.passcred())),
+                SO_PEERCRED => sock.peer_cred().to_bytes().to_vec(),
+                _ => return Err(Errno::ENOPROTOOPT),
+            };
+            let n = value.len().min(buf.len());
+            buf[..n].copy_from_slice(&value[..n]);
+            Ok(n)
+        })
+    }
+
+    /// setsockopt(2) of a SOL_SOCKET option: SO_PASSCRED (any non-zero
+    /// int turns it on). Order: EBADF, ENOTSOCK, EOPNOTSUPP for another
+    /// level, EINVAL for a value shorter than an int (whatever the
+    /// option), ENOPROTOOPT for the others (Linux also sets SO_SNDBUF,
+    /// SO_REUSEADDR and more: docs/COMPATIBILITY.md).
+    pub fn setsockopt(&self, fd: Fd, level: i32, name: i32, value: &[u8]) -> SysResult<()> {
+        let _end = self.vfs.call_end();
+        self.with_socket(fd, |sock, _| {
+            if level != SOL_SOCKET {
+                return Err(Errno::EOPNOTSUPP);
+            }
+            let Some(v) = value.first_chunk::<4>().map(|b| i32::from_le_bytes(*b)) else {
+                return Err(Errno::EINVAL);
+            };
+            match name {
+                SO_PASSCRED => {
+                    sock.set_passcred(v != 0);
+                    Ok(())
+                }
+                _ => Err(Errno::ENOPROTOOPT),
+            }
+        })
     }
 
     /// getpeername(2): the peer's path (empty if unnamed); ENOTCONN.

@@ -258,6 +258,15 @@ impl ProcessApi for Process {
     fn peer_cred(&self, fd: Fd) -> SysResult<Ucred> {
         Process::peer_cred(self, fd)
     }
+    fn getpid(&self) -> SysResult<i32> {
+        Ok(self.ucred().pid)
+    }
+    fn getsockopt(&self, fd: Fd, level: i32, name: i32, buf: &mut [u8]) -> SysResult<usize> {
+        Process::getsockopt(self, fd, level, name, buf)
+    }
+    fn setsockopt(&self, fd: Fd, level: i32, name: i32, value: &[u8]) -> SysResult<()> {
+        Process::setsockopt(self, fd, level, name, value)
+    }
     fn disconnect(&self, fd: Fd) -> SysResult<()> {
         Process::disconnect(self, fd)
     }
@@ -287,17 +296,18 @@ impl ProcessApi for Process {
         flags: i32,
         name: Option<&[u8]>,
         rights: &[Fd],
+        creds: Option<Ucred>,
     ) -> SysResult<usize> {
-        Process::sendmsg(self, fd, bufs, flags, name, rights)
+        Process::sendmsg(self, fd, bufs, flags, name, rights, creds)
     }
     fn recvmsg(
         &self,
         fd: Fd,
         bufs: &mut [&mut [u8]],
         flags: i32,
-        max_fds: usize,
+        control_len: usize,
     ) -> SysResult<RecvMsg> {
-        Process::recvmsg(self, fd, bufs, flags, max_fds)
+        Process::recvmsg(self, fd, bufs, flags, control_len)
     }
     fn fionread(&self, fd: Fd) -> SysResult<i32> {
         Process::fionread(self, fd)

@@ -1,0 +1,127 @@
+//! Credentials that travel with AF_UNIX data (SCM_CREDENTIALS and
+//! SO_PASSCRED), as Linux's scm_send, unix_maybe_add_creds and
+//! scm_recv_unix.
+//!
+//! Rules:
+//! - A send attaches credentials when its caller gave them (sendmsg's
+//!   SCM_CREDENTIALS, which the process layer checks as scm_check_creds),
+//!   or else when the sending or the receiving socket has SO_PASSCRED at
+//!   that moment: then the sender's own, its pid and its *real* uid and
+//!   gid (current_uid_gid). Otherwise the data carries none.
+//! - A receiver with SO_PASSCRED reads the credentials of what it took,
+//!   `Ucred::NOBODY` for data that carries none.
+//! - Stream data keeps the credentials of each send (`CredRuns`, one run
+//!   per change). A read by a receiver with SO_PASSCRED stops where they
+//!   change (unix_stream_read_generic never glues different writers'
+//!   data for such a reader); one without the option glues across. A
+//!   stream read that takes nothing (end of file) reports pid 0, uid 0,
+//!   gid 0: Linux's zeroed scm_cookie.
+//!
+//! Invariants: a `CredRuns` lives under its direction's connection lock,
+//! beside the bytes it describes; its run starts are stream offsets in
+//! increasing order, and only the first run may start before the front of
+//! the queued bytes.
+
+use super::socket::SockShared;
+use crate::abi::Ucred;
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+
+/// The credentials some data carries (None: sent without any).
+pub(crate) type MsgCreds = Option<Ucred>;
+
+/// What a stream read that took no data reports (Linux's zeroed cookie).
+pub(crate) const NO_DATA: Ucred = Ucred {
+    pid: 0,
+    uid: 0,
+    gid: 0,
+};
+
+/// A sender's credentials for one send: those its caller gave, and its
+/// own (pid, real uid and gid) for SO_PASSCRED to attach.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SendCreds {
+    pub(crate) explicit: Option<Ucred>,
+    pub(crate) own: Ucred,
+}
+
+impl SendCreds {
+    /// What data sent from `sender` to `receiver` carries now.
+    pub(crate) fn attach(&self, sender: &SockShared, receiver: &SockShared) -> MsgCreds {
+        self.explicit
+            .or_else(|| (sender.passcred() || receiver.passcred()).then_some(self.own))
+    }
+}
+
+/// What a receiver with SO_PASSCRED reads for data that carried `c`.
+pub(crate) fn reported(c: MsgCreds) -> Ucred {
+    c.unwrap_or(Ucred::NOBODY)
+}
+
+impl SockShared {
+    /// SO_PASSCRED.
+    pub(crate) fn passcred(&self) -> bool {
+        // Relaxed: an option flag that publishes nothing; a send or read
+        // racing setsockopt may see either value, as on Linux (test_bit).
+        self.passcred.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_passcred(&self, on: bool) {
+        // Relaxed: see `passcred`.
+        self.passcred.store(on, Ordering::Relaxed);
+    }
+}
+
+/// The credentials of a stream direction's bytes, by stream offset.
+#[derive(Default)]
+pub(crate) struct CredRuns {
+    /// (first offset, credentials of the bytes from there to the next run)
+    runs: VecDeque<(u64, MsgCreds)>,
+}
+
+impl CredRuns {
+    /// The bytes queued from stream offset `start` on carry `creds`.
+    pub(crate) fn note(&mut self, start: u64, creds: MsgCreds) {
+        if self.runs.back().map(|r| r.1) != Some(creds) {
+            self.runs.push_back((start, creds));
+        }
+    }
+
+    /// The credentials of the byte at stream offset `at` (the front of the
+    /// queue) and the offset where they change, if another run is queued.
+    /// Forgets the runs that end before `at`.
+    pub(crate) fn at(&mut self, at: u64) -> (MsgCreds, Option<u64>) {
+        while self.runs.len() > 1 && self.runs[1].0 <= at {
+            self.runs.pop_front();
+        }
+        (
+            self.runs.front().and_then(|r| r.1),
+            self.runs.get(1).map(|r| r.0),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: Ucred = Ucred {
+        pid: 7,
+        uid: 1,
+        gid: 2,
+    };
+
+    #[test]
+    fn runs_merge_equal_neighbours_and_split_at_changes() {
+        let mut r = CredRuns::default();
+        r.note(0, Some(A));
+        r.note(5, Some(A));
+        r.note(8, None);
+        r.note(9, Some(A));
+        assert_eq!(r.at(0), (Some(A), Some(8)));
+        assert_eq!(r.at(7), (Some(A), Some(8)));
+        assert_eq!(r.at(8), (None, Some(9)));
+        assert_eq!(r.at(12), (Some(A), None));
+        assert_eq!(r.runs.len(), 1, "runs before the front are forgotten");
+    }
+}
