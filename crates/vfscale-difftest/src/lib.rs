@@ -22,4 +22,4 @@ pub mod seeded;
 pub mod snapshot;
 
 pub use kernel::KernelProcess;
-pub use sandbox::{enter_private_tmpfs_root, SandboxError};
+pub use sandbox::{enter_private_tmpfs_root, on_kernel_as_root, SandboxError};

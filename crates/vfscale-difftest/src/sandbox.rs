@@ -106,3 +106,19 @@ pub fn enter_private_tmpfs_root() -> Result<(), SandboxError> {
     // SAFETY: a valid path.
     check(unsafe { libc::chdir(c"/".as_ptr()) }, "chdir /")
 }
+
+/// Runs `script` on the kernel as root: on a thread of its own that
+/// enters a fresh tmpfs root (`enter_private_tmpfs_root`), with a root
+/// `KernelProcess`. `Err` says why the kernel side could not run (not
+/// root, no namespaces), for the caller to print and skip.
+pub fn on_kernel_as_root<T: Send + 'static>(
+    script: impl FnOnce(&crate::KernelProcess) -> T + Send + 'static,
+) -> Result<T, String> {
+    std::thread::spawn(move || {
+        enter_private_tmpfs_root().map_err(|e| e.to_string())?;
+        let k = crate::KernelProcess::new(&vfscale::Cred::root())?;
+        Ok(script(&k))
+    })
+    .join()
+    .expect("kernel side")
+}

@@ -6,8 +6,8 @@
 //! logged as whether one is given; autobound names by their shape.
 
 use vfscale::abi::*;
-use vfscale::{Cred, ProcessApi, Vfs};
-use vfscale_difftest::{enter_private_tmpfs_root, KernelProcess};
+use vfscale::{ProcessApi, Vfs};
+use vfscale_difftest::on_kernel_as_root;
 use vfscale_model::ops::mask_pid;
 
 type Log = Vec<(String, String)>;
@@ -332,14 +332,7 @@ const SO_SNDLOWAT_UNBUILT: i32 = 19;
 
 #[test]
 fn credentials_and_options_match_the_kernel() {
-    let kernel = std::thread::spawn(|| {
-        enter_private_tmpfs_root().map_err(|e| e.to_string())?;
-        let k = KernelProcess::new(&Cred::root())?;
-        Ok::<_, String>(script(&k))
-    })
-    .join()
-    .expect("kernel side");
-    let kernel = match kernel {
+    let kernel = match on_kernel_as_root(script) {
         Ok(k) => k,
         Err(e) => {
             println!("credentials kernel comparison skipped: {e}");

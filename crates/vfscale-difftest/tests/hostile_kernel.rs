@@ -8,8 +8,8 @@
 //! `crates/vfscale/tests/hostile_input.rs`. Skips when not root.
 
 use vfscale::abi::*;
-use vfscale::{Cred, ProcessApi, Vfs};
-use vfscale_difftest::{enter_private_tmpfs_root, KernelProcess};
+use vfscale::{ProcessApi, Vfs};
+use vfscale_difftest::on_kernel_as_root;
 
 /// The result of one call, reduced to what must agree.
 fn r<T: std::fmt::Debug>(x: SysResult<T>) -> Result<String, i32> {
@@ -470,14 +470,7 @@ pub fn hostile_calls<P: ProcessApi>(p: &P) -> Vec<(&'static str, Result<String, 
 
 #[test]
 fn hostile_input_matches_kernel() {
-    let kernel = std::thread::spawn(|| {
-        enter_private_tmpfs_root().map_err(|e| e.to_string())?;
-        let k = KernelProcess::new(&Cred::root())?;
-        Ok::<_, String>(hostile_calls(&k))
-    })
-    .join()
-    .expect("kernel side");
-    let kernel = match kernel {
+    let kernel = match on_kernel_as_root(hostile_calls) {
         Ok(k) => k,
         Err(e) => {
             println!("hostile-input kernel comparison skipped: {e}");
