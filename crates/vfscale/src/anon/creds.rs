@@ -72,7 +72,9 @@ impl SockShared {
     }
 }
 
-/// The credentials of a stream direction's bytes, by stream offset.
+/// The credentials of a stream direction's bytes, by stream offset. No
+/// runs at all means none carry any: a connection whose ends never ask
+/// for credentials allocates nothing here.
 #[derive(Default)]
 pub(crate) struct CredRuns {
     /// (first offset, credentials of the bytes from there to the next run)
@@ -82,7 +84,11 @@ pub(crate) struct CredRuns {
 impl CredRuns {
     /// The bytes queued from stream offset `start` on carry `creds`.
     pub(crate) fn note(&mut self, start: u64, creds: MsgCreds) {
-        if self.runs.back().map(|r| r.1) != Some(creds) {
+        if self.runs.back().and_then(|r| r.1) != creds {
+            if self.runs.is_empty() {
+                // What came before carried none.
+                self.runs.push_back((0, None));
+            }
             self.runs.push_back((start, creds));
         }
     }
@@ -114,6 +120,8 @@ mod tests {
     #[test]
     fn runs_merge_equal_neighbours_and_split_at_changes() {
         let mut r = CredRuns::default();
+        r.note(0, None);
+        assert!(r.runs.is_empty(), "no credentials, no runs");
         r.note(0, Some(A));
         r.note(5, Some(A));
         r.note(8, None);
@@ -123,5 +131,14 @@ mod tests {
         assert_eq!(r.at(8), (None, Some(9)));
         assert_eq!(r.at(12), (Some(A), None));
         assert_eq!(r.runs.len(), 1, "runs before the front are forgotten");
+    }
+
+    #[test]
+    fn bytes_before_the_first_credentials_carry_none() {
+        let mut r = CredRuns::default();
+        r.note(0, None);
+        r.note(4, Some(A));
+        assert_eq!(r.at(0), (None, Some(4)));
+        assert_eq!(r.at(4), (Some(A), None));
     }
 }
