@@ -337,6 +337,20 @@ impl Drop for KernelProcess {
         self.jobs.take();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
+            // pthread_join returns once the kernel cleared the thread's tid
+            // (exit_mm), before the exiting thread closes its descriptor
+            // table (exit_files) and drops its cwd and root (exit_fs): a
+            // process's exit is not over until the task is gone, or the
+            // next step may still find its sockets bound and its mounts
+            // busy (a 20,000-case run saw a closed listener's EPROTOTYPE).
+            let start = std::time::Instant::now();
+            // SAFETY: tgkill with signal 0 only checks that the thread
+            // exists.
+            while unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), self.tid, 0) } == 0
+                && start.elapsed() < std::time::Duration::from_secs(1)
+            {
+                std::thread::yield_now();
+            }
         }
     }
 }
