@@ -19,8 +19,10 @@
 //!
 //! Invariants: a `CredRuns` lives under its direction's connection lock,
 //! beside the bytes it describes; its run starts are stream offsets in
-//! increasing order, and only the first run may start before the front of
-//! the queued bytes.
+//! increasing order; every read that takes bytes drops the runs that end
+//! before the new front (`forget_before`), so at most one run starts
+//! before the front and the list holds no more runs than there are
+//! queued sends, whoever reads.
 
 use super::socket::SockShared;
 use crate::abi::Ucred;
@@ -93,13 +95,17 @@ impl CredRuns {
         }
     }
 
-    /// The credentials of the byte at stream offset `at` (the front of the
-    /// queue) and the offset where they change, if another run is queued.
-    /// Forgets the runs that end before `at`.
-    pub(crate) fn at(&mut self, at: u64) -> (MsgCreds, Option<u64>) {
-        while self.runs.len() > 1 && self.runs[1].0 <= at {
+    /// Drops the runs that end at or before stream offset `front`.
+    pub(crate) fn forget_before(&mut self, front: u64) {
+        while self.runs.len() > 1 && self.runs[1].0 <= front {
             self.runs.pop_front();
         }
+    }
+
+    /// The credentials of the byte at stream offset `at` (the front of the
+    /// queue) and the offset where they change, if another run is queued.
+    pub(crate) fn at(&mut self, at: u64) -> (MsgCreds, Option<u64>) {
+        self.forget_before(at);
         (
             self.runs.front().and_then(|r| r.1),
             self.runs.get(1).map(|r| r.0),
@@ -131,6 +137,20 @@ mod tests {
         assert_eq!(r.at(8), (None, Some(9)));
         assert_eq!(r.at(12), (Some(A), None));
         assert_eq!(r.runs.len(), 1, "runs before the front are forgotten");
+    }
+
+    #[test]
+    fn a_reader_that_never_asks_still_forgets_what_it_read() {
+        let mut r = CredRuns::default();
+        for i in 0..1000u64 {
+            let who = Ucred {
+                pid: (i % 2) as i32 + 1,
+                ..A
+            };
+            r.note(i, Some(who));
+            r.forget_before(i);
+        }
+        assert!(r.runs.len() <= 2, "{} runs kept", r.runs.len());
     }
 
     #[test]

@@ -859,6 +859,7 @@ impl Socket {
                     if !peek {
                         d.bytes.drain(..n);
                         d.taken += n as u64;
+                        d.creds.forget_before(d.taken);
                         d.queued -= n;
                         c.cell.wake_all(g);
                     }
