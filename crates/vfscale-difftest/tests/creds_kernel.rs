@@ -314,6 +314,25 @@ fn script<P: ProcessApi>(p: &P) -> Log {
         "its name".into(),
         name_shape(&p.socket_name(d2, false).unwrap()),
     );
+    // write(2) is a sendmsg: it autobinds too.
+    let w = p.socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0).unwrap();
+    passcred(p, w, true);
+    put("dgram write no peer".into(), show(p.write(w, b"x")));
+    put(
+        "its name".into(),
+        name_shape(&p.socket_name(w, false).unwrap()),
+    );
+    let [x, y] = p
+        .socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0)
+        .unwrap();
+    passcred(p, x, true);
+    put("seqpacket write".into(), show(p.write(x, b"w")));
+    put(
+        "its name".into(),
+        name_shape(&p.socket_name(x, false).unwrap()),
+    );
+    passcred(p, y, true);
+    put("recv the write".into(), recv(p, y, cmsg_space(12), 0));
     let s = p.socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0).unwrap();
     passcred(p, s, true);
     put(

@@ -8,16 +8,6 @@ mod common;
 use common::*;
 use std::sync::Arc;
 
-/// A control buffer with room for exactly `n` descriptors (none: no
-/// buffer).
-fn fd_room(n: usize) -> usize {
-    if n == 0 {
-        0
-    } else {
-        cmsg_len(4 * n)
-    }
-}
-
 fn send(p: &Process, fd: Fd, rights: &[Fd]) -> SysResult<usize> {
     p.sendmsg(fd, &[b"x"], 0, None, rights, None)
 }
@@ -26,7 +16,7 @@ fn send(p: &Process, fd: Fd, rights: &[Fd]) -> SysResult<usize> {
 /// returns how many came.
 fn take(p: &Process, fd: Fd) -> usize {
     let mut buf = [0u8; 16];
-    let r = p.recvmsg(fd, &mut [&mut buf], 0, fd_room(4)).unwrap();
+    let r = p.recvmsg(fd, &mut [&mut buf], 0, cmsg_space(16)).unwrap();
     for &f in &r.fds {
         p.close(f).unwrap();
     }
@@ -126,7 +116,7 @@ fn a_blocking_send_with_files_waits_for_room() {
             .unwrap();
     }
     assert_eq!(with_timeout(10, move || t.join().unwrap()), Ok(30_000));
-    let r2 = p.recvmsg(b, &mut [&mut buf], 0, fd_room(1)).unwrap();
+    let r2 = p.recvmsg(b, &mut [&mut buf], 0, cmsg_len(4)).unwrap();
     assert_eq!((r2.len, r2.fds.len()), (30_000, 1));
     // The received read end reads the pipe.
     assert_eq!(p.write(w, b"ok"), Ok(2));
@@ -189,7 +179,12 @@ fn passing_files_at_random_loses_nothing() {
                         6..=8 => {
                             let mut buf = [0u8; 8];
                             let flags = if rnd(4) == 0 { MSG_PEEK } else { 0 };
-                            let r = p.recvmsg(fd, &mut [&mut buf], flags, fd_room(rnd(3) as usize));
+                            let r = p.recvmsg(
+                                fd,
+                                &mut [&mut buf],
+                                flags,
+                                [0, cmsg_len(4), cmsg_len(8)][rnd(3) as usize],
+                            );
                             ok[1] += r.as_ref().map_or(0, |m| m.fds.len());
                             r.map(|_| 0)
                         }

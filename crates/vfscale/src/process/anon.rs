@@ -115,9 +115,13 @@ impl Process {
         match stream(file) {
             Some(Stream::Pipe(p)) => p.write(bufs, nb, file.status() & O_DIRECT != 0),
             Some(Stream::Socket(s)) => {
-                // write(2) is a sendmsg with nothing but data (sock_write_iter).
-                s.seqpacket_send_precheck()?;
-                self.autobind_to_pass_creds(s, true)?;
+                // write(2) is a sendmsg with nothing but data
+                // (sock_write_iter): a socket with SO_PASSCRED autobinds,
+                // after seqpacket's own checks.
+                if s.passcred() {
+                    s.seqpacket_send_precheck()?;
+                    self.autobind_to_pass_creds(s, true)?;
+                }
                 let mut orphans = Vec::new();
                 let r = s.write(bufs, nb, self.send_creds(None), &mut orphans);
                 self.vfs.fput_many(orphans);
