@@ -946,13 +946,7 @@ pub fn apply<P: ProcessApi>(p: &P, op: &Op, fds: &mut FdMap) -> Outcome {
         Op::FionRead(a) => p
             .fionread(fd(a))
             .map_or_else(O::Err, |n| O::Count(n as u32 as usize)),
-        Op::PeerCred(a) => p.peer_cred(fd(a)).map_or_else(O::Err, |c| {
-            O::Seq(vec![
-                O::Count(usize::from(c.pid != 0)),
-                O::Count(c.uid as usize),
-                O::Count(c.gid as usize),
-            ])
-        }),
+        Op::PeerCred(a) => p.peer_cred(fd(a)).map_or_else(O::Err, ucred_outcome),
         Op::Accept4 { fd: a, flags } => match p.accept4(fd(a), *flags | SOCK_NONBLOCK) {
             Ok(n) => {
                 fds.opened(n);
@@ -1028,13 +1022,7 @@ pub fn apply<P: ProcessApi>(p: &P, op: &Op, fds: &mut FdMap) -> Outcome {
                     for &n in &m.fds {
                         fds.opened(n);
                     }
-                    let creds = m.creds.map_or(O::Unit, |c| {
-                        O::Seq(vec![
-                            O::Count(usize::from(c.pid != 0)),
-                            O::Count(c.uid as usize),
-                            O::Count(c.gid as usize),
-                        ])
-                    });
+                    let creds = m.creds.map_or(O::Unit, ucred_outcome);
                     O::Seq(vec![
                         O::Count(m.len),
                         O::Data(Bytes(buf)),
@@ -1552,6 +1540,16 @@ fn anon_op() -> impl Strategy<Value = Op> {
 
 /// The descriptor of a socket call: mostly one of the sequence's own
 /// (the plain `fd_arg` favours AT_FDCWD, which only ever says EBADF here).
+/// Credentials as compared: whether a pid is given (each side numbers its
+/// processes its own way), then the uid and the gid.
+fn ucred_outcome(c: Ucred) -> Outcome {
+    Outcome::Seq(vec![
+        Outcome::Count(usize::from(c.pid != 0)),
+        Outcome::Count(c.uid as usize),
+        Outcome::Count(c.gid as usize),
+    ])
+}
+
 /// SO_PEERCRED's bytes (`buf`, possibly cut short) with the pid's part
 /// replaced by whether a pid is given: each side numbers its processes
 /// its own way.
