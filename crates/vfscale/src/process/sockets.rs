@@ -500,12 +500,6 @@ impl Process {
         Ok(self.install_all([f], flags & SOCK_CLOEXEC != 0)?[0])
     }
 
-    /// getsockopt(SO_TYPE): the socket's type.
-    pub fn socket_type(&self, fd: Fd) -> SysResult<i32> {
-        let _end = self.vfs.call_end();
-        self.with_socket(fd, |sock, _| Ok(sock.socket_type()))
-    }
-
     /// getsockname(2): the bound path, empty if unnamed.
     pub fn getsockname(&self, fd: Fd) -> SysResult<Vec<u8>> {
         let _end = self.vfs.call_end();
