@@ -831,12 +831,17 @@ impl Process {
                 (oi.write(), Some(b))
             }
         };
-        if oidx.is_dead() || nidx.as_ref().is_some_and(|n| n.is_dead()) {
+        // Each name is looked up in its directory, the old one first (and
+        // whole: it must exist) as lookup_one_qstr_excl does: a removed
+        // directory is ENOENT, then the name's length, ENAMETOOLONG.
+        if oidx.is_dead() {
             return Err(Errno::ENOENT);
         }
         let okey = NameKey::lookup(old_name)?;
         let (src, sd, si) = self.positive_child(od, &okey)?;
-        // The new name is looked up (and length-checked) after the old one.
+        if nidx.as_ref().is_some_and(|n| n.is_dead()) {
+            return Err(Errno::ENOENT);
+        }
         let nkey = NameKey::lookup(new_name)?;
         let dst = self.vfs.lookup_exact(nd, &nkey);
         // SAFETY: as above.
