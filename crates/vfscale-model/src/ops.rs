@@ -1425,17 +1425,37 @@ fn socket_op() -> impl Strategy<Value = Op> {
             ])
         )
             .prop_map(|(fd, len, flags, control)| Op::Recvmsg { fd, len, flags, control }),
-        3 => (
+        // SO_SNDBUF's smallest budget (a value of 0 or 1) changes what
+        // later sends let in; the timeouts are "never wait" (a negative
+        // second count) or 5 ms, so no call here sleeps long.
+        4 => (
             socket_fd(),
-            prop::sample::select(vec![SOL_SOCKET, SOL_SOCKET, SOL_SOCKET, 6]),
-            prop::sample::select(vec![SO_PASSCRED, SO_PASSCRED, SO_PASSCRED, SO_TYPE, 999]),
-            prop::sample::select(vec![&[1u8, 0, 0, 0][..], &[1, 0, 0, 0], &[0, 0, 0, 0], &[1, 0]]).prop_map(Bytes::from)
+            prop::sample::select(vec![SOL_SOCKET, SOL_SOCKET, SOL_SOCKET, SOL_SOCKET, SOL_SOCKET, 6]),
+            prop::sample::select(vec![
+                SO_PASSCRED, SO_PASSCRED, SO_PASSCRED, SO_TYPE, 999, SO_SNDBUF, SO_SNDBUF, SO_RCVBUF,
+                SO_RCVLOWAT, SO_RCVTIMEO, SO_SNDTIMEO_NEW, SO_LINGER, SO_KEEPALIVE, SO_BUF_LOCK
+            ]),
+            prop::sample::select(vec![
+                [1u8, 0, 0, 0].to_vec(),
+                [1, 0, 0, 0].to_vec(),
+                [0, 0, 0, 0].to_vec(),
+                [1, 0].to_vec(),
+                [0xb8, 0x0b, 0, 0].to_vec(),
+                [(-1i64).to_le_bytes(), 0i64.to_le_bytes()].concat(),
+                [0i64.to_le_bytes(), 5000i64.to_le_bytes()].concat(),
+                [1i32.to_le_bytes(), 3i32.to_le_bytes()].concat()
+            ])
+            .prop_map(Bytes)
         )
             .prop_map(|(fd, level, name, value)| Op::Setsockopt { fd, level, name, value }),
         2 => (
             socket_fd(),
             prop::sample::select(vec![SOL_SOCKET, SOL_SOCKET, SOL_SOCKET, SOL_SOCKET, 6]),
-            prop::sample::select(vec![SO_TYPE, SO_ERROR, SO_SNDBUF, SO_RCVBUF, SO_PASSCRED, SO_PEERCRED, SO_ACCEPTCONN, SO_PROTOCOL, SO_DOMAIN, 999]),
+            prop::sample::select(vec![
+                SO_TYPE, SO_ERROR, SO_SNDBUF, SO_RCVBUF, SO_PASSCRED, SO_PEERCRED, SO_ACCEPTCONN, SO_PROTOCOL,
+                SO_DOMAIN, 999, SO_RCVLOWAT, SO_SNDLOWAT, SO_RCVTIMEO, SO_SNDTIMEO_NEW, SO_LINGER, SO_BUF_LOCK,
+                SO_KEEPALIVE
+            ]),
             prop::sample::select(vec![4usize, 4, 2, 12, 16])
         )
             .prop_map(|(fd, level, name, len)| Op::Getsockopt { fd, level, name, len }),

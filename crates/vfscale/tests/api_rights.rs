@@ -100,9 +100,10 @@ fn a_blocking_send_with_files_waits_for_room() {
     let (vfs, p) = setup();
     let [a, b] = p.socketpair(AF_UNIX, SOCK_STREAM, 0).unwrap();
     let [r, w] = p.pipe2(0).unwrap();
-    // Fill the direction, then send files: the send waits until a read
-    // makes room for its whole first segment.
-    let fill = vec![0u8; 200_000];
+    // Fill the direction past its budget (six segments cost 214,528
+    // bytes of 212,992), then send files: the send waits until a read
+    // frees a segment.
+    let fill = vec![0u8; 210_000];
     assert_eq!(p.write(a, &fill), Ok(fill.len()));
     let sender = p.clone_thread();
     let t = std::thread::spawn(move || sender.sendmsg(a, &[&[1u8; 30_000]], 0, None, &[r], None));

@@ -1221,3 +1221,92 @@ fn peer_credentials_name_the_other_process() {
     assert_eq!(u.peer_cred(99), Err(Errno::EBADF));
     drop(vfs);
 }
+
+fn set_int(p: &Process, fd: Fd, name: i32, v: i32) {
+    p.setsockopt(fd, SOL_SOCKET, name, &v.to_le_bytes())
+        .unwrap();
+}
+
+/// SO_RCVLOWAT: a blocking stream read waits until that many bytes are
+/// there (or its timeout, EOF or an error), then takes all it can.
+#[test]
+fn a_blocking_read_waits_for_the_low_water_mark() {
+    let (vfs, p) = setup();
+    let [a, b] = p.socketpair(AF_UNIX, SOCK_STREAM, 0).unwrap();
+    set_int(&p, b, SO_RCVLOWAT, 10);
+    let reader = p.clone_thread();
+    let t = std::thread::spawn(move || {
+        let mut buf = [0u8; 64];
+        reader.read(b, &mut buf).map(|n| buf[..n].to_vec())
+    });
+    p.write(a, b"12345").unwrap();
+    tick();
+    assert!(!t.is_finished(), "5 bytes are below the mark");
+    p.write(a, b"6789012").unwrap();
+    assert_eq!(
+        with_timeout(10, move || t.join().unwrap()),
+        Ok(b"123456789012".to_vec())
+    );
+    // End of file ends the wait with what there is.
+    p.write(a, b"xy").unwrap();
+    p.close(a).unwrap();
+    let mut buf = [0u8; 64];
+    assert_eq!(p.read(b, &mut buf), Ok(2));
+    p.close(b).unwrap();
+    drop(p);
+    assert_baseline(&vfs);
+}
+
+/// Raising SO_SNDBUF wakes a writer blocked on the old budget (Linux's
+/// sk_write_space), which then sends into the new room.
+#[test]
+fn raising_the_send_buffer_wakes_a_blocked_writer() {
+    let (vfs, p) = setup();
+    for ty in [SOCK_STREAM, SOCK_SEQPACKET, SOCK_DGRAM] {
+        let [a, b] = p.socketpair(AF_UNIX, ty, 0).unwrap();
+        set_int(&p, a, SO_SNDBUF, 0);
+        while p.sendto(a, &[1u8; 1000], MSG_DONTWAIT, None).is_ok() {}
+        let writer = p.clone_thread();
+        let t = std::thread::spawn(move || writer.write(a, &[2u8; 1000]));
+        tick();
+        assert!(!t.is_finished(), "type {ty}: the budget is spent");
+        set_int(&p, a, SO_SNDBUF, 1 << 20);
+        assert_eq!(with_timeout(10, move || t.join().unwrap()), Ok(1000));
+        for fd in [a, b] {
+            p.close(fd).unwrap();
+        }
+    }
+    drop(p);
+    assert_baseline(&vfs);
+}
+
+/// The timeouts: a blocking call that cannot progress returns EAGAIN
+/// after SO_RCVTIMEO / SO_SNDTIMEO, or what it moved; a negative one
+/// makes it return at once. (The kernel comparison, sockopt_kernel.rs,
+/// checks the same against the host.)
+#[test]
+fn socket_timeouts_end_blocking_calls() {
+    let (vfs, p) = setup();
+    let tv = |sec: i64, usec: i64| [sec.to_le_bytes(), usec.to_le_bytes()].concat();
+    let [a, b] = p.socketpair(AF_UNIX, SOCK_STREAM, 0).unwrap();
+    p.setsockopt(b, SOL_SOCKET, SO_RCVTIMEO, &tv(0, 30_000))
+        .unwrap();
+    let mut buf = [0u8; 8];
+    let t = std::time::Instant::now();
+    assert_eq!(p.read(b, &mut buf), Err(Errno::EAGAIN));
+    assert!(t.elapsed() >= std::time::Duration::from_millis(30));
+    p.setsockopt(b, SOL_SOCKET, SO_RCVTIMEO, &tv(-1, 0))
+        .unwrap();
+    assert_eq!(p.read(b, &mut buf), Err(Errno::EAGAIN));
+    // A send past the budget returns the bytes that went.
+    set_int(&p, a, SO_SNDBUF, 0);
+    p.setsockopt(a, SOL_SOCKET, SO_SNDTIMEO, &tv(0, 10_000))
+        .unwrap();
+    assert_eq!(p.write(a, &[0u8; 50_000]), Ok(4480));
+    assert_eq!(p.write(a, b"more"), Err(Errno::EAGAIN));
+    for fd in [a, b] {
+        p.close(fd).unwrap();
+    }
+    drop(p);
+    assert_baseline(&vfs);
+}

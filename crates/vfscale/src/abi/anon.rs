@@ -70,15 +70,41 @@ pub const MSG_CMSG_CLOEXEC: i32 = 0x4000_0000;
 // getsockopt(2)/setsockopt(2): the socket level and its options vfscale
 // answers (others are ENOPROTOOPT; docs/COMPATIBILITY.md).
 pub const SOL_SOCKET: i32 = 1;
+pub const SO_DEBUG: i32 = 1;
+pub const SO_REUSEADDR: i32 = 2;
 pub const SO_TYPE: i32 = 3;
 pub const SO_ERROR: i32 = 4;
+pub const SO_DONTROUTE: i32 = 5;
+pub const SO_BROADCAST: i32 = 6;
 pub const SO_SNDBUF: i32 = 7;
 pub const SO_RCVBUF: i32 = 8;
+pub const SO_KEEPALIVE: i32 = 9;
+pub const SO_OOBINLINE: i32 = 10;
+pub const SO_NO_CHECK: i32 = 11;
+pub const SO_PRIORITY: i32 = 12;
+/// struct linger: l_onoff and l_linger (seconds), two ints.
+pub const SO_LINGER: i32 = 13;
+pub const SO_BSDCOMPAT: i32 = 14;
+pub const SO_REUSEPORT: i32 = 15;
 pub const SO_PASSCRED: i32 = 16;
 pub const SO_PEERCRED: i32 = 17;
+pub const SO_RCVLOWAT: i32 = 18;
+pub const SO_SNDLOWAT: i32 = 19;
+/// The timeouts as struct timeval (16 bytes: seconds, microseconds); the
+/// _NEW options take the same 16 bytes on 64-bit Linux.
+pub const SO_RCVTIMEO_OLD: i32 = 20;
+pub const SO_SNDTIMEO_OLD: i32 = 21;
+pub const SO_RCVTIMEO: i32 = SO_RCVTIMEO_OLD;
+pub const SO_SNDTIMEO: i32 = SO_SNDTIMEO_OLD;
 pub const SO_ACCEPTCONN: i32 = 30;
+pub const SO_SNDBUFFORCE: i32 = 32;
+pub const SO_RCVBUFFORCE: i32 = 33;
+pub const SO_MARK: i32 = 36;
 pub const SO_PROTOCOL: i32 = 38;
 pub const SO_DOMAIN: i32 = 39;
+pub const SO_RCVTIMEO_NEW: i32 = 66;
+pub const SO_SNDTIMEO_NEW: i32 = 67;
+pub const SO_BUF_LOCK: i32 = 72;
 
 // Control messages (struct cmsghdr: a 16-byte header, data aligned to 8).
 /// The credentials control message type (struct ucred, 12 bytes).

@@ -62,6 +62,7 @@ errnos! {
     EROFS = 30, "Read-only file system";
     EMLINK = 31, "Too many links";
     EPIPE = 32, "Broken pipe";
+    EDOM = 33, "Numerical argument out of domain";
     ERANGE = 34, "Numerical result out of range";
     EDEADLK = 35, "Resource deadlock avoided";
     ENAMETOOLONG = 36, "File name too long";
@@ -124,6 +125,7 @@ mod tests {
         assert_eq!(Errno::ESTALE.0, libc::ESTALE);
         assert_eq!(Errno::EOVERFLOW.0, libc::EOVERFLOW);
         assert_eq!(Errno::EDEADLK.0, libc::EDEADLK);
+        assert_eq!(Errno::EDOM.0, libc::EDOM);
         assert_eq!(format!("{:?}", Errno::EXDEV), "EXDEV");
         assert_eq!(format!("{:?}", Errno(4095)), "Errno(4095)");
     }

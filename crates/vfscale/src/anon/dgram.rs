@@ -18,8 +18,8 @@
 //!   the old peer rule.)
 //! - `wmem` is the sum of the truesizes (`message_truesize`, Linux's skb
 //!   accounting) of this socket's messages still in a queue, plus those
-//!   being sent; a send is let in while `wmem < SOCK_BUF`, as
-//!   sock_alloc_send_pskb (so the last one may overshoot).
+//!   being sent; a send is let in while `wmem` is below the socket's
+//!   SO_SNDBUF, as sock_alloc_send_pskb (so the last one may overshoot).
 //! - A queued `Datagram` holds its sender (`from`): the receiver reads the
 //!   sender's name when the message is taken, as Linux's unix_copy_addr.
 //! - The final close (`release`) marks the socket dead and drops its peer
@@ -31,8 +31,8 @@
 use super::creds::{reported, MsgCreds, SendCreds};
 use super::rights::{Flight, InFlight};
 use super::scatter::Scatter;
-use super::socket::{message_truesize, SockCell, SockName, RCV, SEND, SOCK_BUF};
-use super::wait::{Poller, Step, WaitCell};
+use super::socket::{has_write_room, message_truesize, SockCell, SockName, RCV, SEND};
+use super::wait::{Patience, Poller, Step, WaitCell};
 use crate::abi::*;
 use crate::file::FileRef;
 use std::collections::VecDeque;
@@ -224,30 +224,32 @@ impl Dgram {
     pub(crate) fn send(
         me: &Arc<Dgram>,
         bufs: &[&[u8]],
-        nonblock: bool,
+        patience: Patience,
         to: Option<&dyn Fn() -> SysResult<Arc<Dgram>>>,
         files: &mut Option<InFlight>,
         creds: SendCreds,
         orphans: &mut Vec<FileRef>,
     ) -> SysResult<usize> {
         let len: usize = bufs.iter().map(|b| b.len()).sum();
-        if len > SOCK_BUF - 32 {
+        if len > me.socket.opts.sndbuf() - 32 {
             return Err(Errno::EMSGSIZE);
         }
-        me.cell.block_on(nonblock, |g| {
+        me.cell.block_on(patience, |g| {
             if let Some(e) = g.err.take() {
                 return Step::Done(Err(e));
             }
             if me.shut() & SEND != 0 {
                 return Step::Done(Err(Errno::EPIPE));
             }
-            if g.wmem < SOCK_BUF {
+            if g.wmem < me.socket.opts.sndbuf() {
                 g.wmem += message_truesize(len);
                 return Step::Done(Ok(()));
             }
             Step::Wait(Err(Errno::EAGAIN))
         })?;
-        let sent = Self::deliver(me, bufs.concat(), nonblock, to, files, creds, orphans);
+        // The wait for the receiver's queue has what is left of the
+        // same timeout (unix_dgram_sendmsg's one `timeo`).
+        let sent = Self::deliver(me, bufs.concat(), patience, to, files, creds, orphans);
         if sent.is_err() {
             me.uncharge(message_truesize(len));
         }
@@ -258,7 +260,7 @@ impl Dgram {
     fn deliver(
         me: &Arc<Dgram>,
         data: Vec<u8>,
-        nonblock: bool,
+        patience: Patience,
         to: Option<&dyn Fn() -> SysResult<Arc<Dgram>>>,
         files: &mut Option<InFlight>,
         creds: SendCreds,
@@ -270,7 +272,7 @@ impl Dgram {
         };
         let mut data = Some(data);
         let mut found_dead = false;
-        let sent = target.cell.block_on(nonblock, |g| {
+        let sent = target.cell.block_on(patience, |g| {
             if !accepts_from(me, g) {
                 return Step::Done(Err(Errno::EPERM));
             }
@@ -338,12 +340,12 @@ impl Dgram {
         bufs: &mut [&mut [u8]],
         peek: bool,
         trunc: bool,
-        nonblock: bool,
+        patience: Patience,
     ) -> SysResult<Received> {
         // (bytes copied, the message's length, its sender, its files, its
         // credentials); None: end of data (after SHUT_RD).
         let passcred = self.socket.passcred();
-        let taken = self.cell.block_on(nonblock, |g| {
+        let taken = self.cell.block_on(patience, |g| {
             if let Some(e) = g.err.take() {
                 return Step::Done(Err(e));
             }
@@ -363,14 +365,16 @@ impl Dgram {
                 };
                 return Step::Done(Ok(Some((copied, whole, from, files, creds))));
             }
+            // A call that may not wait never looks at the shutdown
+            // (__skb_wait_for_more_packets does): EAGAIN.
             if self.shut() & RCV != 0 {
-                return Step::Done(if nonblock {
+                return Step::Done(if patience.is_never() {
                     Err(Errno::EAGAIN)
                 } else {
                     Ok(None)
                 });
             }
-            if !nonblock && g.peer.is_none() && self.socket.name.get().is_none() {
+            if !patience.is_never() && g.peer.is_none() && self.socket.name.get().is_none() {
                 return Step::Done(Err(Errno::EAGAIN));
             }
             Step::Wait(Err(Errno::EAGAIN))
@@ -394,6 +398,12 @@ impl Dgram {
             truncated: copied < whole,
             creds: passcred.then(|| reported(creds)),
         })
+    }
+
+    /// Wakes its blocked callers and pollers to look again.
+    pub(crate) fn wake(&self) {
+        let mut g = self.cell.lock();
+        self.cell.wake_all(&mut g);
     }
 
     /// The pending error, taken (getsockopt SO_ERROR).
@@ -437,7 +447,11 @@ impl Dgram {
             if !g.queue.is_empty() {
                 m |= POLLIN | POLLRDNORM;
             }
-            (m, g.wmem * 4 <= SOCK_BUF, g.peer.clone())
+            (
+                m,
+                has_write_room(g.wmem, me.socket.opts.sndbuf()),
+                g.peer.clone(),
+            )
         };
         let mut writable = writable;
         if let (true, Some(peer)) = (writable, peer) {
@@ -487,6 +501,7 @@ impl Dgram {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::anon::socket::SOCK_BUF;
 
     /// A sender that gives no credentials (none attach: no SO_PASSCRED).
     const NO_CREDS: SendCreds = SendCreds {
@@ -500,7 +515,7 @@ mod tests {
         Dgram::send(
             me,
             &[&data],
-            true,
+            Patience::Never,
             Some(&find),
             &mut None,
             NO_CREDS,
@@ -527,7 +542,9 @@ mod tests {
         assert_eq!(wmem(&me), 2 * t);
         assert_eq!(send_to(&me, &a, 300), Err(Errno::EAGAIN), "budget spent");
         let mut buf = [0u8; 8];
-        let r = a.recv(&mut [&mut buf], false, true, true).unwrap();
+        let r = a
+            .recv(&mut [&mut buf], false, true, Patience::Never)
+            .unwrap();
         assert_eq!(r.len, big, "MSG_TRUNC: the whole length");
         assert_eq!(wmem(&me), t, "a read gives the bytes back");
         assert_eq!(send_to(&me, &a, 300), Ok(300));
@@ -552,7 +569,7 @@ mod tests {
             Dgram::send(
                 &me,
                 &[b"x"],
-                true,
+                Patience::Never,
                 None,
                 &mut None,
                 NO_CREDS,
@@ -603,7 +620,7 @@ mod tests {
                                 let sent = Dgram::send(
                                     &me,
                                     &[&data],
-                                    true,
+                                    Patience::Never,
                                     named.then_some(&find as &dyn Fn() -> SysResult<Arc<Dgram>>),
                                     &mut None,
                                     NO_CREDS,
@@ -613,7 +630,12 @@ mod tests {
                             }
                             4..=6 => {
                                 let mut b = [0u8; 16];
-                                let got = me.recv(&mut [&mut b], rnd(4) == 0, rnd(2) == 0, true);
+                                let got = me.recv(
+                                    &mut [&mut b],
+                                    rnd(4) == 0,
+                                    rnd(2) == 0,
+                                    Patience::Never,
+                                );
                                 done[1] += usize::from(got.is_ok());
                             }
                             7 | 8 => {

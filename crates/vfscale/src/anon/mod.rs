@@ -32,6 +32,7 @@ pub mod pipe;
 pub(crate) mod rights;
 pub(crate) mod scatter;
 pub mod socket;
+pub(crate) mod sockopt;
 pub(crate) mod wait;
 
 use crate::abi::*;

@@ -27,7 +27,7 @@
 //! are no signals: a write with no reader returns EPIPE without a SIGPIPE.
 
 use super::scatter::Scatter;
-use super::wait::{partial, Poller, Step, WaitCell};
+use super::wait::{partial, Patience, Poller, Step, WaitCell};
 use crate::abi::*;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -195,7 +195,7 @@ impl Pipe {
             return Ok(0);
         }
         let mut out = Scatter::new(bufs);
-        self.cell.block_on(nonblock, |g| {
+        self.cell.block_on(Patience::of(nonblock), |g| {
             if !g.bufs.is_empty() {
                 let mut total = 0;
                 while let Some(b) = g.bufs.front_mut() {
@@ -232,7 +232,7 @@ impl Pipe {
         let mut src = bufs.iter().flat_map(|b| b.iter().copied());
         let mut done = 0;
         let mut first = true;
-        self.cell.block_on(nonblock, |g| {
+        self.cell.block_on(Patience::of(nonblock), |g| {
             if g.readers == 0 {
                 return Step::Done(partial(done, Errno::EPIPE));
             }

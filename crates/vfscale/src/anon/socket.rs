@@ -18,26 +18,28 @@
 //!
 //! Invariants (under the `Conn` mutex):
 //! - side `s` reads `dirs[s]` and writes `dirs[1 - s]`;
-//! - `dirs[d].queued`: the bytes queued (SOCK_STREAM, at most
-//!   `SOCK_BUF`), or the truesize of the queued messages (SOCK_SEQPACKET,
-//!   `message_truesize`: a send is let in while it is below `SOCK_BUF`);
+//! - `dirs[d].queued`: the skb truesize of what is queued there, charged
+//!   to its writer's SO_SNDBUF (a send is let in while it is below it):
+//!   whole messages for SOCK_SEQPACKET (`message_truesize`), the stream
+//!   segments not yet read to their end for SOCK_STREAM (`segs`,
+//!   `stream_segment`), as Linux charges the sender until the reader
+//!   frees the skb;
 //! - `own[s]` holds what side `s` asked with shutdown(); `closed[s]` is set
 //!   once, by the final close of side `s`'s file. The effective shutdown
 //!   of a side is computed from both sides' bits as Linux propagates them
 //!   to the peer.
 //!
-//! Buffer accounting is against one 212992-byte budget per direction
-//! (Linux's default wmem): a seqpacket message costs its skb truesize as
-//! on Linux (`message_truesize`), stream data its payload bytes (Linux's
-//! stream skbs cost more, so it fits somewhat less: docs/COMPATIBILITY.md).
-//! No signals: a write to a shut-down stream returns EPIPE without
-//! SIGPIPE.
+//! Buffer accounting is against the writer's SO_SNDBUF (212,992 bytes
+//! unless set; anon/sockopt.rs), in the skb truesize Linux charges for
+//! what the writer queued. No signals: a write to a shut-down stream
+//! returns EPIPE without SIGPIPE.
 
 use super::creds::{reported, CredRuns, MsgCreds, SendCreds, NO_DATA};
 use super::dgram::{unnamed, Dgram, Received};
 use super::rights::{Flight, InFlight};
 use super::scatter::Scatter;
-use super::wait::{partial, Poller, Step, WaitCell};
+use super::sockopt::SockOpts;
+use super::wait::{partial, Patience, Poller, Step, WaitCell};
 use crate::abi::*;
 use crate::dcache::dentry::Dentry;
 use crate::file::FileRef;
@@ -57,26 +59,54 @@ pub const SOCK_BUF: usize = 212_992;
 /// them fill an empty budget, as on the host (`api_sockets.rs`,
 /// `message_budgets_match_the_host`, compares sizes up to 200,000).
 pub(crate) fn message_truesize(len: usize) -> usize {
-    const SKB: usize = 256;
-    const SHINFO: usize = 320;
-    const PAGE: usize = 4096;
     const SKB_MAX_ALLOC: usize = 4 * PAGE - SHINFO;
     let paged = if len > SKB_MAX_ALLOC {
         (len - SKB_MAX_ALLOC).min(17 * PAGE).next_multiple_of(PAGE)
     } else {
         0
     };
-    let linear = len.saturating_sub(paged);
-    SKB + (linear.next_multiple_of(64) + SHINFO).next_power_of_two() + paged
+    skb_truesize(len.saturating_sub(paged), paged)
+}
+
+const SKB: usize = 256;
+const SHINFO: usize = 320;
+const PAGE: usize = 4096;
+
+/// An skb's truesize on x86_64 with `linear` bytes in its head and `paged`
+/// in page fragments: the `sk_buff`, the head with its `skb_shared_info`
+/// rounded up to the kmalloc size, and whole pages for the fragments.
+fn skb_truesize(linear: usize, paged: usize) -> usize {
+    SKB + (linear.next_multiple_of(64) + SHINFO).next_power_of_two() + paged.next_multiple_of(PAGE)
+}
+
+/// The next segment of a stream send with `left` bytes to go, from a
+/// writer whose SO_SNDBUF is `sndbuf`: its length and truesize, as
+/// unix_stream_sendmsg cuts one (at most half the budget less 64 bytes,
+/// "two messages in the pipe", and at most `STREAM_SEGMENT_MAX`; past
+/// a page's head room the rest goes to page fragments).
+fn stream_segment(left: usize, sndbuf: usize) -> (usize, usize) {
+    const HEAD_MAX: usize = PAGE - SHINFO;
+    let size = left.min(sndbuf / 2 - 64).min(STREAM_SEGMENT_MAX);
+    let paged = size
+        .saturating_sub(HEAD_MAX)
+        .next_multiple_of(PAGE)
+        .min(size);
+    (size, skb_truesize(size - paged, paged))
+}
+
+/// unix_writable: whether a writer whose queued skbs cost `queued` may
+/// be told POLLOUT (a quarter of its budget; Linux's count starts at one).
+pub(crate) fn has_write_room(queued: usize, sndbuf: usize) -> bool {
+    (queued + 1) * 4 <= sndbuf
 }
 
 pub(crate) const RCV: u8 = 1;
 pub(crate) const SEND: u8 = 2;
 
-/// The most a stream send's first segment holds (Linux's largest skb for
-/// an AF_UNIX stream send: SKB_MAX_HEAD(0) + UNIX_SKB_FRAGS_SZ); files a
-/// send carries come with that segment.
-const STREAM_FIRST_SEGMENT: usize = 36_544;
+/// The most a stream send's segment holds (Linux's largest skb for an
+/// AF_UNIX stream send: SKB_MAX_HEAD(0) + UNIX_SKB_FRAGS_SZ); files a
+/// send carries come with its first segment.
+const STREAM_SEGMENT_MAX: usize = 36_544;
 
 /// A seqpacket message.
 struct Message {
@@ -107,6 +137,9 @@ struct Dir {
     marks: VecDeque<Mark>,
     /// Stream: the credentials of the queued bytes (anon/creds.rs).
     creds: CredRuns,
+    /// Stream: the segments (skbs) not yet read to their end, as (stream
+    /// offset of the end, truesize); their truesizes sum to `queued`.
+    segs: VecDeque<(u64, usize)>,
 }
 
 impl Dir {
@@ -181,12 +214,15 @@ pub(crate) type SockName = Arc<[u8]>;
 /// bind after it connected); and its part in the rule against cycles of
 /// files in flight (anon/rights.rs), which stays with the socket's file
 /// whatever it connects to later; and SO_PASSCRED, which senders to it
-/// read (anon/creds.rs).
+/// read (anon/creds.rs); and its other options, which its own sends and
+/// receives read.
 #[derive(Default)]
 pub(crate) struct SockShared {
     pub(crate) name: OnceLock<SockName>,
     pub(crate) flight: Flight,
     pub(crate) passcred: std::sync::atomic::AtomicBool,
+    /// Its other SOL_SOCKET options (anon/sockopt.rs).
+    pub(crate) opts: SockOpts,
 }
 
 pub(crate) type SockCell = Arc<SockShared>;
@@ -396,6 +432,22 @@ impl Socket {
         self.cell.set_passcred(on);
     }
 
+    /// Its other SOL_SOCKET options (anon/sockopt.rs).
+    pub(crate) fn opts(&self) -> &SockOpts {
+        &self.cell.opts
+    }
+
+    /// What Linux's sk_write_space does after SO_SNDBUF changes: wakes the
+    /// blocked writers and pollers, so they look at the new budget.
+    pub(crate) fn wake_writers(&self) {
+        if let Some(d) = &self.dgram {
+            d.wake();
+        } else if let Some((c, _)) = self.conn() {
+            let mut g = c.cell.lock();
+            c.cell.wake_all(&mut g);
+        }
+    }
+
     /// getsockopt(SO_ERROR): the pending error, which reading takes
     /// (sock_error).
     pub(crate) fn take_error(&self) -> Option<Errno> {
@@ -576,7 +628,7 @@ impl Socket {
         let Some(l) = target.listener.get() else {
             return Err(Errno::ECONNREFUSED);
         };
-        l.cell.block_on(nonblock, |g| {
+        l.cell.block_on(self.cell.opts.snd_patience(nonblock), |g| {
             if g.closed || g.shut & RCV != 0 {
                 return Step::Done(Err(Errno::ECONNREFUSED));
             }
@@ -595,6 +647,7 @@ impl Socket {
                 name: OnceLock::from(target.name.clone()),
                 flight: Flight::default(),
                 passcred: l.socket.passcred().into(),
+                opts: SockOpts::default(),
             });
             let conn = Conn::new([self.cell.clone(), accepted]);
             {
@@ -660,14 +713,17 @@ impl Socket {
         let Some(l) = self.listener() else {
             return Err(Errno::EINVAL);
         };
-        let (conn, cred) = l.cell.block_on(nonblock, |g| {
+        // SO_RCVTIMEO bounds the wait (unix_accept receives the
+        // connection as a datagram).
+        let patience = self.cell.opts.rcv_patience(nonblock);
+        let (conn, cred) = l.cell.block_on(patience, |g| {
             if let Some(next) = g.pending.pop_front() {
                 l.cell.wake_all(g);
                 return Step::Done(Ok(next));
             }
             // A shut-down listener's wait ends with nothing: EINVAL (a
-            // non-blocking accept says EAGAIN first).
-            if g.shut & RCV != 0 && !nonblock {
+            // call that may not wait says EAGAIN first).
+            if g.shut & RCV != 0 && !patience.is_never() {
                 return Step::Done(Err(Errno::EINVAL));
             }
             Step::Wait(Err(Errno::EAGAIN))
@@ -762,12 +818,15 @@ impl Socket {
         nonblock: bool,
     ) -> SysResult<Received> {
         let (peek, trunc) = (flags & MSG_PEEK != 0, flags & MSG_TRUNC != 0);
-        let nonblock = nonblock || flags & MSG_DONTWAIT != 0;
+        let patience = self
+            .cell
+            .opts
+            .rcv_patience(nonblock || flags & MSG_DONTWAIT != 0);
         if let Some(d) = &self.dgram {
             if flags & MSG_OOB != 0 {
                 return Err(Errno::EOPNOTSUPP);
             }
-            return d.recv(bufs, peek, trunc, nonblock);
+            return d.recv(bufs, peek, trunc, patience);
         }
         let Some(Link::Connected { conn: c, side }) = self.link.get() else {
             return Err(match self.ty {
@@ -786,10 +845,18 @@ impl Socket {
         }
         let s = *side;
         let flight = &c.sides[s].flight;
-        // MSG_WAITALL: a stream read goes on until the buffers are full
-        // (or an error, EOF, files, or a non-blocking call's empty queue).
+        // A stream read goes on until it has `target` bytes (or an
+        // error, EOF, files, a writer change, or its patience ends):
+        // MSG_WAITALL's whole buffer, else SO_RCVLOWAT's (sock_rcvlowat);
+        // a peek takes what is there.
         let want: usize = bufs.iter().map(|b| b.len()).sum();
-        let wait_all = flags & MSG_WAITALL != 0 && !peek && self.ty == SOCK_STREAM;
+        let target = if peek {
+            1
+        } else if flags & MSG_WAITALL != 0 {
+            want
+        } else {
+            self.cell.opts.rcvlowat().min(want).max(1)
+        };
         let mut to = Scatter::new(bufs);
         let mut got = 0;
         let mut files = Vec::new();
@@ -802,7 +869,7 @@ impl Socket {
         // none).
         let mut found = false;
         // (bytes copied, or the message's length with MSG_TRUNC; truncated)
-        let r = c.cell.block_on(nonblock, |g| {
+        let r = c.cell.block_on(patience, |g| {
             // unix_seqpacket_recvmsg receives as a datagram socket does
             // (__skb_try_recv_datagram): a pending error is reported, and
             // cleared, before any queued message. A stream read takes the
@@ -860,10 +927,17 @@ impl Socket {
                         d.bytes.drain(..n);
                         d.taken += n as u64;
                         d.creds.forget_before(d.taken);
-                        d.queued -= n;
+                        // Segments read to their end free their cost.
+                        while let Some(&(end, cost)) = d.segs.front() {
+                            if end > d.taken {
+                                break;
+                            }
+                            d.segs.pop_front();
+                            d.queued -= cost;
+                        }
                         c.cell.wake_all(g);
                     }
-                    if reached || at_writer_change || !wait_all || got == want {
+                    if reached || at_writer_change || got >= target || got == want {
                         return Step::Done(Ok((got, false)));
                     }
                 }
@@ -985,7 +1059,10 @@ impl Socket {
         creds: SendCreds,
         orphans: &mut Vec<FileRef>,
     ) -> SysResult<usize> {
-        let nonblock = nonblock || flags & MSG_DONTWAIT != 0;
+        let patience = self
+            .cell
+            .opts
+            .snd_patience(nonblock || flags & MSG_DONTWAIT != 0);
         if flags & MSG_OOB != 0 {
             return Err(Errno::EOPNOTSUPP);
         }
@@ -999,7 +1076,7 @@ impl Socket {
             return Dgram::send(
                 d,
                 bufs,
-                nonblock,
+                patience,
                 find.as_ref()
                     .map(|f| f as &dyn Fn() -> SysResult<Arc<Dgram>>),
                 files,
@@ -1019,10 +1096,10 @@ impl Socket {
         };
         let p = 1 - s;
         if self.ty == SOCK_SEQPACKET {
-            if len > SOCK_BUF - 32 {
+            if len > self.cell.opts.sndbuf() - 32 {
                 return Err(Errno::EMSGSIZE);
             }
-            return c.cell.block_on(nonblock, |g| {
+            return c.cell.block_on(patience, |g| {
                 // unix_seqpacket_sendmsg reports (and clears) a pending
                 // error first: ECONNRESET after the peer closed unread.
                 if let Some(e) = g.err[s].take() {
@@ -1031,7 +1108,7 @@ impl Socket {
                 if g.send_shut(s) {
                     return Step::Done(Err(Errno::EPIPE));
                 }
-                if g.dirs[p].queued < SOCK_BUF {
+                if g.dirs[p].queued < self.cell.opts.sndbuf() {
                     if let Some(f) = files.as_ref() {
                         if let Err(e) =
                             f.admit(&c.sides[p].flight, g.listener.as_ref().map(|l| &l.flight))
@@ -1056,7 +1133,7 @@ impl Socket {
             // unix_stream_sendmsg checks the shutdown state before its
             // (empty) send loop, which queues nothing: files sent with no
             // bytes are dropped.
-            return c.cell.block_on(nonblock, |g| {
+            return c.cell.block_on(Patience::Never, |g| {
                 Step::Done(if g.send_shut(s) {
                     Err(Errno::EPIPE)
                 } else {
@@ -1066,43 +1143,46 @@ impl Socket {
         }
         let mut src = bufs.iter().flat_map(|b| b.iter().copied());
         let mut done = 0;
-        let first = len.min(STREAM_FIRST_SEGMENT);
-        c.cell.block_on(nonblock, |g| {
+        c.cell.block_on(patience, |g| {
             if g.send_shut(s) {
                 return Step::Done(partial(done, Errno::EPIPE));
             }
-            let room = SOCK_BUF - g.dirs[p].queued;
-            // The segment carrying files goes whole (it is one skb).
-            let need = if files.is_some() { first } else { 1 };
-            if room >= need {
-                if let Some(f) = files.as_ref() {
-                    if let Err(e) =
-                        f.admit(&c.sides[p].flight, g.listener.as_ref().map(|l| &l.flight))
-                    {
-                        return Step::Done(Err(e));
-                    }
+            // sock_alloc_send_pskb lets a segment in, whole, while the
+            // writer's queued skbs cost less than its SO_SNDBUF.
+            let sndbuf = self.cell.opts.sndbuf();
+            if g.dirs[p].queued >= sndbuf {
+                return Step::Wait(partial(done, Errno::EAGAIN));
+            }
+            if let Some(f) = files.as_ref() {
+                if let Err(e) = f.admit(&c.sides[p].flight, g.listener.as_ref().map(|l| &l.flight))
+                {
+                    return Step::Done(Err(e));
                 }
-                let n = room.min(len - done);
-                let d = &mut g.dirs[p];
+            }
+            let d = &mut g.dirs[p];
+            while done < len && d.queued < sndbuf {
+                let (n, cost) = stream_segment(len - done, sndbuf);
+                let at = d.taken + d.bytes.len() as u64;
+                let end = at + n as u64;
+                // The first segment carries the files.
                 if let Some(f) = files.take() {
-                    let start = d.taken + d.bytes.len() as u64;
                     d.marks.push_back(Mark {
-                        start,
-                        end: start + first as u64,
+                        start: at,
+                        end,
                         files: f,
                     });
                 }
-                // Each chunk is an skb of its own: its credentials are
+                // Each segment is an skb of its own: its credentials are
                 // decided now (SO_PASSCRED may have changed meanwhile).
-                let at = d.taken + d.bytes.len() as u64;
                 d.creds.note(at, creds.attach(&c.sides[s], &c.sides[p]));
                 d.bytes.extend(src.by_ref().take(n));
-                d.queued += n;
+                d.segs.push_back((end, cost));
+                d.queued += cost;
                 done += n;
-                c.cell.wake_all(g);
-                if done == len {
-                    return Step::Done(Ok(done));
-                }
+            }
+            c.cell.wake_all(g);
+            if done == len {
+                return Step::Done(Ok(done));
             }
             Step::Wait(partial(done, Errno::EAGAIN))
         })
@@ -1162,7 +1242,7 @@ impl Socket {
         if g.dirs[s].queued > 0 || !g.dirs[s].msgs.is_empty() {
             m |= POLLIN | POLLRDNORM;
         }
-        if g.dirs[1 - s].queued * 4 <= SOCK_BUF {
+        if has_write_room(g.dirs[1 - s].queued, self.cell.opts.sndbuf()) {
             m |= POLLOUT | POLLWRNORM;
         }
         m

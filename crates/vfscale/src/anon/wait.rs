@@ -61,6 +61,31 @@ pub(crate) enum Step<R> {
     Wait(SysResult<R>),
 }
 
+/// How long a blocking call may sleep: not at all (a non-blocking call, or
+/// a socket timeout of zero), until a deadline (SO_RCVTIMEO,
+/// SO_SNDTIMEO), or until it can progress.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Patience {
+    Never,
+    Until(Instant),
+    Forever,
+}
+
+impl Patience {
+    /// A call without a timeout: `Never` if non-blocking, else `Forever`.
+    pub(crate) fn of(nonblock: bool) -> Patience {
+        if nonblock {
+            Patience::Never
+        } else {
+            Patience::Forever
+        }
+    }
+
+    pub(crate) fn is_never(self) -> bool {
+        matches!(self, Patience::Never)
+    }
+}
+
 /// A write that may have made progress before it had to stop: the count
 /// so far, or `err` if nothing was written (Linux's partial writes).
 pub(crate) fn partial(done: usize, err: Errno) -> SysResult<usize> {
@@ -120,19 +145,27 @@ impl<S> WaitCell<S> {
 
     /// The loop of a blocking read or write (pipes and sockets): looks at
     /// the state under the lock with `step` until it decides; a `Wait`
-    /// sleeps (without spinning; the lock is released while asleep) unless
-    /// `nonblock`. `step` calls `wake_all` itself after a change.
+    /// sleeps (without spinning; the lock is released while asleep) as
+    /// long as `patience` allows, and past it returns what `step` said
+    /// last. `step` calls `wake_all` itself after a change.
     pub(crate) fn block_on<R>(
         &self,
-        nonblock: bool,
+        patience: Patience,
         mut step: impl FnMut(&mut Locked<'_, S>) -> Step<R>,
     ) -> SysResult<R> {
         let mut g = self.lock();
         loop {
-            match step(&mut g) {
-                Step::Done(r) => return r,
-                Step::Wait(r) if nonblock => return r,
-                Step::Wait(_) => self.wait(&mut g),
+            match (step(&mut g), patience) {
+                (Step::Done(r), _) | (Step::Wait(r), Patience::Never) => return r,
+                (Step::Wait(_), Patience::Forever) => self.wait(&mut g),
+                (Step::Wait(r), Patience::Until(deadline)) => {
+                    if Instant::now() >= deadline {
+                        return r;
+                    }
+                    // A wake-up or the deadline: look again either way
+                    // (the last look decides).
+                    let _ = self.cond.wait_until(&mut g.0, deadline);
+                }
             }
         }
     }

@@ -50,7 +50,7 @@ use super::Process;
 use crate::abi::*;
 use crate::anon::creds::SendCreds;
 use crate::anon::rights::{InFlight, SCM_MAX_FD};
-use crate::anon::socket::{Binding, NameKey, SockName, Socket, SOCK_BUF};
+use crate::anon::socket::{Binding, NameKey, SockName, Socket};
 use crate::cred::perm::{may_access, MAY_WRITE};
 use crate::file::FileRef;
 use crate::vfs::VfsInner;
@@ -544,10 +544,9 @@ impl Process {
                 SO_DOMAIN => int(AF_UNIX),
                 SO_ACCEPTCONN => int(i32::from(sock.is_listener())),
                 SO_ERROR => int(sock.take_error().map_or(0, |e| e.0)),
-                SO_SNDBUF | SO_RCVBUF => int(SOCK_BUF as i32),
                 SO_PASSCRED => int(i32::from(sock.passcred())),
                 SO_PEERCRED => sock.peer_cred().to_bytes().to_vec(),
-                _ => return Err(Errno::ENOPROTOOPT),
+                _ => sock.opts().get(name).ok_or(Errno::ENOPROTOOPT)?,
             };
             let n = value.len().min(buf.len());
             buf[..n].copy_from_slice(&value[..n]);
@@ -556,12 +555,16 @@ impl Process {
     }
 
     /// setsockopt(2) of a SOL_SOCKET option: SO_PASSCRED (any non-zero
-    /// int turns it on). Order: EBADF, ENOTSOCK, EOPNOTSUPP for another
-    /// level, EINVAL for a value shorter than an int (whatever the
-    /// option), ENOPROTOOPT for the others (Linux also sets SO_SNDBUF,
-    /// SO_REUSEADDR and more: docs/COMPATIBILITY.md).
+    /// int turns it on) and the options anon/sockopt.rs keeps (buffer
+    /// sizes, timeouts, low-water mark, linger, priority, mark, flags;
+    /// CAP_NET_ADMIN is an effective uid of 0). Order: EBADF, ENOTSOCK,
+    /// EOPNOTSUPP for another level, EINVAL for a value shorter than an
+    /// int (whatever the option), then the option's own checks;
+    /// ENOPROTOOPT for the options vfscale does not keep
+    /// (docs/COMPATIBILITY.md).
     pub fn setsockopt(&self, fd: Fd, level: i32, name: i32, value: &[u8]) -> SysResult<()> {
         let _end = self.vfs.call_end();
+        let privileged = self.cred.euid == 0;
         self.with_socket(fd, |sock, _| {
             if level != SOL_SOCKET {
                 return Err(Errno::EOPNOTSUPP);
@@ -569,13 +572,18 @@ impl Process {
             let Some(v) = value.first_chunk::<4>().map(|b| i32::from_le_bytes(*b)) else {
                 return Err(Errno::EINVAL);
             };
-            match name {
-                SO_PASSCRED => {
-                    sock.set_passcred(v != 0);
-                    Ok(())
-                }
-                _ => Err(Errno::ENOPROTOOPT),
+            if name == SO_PASSCRED {
+                sock.set_passcred(v != 0);
+                return Ok(());
             }
+            let r = sock
+                .opts()
+                .set(name, value, privileged)
+                .unwrap_or(Err(Errno::ENOPROTOOPT));
+            if r.is_ok() && matches!(name, SO_SNDBUF | SO_SNDBUFFORCE) {
+                sock.wake_writers();
+            }
+            r
         })
     }
 
