@@ -34,8 +34,9 @@ use std::time::{Duration, Instant};
 /// and of the host this was checked on): timeouts are kept in ticks, so
 /// getsockopt reports them rounded as Linux does.
 pub(crate) const HZ: i64 = 250;
-/// net.core.wmem_max and rmem_max (4 MiB since Linux 6.16): the most
-/// SO_SNDBUF and SO_RCVBUF take (half of it, doubled).
+/// net.core.wmem_max and rmem_max (4 MiB on the 6.18 host the kernel
+/// comparison runs on): the most SO_SNDBUF and SO_RCVBUF take (before
+/// doubling).
 const BUF_MAX: u32 = 4 << 20;
 /// SOCK_MIN_SNDBUF and SOCK_MIN_RCVBUF on x86_64: twice and once
 /// TCP_SKB_MIN_TRUESIZE (2048 bytes and the 256-byte sk_buff).
