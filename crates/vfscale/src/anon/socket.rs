@@ -38,7 +38,7 @@ use super::creds::{reported, CredRuns, MsgCreds, SendCreds, NO_DATA};
 use super::dgram::{unnamed, Dgram, Received};
 use super::rights::{Flight, InFlight};
 use super::scatter::Scatter;
-use super::sockopt::SockOpts;
+use super::sockopt::OptsCell;
 use super::wait::{partial, Patience, Poller, Step, WaitCell};
 use crate::abi::*;
 use crate::dcache::dentry::Dentry;
@@ -222,7 +222,7 @@ pub(crate) struct SockShared {
     pub(crate) flight: Flight,
     pub(crate) passcred: std::sync::atomic::AtomicBool,
     /// Its other SOL_SOCKET options (anon/sockopt.rs).
-    pub(crate) opts: SockOpts,
+    pub(crate) opts: OptsCell,
 }
 
 pub(crate) type SockCell = Arc<SockShared>;
@@ -433,7 +433,7 @@ impl Socket {
     }
 
     /// Its other SOL_SOCKET options (anon/sockopt.rs).
-    pub(crate) fn opts(&self) -> &SockOpts {
+    pub(crate) fn opts(&self) -> &OptsCell {
         &self.cell.opts
     }
 
@@ -647,7 +647,7 @@ impl Socket {
                 name: OnceLock::from(target.name.clone()),
                 flight: Flight::default(),
                 passcred: l.socket.passcred().into(),
-                opts: SockOpts::default(),
+                opts: OptsCell::default(),
             });
             let conn = Conn::new([self.cell.clone(), accepted]);
             {

@@ -22,12 +22,17 @@
 //! as Linux's READ_ONCE/WRITE_ONCE: a call racing a setsockopt sees the old
 //! or the new value, nothing else is ordered by them (all Relaxed). A new
 //! socket, an accepted one included, starts with the defaults (Linux makes
-//! the accepted socket afresh in unix_stream_connect).
+//! the accepted socket afresh in unix_stream_connect). A socket's values
+//! are allocated at its first setsockopt (`OptsCell`, a `OnceLock`):
+//! until then every read answers the shared defaults, so a socket that
+//! never sets an option (most) carries 16 bytes for them, not 48, and its
+//! cell stays within one 64-byte block.
 
 use super::socket::SOCK_BUF;
 use super::wait::Patience;
 use crate::abi::*;
 use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// The kernel's timer tick (CONFIG_HZ of Debian's and Ubuntu's kernels,
@@ -59,7 +64,7 @@ const LINGER: u32 = 1 << 7;
 const LOCK_SHIFT: u32 = 8;
 const BUF_LOCK_MASK: i32 = 3;
 
-pub(crate) struct SockOpts {
+struct SockOpts {
     sndbuf: AtomicI32,
     rcvbuf: AtomicI32,
     rcvlowat: AtomicI32,
@@ -73,8 +78,8 @@ pub(crate) struct SockOpts {
     flags: AtomicU32,
 }
 
-impl Default for SockOpts {
-    fn default() -> Self {
+impl SockOpts {
+    const fn new() -> Self {
         SockOpts {
             sndbuf: AtomicI32::new(SOCK_BUF as i32),
             rcvbuf: AtomicI32::new(SOCK_BUF as i32),
@@ -86,6 +91,53 @@ impl Default for SockOpts {
             mark: AtomicU32::new(0),
             flags: AtomicU32::new(0),
         }
+    }
+}
+
+/// What a socket that never set an option reads (never written: setting
+/// an option allocates the socket's own values first).
+static DEFAULTS: SockOpts = SockOpts::new();
+
+/// A socket's options: the defaults until its first setsockopt.
+#[derive(Default)]
+pub(crate) struct OptsCell(OnceLock<Box<SockOpts>>);
+
+impl OptsCell {
+    fn values(&self) -> &SockOpts {
+        self.0.get().map_or(&DEFAULTS, |b| b)
+    }
+
+    /// SO_SNDBUF: the sender's budget in bytes of skb truesize.
+    pub(crate) fn sndbuf(&self) -> usize {
+        self.values().sndbuf()
+    }
+
+    /// SO_RCVLOWAT: the bytes a blocking stream read waits for.
+    pub(crate) fn rcvlowat(&self) -> usize {
+        self.values().rcvlowat()
+    }
+
+    /// How long a receive (or accept) may wait (sock_rcvtimeo).
+    pub(crate) fn rcv_patience(&self, nonblock: bool) -> Patience {
+        self.values().rcv_patience(nonblock)
+    }
+
+    /// How long a send (or connect) may wait (sock_sndtimeo).
+    pub(crate) fn snd_patience(&self, nonblock: bool) -> Patience {
+        self.values().snd_patience(nonblock)
+    }
+
+    /// setsockopt of an option kept here (`SockOpts::set`); the first
+    /// one allocates the socket's values.
+    pub(crate) fn set(&self, name: i32, value: &[u8], privileged: bool) -> Option<SysResult<()>> {
+        self.0
+            .get_or_init(|| Box::new(SockOpts::new()))
+            .set(name, value, privileged)
+    }
+
+    /// getsockopt of an option kept here (`SockOpts::get`).
+    pub(crate) fn get(&self, name: i32) -> Option<Vec<u8>> {
+        self.values().get(name)
     }
 }
 
@@ -152,26 +204,22 @@ fn timeval(ticks: i64) -> Vec<u8> {
 }
 
 impl SockOpts {
-    /// SO_SNDBUF: the sender's budget in bytes of skb truesize.
-    pub(crate) fn sndbuf(&self) -> usize {
+    fn sndbuf(&self) -> usize {
         // Relaxed: one option value (module comment).
         self.sndbuf.load(Ordering::Relaxed) as usize
     }
 
-    /// SO_RCVLOWAT: the bytes a blocking stream read waits for.
-    pub(crate) fn rcvlowat(&self) -> usize {
+    fn rcvlowat(&self) -> usize {
         // Relaxed: one option value (module comment).
         self.rcvlowat.load(Ordering::Relaxed) as usize
     }
 
-    /// How long a receive (or accept) may wait (sock_rcvtimeo).
-    pub(crate) fn rcv_patience(&self, nonblock: bool) -> Patience {
+    fn rcv_patience(&self, nonblock: bool) -> Patience {
         // Relaxed: one option value (module comment).
         patience(nonblock, self.rcvtimeo.load(Ordering::Relaxed))
     }
 
-    /// How long a send (or connect) may wait (sock_sndtimeo).
-    pub(crate) fn snd_patience(&self, nonblock: bool) -> Patience {
+    fn snd_patience(&self, nonblock: bool) -> Patience {
         // Relaxed: one option value (module comment).
         patience(nonblock, self.sndtimeo.load(Ordering::Relaxed))
     }
@@ -180,7 +228,7 @@ impl SockOpts {
     /// the caller's checks (a value of at least an int). `privileged`:
     /// the caller has CAP_NET_ADMIN (vfscale: effective uid 0). Returns
     /// None for an option this module does not keep.
-    pub(crate) fn set(&self, name: i32, value: &[u8], privileged: bool) -> Option<SysResult<()>> {
+    fn set(&self, name: i32, value: &[u8], privileged: bool) -> Option<SysResult<()>> {
         let v = i32::from_le_bytes(*value.first_chunk::<4>()?);
         // Relaxed throughout: option values (module comment).
         let r = Ordering::Relaxed;
@@ -269,7 +317,7 @@ impl SockOpts {
 
     /// getsockopt(SOL_SOCKET, `name`)'s whole value for the options kept
     /// here (the caller cuts it to the buffer); None for others.
-    pub(crate) fn get(&self, name: i32) -> Option<Vec<u8>> {
+    fn get(&self, name: i32) -> Option<Vec<u8>> {
         // Relaxed throughout: option values (module comment).
         let r = Ordering::Relaxed;
         let int = |v: i32| Some(v.to_le_bytes().to_vec());
@@ -341,7 +389,7 @@ mod tests {
 
     #[test]
     fn timeouts_round_up_to_ticks_and_read_back_as_linux_reports_them() {
-        let o = SockOpts::default();
+        let o = OptsCell::default();
         assert_eq!(o.get(SO_RCVTIMEO_OLD), Some(tv(0, 0)));
         assert_eq!(o.set(SO_RCVTIMEO_OLD, &tv(1, 1), false), Some(Ok(())));
         // 1 s and 1 µs: 250 ticks and one more (4 ms).
@@ -373,7 +421,7 @@ mod tests {
 
     #[test]
     fn buffer_sizes_are_doubled_clamped_and_lock_the_size() {
-        let o = SockOpts::default();
+        let o = OptsCell::default();
         assert_eq!(o.get(SO_BUF_LOCK), Some(0i32.to_le_bytes().to_vec()));
         o.set(SO_SNDBUF, &1000i32.to_le_bytes(), false)
             .unwrap()
@@ -408,7 +456,7 @@ mod tests {
 
     #[test]
     fn linger_priority_and_flags_keep_what_linux_keeps() {
-        let o = SockOpts::default();
+        let o = OptsCell::default();
         let linger = |on: i32, secs: i32| [on.to_le_bytes(), secs.to_le_bytes()].concat();
         assert_eq!(
             o.set(SO_LINGER, &linger(1, 7)[..4], false),
