@@ -4,8 +4,11 @@
 //! Usage: implosion_probe [K=200000] [REPS=5] [on|off]
 //! e.g. `perf record -e cpu-clock -g target/release/examples/implosion_probe 200000 3 on`.
 
+#[path = "../src/alloc.rs"]
+mod alloc;
+
 #[global_allocator]
-static A: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static A: alloc::Alloc = alloc::Alloc;
 
 use vfscale_bench::workload::fd_implosion::vfscale_implosion;
 

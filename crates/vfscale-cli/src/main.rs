@@ -1,13 +1,14 @@
 //! The `vfscale` binary: one subcommand per tool (bench, mount, umount),
 //! each implemented in its own crate.
 
+mod alloc;
 mod mount;
 
 use clap::{Parser, Subcommand};
 
-/// Every target in the bench shares this allocator (see Cargo.toml).
+/// Every target in the bench shares this allocator (see alloc.rs).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: alloc::Alloc = alloc::Alloc;
 use std::process::ExitCode;
 
 #[derive(Parser)]

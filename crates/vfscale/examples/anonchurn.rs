@@ -3,8 +3,11 @@
 //! allocator). Run it for two op counts and divide the difference:
 //! `valgrind --tool=callgrind target/release/examples/anonchurn eventfd 100000`
 //! Usage: anonchurn socket|pipe|eventfd|memfd OPS
+#[path = "../../vfscale-cli/src/alloc.rs"]
+mod alloc;
+
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: alloc::Alloc = alloc::Alloc;
 
 #[path = "shared/anon_churn.rs"]
 mod anon_churn;

@@ -595,13 +595,29 @@ fn rename_checks_the_old_name_before_a_removed_new_directory() {
     let b = p.open(b"/b", O_DIRECTORY, 0).unwrap();
     p.rmdir(b"/b").unwrap();
     let long = [b"/a/".as_slice(), &[b'x'; 256]].concat();
-    assert_eq!(p.renameat2(AT_FDCWD, &long, b, b"c", 0), Err(Errno::ENAMETOOLONG));
-    assert_eq!(p.renameat2(AT_FDCWD, b"/a/y", b, b"c", 0), Err(Errno::ENOENT));
-    p.close(p.open(b"/a/y", O_CREAT | O_WRONLY, 0o644).unwrap()).unwrap();
-    assert_eq!(p.renameat2(AT_FDCWD, b"/a/y", b, b"c", 0), Err(Errno::ENOENT));
+    assert_eq!(
+        p.renameat2(AT_FDCWD, &long, b, b"c", 0),
+        Err(Errno::ENAMETOOLONG)
+    );
+    assert_eq!(
+        p.renameat2(AT_FDCWD, b"/a/y", b, b"c", 0),
+        Err(Errno::ENOENT)
+    );
+    p.close(p.open(b"/a/y", O_CREAT | O_WRONLY, 0o644).unwrap())
+        .unwrap();
+    assert_eq!(
+        p.renameat2(AT_FDCWD, b"/a/y", b, b"c", 0),
+        Err(Errno::ENOENT)
+    );
     let long_new = [b'x'; 256];
     assert_eq!(
-        p.renameat2(AT_FDCWD, b"/a/y", AT_FDCWD, &[b"/a/".as_slice(), &long_new].concat(), 0),
+        p.renameat2(
+            AT_FDCWD,
+            b"/a/y",
+            AT_FDCWD,
+            &[b"/a/".as_slice(), &long_new].concat(),
+            0
+        ),
         Err(Errno::ENAMETOOLONG)
     );
 }
