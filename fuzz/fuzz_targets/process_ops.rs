@@ -159,6 +159,18 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
                         gid: 0,
                     });
                     let _ = p.setsockopt(fd(), SOL_SOCKET, SO_PASSCRED, &[b >> 7, 0, 0, 0]);
+                    // And any other option (names 0 to 79) with the next 0
+                    // to 19 input bytes as its value, read back at a length
+                    // of 0 to 31 (SO_SNDBUF's budget changes what sends
+                    // take; every call here is non-blocking, so timeouts
+                    // change nothing).
+                    if arg & 1 == 0 {
+                        let name = i32::from(arg >> 1) % 80;
+                        let value: Vec<u8> = (0..b % 20).filter_map(|_| bytes.byte()).collect();
+                        let _ = p.setsockopt(fd(), SOL_SOCKET, name, &value);
+                        let mut out = vec![0u8; usize::from(b >> 3)];
+                        let _ = p.getsockopt(fd(), SOL_SOCKET, name, &mut out);
+                    }
                     let _ = p.sendmsg(fd(), &[b"dgram"], MSG_DONTWAIT, to, &rights, creds);
                 } else {
                     let mut buf = [0u8; 8];
