@@ -25,8 +25,7 @@
 //! the accepted socket afresh in unix_stream_connect). A socket's values
 //! are allocated at its first setsockopt (`OptsCell`, a `OnceLock`):
 //! until then every read answers the shared defaults, so a socket that
-//! never sets an option (most) carries 16 bytes for them, not 48, and its
-//! cell stays within one 64-byte block.
+//! never sets an option (most) carries 16 bytes for them, not 48.
 
 use super::socket::SOCK_BUF;
 use super::wait::Patience;
