@@ -37,7 +37,7 @@ fn int_opt<P: ProcessApi>(p: &P, fd: Fd, name: i32, v: i32) -> SysResult<()> {
     p.setsockopt(fd, SOL_SOCKET, name, &v.to_le_bytes())
 }
 
-const INT_OPTIONS: [i32; 18] = [
+const INT_OPTIONS: [i32; 19] = [
     SO_DEBUG,
     SO_REUSEADDR,
     SO_DONTROUTE,
@@ -56,6 +56,7 @@ const INT_OPTIONS: [i32; 18] = [
     SO_RCVBUFFORCE,
     SO_MARK,
     SO_BUF_LOCK,
+    SO_PEEK_OFF,
 ];
 
 /// Every option set with edge values and read back.
@@ -288,12 +289,105 @@ fn blocking<P: ProcessApi>(p: &P, log: &mut Log) {
     }
 }
 
+/// recvmsg of up to `len` bytes (nonblocking) with room for 4
+/// descriptors: the data, the length returned, the descriptors (closed)
+/// and the flags.
+fn recv_at<P: ProcessApi>(p: &P, fd: Fd, len: usize, flags: i32) -> String {
+    let mut buf = vec![0u8; len];
+    show(
+        p.recvmsg(fd, &mut [&mut buf], flags | MSG_DONTWAIT, cmsg_space(16))
+            .map(|m| {
+                for &f in &m.fds {
+                    p.close(f).unwrap();
+                }
+                format!(
+                    "{:?} len {} fds {} flags {:#x}",
+                    String::from_utf8_lossy(&buf[..m.len.min(len)]),
+                    m.len,
+                    m.fds.len(),
+                    m.flags
+                )
+            }),
+    )
+}
+
+/// SO_PEEK_OFF: peeks from the offset, moving it on; reads moving it
+/// back; offsets past the queue; negative ones; empty messages; files.
+fn peek_offsets<P: ProcessApi>(p: &P, log: &mut Log) {
+    let [r, w] = p.pipe2(O_NONBLOCK).unwrap();
+    for ty in [SOCK_STREAM, SOCK_SEQPACKET, SOCK_DGRAM] {
+        let t = |s: &str| format!("type {ty}: {s}");
+        let [a, b] = p.socketpair(AF_UNIX, ty | SOCK_NONBLOCK, 0).unwrap();
+        let off = |log: &mut Log, what: &str| {
+            log.push((t(&format!("offset {what}")), get(p, b, SO_PEEK_OFF, 4)));
+        };
+        off(log, "default");
+        for m in [&b"abc"[..], b"defg", b"", b"hi"] {
+            log.push((t("send"), show(p.sendto(a, m, MSG_DONTWAIT, None))));
+        }
+        log.push((t("set 0"), show(int_opt(p, b, SO_PEEK_OFF, 0))));
+        for i in 0..6 {
+            log.push((t(&format!("peek 2 #{i}")), recv_at(p, b, 2, MSG_PEEK)));
+            off(log, "after peek");
+        }
+        log.push((t("read 1"), recv_at(p, b, 1, 0)));
+        off(log, "after read");
+        log.push((t("peek trunc"), recv_at(p, b, 1, MSG_PEEK | MSG_TRUNC)));
+        off(log, "after peek trunc");
+        for v in [100, 1, -5, 2, 0] {
+            log.push((t(&format!("set {v}")), show(int_opt(p, b, SO_PEEK_OFF, v))));
+            log.push((t(&format!("peek 10 at {v}")), recv_at(p, b, 10, MSG_PEEK)));
+            off(log, "then");
+        }
+        log.push((t("set 3"), show(int_opt(p, b, SO_PEEK_OFF, 3))));
+        for i in 0..5 {
+            log.push((t(&format!("read 3 #{i}")), recv_at(p, b, 3, 0)));
+            off(log, "after read");
+        }
+        // Files under an offset.
+        log.push((t("set 1"), show(int_opt(p, b, SO_PEEK_OFF, 1))));
+        log.push((t("xx"), show(p.sendto(a, b"xx", MSG_DONTWAIT, None))));
+        log.push((
+            t("yy with files"),
+            show(p.sendmsg(a, &[b"yy"], MSG_DONTWAIT, None, &[r, w], None)),
+        ));
+        log.push((t("zz"), show(p.sendto(a, b"zz", MSG_DONTWAIT, None))));
+        for i in 0..4 {
+            log.push((
+                t(&format!("peek 10 files #{i}")),
+                recv_at(p, b, 10, MSG_PEEK),
+            ));
+            off(log, "after");
+        }
+        for i in 0..4 {
+            log.push((t(&format!("read 10 files #{i}")), recv_at(p, b, 10, 0)));
+            off(log, "after");
+        }
+        // Past everything, then data arrives, on a shut-down socket.
+        log.push((t("set 50"), show(int_opt(p, b, SO_PEEK_OFF, 50))));
+        log.push((t("peek empty"), recv_at(p, b, 10, MSG_PEEK)));
+        p.shutdown(a, SHUT_WR).unwrap_or(());
+        log.push((t("peek at end"), recv_at(p, b, 10, MSG_PEEK)));
+        p.close(a).unwrap();
+        p.close(b).unwrap();
+    }
+    let l = p.socket(AF_UNIX, SOCK_STREAM, 0).unwrap();
+    log.push(("unbound set".into(), show(int_opt(p, l, SO_PEEK_OFF, 7))));
+    log.push(("unbound get".into(), get(p, l, SO_PEEK_OFF, 4)));
+    p.bind(l, b"/peek").unwrap();
+    p.listen(l, 1).unwrap();
+    log.push(("listener get".into(), get(p, l, SO_PEEK_OFF, 4)));
+    log.push(("listener set".into(), show(int_opt(p, l, SO_PEEK_OFF, -9))));
+    log.push(("listener get after".into(), get(p, l, SO_PEEK_OFF, 8)));
+}
+
 fn script<P: ProcessApi>(root: &P, user: &P) -> Log {
     let mut log = Log::new();
     options(root, "root", &mut log);
     options(user, "uid 1000", &mut log);
     budgets(root, &mut log);
     blocking(root, &mut log);
+    peek_offsets(root, &mut log);
     log
 }
 

@@ -1433,7 +1433,8 @@ fn socket_op() -> impl Strategy<Value = Op> {
             prop::sample::select(vec![SOL_SOCKET, SOL_SOCKET, SOL_SOCKET, SOL_SOCKET, SOL_SOCKET, 6]),
             prop::sample::select(vec![
                 SO_PASSCRED, SO_PASSCRED, SO_PASSCRED, SO_TYPE, 999, SO_SNDBUF, SO_SNDBUF, SO_RCVBUF,
-                SO_RCVLOWAT, SO_RCVTIMEO, SO_SNDTIMEO_NEW, SO_LINGER, SO_KEEPALIVE, SO_BUF_LOCK
+                SO_RCVLOWAT, SO_RCVTIMEO, SO_SNDTIMEO_NEW, SO_LINGER, SO_KEEPALIVE, SO_BUF_LOCK, SO_PEEK_OFF,
+                SO_PEEK_OFF
             ]),
             prop::sample::select(vec![
                 [1u8, 0, 0, 0].to_vec(),
@@ -1454,7 +1455,7 @@ fn socket_op() -> impl Strategy<Value = Op> {
             prop::sample::select(vec![
                 SO_TYPE, SO_ERROR, SO_SNDBUF, SO_RCVBUF, SO_PASSCRED, SO_PEERCRED, SO_ACCEPTCONN, SO_PROTOCOL,
                 SO_DOMAIN, 999, SO_RCVLOWAT, SO_SNDLOWAT, SO_RCVTIMEO, SO_SNDTIMEO_NEW, SO_LINGER, SO_BUF_LOCK,
-                SO_KEEPALIVE
+                SO_KEEPALIVE, SO_PEEK_OFF
             ]),
             prop::sample::select(vec![4usize, 4, 2, 12, 16])
         )

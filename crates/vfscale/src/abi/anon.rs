@@ -102,6 +102,8 @@ pub const SO_RCVBUFFORCE: i32 = 33;
 pub const SO_MARK: i32 = 36;
 pub const SO_PROTOCOL: i32 = 38;
 pub const SO_DOMAIN: i32 = 39;
+/// Where MSG_PEEK starts reading (an int; negative: off).
+pub const SO_PEEK_OFF: i32 = 42;
 pub const SO_RCVTIMEO_NEW: i32 = 66;
 pub const SO_SNDTIMEO_NEW: i32 = 67;
 pub const SO_BUF_LOCK: i32 = 72;

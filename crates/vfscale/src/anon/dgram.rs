@@ -32,6 +32,7 @@ use super::creds::{reported, MsgCreds, SendCreds};
 use super::rights::{Flight, InFlight};
 use super::scatter::Scatter;
 use super::socket::{has_write_room, message_truesize, SockCell, SockName, RCV, SEND};
+use super::sockopt::pick_message;
 use super::wait::{Patience, Poller, Step, WaitCell};
 use crate::abi::*;
 use crate::file::FileRef;
@@ -44,6 +45,8 @@ struct Datagram {
     from: Arc<Dgram>,
     files: Option<InFlight>,
     creds: MsgCreds,
+    /// An empty datagram a peek returned (SO_PEEK_OFF then passes it).
+    peeked: bool,
 }
 
 #[derive(Default)]
@@ -298,6 +301,7 @@ impl Dgram {
                     from: me.clone(),
                     files: files.take(),
                     creds: creds.attach(&me.socket, &target.socket),
+                    peeked: false,
                 });
             }
             target.cell.wake_all(g);
@@ -342,28 +346,37 @@ impl Dgram {
         trunc: bool,
         patience: Patience,
     ) -> SysResult<Received> {
-        // (bytes copied, the message's length, its sender, its files, its
-        // credentials); None: end of data (after SHUT_RD).
+        // (bytes copied, the message's length from where the copy began,
+        // its sender, its files, its credentials); None: end of data
+        // (after SHUT_RD).
         let passcred = self.socket.passcred();
+        // SO_PEEK_OFF: where a peek starts (read once, at the start).
+        let peek_off = self.socket.opts.peek_offset(peek);
         let taken = self.cell.block_on(patience, |g| {
             if let Some(e) = g.err.take() {
                 return Step::Done(Err(e));
             }
-            if let Some(d) = g.queue.front() {
-                let copied = Scatter::new(bufs).put(&d.data);
-                let whole = d.data.len();
+            let lens = g.queue.iter().map(|d| (d.data.len(), d.peeked));
+            if let Some((i, skip)) = pick_message(peek_off, lens) {
+                let d = &mut g.queue[i];
+                let copied = Scatter::new(bufs).put(&d.data[skip..]);
+                let rest = d.data.len() - skip;
                 let from = d.from.clone();
                 let creds = d.creds;
                 let files = if peek {
+                    d.peeked |= d.data.is_empty();
+                    self.socket.opts.move_peek_offset(-(copied as i64));
                     d.files.as_ref().map(InFlight::peek).unwrap_or_default()
                 } else {
+                    // Not a peek: the front datagram, whole (`rest`).
                     let d = g.queue.pop_front().expect("the front message");
+                    self.socket.opts.move_peek_offset(rest as i64);
                     self.cell.wake_all(g);
                     d.files
                         .map(|f| f.leave(&self.socket.flight))
                         .unwrap_or_default()
                 };
-                return Step::Done(Ok(Some((copied, whole, from, files, creds))));
+                return Step::Done(Ok(Some((copied, rest, from, files, creds))));
             }
             // A call that may not wait never looks at the shutdown
             // (__skb_wait_for_more_packets does): EAGAIN.
@@ -398,6 +411,12 @@ impl Dgram {
             truncated: copied < whole,
             creds: passcred.then(|| reported(creds)),
         })
+    }
+
+    /// Runs `f` with the socket's queue locked (what its receives hold).
+    pub(crate) fn under_lock(&self, f: impl FnOnce()) {
+        let _g = self.cell.lock();
+        f();
     }
 
     /// Wakes its blocked callers and pollers to look again.

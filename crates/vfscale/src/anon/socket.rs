@@ -38,7 +38,7 @@ use super::creds::{reported, CredRuns, MsgCreds, SendCreds, NO_DATA};
 use super::dgram::{unnamed, Dgram, Received};
 use super::rights::{Flight, InFlight};
 use super::scatter::Scatter;
-use super::sockopt::OptsCell;
+use super::sockopt::{pick_message, OptsCell};
 use super::wait::{partial, Patience, Poller, Step, WaitCell};
 use crate::abi::*;
 use crate::dcache::dentry::Dentry;
@@ -113,6 +113,8 @@ struct Message {
     data: Vec<u8>,
     files: Option<InFlight>,
     creds: MsgCreds,
+    /// An empty message a peek returned (SO_PEEK_OFF then passes it).
+    peeked: bool,
 }
 
 /// Files a stream send carried, with the stream offsets of its first
@@ -435,6 +437,22 @@ impl Socket {
     /// Its other SOL_SOCKET options (anon/sockopt.rs).
     pub(crate) fn opts(&self) -> &OptsCell {
         &self.cell.opts
+    }
+
+    /// setsockopt(SO_PEEK_OFF), under the lock its receives hold (Linux's
+    /// unix_set_peek_off takes the iolock).
+    pub(crate) fn set_peek_off(&self, v: i32) {
+        if let Some(d) = &self.dgram {
+            d.under_lock(|| self.cell.opts.set_peek_offset(v));
+        } else if let Some((c, _)) = self.conn() {
+            let _g = c.cell.lock();
+            self.cell.opts.set_peek_offset(v);
+        } else if let Some(l) = self.listener() {
+            let _g = l.cell.lock();
+            self.cell.opts.set_peek_offset(v);
+        } else {
+            self.cell.opts.set_peek_offset(v);
+        }
     }
 
     /// What Linux's sk_write_space does after SO_SNDBUF changes: wakes the
@@ -850,6 +868,10 @@ impl Socket {
         // MSG_WAITALL's whole buffer, else SO_RCVLOWAT's (sock_rcvlowat);
         // a peek takes what is there.
         let want: usize = bufs.iter().map(|b| b.len()).sum();
+        // SO_PEEK_OFF: where a peek starts (read once, at the start, as
+        // Linux reads it once per call).
+        let peek_off = self.cell.opts.peek_offset(peek);
+        let mut skip = peek_off.max(0) as usize;
         let target = if peek {
             1
         } else if flags & MSG_WAITALL != 0 {
@@ -880,21 +902,29 @@ impl Socket {
                 }
             }
             if self.ty == SOCK_STREAM {
-                if !g.dirs[s].bytes.is_empty() {
+                let queued = g.dirs[s].bytes.len();
+                if queued > 0 && skip >= queued {
+                    // A peek at SO_PEEK_OFF past everything queued: Linux
+                    // walks past the skbs there, taking their length off
+                    // its offset, and waits for more as for an empty queue.
+                    skip -= queued;
+                } else if queued > 0 {
                     found = true;
                     let d = &mut g.dirs[s];
-                    let mut n = d.bytes.len().min(want - got);
+                    // The stream offset the read starts at.
+                    let base = d.taken + skip as u64;
+                    let mut n = (queued - skip).min(want - got);
                     // A reader with SO_PASSCRED takes one writer's bytes
                     // at a time: it stops where their credentials change.
                     let mut at_writer_change = false;
                     if passcred {
-                        let (here, change) = d.creds.at(d.taken);
+                        let (here, change) = d.creds.at(base);
                         match creds {
                             Some(c) if c != here => return Step::Done(Ok((got, false))),
                             _ => creds = Some(here),
                         }
                         if let Some(change) = change {
-                            let k = (change - d.taken) as usize;
+                            let k = (change - base) as usize;
                             if k <= n {
                                 n = k;
                                 at_writer_change = true;
@@ -904,26 +934,37 @@ impl Socket {
                     // A read that reaches a send's files takes them and
                     // ends with that send's first segment (even a read of
                     // no bytes takes files at the front, as Linux).
-                    let at_mark = d.marks.front().map(|m| (m.start - d.taken) as usize);
-                    let reached = at_mark.is_some_and(|at| at < n || (at == 0 && n == 0));
-                    if reached {
-                        n = n.min((d.marks[0].end - d.taken) as usize);
-                    }
-                    let (front, back) = d.bytes.as_slices();
-                    let k = front.len().min(n);
-                    to.put(&front[..k]);
-                    to.put(&back[..n - k]);
-                    got += n;
-                    if reached {
+                    let mark = d.marks.iter().position(|m| m.end > base);
+                    let reached = mark.is_some_and(|i| {
+                        let at = d.marks[i].start.saturating_sub(base) as usize;
+                        at < n || (at == 0 && n == 0)
+                    });
+                    if let (true, Some(i)) = (reached, mark) {
+                        n = n.min((d.marks[i].end - base) as usize);
                         files = if peek {
-                            d.marks[0].files.peek()
+                            d.marks[i].files.peek()
                         } else {
+                            // Not a peek: no offset, so the front mark.
                             d.marks
                                 .pop_front()
                                 .map_or_else(Vec::new, |m| m.files.leave(flight))
                         };
                     }
-                    if !peek {
+                    // Bytes skip..skip + n of the queue (skip: a peek's).
+                    let (front, back) = d.bytes.as_slices();
+                    if skip < front.len() {
+                        let k = (front.len() - skip).min(n);
+                        to.put(&front[skip..skip + k]);
+                        to.put(&back[..n - k]);
+                    } else {
+                        let b = skip - front.len();
+                        to.put(&back[b..b + n]);
+                    }
+                    got += n;
+                    if peek {
+                        self.cell.opts.move_peek_offset(-(n as i64));
+                    } else {
+                        self.cell.opts.move_peek_offset(n as i64);
                         d.bytes.drain(..n);
                         d.taken += n as u64;
                         d.creds.forget_before(d.taken);
@@ -941,22 +982,31 @@ impl Socket {
                         return Step::Done(Ok((got, false)));
                     }
                 }
-            } else if let Some(m) = g.dirs[s].msgs.front() {
-                // Copy what fits; the rest of the message is discarded.
-                let at = to.put(&m.data);
-                let whole = m.data.len();
+            } else if let Some((i, skip)) = pick_message(
+                peek_off,
+                g.dirs[s].msgs.iter().map(|m| (m.data.len(), m.peeked)),
+            ) {
+                // Copy what fits (from a peek's offset); the rest of the
+                // message is discarded.
+                let m = &mut g.dirs[s].msgs[i];
+                let at = to.put(&m.data[skip..]);
+                let rest = m.data.len() - skip;
                 creds = Some(m.creds);
                 found = true;
                 if peek {
+                    m.peeked |= m.data.is_empty();
                     files = m.files.as_ref().map(InFlight::peek).unwrap_or_default();
+                    self.cell.opts.move_peek_offset(-(at as i64));
                 } else {
+                    // Not a peek: the front message, whole (`rest`).
                     let d = &mut g.dirs[s];
                     let m = d.msgs.pop_front().expect("the front message");
-                    d.queued -= message_truesize(whole);
+                    d.queued -= message_truesize(rest);
+                    self.cell.opts.move_peek_offset(rest as i64);
                     files = m.files.map(|f| f.leave(flight)).unwrap_or_default();
                     c.cell.wake_all(g);
                 }
-                return Step::Done(Ok((if trunc { whole } else { at }, at < whole)));
+                return Step::Done(Ok((if trunc { rest } else { at }, at < rest)));
             }
             if let Some(e) = g.err[s].take() {
                 return Step::Done(if got > 0 { Ok((got, false)) } else { Err(e) });
@@ -1122,6 +1172,7 @@ impl Socket {
                         data: bufs.concat(),
                         files: files.take(),
                         creds: creds.attach(&c.sides[s], &c.sides[p]),
+                        peeked: false,
                     });
                     c.cell.wake_all(g);
                     return Step::Done(Ok(len));

@@ -14,6 +14,11 @@
 //!   send (and connect): past them the call returns EAGAIN, or what it
 //!   moved so far (`Patience`).
 //! - SO_RCVLOWAT is how many bytes a blocking stream read waits for.
+//! - SO_PEEK_OFF, when not negative, is where a MSG_PEEK starts reading
+//!   (a peek moves it forward by what it copied, a read back by what it
+//!   took: `peek_offset` and `move_peek_offset`, Linux's sk_peek_offset*),
+//!   changed only with the socket's receive lock held, as Linux holds the
+//!   socket's iolock.
 //! - The others are kept and reported only, as on Linux for AF_UNIX
 //!   (SO_LINGER, SO_KEEPALIVE, SO_REUSEADDR, … have no effect on it).
 //!
@@ -75,6 +80,8 @@ struct SockOpts {
     priority: AtomicU32,
     mark: AtomicU32,
     flags: AtomicU32,
+    /// SO_PEEK_OFF; negative: peeks start at the front (-1 unless set).
+    peek_off: AtomicI32,
 }
 
 impl SockOpts {
@@ -89,6 +96,7 @@ impl SockOpts {
             priority: AtomicU32::new(0),
             mark: AtomicU32::new(0),
             flags: AtomicU32::new(0),
+            peek_off: AtomicI32::new(-1),
         }
     }
 }
@@ -137,6 +145,42 @@ impl OptsCell {
     /// getsockopt of an option kept here (`SockOpts::get`).
     pub(crate) fn get(&self, name: i32) -> Option<Vec<u8>> {
         self.values().get(name)
+    }
+
+    /// SO_PEEK_OFF (any value; a negative one turns it off). Call with
+    /// the socket's receive lock held (`Socket::set_peek_off`).
+    pub(crate) fn set_peek_offset(&self, v: i32) {
+        // Relaxed: written and read under the receive lock.
+        self.0
+            .get_or_init(|| Box::new(SockOpts::new()))
+            .peek_off
+            .store(v, Ordering::Relaxed);
+    }
+
+    /// Where a receive starts (sk_peek_offset): SO_PEEK_OFF for a
+    /// MSG_PEEK (`peek`), else nothing (negative).
+    pub(crate) fn peek_offset(&self, peek: bool) -> i32 {
+        if !peek {
+            return -1;
+        }
+        // Relaxed: read under the receive lock, which orders its writes.
+        self.values().peek_off.load(Ordering::Relaxed)
+    }
+
+    /// A receive took (`taken`, positive) or peeked at (negative) that
+    /// many bytes: SO_PEEK_OFF, if on, moves back (not below 0) or on, as
+    /// sk_peek_offset_bwd/fwd (32-bit arithmetic, as there). Under the
+    /// receive lock.
+    pub(crate) fn move_peek_offset(&self, taken: i64) {
+        let Some(o) = self.0.get() else {
+            return;
+        };
+        // Relaxed: under the receive lock (see `set_peek_offset`).
+        let off = o.peek_off.load(Ordering::Relaxed);
+        if off >= 0 {
+            o.peek_off
+                .store(off.wrapping_sub(taken as i32).max(0), Ordering::Relaxed);
+        }
     }
 }
 
@@ -200,6 +244,28 @@ fn timeval(ticks: i64) -> Vec<u8> {
         (ticks / HZ, (ticks % HZ) * 1_000_000 / HZ)
     };
     [sec.to_le_bytes(), usec.to_le_bytes()].concat()
+}
+
+/// Which queued message a receive takes or peeks at, and from where in
+/// it (__skb_try_recv_from_queue), given `offset` (`OptsCell::
+/// peek_offset`) and each message's length and whether it was peeked at:
+/// the first, from its start, unless the offset is not negative; then
+/// whole messages are passed while the offset covers them (an empty one
+/// only once peeked at), and what is left of the offset is the start in
+/// the one found. None: nothing there.
+pub(crate) fn pick_message(
+    offset: i32,
+    msgs: impl Iterator<Item = (usize, bool)>,
+) -> Option<(usize, usize)> {
+    let mut off = offset.max(0) as usize;
+    for (i, (len, peeked)) in msgs.enumerate() {
+        if offset >= 0 && off >= len && (off > 0 || peeked) {
+            off -= len;
+            continue;
+        }
+        return Some((i, off));
+    }
+    None
 }
 
 impl SockOpts {
@@ -341,6 +407,7 @@ impl SockOpts {
             SO_PRIORITY => int(self.priority.load(r) as i32),
             SO_MARK => int(self.mark.load(r) as i32),
             SO_BSDCOMPAT | SO_REUSEPORT => int(0),
+            SO_PEEK_OFF => int(self.peek_off.load(r)),
             _ => None,
         }
     }
@@ -384,6 +451,31 @@ mod tests {
         for (ours, host) in pairs {
             assert_eq!(ours, host);
         }
+    }
+
+    #[test]
+    fn a_peek_offset_passes_whole_messages_and_empty_ones_once_peeked() {
+        fn msgs(v: &[(usize, bool)]) -> impl Iterator<Item = (usize, bool)> + '_ {
+            v.iter().copied()
+        }
+        let q = [(3, false), (0, false), (4, false)];
+        // No offset (not a peek, or SO_PEEK_OFF off): the front.
+        assert_eq!(pick_message(-1, msgs(&q)), Some((0, 0)));
+        assert_eq!(pick_message(2, msgs(&q)), Some((0, 2)));
+        // At 3 the first is passed; an empty one is not, until peeked.
+        assert_eq!(pick_message(3, msgs(&q)), Some((1, 0)));
+        let peeked = [(3, false), (0, true), (4, false)];
+        assert_eq!(pick_message(3, msgs(&peeked)), Some((2, 0)));
+        assert_eq!(pick_message(5, msgs(&q)), Some((2, 2)));
+        assert_eq!(pick_message(7, msgs(&q)), None);
+        let o = OptsCell::default();
+        o.move_peek_offset(5);
+        assert_eq!(o.peek_offset(true), -1, "off stays off");
+        o.set_peek_offset(4);
+        o.move_peek_offset(-3);
+        assert_eq!((o.peek_offset(true), o.peek_offset(false)), (7, -1));
+        o.move_peek_offset(10);
+        assert_eq!(o.peek_offset(true), 0, "not below zero");
     }
 
     #[test]

@@ -572,9 +572,16 @@ impl Process {
             let Some(v) = value.first_chunk::<4>().map(|b| i32::from_le_bytes(*b)) else {
                 return Err(Errno::EINVAL);
             };
-            if name == SO_PASSCRED {
-                sock.set_passcred(v != 0);
-                return Ok(());
+            match name {
+                SO_PASSCRED => {
+                    sock.set_passcred(v != 0);
+                    return Ok(());
+                }
+                SO_PEEK_OFF => {
+                    sock.set_peek_off(v);
+                    return Ok(());
+                }
+                _ => {}
             }
             let r = sock
                 .opts()
