@@ -157,6 +157,8 @@ pub struct VfsInner {
     pub(crate) watchers: crate::watch::Watchers,
     /// AF_UNIX sockets bound to paths (process/sockets.rs).
     pub(crate) bound_sockets: crate::anon::socket::BoundSockets,
+    /// Each user's files in flight in AF_UNIX messages (anon/rights.rs).
+    pub(crate) unix_inflight: crate::anon::rights::InflightUsers,
     /// Advisory file locks (`filelock/`).
     pub(crate) file_locks: crate::filelock::FileLocks,
     /// Names whose backend lookup is in flight (dcache/in_lookup.rs).
@@ -208,6 +210,7 @@ impl Vfs {
             anon: std::sync::OnceLock::new(),
             watchers: Default::default(),
             bound_sockets: Default::default(),
+            unix_inflight: Default::default(),
             file_locks: Default::default(),
             in_lookup: crate::dcache::in_lookup::InLookupTable::new(),
             defer: crate::defer::DeferQueues::new(

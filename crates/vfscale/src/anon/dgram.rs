@@ -250,6 +250,13 @@ impl Dgram {
             }
             Step::Wait(Err(Errno::EAGAIN))
         })?;
+        // The files are attached (the user's limit checked) before the
+        // receiver is looked for, as unix_dgram_sendmsg attaches them to
+        // the skb it just allocated.
+        if let Some(Err(e)) = files.as_ref().map(InFlight::check_user) {
+            me.uncharge(message_truesize(len));
+            return Err(e);
+        }
         // The wait for the receiver's queue has what is left of the
         // same timeout (unix_dgram_sendmsg's one `timeo`).
         let sent = Self::deliver(me, bufs.concat(), patience, to, files, creds, orphans);

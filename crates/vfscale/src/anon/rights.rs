@@ -25,6 +25,15 @@
 //!   listener's file is; when a socket it carries has files queued, is the
 //!   receiver itself, or listens (a listener's unaccepted connections may
 //!   hold files and cannot be counted on it).
+//! - Linux's per-user limit too (too_many_unix_fds): each message charges
+//!   its files to its sender's real uid (`UserCharge`, counted per
+//!   namespace in `InflightUsers`) until it leaves its queue, and a send
+//!   whose user already has more files in flight than the sender's
+//!   RLIMIT_NOFILE is refused with ETOOMANYREFS unless the sender has
+//!   CAP_SYS_RESOURCE or CAP_SYS_ADMIN (vfscale: an effective uid of 0).
+//!   Like Linux it checks before adding (`check_user`, where Linux attaches
+//!   the files; the count rises at `admit`), so a user may end one
+//!   message's worth past the limit.
 //! - The counts rise only under `ADMIT` (one process-wide mutex, taken only
 //!   by sends that carry files, inside the receiver's queue lock: lock
 //!   order queue → `ADMIT`), together with the checks, so two sends cannot
@@ -35,8 +44,9 @@
 use super::socket::Socket;
 use crate::abi::*;
 use crate::file::{FileRef, FMODE_SOCKET};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Linux's SCM_MAX_FD: the most files one message may carry (EINVAL past
 /// it).
@@ -75,16 +85,59 @@ fn socket_of(f: &FileRef) -> Option<&Socket> {
     (file.fmode & FMODE_SOCKET != 0).then(|| unsafe { &*(file.private as *const Socket) })
 }
 
+/// Each user's files in flight in one namespace (Linux's
+/// user_struct.unix_inflight), by real uid. Entries stay (one per uid
+/// that ever sent files).
+#[derive(Default)]
+pub(crate) struct InflightUsers(Mutex<HashMap<u32, Arc<AtomicUsize>>>);
+
+impl InflightUsers {
+    /// What a send by real uid `uid` counts against: its user's count, the
+    /// sender's descriptor limit, and whether the sender may pass it.
+    pub(crate) fn charge(&self, uid: u32, limit: usize, exempt: bool) -> UserCharge {
+        let mut users = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        UserCharge {
+            count: users.entry(uid).or_default().clone(),
+            limit,
+            exempt,
+        }
+    }
+}
+
+/// A message's charge to its sender's user (module invariants).
+pub(crate) struct UserCharge {
+    count: Arc<AtomicUsize>,
+    limit: usize,
+    exempt: bool,
+}
+
 /// The files one message carries (never empty: a send without files has
 /// none). Dropping it without `leave` would leak them (debug-asserted).
 pub(crate) struct InFlight {
     files: Vec<FileRef>,
+    user: UserCharge,
 }
 
 impl InFlight {
-    /// The files a send carries, or None for none.
-    pub(crate) fn new(files: Vec<FileRef>) -> Option<InFlight> {
-        (!files.is_empty()).then_some(InFlight { files })
+    /// The files a send carries, or None for none; `user`: what they count
+    /// against while queued.
+    pub(crate) fn new(files: Vec<FileRef>, user: UserCharge) -> Option<InFlight> {
+        (!files.is_empty()).then_some(InFlight { files, user })
+    }
+
+    /// too_many_unix_fds: ETOOMANYREFS if the sender's user has more files
+    /// in flight than the sender's descriptor limit and the sender may
+    /// not pass it. Called where Linux attaches the files to the skb (a
+    /// datagram send: before it looks for its receiver; stream and
+    /// seqpacket: just before `admit`).
+    pub(crate) fn check_user(&self) -> SysResult<()> {
+        let u = &self.user;
+        // Relaxed: a racing send or receive moves the count either way;
+        // Linux reads it with READ_ONCE outside its lock too.
+        if !u.exempt && u.count.load(Ordering::Relaxed) > u.limit {
+            return Err(Errno::ETOOMANYREFS);
+        }
+        Ok(())
     }
 
     /// The rule (module invariants), checked as the message joins the
@@ -104,6 +157,9 @@ impl InFlight {
         }
         // Relaxed: see `Flight`.
         to.files_queued.fetch_add(1, Ordering::Relaxed);
+        self.user
+            .count
+            .fetch_add(self.files.len(), Ordering::Relaxed);
         for s in self.files.iter().filter_map(socket_of) {
             s.flight().in_flight.fetch_add(1, Ordering::Relaxed);
         }
@@ -116,6 +172,9 @@ impl InFlight {
     pub(crate) fn leave(mut self, from: &Flight) -> Vec<FileRef> {
         // Relaxed: see `Flight`.
         from.files_queued.fetch_sub(1, Ordering::Relaxed);
+        self.user
+            .count
+            .fetch_sub(self.files.len(), Ordering::Relaxed);
         for s in self.files.iter().filter_map(socket_of) {
             s.flight().in_flight.fetch_sub(1, Ordering::Relaxed);
         }

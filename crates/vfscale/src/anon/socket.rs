@@ -1160,9 +1160,9 @@ impl Socket {
                 }
                 if g.dirs[p].queued < self.cell.opts.sndbuf() {
                     if let Some(f) = files.as_ref() {
-                        if let Err(e) =
+                        if let Err(e) = f.check_user().and_then(|()| {
                             f.admit(&c.sides[p].flight, g.listener.as_ref().map(|l| &l.flight))
-                        {
+                        }) {
                             return Step::Done(Err(e));
                         }
                     }
@@ -1205,8 +1205,9 @@ impl Socket {
                 return Step::Wait(partial(done, Errno::EAGAIN));
             }
             if let Some(f) = files.as_ref() {
-                if let Err(e) = f.admit(&c.sides[p].flight, g.listener.as_ref().map(|l| &l.flight))
-                {
+                if let Err(e) = f.check_user().and_then(|()| {
+                    f.admit(&c.sides[p].flight, g.listener.as_ref().map(|l| &l.flight))
+                }) {
                     return Step::Done(Err(e));
                 }
             }

@@ -312,7 +312,11 @@ impl Process {
                 }
             }
         }
-        Ok(InFlight::new(files))
+        let user =
+            self.vfs
+                .unix_inflight
+                .charge(self.cred.ruid, self.fd_limit(), self.cred.euid == 0);
+        Ok(InFlight::new(files, user))
     }
 
     /// The credentials a sendmsg gave (SCM_CREDENTIALS), as
