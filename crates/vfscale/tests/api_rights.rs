@@ -259,3 +259,62 @@ fn two_sends_racing_to_close_a_cycle_never_both_go() {
     vfs.check_invariants().unwrap();
     assert_baseline(&vfs);
 }
+
+/// Linux's per-user limit (too_many_unix_fds): a user with more files in
+/// flight than the sender's descriptor limit sends no more until some
+/// are received; the count is per real uid across processes and sockets;
+/// root is exempt. (`inflight_limit_kernel.rs` compares the same with the
+/// kernel.)
+#[test]
+fn a_user_with_too_many_files_in_flight_sends_no_more() {
+    let vfs = Vfs::new();
+    let (u1, u2, root) = (
+        user(&vfs, 1000, 1000),
+        user(&vfs, 1000, 1000),
+        vfs.root_process(),
+    );
+    for p in [&u1, &u2, &root] {
+        p.set_fd_limit(8);
+    }
+    let [a, b] = u1
+        .socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0)
+        .unwrap();
+    let [c, d] = u2
+        .socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0)
+        .unwrap();
+    let [r, w] = u1.pipe2(0).unwrap();
+    let nine = [r; 9];
+    assert_eq!(
+        send(&u1, a, &nine),
+        Ok(1),
+        "0 in flight: not over the limit"
+    );
+    assert_eq!(send(&u1, a, &[r]), Err(Errno::ETOOMANYREFS), "9 > 8");
+    // The same user through another process and socket.
+    let [r2, w2] = u2.pipe2(0).unwrap();
+    assert_eq!(send(&u2, c, &[r2]), Err(Errno::ETOOMANYREFS));
+    assert_eq!(send(&u2, c, &[]), Ok(1), "a send without files goes");
+    // Room for 4: the other 5 are closed; all 9 leave the flight.
+    assert_eq!(take(&u1, b), 4);
+    assert_eq!(send(&u2, c, &[r2]), Ok(1), "received files leave the count");
+    // Root passes the limit.
+    let [e, f] = root
+        .socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0)
+        .unwrap();
+    let [rr, wr] = root.pipe2(0).unwrap();
+    for _ in 0..3 {
+        assert_eq!(send(&root, e, &[rr; 9]), Ok(1));
+    }
+    for fd in [e, f, rr, wr] {
+        root.close(fd).unwrap();
+    }
+    for fd in [c, d, r2, w2] {
+        u2.close(fd).unwrap();
+    }
+    for fd in [a, b, r, w] {
+        u1.close(fd).unwrap();
+    }
+    drop((u1, u2, root));
+    vfs.check_invariants().unwrap();
+    assert_baseline(&vfs);
+}
