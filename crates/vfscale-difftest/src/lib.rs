@@ -10,7 +10,8 @@
 //! - `snapshot`: a whole-tree summary through any `ProcessApi`, to compare
 //!   the final namespaces of both sides;
 //! - `seeded`: the property tests' replayable runner and fresh-thread
-//!   cases.
+//!   cases;
+//! - `script`: the log and comparison of the scripted kernel comparisons.
 //!
 //! The operation sequences and the outcome comparison are the model's
 //! harness (`vfscale_model::ops`), unchanged: `apply` is generic over
@@ -18,6 +19,7 @@
 
 pub mod kernel;
 pub mod sandbox;
+pub mod script;
 pub mod seeded;
 pub mod snapshot;
 

@@ -8,17 +8,8 @@
 use vfscale::abi::*;
 use vfscale::{ProcessApi, Vfs};
 use vfscale_difftest::on_kernel_as_root;
+use vfscale_difftest::script::{assert_logs_match, show, Log};
 use vfscale_model::ops::mask_pid;
-
-type Log = Vec<(String, String)>;
-
-/// The shape of a result, comparable across the two sides.
-fn show<T: std::fmt::Debug>(r: SysResult<T>) -> String {
-    match r {
-        Ok(v) => format!("{v:?}"),
-        Err(e) => format!("{e}"),
-    }
-}
 
 fn name_shape(n: &[u8]) -> String {
     if n.len() == 6 && n[0] == 0 && n[1..].iter().all(u8::is_ascii_hexdigit) {
@@ -357,22 +348,5 @@ fn credentials_and_options_match_the_kernel() {
     };
     let vfs = Vfs::new();
     let ours = script(&vfs.root_process());
-    if std::env::var_os("VFSCALE_SHOW_LOG").is_some() {
-        for (what, r) in &ours {
-            println!("{what}: {r}");
-        }
-    }
-    assert_eq!(kernel.len(), ours.len());
-    let diffs: Vec<String> = kernel
-        .iter()
-        .zip(&ours)
-        .filter(|(k, o)| k != o)
-        .map(|(k, o)| format!("{}: kernel {} vfscale {}", k.0, k.1, o.1))
-        .collect();
-    assert!(
-        diffs.is_empty(),
-        "{} differences:\n{}",
-        diffs.len(),
-        diffs.join("\n")
-    );
+    assert_logs_match(&kernel, &ours);
 }

@@ -9,19 +9,11 @@
 
 use vfscale::abi::*;
 use vfscale::{Cred, ProcessApi, Vfs};
+use vfscale_difftest::script::{assert_logs_match, show, Log};
 use vfscale_difftest::{on_kernel_as_root, KernelProcess};
 
 const LIMIT: usize = 64;
 const UID: u32 = 54_321;
-
-type Log = Vec<(String, String)>;
-
-fn show<T: std::fmt::Debug>(r: SysResult<T>) -> String {
-    match r {
-        Ok(v) => format!("{v:?}"),
-        Err(e) => format!("{e}"),
-    }
-}
 
 /// recvmsg without room for descriptors: the files are dropped (and
 /// leave the flight), MSG_CTRUNC says so.
@@ -127,22 +119,5 @@ fn the_per_user_limit_on_files_in_flight_matches_the_kernel() {
     root.set_fd_limit(LIMIT);
     let mut ours = script(&u, "user");
     ours.extend(script(&root, "root"));
-    if std::env::var_os("VFSCALE_SHOW_LOG").is_some() {
-        for (what, r) in &ours {
-            println!("{what}: {r}");
-        }
-    }
-    assert_eq!(kernel.len(), ours.len());
-    let diffs: Vec<String> = kernel
-        .iter()
-        .zip(&ours)
-        .filter(|(k, o)| k != o)
-        .map(|(k, o)| format!("{}: kernel {} vfscale {}", k.0, k.1, o.1))
-        .collect();
-    assert!(
-        diffs.is_empty(),
-        "{} differences:\n{}",
-        diffs.len(),
-        diffs.join("\n")
-    );
+    assert_logs_match(&kernel, &ours);
 }

@@ -10,16 +10,8 @@
 use std::time::{Duration, Instant};
 use vfscale::abi::*;
 use vfscale::{Cred, ProcessApi, Vfs};
+use vfscale_difftest::script::{assert_logs_match, show, Log};
 use vfscale_difftest::{on_kernel_as_root, KernelProcess};
-
-type Log = Vec<(String, String)>;
-
-fn show<T: std::fmt::Debug>(r: SysResult<T>) -> String {
-    match r {
-        Ok(v) => format!("{v:?}"),
-        Err(e) => format!("{e}"),
-    }
-}
 
 fn get<P: ProcessApi>(p: &P, fd: Fd, name: i32, len: usize) -> String {
     let mut buf = vec![0u8; len];
@@ -408,22 +400,5 @@ fn socket_options_match_the_kernel() {
         &vfs.root_process(),
         &vfs.process(Cred::user(1000, 1000, &[1000])),
     );
-    if std::env::var_os("VFSCALE_SHOW_LOG").is_some() {
-        for (what, r) in &ours {
-            println!("{what}: {r}");
-        }
-    }
-    assert_eq!(kernel.len(), ours.len());
-    let diffs: Vec<String> = kernel
-        .iter()
-        .zip(&ours)
-        .filter(|(k, o)| k != o)
-        .map(|(k, o)| format!("{}: kernel {} vfscale {}", k.0, k.1, o.1))
-        .collect();
-    assert!(
-        diffs.is_empty(),
-        "{} differences:\n{}",
-        diffs.len(),
-        diffs.join("\n")
-    );
+    assert_logs_match(&kernel, &ours);
 }
