@@ -1428,7 +1428,7 @@ fn socket_op() -> impl Strategy<Value = Op> {
         // SO_SNDBUF's smallest budget (a value of 0 or 1) changes what
         // later sends let in; the timeouts are "never wait" (a negative
         // second count) or 5 ms, so no call here sleeps long.
-        4 => (
+        3 => (
             socket_fd(),
             prop::sample::select(vec![SOL_SOCKET, SOL_SOCKET, SOL_SOCKET, SOL_SOCKET, SOL_SOCKET, 6]),
             prop::sample::select(vec![
