@@ -373,6 +373,37 @@ fn peek_offsets<P: ProcessApi>(p: &P, log: &mut Log) {
     log.push(("listener get after".into(), get(p, l, SO_PEEK_OFF, 8)));
 }
 
+/// SO_PEERGROUPS: the peer's supplementary groups as of the socketpair,
+/// listen or connect, in buffers of 0, 8 and 64 bytes.
+fn peer_groups<P: ProcessApi>(root: &P, user: &P, log: &mut Log) {
+    let groups = |p: &P, fd: Fd, what: &str, log: &mut Log| {
+        for len in [0, 8, 64] {
+            log.push((
+                format!("groups {what} {len}"),
+                get(p, fd, SO_PEERGROUPS, len),
+            ));
+        }
+    };
+    let [a, b] = user.socketpair(AF_UNIX, SOCK_STREAM, 0).unwrap();
+    groups(user, a, "user pair", log);
+    let lone = user.socket(AF_UNIX, SOCK_DGRAM, 0).unwrap();
+    groups(user, lone, "unconnected", log);
+    let l = user.socket(AF_UNIX, SOCK_STREAM, 0).unwrap();
+    user.bind(l, b"\0vfscale-groups").unwrap();
+    groups(user, l, "bound", log);
+    user.listen(l, 4).unwrap();
+    groups(user, l, "listener", log);
+    let c = root.socket(AF_UNIX, SOCK_STREAM, 0).unwrap();
+    root.connect(c, b"\0vfscale-groups").unwrap();
+    groups(root, c, "root client of the user", log);
+    let s = user.accept4(l, 0).unwrap();
+    groups(user, s, "accepted from root", log);
+    for fd in [a, b, lone, l, s] {
+        user.close(fd).unwrap();
+    }
+    root.close(c).unwrap();
+}
+
 fn script<P: ProcessApi>(root: &P, user: &P) -> Log {
     let mut log = Log::new();
     options(root, "root", &mut log);
@@ -380,13 +411,14 @@ fn script<P: ProcessApi>(root: &P, user: &P) -> Log {
     budgets(root, &mut log);
     blocking(root, &mut log);
     peek_offsets(root, &mut log);
+    peer_groups(root, user, &mut log);
     log
 }
 
 #[test]
 fn socket_options_match_the_kernel() {
     let kernel = match on_kernel_as_root(|k| {
-        let user = KernelProcess::new(&Cred::user(1000, 1000, &[1000]))?;
+        let user = KernelProcess::new(&Cred::user(1000, 1000, &[5, 1000, 4242]))?;
         Ok::<_, String>(script(k, &user))
     }) {
         Ok(Ok(k)) => k,
@@ -398,7 +430,7 @@ fn socket_options_match_the_kernel() {
     let vfs = Vfs::new();
     let ours = script(
         &vfs.root_process(),
-        &vfs.process(Cred::user(1000, 1000, &[1000])),
+        &vfs.process(Cred::user(1000, 1000, &[5, 1000, 4242])),
     );
     assert_logs_match(&kernel, &ours);
 }

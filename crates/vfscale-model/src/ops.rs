@@ -1455,7 +1455,7 @@ fn socket_op() -> impl Strategy<Value = Op> {
             prop::sample::select(vec![
                 SO_TYPE, SO_ERROR, SO_SNDBUF, SO_RCVBUF, SO_PASSCRED, SO_PEERCRED, SO_ACCEPTCONN, SO_PROTOCOL,
                 SO_DOMAIN, 999, SO_RCVLOWAT, SO_SNDLOWAT, SO_RCVTIMEO, SO_SNDTIMEO_NEW, SO_LINGER, SO_BUF_LOCK,
-                SO_KEEPALIVE, SO_PEEK_OFF
+                SO_KEEPALIVE, SO_PEEK_OFF, SO_PEERGROUPS
             ]),
             prop::sample::select(vec![4usize, 4, 2, 12, 16])
         )

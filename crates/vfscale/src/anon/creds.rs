@@ -26,8 +26,10 @@
 
 use super::socket::SockShared;
 use crate::abi::Ucred;
+use crate::cred::Cred;
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 /// The credentials some data carries (None: sent without any).
 pub(crate) type MsgCreds = Option<Ucred>;
@@ -58,6 +60,17 @@ impl SendCreds {
 /// What a receiver with SO_PASSCRED reads for data that carried `c`.
 pub(crate) fn reported(c: MsgCreds) -> Ucred {
     c.unwrap_or(Ucred::NOBODY)
+}
+
+/// What a socket knows of its peer's process (SO_PEERCRED,
+/// SO_PEERGROUPS), as Linux's sk_peer_pid and sk_peer_cred: its id and
+/// effective ids, and its credentials (for the supplementary groups), as
+/// they were at the socketpair, connect or listen. Cloning it counts a
+/// reference; it allocates nothing.
+#[derive(Clone)]
+pub(crate) struct PeerCred {
+    pub(crate) ucred: Ucred,
+    pub(crate) cred: Arc<Cred>,
 }
 
 impl SockShared {

@@ -34,7 +34,7 @@
 //! what the writer queued. No signals: a write to a shut-down stream
 //! returns EPIPE without SIGPIPE.
 
-use super::creds::{reported, CredRuns, MsgCreds, SendCreds, NO_DATA};
+use super::creds::{reported, CredRuns, MsgCreds, PeerCred, SendCreds, NO_DATA};
 use super::dgram::{unnamed, Dgram, Received};
 use super::rights::{Flight, InFlight};
 use super::scatter::Scatter;
@@ -244,10 +244,10 @@ pub(crate) struct Listener {
 struct ListenState {
     /// Side 1 of each queued connection and the connecting process's
     /// credentials.
-    pending: VecDeque<(Arc<Conn>, Ucred)>,
+    pending: VecDeque<(Arc<Conn>, PeerCred)>,
     /// The credentials of the last listen() (what connecting sockets see
     /// as their peer's, and SO_PEERCRED on the listener).
-    cred: Ucred,
+    cred: PeerCred,
     /// More than this many queued makes a connect wait (Linux's
     /// sk_max_ack_backlog: `backlog + 1` fit).
     backlog: usize,
@@ -363,7 +363,7 @@ pub struct Socket {
     binding: OnceLock<Arc<Binding>>,
     /// SO_PEERCRED of a connected socket (socketpair: its maker's; a
     /// connect: the listener's; accept: the connecting process's).
-    peer_cred: OnceLock<Ucred>,
+    peer_cred: OnceLock<PeerCred>,
     /// Held while a bind names the socket (Linux's bindlock), so two binds
     /// of one socket cannot both name it. Taken with nothing held (a path
     /// bind has made its file before); inside it only the namespace's
@@ -487,7 +487,7 @@ impl Socket {
     }
 
     /// Both ends of a connected pair, made by a process with `cred`.
-    pub(crate) fn pair(ty: i32, cred: Ucred) -> (Socket, Socket) {
+    pub(crate) fn pair(ty: i32, cred: PeerCred) -> (Socket, Socket) {
         let (sa, sb) = if ty == SOCK_DGRAM {
             let (sa, sb) = (Socket::unconnected(ty), Socket::unconnected(ty));
             if let (Some(a), Some(b)) = (&sa.dgram, &sb.dgram) {
@@ -501,7 +501,7 @@ impl Socket {
                 Socket::connected_to(ty, conn, 1),
             )
         };
-        let _ = sa.peer_cred.set(cred);
+        let _ = sa.peer_cred.set(cred.clone());
         let _ = sb.peer_cred.set(cred);
         (sa, sb)
     }
@@ -509,10 +509,20 @@ impl Socket {
     /// getsockopt(SO_PEERCRED): see `peer_cred`; a listener answers with
     /// its own listen()'s; none (`Ucred::NONE`) otherwise.
     pub(crate) fn peer_cred(&self) -> Ucred {
+        self.peer().map_or(Ucred::NONE, |p| p.ucred)
+    }
+
+    /// getsockopt(SO_PEERGROUPS): the supplementary groups of the same
+    /// credentials; None (ENODATA) for a socket without them.
+    pub(crate) fn peer_groups(&self) -> Option<Vec<u32>> {
+        self.peer().map(|p| p.cred.groups.clone())
+    }
+
+    fn peer(&self) -> Option<PeerCred> {
         if let Some(l) = self.listener() {
-            return l.cell.lock().cred;
+            return Some(l.cell.lock().cred.clone());
         }
-        self.peer_cred.get().copied().unwrap_or(Ucred::NONE)
+        self.peer_cred.get().cloned()
     }
 
     /// The connection and this socket's side of it, if connected.
@@ -589,7 +599,7 @@ impl Socket {
     /// listen(2) by a process with `cred`: EOPNOTSUPP for datagrams,
     /// EINVAL unless bound and not connected; a second listen only changes
     /// the backlog (and the credentials).
-    pub(crate) fn listen(&self, backlog: i32, cred: Ucred) -> SysResult<()> {
+    pub(crate) fn listen(&self, backlog: i32, cred: PeerCred) -> SysResult<()> {
         if self.ty == SOCK_DGRAM {
             return Err(Errno::EOPNOTSUPP);
         }
@@ -602,7 +612,7 @@ impl Socket {
                 socket: self.cell.clone(),
                 cell: WaitCell::new(ListenState {
                     pending: VecDeque::new(),
-                    cred,
+                    cred: cred.clone(),
                     backlog,
                     // Relaxed: as in `shutdown`.
                     shut: self
@@ -634,7 +644,7 @@ impl Socket {
         &self,
         target: &Binding,
         nonblock: bool,
-        cred: Ucred,
+        cred: PeerCred,
         orphans: &mut Vec<FileRef>,
     ) -> SysResult<()> {
         if target.ty != self.ty {
@@ -684,8 +694,8 @@ impl Socket {
                 // Another thread connected or listened on it meanwhile.
                 return Step::Done(Err(Errno::EISCONN));
             }
-            let _ = self.peer_cred.set(g.cred);
-            g.pending.push_back((conn, cred));
+            let _ = self.peer_cred.set(g.cred.clone());
+            g.pending.push_back((conn, cred.clone()));
             l.cell.wake_all(g);
             Step::Done(Ok(()))
         })

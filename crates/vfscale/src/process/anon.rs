@@ -311,7 +311,7 @@ impl Process {
         // Two nodes and two files: make room for both first.
         self.charge_here();
         self.vfs.admit(2 * SOCKET_BYTES, Errno::ENOMEM)?;
-        let (a, b) = Socket::pair(base, self.ucred());
+        let (a, b) = Socket::pair(base, self.as_peer());
         let fa = self.socket_file(a, nb);
         let fb = self.socket_file(b, nb);
         self.install_all([fa, fb], cloexec)

@@ -48,7 +48,7 @@
 use super::anon::{nonblock, stream, Stream, SOCKET_BYTES};
 use super::Process;
 use crate::abi::*;
-use crate::anon::creds::SendCreds;
+use crate::anon::creds::{PeerCred, SendCreds};
 use crate::anon::rights::{InFlight, SCM_MAX_FD};
 use crate::anon::socket::{Binding, NameKey, SockName, Socket};
 use crate::cred::perm::{may_access, MAY_WRITE};
@@ -179,7 +179,7 @@ impl Process {
     /// listen(2).
     pub fn listen(&self, fd: Fd, backlog: i32) -> SysResult<()> {
         let _end = self.vfs.call_end();
-        self.with_socket(fd, |sock, _| sock.listen(backlog, self.ucred()))
+        self.with_socket(fd, |sock, _| sock.listen(backlog, self.as_peer()))
     }
 
     /// connect(2) to a path or an abstract name.
@@ -194,7 +194,7 @@ impl Process {
             self.autobind_to_pass_creds(sock, false)?;
             let target = self.bound_socket(sock.socket_type(), name)?;
             let mut orphans = Vec::new();
-            let r = sock.connect(&target, nb, self.ucred(), &mut orphans);
+            let r = sock.connect(&target, nb, self.as_peer(), &mut orphans);
             self.vfs.fput_many(orphans);
             r
         })
@@ -521,6 +521,15 @@ impl Process {
         }
     }
 
+    /// This process as its socket peers keep it (SO_PEERCRED,
+    /// SO_PEERGROUPS).
+    pub(crate) fn as_peer(&self) -> PeerCred {
+        PeerCred {
+            ucred: self.ucred(),
+            cred: self.cred.clone(),
+        }
+    }
+
     /// getsockopt(SO_PEERCRED): the peer's credentials from when the two
     /// connected (a listener: its own listen()'s; none: pid 0, ids -1).
     pub fn peer_cred(&self, fd: Fd) -> SysResult<Ucred> {
@@ -550,6 +559,15 @@ impl Process {
                 SO_ERROR => int(sock.take_error().map_or(0, |e| e.0)),
                 SO_PASSCRED => int(i32::from(sock.passcred())),
                 SO_PEERCRED => sock.peer_cred().to_bytes().to_vec(),
+                // The whole list or nothing: ERANGE if it does not fit
+                // (Linux then also reports the length it needs).
+                SO_PEERGROUPS => {
+                    let groups = sock.peer_groups().ok_or(Errno::ENODATA)?;
+                    if buf.len() < 4 * groups.len() {
+                        return Err(Errno::ERANGE);
+                    }
+                    groups.iter().flat_map(|g| g.to_le_bytes()).collect()
+                }
                 _ => sock.opts().get(name).ok_or(Errno::ENOPROTOOPT)?,
             };
             let n = value.len().min(buf.len());
