@@ -182,3 +182,78 @@ fn stream_segments_are_charged_until_read_while_the_budget_changes() {
         p.close(fd).unwrap();
     }
 }
+
+/// The timeout paths lose and duplicate nothing: a writer and a reader on
+/// one stream with the shortest SO_SNDTIMEO/SO_RCVTIMEO (1 ms, one 4 ms
+/// tick) and the smallest budget,
+/// each retrying what a timed-out call did not move (EAGAIN, or a partial
+/// count), and a reader with SO_RCVLOWAT above what usually waits; each
+/// side now and then pauses 10 ms, so the other's calls time out. Every
+/// byte arrives once, in order.
+#[test]
+fn timed_out_stream_calls_move_each_byte_once() {
+    const TOTAL: usize = 2_000_000;
+    let vfs = Vfs::new();
+    let p = vfs.root_process();
+    let [a, b] = p.socketpair(AF_UNIX, SOCK_STREAM, 0).unwrap();
+    let ms1 = [0i64.to_le_bytes(), 1000i64.to_le_bytes()].concat();
+    p.setsockopt(a, SOL_SOCKET, SO_SNDTIMEO, &ms1).unwrap();
+    p.setsockopt(b, SOL_SOCKET, SO_RCVTIMEO, &ms1).unwrap();
+    p.setsockopt(a, SOL_SOCKET, SO_SNDBUF, &0i32.to_le_bytes())
+        .unwrap();
+    p.setsockopt(b, SOL_SOCKET, SO_RCVLOWAT, &3000i32.to_le_bytes())
+        .unwrap();
+    let writer = {
+        let p = p.clone_thread();
+        thread::spawn(move || {
+            let data: Vec<u8> = (0..TOTAL).map(|i| (i % 251) as u8).collect();
+            let (mut sent, mut timeouts) = (0, 0);
+            for round in 0.. {
+                if sent == TOTAL {
+                    break;
+                }
+                if round % 64 == 63 {
+                    thread::sleep(std::time::Duration::from_millis(10));
+                }
+                let end = (sent + 7000).min(TOTAL);
+                match p.write(a, &data[sent..end]) {
+                    Ok(n) => {
+                        assert!(n > 0 && n <= end - sent);
+                        timeouts += usize::from(n < end - sent);
+                        sent += n;
+                    }
+                    Err(e) => {
+                        assert_eq!(e, Errno::EAGAIN);
+                        timeouts += 1;
+                    }
+                }
+            }
+            p.close(a).unwrap();
+            timeouts
+        })
+    };
+    let (mut got, mut read_timeouts) = (0, 0);
+    let mut buf = vec![0u8; 5000];
+    for round in 0.. {
+        if round % 64 == 63 {
+            thread::sleep(std::time::Duration::from_millis(10));
+        }
+        match p.read(b, &mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                for (i, &x) in buf[..n].iter().enumerate() {
+                    assert_eq!(x, ((got + i) % 251) as u8, "byte {}", got + i);
+                }
+                got += n;
+            }
+            Err(e) => {
+                assert_eq!(e, Errno::EAGAIN);
+                read_timeouts += 1;
+            }
+        }
+    }
+    let timeouts = writer.join().unwrap();
+    assert_eq!(got, TOTAL);
+    println!("calls that timed out: writer {timeouts}, reader {read_timeouts}");
+    p.close(b).unwrap();
+}
