@@ -404,6 +404,36 @@ fn peer_groups<P: ProcessApi>(root: &P, user: &P, log: &mut Log) {
     root.close(c).unwrap();
 }
 
+/// SO_COOKIE by shape: 8 bytes, never 0, the same when asked again,
+/// different for another socket (the numbers themselves differ between
+/// the kernel and vfscale); EINVAL for a buffer shorter than 8 bytes.
+fn cookies<P: ProcessApi>(p: &P, log: &mut Log) {
+    let cookie = |fd: Fd, len: usize| {
+        let mut buf = vec![0u8; len];
+        p.getsockopt(fd, SOL_SOCKET, SO_COOKIE, &mut buf)
+            .map(|n| (n, u64::from_le_bytes(buf[..8].try_into().unwrap())))
+    };
+    let [a, b] = p.socketpair(AF_UNIX, SOCK_STREAM, 0).unwrap();
+    let first = cookie(a, 16);
+    log.push(("cookie length".into(), show(first.map(|c| c.0))));
+    log.push(("cookie non-zero".into(), show(first.map(|c| c.1 != 0))));
+    log.push((
+        "cookie again".into(),
+        show(cookie(a, 8).map(|c| Ok(c) == first)),
+    ));
+    log.push((
+        "cookie of the peer differs".into(),
+        show(cookie(b, 8).map(|c| Ok(c) != first)),
+    ));
+    log.push(("cookie in 7 bytes".into(), get(p, a, SO_COOKIE, 7)));
+    log.push((
+        "cookie set".into(),
+        show(p.setsockopt(a, SOL_SOCKET, SO_COOKIE, &[0; 8])),
+    ));
+    p.close(a).unwrap();
+    p.close(b).unwrap();
+}
+
 fn script<P: ProcessApi>(root: &P, user: &P) -> Log {
     let mut log = Log::new();
     options(root, "root", &mut log);
@@ -412,6 +442,7 @@ fn script<P: ProcessApi>(root: &P, user: &P) -> Log {
     blocking(root, &mut log);
     peek_offsets(root, &mut log);
     peer_groups(root, user, &mut log);
+    cookies(root, &mut log);
     log
 }
 

@@ -104,6 +104,8 @@ pub const SO_PROTOCOL: i32 = 38;
 pub const SO_DOMAIN: i32 = 39;
 /// Where MSG_PEEK starts reading (an int; negative: off).
 pub const SO_PEEK_OFF: i32 = 42;
+/// A number that names the socket (a u64, never 0).
+pub const SO_COOKIE: i32 = 57;
 /// The peer's supplementary groups (gid_t each).
 pub const SO_PEERGROUPS: i32 = 59;
 pub const SO_RCVTIMEO_NEW: i32 = 66;

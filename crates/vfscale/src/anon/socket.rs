@@ -225,9 +225,34 @@ pub(crate) struct SockShared {
     pub(crate) passcred: std::sync::atomic::AtomicBool,
     /// Its other SOL_SOCKET options (anon/sockopt.rs).
     pub(crate) opts: OptsCell,
+    /// SO_COOKIE: 0 until first asked for (`cookie`).
+    cookie: std::sync::atomic::AtomicU64,
 }
 
 pub(crate) type SockCell = Arc<SockShared>;
+
+/// The last socket cookie given out, in this process (Linux's
+/// sock_gen_cookie counts across network namespaces too).
+static LAST_COOKIE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+impl SockShared {
+    /// getsockopt(SO_COOKIE): a number no other socket of this process
+    /// has, never 0, the same every time (given at the first asking).
+    pub(crate) fn cookie(&self) -> u64 {
+        use std::sync::atomic::Ordering::Relaxed;
+        // Relaxed: the cookie is one value, published by the CAS below
+        // and read on its own; the counter only hands out distinct ones.
+        let c = self.cookie.load(Relaxed);
+        if c != 0 {
+            return c;
+        }
+        let new = LAST_COOKIE.fetch_add(1, Relaxed) + 1;
+        match self.cookie.compare_exchange(0, new, Relaxed, Relaxed) {
+            Ok(_) => new,
+            Err(won) => won,
+        }
+    }
+}
 
 enum Link {
     Connected { conn: Arc<Conn>, side: usize },
@@ -432,6 +457,11 @@ impl Socket {
 
     pub(crate) fn set_passcred(&self, on: bool) {
         self.cell.set_passcred(on);
+    }
+
+    /// SO_COOKIE (`SockShared::cookie`).
+    pub(crate) fn cookie(&self) -> u64 {
+        self.cell.cookie()
     }
 
     /// Its other SOL_SOCKET options (anon/sockopt.rs).
@@ -676,6 +706,7 @@ impl Socket {
                 flight: Flight::default(),
                 passcred: l.socket.passcred().into(),
                 opts: OptsCell::default(),
+                cookie: Default::default(),
             });
             let conn = Conn::new([self.cell.clone(), accepted]);
             {

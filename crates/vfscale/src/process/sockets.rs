@@ -559,6 +559,9 @@ impl Process {
                 SO_ERROR => int(sock.take_error().map_or(0, |e| e.0)),
                 SO_PASSCRED => int(i32::from(sock.passcred())),
                 SO_PEERCRED => sock.peer_cred().to_bytes().to_vec(),
+                // A u64: a shorter buffer is EINVAL, not cut.
+                SO_COOKIE if buf.len() < 8 => return Err(Errno::EINVAL),
+                SO_COOKIE => sock.cookie().to_le_bytes().to_vec(),
                 // The whole list or nothing: ERANGE if it does not fit
                 // (Linux then also reports the length it needs).
                 SO_PEERGROUPS => {
