@@ -700,13 +700,12 @@ impl Socket {
             }
             // The accepted side takes the listener's name, and its
             // SO_PASSCRED now (6.18's unix_stream_connect copies the
-            // listener's scm flags to the embryo).
+            // listener's scm flags to the embryo); the rest starts afresh
+            // (its options are the defaults, as the embryo's).
             let accepted = SockCell::new(SockShared {
                 name: OnceLock::from(target.name.clone()),
-                flight: Flight::default(),
                 passcred: l.socket.passcred().into(),
-                opts: OptsCell::default(),
-                cookie: Default::default(),
+                ..SockShared::default()
             });
             let conn = Conn::new([self.cell.clone(), accepted]);
             {
