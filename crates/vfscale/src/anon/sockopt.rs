@@ -114,6 +114,11 @@ impl OptsCell {
         self.0.get().map_or(&DEFAULTS, |b| b)
     }
 
+    /// The socket's own values, allocated at the first change.
+    fn own(&self) -> &SockOpts {
+        self.0.get_or_init(|| Box::new(SockOpts::new()))
+    }
+
     /// SO_SNDBUF: the sender's budget in bytes of skb truesize.
     pub(crate) fn sndbuf(&self) -> usize {
         self.values().sndbuf()
@@ -137,9 +142,7 @@ impl OptsCell {
     /// setsockopt of an option kept here (`SockOpts::set`); the first
     /// one allocates the socket's values.
     pub(crate) fn set(&self, name: i32, value: &[u8], privileged: bool) -> Option<SysResult<()>> {
-        self.0
-            .get_or_init(|| Box::new(SockOpts::new()))
-            .set(name, value, privileged)
+        self.own().set(name, value, privileged)
     }
 
     /// getsockopt of an option kept here (`SockOpts::get`).
@@ -150,11 +153,9 @@ impl OptsCell {
     /// SO_PEEK_OFF (any value; a negative one turns it off). Call with
     /// the socket's receive lock held (`Socket::set_peek_off`).
     pub(crate) fn set_peek_offset(&self, v: i32) {
-        // Relaxed: written and read under the receive lock.
-        self.0
-            .get_or_init(|| Box::new(SockOpts::new()))
-            .peek_off
-            .store(v, Ordering::Relaxed);
+        // Relaxed: written under the receive lock, whose release orders
+        // it for the receives that move it.
+        self.own().peek_off.store(v, Ordering::Relaxed);
     }
 
     /// Where a receive starts (sk_peek_offset): SO_PEEK_OFF for a
@@ -163,7 +164,9 @@ impl OptsCell {
         if !peek {
             return -1;
         }
-        // Relaxed: read under the receive lock, which orders its writes.
+        // Relaxed: one option value, read once as a receive starts (before
+        // its lock: a setsockopt racing the receive is seen or not, as one
+        // racing Linux's is ordered before or after it by the iolock).
         self.values().peek_off.load(Ordering::Relaxed)
     }
 
