@@ -119,10 +119,11 @@ pub(crate) struct InFlight {
 }
 
 impl InFlight {
-    /// The files a send carries, or None for none; `user`: what they count
+    /// The files a send carries (at least one); `user`: what they count
     /// against while queued.
-    pub(crate) fn new(files: Vec<FileRef>, user: UserCharge) -> Option<InFlight> {
-        (!files.is_empty()).then_some(InFlight { files, user })
+    pub(crate) fn new(files: Vec<FileRef>, user: UserCharge) -> InFlight {
+        debug_assert!(!files.is_empty());
+        InFlight { files, user }
     }
 
     /// too_many_unix_fds: ETOOMANYREFS if the sender's user has more files

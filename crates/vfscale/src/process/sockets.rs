@@ -302,6 +302,10 @@ impl Process {
         if rights.len() > SCM_MAX_FD {
             return Err(Errno::EINVAL);
         }
+        // A send without files takes no reference and no lock here.
+        if rights.is_empty() {
+            return Ok(None);
+        }
         let mut files = Vec::with_capacity(rights.len());
         for &fd in rights {
             match self.fd_file(fd) {
@@ -316,7 +320,7 @@ impl Process {
             self.vfs
                 .unix_inflight
                 .charge(self.cred.ruid, self.fd_limit(), self.cred.euid == 0);
-        Ok(InFlight::new(files, user))
+        Ok(Some(InFlight::new(files, user)))
     }
 
     /// The credentials a sendmsg gave (SCM_CREDENTIALS), as
