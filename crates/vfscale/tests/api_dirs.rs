@@ -382,3 +382,37 @@ fn listed_names_follow_renames_across_the_kept_length() {
     p.exit();
     vfs.check_invariants().unwrap();
 }
+
+/// A full buffer leaves the position at the entry that did not fit, and
+/// the last record's d_off says the same, as Linux 6.18's tmpfs: after a
+/// removed first entry, `.` and `..` fill 48 bytes and the position names
+/// the surviving entry (not the removed one's gap); reading on from there
+/// or from the last d_off lists it once. Found by the model differential
+/// test in session 19 (the model keeps Linux's rule).
+#[test]
+fn full_buffer_position_names_the_entry_that_did_not_fit() {
+    let (_vfs, p) = setup();
+    p.mkdir(b"/d", 0o755).unwrap();
+    p.mkdir(b"/d/a", 0o755).unwrap();
+    p.mkdir(b"/d/b", 0o755).unwrap();
+    let gap_end = {
+        let fd = p.open(b"/d", O_DIRECTORY, 0).unwrap();
+        let all = rest(&p, fd, 4096);
+        p.close(fd).unwrap();
+        all.iter().find(|d| d.name == b"a").unwrap().off
+    };
+    p.rmdir(b"/d/a").unwrap();
+    let fd = p.open(b"/d", O_DIRECTORY, 0).unwrap();
+    let dots = getdents(&p, fd, 48).unwrap();
+    assert_eq!(names_of(&dots), [b".".to_vec(), b"..".to_vec()]);
+    let pos = p.lseek(fd, 0, SEEK_CUR).unwrap();
+    assert!(
+        pos >= gap_end,
+        "position {pos} is inside the removed entry's gap"
+    );
+    assert_eq!(dots[1].off, pos, "the last d_off is the position");
+    assert_eq!(names_of(&rest(&p, fd, 4096)), [b"b".to_vec()]);
+    p.lseek(fd, dots[1].off, SEEK_SET).unwrap();
+    assert_eq!(names_of(&rest(&p, fd, 4096)), [b"b".to_vec()]);
+    p.close(fd).unwrap();
+}

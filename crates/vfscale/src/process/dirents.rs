@@ -118,6 +118,11 @@ impl VfsInner {
                         next: cookie + 1,
                     };
                     if !emit(&e) {
+                        // The position names the entry that did not fit,
+                        // as Linux 6.18's offset_iterate_dir leaves it
+                        // (telldir then reads its cookie, not the end of
+                        // a removed entry's gap).
+                        pos = cookie;
                         break 'list true;
                     }
                     pos = cookie + 1;
@@ -136,9 +141,11 @@ impl Process {
         self.with_file(fd, false, |file| {
             let mut pos = file.pos.lock();
             let mut used = 0;
+            let mut last = None;
             let (next, refused) = self.vfs.list_dir(file, *pos, |e| {
                 match put_dirent64(buf, used, e.ino, e.next as i64, e.dtype, e.name) {
                     Some(n) => {
+                        last = Some(used);
                         used += n;
                         true
                     }
@@ -148,6 +155,11 @@ impl Process {
             // The buffer cannot hold even the first entry.
             if refused && used == 0 {
                 return Err(Errno::EINVAL);
+            }
+            // The last record's d_off is the position the call leaves, as
+            // getdents64 writes it (so telldir after it agrees with lseek).
+            if let Some(at) = last {
+                buf[at + 8..at + 16].copy_from_slice(&(next as i64).to_ne_bytes());
             }
             *pos = next;
             Ok(used)
