@@ -17,6 +17,7 @@
 //! - a `ModelProcess` is a process until `exit` (or drop), which closes its
 //!   descriptors and releases its root and cwd.
 
+mod acl;
 mod node;
 #[cfg(feature = "proptest")]
 pub mod ops;

@@ -281,6 +281,9 @@ pub(crate) struct Node {
     pub linkable: bool,
     /// Extended attributes (tmpfs keeps them on every inode type), by name.
     pub xattrs: BTreeMap<Vec<u8>, Vec<u8>>,
+    /// POSIX ACLs (acl.rs): the access ACL, and a directory's default.
+    pub access_acl: Option<crate::acl::Acl>,
+    pub default_acl: Option<crate::acl::Acl>,
 }
 
 impl Node {
@@ -300,6 +303,8 @@ impl Node {
             pins: 0,
             linkable: false,
             xattrs: BTreeMap::new(),
+            access_acl: None,
+            default_acl: None,
         }
     }
 

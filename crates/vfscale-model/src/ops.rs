@@ -1275,14 +1275,16 @@ fn xattr_at() -> impl Strategy<Value = XattrAt> {
 }
 
 /// Attribute names: two user names, the root-only trusted and security
-/// namespaces, and the oddities (no name after the prefix, an unknown
-/// prefix, empty, 256 bytes).
+/// namespaces, the two POSIX ACL names, and the oddities (no name after
+/// the prefix, an unknown `system.` name, an unknown prefix, empty, 256
+/// bytes).
 fn xattr_name() -> impl Strategy<Value = Bytes> {
     prop_oneof![
         16 => prop::sample::select(vec![&b"user.a"[..], b"user.b"]).prop_map(Bytes::from),
         6 => prop::sample::select(vec![&b"trusted.t"[..], b"security.s"]).prop_map(Bytes::from),
         2 => prop::sample::select(vec![&b"user."[..], b"system.x", b"bogus", b""])
             .prop_map(Bytes::from),
+        3 => prop::sample::select(ACL_NAMES.to_vec()).prop_map(Bytes::from),
         1 => Just(Bytes({
             let mut n = b"user.".to_vec();
             n.extend(std::iter::repeat_n(b'x', 251));
@@ -1291,16 +1293,113 @@ fn xattr_name() -> impl Strategy<Value = Bytes> {
     ]
 }
 
+/// The two POSIX ACL names.
+const ACL_NAMES: [&[u8]; 2] = [b"system.posix_acl_access", b"system.posix_acl_default"];
+
+/// An ACL attribute value (version 2, little-endian 8-byte entries) from
+/// (tag, perm, id) triples.
+fn acl_bytes(entries: &[(u16, u16, u32)]) -> Vec<u8> {
+    let mut v = 2u32.to_le_bytes().to_vec();
+    for &(tag, perm, id) in entries {
+        v.extend_from_slice(&tag.to_le_bytes());
+        v.extend_from_slice(&perm.to_le_bytes());
+        v.extend_from_slice(&id.to_le_bytes());
+    }
+    v
+}
+
+/// POSIX ACL values: mostly well-formed ones in Linux's order whose named
+/// entries are the sequences' users (uid 1000 and 1001, group 100) or
+/// others, sometimes with no named entry (then often no mask: the mode
+/// says it all); else broken ones (short, another version, ragged, out of
+/// order, bits past rwx, an unknown tag, a named id of -1, a bare header).
+fn acl_value() -> impl Strategy<Value = Bytes> {
+    const U: u32 = u32::MAX;
+    let perm = || prop_oneof![8 => 0u16..8, 1 => Just(8u16)];
+    let users = prop::collection::vec(
+        (prop::sample::select(vec![1000u32, 1001, 0, 7]), 0u16..8),
+        0..3,
+    );
+    let groups = prop::collection::vec(
+        (prop::sample::select(vec![100u32, 0, 1000, 9]), 0u16..8),
+        0..3,
+    );
+    let well_formed = (
+        (0u16..8, 0u16..8, 0u16..8, 0u16..8),
+        users,
+        groups,
+        any::<bool>(),
+    )
+        .prop_map(|((owner, group, mask, other), users, groups, with_mask)| {
+            let mut e = vec![(1u16, owner, U)];
+            e.extend(users.iter().map(|&(id, p)| (2u16, p, id)));
+            e.push((4, group, U));
+            e.extend(groups.iter().map(|&(id, p)| (8u16, p, id)));
+            if with_mask || !users.is_empty() || !groups.is_empty() {
+                e.push((0x10, mask, U));
+            }
+            e.push((0x20, other, U));
+            Bytes(acl_bytes(&e))
+        });
+    let broken = prop_oneof![
+        Just(Bytes(vec![2, 0, 0])),
+        Just(Bytes(acl_bytes(&[]))),
+        Just(Bytes({
+            let mut v = acl_bytes(&[(1, 7, U), (4, 5, U), (0x20, 5, U)]);
+            v[0] = 1;
+            v
+        })),
+        Just(Bytes({
+            let mut v = acl_bytes(&[(1, 7, U), (4, 5, U), (0x20, 5, U)]);
+            v.push(0);
+            v
+        })),
+        Just(Bytes(acl_bytes(&[(4, 5, U), (1, 7, U), (0x20, 5, U)]))),
+        Just(Bytes(acl_bytes(&[
+            (1, 7, U),
+            (2, 7, 1000),
+            (4, 5, U),
+            (0x20, 5, U)
+        ]))),
+        Just(Bytes(acl_bytes(&[
+            (1, 7, U),
+            (2, 7, U),
+            (4, 5, U),
+            (0x10, 7, U),
+            (0x20, 5, U)
+        ]))),
+        Just(Bytes(acl_bytes(&[
+            (1, 7, U),
+            (4, 5, U),
+            (0x40, 5, U),
+            (0x20, 5, U)
+        ]))),
+        Just(Bytes(acl_bytes(&[(1, 7, U), (4, 5, U)]))),
+        perm().prop_map(|p| Bytes(acl_bytes(&[
+            (1, p, U),
+            (4, 5, U),
+            (0x20, 5, U),
+            (0x20, 5, U)
+        ]))),
+        perm().prop_map(|p| Bytes(acl_bytes(&[(1, 7, U), (4, p, U), (0x20, 8, U)]))),
+    ];
+    prop_oneof![6 => well_formed, 2 => broken]
+}
+
 fn xattr_op() -> impl Strategy<Value = Op> {
     let flags = prop::sample::select(vec![0, 0, 0, XATTR_CREATE, XATTR_REPLACE, 4]);
+    let acl_name = prop::sample::select(ACL_NAMES.to_vec()).prop_map(Bytes::from);
     let value = prop_oneof![
         20 => data(),
         1 => Just(Bytes(vec![b'v'; XATTR_SIZE_MAX + 1])),
     ];
     let len = prop::sample::select(vec![0usize, 2, 64]);
     prop_oneof![
-        4 => (xattr_at(), xattr_name(), value, flags)
+        4 => (xattr_at(), xattr_name(), value, flags.clone())
             .prop_map(|(at, name, value, flags)| Op::Setxattr { at, name, value, flags }),
+        3 => (xattr_at(), acl_name.clone(), acl_value(), flags)
+            .prop_map(|(at, name, value, flags)| Op::Setxattr { at, name, value, flags }),
+        1 => (xattr_at(), acl_name).prop_map(|(at, name)| Op::Removexattr { at, name }),
         3 => (xattr_at(), xattr_name(), len.clone())
             .prop_map(|(at, name, len)| Op::Getxattr { at, name, len }),
         2 => (xattr_at(), prop::sample::select(vec![0usize, 4, 64]))

@@ -1,5 +1,5 @@
 //! POSIX permission checks, as Linux's `generic_permission` and friends do
-//! them without ACLs.
+//! them, with a node's access ACL (acl.rs) when it has one.
 //!
 //! Invariants: every function here is pure (a `Cred` and an inode's mode,
 //! uid and gid in, a verdict out). "Root" means `Cred::is_root()` (fsuid 0),
@@ -16,12 +16,25 @@ pub(crate) const MAY_WRITE: u32 = 2;
 pub(crate) const MAY_READ: u32 = 4;
 
 /// `inode_permission(mask)` for MAY_READ/WRITE/EXEC bits: the owner class if
-/// fsuid owns the file, else the group class if the cred is in its group,
-/// else other; root passes everything on directories and everything but
-/// exec of a file with no exec bit at all.
+/// fsuid owns the file; else the access ACL if there is one and the group
+/// class (its mask) is not empty; else the group class if the cred is in
+/// its group, else other; root passes everything on directories and
+/// everything but exec of a file with no exec bit at all.
 pub(crate) fn permission(cred: &Cred, node: &Node, mask: u32) -> SysResult<()> {
     let mode = node.mode;
-    let granted = if cred.fsuid == node.uid {
+    let by_acl = match &node.access_acl {
+        Some(acl) if cred.fsuid != node.uid && mode & 0o070 != 0 => {
+            Some(crate::acl::allows(acl, cred, node, mask))
+        }
+        _ => None,
+    };
+    let granted = if let Some(allowed) = by_acl {
+        if allowed {
+            7
+        } else {
+            0
+        }
+    } else if cred.fsuid == node.uid {
         (mode >> 6) & 7
     } else if cred.in_group(node.gid) {
         (mode >> 3) & 7

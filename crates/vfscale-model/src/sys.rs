@@ -83,8 +83,9 @@ impl State {
     // ================= helpers shared by several calls =================
 
     /// vfs_prepare_mode: strip S_ISGID where the caller may not set it on a
-    /// non-directory in a setgid directory, apply the umask, keep
-    /// `mask_perms`, add `type_bits`.
+    /// non-directory in a setgid directory, apply the umask (unless the
+    /// directory has a default ACL, which `create_node` applies instead),
+    /// keep `mask_perms`, add `type_bits`.
     fn prepare_mode(
         &self,
         ctx: &Ctx,
@@ -102,7 +103,9 @@ impl State {
         {
             mode &= !S_ISGID;
         }
-        mode &= !self.proc(ctx.pid).umask;
+        if d.default_acl.is_none() {
+            mode &= !self.proc(ctx.pid).umask;
+        }
         (mode & mask_perms) | type_bits
     }
 
@@ -121,6 +124,7 @@ impl State {
         let id = self.alloc_ino(dir.dev);
         let t = now();
         let mut n = Node::new(id, mode, uid, gid, kind, t);
+        self.inherit_acls(dir, &mut n);
         n.rdev = rdev;
         if n.is_dir() {
             n.nlink = 2;
@@ -133,6 +137,25 @@ impl State {
         d.mtime = t;
         d.ctime = t;
         id
+    }
+
+    /// posix_acl_create for a new node `n` in `dir`: with a default ACL
+    /// there (and `n` not a symlink), `n` gets the access ACL it makes of
+    /// its mode and, if a directory, the default ACL too; without one the
+    /// umask applies, except to symlinks (`prepare_mode` left it for this).
+    fn inherit_acls(&self, dir: NodeId, n: &mut Node) {
+        if n.is_symlink() {
+            return;
+        }
+        let Some(default) = &self.node(dir).default_acl else {
+            return;
+        };
+        let (access, mode) = crate::acl::inherit(default, n.mode);
+        n.mode = mode;
+        n.access_acl = access;
+        if n.is_dir() {
+            n.default_acl = Some(default.clone());
+        }
     }
 
     /// inode_init_owner: fsuid owns it; the group is the directory's if the
@@ -354,6 +377,7 @@ impl State {
             let (uid, gid, mode) = self.init_owner(&ctx, dir.node, mode);
             let id = self.alloc_ino(dir.node.dev);
             let mut n = Node::new(id, mode, uid, gid, Kind::Reg(FileData::default()), now());
+            self.inherit_acls(dir.node, &mut n);
             n.nlink = 0;
             n.linkable = flags & O_EXCL == 0;
             self.nodes.insert(id, n);
@@ -1055,6 +1079,9 @@ impl State {
         }
         let n = self.node_mut(id);
         n.mode = m;
+        if let Some(a) = &mut n.access_acl {
+            crate::acl::follow_mode(a, m);
+        }
         n.ctime = now();
         Ok(())
     }

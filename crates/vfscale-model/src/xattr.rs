@@ -6,11 +6,14 @@
 //!   and size (E2BIG); the target (walk or descriptor); xattr_permission
 //!   (EPERM/ENODATA for the namespace rules, EACCES from the mode bits, no
 //!   check at all for `system.*`); then the handler lookup (EINVAL for a
-//!   bare prefix, EOPNOTSUPP for `system.*` and unknown prefixes);
+//!   bare prefix, EOPNOTSUPP for `system.*` and unknown prefixes), except
+//!   for the two POSIX ACL names, which go to the node's ACLs (`set_acl`:
+//!   no flags, an empty value removes, listed first);
 //! - `user.*`, `trusted.*` and `security.*` values live in the inode
 //!   (`Node::xattrs`), so hard links share them and they die with it;
 //! - `trusted.*` names are listed for root only; a change sets ctime.
 
+use crate::acl;
 use crate::node::Node;
 use crate::perm::{owner_or_root, permission, MAY_READ, MAY_WRITE};
 use crate::state::{now, Pid, State};
@@ -160,6 +163,9 @@ impl State {
         let id = self.xattr_target(&ctx, pid, at)?;
         let space = space_of(name);
         xattr_permission(&ctx.cred, self.node(id), space, true)?;
+        if name == acl::ACCESS || name == acl::DEFAULT {
+            return self.set_acl(&ctx.cred, id, name, Some(value).filter(|v| !v.is_empty()));
+        }
         stored_space(name, space)?;
         let n = self.node_mut(id);
         let exists = n.xattrs.contains_key(name);
@@ -186,8 +192,20 @@ impl State {
         let id = self.xattr_target(&ctx, pid, at)?;
         let space = space_of(name);
         xattr_permission(&ctx.cred, self.node(id), space, false)?;
+        let n = self.node(id);
+        if name == acl::ACCESS || name == acl::DEFAULT {
+            if n.is_symlink() {
+                return Err(Errno::EOPNOTSUPP);
+            }
+            let a = if name == acl::ACCESS {
+                &n.access_acl
+            } else {
+                &n.default_acl
+            };
+            return copy_out(&acl::encode(a.as_ref().ok_or(Errno::ENODATA)?), buf);
+        }
         stored_space(name, space)?;
-        let v = self.node(id).xattrs.get(name).ok_or(Errno::ENODATA)?;
+        let v = n.xattrs.get(name).ok_or(Errno::ENODATA)?;
         copy_out(v, buf)
     }
 
@@ -195,8 +213,18 @@ impl State {
         let ctx = self.ctx(pid);
         let id = self.xattr_target(&ctx, pid, at)?;
         let mut list = Vec::new();
+        let n = self.node(id);
+        for (name, present) in [
+            (acl::ACCESS, n.access_acl.is_some()),
+            (acl::DEFAULT, n.default_acl.is_some()),
+        ] {
+            if present {
+                list.extend_from_slice(name);
+                list.push(0);
+            }
+        }
         // Descending byte order (Linux 6.18's tmpfs).
-        for k in self.node(id).xattrs.keys().rev() {
+        for k in n.xattrs.keys().rev() {
             if !ctx.cred.is_root() && k.starts_with(b"trusted.") {
                 continue;
             }
@@ -215,9 +243,65 @@ impl State {
         let id = self.xattr_target(&ctx, pid, at)?;
         let space = space_of(name);
         xattr_permission(&ctx.cred, self.node(id), space, true)?;
+        if name == acl::ACCESS || name == acl::DEFAULT {
+            return self.set_acl(&ctx.cred, id, name, None);
+        }
         stored_space(name, space)?;
         let n = self.node_mut(id);
         n.xattrs.remove(name).ok_or(Errno::ENODATA)?;
+        n.ctime = now();
+        Ok(())
+    }
+
+    /// Sets (Some) or removes (None) the ACL `name` names: the value is
+    /// decoded first; a symlink has none (EOPNOTSUPP); a default ACL on a
+    /// non-directory is EACCES to set and nothing to remove; the owner or
+    /// root only (EPERM); then it must be well-formed (EINVAL). An access
+    /// ACL sets the mode's rwx bits and is dropped when they say it all;
+    /// either change of an access ACL drops S_ISGID for a caller outside
+    /// the group, and any change sets ctime.
+    fn set_acl(
+        &mut self,
+        cred: &Cred,
+        id: crate::node::NodeId,
+        name: &[u8],
+        value: Option<&[u8]>,
+    ) -> SysResult<()> {
+        let new = match value {
+            Some(v) => acl::decode(v)?,
+            None => None,
+        };
+        let n = self.node(id);
+        if n.is_symlink() {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let access = name == acl::ACCESS;
+        if !access && !n.is_dir() {
+            return if new.is_some() {
+                Err(Errno::EACCES)
+            } else {
+                Ok(())
+            };
+        }
+        if !owner_or_root(cred, n) {
+            return Err(Errno::EPERM);
+        }
+        if let Some(a) = &new {
+            acl::check(a)?;
+        }
+        let keep_sgid = cred.is_root() || cred.in_group(n.gid);
+        let n = self.node_mut(id);
+        if access {
+            if let Some(a) = &new {
+                n.mode = (n.mode & !0o777) | acl::mode_bits(a);
+            }
+            if !keep_sgid {
+                n.mode &= !S_ISGID;
+            }
+            n.access_acl = new.filter(|a| !acl::mode_says_all(a));
+        } else {
+            n.default_acl = new;
+        }
         n.ctime = now();
         Ok(())
     }

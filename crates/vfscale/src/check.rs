@@ -19,7 +19,10 @@
 //!   links, flags and count agree; a group with a non-empty list has its
 //!   shrinker bit and populated bit set (`reclaim/`);
 //! - memory groups: every group's per-kind counters equal the objects that
-//!   record it, found by this same walk (`reclaim/check.rs`).
+//!   record it, found by this same walk (`reclaim/check.rs`);
+//! - POSIX ACLs: an inode's ACL bits name exactly the ACLs its table holds,
+//!   each valid, an access ACL's base entries equal to the mode's bits
+//!   (`inode/acl.rs`).
 
 use crate::dcache::dentry::Dentry;
 use crate::dcache::name::NameKey;
@@ -254,6 +257,7 @@ impl Vfs {
             // SAFETY: inodes collected from live dentries of a quiescent VFS.
             let inode = unsafe { &*(ip as *const Inode) };
             tally_inode(&mut tally, inode);
+            inode.check_acls()?;
             inodes_seen.insert(ip, ());
             let removed = removed_per_inode.get(&ip).copied().unwrap_or(0);
             if !inode.is_dir() && inode.attr().nlink != names {

@@ -1227,3 +1227,98 @@ fn approx_counter_bulk_and_ordinary_folds_conserve() {
     });
     assert!(seen.len() >= 2, "different fold orders: {seen:?}");
 }
+
+// ------------------------------------------------------------ POSIX ACLs
+
+/// The ACL bit protocol of `inode/acl.rs`, on the real `SeqCount` with a
+/// loom mutex for the attribute table's shard: setting an access ACL takes
+/// the shard lock, then the attribute write section, and stores the ACL
+/// (here its mask) and the mode's group bits and ACL bit together; chmod
+/// changes the mode in a write section alone unless it finds the bit set
+/// there, and then starts again under the shard lock and rewrites the
+/// ACL's mask too. Whatever the order, the mode's group bits end up equal
+/// to the stored ACL's mask (the checker's invariant), and a reader of the
+/// mode under the seqcount never sees the bit without the ACL stored.
+#[test]
+fn acl_set_vs_chmod_keeps_the_acl_and_mode_in_step() {
+    const BIT: u32 = 1 << 16;
+    struct Inode {
+        seq: SeqCount,
+        mode: AtomicU32,
+        shard: loom::sync::Mutex<Option<u32>>,
+    }
+    let seen = outcomes(|| {
+        let i = Arc::new(Inode {
+            seq: SeqCount::new(),
+            mode: AtomicU32::new(0o640),
+            shard: loom::sync::Mutex::new(None),
+        });
+        let i1 = Arc::clone(&i);
+        let set_acl = thread::spawn(move || {
+            let mut acl = i1.shard.lock().unwrap();
+            i1.seq.write_lock();
+            *acl = Some(0o5);
+            // Relaxed: inside the write section under test.
+            let m = i1.mode.load(Relaxed);
+            i1.mode.store((m & !0o070) | 0o050 | BIT, Relaxed);
+            i1.seq.write_end();
+        });
+        let i2 = Arc::clone(&i);
+        let chmod = thread::spawn(move || {
+            let new = 0o600;
+            let plain = |i: &Inode| {
+                // Relaxed: inside the write section under test.
+                let m = i.mode.load(Relaxed);
+                i.mode.store(new | (m & BIT), Relaxed);
+            };
+            i2.seq.write_lock();
+            // Relaxed: inside the write section under test.
+            let has_acl = i2.mode.load(Relaxed) & BIT != 0;
+            if !has_acl {
+                plain(&i2);
+            }
+            i2.seq.write_end();
+            if has_acl {
+                let mut acl = i2.shard.lock().unwrap();
+                i2.seq.write_lock();
+                plain(&i2);
+                if let Some(mask) = acl.as_mut() {
+                    *mask = (new >> 3) & 7;
+                }
+                i2.seq.write_end();
+            }
+        });
+        let i3 = Arc::clone(&i);
+        // One attempt (a retry would spin: loom's branch limit).
+        let reader = thread::spawn(move || {
+            let start = i3.seq.read_begin_raw();
+            // Relaxed: ordered by the seqcount under test.
+            let m = i3.mode.load(Relaxed);
+            if i3.seq.read_retry(start) {
+                return None;
+            }
+            if m & BIT != 0 {
+                assert!(i3.shard.lock().unwrap().is_some(), "a bit without its ACL");
+            }
+            Some(m & BIT != 0)
+        });
+        set_acl.join().unwrap();
+        chmod.join().unwrap();
+        let saw_bit = reader.join().unwrap();
+        // Relaxed: every thread has been joined.
+        let mode = i.mode.load(Relaxed);
+        let acl = *i.shard.lock().unwrap();
+        assert_eq!(
+            acl,
+            Some((mode >> 3) & 7),
+            "mode {mode:o} and the ACL's mask"
+        );
+        (mode & 0o777, saw_bit)
+    });
+    // The chmod ran before the ACL was set (the ACL's mask wins) or after
+    // (the chmod's bits, rewritten into the ACL); the reader saw either.
+    assert!(
+        seen.contains(&(0o650, Some(false))) && seen.contains(&(0o600, Some(true))),
+        "{seen:?}"
+    );
+}

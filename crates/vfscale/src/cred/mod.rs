@@ -5,6 +5,7 @@
 //! pure functions of a `Cred` and an inode's (mode, uid, gid) read under the
 //! inode's seqcount, so they write no shared memory.
 
+pub mod acl;
 pub mod perm;
 
 /// A process's identity for permission checks.

@@ -67,21 +67,25 @@ pub fn may_access(cred: &Cred, mode: u32, uid: u32, gid: u32, mask: u32) -> Resu
     } else {
         mode
     };
-    if mask & !class_bits & 0o7 == 0 {
-        return Ok(());
-    }
-    let root_may = mask & MAY_EXEC == 0 || s_isdir(mode) || mode & S_IXUGO != 0;
-    if cred.is_root() && root_may {
+    if mask & !class_bits & 0o7 == 0 || root_overrides(cred, mode, mask) {
         return Ok(());
     }
     Err(Errno::EACCES)
 }
 
-/// True when every caller may search (MAY_EXEC) an inode with `mode`: all
-/// three execute bits are set, so whichever class applies grants it (and
-/// root needs only one). The path walk may then skip `may_access`.
+/// generic_permission's capability part: root may read and write
+/// anything, search any directory, and execute a non-directory with some
+/// execute bit set, whatever the mode bits or an ACL say.
+pub fn root_overrides(cred: &Cred, mode: u32, mask: u32) -> bool {
+    cred.is_root() && (mask & MAY_EXEC == 0 || s_isdir(mode) || mode & S_IXUGO != 0)
+}
+
+/// True when every caller may search (MAY_EXEC) an inode with `mode` (as
+/// `Inode::perm_attr` reads it): all three execute bits are set and no
+/// access ACL names anyone, so whichever class applies grants it (and
+/// root needs only one). The path walk may then skip the full check.
 pub fn may_search_fast(mode: u32) -> bool {
-    mode & S_IXUGO == S_IXUGO
+    mode & (S_IXUGO | super::acl::MODE_ACCESS_ACL) == S_IXUGO
 }
 
 /// The sticky-directory rule for unlink, rmdir and rename out of a
@@ -447,6 +451,9 @@ mod tests {
         assert!(!may_search_fast(S_IFDIR | 0o754));
         assert!(!may_search_fast(S_IFDIR | 0o700));
         assert!(!may_search_fast(S_IFDIR | 0o011));
+        assert!(!may_search_fast(
+            S_IFDIR | 0o777 | crate::cred::acl::MODE_ACCESS_ACL
+        ));
         assert!(!may_search_fast(S_IFDIR));
     }
 

@@ -22,7 +22,7 @@ use super::dentry::{Dentry, D_MOUNTED, D_REVALIDATE, D_TYPE_DIR, D_TYPE_SYMLINK}
 use super::name::{load_word, scan_component, scan_short_component, ComponentEnd, NameKey};
 use super::RcuLookup;
 use crate::abi::*;
-use crate::cred::perm::{may_access, may_search_fast, MAY_EXEC};
+use crate::cred::perm::{may_search_fast, MAY_EXEC};
 use crate::cred::Cred;
 use crate::inode::Inode;
 use crate::mount::Mount;
@@ -157,8 +157,8 @@ fn has_nul(bytes: &[u8]) -> bool {
 /// get here).
 #[cold]
 #[inline(never)]
-fn may_search_slow(cred: &Cred, mode: u32, uid: u32, gid: u32) -> bool {
-    may_access(cred, mode, uid, gid, MAY_EXEC).is_ok()
+fn may_search_slow(cred: &Cred, dir: &Inode, perm: (u32, u32, u32)) -> bool {
+    dir.permission_as(cred, perm, MAY_EXEC).is_ok()
 }
 
 /// Pending path text: a stack of segments (the original path and the
@@ -403,8 +403,9 @@ impl VfsInner {
             i += key.bytes.len();
             if !cred.is_root() {
                 // SAFETY: a validated positive dentry's inode.
-                let (mode, uid, gid) = unsafe { &*d.inode_ptr() }.perm_attr();
-                if !may_search_fast(mode) && !may_search_slow(cred, mode, uid, gid) {
+                let dir = unsafe { &*d.inode_ptr() };
+                let perm = dir.perm_attr();
+                if !may_search_fast(perm.0) && !may_search_slow(cred, dir, perm) {
                     return None;
                 }
             }
@@ -561,9 +562,9 @@ impl VfsInner {
         // Like link_path_walk, search permission on the directory holding
         // the last component is checked before that component is used.
         if !cred.is_root() {
-            let (mode, uid, gid) = dir.inode().perm_attr();
-            if !may_search_fast(mode) {
-                may_access(cred, mode, uid, gid, MAY_EXEC)?;
+            let perm = dir.inode().perm_attr();
+            if !may_search_fast(perm.0) {
+                dir.inode().permission_as(cred, perm, MAY_EXEC)?;
             }
         }
         let last = match name {
@@ -674,9 +675,9 @@ impl VfsInner {
             // SAFETY: see above.
             let dir = unsafe { &*cur_inode };
             if !cred.is_root() {
-                let (mode, uid, gid) = dir.perm_attr();
-                if !may_search_fast(mode) {
-                    may_access(cred, mode, uid, gid, MAY_EXEC)?;
+                let perm = dir.perm_attr();
+                if !may_search_fast(perm.0) {
+                    dir.permission_as(cred, perm, MAY_EXEC)?;
                 }
             }
             if comp == b"." {

@@ -12,6 +12,12 @@
 //!   no attribute lock on its lock's line); readers copy them under the
 //!   seqcount and retry, so `stat` writes no shared memory.
 //! - `ino`, `rdev`, `btime`, `sb` and the file type bits of `mode` never change.
+//! - `mode` also carries `MODE_ACL_BITS` (cred/acl.rs): which POSIX ACLs
+//!   the superblock's attribute table holds for the inode. Only
+//!   `perm_attr` shows them (permission checks and creates branch on
+//!   them); `attr`, `stat` and `AttrWriter::get` mask them out, `set_mode`
+//!   keeps them, and only inode/acl.rs changes them, holding the table's
+//!   shard lock for the inode.
 //! - The refcount counts dentries bound to the inode plus transient holders;
 //!   the inode is retired through the epoch collector when it drops to zero,
 //!   so a lock-free reader that loaded the pointer under a guard may still
@@ -20,9 +26,11 @@
 //!   (Linux's i_rwsem): shared for lookups that miss and readdir, exclusive
 //!   for changes to the directory's names.
 
+pub mod acl;
 pub mod xattr;
 
 use crate::abi::*;
+use crate::cred::acl::MODE_ACL_BITS;
 use crate::dir::index::DirIndex;
 use crate::fs::tmpfs::data::FileData;
 use crate::fs::SuperBlock;
@@ -226,7 +234,7 @@ impl Inode {
             // Relaxed loads: ordered by the seqcount's acquire and retry fence.
             let a = InodeAttr {
                 ino: self.ino,
-                mode: self.mode.load(Ordering::Relaxed),
+                mode: self.mode.load(Ordering::Relaxed) & !MODE_ACL_BITS,
                 uid: self.uid.load(Ordering::Relaxed),
                 gid: self.gid.load(Ordering::Relaxed),
                 nlink: self.nlink.load(Ordering::Relaxed),
@@ -259,7 +267,7 @@ impl Inode {
             let st = Stat {
                 dev: 0,
                 ino: self.ino,
-                mode: self.mode.load(Ordering::Relaxed),
+                mode: self.mode.load(Ordering::Relaxed) & !MODE_ACL_BITS,
                 nlink: self.nlink.load(Ordering::Relaxed),
                 uid: self.uid.load(Ordering::Relaxed),
                 gid: self.gid.load(Ordering::Relaxed),
@@ -292,7 +300,8 @@ impl Inode {
         self.gid.store(gid, Ordering::Relaxed);
     }
 
-    /// (mode, uid, gid): what a permission check needs.
+    /// (mode, uid, gid): what a permission check needs. The mode includes
+    /// `MODE_ACL_BITS`: pass it to `Inode::permission_as`, or mask them.
     pub fn perm_attr(&self) -> (u32, u32, u32) {
         loop {
             let seq = self.attr_seq.read_begin();
@@ -380,7 +389,7 @@ impl AttrWriter<'_> {
         let i = self.inode;
         InodeAttr {
             ino: i.ino,
-            mode: i.mode.load(Ordering::Relaxed),
+            mode: i.mode.load(Ordering::Relaxed) & !MODE_ACL_BITS,
             uid: i.uid.load(Ordering::Relaxed),
             gid: i.gid.load(Ordering::Relaxed),
             nlink: i.nlink.load(Ordering::Relaxed),
@@ -393,11 +402,24 @@ impl AttrWriter<'_> {
             btime: i.btime,
         }
     }
+    /// Sets the permission bits; the type and the ACL bits stay.
     pub fn set_mode(&mut self, mode: u32) {
-        let ty = self.inode.mode.load(Ordering::Relaxed) & S_IFMT;
+        let kept = self.inode.mode.load(Ordering::Relaxed) & (S_IFMT | MODE_ACL_BITS);
         self.inode
             .mode
-            .store(ty | (mode & !S_IFMT), Ordering::Relaxed);
+            .store(kept | (mode & !(S_IFMT | MODE_ACL_BITS)), Ordering::Relaxed);
+    }
+    /// The `MODE_ACL_BITS` now (inode/acl.rs, under the table's shard lock).
+    pub(crate) fn acl_bits(&self) -> u32 {
+        self.inode.mode.load(Ordering::Relaxed) & MODE_ACL_BITS
+    }
+    /// Sets or clears one of `MODE_ACL_BITS` (inode/acl.rs only, holding
+    /// the table's shard lock for the inode).
+    pub(crate) fn set_acl_bit(&mut self, bit: u32, on: bool) {
+        debug_assert_eq!(bit & !MODE_ACL_BITS, 0);
+        let m = self.inode.mode.load(Ordering::Relaxed);
+        let m = if on { m | bit } else { m & !bit };
+        self.inode.mode.store(m, Ordering::Relaxed);
     }
     pub fn set_uid(&mut self, uid: u32) {
         self.inode.uid.store(uid, Ordering::Relaxed);

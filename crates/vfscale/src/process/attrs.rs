@@ -6,7 +6,8 @@
 
 use super::Process;
 use crate::abi::*;
-use crate::cred::perm::{check_chown, chmod_mode, may_access, may_chmod, may_set_times, MAY_WRITE};
+use crate::cred::acl::MODE_ACL_BITS;
+use crate::cred::perm::{check_chown, chmod_mode, may_chmod, may_set_times, MAY_WRITE};
 use crate::cred::Cred;
 use crate::dcache::walk::Found;
 use crate::fs::BLOCK_SIZE;
@@ -119,8 +120,7 @@ impl Process {
             return Ok(());
         }
         // SAFETY: the guard keeps the inode allocated.
-        let (m, u, g) = unsafe { &*inode }.perm_attr();
-        may_access(cred, m, u, g, mode as u32)
+        unsafe { &*inode }.permission(cred, mode as u32)
     }
 
     fn lookup_setattr(&self, dirfd: Fd, path: &[u8], flags: i32) -> SysResult<Found> {
@@ -131,7 +131,7 @@ impl Process {
         refuse_anon_inode_setattr(inode)?;
         let (cur_mode, uid, gid) = inode.perm_attr();
         may_chmod(&self.cred, uid)?;
-        let new = chmod_mode(&self.cred, cur_mode, gid, mode);
+        let new = chmod_mode(&self.cred, cur_mode & !MODE_ACL_BITS, gid, mode);
         if let Some(sb) = super::backend_names::backend_of(inode) {
             let change = crate::fs::AttrChange {
                 mode: Some(new),
@@ -153,11 +153,7 @@ impl Process {
             }
             _ => None,
         };
-        let t = now();
-        inode.update_attr(|a| {
-            a.set_mode(new);
-            a.set_ctime(t);
-        });
+        inode.chmod_with_acl(new, now());
         self.vfs.watchers.inode_changed(inode, false);
         Ok(())
     }
@@ -255,8 +251,9 @@ impl Process {
             return Ok(());
         }
         let explicit = !(at.nsec == UTIME_NOW && mt.nsec == UTIME_NOW);
-        let (m, u, g) = inode.perm_attr();
-        let can_write = may_access(&self.cred, m, u, g, MAY_WRITE).is_ok();
+        let perm = inode.perm_attr();
+        let u = perm.1;
+        let can_write = inode.permission_as(&self.cred, perm, MAY_WRITE).is_ok();
         if inode.file_type() == 0 {
             // The eventfd inode: only may_setattr's check of a touch runs
             // before its setattr refuses (see refuse_anon_inode_setattr).

@@ -2,7 +2,7 @@
 
 use super::{FsContext, Process};
 use crate::abi::*;
-use crate::cred::perm::{may_access, MAY_EXEC};
+use crate::cred::perm::MAY_EXEC;
 use crate::dcache::walk::{Found, PathPtr, WALK_DIRECTORY, WALK_FOLLOW};
 use crate::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -14,8 +14,7 @@ impl Process {
         if !inode.is_dir() {
             return Err(Errno::ENOTDIR);
         }
-        let (m, u, g) = inode.perm_attr();
-        may_access(&self.cred, m, u, g, MAY_EXEC)?;
+        inode.permission(&self.cred, MAY_EXEC)?;
         if !self.vfs.dget_validated(found.path.dentry, found.seq) {
             return Ok(None);
         }
@@ -62,8 +61,7 @@ impl Process {
             let _g = self.vfs.collector.enter();
             let found =
                 self.lookup_at(&self.cred, AT_FDCWD, path, 0, WALK_FOLLOW | WALK_DIRECTORY)?;
-            let (m, u, g) = found.inode().perm_attr();
-            may_access(&self.cred, m, u, g, MAY_EXEC)?;
+            found.inode().permission(&self.cred, MAY_EXEC)?;
             return Err(Errno::EPERM);
         }
         self.set_dir(true, AT_FDCWD, path, 0)

@@ -25,7 +25,7 @@
 use super::dirents::DirEntryRef;
 use super::{FsContext, Process};
 use crate::abi::*;
-use crate::cred::perm::{may_access, MAY_WRITE};
+use crate::cred::perm::MAY_WRITE;
 use crate::cred::Cred;
 use crate::dcache::walk::{Found, PathPtr};
 use crate::file::FdTable;
@@ -242,8 +242,7 @@ impl Namespace {
                     if inode.file_type() != S_IFREG {
                         return Err(Errno::EINVAL);
                     }
-                    let (m, u, g) = inode.perm_attr();
-                    may_access(cred, m, u, g, MAY_WRITE)?;
+                    inode.permission(cred, MAY_WRITE)?;
                     v.truncate_inode(inode, size as u64)?;
                 }
             }

@@ -48,7 +48,7 @@ pub use dirents::DirEntryRef;
 pub use handles::{Entry, Fh, Handle, Namespace, SetAttr};
 
 use crate::abi::*;
-use crate::cred::perm::{may_access, MAY_EXEC, MAY_WRITE};
+use crate::cred::perm::{MAY_EXEC, MAY_WRITE};
 use crate::cred::Cred;
 use crate::dcache::walk::{Found, Parent, PathPtr, WALK_FOLLOW};
 use crate::file::{FdTable, FileRef};
@@ -360,7 +360,7 @@ impl Process {
 
     /// Write and search permission on a directory.
     fn may_write_dir(&self, dir: &Inode) -> SysResult<()> {
-        self.may_write_dir_as(dir.perm_attr())
+        self.may_write_dir_as(dir, dir.perm_attr())
     }
 
     /// `may_write_dir` from a (mode, uid, gid) copy of the directory's
@@ -371,8 +371,8 @@ impl Process {
     /// under the lock would: chmod and chown of a directory do not take its
     /// lock, so either read may see the mode before or after a racing one.
     #[inline(always)]
-    fn may_write_dir_as(&self, (mode, uid, gid): (u32, u32, u32)) -> SysResult<()> {
-        may_access(&self.cred, mode, uid, gid, MAY_WRITE | MAY_EXEC)
+    fn may_write_dir_as(&self, dir: &Inode, perm: (u32, u32, u32)) -> SysResult<()> {
+        dir.permission_as(&self.cred, perm, MAY_WRITE | MAY_EXEC)
     }
 
     fn fd_file(&self, fd: Fd) -> SysResult<FileRef> {

@@ -9,12 +9,13 @@
 use super::stamp::NameStamp;
 use super::Process;
 use crate::abi::*;
-use crate::cred::perm::{may_access, new_inode_owner, sticky_may_delete, MAY_WRITE};
+use crate::cred::perm::{new_inode_owner, sticky_may_delete, MAY_WRITE};
 use crate::dcache::dentry::{Dentry, D_LINKABLE, D_MOUNTED};
 use crate::dcache::hash::{GrowFrom, LockedBucket};
 use crate::dcache::name::NameKey;
 use crate::dcache::walk::{Last, Parent, WALK_FOLLOW};
 use crate::dir::index::DirIndex;
+use crate::inode::acl::InheritedAcls;
 use crate::inode::{now, Inode, InodeBody};
 use crate::sync::atomic::Ordering;
 use crate::sync::lock::{RwLock, RwLockWriteGuard};
@@ -58,6 +59,8 @@ impl Drop for Prealloc<'_> {
 impl Process {
     /// Creates a node named `key` in the locked directory `dir` (dentry
     /// `dir_d`) and returns its dentry, pinned by the namespace reference.
+    /// `mode` carries the bits of the inherited `acls` (`new_mode_in`),
+    /// which are stored before the name is published.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn create_locked<'a>(
         &self,
@@ -66,7 +69,7 @@ impl Process {
         dir: &'a Inode,
         key: &NameKey<'_>,
         neg: *const Dentry,
-        mode: u32,
+        (mode, acls): (u32, InheritedAcls),
         uid: u32,
         gid: u32,
         rdev: u64,
@@ -85,6 +88,7 @@ impl Process {
         sb.reserve_inode()?;
         let ino = sb.ino_alloc.alloc();
         let inode = self.vfs.alloc_inode(sb, ino, mode, uid, gid, rdev, body);
+        acls.attach(sb, ino);
         let d = self.bind_name(dir_d, key, neg, inode, core::ptr::null());
         Ok((d, self.index_child(index, dir, d, is_dir)))
     }
@@ -101,11 +105,14 @@ impl Process {
         key: &NameKey<'_>,
         neg: *const Dentry,
         inode: Prealloc<'_>,
-        (mode, uid, gid): (u32, u32, u32),
+        ((mode, acls), uid, gid): ((u32, InheritedAcls), u32, u32),
     ) -> (*const Dentry, NameStamp<'a>) {
         let (inode, fresh) = inode.take();
         // SAFETY: ours alone until `bind_name` publishes it.
-        unsafe { &*inode }.init_owner(mode, uid, gid);
+        let i = unsafe { &*inode };
+        i.init_owner(mode, uid, gid);
+        // SAFETY: an inode's superblock outlives it.
+        acls.attach(unsafe { &*i.sb }, i.ino());
         let d = self.bind_name(dir_d, key, neg, inode, fresh);
         (d, self.index_child(index, dir, d, s_isdir(mode)))
     }
@@ -252,6 +259,18 @@ impl Process {
         self.owner_in_as(dir.perm_attr(), mode)
     }
 
+    /// The mode of a new inode of `mode` (after `owner_in`) in `dir`, whose
+    /// `perm_attr` mode is `dir_mode`, with the ACLs it inherits: less the
+    /// umask, or masked by the directory's default ACL (posix_acl_create).
+    pub(super) fn new_mode_in(
+        &self,
+        dir: &Inode,
+        dir_mode: u32,
+        mode: u32,
+    ) -> (u32, InheritedAcls) {
+        InheritedAcls::for_new(dir, dir_mode, mode, self.umask_bits())
+    }
+
     /// `owner_in` from a copy of the directory's (mode, uid, gid) read
     /// before its lock (`may_write_dir_as`).
     pub(super) fn owner_in_as(
@@ -277,15 +296,16 @@ impl Process {
             true,
             || Ok(()),
             |idx, dir, key, neg| {
-                let (uid, gid, m) = self.owner_in(dir, S_IFDIR | (mode & (0o777 | S_ISVTX)));
-                let m = (m & !(self.umask_bits() & 0o777)) | S_IFDIR;
+                let dir_perm = dir.perm_attr();
+                let (uid, gid, m) =
+                    self.owner_in_as(dir_perm, S_IFDIR | (mode & (0o777 | S_ISVTX)));
                 self.create_locked(
                     idx,
                     parent.dir.path.dentry,
                     dir,
                     key,
                     neg,
-                    m,
+                    self.new_mode_in(dir, dir_perm.0, m),
                     uid,
                     gid,
                     0,
@@ -300,7 +320,8 @@ impl Process {
         self.mknod(dirfd, path, mode, dev, false).map(drop)
     }
 
-    /// The new node's owner, mode (less the umask) and device number, after
+    /// The new node's owner, mode (before the umask or a default ACL:
+    /// `new_mode_in`) and device number, after
     /// CAP_MKNOD (checked after the name, as vfs_mknod does; a 0:0
     /// character device is an overlayfs whiteout, which anyone may make).
     fn mknod_attrs(
@@ -319,7 +340,7 @@ impl Process {
         } else {
             0
         };
-        Ok((uid, gid, (m & !self.umask_bits()) | ty, rdev))
+        Ok((uid, gid, m | ty, rdev))
     }
 
     /// mknodat; with `keep`, the new file's dentry and mount, one
@@ -348,7 +369,8 @@ impl Process {
         if super::backend_names::backend_of(parent.dir.inode()).is_some() {
             self.backend_create(&parent, false, |sb, dir, name| {
                 let (uid, gid, m, rdev) = self.mknod_attrs(dir, ty, mode, dev)?;
-                sb.fs.create(sb, dir, name, m, rdev, uid, gid)
+                sb.fs
+                    .create(sb, dir, name, m & !self.umask_bits(), rdev, uid, gid)
             })?;
             return if keep {
                 self.backend_made(&parent, ty).map(Some)
@@ -362,6 +384,7 @@ impl Process {
             || Ok(()),
             |idx, dir, key, neg| {
                 let (uid, gid, m, rdev) = self.mknod_attrs(dir, ty, mode, dev)?;
+                let m = self.new_mode_in(dir, dir.perm_attr().0, m);
                 let body = match ty {
                     S_IFREG => InodeBody::Regular(RwLock::new(Default::default())),
                     S_IFIFO => InodeBody::Fifo(Box::default()),
@@ -437,7 +460,7 @@ impl Process {
                         dir,
                         key,
                         neg,
-                        S_IFLNK | 0o777,
+                        (S_IFLNK | 0o777, InheritedAcls::default()),
                         uid,
                         gid,
                         0,
@@ -596,7 +619,7 @@ impl Process {
         // first): the critical section only looks them up.
         let key = NameKey::lookup(name);
         let dir_perm = dir.perm_attr();
-        let may_write = self.may_write_dir_as(dir_perm);
+        let may_write = self.may_write_dir_as(dir, dir_perm);
         let (mut locked, waited) = index.write_noting_wait();
         if locked.is_dead() {
             return Err(Errno::ENOENT);
@@ -679,7 +702,7 @@ impl Process {
     /// Write+search on the directory and the sticky rule (EPERM).
     pub(super) fn may_delete(&self, dir: &Inode, victim: &Inode) -> SysResult<()> {
         let dir_perm = dir.perm_attr();
-        self.may_delete_as(dir_perm, self.may_write_dir_as(dir_perm), victim)
+        self.may_delete_as(dir_perm, self.may_write_dir_as(dir, dir_perm), victim)
     }
 
     /// `may_delete` from a copy of the directory's (mode, uid, gid) and the
@@ -900,13 +923,11 @@ impl Process {
         // A directory changing parents rewrites its "..": write permission.
         if od != nd {
             if si.is_dir() {
-                let (m, u, g) = si.perm_attr();
-                may_access(&self.cred, m, u, g, MAY_WRITE)?;
+                si.permission(&self.cred, MAY_WRITE)?;
             }
             if let (true, Some(di)) = (exchange, di) {
                 if di.is_dir() {
-                    let (m, u, g) = di.perm_attr();
-                    may_access(&self.cred, m, u, g, MAY_WRITE)?;
+                    di.permission(&self.cred, MAY_WRITE)?;
                 }
             }
         }
@@ -933,16 +954,14 @@ impl Process {
             // SAFETY: an inode's superblock outlives it.
             let sb = unsafe { &*odir.sb };
             sb.reserve_inode()?;
-            let (uid, gid, mode) = self.owner_in(odir, S_IFCHR);
-            let inode = self.vfs.alloc_inode(
-                sb,
-                sb.ino_alloc.alloc(),
-                mode,
-                uid,
-                gid,
-                0,
-                InodeBody::Special,
-            );
+            let odir_perm = odir.perm_attr();
+            let (uid, gid, mode) = self.owner_in_as(odir_perm, S_IFCHR);
+            let (mode, acls) = self.new_mode_in(odir, odir_perm.0, mode);
+            let ino = sb.ino_alloc.alloc();
+            let inode = self
+                .vfs
+                .alloc_inode(sb, ino, mode, uid, gid, 0, InodeBody::Special);
+            acls.attach(sb, ino);
             Some((inode, oidx.reserve_cookie()))
         } else {
             None
@@ -1088,8 +1107,8 @@ impl Process {
         } else if inode.file_type() != S_IFREG {
             Err(Errno::EINVAL)
         } else {
-            let (m, u, g) = inode.perm_attr();
-            may_access(&self.cred, m, u, g, MAY_WRITE)
+            inode
+                .permission(&self.cred, MAY_WRITE)
                 .and_then(|()| self.truncate_inode(inode, length as u64))
         };
         self.vfs.dput(found.path.dentry);

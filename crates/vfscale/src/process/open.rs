@@ -3,7 +3,7 @@
 use super::Process;
 use crate::abi::*;
 use crate::anon::pipe::PartnerWait;
-use crate::cred::perm::{may_access, may_open_existing_in_sticky, MAY_READ, MAY_WRITE};
+use crate::cred::perm::{may_open_existing_in_sticky, MAY_READ, MAY_WRITE};
 use crate::dcache::dentry::D_MOUNTED;
 use crate::dcache::name::NameKey;
 use crate::dcache::walk::{Found, Last, Parent, PathPtr, WALK_DIRECTORY, WALK_FOLLOW};
@@ -195,7 +195,7 @@ impl Process {
         // lock (`may_write_dir_as`); their errors are returned in the
         // kernel's order, inside.
         let dir_perm = dir.perm_attr();
-        let may_write = self.may_write_dir_as(dir_perm);
+        let may_write = self.may_write_dir_as(dir, dir_perm);
         let owner = self.owner_in_as(dir_perm, S_IFREG | (mode & S_IALLUGO));
         let (mut locked, waited) = index.write_noting_wait();
         if locked.is_dead() {
@@ -307,7 +307,7 @@ impl Process {
         super::refuse_backend_change(dir)?;
         may_write?;
         let (uid, gid, m) = owner;
-        let m = (m & !self.umask_bits()) | S_IFREG;
+        let m = self.new_mode_in(dir, dir_perm.0, m);
         let (d, stamp) = if let Some(inode) = prealloc {
             self.create_locked_prealloc(
                 &mut locked,
@@ -390,8 +390,7 @@ impl Process {
                 want |= MAY_WRITE;
             }
             if !created {
-                let (mode, uid, gid) = inode.perm_attr();
-                may_access(&self.cred, mode, uid, gid, want)?;
+                inode.permission(&self.cred, want)?;
             }
             if matches!(ty, S_IFCHR | S_IFBLK | S_IFSOCK) {
                 return Err(Errno::ENXIO);

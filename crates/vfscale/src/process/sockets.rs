@@ -51,7 +51,7 @@ use crate::abi::*;
 use crate::anon::creds::{PeerCred, SendCreds};
 use crate::anon::rights::{InFlight, SCM_MAX_FD};
 use crate::anon::socket::{Binding, NameKey, SockName, Socket};
-use crate::cred::perm::{may_access, MAY_WRITE};
+use crate::cred::perm::MAY_WRITE;
 use crate::file::FileRef;
 use crate::vfs::VfsInner;
 use std::sync::Arc;
@@ -119,8 +119,10 @@ impl Process {
             // Linux makes the file first (EADDRINUSE, ENOENT, EACCES...),
             // then finds the socket already named (EINVAL) and removes it.
             // The file takes the socket's own permission bits (fchmod on
-            // the socket changes them), less the umask.
-            let perm = file.inode().attr().mode & S_IALLUGO;
+            // the socket changes them), less the umask, which unix_bind
+            // applies itself: a directory's default ACL masks what is
+            // left (mknod does not apply the umask again then).
+            let perm = file.inode().attr().mode & S_IALLUGO & !self.umask_bits();
             let made = match self.mknod(AT_FDCWD, name, S_IFSOCK | perm, 0, true) {
                 Err(Errno::EEXIST) => return Err(Errno::EADDRINUSE),
                 r => r?.ok_or(Errno::EOPNOTSUPP)?,
@@ -480,8 +482,7 @@ impl Process {
             return Err(Errno::ENOENT);
         }
         let inode = found.inode();
-        let (mode, uid, gid) = inode.perm_attr();
-        may_access(&self.cred, mode, uid, gid, MAY_WRITE)?;
+        inode.permission(&self.cred, MAY_WRITE)?;
         if inode.file_type() != S_IFSOCK {
             return Err(Errno::ECONNREFUSED);
         }

@@ -121,7 +121,7 @@ impl Process {
         *const crate::inode::Inode,
     )> {
         let dir_perm = dir.perm_attr();
-        self.may_write_dir_as(dir_perm)?;
+        self.may_write_dir_as(dir, dir_perm)?;
         // SAFETY: an inode's superblock outlives it.
         let sb = unsafe { &*dir.sb };
         if sb.backend_served {
@@ -132,7 +132,7 @@ impl Process {
         self.vfs.admit(bytes, Errno::ENOMEM)?;
         sb.reserve_inode()?;
         let (uid, gid, m) = self.owner_in_as(dir_perm, S_IFREG | (mode & S_IALLUGO));
-        let m = (m & !self.umask_bits()) | S_IFREG;
+        let (m, acls) = self.new_mode_in(dir, dir_perm.0, m);
         let ino = sb.ino_alloc.alloc();
         let inode = self.vfs.alloc_inode(
             sb,
@@ -143,6 +143,7 @@ impl Process {
             0,
             InodeBody::Regular(RwLock::new(Default::default())),
         );
+        acls.attach(sb, ino);
         // SAFETY: ours alone until the dentry below is in a file.
         unsafe { &*inode }.update_attr(|w| w.set_nlink(0));
         let mut name = [0u8; 24];

@@ -3,7 +3,9 @@
 //!
 //! tmpfs semantics: `user.*` (regular files and directories only),
 //! `trusted.*` (root only; hidden from others' listings) and `security.*`
-//! (anyone reads, root writes) are stored; `system.*` (POSIX ACLs) and
+//! (anyone reads, root writes) are stored; `system.posix_acl_access` and
+//! `system.posix_acl_default` are the inode's POSIX ACLs (inode/acl.rs:
+//! no xattr_permission check, listed first); other `system.*` names and
 //! unknown namespaces are EOPNOTSUPP. Checks run in Linux's order: name and
 //! size (ERANGE, E2BIG), then xattr_permission (EPERM / ENODATA for the
 //! namespace rules, EACCES from the mode bits), then the namespace itself.
@@ -16,7 +18,8 @@
 
 use super::Process;
 use crate::abi::*;
-use crate::cred::perm::{may_access, MAY_READ, MAY_WRITE};
+use crate::cred::acl::{self, AclKind};
+use crate::cred::perm::{MAY_READ, MAY_WRITE};
 use crate::cred::Cred;
 use crate::fs::XattrCall;
 use crate::inode::{now, Inode};
@@ -34,8 +37,8 @@ enum Space {
     User,
     Trusted,
     Security,
-    /// `system.*`: POSIX ACLs on Linux's tmpfs (not built: EOPNOTSUPP);
-    /// the VFS applies no permission check to it.
+    /// `system.*`: the two POSIX ACL names on tmpfs (`AclKind`), else
+    /// EOPNOTSUPP; the VFS applies no permission check to it.
     System,
     /// No known prefix.
     Unsupported,
@@ -114,13 +117,15 @@ fn store_of(file: &crate::file::OpenFile) -> Store {
 /// without one, its answer is EAGAIN, which setxattr turns into EOPNOTSUPP
 /// (after asking the LSM's setsecurity) and removexattr returns as is
 /// (checked against Linux 6.18).
+/// `value` is None for a removal.
 fn change_without_store(
     cred: &Cred,
     inode: &Inode,
     store: Store,
     name: &[u8],
-    remove: bool,
+    value: Option<&[u8]>,
 ) -> SysResult<()> {
+    let remove = value.is_none();
     let name = check_name(name)?;
     let space = space_of(name);
     // The eventfd inode (no type bits) is S_PRIVATE on Linux: the security
@@ -129,6 +134,9 @@ fn change_without_store(
     let private = inode.file_type() == 0;
     if !(private && space == Space::Security) {
         xattr_permission(cred, inode, space, true)?;
+    }
+    if let Some(kind) = AclKind::of_name(name) {
+        return change_acl(cred, inode, store, kind, value);
     }
     match store {
         Store::Socket(_) if space == Space::Security => {
@@ -234,13 +242,36 @@ fn xattr_permission(cred: &Cred, inode: &Inode, space: Space, write: bool) -> Sy
         Space::System => return Ok(()),
         Space::Unsupported => {}
     }
-    may_access(
+    inode.permission_as(
         cred,
-        mode,
-        uid,
-        gid,
+        (mode, uid, gid),
         if write { MAY_WRITE } else { MAY_READ },
     )
+}
+
+/// setxattr (`value` Some) or removexattr of an ACL name on an inode whose
+/// attributes live in `store`. Linux parses the value before it asks the
+/// filesystem, so a malformed one is EINVAL even where the answer is
+/// EOPNOTSUPP: anonymous objects (pipefs, sockfs, anon_inodefs have no
+/// ACLs) and passthrough inodes (whose host ACLs vfscale does not route;
+/// see the module comment).
+fn change_acl(
+    cred: &Cred,
+    inode: &Inode,
+    store: Store,
+    kind: AclKind,
+    value: Option<&[u8]>,
+) -> SysResult<()> {
+    // An empty value is no ACL: a removal (do_set_acl parses only a
+    // non-empty one).
+    let value = value.filter(|v| !v.is_empty());
+    if matches!(store, Store::Tmpfs) && super::backend_names::backend_of(inode).is_none() {
+        return inode.set_acl(cred, kind, value);
+    }
+    if let Some(v) = value {
+        acl::parse(v)?;
+    }
+    Err(Errno::EOPNOTSUPP)
 }
 
 /// setxattr on a found inode.
@@ -260,6 +291,10 @@ pub(crate) fn set_inode(
     }
     let space = space_of(name);
     xattr_permission(cred, inode, space, true)?;
+    if let Some(kind) = AclKind::of_name(name) {
+        // XATTR_CREATE and XATTR_REPLACE mean nothing to an ACL (do_set_acl).
+        return change_acl(cred, inode, Store::Tmpfs, kind, Some(value));
+    }
     stored_space(name, space)?;
     if let Some(sb) = super::backend_names::backend_of(inode) {
         return sb
@@ -296,6 +331,12 @@ pub(crate) fn get_inode(
     let name = check_name(name)?;
     let space = space_of(name);
     xattr_permission(cred, inode, space, false)?;
+    if let Some(kind) = AclKind::of_name(name) {
+        if super::backend_names::backend_of(inode).is_some() {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        return inode.get_acl(kind, buf);
+    }
     stored_space(name, space)?;
     if let Some(sb) = super::backend_names::backend_of(inode) {
         return sb.fs.xattr(sb, inode, XattrCall::Get(name, buf));
@@ -333,6 +374,8 @@ pub(crate) fn list_inode(cred: &Cred, inode: &Inode, buf: &mut [u8]) -> SysResul
             }
         }
     } else {
+        // The ACL names first (simple_xattr_list), then the rest.
+        out = inode.acl_names();
         // SAFETY: an inode's superblock outlives it.
         let sb = unsafe { &*inode.sb };
         // Descending byte order, as Linux 6.18's tmpfs lists its names
@@ -363,6 +406,9 @@ pub(crate) fn remove_inode(cred: &Cred, inode: &Inode, name: &[u8]) -> SysResult
     let name = check_name(name)?;
     let space = space_of(name);
     xattr_permission(cred, inode, space, true)?;
+    if let Some(kind) = AclKind::of_name(name) {
+        return change_acl(cred, inode, Store::Tmpfs, kind, None);
+    }
     stored_space(name, space)?;
     if let Some(sb) = super::backend_names::backend_of(inode) {
         return sb.fs.xattr(sb, inode, XattrCall::Remove(name)).map(drop);
@@ -456,7 +502,7 @@ impl Process {
         }
         self.with_xattr_inode(at, false, |i, store| match store {
             Store::Tmpfs => set_inode(&self.cred, i, name, value, flags),
-            _ => change_without_store(&self.cred, i, store, name, false),
+            _ => change_without_store(&self.cred, i, store, name, Some(value)),
         })
     }
 
@@ -491,7 +537,7 @@ impl Process {
         let fd_only = matches!(at, XattrAt::Fd(_));
         self.with_xattr_inode(at, fd_only, |i, store| match store {
             Store::Tmpfs => remove_inode(&self.cred, i, name),
-            _ => change_without_store(&self.cred, i, store, name, true),
+            _ => change_without_store(&self.cred, i, store, name, None),
         })
     }
 }
