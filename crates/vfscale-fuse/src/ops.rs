@@ -301,16 +301,27 @@ impl Ops {
         }
     }
 
-    pub fn mknod(&self, c: Caller, parent: u64, name: &[u8], mode: u32, rdev: u32) -> Reply {
+    /// MKNOD; `umask` is the request's (the kernel leaves it to us:
+    /// FUSE_DONT_MASK, so a default ACL can replace it, as on tmpfs).
+    pub fn mknod(
+        &self,
+        c: Caller,
+        parent: u64,
+        name: &[u8],
+        mode: u32,
+        rdev: u32,
+        umask: u32,
+    ) -> Reply {
         self.make_entry(parent, |dir| {
             self.ns
-                .mknod(&c.cred(), &dir.handle, name, mode, rdev as u64)
+                .mknod(&c.cred(), &dir.handle, name, mode, rdev as u64, umask)
         })
     }
 
-    pub fn mkdir(&self, c: Caller, parent: u64, name: &[u8], mode: u32) -> Reply {
+    /// MKDIR; `umask` as MKNOD's.
+    pub fn mkdir(&self, c: Caller, parent: u64, name: &[u8], mode: u32, umask: u32) -> Reply {
         self.make_entry(parent, |dir| {
-            self.ns.mkdir(&c.cred(), &dir.handle, name, mode)
+            self.ns.mkdir(&c.cred(), &dir.handle, name, mode, umask)
         })
     }
 
@@ -545,7 +556,16 @@ impl Ops {
         )
     }
 
-    pub fn create(&self, c: Caller, parent: u64, name: &[u8], mode: u32, flags: i32) -> Reply {
+    /// CREATE; `umask` as MKNOD's.
+    pub fn create(
+        &self,
+        c: Caller,
+        parent: u64,
+        name: &[u8],
+        mode: u32,
+        umask: u32,
+        flags: i32,
+    ) -> Reply {
         let _own = OwnChange::begin(&self.nodes);
         let dir = match self.node(parent) {
             Ok(d) => d,
@@ -554,7 +574,10 @@ impl Ops {
         // A file created here is new, so its creator may read it whatever
         // the mode: no fallback needed (Linux's O_CREAT opens likewise).
         let (flags, _) = self.open_flags(flags);
-        match self.ns.create(&c.cred(), &dir.handle, name, flags, mode) {
+        match self
+            .ns
+            .create(&c.cred(), &dir.handle, name, flags, mode, umask)
+        {
             Ok((entry, fh)) => {
                 let stat = entry.stat;
                 let id = self.nodes.remember(entry);
@@ -685,7 +708,7 @@ mod tests {
             gid: 0,
             pid: 1,
         };
-        let Reply::Entry { id, .. } = ops.mknod(root, ROOT, b"fifo", S_IFIFO | 0o644, 0) else {
+        let Reply::Entry { id, .. } = ops.mknod(root, ROOT, b"fifo", S_IFIFO | 0o644, 0, 0) else {
             panic!("mknod of a FIFO failed");
         };
         let (tx, rx) = std::sync::mpsc::channel();

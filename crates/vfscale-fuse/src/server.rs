@@ -249,6 +249,10 @@ impl Filesystem for VfsFs {
             // may then LOOKUP "." and ".." of a node id it no longer
             // holds (`Ops::lookup`).
             InitFlags::FUSE_EXPORT_SUPPORT,
+            // The creating calls' umask comes with the request and the core
+            // applies it, unless a directory's default ACL replaces it (as
+            // on tmpfs); without this the kernel would apply it first.
+            InitFlags::FUSE_DONT_MASK,
         ] {
             // A capability the kernel lacks is simply not used.
             let _ = config.add_capabilities(cap);
@@ -341,13 +345,13 @@ impl Filesystem for VfsFs {
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
-        _umask: u32,
+        umask: u32,
         rdev: u32,
         reply: ReplyEntry,
     ) {
         let r = self
             .ops
-            .mknod(caller(req), parent.0, name.as_bytes(), mode, rdev);
+            .mknod(caller(req), parent.0, name.as_bytes(), mode, rdev, umask);
         self.send(r, reply);
     }
 
@@ -357,11 +361,12 @@ impl Filesystem for VfsFs {
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
-        _umask: u32,
+        umask: u32,
         reply: ReplyEntry,
     ) {
         self.send(
-            self.ops.mkdir(caller(req), parent.0, name.as_bytes(), mode),
+            self.ops
+                .mkdir(caller(req), parent.0, name.as_bytes(), mode, umask),
             reply,
         );
     }
@@ -572,13 +577,13 @@ impl Filesystem for VfsFs {
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
-        _umask: u32,
+        umask: u32,
         flags: i32,
         reply: ReplyCreate,
     ) {
         let r = self
             .ops
-            .create(caller(req), parent.0, name.as_bytes(), mode, flags);
+            .create(caller(req), parent.0, name.as_bytes(), mode, umask, flags);
         self.send(r, reply);
     }
 

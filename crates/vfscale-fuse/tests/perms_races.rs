@@ -206,3 +206,101 @@ fn readdir_of_100k_entries_is_complete_and_unique() {
     assert_eq!(seen.len(), LARGE);
     assert!(seen.contains("entry-0") && seen.contains(&format!("entry-{}", LARGE - 1)));
 }
+
+/// POSIX ACLs through the mount, as on tmpfs: an access ACL set through
+/// the mount lets user 1000 read a file the mode bits deny (and its
+/// removal takes that back), and a default ACL set through the mount
+/// replaces the creating process's umask (the server asks for
+/// FUSE_DONT_MASK, so the kernel leaves the umask to the core).
+#[test]
+fn acls_through_the_mount() {
+    let Some(m) = mount() else { return };
+    let root = m.path().display().to_string();
+    let core = m.core();
+    core.chmod(b"/", 0o755).unwrap();
+    let fd = core
+        .open(
+            b"/secret",
+            vfscale::abi::O_CREAT | vfscale::abi::O_WRONLY,
+            0o600,
+        )
+        .unwrap();
+    core.write(fd, b"s").unwrap();
+    core.close(fd).unwrap();
+    core.chmod(b"/secret", 0o600).unwrap();
+    let acl = |entries: &[(u16, u16, u32)]| {
+        let mut v = 2u32.to_le_bytes().to_vec();
+        for &(tag, perm, id) in entries {
+            v.extend_from_slice(&tag.to_le_bytes());
+            v.extend_from_slice(&perm.to_le_bytes());
+            v.extend_from_slice(&id.to_le_bytes());
+        }
+        v
+    };
+    let set = |path: &str, name: &str, value: &[u8]| {
+        let p = std::ffi::CString::new(path).unwrap();
+        let n = std::ffi::CString::new(name).unwrap();
+        // SAFETY: valid NUL-terminated strings and a value buffer of the
+        // given length.
+        let r = unsafe {
+            libc::setxattr(
+                p.as_ptr(),
+                n.as_ptr(),
+                value.as_ptr().cast(),
+                value.len(),
+                0,
+            )
+        };
+        assert_eq!(
+            r,
+            0,
+            "setxattr {path} {name}: {}",
+            std::io::Error::last_os_error()
+        );
+    };
+    const U: u32 = u32::MAX;
+    assert_ne!(as_user(&format!("cat {root}/secret")).0, 0);
+    set(
+        &format!("{root}/secret"),
+        "system.posix_acl_access",
+        &acl(&[
+            (1, 6, U),
+            (2, 4, 1000),
+            (4, 0, U),
+            (0x10, 4, U),
+            (0x20, 0, U),
+        ]),
+    );
+    assert_eq!(core.stat(b"/secret").unwrap().mode & 0o777, 0o640);
+    assert_eq!(as_user(&format!("cat {root}/secret")).0, 0);
+    let p = std::ffi::CString::new(format!("{root}/secret")).unwrap();
+    let n = std::ffi::CString::new("system.posix_acl_access").unwrap();
+    // SAFETY: valid NUL-terminated strings.
+    assert_eq!(unsafe { libc::removexattr(p.as_ptr(), n.as_ptr()) }, 0);
+    core.chmod(b"/secret", 0o600).unwrap();
+    assert_ne!(as_user(&format!("cat {root}/secret")).0, 0);
+
+    core.mkdir(b"/shared", 0o777).unwrap();
+    core.chmod(b"/shared", 0o777).unwrap();
+    set(
+        &format!("{root}/shared"),
+        "system.posix_acl_default",
+        &acl(&[(1, 7, U), (4, 7, U), (0x20, 5, U)]),
+    );
+    let (code, err) = as_user(&format!(
+        "umask 077; touch {root}/shared/f && mkdir {root}/shared/d"
+    ));
+    assert_eq!(code, 0, "{err}");
+    // 0666 and 0777 masked by the default ACL (rwx, rwx, r-x), not by
+    // the umask 077.
+    assert_eq!(core.stat(b"/shared/f").unwrap().mode & 0o777, 0o664);
+    assert_eq!(core.stat(b"/shared/d").unwrap().mode & 0o777, 0o775);
+    // Without a default ACL the umask applies, as before.
+    let (code, err) = as_user(&format!("umask 077; touch {root}/plain"));
+    assert_ne!(code, 0, "{err}");
+    core.mkdir(b"/open", 0o777).unwrap();
+    core.chmod(b"/open", 0o777).unwrap();
+    let (code, err) = as_user(&format!("umask 027; touch {root}/open/f"));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(core.stat(b"/open/f").unwrap().mode & 0o777, 0o640);
+}

@@ -15,10 +15,10 @@ fn setup() -> (Vfs, Namespace, Arc<Cred>) {
 fn lookup_create_read_write_through_handles_and_paths() {
     let (vfs, ns, root) = setup();
     let p = vfs.root_process();
-    let d = ns.mkdir(&root, ns.root(), b"d", 0o755).unwrap();
+    let d = ns.mkdir(&root, ns.root(), b"d", 0o755, 0).unwrap();
     assert!(s_isdir(d.stat.mode));
     assert_eq!(p.stat(b"/d").unwrap().ino, d.stat.ino);
-    let (e, fh) = ns.create(&root, &d.handle, b"f", O_RDWR, 0o644).unwrap();
+    let (e, fh) = ns.create(&root, &d.handle, b"f", O_RDWR, 0o644, 0).unwrap();
     assert_eq!(ns.write(&root, fh, 0, b"hello world").unwrap(), 11);
     let mut buf = [0u8; 64];
     let n = ns.read(fh, 6, &mut buf).unwrap();
@@ -49,7 +49,7 @@ fn lookup_create_read_write_through_handles_and_paths() {
     assert_eq!(ns.lookup(&root, &d.handle, b"").err(), Some(Errno::EINVAL));
     // create with O_EXCL on an existing name.
     assert_eq!(
-        ns.create(&root, &d.handle, b"f", O_RDWR | O_EXCL, 0o644)
+        ns.create(&root, &d.handle, b"f", O_RDWR | O_EXCL, 0o644, 0)
             .err(),
         Some(Errno::EEXIST)
     );
@@ -58,7 +58,7 @@ fn lookup_create_read_write_through_handles_and_paths() {
 #[test]
 fn unlinked_file_stays_usable_through_its_handle() {
     let (_vfs, ns, root) = setup();
-    let (e, fh) = ns.create(&root, ns.root(), b"f", O_RDWR, 0o600).unwrap();
+    let (e, fh) = ns.create(&root, ns.root(), b"f", O_RDWR, 0o600, 0).unwrap();
     ns.write(&root, fh, 0, b"data").unwrap();
     ns.release(fh).unwrap();
     ns.unlink(&root, ns.root(), b"f").unwrap();
@@ -74,9 +74,11 @@ fn unlinked_file_stays_usable_through_its_handle() {
 fn names_rename_link_symlink_rmdir() {
     let (vfs, ns, root) = setup();
     let p = vfs.root_process();
-    let a = ns.mkdir(&root, ns.root(), b"a", 0o755).unwrap();
-    let b = ns.mkdir(&root, ns.root(), b"b", 0o755).unwrap();
-    let (f, fh) = ns.create(&root, &a.handle, b"f", O_WRONLY, 0o644).unwrap();
+    let a = ns.mkdir(&root, ns.root(), b"a", 0o755, 0).unwrap();
+    let b = ns.mkdir(&root, ns.root(), b"b", 0o755, 0).unwrap();
+    let (f, fh) = ns
+        .create(&root, &a.handle, b"f", O_WRONLY, 0o644, 0)
+        .unwrap();
     ns.release(fh).unwrap();
     ns.rename(&root, &a.handle, b"f", &b.handle, b"g", 0)
         .unwrap();
@@ -103,7 +105,7 @@ fn names_rename_link_symlink_rmdir() {
     ns.unlink(&root, &a.handle, b"s").unwrap();
     ns.rmdir(&root, ns.root(), b"a").unwrap();
     let n = ns
-        .mknod(&root, ns.root(), b"fifo", S_IFIFO | 0o644, 0)
+        .mknod(&root, ns.root(), b"fifo", S_IFIFO | 0o644, 0, 0)
         .unwrap();
     assert_eq!(n.stat.mode & S_IFMT, S_IFIFO);
 }
@@ -112,15 +114,17 @@ fn names_rename_link_symlink_rmdir() {
 fn credentials_per_call_drive_permissions() {
     let (_vfs, ns, root) = setup();
     let user = Arc::new(Cred::user(1000, 1000, &[]));
-    let d = ns.mkdir(&root, ns.root(), b"private", 0o700).unwrap();
+    let d = ns.mkdir(&root, ns.root(), b"private", 0o700, 0).unwrap();
     assert_eq!(ns.lookup(&user, &d.handle, b"x").err(), Some(Errno::EACCES));
     assert_eq!(
-        ns.mkdir(&user, &d.handle, b"x", 0o755).err(),
+        ns.mkdir(&user, &d.handle, b"x", 0o755, 0).err(),
         Some(Errno::EACCES)
     );
     assert_eq!(ns.access(&user, &d.handle, R_OK).err(), Some(Errno::EACCES));
     ns.access(&root, &d.handle, R_OK | W_OK | X_OK).unwrap();
-    let (f, fh) = ns.create(&root, ns.root(), b"ro", O_WRONLY, 0o644).unwrap();
+    let (f, fh) = ns
+        .create(&root, ns.root(), b"ro", O_WRONLY, 0o644, 0)
+        .unwrap();
     ns.release(fh).unwrap();
     assert_eq!(
         ns.open(&user, &f.handle, O_WRONLY).err(),
@@ -162,7 +166,7 @@ fn credentials_per_call_drive_permissions() {
 #[test]
 fn readdir_cookies_resume_and_survive_changes() {
     let (_vfs, ns, root) = setup();
-    let d = ns.mkdir(&root, ns.root(), b"d", 0o755).unwrap();
+    let d = ns.mkdir(&root, ns.root(), b"d", 0o755, 0).unwrap();
     for i in 0..100 {
         let (_, fh) = ns
             .create(
@@ -171,6 +175,7 @@ fn readdir_cookies_resume_and_survive_changes() {
                 format!("f{i}").as_bytes(),
                 O_WRONLY,
                 0o644,
+                0,
             )
             .unwrap();
         ns.release(fh).unwrap();
@@ -207,7 +212,7 @@ fn readdir_cookies_resume_and_survive_changes() {
     assert_eq!(names.len(), 102);
     ns.release(dh).unwrap();
     let (_, fh) = ns
-        .create(&root, ns.root(), b"file", O_WRONLY, 0o644)
+        .create(&root, ns.root(), b"file", O_WRONLY, 0o644, 0)
         .unwrap();
     assert_eq!(ns.readdir(fh, 0, |_| true).err(), Some(Errno::ENOTDIR));
     ns.release(fh).unwrap();
@@ -218,8 +223,8 @@ fn readdir_cookies_resume_and_survive_changes() {
 fn exported_objects_are_found_by_number_while_named_or_in_use() {
     let (vfs, ns, root) = setup();
     let p = vfs.root_process();
-    let d = ns.mkdir(&root, ns.root(), b"d", 0o755).unwrap();
-    let (f, fh) = ns.create(&root, &d.handle, b"f", O_RDWR, 0o644).unwrap();
+    let d = ns.mkdir(&root, ns.root(), b"d", 0o755, 0).unwrap();
+    let (f, fh) = ns.create(&root, &d.handle, b"f", O_RDWR, 0o644, 0).unwrap();
     ns.release(fh).unwrap();
     let ino = f.stat.ino;
     // Not exported yet: nothing to find by number.

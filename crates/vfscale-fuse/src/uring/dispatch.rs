@@ -134,8 +134,16 @@ fn decode_and_call(
             let (name, rest) = split_name(p);
             ops.symlink(c, node, name, split_name(rest).0)
         }
-        MKNOD => ops.mknod(c, node, split_name(p).0, u32_at(op, 0), u32_at(op, 4)),
-        MKDIR => ops.mkdir(c, node, split_name(p).0, u32_at(op, 0)),
+        // fuse_mknod_in: mode, rdev, umask; fuse_mkdir_in: mode, umask.
+        MKNOD => ops.mknod(
+            c,
+            node,
+            split_name(p).0,
+            u32_at(op, 0),
+            u32_at(op, 4),
+            u32_at(op, 8),
+        ),
+        MKDIR => ops.mkdir(c, node, split_name(p).0, u32_at(op, 0), u32_at(op, 4)),
         UNLINK => ops.unlink(c, node, split_name(p).0),
         RMDIR => ops.rmdir(c, node, split_name(p).0),
         RENAME | RENAME2 => {
@@ -174,6 +182,7 @@ fn decode_and_call(
             node,
             split_name(p).0,
             u32_at(op, 4),
+            u32_at(op, 8),
             u32_at(op, 0) as i32,
         ),
         DESTROY => Reply::Ok,

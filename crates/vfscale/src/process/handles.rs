@@ -6,8 +6,11 @@
 //! Every call runs the same code as the `*at` syscalls: it builds a
 //! throw-away `Process` *view* whose cwd is the handle, whose root is the
 //! namespace root (or, for rename and link, the second directory), whose
-//! credentials are the request's, whose umask is 0 (the kernel applied the
-//! caller's umask already), and whose descriptor table is the namespace's
+//! credentials are the request's, whose umask is the one the creating calls
+//! pass (a FUSE server asks the kernel to leave it to the filesystem,
+//! FUSE_DONT_MASK, so a directory's default ACL can replace it; 0 for
+//! callers that applied it themselves) and 0 elsewhere, and whose
+//! descriptor table is the namespace's
 //! shared table of open files. The view borrows its root and cwd: it is
 //! marked exited, so dropping it puts nothing.
 //!
@@ -176,12 +179,17 @@ impl Namespace {
     }
 
     /// The view that runs one call: cwd `cwd`, root `root`, credentials
-    /// `cred`. Borrows everything; puts nothing on drop.
+    /// `cred`, umask 0. Borrows everything; puts nothing on drop.
     fn view(&self, cred: &Arc<Cred>, root: &Handle, cwd: &Handle) -> Process {
+        self.view_masked(cred, root, cwd, 0)
+    }
+
+    /// `view` with the caller's `umask`, for the creating calls.
+    fn view_masked(&self, cred: &Arc<Cred>, root: &Handle, cwd: &Handle, umask: u32) -> Process {
         Process {
             vfs: self.vfs.clone(),
             cred: cred.clone(),
-            fs: Arc::new(FsContext::new(root.path, cwd.path, 0)),
+            fs: Arc::new(FsContext::new(root.path, cwd.path, umask & 0o777)),
             files: self.files.clone(),
             group: self.group.clone(),
             exited: true,
@@ -255,7 +263,8 @@ impl Namespace {
         Ok(h.stat())
     }
 
-    /// mknod: regular files, FIFOs, sockets and (root) devices.
+    /// mknod: regular files, FIFOs, sockets and (root) devices; `umask`
+    /// as the creating process's (replaced by a default ACL).
     pub fn mknod(
         &self,
         cred: &Arc<Cred>,
@@ -263,21 +272,26 @@ impl Namespace {
         name: &[u8],
         mode: u32,
         rdev: u64,
+        umask: u32,
     ) -> SysResult<Entry> {
         check_name(name)?;
-        self.at(cred, dir).sys_mknodat(AT_FDCWD, name, mode, rdev)?;
+        self.view_masked(cred, &self.root, dir, umask)
+            .sys_mknodat(AT_FDCWD, name, mode, rdev)?;
         self.lookup(cred, dir, name)
     }
 
+    /// mkdir, with `umask` as `mknod`'s.
     pub fn mkdir(
         &self,
         cred: &Arc<Cred>,
         dir: &Handle,
         name: &[u8],
         mode: u32,
+        umask: u32,
     ) -> SysResult<Entry> {
         check_name(name)?;
-        self.at(cred, dir).sys_mkdirat(AT_FDCWD, name, mode)?;
+        self.view_masked(cred, &self.root, dir, umask)
+            .sys_mkdirat(AT_FDCWD, name, mode)?;
         self.lookup(cred, dir, name)
     }
 
@@ -394,7 +408,8 @@ impl Namespace {
         }
     }
 
-    /// Creates (or, without O_EXCL, opens) `name` in `dir` and opens it.
+    /// Creates (or, without O_EXCL, opens) `name` in `dir` and opens it;
+    /// `umask` as `mknod`'s.
     pub fn create(
         &self,
         cred: &Arc<Cred>,
@@ -402,10 +417,13 @@ impl Namespace {
         name: &[u8],
         flags: i32,
         mode: u32,
+        umask: u32,
     ) -> SysResult<(Entry, Fh)> {
         check_name(name)?;
         let flags = (flags | O_CREAT | O_NOFOLLOW) & !(O_NOCTTY | O_CLOEXEC);
-        let fd = self.at(cred, dir).sys_openat(AT_FDCWD, name, flags, mode)?;
+        let fd = self
+            .view_masked(cred, &self.root, dir, umask)
+            .sys_openat(AT_FDCWD, name, flags, mode)?;
         let pinned = {
             let f = self.files.get(&self.vfs, fd)?;
             let (mnt, dentry) = (f.file().mnt, f.file().dentry);
