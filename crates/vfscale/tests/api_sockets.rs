@@ -1310,3 +1310,50 @@ fn socket_timeouts_end_blocking_calls() {
     drop(p);
     assert_baseline(&vfs);
 }
+
+/// SO_SNDTIMEO bounds each wait of a blocking stream send, not the whole
+/// call (Linux's sock_alloc_send_pskb starts it afresh per segment): with
+/// the smallest budget and a 300 ms timeout, a reader that drains a
+/// segment every 40 ms lets a send of 20 segments (~0.8 s in all)
+/// through whole. A reader that stops leaves the send's count so far once
+/// one wait runs out.
+#[test]
+fn send_timeout_restarts_for_each_segment() {
+    let (vfs, p) = setup();
+    let tv = |sec: i64, usec: i64| [sec.to_le_bytes(), usec.to_le_bytes()].concat();
+    let [a, b] = p.socketpair(AF_UNIX, SOCK_STREAM, 0).unwrap();
+    set_int(&p, a, SO_SNDBUF, 0);
+    p.setsockopt(a, SOL_SOCKET, SO_SNDTIMEO, &tv(0, 300_000))
+        .unwrap();
+    // One segment fills the smallest budget (stream_segment).
+    let total = 20 * 4480;
+    let reader = p.clone_thread();
+    let stop_after = total;
+    let t = std::thread::spawn(move || {
+        let mut got = 0;
+        let mut buf = vec![0u8; 8192];
+        while got < stop_after {
+            std::thread::sleep(std::time::Duration::from_millis(40));
+            match reader.recvfrom(b, &mut buf, MSG_DONTWAIT) {
+                Ok((n, _)) => got += n,
+                Err(Errno::EAGAIN) => {}
+                Err(e) => panic!("read: {e}"),
+            }
+        }
+        got
+    });
+    let start = std::time::Instant::now();
+    assert_eq!(p.write(a, &vec![7u8; total]), Ok(total));
+    assert!(
+        start.elapsed() > std::time::Duration::from_millis(300),
+        "the send waited for the reader more than one timeout in all"
+    );
+    assert_eq!(with_timeout(10, move || t.join().unwrap()), total);
+    // Nobody reads now: one full budget goes, then one timeout ends it.
+    assert_eq!(p.write(a, &vec![7u8; total]), Ok(4480));
+    for fd in [a, b] {
+        p.close(fd).unwrap();
+    }
+    drop(p);
+    assert_baseline(&vfs);
+}

@@ -1234,15 +1234,52 @@ impl Socket {
         }
         let mut src = bufs.iter().flat_map(|b| b.iter().copied());
         let mut done = 0;
+        // One wait per round, each with the whole SO_SNDTIMEO: Linux waits
+        // in sock_alloc_send_pskb once per segment, its timeout started
+        // afresh, so a send that a slow reader keeps draining is not cut
+        // by the sum of its waits. A round ends when it queued something.
+        let mut patience = patience;
+        loop {
+            let before = done;
+            let r = self.stream_send_round(c, s, &mut src, len, &mut done, patience, files, &creds);
+            match r {
+                Ok(n) if n > before && n < len => {}
+                r => return r,
+            }
+            patience = self
+                .cell
+                .opts
+                .snd_patience(nonblock || flags & MSG_DONTWAIT != 0);
+        }
+    }
+
+    /// One round of a stream send (`send_carrying`): waits with `patience`
+    /// until it can queue, then queues what the writer's budget lets in,
+    /// in segments; returns the running count once it queued anything.
+    #[allow(clippy::too_many_arguments)]
+    fn stream_send_round(
+        &self,
+        c: &Conn,
+        s: usize,
+        src: &mut impl Iterator<Item = u8>,
+        len: usize,
+        done: &mut usize,
+        patience: Patience,
+        files: &mut Option<InFlight>,
+        creds: &SendCreds,
+    ) -> SysResult<usize> {
+        let p = 1 - s;
+        let before = *done;
         c.cell.block_on(patience, |g| {
+            let done = &mut *done;
             if g.send_shut(s) {
-                return Step::Done(partial(done, Errno::EPIPE));
+                return Step::Done(partial(*done, Errno::EPIPE));
             }
             // sock_alloc_send_pskb lets a segment in, whole, while the
             // writer's queued skbs cost less than its SO_SNDBUF.
             let sndbuf = self.cell.opts.sndbuf();
             if g.dirs[p].queued >= sndbuf {
-                return Step::Wait(partial(done, Errno::EAGAIN));
+                return Step::Wait(partial(*done, Errno::EAGAIN));
             }
             if let Some(f) = files.as_ref() {
                 if let Err(e) = f.check_user().and_then(|()| {
@@ -1252,8 +1289,8 @@ impl Socket {
                 }
             }
             let d = &mut g.dirs[p];
-            while done < len && d.queued < sndbuf {
-                let (n, cost) = stream_segment(len - done, sndbuf);
+            while *done < len && d.queued < sndbuf {
+                let (n, cost) = stream_segment(len - *done, sndbuf);
                 let at = d.taken + d.bytes.len() as u64;
                 let end = at + n as u64;
                 // The first segment carries the files.
@@ -1270,13 +1307,13 @@ impl Socket {
                 d.bytes.extend(src.by_ref().take(n));
                 d.segs.push_back((end, cost));
                 d.queued += cost;
-                done += n;
+                *done += n;
             }
             c.cell.wake_all(g);
-            if done == len {
-                return Step::Done(Ok(done));
+            if *done > before {
+                return Step::Done(Ok(*done));
             }
-            Step::Wait(partial(done, Errno::EAGAIN))
+            Step::Wait(partial(*done, Errno::EAGAIN))
         })
     }
 
