@@ -7,6 +7,10 @@
 //! set-group-ID rule, and the errors of malformed or misplaced ACLs.
 
 use vfscale::abi::*;
+use vfscale::cred::acl::{
+    value_of as acl, ACL_GROUP as GROUP, ACL_GROUP_OBJ as GROUP_OBJ, ACL_MASK as MASK,
+    ACL_OTHER as OTHER, ACL_UNDEFINED_ID as U, ACL_USER as USER, ACL_USER_OBJ as USER_OBJ,
+};
 use vfscale::{Cred, ProcessApi, Vfs};
 use vfscale_difftest::kernel::KernelProcess;
 use vfscale_difftest::on_kernel_as_root;
@@ -14,13 +18,6 @@ use vfscale_difftest::script::{assert_logs_match, show, Log};
 
 const ACCESS: &[u8] = b"system.posix_acl_access";
 const DEFAULT: &[u8] = b"system.posix_acl_default";
-const U: u32 = u32::MAX;
-const USER_OBJ: u16 = 1;
-const USER: u16 = 2;
-const GROUP_OBJ: u16 = 4;
-const GROUP: u16 = 8;
-const MASK: u16 = 0x10;
-const OTHER: u16 = 0x20;
 
 /// The users besides root: uid 1000 (group 1000, also in 100), uid 1001
 /// (group 100), uid 1002 (group 1002 only).
@@ -30,16 +27,6 @@ fn users() -> [Cred; 3] {
         Cred::user(1001, 100, &[]),
         Cred::user(1002, 1002, &[]),
     ]
-}
-
-fn acl(entries: &[(u16, u16, u32)]) -> Vec<u8> {
-    let mut v = 2u32.to_le_bytes().to_vec();
-    for &(tag, perm, id) in entries {
-        v.extend_from_slice(&tag.to_le_bytes());
-        v.extend_from_slice(&perm.to_le_bytes());
-        v.extend_from_slice(&id.to_le_bytes());
-    }
-    v
 }
 
 fn getx<P: ProcessApi>(p: &P, path: &[u8], name: &[u8]) -> String {

@@ -228,15 +228,7 @@ fn acls_through_the_mount() {
     core.write(fd, b"s").unwrap();
     core.close(fd).unwrap();
     core.chmod(b"/secret", 0o600).unwrap();
-    let acl = |entries: &[(u16, u16, u32)]| {
-        let mut v = 2u32.to_le_bytes().to_vec();
-        for &(tag, perm, id) in entries {
-            v.extend_from_slice(&tag.to_le_bytes());
-            v.extend_from_slice(&perm.to_le_bytes());
-            v.extend_from_slice(&id.to_le_bytes());
-        }
-        v
-    };
+    use vfscale::cred::acl::{value_of as acl, ACL_UNDEFINED_ID as U};
     let set = |path: &str, name: &str, value: &[u8]| {
         let p = std::ffi::CString::new(path).unwrap();
         let n = std::ffi::CString::new(name).unwrap();
@@ -258,7 +250,6 @@ fn acls_through_the_mount() {
             std::io::Error::last_os_error()
         );
     };
-    const U: u32 = u32::MAX;
     assert_ne!(as_user(&format!("cat {root}/secret")).0, 0);
     set(
         &format!("{root}/secret"),

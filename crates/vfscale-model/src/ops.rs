@@ -1296,18 +1296,6 @@ fn xattr_name() -> impl Strategy<Value = Bytes> {
 /// The two POSIX ACL names.
 const ACL_NAMES: [&[u8]; 2] = [b"system.posix_acl_access", b"system.posix_acl_default"];
 
-/// An ACL attribute value (version 2, little-endian 8-byte entries) from
-/// (tag, perm, id) triples.
-fn acl_bytes(entries: &[(u16, u16, u32)]) -> Vec<u8> {
-    let mut v = 2u32.to_le_bytes().to_vec();
-    for &(tag, perm, id) in entries {
-        v.extend_from_slice(&tag.to_le_bytes());
-        v.extend_from_slice(&perm.to_le_bytes());
-        v.extend_from_slice(&id.to_le_bytes());
-    }
-    v
-}
-
 /// POSIX ACL values: mostly well-formed ones in Linux's order whose named
 /// entries are the sequences' users (uid 1000 and 1001, group 100) or
 /// others, sometimes with no named entry (then often no mask: the mode
@@ -1339,49 +1327,57 @@ fn acl_value() -> impl Strategy<Value = Bytes> {
                 e.push((0x10, mask, U));
             }
             e.push((0x20, other, U));
-            Bytes(acl_bytes(&e))
+            Bytes(vfscale::cred::acl::value_of(&e))
         });
     let broken = prop_oneof![
         Just(Bytes(vec![2, 0, 0])),
-        Just(Bytes(acl_bytes(&[]))),
+        Just(Bytes(vfscale::cred::acl::value_of(&[]))),
         Just(Bytes({
-            let mut v = acl_bytes(&[(1, 7, U), (4, 5, U), (0x20, 5, U)]);
+            let mut v = vfscale::cred::acl::value_of(&[(1, 7, U), (4, 5, U), (0x20, 5, U)]);
             v[0] = 1;
             v
         })),
         Just(Bytes({
-            let mut v = acl_bytes(&[(1, 7, U), (4, 5, U), (0x20, 5, U)]);
+            let mut v = vfscale::cred::acl::value_of(&[(1, 7, U), (4, 5, U), (0x20, 5, U)]);
             v.push(0);
             v
         })),
-        Just(Bytes(acl_bytes(&[(4, 5, U), (1, 7, U), (0x20, 5, U)]))),
-        Just(Bytes(acl_bytes(&[
+        Just(Bytes(vfscale::cred::acl::value_of(&[
+            (4, 5, U),
+            (1, 7, U),
+            (0x20, 5, U)
+        ]))),
+        Just(Bytes(vfscale::cred::acl::value_of(&[
             (1, 7, U),
             (2, 7, 1000),
             (4, 5, U),
             (0x20, 5, U)
         ]))),
-        Just(Bytes(acl_bytes(&[
+        Just(Bytes(vfscale::cred::acl::value_of(&[
             (1, 7, U),
             (2, 7, U),
             (4, 5, U),
             (0x10, 7, U),
             (0x20, 5, U)
         ]))),
-        Just(Bytes(acl_bytes(&[
+        Just(Bytes(vfscale::cred::acl::value_of(&[
             (1, 7, U),
             (4, 5, U),
             (0x40, 5, U),
             (0x20, 5, U)
         ]))),
-        Just(Bytes(acl_bytes(&[(1, 7, U), (4, 5, U)]))),
-        perm().prop_map(|p| Bytes(acl_bytes(&[
+        Just(Bytes(vfscale::cred::acl::value_of(&[(1, 7, U), (4, 5, U)]))),
+        perm().prop_map(|p| Bytes(vfscale::cred::acl::value_of(&[
             (1, p, U),
             (4, 5, U),
             (0x20, 5, U),
             (0x20, 5, U)
         ]))),
-        perm().prop_map(|p| Bytes(acl_bytes(&[(1, 7, U), (4, p, U), (0x20, 8, U)]))),
+        perm().prop_map(|p| Bytes(vfscale::cred::acl::value_of(&[
+            (1, 7, U),
+            (4, p, U),
+            (0x20, 8, U)
+        ]))),
     ];
     prop_oneof![6 => well_formed, 2 => broken]
 }

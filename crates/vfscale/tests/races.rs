@@ -670,16 +670,7 @@ fn appends_vs_grow_seal() {
 /// same time), and user 1001's answer agrees with the final ACL.
 #[test]
 fn acl_vs_chmod_vs_create() {
-    const U: u32 = u32::MAX;
-    let acl = |entries: &[(u16, u16, u32)]| {
-        let mut v = 2u32.to_le_bytes().to_vec();
-        for &(tag, perm, id) in entries {
-            v.extend_from_slice(&tag.to_le_bytes());
-            v.extend_from_slice(&perm.to_le_bytes());
-            v.extend_from_slice(&id.to_le_bytes());
-        }
-        v
-    };
+    use vfscale::cred::acl::{value_of as acl, ACL_UNDEFINED_ID as U};
     let named = |mask: u16| {
         acl(&[
             (1, 6, U),

@@ -117,6 +117,17 @@ pub fn to_bytes(entries: &[AclEntry]) -> Box<[u8]> {
     out.into()
 }
 
+/// An ACL attribute value from (tag, permission bits, id) triples, in the
+/// order given: what setxattr of an ACL name takes (for embedders and
+/// tests; nothing is checked here).
+pub fn value_of(entries: &[(u16, u16, u32)]) -> Vec<u8> {
+    let entries: Vec<AclEntry> = entries
+        .iter()
+        .map(|&(tag, perm, id)| AclEntry { tag, perm, id })
+        .collect();
+    to_bytes(&entries).into_vec()
+}
+
 /// posix_acl_from_xattr: the entries of a value setxattr was given, or
 /// `None` for a header with no entries (which removes the ACL). EINVAL for
 /// a short or ragged value, an unknown tag or a named entry with id -1;
