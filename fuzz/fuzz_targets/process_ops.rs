@@ -119,6 +119,39 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
         _ => match arg % 8 {
             0 => drop(p.fchmod(fd(), u32::from(arg))),
             1 => drop(p.flock(fd(), i32::from(bytes.byte()?) | LOCK_NB)),
+            // POSIX ACLs: set (an entry list from the next bytes: tags,
+            // permissions past rwx and ids of the two users, -1 and others)
+            // or remove either kind, on a path or a descriptor.
+            2 => {
+                let b = bytes.byte()?;
+                let name: &[u8] = if b & 1 == 0 {
+                    b"system.posix_acl_access"
+                } else {
+                    b"system.posix_acl_default"
+                };
+                let value = if b & 2 != 0 {
+                    Vec::new()
+                } else {
+                    let tags = [1u16, 2, 4, 8, 0x10, 0x20, 0x40];
+                    let ids = [1000u32, 0, u32::MAX, 500];
+                    let mut entries = Vec::new();
+                    for _ in 0..(b >> 2) % 8 {
+                        let (t, q) = (bytes.byte()?, bytes.byte()?);
+                        entries.push((
+                            tags[usize::from(t) % tags.len()],
+                            u16::from(q & 15),
+                            ids[usize::from(t >> 4) % ids.len()],
+                        ));
+                    }
+                    vfscale::cred::acl::value_of(&entries)
+                };
+                let _ = match (b & 0x80 != 0, value.is_empty()) {
+                    (false, true) => p.removexattr(a, name),
+                    (false, false) => p.setxattr(a, name, &value, 0),
+                    (true, true) => p.fremovexattr(fd(), name),
+                    (true, false) => p.fsetxattr(fd(), name, &value, 0),
+                };
+            }
             4 => {
                 let types = [SOCK_STREAM, SOCK_SEQPACKET, SOCK_DGRAM];
                 let ty = types[usize::from(bytes.byte()?) % types.len()];
