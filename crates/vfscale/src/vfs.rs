@@ -340,6 +340,7 @@ impl VfsInner {
             limits: self.config.tmpfs_limits,
             active_mounts: AtomicUsize::new(0),
             xattrs: crate::inode::xattr::XattrTable::new(),
+            acls: Default::default(),
             exports: crate::fs::export::ExportTable::new(instance_salt()),
         });
         self.register_sb_shrinker(&sb);

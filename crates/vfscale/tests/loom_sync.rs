@@ -1230,34 +1230,39 @@ fn approx_counter_bulk_and_ordinary_folds_conserve() {
 
 // ------------------------------------------------------------ POSIX ACLs
 
-/// The ACL bit protocol of `inode/acl.rs`, on the real `SeqCount` with a
-/// loom mutex for the attribute table's shard: setting an access ACL takes
-/// the shard lock, then the attribute write section, and stores the ACL
-/// (here its mask) and the mode's group bits and ACL bit together; chmod
-/// changes the mode in a write section alone unless it finds the bit set
-/// there, and then starts again under the shard lock and rewrites the
-/// ACL's mask too. Whatever the order, the mode's group bits end up equal
-/// to the stored ACL's mask (the checker's invariant), and a reader of the
-/// mode under the seqcount never sees the bit without the ACL stored.
+/// The ACL protocol of `inode/acl.rs`, on the real `SeqCount`, with an
+/// atomic standing for the lock-free ACL map (0: none, else the stored
+/// mask + 1; the map's insert publishes with Release, its get reads with
+/// Acquire) and a loom mutex for the inode's writer lock. Setting an
+/// access ACL takes the writer lock, stores the ACL, then in one
+/// attribute write section sets the mode's group bits from it and the
+/// ACL bit; chmod changes the mode in a write section alone unless it
+/// finds the bit set there, and then, under the writer lock, rewrites the
+/// stored ACL's mask and sets the mode. Whatever the order, the mode's
+/// group bits end up equal to the stored mask (the checker's invariant),
+/// and a reader that validated a mode with the bit finds the ACL stored.
 #[test]
 fn acl_set_vs_chmod_keeps_the_acl_and_mode_in_step() {
     const BIT: u32 = 1 << 16;
     struct Inode {
         seq: SeqCount,
         mode: AtomicU32,
-        shard: loom::sync::Mutex<Option<u32>>,
+        acl: AtomicU32,
+        writer: loom::sync::Mutex<()>,
     }
     let seen = outcomes(|| {
         let i = Arc::new(Inode {
             seq: SeqCount::new(),
             mode: AtomicU32::new(0o640),
-            shard: loom::sync::Mutex::new(None),
+            acl: AtomicU32::new(0),
+            writer: loom::sync::Mutex::new(()),
         });
         let i1 = Arc::clone(&i);
         let set_acl = thread::spawn(move || {
-            let mut acl = i1.shard.lock().unwrap();
+            let _w = i1.writer.lock().unwrap();
+            // Release: the map's insert; pairs with the readers' Acquire.
+            i1.acl.store(0o5 + 1, Release);
             i1.seq.write_lock();
-            *acl = Some(0o5);
             // Relaxed: inside the write section under test.
             let m = i1.mode.load(Relaxed);
             i1.mode.store((m & !0o070) | 0o050 | BIT, Relaxed);
@@ -1279,12 +1284,13 @@ fn acl_set_vs_chmod_keeps_the_acl_and_mode_in_step() {
             }
             i2.seq.write_end();
             if has_acl {
-                let mut acl = i2.shard.lock().unwrap();
+                let _w = i2.writer.lock().unwrap();
+                // Acquire/Release: the map's get and insert.
+                if i2.acl.load(Acquire) != 0 {
+                    i2.acl.store(((new >> 3) & 7) + 1, Release);
+                }
                 i2.seq.write_lock();
                 plain(&i2);
-                if let Some(mask) = acl.as_mut() {
-                    *mask = (new >> 3) & 7;
-                }
                 i2.seq.write_end();
             }
         });
@@ -1298,7 +1304,8 @@ fn acl_set_vs_chmod_keeps_the_acl_and_mode_in_step() {
                 return None;
             }
             if m & BIT != 0 {
-                assert!(i3.shard.lock().unwrap().is_some(), "a bit without its ACL");
+                // Acquire: the map's get.
+                assert_ne!(i3.acl.load(Acquire), 0, "a bit without its ACL");
             }
             Some(m & BIT != 0)
         });
@@ -1307,10 +1314,10 @@ fn acl_set_vs_chmod_keeps_the_acl_and_mode_in_step() {
         let saw_bit = reader.join().unwrap();
         // Relaxed: every thread has been joined.
         let mode = i.mode.load(Relaxed);
-        let acl = *i.shard.lock().unwrap();
+        let acl = i.acl.load(Relaxed);
         assert_eq!(
             acl,
-            Some((mode >> 3) & 7),
+            ((mode >> 3) & 7) + 1,
             "mode {mode:o} and the ACL's mask"
         );
         (mode & 0o777, saw_bit)

@@ -52,7 +52,7 @@ pub const MODE_ACL_BITS: u32 = MODE_ACCESS_ACL | MODE_DEFAULT_ACL;
 const _: () = assert!(MODE_ACL_BITS & (crate::abi::S_IFMT | crate::abi::S_IALLUGO) == 0);
 
 /// Which of the two ACLs a name means.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum AclKind {
     Access,
     Default,

@@ -865,6 +865,7 @@ impl VfsInner {
             sb.fs.evict(i);
         }
         sb.xattrs.forget(i.ino);
+        sb.acls.forget(i.ino, i.acl_bits_at_rest());
         let blocks = i.blocks_of_dead();
         // A backend-served inode's blocks mirror the host's and were never
         // charged as pages (reclaim/check.rs counts the same way).

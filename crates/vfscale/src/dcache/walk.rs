@@ -563,8 +563,8 @@ impl VfsInner {
         // the last component is checked before that component is used.
         if !cred.is_root() {
             let perm = dir.inode().perm_attr();
-            if !may_search_fast(perm.0) {
-                dir.inode().permission_as(cred, perm, MAY_EXEC)?;
+            if !may_search_fast(perm.0) && !may_search_slow(cred, dir.inode(), perm) {
+                return Err(Errno::EACCES);
             }
         }
         let last = match name {
@@ -676,8 +676,8 @@ impl VfsInner {
             let dir = unsafe { &*cur_inode };
             if !cred.is_root() {
                 let perm = dir.perm_attr();
-                if !may_search_fast(perm.0) {
-                    dir.permission_as(cred, perm, MAY_EXEC)?;
+                if !may_search_fast(perm.0) && !may_search_slow(cred, dir, perm) {
+                    return Err(Errno::EACCES.into());
                 }
             }
             if comp == b"." {

@@ -296,6 +296,8 @@ pub struct SuperBlock {
     pub(crate) active_mounts: AtomicUsize,
     /// Extended attributes of this instance's inodes, by inode number.
     pub(crate) xattrs: crate::inode::xattr::XattrTable,
+    /// POSIX ACLs, beside the other attributes (inode/acl.rs).
+    pub(crate) acls: crate::inode::acl::AclTable,
     /// Inodes file handles were made for (fs/export.rs).
     pub(crate) exports: export::ExportTable,
     /// `fs.backend_served()`, cached: data, listings, revalidation and

@@ -5,34 +5,98 @@
 //! from its directory's default ACL.
 //!
 //! Invariants:
-//! - The ACLs live in the superblock's attribute table (inode/xattr.rs)
-//!   under their attribute names, in the checked byte form of
-//!   cred/acl.rs; `MODE_ACL_BITS` in the inode's mode word say which
-//!   exist. Both change together, holding the table's shard lock for the
-//!   inode, inside which the attribute write section is opened (lock
-//!   order: shard mutex, then `update_attr`; nothing is taken inside the
-//!   write section). A new inode's ACLs are stored before its name is
-//!   published, so no walk sees its bits without them.
-//! - Readers take no lock for an inode without ACL bits (the permission
-//!   fast path reads only `perm_attr`). A check that read a bit and then
-//!   finds no ACL in the table (removed meanwhile) uses the mode bits: the
-//!   outcome of a check ordered after the removal, whose mode it read.
-//! - chmod, and setting an access ACL, change the mode and the ACL in one
-//!   attribute write section under the shard lock, so the ACL's owner,
-//!   mask-or-group and other entries always equal the mode's bits.
+//! - The ACLs live in the superblock's `AclTable`, a lock-free map from
+//!   (inode number, kind) to the checked byte form of cred/acl.rs;
+//!   `MODE_ACL_BITS` in the inode's mode word say which exist. Readers
+//!   (permission checks, getxattr, creates reading a default ACL) take no
+//!   lock and write no shared memory: the map's reads run under its own
+//!   epoch guard, and a replaced or removed value is freed only after
+//!   every guard that could see it is gone.
+//! - Writers of one inode's ACLs (setxattr/removexattr of an ACL name, a
+//!   chmod of an inode with an access ACL) hold the table's writer lock
+//!   for that inode (a striped mutex; lock order: that mutex, then the
+//!   attribute write section; nothing is taken inside either besides).
+//!   A value is stored before the write section that sets its bit and
+//!   removed after the one that clears it, so a reader that saw a bit
+//!   finds the ACL unless a removal overtook it; it then uses the mode
+//!   bits, the outcome of a check ordered after the removal. A new
+//!   inode's ACLs are stored before its name is published.
+//! - An access ACL's owner, mask-or-group and other entries equal the
+//!   mode's bits whenever no writer holds the inode's writer lock: setting
+//!   one sets the mode from it (in its write section, from the ACL alone),
+//!   and chmod rewrites it under the writer lock after finding its bit in
+//!   its own write section.
+//! - An inode's entries go when it is freed (`forget`, called only for an
+//!   inode with bits); inode numbers are not reused within a superblock.
 
-use super::xattr::XattrMap;
 use super::Inode;
 use crate::abi::*;
-use crate::cred::acl::{self, AclEntry, AclKind, MODE_ACCESS_ACL, MODE_DEFAULT_ACL};
+use crate::cred::acl::{self, AclEntry, AclKind, MODE_ACCESS_ACL, MODE_ACL_BITS, MODE_DEFAULT_ACL};
 use crate::cred::perm::{may_access, root_overrides, MAY_EXEC, MAY_READ, MAY_WRITE};
 use crate::cred::Cred;
 use crate::fs::SuperBlock;
+use crate::sync::lock::{Mutex, MutexGuard};
+
+const WRITER_STRIPES: usize = 16;
+
+/// A superblock's POSIX ACLs (see the module comment).
+pub(crate) struct AclTable {
+    map: papaya::HashMap<(u64, AclKind), Box<[u8]>>,
+    writers: [Mutex<()>; WRITER_STRIPES],
+}
+
+impl Default for AclTable {
+    fn default() -> Self {
+        AclTable {
+            map: papaya::HashMap::new(),
+            writers: std::array::from_fn(|_| Mutex::new(())),
+        }
+    }
+}
+
+impl AclTable {
+    /// Runs `f` on inode `ino`'s `kind` ACL, if it has one. Lock-free.
+    fn read<R>(&self, ino: u64, kind: AclKind, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        self.map.pin().get(&(ino, kind)).map(|v| f(v))
+    }
+
+    /// The writer lock of inode `ino`'s ACLs.
+    fn lock_writer(&self, ino: u64) -> MutexGuard<'_, ()> {
+        self.writers[(ino ^ (ino >> 7)) as usize % WRITER_STRIPES].lock()
+    }
+
+    fn store(&self, ino: u64, kind: AclKind, value: Box<[u8]>) {
+        self.map.pin().insert((ino, kind), value);
+    }
+
+    fn remove(&self, ino: u64, kind: AclKind) {
+        self.map.pin().remove(&(ino, kind));
+    }
+
+    /// Drops inode `ino`'s ACLs (it is being freed; `mode` its last mode
+    /// word, whose bits say which there are).
+    #[inline]
+    pub(crate) fn forget(&self, ino: u64, mode: u32) {
+        if mode & MODE_ACL_BITS != 0 {
+            self.forget_some(ino, mode);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn forget_some(&self, ino: u64, mode: u32) {
+        for kind in [AclKind::Access, AclKind::Default] {
+            if mode & kind.mode_bit() != 0 {
+                self.remove(ino, kind);
+            }
+        }
+    }
+}
 
 impl Inode {
-    fn acl_table(&self) -> &super::xattr::XattrTable {
+    fn acl_table(&self) -> &AclTable {
         // SAFETY: an inode's superblock outlives it.
-        &unsafe { &*self.sb }.xattrs
+        &unsafe { &*self.sb }.acls
     }
 
     /// Linux's generic_permission from a (mode, uid, gid) copy of this
@@ -77,9 +141,8 @@ impl Inode {
         if cred.fsuid == uid || mode & S_IRWXG == 0 || root_overrides(cred, mode, mask) {
             return may_access(cred, mode, uid, gid, mask);
         }
-        let verdict = self.acl_table().read(self.ino, |m| {
-            m.get(acl::XATTR_ACCESS)
-                .map(|bytes| acl::permission(bytes, cred, uid, gid, mask))
+        let verdict = self.acl_table().read(self.ino, AclKind::Access, |bytes| {
+            acl::permission(bytes, cred, uid, gid, mask)
         });
         verdict.unwrap_or_else(|| may_access(cred, mode, uid, gid, mask))
     }
@@ -91,15 +154,16 @@ impl Inode {
         if s_islnk(self.file_type()) {
             return Err(Errno::EOPNOTSUPP);
         }
-        self.acl_table().read(self.ino, |m| {
-            let v = m.get(kind.name()).ok_or(Errno::ENODATA)?;
-            if buf.is_empty() {
-                return Ok(v.len());
-            }
-            let out = buf.get_mut(..v.len()).ok_or(Errno::ERANGE)?;
-            out.copy_from_slice(v);
-            Ok(v.len())
-        })
+        self.acl_table()
+            .read(self.ino, kind, |v| {
+                if buf.is_empty() {
+                    return Ok(v.len());
+                }
+                let out = buf.get_mut(..v.len()).ok_or(Errno::ERANGE)?;
+                out.copy_from_slice(v);
+                Ok(v.len())
+            })
+            .unwrap_or(Err(Errno::ENODATA))
     }
 
     /// The ACL names this inode has, access first, each NUL-terminated
@@ -155,35 +219,46 @@ impl Inode {
             acl::check_valid(e)?;
         }
         let now = super::now();
-        self.acl_table().write(self.ino, |m| {
-            self.update_attr(|w| {
-                let mut stored = entries.as_deref();
-                if kind == AclKind::Access {
-                    let a = w.get();
-                    let (mut mode, not_equiv) = match stored {
-                        Some(e) => acl::equiv_mode(e, a.mode),
-                        None => (a.mode, false),
-                    };
-                    if !not_equiv {
-                        stored = None;
-                    }
-                    if !cred.is_root() && !cred.in_group(a.gid) {
-                        mode &= !S_ISGID;
-                    }
-                    w.set_mode(mode);
+        let table = self.acl_table();
+        let _writer = table.lock_writer(self.ino);
+        // An access ACL the mode bits say in full is not kept (its bits
+        // still become the mode's).
+        let stored = match (&entries, kind) {
+            (Some(e), AclKind::Access) if !acl::equiv_mode(e, 0).1 => None,
+            (Some(e), _) => Some(acl::to_bytes(e)),
+            (None, _) => None,
+        };
+        let has = stored.is_some();
+        if let Some(v) = stored {
+            table.store(self.ino, kind, v);
+        }
+        self.update_attr(|w| {
+            if kind == AclKind::Access {
+                let a = w.get();
+                let mut mode = match &entries {
+                    Some(e) => acl::equiv_mode(e, a.mode).0,
+                    None => a.mode,
+                };
+                if !cred.is_root() && !cred.in_group(a.gid) {
+                    mode &= !S_ISGID;
                 }
-                store(m, w, kind, stored);
-                w.set_ctime(now);
-            });
+                w.set_mode(mode);
+            }
+            w.set_acl_bit(kind.mode_bit(), has);
+            w.set_ctime(now);
         });
+        if !has {
+            table.remove(self.ino, kind);
+        }
         Ok(())
     }
 
     /// chmod's change of the mode to `mode` (type bits ignored) at `ctime`:
     /// with an access ACL, its owner, mask-or-group and other entries
-    /// follow (posix_acl_chmod), under the table's shard lock. The ACL bit
-    /// is read again inside the write section, so an ACL set meanwhile is
-    /// not missed.
+    /// follow (posix_acl_chmod), under the inode's writer lock. The ACL bit
+    /// is read inside the write section, so an ACL whose setter set the
+    /// bit before it is rewritten, and one set after it takes its mode
+    /// from the ACL.
     pub(crate) fn chmod_with_acl(&self, mode: u32, ctime: Timespec) {
         let plain = |w: &mut super::AttrWriter<'_>| {
             w.set_mode(mode);
@@ -199,15 +274,18 @@ impl Inode {
         if done {
             return;
         }
-        self.acl_table().write(self.ino, |m| {
-            self.update_attr(|w| {
-                plain(w);
-                if let Some(mut entries) = m.get(acl::XATTR_ACCESS).map(|b| owned(b)) {
-                    acl::chmod_masq(&mut entries, mode);
-                    m.insert(acl::XATTR_ACCESS.into(), acl::to_bytes(&entries));
-                }
-            })
+        let table = self.acl_table();
+        let _writer = table.lock_writer(self.ino);
+        // Removed meanwhile (its remover held the lock): nothing to rewrite.
+        let rewritten = table.read(self.ino, AclKind::Access, |b| {
+            let mut entries = owned(b);
+            acl::chmod_masq(&mut entries, mode);
+            acl::to_bytes(&entries)
         });
+        if let Some(v) = rewritten {
+            table.store(self.ino, AclKind::Access, v);
+        }
+        self.update_attr(plain);
     }
 }
 
@@ -218,9 +296,9 @@ impl Inode {
     /// that says more than the mode bits whose base entries equal them.
     pub(crate) fn check_acls(&self) -> Result<(), String> {
         let mode = self.perm_attr().0;
-        self.acl_table().read(self.ino, |m| {
-            for kind in [AclKind::Access, AclKind::Default] {
-                let stored = m.get(kind.name());
+        for kind in [AclKind::Access, AclKind::Default] {
+            let stored = self.acl_table().read(self.ino, kind, |b| b.to_vec());
+            {
                 if stored.is_some() != (mode & kind.mode_bit() != 0) {
                     return Err(format!(
                         "inode {}: {kind:?} ACL bit and table disagree",
@@ -228,13 +306,18 @@ impl Inode {
                     ));
                 }
                 let Some(bytes) = stored else { continue };
-                let entries = acl::parse(bytes)
+                let entries = acl::parse(&bytes)
                     .ok()
                     .flatten()
-                    .filter(|e| acl::check_valid(e).is_ok() && **bytes == *acl::to_bytes(e))
-                    .ok_or_else(|| format!("inode {}: stored {kind:?} ACL is not valid", self.ino))?;
+                    .filter(|e| acl::check_valid(e).is_ok() && *bytes == *acl::to_bytes(e))
+                    .ok_or_else(|| {
+                        format!("inode {}: stored {kind:?} ACL is not valid", self.ino)
+                    })?;
                 if kind == AclKind::Default && !self.is_dir() {
-                    return Err(format!("inode {}: a default ACL on a non-directory", self.ino));
+                    return Err(format!(
+                        "inode {}: a default ACL on a non-directory",
+                        self.ino
+                    ));
                 }
                 if kind == AclKind::Access {
                     let (equiv, not_equiv) = acl::equiv_mode(&entries, mode);
@@ -246,8 +329,8 @@ impl Inode {
                     }
                 }
             }
-            Ok(())
-        })
+        }
+        Ok(())
     }
 }
 
@@ -256,27 +339,15 @@ fn owned(bytes: &[u8]) -> Vec<AclEntry> {
     acl::entries(bytes).collect()
 }
 
-/// Stores (or, for `None`, drops) the `kind` ACL of the inode whose map
-/// `m` is and sets its mode bit to match; the caller holds the shard lock
-/// and the write section.
-fn store(m: &mut XattrMap, w: &mut super::AttrWriter<'_>, kind: AclKind, acl: Option<&[AclEntry]>) {
-    match acl {
-        Some(e) => {
-            m.insert(kind.name().into(), acl::to_bytes(e));
-        }
-        None => {
-            m.remove(kind.name());
-        }
-    }
-    w.set_acl_bit(kind.mode_bit(), acl.is_some());
-}
-
 /// What a new inode takes from its directory's default ACL
 /// (posix_acl_create): its access ACL (unless the mode says it all) and,
-/// for a directory, the default ACL itself. Empty when the directory has
-/// none, which is nearly always: then nothing is allocated.
+/// for a directory, the default ACL itself. `None` when the directory has
+/// none, which is nearly always: one word passed down the create path,
+/// nothing allocated.
 #[derive(Default)]
-pub(crate) struct InheritedAcls {
+pub(crate) struct InheritedAcls(Option<Box<Inherited>>);
+
+struct Inherited {
     access: Option<Box<[u8]>>,
     default: Option<Box<[u8]>>,
 }
@@ -289,47 +360,61 @@ impl InheritedAcls {
     /// not used and the default ACL masks the mode instead. The returned
     /// mode carries the `MODE_ACL_BITS` of what is returned. Not for
     /// symlinks, which take neither ACLs nor the umask.
+    #[inline]
     pub(crate) fn for_new(dir: &Inode, dir_mode: u32, mode: u32, umask: u32) -> (u32, Self) {
         debug_assert!(!s_islnk(mode));
         if dir_mode & MODE_DEFAULT_ACL == 0 {
-            return (mode & !umask, InheritedAcls::default());
+            return (mode & !umask, InheritedAcls(None));
         }
-        let inherited = dir.acl_table().read(dir.ino, |m| {
-            m.get(acl::XATTR_DEFAULT).map(|default| {
-                let mut access = owned(default);
-                let (mode, not_equiv) = acl::create_masq(&mut access, mode);
-                let mut acls = InheritedAcls::default();
-                let mut bits = 0;
-                if not_equiv {
-                    acls.access = Some(acl::to_bytes(&access));
-                    bits |= MODE_ACCESS_ACL;
-                }
-                if s_isdir(mode) {
-                    acls.default = Some(default.clone());
-                    bits |= MODE_DEFAULT_ACL;
-                }
-                (mode | bits, acls)
-            })
+        Self::from_default(dir, mode, umask)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn from_default(dir: &Inode, mode: u32, umask: u32) -> (u32, Self) {
+        let inherited = dir.acl_table().read(dir.ino, AclKind::Default, |default| {
+            let mut access = owned(default);
+            let (mode, not_equiv) = acl::create_masq(&mut access, mode);
+            let mut bits = 0;
+            let mut acls = Inherited {
+                access: None,
+                default: None,
+            };
+            if not_equiv {
+                acls.access = Some(acl::to_bytes(&access));
+                bits |= MODE_ACCESS_ACL;
+            }
+            if s_isdir(mode) {
+                acls.default = Some(default.into());
+                bits |= MODE_DEFAULT_ACL;
+            }
+            (mode | bits, InheritedAcls(Some(Box::new(acls))))
         });
         // Removed since the directory's mode was read: as if before.
-        inherited.unwrap_or((mode & !umask, InheritedAcls::default()))
+        inherited.unwrap_or((mode & !umask, InheritedAcls(None)))
     }
 
     /// Stores the ACLs for inode `ino` of `sb`, which nobody else can
     /// reach yet (its mode already carries their bits).
+    #[inline]
     pub(crate) fn attach(self, sb: &SuperBlock, ino: u64) {
-        if self.access.is_none() && self.default.is_none() {
-            return;
+        if let Some(acls) = self.0 {
+            acls.attach(sb, ino);
         }
-        sb.xattrs.write(ino, |m| {
-            for (kind, v) in [
-                (AclKind::Access, self.access),
-                (AclKind::Default, self.default),
-            ] {
-                if let Some(v) = v {
-                    m.insert(kind.name().into(), v);
-                }
+    }
+}
+
+impl Inherited {
+    #[cold]
+    #[inline(never)]
+    fn attach(self, sb: &SuperBlock, ino: u64) {
+        for (kind, v) in [
+            (AclKind::Access, self.access),
+            (AclKind::Default, self.default),
+        ] {
+            if let Some(v) = v {
+                sb.acls.store(ino, kind, v);
             }
-        });
+        }
     }
 }

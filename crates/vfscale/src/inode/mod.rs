@@ -267,7 +267,7 @@ impl Inode {
             let st = Stat {
                 dev: 0,
                 ino: self.ino,
-                mode: self.mode.load(Ordering::Relaxed) & !MODE_ACL_BITS,
+                mode: self.mode.load(Ordering::Relaxed),
                 nlink: self.nlink.load(Ordering::Relaxed),
                 uid: self.uid.load(Ordering::Relaxed),
                 gid: self.gid.load(Ordering::Relaxed),
@@ -285,6 +285,7 @@ impl Inode {
         };
         Stat {
             dev: self.dev(),
+            mode: st.mode & !MODE_ACL_BITS,
             ..st
         }
     }
@@ -315,6 +316,13 @@ impl Inode {
                 return r;
             }
         }
+    }
+
+    /// The `MODE_ACL_BITS` of an inode being freed (no writer can run):
+    /// a plain load, no seqcount.
+    pub(crate) fn acl_bits_at_rest(&self) -> u32 {
+        // Relaxed: the inode's last put ordered every earlier write.
+        self.mode.load(Ordering::Relaxed) & MODE_ACL_BITS
     }
 
     /// The file type bits, which never change.
