@@ -635,6 +635,21 @@ fn core_attribute_and_data_changes_invalidate_the_kernels_cached_inode() {
     // show, from the kernel's own cache update).
     fs::set_permissions(&f, fs::Permissions::from_mode(0o640)).unwrap();
     assert_eq!(fs::metadata(&f).unwrap().mode() & 0o7777, 0o640);
+    // An access ACL set by the core changes the mode's group class (its
+    // mask), and its removal does not: both are reported as a chmod.
+    use vfscale::cred::acl::{value_of, ACL_UNDEFINED_ID as U};
+    let acl = value_of(&[
+        (1, 6, U),
+        (2, 7, 1000),
+        (4, 4, U),
+        (0x10, 7, U),
+        (0x20, 0, U),
+    ]);
+    core.setxattr(b"/f", b"system.posix_acl_access", &acl, 0)
+        .unwrap();
+    eventually("a core setfacl visible through the mount", || {
+        fs::metadata(&f).unwrap().mode() & 0o7777 == 0o670
+    });
 }
 
 /// The names in `dir` as the mount lists them, sorted.

@@ -500,10 +500,22 @@ impl Process {
         if value.len() > XATTR_SIZE_MAX {
             return Err(Errno::E2BIG);
         }
-        self.with_xattr_inode(at, false, |i, store| match store {
-            Store::Tmpfs => set_inode(&self.cred, i, name, value, flags),
-            _ => change_without_store(&self.cred, i, store, name, Some(value)),
+        self.with_xattr_inode(at, false, |i, store| {
+            match store {
+                Store::Tmpfs => set_inode(&self.cred, i, name, value, flags),
+                _ => change_without_store(&self.cred, i, store, name, Some(value)),
+            }
+            .inspect(|()| self.acl_changed(i, name))
         })
+    }
+
+    /// An ACL change may change the mode: observers (the FUSE server's
+    /// kernel invalidation) hear of it as of a chmod. Other attribute
+    /// changes touch only ctime and are not reported (COMPATIBILITY.md).
+    fn acl_changed(&self, inode: &Inode, name: &[u8]) {
+        if AclKind::of_name(check_name(name).unwrap_or_default()).is_some() {
+            self.vfs.watchers.inode_changed(inode, false);
+        }
     }
 
     pub(crate) fn sys_getxattr(
@@ -535,9 +547,12 @@ impl Process {
         // AT_FDCWD is EBADF there).
         check_name(name)?;
         let fd_only = matches!(at, XattrAt::Fd(_));
-        self.with_xattr_inode(at, fd_only, |i, store| match store {
-            Store::Tmpfs => remove_inode(&self.cred, i, name),
-            _ => change_without_store(&self.cred, i, store, name, None),
+        self.with_xattr_inode(at, fd_only, |i, store| {
+            match store {
+                Store::Tmpfs => remove_inode(&self.cred, i, name),
+                _ => change_without_store(&self.cred, i, store, name, None),
+            }
+            .inspect(|()| self.acl_changed(i, name))
         })
     }
 }
