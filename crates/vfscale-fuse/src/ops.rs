@@ -595,6 +595,8 @@ impl Ops {
     }
 
     pub fn setxattr(&self, c: Caller, id: u64, name: &[u8], value: &[u8], flags: i32) -> Reply {
+        // An ACL change is reported as a chmod; the kernel updates itself.
+        let _own = OwnChange::begin(&self.nodes);
         Reply::from_empty(
             self.node(id)
                 .and_then(|n| self.ns.setxattr(&c.cred(), &n.handle, name, value, flags)),
@@ -646,6 +648,7 @@ impl Ops {
     }
 
     pub fn removexattr(&self, c: Caller, id: u64, name: &[u8]) -> Reply {
+        let _own = OwnChange::begin(&self.nodes);
         Reply::from_empty(
             self.node(id)
                 .and_then(|n| self.ns.removexattr(&c.cred(), &n.handle, name)),

@@ -263,6 +263,13 @@ fn acls_through_the_mount() {
         ]),
     );
     assert_eq!(core.stat(b"/secret").unwrap().mode & 0o777, 0o640);
+    // The mount shows the new mode at once: the kernel drops its cached
+    // attributes after a setxattr of its own (not echoed back to it).
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(m.p("secret")).unwrap().permissions().mode() & 0o777,
+        0o640
+    );
     assert_eq!(as_user(&format!("cat {root}/secret")).0, 0);
     let p = std::ffi::CString::new(format!("{root}/secret")).unwrap();
     let n = std::ffi::CString::new("system.posix_acl_access").unwrap();

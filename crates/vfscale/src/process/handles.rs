@@ -510,6 +510,7 @@ impl Namespace {
         flags: i32,
     ) -> SysResult<()> {
         super::xattr::set_inode(cred, h.inode(), name, value, flags)
+            .inspect(|()| super::xattr::acl_changed(&self.vfs.watchers, h.inode(), name))
     }
 
     /// getxattr: the value's size when `buf` is empty.
@@ -530,6 +531,7 @@ impl Namespace {
 
     pub fn removexattr(&self, cred: &Arc<Cred>, h: &Handle, name: &[u8]) -> SysResult<()> {
         super::xattr::remove_inode(cred, h.inode(), name)
+            .inspect(|()| super::xattr::acl_changed(&self.vfs.watchers, h.inode(), name))
     }
 
     /// fallocate on an open file.

@@ -423,6 +423,16 @@ pub(crate) fn remove_inode(cred: &Cred, inode: &Inode, name: &[u8]) -> SysResult
     Ok(())
 }
 
+/// After a successful change of attribute `name` of `inode`: an ACL
+/// change may change the mode, so observers (the FUSE server's kernel
+/// invalidation) hear of it as of a chmod. Other attribute changes touch
+/// only ctime and are not reported (COMPATIBILITY.md).
+pub(crate) fn acl_changed(watchers: &crate::watch::Watchers, inode: &Inode, name: &[u8]) {
+    if AclKind::of_name(check_name(name).unwrap_or_default()).is_some() {
+        watchers.inode_changed(inode, false);
+    }
+}
+
 /// The host's list of `inode`'s names (NUL-terminated), read whole: asked
 /// for its size, then read, again if it grew in between.
 fn backend_names(sb: &crate::fs::SuperBlock, inode: &Inode) -> SysResult<Vec<u8>> {
@@ -505,17 +515,8 @@ impl Process {
                 Store::Tmpfs => set_inode(&self.cred, i, name, value, flags),
                 _ => change_without_store(&self.cred, i, store, name, Some(value)),
             }
-            .inspect(|()| self.acl_changed(i, name))
+            .inspect(|()| acl_changed(&self.vfs.watchers, i, name))
         })
-    }
-
-    /// An ACL change may change the mode: observers (the FUSE server's
-    /// kernel invalidation) hear of it as of a chmod. Other attribute
-    /// changes touch only ctime and are not reported (COMPATIBILITY.md).
-    fn acl_changed(&self, inode: &Inode, name: &[u8]) {
-        if AclKind::of_name(check_name(name).unwrap_or_default()).is_some() {
-            self.vfs.watchers.inode_changed(inode, false);
-        }
     }
 
     pub(crate) fn sys_getxattr(
@@ -552,7 +553,7 @@ impl Process {
                 Store::Tmpfs => remove_inode(&self.cred, i, name),
                 _ => change_without_store(&self.cred, i, store, name, None),
             }
-            .inspect(|()| self.acl_changed(i, name))
+            .inspect(|()| acl_changed(&self.vfs.watchers, i, name))
         })
     }
 }
