@@ -267,7 +267,11 @@ fn acls_through_the_mount() {
     // attributes after a setxattr of its own (not echoed back to it).
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(
-        std::fs::metadata(m.p("secret")).unwrap().permissions().mode() & 0o777,
+        std::fs::metadata(m.p("secret"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
         0o640
     );
     assert_eq!(as_user(&format!("cat {root}/secret")).0, 0);

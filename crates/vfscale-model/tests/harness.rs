@@ -175,3 +175,52 @@ fn strategy_reaches_successes_of_every_call() {
         .collect();
     assert!(never.is_empty(), "these kinds never succeed: {never:?}");
 }
+
+/// The generator's ACLs take effect (so the differential tests compare ACL
+/// semantics, not only their errors): within a few hundred sequences an
+/// access ACL and a default ACL are stored (a later getxattr of each
+/// answers bytes), and a listing names one.
+#[test]
+fn generated_acls_are_stored_and_read_back() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    use vfscale_model::ops::{run, Op, Outcome};
+    let mut runner = TestRunner::deterministic();
+    let (mut access, mut default, mut listed) = (false, false, false);
+    for _ in 0..2_000 {
+        if access && default && listed {
+            return;
+        }
+        let mut steps = steps_strategy(3, 60..61)
+            .new_tree(&mut runner)
+            .unwrap()
+            .current();
+        steps.retain(|s| !s.op.makes_fifo() && !matches!(s.op, Op::Fork(_)));
+        let vfs = vfscale::Vfs::new();
+        let procs: Vec<_> = scenario_creds()
+            .into_iter()
+            .map(|c| vfs.process(c))
+            .collect();
+        let mut all = prelude();
+        all.extend(steps);
+        let out = run(&procs, &all);
+        for (step, o) in all.iter().zip(&out) {
+            match (&step.op, o) {
+                (Op::Getxattr { name, .. }, Outcome::Count(_) | Outcome::Data(_)) => {
+                    access |= name.0 == b"system.posix_acl_access";
+                    default |= name.0 == b"system.posix_acl_default";
+                }
+                (Op::Listxattr { .. }, Outcome::Data(list)) => {
+                    let names: Vec<&[u8]> = list.0.split(|&b| b == 0).collect();
+                    listed |= names.contains(&&b"system.posix_acl_access"[..])
+                        || names.contains(&&b"system.posix_acl_default"[..]);
+                }
+                _ => {}
+            }
+        }
+        for p in procs {
+            p.exit();
+        }
+    }
+    panic!("stored access ACL read back: {access}, default: {default}, listed: {listed}");
+}
