@@ -23,6 +23,23 @@ fn run_on_fresh_model(steps: &[Step]) -> (Vec<vfscale_model::ops::Outcome>, Mode
     (out, fs)
 }
 
+/// Runs the prelude and `steps` on a fresh vfscale namespace with the
+/// scenario's processes; returns every step with its outcome.
+fn run_on_fresh_vfs(steps: Vec<Step>) -> Vec<(Step, vfscale_model::ops::Outcome)> {
+    let vfs = vfscale::Vfs::new();
+    let procs: Vec<_> = scenario_creds()
+        .into_iter()
+        .map(|c| vfs.process(c))
+        .collect();
+    let mut all = prelude();
+    all.extend(steps);
+    let out = run(&procs, &all);
+    for p in procs {
+        p.exit();
+    }
+    all.into_iter().zip(out).collect()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
@@ -81,7 +98,7 @@ fn strategy_reaches_successes() {
 fn strategy_reaches_successes_of_every_call() {
     use proptest::strategy::ValueTree;
     use proptest::test_runner::TestRunner;
-    use vfscale_model::ops::{run, Outcome};
+    use vfscale_model::ops::Outcome;
     let kind = |op: &vfscale_model::ops::Op| {
         let name = format!("{op:?}");
         name.split(|c: char| !c.is_alphanumeric())
@@ -152,21 +169,10 @@ fn strategy_reaches_successes_of_every_call() {
             .unwrap()
             .current();
         steps.retain(|s| !makes_fifo(&s.op));
-        let vfs = vfscale::Vfs::new();
-        let procs: Vec<_> = scenario_creds()
-            .into_iter()
-            .map(|c| vfs.process(c))
-            .collect();
-        let mut all = prelude();
-        all.extend(steps);
-        let out = run(&procs, &all);
-        for (step, o) in all.iter().zip(&out) {
+        for (step, o) in run_on_fresh_vfs(steps) {
             if !matches!(o, Outcome::Err(_)) {
                 succeeded.insert(kind(&step.op));
             }
-        }
-        for p in procs {
-            p.exit();
         }
     }
     let never: Vec<_> = required
@@ -184,7 +190,7 @@ fn strategy_reaches_successes_of_every_call() {
 fn generated_acls_are_stored_and_read_back() {
     use proptest::strategy::ValueTree;
     use proptest::test_runner::TestRunner;
-    use vfscale_model::ops::{run, Op, Outcome};
+    use vfscale_model::ops::{Op, Outcome};
     let mut runner = TestRunner::deterministic();
     let (mut access, mut default, mut listed) = (false, false, false);
     for _ in 0..2_000 {
@@ -196,16 +202,8 @@ fn generated_acls_are_stored_and_read_back() {
             .unwrap()
             .current();
         steps.retain(|s| !s.op.makes_fifo() && !matches!(s.op, Op::Fork(_)));
-        let vfs = vfscale::Vfs::new();
-        let procs: Vec<_> = scenario_creds()
-            .into_iter()
-            .map(|c| vfs.process(c))
-            .collect();
-        let mut all = prelude();
-        all.extend(steps);
-        let out = run(&procs, &all);
-        for (step, o) in all.iter().zip(&out) {
-            match (&step.op, o) {
+        for (step, o) in run_on_fresh_vfs(steps) {
+            match (&step.op, &o) {
                 (Op::Getxattr { name, .. }, Outcome::Count(_) | Outcome::Data(_)) => {
                     access |= name.0 == b"system.posix_acl_access";
                     default |= name.0 == b"system.posix_acl_default";
@@ -217,9 +215,6 @@ fn generated_acls_are_stored_and_read_back() {
                 }
                 _ => {}
             }
-        }
-        for p in procs {
-            p.exit();
         }
     }
     panic!("stored access ACL read back: {access}, default: {default}, listed: {listed}");
