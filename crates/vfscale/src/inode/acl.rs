@@ -147,23 +147,19 @@ impl Inode {
         verdict.unwrap_or_else(|| may_access(cred, mode, uid, gid, mask))
     }
 
-    /// getxattr of an ACL name on a tmpfs inode: the ACL's bytes (their
-    /// length for an empty buffer; ERANGE if they do not fit), ENODATA if
-    /// there is none, EOPNOTSUPP on a symlink (vfs_get_acl).
-    pub(crate) fn get_acl(&self, kind: AclKind, buf: &mut [u8]) -> Result<usize, Errno> {
+    /// getxattr of an ACL name on a tmpfs inode: `f` on the ACL's bytes,
+    /// ENODATA if there is none, EOPNOTSUPP on a symlink (vfs_get_acl).
+    pub(crate) fn read_acl<R>(
+        &self,
+        kind: AclKind,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R, Errno> {
         if s_islnk(self.file_type()) {
             return Err(Errno::EOPNOTSUPP);
         }
         self.acl_table()
-            .read(self.ino, kind, |v| {
-                if buf.is_empty() {
-                    return Ok(v.len());
-                }
-                let out = buf.get_mut(..v.len()).ok_or(Errno::ERANGE)?;
-                out.copy_from_slice(v);
-                Ok(v.len())
-            })
-            .unwrap_or(Err(Errno::ENODATA))
+            .read(self.ino, kind, f)
+            .ok_or(Errno::ENODATA)
     }
 
     /// The ACL names this inode has, access first, each NUL-terminated

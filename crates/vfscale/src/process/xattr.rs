@@ -335,7 +335,7 @@ pub(crate) fn get_inode(
         if super::backend_names::backend_of(inode).is_some() {
             return Err(Errno::EOPNOTSUPP);
         }
-        return inode.get_acl(kind, buf);
+        return inode.read_acl(kind, |v| copy_out(v, buf))?;
     }
     stored_space(name, space)?;
     if let Some(sb) = super::backend_names::backend_of(inode) {
@@ -365,8 +365,9 @@ pub(crate) fn list_inode(cred: &Cred, inode: &Inode, buf: &mut [u8]) -> SysResul
         matches!(space_of(k), Space::User | Space::Security)
             || (space_of(k) == Space::Trusted && cred.is_root())
     };
-    let mut out = Vec::new();
+    let mut out;
     if let Some(sb) = super::backend_names::backend_of(inode) {
+        out = Vec::new();
         for k in backend_names(sb, inode)?.split(|&b| b == 0) {
             if !k.is_empty() && shown(k) {
                 out.extend_from_slice(k);
