@@ -39,38 +39,48 @@ use crate::sync::lock::{Mutex, MutexGuard};
 
 const WRITER_STRIPES: usize = 16;
 
-/// A superblock's POSIX ACLs (see the module comment).
-pub(crate) struct AclTable {
+/// A superblock's POSIX ACLs (see the module comment), allocated at the
+/// first ACL stored: the map and its locks take ~18 KB, which every
+/// tmpfs instance (each mount) would pay otherwise (7.6 KB per instance
+/// before ACLs, 25.8 KB with an eager map). Until then nothing reads it:
+/// readers come only for inodes whose mode has an ACL bit, set after a
+/// store.
+#[derive(Default)]
+pub(crate) struct AclTable(std::sync::OnceLock<Box<AclMap>>);
+
+struct AclMap {
     map: papaya::HashMap<(u64, AclKind), Box<[u8]>>,
     writers: [Mutex<()>; WRITER_STRIPES],
 }
 
-impl Default for AclTable {
-    fn default() -> Self {
-        AclTable {
-            map: papaya::HashMap::new(),
-            writers: std::array::from_fn(|_| Mutex::new(())),
-        }
-    }
-}
-
 impl AclTable {
+    fn map(&self) -> &AclMap {
+        self.0.get_or_init(|| {
+            Box::new(AclMap {
+                map: papaya::HashMap::new(),
+                writers: std::array::from_fn(|_| Mutex::new(())),
+            })
+        })
+    }
+
     /// Runs `f` on inode `ino`'s `kind` ACL, if it has one. Lock-free.
     fn read<R>(&self, ino: u64, kind: AclKind, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
-        self.map.pin().get(&(ino, kind)).map(|v| f(v))
+        self.0.get()?.map.pin().get(&(ino, kind)).map(|v| f(v))
     }
 
     /// The writer lock of inode `ino`'s ACLs.
     fn lock_writer(&self, ino: u64) -> MutexGuard<'_, ()> {
-        self.writers[(ino ^ (ino >> 7)) as usize % WRITER_STRIPES].lock()
+        self.map().writers[(ino ^ (ino >> 7)) as usize % WRITER_STRIPES].lock()
     }
 
     fn store(&self, ino: u64, kind: AclKind, value: Box<[u8]>) {
-        self.map.pin().insert((ino, kind), value);
+        self.map().map.pin().insert((ino, kind), value);
     }
 
     fn remove(&self, ino: u64, kind: AclKind) {
-        self.map.pin().remove(&(ino, kind));
+        if let Some(m) = self.0.get() {
+            m.map.pin().remove(&(ino, kind));
+        }
     }
 
     /// Drops inode `ino`'s ACLs (it is being freed; `mode` its last mode
