@@ -13,11 +13,11 @@
 //!   seqcount and retry, so `stat` writes no shared memory.
 //! - `ino`, `rdev`, `btime`, `sb` and the file type bits of `mode` never change.
 //! - `mode` also carries `MODE_ACL_BITS` (cred/acl.rs): which POSIX ACLs
-//!   the superblock's attribute table holds for the inode. Only
-//!   `perm_attr` shows them (permission checks and creates branch on
-//!   them); `attr`, `stat` and `AttrWriter::get` mask them out, `set_mode`
-//!   keeps them, and only inode/acl.rs changes them, holding the table's
-//!   shard lock for the inode.
+//!   the superblock's ACL table holds for the inode. Only `perm_attr`
+//!   shows them (permission checks and creates branch on them); `attr`,
+//!   `stat` and `AttrWriter::get` mask them out, `set_mode` keeps them,
+//!   and only inode/acl.rs changes them, holding the inode's ACL writer
+//!   lock.
 //! - The refcount counts dentries bound to the inode plus transient holders;
 //!   the inode is retired through the epoch collector when it drops to zero,
 //!   so a lock-free reader that loaded the pointer under a guard may still
@@ -417,12 +417,13 @@ impl AttrWriter<'_> {
             .mode
             .store(kept | (mode & !(S_IFMT | MODE_ACL_BITS)), Ordering::Relaxed);
     }
-    /// The `MODE_ACL_BITS` now (inode/acl.rs, under the table's shard lock).
+    /// The `MODE_ACL_BITS` now (inode/acl.rs: chmod's test, inside its
+    /// write section, of whether an access ACL must follow the mode).
     pub(crate) fn acl_bits(&self) -> u32 {
         self.inode.mode.load(Ordering::Relaxed) & MODE_ACL_BITS
     }
     /// Sets or clears one of `MODE_ACL_BITS` (inode/acl.rs only, holding
-    /// the table's shard lock for the inode).
+    /// the inode's ACL writer lock).
     pub(crate) fn set_acl_bit(&mut self, bit: u32, on: bool) {
         debug_assert_eq!(bit & !MODE_ACL_BITS, 0);
         let m = self.inode.mode.load(Ordering::Relaxed);
