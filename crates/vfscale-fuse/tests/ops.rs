@@ -635,8 +635,8 @@ fn core_attribute_and_data_changes_invalidate_the_kernels_cached_inode() {
     // show, from the kernel's own cache update).
     fs::set_permissions(&f, fs::Permissions::from_mode(0o640)).unwrap();
     assert_eq!(fs::metadata(&f).unwrap().mode() & 0o7777, 0o640);
-    // An access ACL set by the core changes the mode's group class (its
-    // mask), and its removal does not: both are reported as a chmod.
+    // An access ACL set by the core changes the mode's group class (to
+    // its mask, rwx here); it is reported to the kernel as a chmod.
     use vfscale::cred::acl::{value_of, ACL_UNDEFINED_ID as U};
     let acl = value_of(&[
         (1, 6, U),
