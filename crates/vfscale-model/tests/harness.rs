@@ -5,39 +5,40 @@
 
 use proptest::prelude::*;
 use vfscale::ProcessApi;
-use vfscale_model::ops::{prelude, run, scenario_creds, steps_strategy, Step};
+use vfscale_model::ops::{prelude, run, scenario_creds, steps_strategy, Outcome, Step};
 use vfscale_model::{ModelFs, ModelProcess};
 
-fn run_on_fresh_model(steps: &[Step]) -> (Vec<vfscale_model::ops::Outcome>, ModelFs) {
-    let fs = ModelFs::new();
-    let procs: Vec<ModelProcess> = scenario_creds()
-        .into_iter()
-        .map(|c| fs.process(c))
-        .collect();
+/// Runs the prelude and `steps` on `procs` (the scenario's processes of
+/// one fresh namespace), then exits them; returns every outcome.
+fn run_with_prelude<P: ProcessApi>(procs: Vec<P>, steps: &[Step]) -> Vec<Outcome> {
     let mut all = prelude();
     all.extend_from_slice(steps);
     let out = run(&procs, &all);
     for p in procs {
         p.exit();
     }
-    (out, fs)
+    out
 }
 
-/// Runs the prelude and `steps` on a fresh vfscale namespace with the
-/// scenario's processes; returns every step with its outcome.
-fn run_on_fresh_vfs(steps: Vec<Step>) -> Vec<(Step, vfscale_model::ops::Outcome)> {
+fn run_on_fresh_model(steps: &[Step]) -> (Vec<Outcome>, ModelFs) {
+    let fs = ModelFs::new();
+    let procs: Vec<ModelProcess> = scenario_creds()
+        .into_iter()
+        .map(|c| fs.process(c))
+        .collect();
+    (run_with_prelude(procs, steps), fs)
+}
+
+/// `run_with_prelude` on a fresh vfscale namespace; every step with its
+/// outcome.
+fn run_on_fresh_vfs(steps: Vec<Step>) -> Vec<(Step, Outcome)> {
     let vfs = vfscale::Vfs::new();
     let procs: Vec<_> = scenario_creds()
         .into_iter()
         .map(|c| vfs.process(c))
         .collect();
-    let mut all = prelude();
-    all.extend(steps);
-    let out = run(&procs, &all);
-    for p in procs {
-        p.exit();
-    }
-    all.into_iter().zip(out).collect()
+    let out = run_with_prelude(procs, &steps);
+    prelude().into_iter().chain(steps).zip(out).collect()
 }
 
 proptest! {
@@ -58,7 +59,6 @@ proptest! {
 fn strategy_reaches_successes() {
     use proptest::strategy::ValueTree;
     use proptest::test_runner::TestRunner;
-    use vfscale_model::ops::Outcome;
     let mut runner = TestRunner::deterministic();
     let mut ok = 0usize;
     let mut total = 0usize;
@@ -98,7 +98,6 @@ fn strategy_reaches_successes() {
 fn strategy_reaches_successes_of_every_call() {
     use proptest::strategy::ValueTree;
     use proptest::test_runner::TestRunner;
-    use vfscale_model::ops::Outcome;
     let kind = |op: &vfscale_model::ops::Op| {
         let name = format!("{op:?}");
         name.split(|c: char| !c.is_alphanumeric())
@@ -190,7 +189,7 @@ fn strategy_reaches_successes_of_every_call() {
 fn generated_acls_are_stored_and_read_back() {
     use proptest::strategy::ValueTree;
     use proptest::test_runner::TestRunner;
-    use vfscale_model::ops::{Op, Outcome};
+    use vfscale_model::ops::Op;
     let mut runner = TestRunner::deterministic();
     let (mut access, mut default, mut listed) = (false, false, false);
     for _ in 0..2_000 {
