@@ -2,20 +2,15 @@
 //! permission comes from a POSIX ACL, against one whose mode grants it:
 //! uid 1000 stats `/d/sub/f` ITERS times per thread. Usage:
 //! aclwalk [ITERS] [THREADS,...]. Prints ns per stat for both.
+#[path = "shared/iters_threads.rs"]
+mod shared;
 use std::time::Instant;
 use vfscale::cred::acl::{value_of, ACL_UNDEFINED_ID as U};
 use vfscale::{abi::*, Cred, ProcessApi, Vfs};
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let iters: u64 = args
-        .next()
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(2_000_000);
-    let thread_counts: Vec<usize> = args
-        .next()
-        .map(|a| a.split(',').map(|t| t.parse().unwrap()).collect())
-        .unwrap_or(vec![1, 2]);
+    let (iters, thread_counts) =
+        shared::iters_and_threads(&mut std::env::args().skip(1), 2_000_000, &[1, 2]);
     for with_acl in [false, true] {
         let vfs = Vfs::new();
         let p = vfs.root_process();

@@ -2,6 +2,8 @@
 //! harness). Usage: openbench [ITERS] [THREADS,...]; OPENBENCH_DISTINCT=1
 //! gives each thread its own file. Under `valgrind --tool=callgrind` with
 //! two iteration counts, the difference gives instructions per open+close.
+#[path = "shared/iters_threads.rs"]
+mod shared;
 use std::time::Instant;
 use vfscale::{abi::*, ProcessApi, Vfs};
 
@@ -14,15 +16,8 @@ fn main() {
             .unwrap();
         p.close(fd).unwrap();
     }
-    let mut args = std::env::args().skip(1);
-    let iters: u64 = args
-        .next()
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(5_000_000);
-    let thread_counts: Vec<usize> = args
-        .next()
-        .map(|a| a.split(',').map(|t| t.parse().unwrap()).collect())
-        .unwrap_or(vec![1, 2]);
+    let (iters, thread_counts) =
+        shared::iters_and_threads(&mut std::env::args().skip(1), 5_000_000, &[1, 2]);
     let distinct = std::env::var_os("OPENBENCH_DISTINCT").is_some();
     for threads in thread_counts {
         let start = Instant::now();

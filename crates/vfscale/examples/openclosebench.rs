@@ -8,6 +8,8 @@
 //! them freed inline, and prints each setting's fastest block (on a shared
 //! machine the minimum over many interleaved blocks is the least noisy
 //! wall-clock figure).
+#[path = "shared/iters_threads.rs"]
+mod shared;
 use std::time::Instant;
 use vfscale::{abi::*, ProcessApi, Vfs, VfsConfig};
 
@@ -63,15 +65,8 @@ fn main() {
         ..VfsConfig::default()
     };
     let (vfs, _) = namespace_with_file(config);
-    let mut args = std::env::args().skip(1);
-    let iters: u64 = args
-        .next()
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(10_000_000);
-    let thread_counts: Vec<usize> = args
-        .next()
-        .map(|a| a.split(',').map(|t| t.parse().unwrap()).collect())
-        .unwrap_or(vec![1]);
+    let (iters, thread_counts) =
+        shared::iters_and_threads(&mut std::env::args().skip(1), 10_000_000, &[1]);
     for threads in thread_counts {
         let start = Instant::now();
         std::thread::scope(|s| {

@@ -2,6 +2,8 @@
 //! Usage: statbench [ITERS] [THREADS,...] [deep]   (e.g. `statbench 100000 1`
 //! under `valgrind --tool=callgrind` for an instruction count per stat).
 //! `deep` stats stat-deep's 4-component path `/a/b/c/f` instead of `/file`.
+#[path = "shared/iters_threads.rs"]
+mod shared;
 use std::time::Instant;
 use vfscale::{abi::*, ProcessApi, Vfs};
 
@@ -21,15 +23,8 @@ fn main() {
     };
     let vfs = Vfs::new();
     make(&vfs.root_process());
-    let mut args = args.into_iter();
-    let iters: u64 = args
-        .next()
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(20_000_000);
-    let thread_counts: Vec<usize> = args
-        .next()
-        .map(|a| a.split(',').map(|t| t.parse().unwrap()).collect())
-        .unwrap_or(vec![1, 2]);
+    let (iters, thread_counts) =
+        shared::iters_and_threads(&mut args.into_iter(), 20_000_000, &[1, 2]);
     for threads in thread_counts {
         let start = Instant::now();
         std::thread::scope(|s| {
