@@ -11,12 +11,15 @@
 //!   the final namespaces of both sides;
 //! - `seeded`: the property tests' replayable runner and fresh-thread
 //!   cases;
+//! - `compare`: the steps left out of a comparison and the outcomes
+//!   compared by shape (readdir order, autobound socket names);
 //! - `script`: the log and comparison of the scripted kernel comparisons.
 //!
 //! The operation sequences and the outcome comparison are the model's
 //! harness (`vfscale_model::ops`), unchanged: `apply` is generic over
 //! `ProcessApi`.
 
+pub mod compare;
 pub mod kernel;
 pub mod sandbox;
 pub mod script;
@@ -24,4 +27,7 @@ pub mod seeded;
 pub mod snapshot;
 
 pub use kernel::KernelProcess;
-pub use sandbox::{enter_private_tmpfs_root, on_kernel_as_root, SandboxError};
+pub use sandbox::{
+    enter_private_tmpfs_root, enter_root_at, on_kernel_as_root, private_mount_namespace,
+    SandboxError,
+};

@@ -48,19 +48,13 @@ fn check(rc: libc::c_int, what: &str) -> Result<(), SandboxError> {
     Ok(())
 }
 
-/// Makes a fresh tmpfs the root of a new mount namespace of the calling
-/// thread (see the module comment). Call it on a thread that ends with the
-/// test case.
-pub fn enter_private_tmpfs_root() -> Result<(), SandboxError> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Err(SandboxError::NotRoot);
-    }
-    // The host's /proc, for KernelProcess::fd_path (before leaving it).
-    crate::kernel::open_host_proc();
+/// Moves the calling thread into a mount namespace of its own (and the
+/// namespaces of `more`, `CLONE_NEW*` flags) in which no mount propagates
+/// to or from the host's.
+pub fn private_mount_namespace(more: libc::c_int) -> Result<(), SandboxError> {
     // SAFETY: unshare only changes this thread's namespaces and fs_struct.
     check(
-        unsafe { libc::unshare(libc::CLONE_NEWNS) },
+        unsafe { libc::unshare(libc::CLONE_NEWNS | more) },
         "unshare(CLONE_NEWNS)",
     )?;
     // SAFETY: NULL source/fstype/data are allowed for a propagation change.
@@ -75,7 +69,20 @@ pub fn enter_private_tmpfs_root() -> Result<(), SandboxError> {
             )
         },
         "making / rprivate",
-    )?;
+    )
+}
+
+/// Makes a fresh tmpfs the root of a new mount namespace of the calling
+/// thread (see the module comment). Call it on a thread that ends with the
+/// test case.
+pub fn enter_private_tmpfs_root() -> Result<(), SandboxError> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(SandboxError::NotRoot);
+    }
+    // The host's /proc, for KernelProcess::fd_path (before leaving it).
+    crate::kernel::open_host_proc();
+    private_mount_namespace(0)?;
     // SAFETY: every pointer is a valid NUL-terminated string.
     check(
         unsafe {
@@ -89,8 +96,29 @@ pub fn enter_private_tmpfs_root() -> Result<(), SandboxError> {
         },
         "mount tmpfs on /tmp",
     )?;
+    pivot_root_into(c"/tmp")
+}
+
+/// Makes the mount at `dir` the root of a new mount namespace of the
+/// calling thread (a copy of its current one, nothing propagating), as
+/// `enter_private_tmpfs_root` does with its tmpfs: for a filesystem
+/// mounted by the caller beforehand. Threads outside the new namespace
+/// keep their roots (pivot_root moves only the roots that are the old
+/// root of *this* namespace's copy).
+pub fn enter_root_at(dir: &std::ffi::CStr) -> Result<(), SandboxError> {
+    crate::kernel::open_host_proc();
+    private_mount_namespace(0)?;
+    pivot_root_into(dir)
+}
+
+/// Makes the mount at `dir` this thread's root and cwd, the old root
+/// detached.
+fn pivot_root_into(dir: &std::ffi::CStr) -> Result<(), SandboxError> {
     // SAFETY: a valid path.
-    check(unsafe { libc::chdir(c"/tmp".as_ptr()) }, "chdir /tmp")?;
+    check(
+        unsafe { libc::chdir(dir.as_ptr()) },
+        "chdir to the new root",
+    )?;
     // pivot_root(".", "."): the old root ends up stacked on the new one at
     // "/", and the detach below removes it (the runc idiom).
     // SAFETY: valid paths.

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use vfscale::abi::*;
 use vfscale::ProcessApi;
-use vfscale_model::ops::StatSummary;
+use vfscale_model::ops::{Bytes, StatSummary};
 
 /// What one name holds.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -75,4 +75,30 @@ pub fn snapshot<P: ProcessApi>(p: &P, max_depth: usize) -> BTreeMap<Vec<u8>, Ent
         );
     }
     out
+}
+
+/// Compares two snapshots (`left` the reference): every name of `left`
+/// with the same entry in `right`, and no extra names in `right`. `sides`
+/// names them in the failure message, e.g. "left: kernel, right: vfscale".
+pub fn same_trees(
+    left: &BTreeMap<Vec<u8>, Entry>,
+    right: &BTreeMap<Vec<u8>, Entry>,
+    sides: &str,
+) -> Result<(), proptest::test_runner::TestCaseError> {
+    for (path, l) in left {
+        proptest::prop_assert_eq!(
+            Some(l),
+            right.get(path),
+            "final tree at {:?} ({})",
+            Bytes(path.clone()),
+            sides
+        );
+    }
+    proptest::prop_assert_eq!(
+        left.len(),
+        right.len(),
+        "final tree: extra names ({})",
+        sides
+    );
+    Ok(())
 }

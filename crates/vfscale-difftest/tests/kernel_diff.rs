@@ -16,11 +16,15 @@ use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use vfscale::abi::*;
 use vfscale::{Cred, Errno, ProcessApi, Vfs};
+use vfscale_difftest::compare::{
+    directory_seek, memfd_flood, path_args, protected_link_by_fd, root_umount,
+    same_modulo_readdir_order,
+};
 use vfscale_difftest::seeded::{on_fresh_thread, seeded_runner};
-use vfscale_difftest::snapshot::snapshot;
+use vfscale_difftest::snapshot::{same_trees, snapshot};
 use vfscale_difftest::{enter_private_tmpfs_root, KernelProcess, SandboxError};
 use vfscale_model::ops::{
-    apply, prelude, scenario_creds, steps_strategy, Bytes, FdMap, Op, Outcome, Step, XattrAt,
+    apply, prelude, scenario_creds, steps_strategy, Bytes, FdMap, Op, Outcome, Step,
 };
 
 fn has_nul(b: &Bytes) -> bool {
@@ -32,7 +36,6 @@ fn has_nul(b: &Bytes) -> bool {
 /// hanging); they are dropped from the sequences.
 fn documented_deviation(op: &Op) -> bool {
     match op {
-        Op::Open { path, .. } => has_nul(path),
         // MNT_EXPIRE's mark-then-unmount is not built: vfscale unmounts at
         // the first call (docs/COMPATIBILITY.md; found by a 20,000-case
         // run in session 14).
@@ -57,24 +60,6 @@ fn documented_deviation(op: &Op) -> bool {
                 || (matches!(o, Op::Chroot(_)) && ops.iter().any(|o| matches!(o, Op::FdPath(_))))
                 || matches!(o, Op::Lseek { off, whence, .. } if (*off, *whence) != (0, SEEK_SET))
         }),
-        // A NUL byte inside a path: EINVAL in vfscale, a shorter C string
-        // in Linux.
-        Op::Truncate { path, .. }
-        | Op::Fstatat { path, .. }
-        | Op::Statx { path, .. }
-        | Op::Faccessat { path, .. }
-        | Op::Fchmodat { path, .. }
-        | Op::Fchownat { path, .. }
-        | Op::Utimensat { path, .. }
-        | Op::Mkdirat { path, .. }
-        | Op::Unlinkat { path, .. }
-        | Op::Readlinkat { path, .. }
-        | Op::Statfs(path)
-        | Op::Chdir(path)
-        | Op::Chroot(path) => has_nul(path),
-        Op::Renameat2 { old, new, .. } | Op::Linkat { old, new, .. } => {
-            has_nul(old) || has_nul(new)
-        }
         Op::Symlinkat { target, path, .. } => has_nul(target) || has_nul(path),
         // vfscale has tmpfs only: another type is ENODEV, as on a kernel
         // built without it (the host's ext4 would parse the source first).
@@ -89,72 +74,9 @@ fn documented_deviation(op: &Op) -> bool {
                 || has_nul(fstype)
                 || (flags & MS_BIND == 0 && fstype.0 != b"tmpfs")
         }
-        Op::Umount2 { target, .. } => has_nul(target),
-        Op::Setxattr { at, .. }
-        | Op::Getxattr { at, .. }
-        | Op::Listxattr { at, .. }
-        | Op::Removexattr { at, .. } => match at {
-            XattrAt::Path(p) | XattrAt::Lpath(p) => has_nul(p),
-            XattrAt::Fd(_) => false,
-        },
-        Op::NameToHandle { path, .. } => has_nul(path),
-        _ => false,
-    }
-}
-
-/// Readdir order is a documented deviation (docs/COMPATIBILITY.md: Linux
-/// 6.18's tmpfs lists newest first and does not show entries created
-/// behind its cursor; vfscale lists in creation order), so the records one
-/// getdents64 call returns, and whether a too-small buffer meets a record
-/// (EINVAL) or the end (0), are not compared; its other errors are. Names
-/// and types are compared as sets in the final tree.
-fn same_modulo_readdir_order(op: &Op, kernel: &Outcome, vfscale: &Outcome) -> bool {
-    let listing = |o: &Outcome| matches!(o, Outcome::Dirents(_) | Outcome::Err(Errno::EINVAL));
-    match (op, kernel, vfscale) {
-        (Op::Getdents64 { .. }, k, v) if listing(k) && listing(v) => true,
-        (Op::Fork(ops), Outcome::Child(k), Outcome::Child(v)) => {
-            k.len() == v.len()
-                && ops
-                    .iter()
-                    .zip(k.iter().zip(v))
-                    .all(|(op, (k, v))| same_modulo_readdir_order(op, k, v))
-        }
-        _ => kernel == vfscale || same_socket_name(op, kernel, vfscale),
-    }
-}
-
-/// Directory offsets are opaque cookies whose values differ (see
-/// `order_free`), so a seek on a directory other than a rewind is skipped.
-fn directory_seek(v: &vfscale::Process, fds: &FdMap, op: &Op) -> bool {
-    match op {
-        Op::Lseek { fd, off, whence } if (*off, *whence) != (0, SEEK_SET) => v
-            .fstat(fds.resolve(*fd))
-            .is_ok_and(|st| st.mode & S_IFMT == S_IFDIR),
-        _ => false,
-    }
-}
-
-/// An autobound name is NUL and five hex digits, chosen differently by
-/// each side: compared by shape.
-fn same_socket_name(op: &Op, kernel: &Outcome, vfscale: &Outcome) -> bool {
-    let autobound = |o: &Outcome| matches!(o, Outcome::Data(b) if b.0.len() == 6 && b.0[0] == 0 && b.0[1..].iter().all(u8::is_ascii_hexdigit));
-    match (op, kernel, vfscale) {
-        (Op::SockName { .. }, k, v) => autobound(k) && autobound(v),
-        // recvfrom's sender name, after the same count and bytes.
-        (Op::Recvfrom { .. }, Outcome::Seq(k), Outcome::Seq(v)) => {
-            k.len() == 3 && v.len() == 3 && k[..2] == v[..2] && autobound(&k[2]) && autobound(&v[2])
-        }
-        // recvmsg's likewise, with the same credentials, descriptors and
-        // flags after it.
-        (Op::Recvmsg { .. }, Outcome::Seq(k), Outcome::Seq(v)) => {
-            k.len() == 6
-                && v.len() == 6
-                && k[..2] == v[..2]
-                && autobound(&k[2])
-                && autobound(&v[2])
-                && k[3..] == v[3..]
-        }
-        _ => false,
+        // A NUL byte inside a path: EINVAL in vfscale, a shorter C string
+        // in Linux.
+        op => path_args(op).iter().any(|p| p.contains(&0)),
     }
 }
 
@@ -180,62 +102,6 @@ fn anonymous_handle(v: &vfscale::Process, fds: &FdMap, op: &Op) -> bool {
         }
         _ => false,
     }
-}
-
-/// An allocating fallocate of more than 1 GiB on a memfd: the kernel's
-/// internal shm mount has no size limit, so shmem_fallocate takes page
-/// after page until the host runs out of memory (the OOM kills of this
-/// test in sessions 17 and 18: 24 GB of shmem). Skipped, in a fork too
-/// (whatever the file there).
-fn memfd_flood(v: &vfscale::Process, fds: &FdMap, op: &Op) -> bool {
-    let big = |mode: i32, len: i64| len > 1 << 30 && mode & FALLOC_FL_PUNCH_HOLE == 0;
-    match op {
-        Op::Fallocate { fd, mode, len, .. } if big(*mode, *len) => {
-            matches!(v.fd_path(fds.resolve(*fd)), Ok(p) if p.starts_with(b"/memfd:"))
-        }
-        Op::Fork(ops) => ops
-            .iter()
-            .any(|op| matches!(op, Op::Fallocate { mode, len, .. } if big(*mode, *len))),
-        _ => false,
-    }
-}
-
-/// linkat(fd, "", AT_EMPTY_PATH) of a source that `fs.protected_hardlinks`
-/// protects from this caller: the kernel side cannot retry it with
-/// CAP_FOWNER (see `KernelProcess::linkat`), so it reads EPERM there while
-/// vfscale (which does not model the sysctl, docs/COMPATIBILITY.md) links.
-/// Protected: not the caller's, and not a regular file without set-id
-/// execution that the caller may read and write (may_linkat).
-fn protected_link_by_fd(v: &vfscale::Process, fds: &FdMap, proc: usize, op: &Op) -> bool {
-    let Op::Linkat {
-        olddirfd,
-        old,
-        flags,
-        ..
-    } = op
-    else {
-        return false;
-    };
-    let cred = &scenario_creds()[proc];
-    if cred.is_root() || !old.0.is_empty() || flags & AT_EMPTY_PATH == 0 {
-        return false;
-    }
-    // The source is the descriptor's file, or the cwd for AT_FDCWD.
-    let Ok(st) = v.fstatat(fds.resolve(*olddirfd), b"", AT_EMPTY_PATH) else {
-        return false;
-    };
-    if st.uid == cred.fsuid {
-        return false;
-    }
-    let class = if cred.in_group(st.gid) {
-        (st.mode >> 3) & 7
-    } else {
-        st.mode & 7
-    };
-    let safe_type = st.mode & S_IFMT == S_IFREG
-        && st.mode & S_ISUID == 0
-        && st.mode & (S_ISGID | S_IXGRP) != (S_ISGID | S_IXGRP);
-    !(safe_type && class & 6 == 6)
 }
 
 /// Whether this host's root lacks CAP_SYS_RESOURCE (some containers drop
@@ -275,19 +141,6 @@ fn needs_sys_resource(proc: usize, op: &Op) -> bool {
             Op::Fork(ops) => ops.iter().any(relevant),
             op => relevant(op),
         }
-}
-
-/// umount2 of the caller's root mount: Linux remounts it read-only
-/// (do_umount_root) or, with MNT_DETACH, detaches it, and returns 0;
-/// vfscale answers EINVAL (docs/COMPATIBILITY.md). Skipped.
-fn root_umount(v: &vfscale::Process, op: &Op) -> bool {
-    match op {
-        Op::Umount2 { target, .. } => match (v.stat(&target.0), v.stat(b"/")) {
-            (Ok(t), Ok(r)) => (t.dev, t.ino) == (r.dev, r.ino),
-            _ => false,
-        },
-        _ => false,
-    }
 }
 
 /// A send carrying files: vfscale refuses some that could close a cycle
@@ -365,15 +218,7 @@ fn compare_on_this_thread(steps: &[Step]) -> Result<(), TestCaseError> {
     let vroot = vfs.root_process();
     let ks = snapshot(&kroot, 8);
     let vs = snapshot(&vroot, 8);
-    for (path, k) in &ks {
-        prop_assert_eq!(
-            Some(k),
-            vs.get(path),
-            "final tree at {:?} (left: kernel, right: vfscale)",
-            Bytes(path.clone())
-        );
-    }
-    prop_assert_eq!(ks.len(), vs.len(), "final tree: vfscale has extra names");
+    same_trees(&ks, &vs, "left: kernel, right: vfscale")?;
     drop(kprocs);
     drop(kroot);
     for p in vprocs {
