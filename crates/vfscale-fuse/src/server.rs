@@ -253,6 +253,15 @@ impl Filesystem for VfsFs {
             // applies it, unless a directory's default ACL replaces it (as
             // on tmpfs); without this the kernel would apply it first.
             InitFlags::FUSE_DONT_MASK,
+            // Not FUSE_HANDLE_KILLPRIV(_V2): the kernel then leaves the
+            // clearing of set-user-ID and set-group-ID to the server, but
+            // sends a chown(-1, -1) (which clears them on tmpfs) as an
+            // empty SETATTR, the same request a write's privilege removal
+            // sends. Without it the kernel clears them itself before a
+            // write, truncate, chown or fallocate (the core clears them
+            // too, as tmpfs): never less than tmpfs, once more — before a
+            // fallocate mode tmpfs lacks, which the core then refuses
+            // (docs/COMPATIBILITY.md).
         ] {
             // A capability the kernel lacks is simply not used.
             let _ = config.add_capabilities(cap);
@@ -631,7 +640,7 @@ impl Filesystem for VfsFs {
 
     fn fallocate(
         &self,
-        _req: &Request,
+        req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
         offset: u64,
@@ -639,7 +648,8 @@ impl Filesystem for VfsFs {
         mode: i32,
         reply: ReplyEmpty,
     ) {
-        self.send(self.ops.fallocate(fh.0, offset, length, mode), reply);
+        let r = self.ops.fallocate(caller(req), fh.0, offset, length, mode);
+        self.send(r, reply);
     }
 
     fn copy_file_range(

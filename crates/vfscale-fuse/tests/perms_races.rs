@@ -306,3 +306,51 @@ fn acls_through_the_mount() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(core.stat(b"/open/f").unwrap().mode & 0o777, 0o640);
 }
+
+/// Set-user-ID and set-group-ID are cleared through the mount when tmpfs
+/// clears them: a fallocate, a write and a truncate by the owner (no
+/// CAP_FSETID) clear both, root's write keeps them. (The kernel clears
+/// them before these requests itself, and the core again with the
+/// caller's credentials: `ops.rs`
+/// `fallocate_clears_set_id_bits_with_the_callers_credentials`.)
+#[test]
+fn set_id_bits_are_cleared_as_on_tmpfs() {
+    let Some(m) = mount() else { return };
+    let root = m.path().display().to_string();
+    let core = m.core();
+    core.chmod(b"/", 0o777).unwrap();
+    let setuid_file = |name: &str| {
+        let path = format!("/{name}");
+        let fd = core
+            .open(
+                path.as_bytes(),
+                vfscale::abi::O_CREAT | vfscale::abi::O_WRONLY,
+                0o755,
+            )
+            .unwrap();
+        core.close(fd).unwrap();
+        core.chown(path.as_bytes(), 1000, 1000).unwrap();
+        core.chmod(path.as_bytes(), 0o6755).unwrap();
+        path
+    };
+    let mode = |path: &str| core.stat(path.as_bytes()).unwrap().mode & 0o7777;
+    // A fallocate, a write and a truncate by the owner clear both bits.
+    for (name, cmd) in [
+        ("allocated", "fallocate -l 4096"),
+        ("written", "sh -c 'printf x >> \"$0\"'"),
+        ("truncated", "truncate -s 7"),
+    ] {
+        let path = setuid_file(name);
+        let (code, err) = as_user(&format!("{cmd} {root}{path}"));
+        assert_eq!(code, 0, "{cmd}: {err}");
+        assert_eq!(mode(&path), 0o755, "{cmd}");
+    }
+    // Root's write keeps them (CAP_FSETID), as on tmpfs.
+    let by_root = setuid_file("by-root");
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(m.p("by-root"))
+        .and_then(|mut f| std::io::Write::write_all(&mut f, b"x"))
+        .unwrap();
+    assert_eq!(mode(&by_root), 0o6755);
+}

@@ -187,6 +187,7 @@ fn decode_and_call(
         ),
         DESTROY => Reply::Ok,
         FALLOCATE => ops.fallocate(
+            c,
             u64_at(op, 0),
             u64_at(op, 8),
             u64_at(op, 16),

@@ -534,11 +534,20 @@ impl Namespace {
             .inspect(|()| super::xattr::acl_changed(&self.vfs.watchers, h.inode(), name))
     }
 
-    /// fallocate on an open file.
-    pub fn fallocate(&self, fh: Fh, mode: i32, offset: u64, len: u64) -> SysResult<()> {
+    /// fallocate on an open file by `cred` (whose capabilities decide
+    /// whether set-user-ID and set-group-ID are cleared, as for a write).
+    pub fn fallocate(
+        &self,
+        cred: &Arc<Cred>,
+        fh: Fh,
+        mode: i32,
+        offset: u64,
+        len: u64,
+    ) -> SysResult<()> {
         let off = i64::try_from(offset).map_err(|_| Errno::EINVAL)?;
         let len = i64::try_from(len).map_err(|_| Errno::EINVAL)?;
-        self.io_view().sys_fallocate(fh_fd(fh)?, mode, off, len)
+        self.at(cred, &self.root)
+            .sys_fallocate(fh_fd(fh)?, mode, off, len)
     }
 
     /// copy_file_range between two open files at explicit offsets.
