@@ -1,0 +1,560 @@
+//! Differential test of the FUSE mount against the kernel's own tmpfs: the
+//! kernel differential test's random multi-process sequences
+//! (`vfscale_model::ops`) run as real syscalls twice, step by step — on a
+//! private tmpfs (as `kernel_diff.rs`) and on a vfscale namespace mounted
+//! through FUSE (`vfscale_fuse::mount`, served by this process) — and
+//! every step must give the same result and errno, and the final trees the
+//! same names, types, modes, link counts, sizes, owners, data and link
+//! text. `kernel_diff.rs` checks the core against Linux; this checks what
+//! a program using `vfscale mount` sees: the FUSE translation (request
+//! credentials, node ids and lookup counts, open handles, readdir offsets,
+//! the umask and ACL plumbing) and the kernel's FUSE client in front of it.
+//!
+//! The mount has zero entry and attribute TTLs, so every walk and stat
+//! asks the core: the deviations that caching brings (a cached name walked
+//! by a user without search permission, docs/COMPATIBILITY.md "Through the
+//! FUSE mount") are the TTLs' documented price, not what this compares.
+//!
+//! How the mount side is set up: a thread of its own leaves the host's
+//! mount namespace (`unshare(CLONE_NEWNS)`, everything private) and
+//! network namespace (abstract socket names are per network namespace,
+//! and the tmpfs side binds the same ones) and mounts the namespace on its
+//! `/tmp`; then a second thread copies that mount namespace and
+//! `pivot_root`s into the mount (`sandbox::enter_root_at`) and starts one
+//! `KernelProcess` per scenario process there, so the mount is their
+//! namespace's root as the tmpfs is on the other side. The FUSE server's
+//! threads stay in the first namespace, with its root: a `pivot_root` in
+//! theirs would move their root into the mount they serve, and they would
+//! pin it. (A first version chrooted the processes instead: a sequence's
+//! own chroot then left a cwd outside the root from which `..` reached
+//! the host's `/`, and a long run made three directories there.) The case
+//! then enters the private tmpfs (`sandbox`) for the tmpfs side. When the
+//! case ends, the processes and their namespace are gone, the mount is
+//! unmounted, the server's end awaited and the core's invariant checker
+//! run on the namespace.
+//!
+//! Left out, as FUSE-inherent or not about the filesystem:
+//! - FIFOs (would hang both sides) and device nodes with a device number
+//!   (vfscale has no drivers);
+//! - O_TMPFILE (fuser has no FUSE_TMPFILE: EOPNOTSUPP through the mount,
+//!   documented);
+//! - connectable file handles (the kernel encodes them for FUSE, whose
+//!   export operations find parents, not for tmpfs);
+//! - zero-range fallocate (the kernel clears set-user-ID and set-group-ID
+//!   before sending it, and tmpfs refuses the mode: documented);
+//! - file seals (shmem's: every tmpfs file answers F_GET_SEALS, a FUSE
+//!   file EINVAL);
+//! - seeks in directories (cookies differ);
+//! - statfs's `f_type` (FUSE_SUPER_MAGIC by the kernel);
+//! - a connect or send to a socket's path its caller may not write, and a
+//!   path through "." or ".." from a directory its caller may not search (the
+//!   kernel's own checks, which FUSE without `default_permissions` skips:
+//!   documented);
+//! - mount and umount2, and the " (deleted)" a descriptor's path gains (or
+//!   the ENOENT of a getcwd) when the kernel drops a cached name because
+//!   a LOOKUP by a user without search permission was refused (the
+//!   kernel takes that as "gone" and detaches mounts on the name:
+//!   documented);
+//! - a non-root `linkat(fd, "", AT_EMPTY_PATH)` of a source
+//!   `fs.protected_hardlinks` guards (EPERM on tmpfs, where the kernel
+//!   side cannot lift the sysctl as it does for other links — see
+//!   `kernel_diff.rs`; the FUSE mount lets it through);
+//! - open(O_CREAT) of an existing socket or device node, and the errno
+//!   of an unlink or rename refused both for the sticky rule and for the
+//!   file's type (without `default_permissions` the kernel leaves the
+//!   sticky rule to the server and answers these without asking it:
+//!   documented).
+//!
+//! `mount_over_the_ring_matches_tmpfs` runs the same over
+//! FUSE-over-io_uring (the ring transport decodes requests itself).
+//!
+//! Skips (with a printed reason) when not root, without /dev/fuse, or when
+//! the private tmpfs or the mount (or the ring) cannot be made. Bounded for CI:
+//! `VFSCALE_MDIFF_CASES` (default 200) cases of up to 60 steps;
+//! `VFSCALE_SEED` replays a run; failures shrink to a minimal sequence.
+
+use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use vfscale::abi::*;
+use vfscale::{Cred, ProcessApi, Vfs};
+use vfscale_difftest::compare::{
+    directory_seek, memfd_flood, path_args, protected_link_by_fd, same_modulo_readdir_order,
+};
+use vfscale_difftest::seeded::{on_fresh_thread, seeded_runner};
+use vfscale_difftest::snapshot::{same_trees, snapshot};
+use vfscale_difftest::{
+    enter_private_tmpfs_root, enter_root_at, private_mount_namespace, KernelProcess,
+};
+use vfscale_fuse::{MountConfig, Ttls};
+use vfscale_model::ops::{
+    apply, prelude, scenario_creds, steps_strategy, FdMap, Op, Outcome, Step,
+};
+
+/// Where the mount side's thread mounts the namespace, in its own mount
+/// namespace (the host's `/tmp` is untouched).
+const MOUNTPOINT: &str = "/tmp";
+
+/// How long the server may take to end after the unmount before its
+/// connection is aborted (fusectl) and the case fails.
+const END_WAIT: Duration = Duration::from_secs(20);
+
+/// fallocate's zero-range mode (not in `vfscale::abi`: tmpfs lacks it).
+const FALLOC_FL_ZERO_RANGE: i32 = 0x10;
+
+/// Operations left out of the sequences (module comment).
+fn left_out(op: &Op) -> bool {
+    match op {
+        Op::Mknodat { mode, dev, .. } => {
+            let t = mode & S_IFMT;
+            op.makes_fifo() || ((t == S_IFCHR || t == S_IFBLK) && *dev != 0)
+        }
+        Op::Open { flags, .. } => flags & O_TMPFILE == O_TMPFILE,
+        // The kernel clears set-user-ID and set-group-ID before sending a
+        // zero-range fallocate, which tmpfs (and so the core) refuses
+        // (vfscale-fuse's server.rs; documented).
+        Op::Fallocate { mode, .. } => mode & FALLOC_FL_ZERO_RANGE != 0,
+        // FUSE's export operations can find a parent (LOOKUP of ".."), so
+        // the kernel encodes connectable handles there; tmpfs cannot.
+        Op::NameToHandle { flags, .. } => flags & AT_HANDLE_CONNECTABLE != 0,
+        // Seals are shmem's: every tmpfs file answers them, a FUSE file
+        // EINVAL (the kernel's fcntl, before any request).
+        Op::Fcntl { cmd, .. } => *cmd == F_ADD_SEALS || *cmd == F_GET_SEALS,
+        // A child's descriptors are not known here (`directory_seek`
+        // needs them): no seeks in a fork but rewinds.
+        // Nor paths with "." or ".." components (`unchecked_dots` needs
+        // each step's outcome before the mount side runs it).
+        // A refused LOOKUP makes the kernel drop its entry for the name,
+        // detaching what is mounted on it (`invalidated_by_a_refused_lookup`).
+        Op::Mount { .. } | Op::Umount2 { .. } => true,
+        Op::Fork(ops) => ops.iter().any(|o| {
+            left_out(o)
+                || matches!(o, Op::Lseek { off, whence, .. } if (*off, *whence) != (0, SEEK_SET))
+                || has_dots(o)
+                || matches!(o, Op::Linkat { old, flags, .. } if old.0.is_empty() && flags & AT_EMPTY_PATH != 0)
+        }),
+        _ => false,
+    }
+}
+
+/// statfs through FUSE reports the kernel's FUSE_SUPER_MAGIC as the type;
+/// the rest is the core's answer and must match.
+fn same_but_the_fs_type(op: &Op, tmpfs: &Outcome, mount: &Outcome) -> bool {
+    match (op, tmpfs, mount) {
+        (
+            Op::Statfs(_) | Op::Fstatfs(_),
+            Outcome::Statfs {
+                f_bsize: a,
+                f_namelen: b,
+                ..
+            },
+            Outcome::Statfs {
+                f_type,
+                f_bsize: c,
+                f_namelen: d,
+            },
+        ) => *f_type == FUSE_SUPER_MAGIC && (a, b) == (c, d),
+        _ => false,
+    }
+}
+
+const FUSE_SUPER_MAGIC: i64 = 0x6573_5546;
+
+/// A step both sides refuse, tmpfs for a permission check (EACCES,
+/// EPERM) and the mount for another reason: without
+/// `default_permissions` the kernel checks no permission on a FUSE inode
+/// itself (no search permission on the directories of a path, no sticky
+/// rule: it keeps S_ISVTX out of its copy of the mode), so where tmpfs
+/// checks a permission before another condition, the kernel finds that
+/// condition first (the old name of a rename missing, a directory given
+/// to unlink) and answers without asking the server, which would have
+/// refused for the permission (docs/COMPATIBILITY.md). Nothing changed on
+/// either side.
+fn permission_checked_later(tmpfs: &Outcome, mount: &Outcome) -> bool {
+    matches!(
+        (tmpfs, mount),
+        (
+            Outcome::Err(vfscale::Errno::EACCES | vfscale::Errno::EPERM),
+            Outcome::Err(_)
+        )
+    )
+}
+
+/// A cwd or an open file whose name the kernel dropped from its cache
+/// while it still exists: without `default_permissions` a LOOKUP is where
+/// the core checks search permission, and the kernel takes any refused
+/// LOOKUP that revalidates a cached name (entry TTL 0 here: every walk)
+/// as "gone" (fuse_dentry_revalidate: d_invalidate), so after a user's
+/// walk that tmpfs refuses with EACCES, a descriptor opened earlier by
+/// another process reads " (deleted)" in /proc and a cwd there fails
+/// getcwd with ENOENT; mounts on such a name are detached, which is why
+/// mounts are left out (docs/COMPATIBILITY.md).
+fn invalidated_by_a_refused_lookup(op: &Op, tmpfs: &Outcome, mount: &Outcome) -> bool {
+    match (op, tmpfs, mount) {
+        (Op::FdPath(_), Outcome::Data(t), Outcome::Data(m)) => {
+            m.0.strip_suffix(b" (deleted)") == Some(&t.0[..])
+        }
+        (Op::Getcwd, Outcome::Data(_), Outcome::Err(vfscale::Errno::ENOENT)) => true,
+        _ => false,
+    }
+}
+
+/// Whether the two outcomes of `op` agree, allowing for what the module
+/// comment lists (a fork's steps one by one).
+fn same_on_both(op: &Op, tmpfs: &Outcome, mount: &Outcome) -> bool {
+    match (op, tmpfs, mount) {
+        (Op::Fork(ops), Outcome::Child(t), Outcome::Child(m)) => {
+            t.len() == m.len()
+                && ops
+                    .iter()
+                    .zip(t.iter().zip(m))
+                    .all(|(op, (t, m))| same_on_both(op, t, m))
+        }
+        _ => {
+            same_modulo_readdir_order(op, tmpfs, mount)
+                || same_but_the_fs_type(op, tmpfs, mount)
+                || permission_checked_later(tmpfs, mount)
+                || invalidated_by_a_refused_lookup(op, tmpfs, mount)
+        }
+    }
+}
+
+/// A step that tmpfs refused with EACCES (which changes nothing) and
+/// whose path has a "." or ".." component: the kernel resolves those
+/// itself and, through FUSE without `default_permissions`, never asks the
+/// server about the directory it walks them from, whose search permission
+/// tmpfs checks (docs/COMPATIBILITY.md). Not run on the mount.
+fn unchecked_dots(op: &Op, tmpfs: &Outcome) -> bool {
+    *tmpfs == Outcome::Err(vfscale::Errno::EACCES) && has_dots(op)
+}
+
+/// Whether a path of `op` (a socket's too) has a "." or ".." component.
+fn has_dots(op: &Op) -> bool {
+    let socket = match op {
+        Op::Listener { name, .. }
+        | Op::Client { name, .. }
+        | Op::Bind { name, .. }
+        | Op::Connect { name, .. } => Some(&name.0[..]),
+        _ => None,
+    };
+    path_args(op)
+        .into_iter()
+        .chain(socket)
+        .any(|p| p.split(|&b| b == b'/').any(|c| c == b"." || c == b".."))
+}
+
+/// open(O_CREAT) of an existing socket or device node (not O_EXCL): the
+/// kernel's sticky-directory rule (`may_create_in_sticky`: EACCES in a
+/// world-writable sticky directory for a file of neither the caller nor
+/// the directory's owner) is not applied on a FUSE mount without
+/// `default_permissions` (the kernel clears S_ISVTX in its copy of the
+/// mode and leaves the rule to the server), and the server is never
+/// asked: such a file is not opened through it. Read on the tmpfs side.
+fn sticky_open_of_a_node(tmpfs: &KernelProcess, fds: &FdMap, op: &Op) -> bool {
+    let Op::Open {
+        dirfd, path, flags, ..
+    } = op
+    else {
+        return false;
+    };
+    flags & (O_CREAT | O_EXCL) == O_CREAT
+        && tmpfs
+            .fstatat(fds.resolve(*dirfd), &path.0, AT_SYMLINK_NOFOLLOW)
+            .is_ok_and(|st| matches!(st.mode & S_IFMT, S_IFSOCK | S_IFCHR | S_IFBLK))
+}
+
+/// A connect or send to a socket's path by a process that may not write
+/// the socket: the kernel checks that permission itself (`unix_find_bsd`)
+/// and, through FUSE without `default_permissions`, lets it pass without
+/// asking the server (docs/COMPATIBILITY.md, "Through the FUSE mount").
+/// Read on the tmpfs side; a fork with any path-named connect or send by
+/// a non-root process is skipped whole.
+fn unchecked_socket_write(tmpfs: &KernelProcess, proc: usize, op: &Op) -> bool {
+    let path = |op: &Op| -> Option<Vec<u8>> {
+        let name = match op {
+            Op::Client { name, .. } | Op::Connect { name, .. } => name,
+            Op::Sendto {
+                name: Some(name), ..
+            }
+            | Op::Sendmsg {
+                name: Some(name), ..
+            } => name,
+            _ => return None,
+        };
+        (!name.0.is_empty() && name.0[0] != 0).then(|| name.0.clone())
+    };
+    if scenario_creds()[proc].is_root() {
+        return false;
+    }
+    match op {
+        Op::Fork(ops) => ops.iter().any(|op| path(op).is_some()),
+        op => path(op).is_some_and(|p| {
+            tmpfs.faccessat(AT_FDCWD, &p, W_OK, AT_EACCESS) == Err(vfscale::Errno::EACCES)
+        }),
+    }
+}
+
+/// The mount side of a case: its processes, and the thread that owns the
+/// mount and tears it down when told.
+struct MountSide {
+    procs: Vec<KernelProcess>,
+    root: KernelProcess,
+    finish: mpsc::Sender<()>,
+    owner: std::thread::JoinHandle<Result<(), String>>,
+}
+
+impl MountSide {
+    /// Ends the processes, unmounts and waits for the server; then the
+    /// core's invariant checker's verdict on the namespace.
+    fn finish(self) -> Result<(), String> {
+        drop(self.procs);
+        drop(self.root);
+        let _ = self.finish.send(());
+        self.owner
+            .join()
+            .map_err(|_| "the mount side's thread panicked".to_string())?
+    }
+}
+
+/// Starts the mount side (call it while still in the host's mount
+/// namespace: it needs /dev/fuse), served over FUSE-over-io_uring when
+/// `ring`. `Err` says why it cannot run here.
+fn start_mount_side(ring: bool) -> Result<MountSide, String> {
+    let (ready_tx, ready_rx) = mpsc::sync_channel(1);
+    let (finish, finished) = mpsc::channel::<()>();
+    let owner = std::thread::spawn(move || -> Result<(), String> {
+        let setup = || -> Result<_, String> {
+            leave_host_namespaces()?;
+            let vfs = Vfs::new();
+            let cfg = MountConfig {
+                threads: 2,
+                ttls: Ttls {
+                    entry: Duration::ZERO,
+                    attr: Duration::ZERO,
+                },
+                allow_other: true,
+                uring: ring,
+                ..MountConfig::default()
+            };
+            let mounted = vfscale_fuse::mount(&vfs, Path::new(MOUNTPOINT), &cfg)
+                .map_err(|e| format!("mount: {e}"))?;
+            if ring && mounted.transport() == vfscale_fuse::Transport::DevFuse {
+                let why = mounted.uring_refusal().unwrap_or("no reason given");
+                return Err(format!("the ring was refused: {why}"));
+            }
+            let minor = connection_number()?;
+            // The processes get a namespace of their own whose root is
+            // (a copy of) the mount: the server threads, here, keep theirs.
+            let (procs, root) = std::thread::spawn(|| {
+                let dir = std::ffi::CString::new(MOUNTPOINT).expect("no NUL");
+                enter_root_at(&dir).map_err(|e| e.to_string())?;
+                let procs = scenario_creds()
+                    .iter()
+                    .map(KernelProcess::new)
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok::<_, String>((procs, KernelProcess::new(&Cred::root())?))
+            })
+            .join()
+            .map_err(|_| "the processes' thread panicked".to_string())??;
+            Ok((vfs, mounted, minor, procs, root))
+        };
+        let (vfs, mut mounted, minor, procs, root) = match setup() {
+            Ok(s) => s,
+            Err(e) => {
+                let _ = ready_tx.send(Err(e.clone()));
+                return Err(e);
+            }
+        };
+        let _ = ready_tx.send(Ok((procs, root)));
+        // The processes are gone once this returns (or the driver died).
+        let _ = finished.recv();
+        // The processes' namespace (with whatever the sequence mounted in
+        // it) is gone with them; here the mount has nothing on or in it.
+        vfscale_fuse::unmount_path(Path::new(MOUNTPOINT), true)
+            .map_err(|e| format!("unmount: {e}"))?;
+        let deadline = Instant::now() + END_WAIT;
+        while mounted.is_served() && Instant::now() < deadline {
+            // A file of the mount sent over a socket that was then closed
+            // stays open in the kernel (and the mount with it) until the
+            // AF_UNIX garbage collector runs, which the release of any
+            // AF_UNIX socket schedules while files are in flight.
+            drop(std::os::unix::net::UnixStream::pair());
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        if mounted.is_served() {
+            let _ = std::fs::write(format!("/sys/fs/fuse/connections/{minor}/abort"), "1");
+            let _ = mounted.join();
+            return Err(format!(
+                "the server did not end within {END_WAIT:?} of the unmount (aborted)"
+            ));
+        }
+        mounted
+            .join()
+            .map_err(|e| format!("the session ended with {e}"))?;
+        drop(mounted);
+        vfs.drop_caches();
+        vfs.check_invariants()
+            .map(drop)
+            .map_err(|e| format!("invariants after the sequence: {e}"))
+    });
+    match ready_rx.recv() {
+        Ok(Ok((procs, root))) => Ok(MountSide {
+            procs,
+            root,
+            finish,
+            owner,
+        }),
+        Ok(Err(e)) => {
+            let _ = owner.join();
+            Err(e)
+        }
+        Err(_) => Err("the mount side's thread died during setup".into()),
+    }
+}
+
+/// A mount namespace of the calling thread's own, nothing propagating,
+/// and a network namespace: abstract socket names live there, and the
+/// tmpfs side binds the same ones.
+fn leave_host_namespaces() -> Result<(), String> {
+    private_mount_namespace(libc::CLONE_NEWNET).map_err(|e| e.to_string())?;
+    // fusectl, for aborting a connection that outlives its unmount (it may
+    // already be mounted: then this fails harmlessly).
+    // SAFETY: valid NUL-terminated strings; no data.
+    unsafe {
+        libc::mount(
+            c"fusectl".as_ptr(),
+            c"/sys/fs/fuse/connections".as_ptr(),
+            c"fusectl".as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
+    Ok(())
+}
+
+/// The mount's FUSE connection number (its device's minor), for fusectl.
+fn connection_number() -> Result<u32, String> {
+    use std::os::linux::fs::MetadataExt;
+    let dev = std::fs::metadata(MOUNTPOINT)
+        .map_err(|e| format!("stat of the mount: {e}"))?
+        .st_dev();
+    Ok(libc::minor(dev))
+}
+
+/// Runs `steps` on both sides on a fresh thread (the mount served over
+/// the ring when `ring`).
+fn compare(steps: Vec<Step>, ring: bool) -> Result<(), TestCaseError> {
+    on_fresh_thread(move || compare_on_this_thread(&steps, ring))
+}
+
+fn compare_on_this_thread(steps: &[Step], ring: bool) -> Result<(), TestCaseError> {
+    let mount = start_mount_side(ring).map_err(TestCaseError::fail)?;
+    // Abstract socket names of their own for the tmpfs side too: the two
+    // tests of this file run at once.
+    // SAFETY: unshare only changes this thread's namespaces.
+    if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+        return Err(TestCaseError::fail(format!(
+            "unshare(CLONE_NEWNET): {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    enter_private_tmpfs_root().map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let tprocs: Vec<KernelProcess> = scenario_creds()
+        .iter()
+        .map(|c| KernelProcess::new(c).map_err(TestCaseError::fail))
+        .collect::<Result<_, _>>()?;
+    let mut all = prelude();
+    all.extend_from_slice(steps);
+    let mut tmaps = vec![FdMap::default(); tprocs.len()];
+    let mut mmaps = vec![FdMap::default(); tprocs.len()];
+    for (i, step) in all.iter().enumerate() {
+        let p = step.proc % tprocs.len();
+        if directory_seek(&tprocs[p], &tmaps[p], &step.op)
+            || memfd_flood(&tprocs[p], &tmaps[p], &step.op)
+            || unchecked_socket_write(&tprocs[p], p, &step.op)
+            || sticky_open_of_a_node(&tprocs[p], &tmaps[p], &step.op)
+            || protected_link_by_fd(&tprocs[p], &tmaps[p], p, &step.op)
+        {
+            continue;
+        }
+        let t = apply(&tprocs[p], &step.op, &mut tmaps[p]);
+        if unchecked_dots(&step.op, &t) {
+            continue;
+        }
+        let m = apply(&mount.procs[p], &step.op, &mut mmaps[p]);
+        if same_on_both(&step.op, &t, &m) {
+            continue;
+        }
+        prop_assert_eq!(
+            t,
+            m,
+            "step {} of {} (left: tmpfs, right: the mount): {:?}",
+            i,
+            all.len(),
+            all[i]
+        );
+    }
+    let troot = KernelProcess::new(&Cred::root()).map_err(TestCaseError::fail)?;
+    let ts = snapshot(&troot, 8);
+    let ms = snapshot(&mount.root, 8);
+    same_trees(&ts, &ms, "left: tmpfs, right: the mount")?;
+    drop(tprocs);
+    drop(troot);
+    mount.finish().map_err(TestCaseError::fail)
+}
+
+/// Whether both sides can run here; prints why not.
+fn both_sides_available(ring: bool) -> bool {
+    if !Path::new("/dev/fuse").exists() {
+        println!("mount differential test skipped: /dev/fuse is missing");
+        return false;
+    }
+    let probe = std::thread::spawn(move || {
+        let mount = start_mount_side(ring)?;
+        enter_private_tmpfs_root().map_err(|e| e.to_string())?;
+        mount.finish()
+    })
+    .join()
+    .unwrap_or_else(|_| Err("probe panicked".into()));
+    match probe {
+        Ok(()) => true,
+        Err(e) => {
+            println!("mount differential test skipped: {e}");
+            false
+        }
+    }
+}
+
+fn run_cases(ring: bool) {
+    if !both_sides_available(ring) {
+        return;
+    }
+    let what = if ring {
+        "mount differential test (io_uring)"
+    } else {
+        "mount differential test"
+    };
+    let (mut runner, seed) = seeded_runner(what, "VFSCALE_MDIFF_CASES", 200);
+    let strategy = steps_strategy(3, 1..60).prop_map(|s| {
+        s.into_iter()
+            .filter(|st| !left_out(&st.op))
+            .collect::<Vec<_>>()
+    });
+    if let Err(e) = runner.run(&strategy, |steps| compare(steps, ring)) {
+        panic!("seed {seed}: {e}");
+    }
+}
+
+#[test]
+fn mount_matches_tmpfs() {
+    run_cases(false);
+}
+
+/// The same over FUSE-over-io_uring (the ring's own request decoder,
+/// `uring/dispatch.rs`); skips when the kernel refuses the ring.
+#[test]
+fn mount_over_the_ring_matches_tmpfs() {
+    run_cases(true);
+}
