@@ -408,9 +408,15 @@ impl Ops {
         }
     }
 
-    pub fn write(&self, c: Caller, fh: u64, offset: u64, data: &[u8]) -> Reply {
+    /// WRITE; `flags` is the file's status as the kernel holds it
+    /// (fuse_write_in.flags: F_SETFL may have set or cleared O_APPEND since
+    /// the OPEN), which decides whether the data is appended.
+    pub fn write(&self, c: Caller, fh: u64, offset: u64, data: &[u8], flags: i32) -> Reply {
         let _own = OwnChange::begin(&self.nodes);
-        match self.ns.write(&c.cred(), fh, offset, data) {
+        match self
+            .ns
+            .write(&c.cred(), fh, offset, data, flags & O_APPEND != 0)
+        {
             Ok(n) => Reply::Written(n as u32),
             Err(e) => Reply::Err(e),
         }

@@ -472,11 +472,12 @@ impl Filesystem for VfsFs {
         offset: u64,
         data: &[u8],
         _write_flags: WriteFlags,
-        _flags: OpenFlags,
+        flags: OpenFlags,
         _lock_owner: Option<fuser::LockOwner>,
         reply: ReplyWrite,
     ) {
-        self.send(self.ops.write(caller(req), fh.0, offset, data), reply);
+        let r = self.ops.write(caller(req), fh.0, offset, data, flags.0);
+        self.send(r, reply);
     }
 
     fn flush(

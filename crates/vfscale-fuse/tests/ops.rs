@@ -383,6 +383,35 @@ fn xattrs_through_the_mount() {
     assert_eq!((r, last_errno()), (-1, libc::EPERM));
 }
 
+/// Append mode changed by F_SETFL after the open: the kernel keeps the
+/// change and sends the status with each WRITE, and the server writes
+/// where that says (found by `mount_diff.rs` over the ring: the pwrite at
+/// offset 1 after O_APPEND was cleared was appended).
+#[test]
+fn append_mode_follows_fcntl_after_the_open() {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::FileExt;
+    let Some(m) = mount() else { return };
+    let f = fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(m.p("log"))
+        .unwrap();
+    f.write_all_at(b"xy", 0).unwrap();
+    // SAFETY: a valid descriptor; F_SETFL with no flags clears O_APPEND.
+    assert_eq!(unsafe { libc::fcntl(f.as_raw_fd(), libc::F_SETFL, 0) }, 0);
+    f.write_all_at(b"a", 1).unwrap();
+    assert_eq!(fs::read(m.p("log")).unwrap(), b"xa");
+    let g = fs::OpenOptions::new().write(true).open(m.p("log")).unwrap();
+    // SAFETY: as above; O_APPEND set after the open.
+    assert_eq!(
+        unsafe { libc::fcntl(g.as_raw_fd(), libc::F_SETFL, libc::O_APPEND) },
+        0
+    );
+    g.write_all_at(b"!", 0).unwrap();
+    assert_eq!(fs::read(m.p("log")).unwrap(), b"xa!");
+}
+
 #[test]
 fn fallocate_and_copy_file_range_through_the_mount() {
     use std::os::fd::AsRawFd;

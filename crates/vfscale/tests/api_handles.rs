@@ -19,7 +19,7 @@ fn lookup_create_read_write_through_handles_and_paths() {
     assert!(s_isdir(d.stat.mode));
     assert_eq!(p.stat(b"/d").unwrap().ino, d.stat.ino);
     let (e, fh) = ns.create(&root, &d.handle, b"f", O_RDWR, 0o644, 0).unwrap();
-    assert_eq!(ns.write(&root, fh, 0, b"hello world").unwrap(), 11);
+    assert_eq!(ns.write(&root, fh, 0, b"hello world", false).unwrap(), 11);
     let mut buf = [0u8; 64];
     let n = ns.read(fh, 6, &mut buf).unwrap();
     assert_eq!(&buf[..n], b"world");
@@ -55,11 +55,35 @@ fn lookup_create_read_write_through_handles_and_paths() {
     );
 }
 
+/// A write appends exactly when its caller says the file is in append
+/// mode, whatever the flags of the open: a FUSE kernel keeps F_SETFL's
+/// changes to itself and sends the status with each write (found by
+/// `mount_diff.rs` over the ring: O_APPEND cleared by F_SETFL, then a
+/// pwrite at offset 1 was appended).
+#[test]
+fn a_write_appends_as_its_caller_says() {
+    let (_vfs, ns, root) = setup();
+    let (e, appending) = ns
+        .create(&root, ns.root(), b"f", O_WRONLY | O_APPEND, 0o644, 0)
+        .unwrap();
+    ns.write(&root, appending, 0, b"xy", true).unwrap();
+    // Append mode cleared since the open: at the offset given.
+    ns.write(&root, appending, 1, b"a", false).unwrap();
+    let plain = ns.open(&root, &e.handle, O_RDWR).unwrap();
+    // Append mode set since the open: at the end, whatever the offset.
+    ns.write(&root, plain, 0, b"!", true).unwrap();
+    let mut buf = [0u8; 8];
+    let n = ns.read(plain, 0, &mut buf).unwrap();
+    assert_eq!(&buf[..n], b"xa!");
+    ns.release(plain).unwrap();
+    ns.release(appending).unwrap();
+}
+
 #[test]
 fn unlinked_file_stays_usable_through_its_handle() {
     let (_vfs, ns, root) = setup();
     let (e, fh) = ns.create(&root, ns.root(), b"f", O_RDWR, 0o600, 0).unwrap();
-    ns.write(&root, fh, 0, b"data").unwrap();
+    ns.write(&root, fh, 0, b"data", false).unwrap();
     ns.release(fh).unwrap();
     ns.unlink(&root, ns.root(), b"f").unwrap();
     assert_eq!(ns.getattr(&e.handle).nlink, 0);

@@ -157,9 +157,12 @@ fn decode_and_call(
         // The kernel never asks for more than max_pages pages, which the
         // buffer holds; a larger request gets a short read.
         READ => ops.read(u64_at(op, 0), u64_at(op, 8), u32_at(op, 16).min(cap)),
+        // fuse_write_in: fh u64, offset u64, size u32, write_flags u32,
+        // lock_owner u64, flags u32 (the file's status).
         WRITE => {
             let size = (u32_at(op, 16) as usize).min(p.len());
-            ops.write(c, u64_at(op, 0), u64_at(op, 8), &p[..size])
+            let flags = u32_at(op, 32) as i32;
+            ops.write(c, u64_at(op, 0), u64_at(op, 8), &p[..size], flags)
         }
         STATFS => ops.statfs(node),
         RELEASE | RELEASEDIR => ops.release(u64_at(op, 0)),

@@ -461,10 +461,21 @@ impl Namespace {
         self.io_view().sys_pread(fh_fd(fh)?, buf, off)
     }
 
-    /// pwrite on an open file (O_APPEND files append, as pwrite in Linux).
-    pub fn write(&self, cred: &Arc<Cred>, fh: Fh, offset: u64, data: &[u8]) -> SysResult<usize> {
+    /// A write at `offset` on an open file, or at its end when `append`:
+    /// the caller's view of the file's status, which may differ from the
+    /// flags it was opened with (a FUSE kernel keeps F_SETFL's changes to
+    /// itself and sends the status with each write).
+    pub fn write(
+        &self,
+        cred: &Arc<Cred>,
+        fh: Fh,
+        offset: u64,
+        data: &[u8],
+        append: bool,
+    ) -> SysResult<usize> {
         let off = i64::try_from(offset).map_err(|_| Errno::EINVAL)?;
-        self.at(cred, &self.root).sys_pwrite(fh_fd(fh)?, data, off)
+        self.at(cred, &self.root)
+            .sys_pwrite_appending(fh_fd(fh)?, data, off, append)
     }
 
     pub fn fsync(&self, fh: Fh, datasync: bool) -> SysResult<()> {

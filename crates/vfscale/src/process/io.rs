@@ -111,7 +111,15 @@ impl Process {
         Ok(total)
     }
 
-    fn do_write(&self, fd: Fd, bufs: &[&[u8]], offset: Option<i64>) -> SysResult<usize> {
+    /// A write at `offset` (or the file position), appending when
+    /// `append` says so (None: when the file's status has O_APPEND).
+    fn do_write(
+        &self,
+        fd: Fd,
+        bufs: &[&[u8]],
+        offset: Option<i64>,
+        append: Option<bool>,
+    ) -> SysResult<usize> {
         if offset.is_some_and(|o| o < 0) {
             return Err(Errno::EINVAL);
         }
@@ -119,7 +127,7 @@ impl Process {
         let r = if f.file().fmode & FMODE_STREAMS != 0 {
             self.write_special(f.file(), bufs)
         } else {
-            self.write_file(f.file(), bufs, offset)
+            self.write_file(f.file(), bufs, offset, append)
         };
         self.vfs.fput(f);
         r
@@ -130,6 +138,7 @@ impl Process {
         file: &OpenFile,
         bufs: &[&[u8]],
         offset: Option<i64>,
+        append: Option<bool>,
     ) -> SysResult<usize> {
         let len: usize = bufs.iter().map(|b| b.len()).sum();
         let Transfer {
@@ -143,7 +152,7 @@ impl Process {
         let inode = file.inode();
         // SAFETY: an inode's superblock outlives it.
         let sb = unsafe { &*inode.sb };
-        let append = file.status() & O_APPEND != 0;
+        let append = append.unwrap_or(file.status() & O_APPEND != 0);
         if sb.backend_served {
             return self.write_backend(sb, inode, pos_guard, pos, append, bufs, offset);
         }
@@ -346,7 +355,7 @@ impl Process {
     }
 
     pub(crate) fn sys_write(&self, fd: Fd, buf: &[u8]) -> SysResult<usize> {
-        self.do_write(fd, &[buf], None)
+        self.do_write(fd, &[buf], None, None)
     }
 
     pub(crate) fn sys_pwrite(&self, fd: Fd, buf: &[u8], offset: i64) -> SysResult<usize> {
@@ -354,7 +363,24 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         self.no_fifo_positional(fd)?;
-        self.do_write(fd, &[buf], Some(offset))
+        self.do_write(fd, &[buf], Some(offset), None)
+    }
+
+    /// pwrite that appends exactly when `append` says so, whatever the
+    /// file's status: for a FUSE server, whose kernel keeps the status
+    /// (F_SETFL) and sends it with each write.
+    pub(crate) fn sys_pwrite_appending(
+        &self,
+        fd: Fd,
+        buf: &[u8],
+        offset: i64,
+        append: bool,
+    ) -> SysResult<usize> {
+        if offset < 0 {
+            return Err(Errno::EINVAL);
+        }
+        self.no_fifo_positional(fd)?;
+        self.do_write(fd, &[buf], Some(offset), Some(append))
     }
 
     pub(crate) fn sys_writev(&self, fd: Fd, bufs: &[&[u8]]) -> SysResult<usize> {
@@ -365,7 +391,7 @@ impl Process {
             self.vfs.fput(self.writable(fd)?);
             return Ok(0);
         }
-        self.do_write(fd, bufs, None)
+        self.do_write(fd, bufs, None, None)
     }
 
     pub(crate) fn sys_lseek(&self, fd: Fd, offset: i64, whence: i32) -> SysResult<i64> {

@@ -253,7 +253,7 @@ impl Process {
             if n == 0 {
                 break;
             }
-            let w = match self.write_file(o, &[&buf[..n]], Some(start_out + done as i64)) {
+            let w = match self.write_file(o, &[&buf[..n]], Some(start_out + done as i64), None) {
                 Ok(w) => w,
                 Err(e) if done == 0 => return Err(e),
                 Err(_) => break,
