@@ -40,8 +40,8 @@
 //!   documented);
 //! - connectable file handles (the kernel encodes them for FUSE, whose
 //!   export operations find parents, not for tmpfs);
-//! - zero-range fallocate (the kernel clears set-user-ID and set-group-ID
-//!   before sending it, and tmpfs refuses the mode: documented);
+//! - chown(-1, -1) (it clears set-user-ID on tmpfs, not through the
+//!   mount: documented);
 //! - file seals (shmem's: every tmpfs file answers F_GET_SEALS, a FUSE
 //!   file EINVAL);
 //! - seeks in directories (cookies differ);
@@ -101,9 +101,6 @@ const MOUNTPOINT: &str = "/tmp";
 /// connection is aborted (fusectl) and the case fails.
 const END_WAIT: Duration = Duration::from_secs(20);
 
-/// fallocate's zero-range mode (not in `vfscale::abi`: tmpfs lacks it).
-const FALLOC_FL_ZERO_RANGE: i32 = 0x10;
-
 /// Operations left out of the sequences (module comment).
 fn left_out(op: &Op) -> bool {
     match op {
@@ -112,10 +109,12 @@ fn left_out(op: &Op) -> bool {
             op.makes_fifo() || ((t == S_IFCHR || t == S_IFBLK) && *dev != 0)
         }
         Op::Open { flags, .. } => flags & O_TMPFILE == O_TMPFILE,
-        // The kernel clears set-user-ID and set-group-ID before sending a
-        // zero-range fallocate, which tmpfs (and so the core) refuses
-        // (vfscale-fuse's server.rs; documented).
-        Op::Fallocate { mode, .. } => mode & FALLOC_FL_ZERO_RANGE != 0,
+        // chown(-1, -1) clears set-user-ID on tmpfs; through the mount it
+        // is an empty SETATTR and clears nothing (vfscale-fuse's
+        // server.rs, FUSE_HANDLE_KILLPRIV_V2; documented).
+        Op::Fchown { uid, gid, .. } | Op::Fchownat { uid, gid, .. } => {
+            (*uid, *gid) == (u32::MAX, u32::MAX)
+        }
         // FUSE's export operations can find a parent (LOOKUP of ".."), so
         // the kernel encodes connectable handles there; tmpfs cannot.
         Op::NameToHandle { flags, .. } => flags & AT_HANDLE_CONNECTABLE != 0,

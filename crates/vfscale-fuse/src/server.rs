@@ -253,15 +253,18 @@ impl Filesystem for VfsFs {
             // applies it, unless a directory's default ACL replaces it (as
             // on tmpfs); without this the kernel would apply it first.
             InitFlags::FUSE_DONT_MASK,
-            // Not FUSE_HANDLE_KILLPRIV(_V2): the kernel then leaves the
-            // clearing of set-user-ID and set-group-ID to the server, but
-            // sends a chown(-1, -1) (which clears them on tmpfs) as an
-            // empty SETATTR, the same request a write's privilege removal
-            // sends. Without it the kernel clears them itself before a
-            // write, truncate, chown or fallocate (the core clears them
-            // too, as tmpfs): never less than tmpfs, once more — before a
-            // fallocate mode tmpfs lacks, which the core then refuses
-            // (docs/COMPATIBILITY.md).
+            // The core clears set-user-ID and set-group-ID on write,
+            // truncate, chown and fallocate as tmpfs does, with the
+            // request's credentials. Without this the kernel clears them
+            // itself first, by a SETATTR of the mode with the writer's
+            // credentials, which the core refuses to anyone but the owner
+            // (a group member's write to a set-group-ID file failed
+            // EPERM), and before requests the core then refuses (a
+            // fallocate mode tmpfs lacks). The price: a chown(-1, -1),
+            // which clears them on tmpfs, reaches the server as an empty
+            // SETATTR, the same request a write's clearing sends, and
+            // clears nothing (docs/COMPATIBILITY.md).
+            InitFlags::FUSE_HANDLE_KILLPRIV_V2,
         ] {
             // A capability the kernel lacks is simply not used.
             let _ = config.add_capabilities(cap);

@@ -307,12 +307,14 @@ fn acls_through_the_mount() {
     assert_eq!(core.stat(b"/open/f").unwrap().mode & 0o777, 0o640);
 }
 
-/// Set-user-ID and set-group-ID are cleared through the mount when tmpfs
-/// clears them: a fallocate, a write and a truncate by the owner (no
-/// CAP_FSETID) clear both, root's write keeps them. (The kernel clears
-/// them before these requests itself, and the core again with the
-/// caller's credentials: `ops.rs`
-/// `fallocate_clears_set_id_bits_with_the_callers_credentials`.)
+/// Set-user-ID and set-group-ID are cleared through the mount exactly
+/// when tmpfs clears them, by the core with the caller's credentials (the
+/// server asks for FUSE_HANDLE_KILLPRIV_V2). Without it the kernel
+/// cleared them itself by a SETATTR of the mode with the writer's
+/// credentials, which the core refuses to a non-owner: a group member's
+/// write to a group-writable set-group-ID file failed EPERM (found by
+/// `mount_diff.rs`); and it cleared them before a fallocate the core then
+/// refused.
 #[test]
 fn set_id_bits_are_cleared_as_on_tmpfs() {
     let Some(m) = mount() else { return };
@@ -334,6 +336,19 @@ fn set_id_bits_are_cleared_as_on_tmpfs() {
         path
     };
     let mode = |path: &str| core.stat(path.as_bytes()).unwrap().mode & 0o7777;
+    // A fallocate mode tmpfs lacks fails and changes nothing.
+    let refused = setuid_file("refused");
+    let (code, _) = as_user(&format!("fallocate -z -l 1 {root}{refused}"));
+    assert_ne!(code, 0, "zero-range is not a tmpfs mode");
+    assert_eq!(mode(&refused), 0o6755);
+    // A group member (not the owner) may write a group-writable
+    // set-group-ID file, which clears set-group-ID.
+    let shared = setuid_file("shared");
+    core.chown(shared.as_bytes(), 1001, 1000).unwrap();
+    core.chmod(shared.as_bytes(), 0o2775).unwrap();
+    let (code, err) = as_user(&format!("sh -c 'printf x >> \"$0\"' {root}{shared}"));
+    assert_eq!(code, 0, "a group member's write: {err}");
+    assert_eq!(mode(&shared), 0o775);
     // A fallocate, a write and a truncate by the owner clear both bits.
     for (name, cmd) in [
         ("allocated", "fallocate -l 4096"),
