@@ -59,11 +59,11 @@
 //!   `fs.protected_hardlinks` guards (EPERM on tmpfs, where the kernel
 //!   side cannot lift the sysctl as it does for other links — see
 //!   `kernel_diff.rs`; the FUSE mount lets it through);
-//! - open(O_CREAT) of an existing socket or device node, and the errno
-//!   of an unlink or rename refused both for the sticky rule and for the
-//!   file's type (without `default_permissions` the kernel leaves the
-//!   sticky rule to the server and answers these without asking it:
-//!   documented).
+//! - open(O_CREAT) of an existing socket or device node (the kernel
+//!   leaves the sticky rule to the server and opens these without asking
+//!   it), and the errno of a step both sides refuse, tmpfs for a
+//!   permission (the kernel may find another reason first, without asking
+//!   the server): documented.
 //!
 //! `mount_over_the_ring_matches_tmpfs` runs the same over
 //! FUSE-over-io_uring (the ring transport decodes requests itself).
@@ -121,13 +121,13 @@ fn left_out(op: &Op) -> bool {
         // Seals are shmem's: every tmpfs file answers them, a FUSE file
         // EINVAL (the kernel's fcntl, before any request).
         Op::Fcntl { cmd, .. } => *cmd == F_ADD_SEALS || *cmd == F_GET_SEALS,
-        // A child's descriptors are not known here (`directory_seek`
-        // needs them): no seeks in a fork but rewinds.
-        // Nor paths with "." or ".." components (`unchecked_dots` needs
-        // each step's outcome before the mount side runs it).
         // A refused LOOKUP makes the kernel drop its entry for the name,
         // detaching what is mounted on it (`invalidated_by_a_refused_lookup`).
         Op::Mount { .. } | Op::Umount2 { .. } => true,
+        // A child's descriptors are not known here (`directory_seek`
+        // needs them): no seeks in a fork but rewinds. Nor paths with "."
+        // or ".." components (`unchecked_dots` needs each step's outcome
+        // before the mount side runs it).
         Op::Fork(ops) => ops.iter().any(|o| {
             left_out(o)
                 || matches!(o, Op::Lseek { off, whence, .. } if (*off, *whence) != (0, SEEK_SET))
