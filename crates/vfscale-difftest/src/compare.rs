@@ -15,17 +15,32 @@ use vfscale_model::ops::{scenario_creds, FdMap, Op, Outcome, XattrAt};
 /// (EINVAL) or the end (0), are not compared; its other errors are. Names
 /// and types are compared as sets in the final tree.
 pub fn same_modulo_readdir_order(op: &Op, left: &Outcome, right: &Outcome) -> bool {
-    let listing = |o: &Outcome| matches!(o, Outcome::Dirents(_) | Outcome::Err(Errno::EINVAL));
+    step_by_step(op, left, right, &|op, left, right| {
+        let listing = |o: &Outcome| matches!(o, Outcome::Dirents(_) | Outcome::Err(Errno::EINVAL));
+        match (op, left, right) {
+            (Op::Getdents64 { .. }, l, r) => listing(l) && listing(r),
+            _ => same_socket_name(op, left, right),
+        }
+    })
+}
+
+/// Whether the outcomes of `op` agree: equal, or `alike` by a rule of the
+/// caller's; a fork's steps one by one.
+pub fn step_by_step(
+    op: &Op,
+    left: &Outcome,
+    right: &Outcome,
+    alike: &dyn Fn(&Op, &Outcome, &Outcome) -> bool,
+) -> bool {
     match (op, left, right) {
-        (Op::Getdents64 { .. }, l, r) if listing(l) && listing(r) => true,
         (Op::Fork(ops), Outcome::Child(l), Outcome::Child(r)) => {
             l.len() == r.len()
                 && ops
                     .iter()
                     .zip(l.iter().zip(r))
-                    .all(|(op, (l, r))| same_modulo_readdir_order(op, l, r))
+                    .all(|(op, (l, r))| step_by_step(op, l, r, alike))
         }
-        _ => left == right || same_socket_name(op, left, right),
+        _ => left == right || alike(op, left, right),
     }
 }
 

@@ -82,6 +82,7 @@ use vfscale::abi::*;
 use vfscale::{Cred, ProcessApi, Vfs};
 use vfscale_difftest::compare::{
     directory_seek, memfd_flood, path_args, protected_link_by_fd, same_modulo_readdir_order,
+    step_by_step,
 };
 use vfscale_difftest::seeded::{on_fresh_thread, seeded_runner};
 use vfscale_difftest::snapshot::{same_trees, snapshot};
@@ -203,21 +204,12 @@ fn invalidated_by_a_refused_lookup(op: &Op, tmpfs: &Outcome, mount: &Outcome) ->
 /// Whether the two outcomes of `op` agree, allowing for what the module
 /// comment lists (a fork's steps one by one).
 fn same_on_both(op: &Op, tmpfs: &Outcome, mount: &Outcome) -> bool {
-    match (op, tmpfs, mount) {
-        (Op::Fork(ops), Outcome::Child(t), Outcome::Child(m)) => {
-            t.len() == m.len()
-                && ops
-                    .iter()
-                    .zip(t.iter().zip(m))
-                    .all(|(op, (t, m))| same_on_both(op, t, m))
-        }
-        _ => {
-            same_modulo_readdir_order(op, tmpfs, mount)
-                || same_but_the_fs_type(op, tmpfs, mount)
-                || permission_checked_later(tmpfs, mount)
-                || invalidated_by_a_refused_lookup(op, tmpfs, mount)
-        }
-    }
+    step_by_step(op, tmpfs, mount, &|op, tmpfs, mount| {
+        same_modulo_readdir_order(op, tmpfs, mount)
+            || same_but_the_fs_type(op, tmpfs, mount)
+            || permission_checked_later(tmpfs, mount)
+            || invalidated_by_a_refused_lookup(op, tmpfs, mount)
+    })
 }
 
 /// A step that tmpfs refused with EACCES (which changes nothing) and
