@@ -96,7 +96,7 @@ fn handles_open_while_cached_and_after_the_kernel_forgot_the_node() {
 
     // Unmount (the kernel forgets every node) and serve the same namespace
     // on a new mount: its kernel knows none of the node ids.
-    m.mounted.take().unwrap().unmount().unwrap();
+    unmount_once_idle(&mut m.mounted.take().unwrap());
     let dir2 = tempfile::Builder::new()
         .prefix("vfscale-fuse-export-")
         .tempdir()

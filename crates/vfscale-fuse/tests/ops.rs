@@ -283,22 +283,7 @@ fn unmount_while_busy_is_ebusy_then_succeeds() {
     // Still served after the refused unmount.
     assert_eq!(fs::read(m.p("busy")).unwrap(), b"x");
     drop(h);
-    // The kernel may answer the last close before the server has handled
-    // its asynchronous RELEASE, and keep the mount busy until then (seen
-    // once under a full test run's load): allow it a bounded wait.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    loop {
-        match m.mounted.as_mut().unwrap().unmount() {
-            Ok(()) => break,
-            Err(e)
-                if e.raw_os_error() == Some(libc::EBUSY)
-                    && std::time::Instant::now() < deadline =>
-            {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-            Err(e) => panic!("unmount after the last close: {e}"),
-        }
-    }
+    unmount_once_idle(m.mounted.as_mut().unwrap());
     assert!(!is_mounted(m.path()));
     assert!(!m.mounted.as_ref().unwrap().is_served());
 }

@@ -172,7 +172,7 @@ fn rename_and_unlink_races_keep_the_namespace_consistent() {
     drop(core);
     let TestMount { mounted, vfs, .. } = m;
     let mut mounted = mounted.unwrap();
-    mounted.unmount().unwrap();
+    unmount_once_idle(&mut mounted);
     drop(mounted);
     // Removed directories live on while cached negative children point at
     // them (ARCHITECTURE.md, Decisions): reclaim those first.

@@ -141,5 +141,5 @@ fn a_refused_ring_falls_back_to_dev_fuse_with_its_reason() {
     fs::write(&p, b"classic").unwrap();
     assert_eq!(fs::read(&p).unwrap(), b"classic");
     assert_eq!(mounted.ring_requests(), 0);
-    mounted.unmount().unwrap();
+    unmount_once_idle(&mut mounted);
 }

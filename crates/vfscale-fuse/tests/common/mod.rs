@@ -132,3 +132,25 @@ pub fn is_mounted(path: &Path) -> bool {
         .lines()
         .any(|l| l.split(' ').nth(4) == Some(want.to_str().unwrap()))
 }
+
+/// Unmounts `mounted`, waiting up to 5 s while the kernel calls it busy.
+/// A mount is busy for a moment after its last user is gone: the kernel
+/// may answer the last close before the server has handled its
+/// asynchronous RELEASE, and another test of the same binary that forks a
+/// child holds copies of this test's descriptors until the child's exec
+/// closes them (each seen once under a full test run's load).
+pub fn unmount_once_idle(mounted: &mut Mounted) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        match mounted.unmount() {
+            Ok(()) => return,
+            Err(e)
+                if e.raw_os_error() == Some(libc::EBUSY)
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(e) => panic!("unmount of an idle mount: {e}"),
+        }
+    }
+}
