@@ -4,8 +4,16 @@
 //! only these: `server.rs` (fuser's `Filesystem`, requests read from
 //! /dev/fuse) and `uring/` (FUSE over io_uring). Each operation is one
 //! namespace-level call with the request's credentials, run on the thread
-//! that received the request; the core decides every permission question
-//! (the mount has no `default_permissions`).
+//! that received the request. Permissions are checked twice: by the kernel
+//! before it sends a request (the server takes FUSE_POSIX_ACL, which turns
+//! on `default_permissions` with the kernel's ACL support: modes, owners
+//! and ACLs from its attribute cache, refreshed at the attribute TTL and
+//! on every invalidation), then by the core with the request's
+//! credentials. The kernel's check is what keeps a LOOKUP from being
+//! refused for search permission — the kernel takes any refused LOOKUP of
+//! a cached name as "gone" and detaches mounts on it — and the only check
+//! of what it does without asking (`.` and `..`, socket connects, the
+//! sticky rule for opens of sockets and devices).
 //!
 //! With the writeback cache on (`MountConfig::writeback_cache`), the kernel
 //! keeps written pages and sends WRITEs later, and READs a page before a

@@ -265,6 +265,11 @@ impl Filesystem for VfsFs {
             // SETATTR, the same request a write's clearing sends, and
             // clears nothing (docs/COMPATIBILITY.md).
             InitFlags::FUSE_HANDLE_KILLPRIV_V2,
+            // The kernel checks permissions itself before it asks, from its
+            // cached attributes and ACLs, and the core checks again
+            // (FUSE_POSIX_ACL turns on `default_permissions` with the
+            // kernel's ACL support in one step). See ops.rs.
+            InitFlags::FUSE_POSIX_ACL,
         ] {
             // A capability the kernel lacks is simply not used.
             let _ = config.add_capabilities(cap);

@@ -180,6 +180,89 @@ fn rename_and_unlink_races_keep_the_namespace_consistent() {
     vfs.check_invariants().unwrap();
 }
 
+/// The kernel checks permissions itself before it asks (the server takes
+/// FUSE_POSIX_ACL, which turns on `default_permissions`), and the core
+/// checks again. Without that, the core's refusal of a LOOKUP was the
+/// only search check, and the kernel takes a refused LOOKUP that
+/// revalidates a cached name as "the name is gone": one walk by a user
+/// who may not search a directory detached a mount stacked below it, in
+/// every namespace. And the checks the kernel makes without any request
+/// were made by nobody: "." and ".." from a directory, write permission on
+/// a socket for connect.
+#[test]
+fn the_kernel_checks_before_it_asks() {
+    // Entry TTL 0: every walk revalidates its names with a LOOKUP.
+    let Some(m) = mount_config(vfscale_fuse::MountConfig {
+        ttls: vfscale_fuse::Ttls {
+            entry: std::time::Duration::ZERO,
+            attr: std::time::Duration::ZERO,
+        },
+        ..vfscale_fuse::MountConfig::default()
+    }) else {
+        return;
+    };
+    let root = m.path().display().to_string();
+    // Made through the mount: a change made beside it (the core API)
+    // reaches the kernel as an asynchronous invalidation, which could
+    // unhash a name between the walk and the mount below (ENOENT).
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |rel: &str, mode: u32| {
+        fs::set_permissions(m.p(rel), fs::Permissions::from_mode(mode)).unwrap()
+    };
+    mode(".", 0o755);
+    fs::create_dir_all(m.p("m/p/x")).unwrap();
+    mode("m", 0o755);
+    mode("m/p", 0o700);
+    let sock = cstr(&m.p("m/sock"));
+    // SAFETY: NUL-terminated path.
+    let r = unsafe { libc::mknod(sock.as_ptr(), libc::S_IFSOCK | 0o644, 0) };
+    assert_eq!(r, 0, "mknod: {}", std::io::Error::last_os_error());
+    mode("m/sock", 0o644);
+
+    // A tmpfs on /m/p/x (the walk to it caches every name in the kernel).
+    let x = cstr(&m.p("m/p/x"));
+    // SAFETY: NUL-terminated strings; tmpfs takes no data here.
+    let r = unsafe {
+        libc::mount(
+            c"none".as_ptr(),
+            x.as_ptr(),
+            c"tmpfs".as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(r, 0, "mount tmpfs: {}", std::io::Error::last_os_error());
+    let (code, err) = as_user(&format!("stat {root}/m/p/x"));
+    assert_ne!(code, 0);
+    assert!(err.contains("Permission denied"), "{err}");
+    let stacked = is_mounted(&m.p("m/p/x"));
+    // SAFETY: NUL-terminated path.
+    unsafe { libc::umount2(x.as_ptr(), libc::MNT_DETACH) };
+    assert!(
+        stacked,
+        "a walk refused for search permission detached a mount"
+    );
+
+    // ".." from a directory the user may not search.
+    let (code, err) = as_user(&format!("ls {root}/m/p/.."));
+    assert_ne!(code, 0, "listed through an unsearchable directory");
+    assert!(err.contains("Permission denied"), "{err}");
+
+    // connect(2) to a socket the user may not write: EACCES before any
+    // listener is looked for (ECONNREFUSED would mean it was let through).
+    let sock = m.p("m/sock");
+    let connect = std::thread::spawn(move || {
+        // SAFETY: the raw setresuid changes only this thread's
+        // credentials (glibc's wrapper would change every thread's).
+        let r = unsafe { libc::syscall(libc::SYS_setresuid, 1000, 1000, 1000) };
+        assert_eq!(r, 0, "setresuid: {}", std::io::Error::last_os_error());
+        std::os::unix::net::UnixStream::connect(sock).map(drop)
+    })
+    .join()
+    .unwrap();
+    assert_eq!(errno(connect), libc::EACCES);
+}
+
 /// Entries of the large listing (bounded: a few seconds in a debug build).
 const LARGE: usize = 100_000;
 
