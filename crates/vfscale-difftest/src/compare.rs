@@ -152,9 +152,7 @@ pub fn path_args(op: &Op) -> Vec<&[u8]> {
 /// linkat(fd, "", AT_EMPTY_PATH) of a source that `fs.protected_hardlinks`
 /// protects from this caller: the kernel side cannot retry it with
 /// CAP_FOWNER (see `KernelProcess::linkat`), so it reads EPERM there while
-/// vfscale (which does not model the sysctl, docs/COMPATIBILITY.md) links,
-/// and so does the kernel on a FUSE mount without `default_permissions`
-/// (it asks no permission of the inode, so the source looks safe).
+/// vfscale (which does not model the sysctl, docs/COMPATIBILITY.md) links.
 /// Protected: not the caller's, and not a regular file without set-id
 /// execution that the caller may read and write (may_linkat).
 pub fn protected_link_by_fd<P: ProcessApi>(p: &P, fds: &FdMap, proc: usize, op: &Op) -> bool {

@@ -44,17 +44,14 @@
 //! - file seals (shmem's: every tmpfs file answers F_GET_SEALS, a FUSE
 //!   file EINVAL);
 //! - seeks in directories (cookies differ);
-//! - statfs's `f_type` (FUSE_SUPER_MAGIC by the kernel);
-//! - a non-root `linkat(fd, "", AT_EMPTY_PATH)` of a source
-//!   `fs.protected_hardlinks` guards (EPERM on tmpfs, where the kernel
-//!   side cannot lift the sysctl as it does for other links — see
-//!   `kernel_diff.rs`; the FUSE mount lets it through).
+//! - statfs's `f_type` (FUSE_SUPER_MAGIC by the kernel).
 //!
 //! Session 20's version also left out what the kernel's FUSE client did
 //! not check without `default_permissions` ("." and "..", socket
-//! connects, the sticky rule for opens of sockets, a refused LOOKUP
-//! dropping cached names and the mounts on them); since the server turns
-//! it on, none of that is left out.
+//! connects, the sticky rule for opens of sockets, `fs.protected_hardlinks`
+//! for a link by descriptor, a refused LOOKUP dropping cached names and
+//! the mounts on them); since the server turns it on, none of that is
+//! left out.
 //!
 //! `mount_over_the_ring_matches_tmpfs` runs the same over
 //! FUSE-over-io_uring (the ring transport decodes requests itself).
@@ -72,7 +69,7 @@ use std::time::{Duration, Instant};
 use vfscale::abi::*;
 use vfscale::{Cred, Vfs};
 use vfscale_difftest::compare::{
-    directory_seek, memfd_flood, protected_link_by_fd, same_modulo_readdir_order, step_by_step,
+    directory_seek, memfd_flood, same_modulo_readdir_order, step_by_step,
 };
 use vfscale_difftest::seeded::{on_fresh_thread, seeded_runner};
 use vfscale_difftest::snapshot::{same_trees, snapshot};
@@ -117,7 +114,6 @@ fn left_out(op: &Op) -> bool {
         Op::Fork(ops) => ops.iter().any(|o| {
             left_out(o)
                 || matches!(o, Op::Lseek { off, whence, .. } if (*off, *whence) != (0, SEEK_SET))
-                || matches!(o, Op::Linkat { old, flags, .. } if old.0.is_empty() && flags & AT_EMPTY_PATH != 0)
         }),
         _ => false,
     }
@@ -331,7 +327,6 @@ fn compare_on_this_thread(steps: &[Step], ring: bool) -> Result<(), TestCaseErro
         let p = step.proc % tprocs.len();
         if directory_seek(&tprocs[p], &tmaps[p], &step.op)
             || memfd_flood(&tprocs[p], &tmaps[p], &step.op)
-            || protected_link_by_fd(&tprocs[p], &tmaps[p], p, &step.op)
         {
             continue;
         }
