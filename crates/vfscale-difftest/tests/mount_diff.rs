@@ -10,9 +10,13 @@
 //! credentials, node ids and lookup counts, open handles, readdir offsets,
 //! the umask and ACL plumbing) and the kernel's FUSE client in front of it.
 //!
-//! The mount has zero entry and attribute TTLs, so every walk and stat
-//! asks the core, and every permission check of the kernel's (the server
-//! turns on `default_permissions`) uses attributes fetched for it.
+//! Two tests give the mount zero entry and attribute TTLs, so every walk
+//! and stat asks the core, and every permission check of the kernel's (the
+//! server turns on `default_permissions`) uses attributes fetched for it.
+//! A third gives it 60 s TTLs, so the kernel answers from what the
+//! server's replies left in its caches and from its own invalidation after
+//! each change (a SETATTR reply carrying the old attributes passes the
+//! first two and fails this one).
 //!
 //! How the mount side is set up: a thread of its own leaves the host's
 //! mount namespace (`unshare(CLONE_NEWNS)`, everything private) and
@@ -54,7 +58,9 @@
 //! left out.
 //!
 //! `mount_over_the_ring_matches_tmpfs` runs the same over
-//! FUSE-over-io_uring (the ring transport decodes requests itself).
+//! FUSE-over-io_uring (the ring transport decodes requests itself);
+//! `mount_with_cached_entries_and_attributes_matches_tmpfs` with the long
+//! TTLs.
 //!
 //! Skips (with a printed reason) when not root, without /dev/fuse, or when
 //! the private tmpfs or the mount (or the ring) cannot be made. Bounded for CI:
@@ -88,6 +94,17 @@ const MOUNTPOINT: &str = "/tmp";
 /// How long the server may take to end after the unmount before its
 /// connection is aborted (fusectl) and the case fails.
 const END_WAIT: Duration = Duration::from_secs(20);
+
+/// How the mount side is served: over the ring or /dev/fuse, and the
+/// kernel's entry and attribute TTLs.
+#[derive(Clone, Copy)]
+struct Serving {
+    ring: bool,
+    ttl: Duration,
+}
+
+/// The TTLs of the cached variant: longer than any case.
+const CACHED_TTL: Duration = Duration::from_secs(60);
 
 /// Operations left out of the sequences (module comment).
 fn left_out(op: &Op) -> bool {
@@ -173,9 +190,10 @@ impl MountSide {
 }
 
 /// Starts the mount side (call it while still in the host's mount
-/// namespace: it needs /dev/fuse), served over FUSE-over-io_uring when
-/// `ring`. `Err` says why it cannot run here.
-fn start_mount_side(ring: bool) -> Result<MountSide, String> {
+/// namespace: it needs /dev/fuse), served as `serving` says. `Err` says
+/// why it cannot run here.
+fn start_mount_side(serving: Serving) -> Result<MountSide, String> {
+    let Serving { ring, ttl } = serving;
     let (ready_tx, ready_rx) = mpsc::sync_channel(1);
     let (finish, finished) = mpsc::channel::<()>();
     let owner = std::thread::spawn(move || -> Result<(), String> {
@@ -185,8 +203,8 @@ fn start_mount_side(ring: bool) -> Result<MountSide, String> {
             let cfg = MountConfig {
                 threads: 2,
                 ttls: Ttls {
-                    entry: Duration::ZERO,
-                    attr: Duration::ZERO,
+                    entry: ttl,
+                    attr: ttl,
                 },
                 allow_other: true,
                 uring: ring,
@@ -298,13 +316,13 @@ fn connection_number() -> Result<u32, String> {
 }
 
 /// Runs `steps` on both sides on a fresh thread (the mount served over
-/// the ring when `ring`).
-fn compare(steps: Vec<Step>, ring: bool) -> Result<(), TestCaseError> {
-    on_fresh_thread(move || compare_on_this_thread(&steps, ring))
+/// `serving`).
+fn compare(steps: Vec<Step>, serving: Serving) -> Result<(), TestCaseError> {
+    on_fresh_thread(move || compare_on_this_thread(&steps, serving))
 }
 
-fn compare_on_this_thread(steps: &[Step], ring: bool) -> Result<(), TestCaseError> {
-    let mount = start_mount_side(ring).map_err(TestCaseError::fail)?;
+fn compare_on_this_thread(steps: &[Step], serving: Serving) -> Result<(), TestCaseError> {
+    let mount = start_mount_side(serving).map_err(TestCaseError::fail)?;
     // Abstract socket names of their own for the tmpfs side too: the two
     // tests of this file run at once.
     // SAFETY: unshare only changes this thread's namespaces.
@@ -354,13 +372,13 @@ fn compare_on_this_thread(steps: &[Step], ring: bool) -> Result<(), TestCaseErro
 }
 
 /// Whether both sides can run here; prints why not.
-fn both_sides_available(ring: bool) -> bool {
+fn both_sides_available(serving: Serving) -> bool {
     if !Path::new("/dev/fuse").exists() {
         println!("mount differential test skipped: /dev/fuse is missing");
         return false;
     }
     let probe = std::thread::spawn(move || {
-        let mount = start_mount_side(ring)?;
+        let mount = start_mount_side(serving)?;
         enter_private_tmpfs_root().map_err(|e| e.to_string())?;
         mount.finish()
     })
@@ -375,34 +393,56 @@ fn both_sides_available(ring: bool) -> bool {
     }
 }
 
-fn run_cases(ring: bool) {
-    if !both_sides_available(ring) {
+fn run_cases(serving: Serving, what: &str) {
+    if !both_sides_available(serving) {
         return;
     }
-    let what = if ring {
-        "mount differential test (io_uring)"
-    } else {
-        "mount differential test"
-    };
     let (mut runner, seed) = seeded_runner(what, "VFSCALE_MDIFF_CASES", 200);
     let strategy = steps_strategy(3, 1..60).prop_map(|s| {
         s.into_iter()
             .filter(|st| !left_out(&st.op))
             .collect::<Vec<_>>()
     });
-    if let Err(e) = runner.run(&strategy, |steps| compare(steps, ring)) {
+    if let Err(e) = runner.run(&strategy, |steps| compare(steps, serving)) {
         panic!("seed {seed}: {e}");
     }
 }
 
 #[test]
 fn mount_matches_tmpfs() {
-    run_cases(false);
+    run_cases(
+        Serving {
+            ring: false,
+            ttl: Duration::ZERO,
+        },
+        "mount differential test",
+    );
 }
 
 /// The same over FUSE-over-io_uring (the ring's own request decoder,
 /// `uring/dispatch.rs`); skips when the kernel refuses the ring.
 #[test]
 fn mount_over_the_ring_matches_tmpfs() {
-    run_cases(true);
+    run_cases(
+        Serving {
+            ring: true,
+            ttl: Duration::ZERO,
+        },
+        "mount differential test (io_uring)",
+    );
+}
+
+/// The same with long TTLs, as a mount is used: walks, stats and the
+/// kernel's permission checks are answered from the kernel's caches, so
+/// what is compared is the attributes and entries the server's replies
+/// leave there and the kernel's own invalidation after each change.
+#[test]
+fn mount_with_cached_entries_and_attributes_matches_tmpfs() {
+    run_cases(
+        Serving {
+            ring: false,
+            ttl: CACHED_TTL,
+        },
+        "mount differential test (TTLs 60 s)",
+    );
 }
