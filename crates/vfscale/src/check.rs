@@ -8,8 +8,11 @@
 //!   to its directory, carries its cookie, and is what an exact lookup of its
 //!   name returns; every hashed positive dentry is indexed;
 //! - names ↔ inodes: a directory's nlink is 2 + its subdirectories; any other
-//!   inode's nlink is the number of names bound to it;
-//! - refcounts at rest: a positive dentry holds 1 (its name) + one per child
+//!   inode's nlink is the number of names bound to it (on superblocks whose
+//!   dentries are the names, not a cache of a backend's: passthrough
+//!   instances keep the host's link counts over a partial cache);
+//! - refcounts at rest: a positive dentry holds 1 (its name, but for a
+//!   backend's cached names) + one per child
 //!   dentry (positive or negative) + one per mount using it as root or
 //!   mountpoint + one per removed child a mount still keeps (a bind
 //!   mount's removed source); an inode holds one per dentry bound to it;
@@ -62,6 +65,7 @@ impl Vfs {
         let mut extra_refs: HashMap<usize, i64> = HashMap::new();
         let mut tally = GroupTally::default();
         let mut sb_roots = Vec::new();
+        let mut cached_roots = Vec::new();
         for &m in &mounts {
             // SAFETY (whole function): the caller guarantees quiescence and
             // we hold a guard; every pointer reached is live.
@@ -74,6 +78,9 @@ impl Vfs {
             let root = mr.sb().root();
             if !sb_roots.contains(&root) {
                 sb_roots.push(root);
+                if !mr.sb().fs.dcache_is_authoritative() {
+                    cached_roots.push(root);
+                }
                 v.check_reclaim(mr.sb())?;
             }
             let expected_mnt_refs = 1 + mounts
@@ -108,6 +115,9 @@ impl Vfs {
         let mut hashed = 0i64;
         let mut negative = 0i64;
         let mut hot = 0i64;
+        // Positive children per parent, from the hash: how a superblock
+        // whose dentries are a cache (in no child index) is walked.
+        let mut hashed_children: HashMap<usize, Vec<*const Dentry>> = HashMap::new();
         // SAFETY: the guard above; the VFS is quiescent, so no resize runs.
         for b in unsafe { v.dcache.buckets() } {
             let mut p = b.first();
@@ -117,6 +127,11 @@ impl Vfs {
                 tally.add(d.group, ObjKind::Dentry, 1);
                 if d.inode_ptr().is_null() {
                     negative += 1;
+                } else {
+                    hashed_children
+                        .entry(d.parent_ptr() as usize)
+                        .or_default()
+                        .push(p);
                 }
                 if !d.is_hashed() {
                     return Err("a dentry in a hash chain lacks D_HASHED".into());
@@ -138,10 +153,16 @@ impl Vfs {
             }
         }
         let mut names_per_inode: HashMap<usize, u32> = HashMap::new();
+        // Inodes of superblocks whose dentries cache a backend's names.
+        let mut cached_inodes: HashMap<usize, ()> = HashMap::new();
         let mut inodes_seen: HashMap<usize, ()> = HashMap::new();
         let mut positive = 0i64;
-        let mut stack: Vec<*const Dentry> = sb_roots.clone();
-        while let Some(dp) = stack.pop() {
+        // (dentry, whether its superblock's dentries are a cache)
+        let mut stack: Vec<(*const Dentry, bool)> = sb_roots
+            .iter()
+            .map(|&r| (r, cached_roots.contains(&r)))
+            .collect();
+        while let Some((dp, cached)) = stack.pop() {
             let d = unsafe { &*dp };
             let ip = d.inode_ptr();
             if ip.is_null() {
@@ -152,8 +173,14 @@ impl Vfs {
                 tally.add(d.group, ObjKind::Dentry, 1);
             }
             *names_per_inode.entry(ip as usize).or_default() += 1;
+            if cached {
+                cached_inodes.insert(ip as usize, ());
+            }
             inodes_seen.insert(ip as usize, ());
-            let expected = 1
+            // A name pins its dentry, but for a backend's cached names
+            // (unused ones wait on an LRU list at 0).
+            let pin = i64::from(!cached || d.is_root());
+            let expected = pin
                 + children.get(&(dp as usize)).copied().unwrap_or(0)
                 + extra_refs.get(&(dp as usize)).copied().unwrap_or(0);
             if d.refcount.count_at_rest() != expected {
@@ -164,6 +191,14 @@ impl Vfs {
                 ));
             }
             let inode: &Inode = unsafe { &*ip };
+            if cached {
+                // A backend's cached names: in no child index, and the link
+                // count is the backend's.
+                for &c in hashed_children.get(&(dp as usize)).into_iter().flatten() {
+                    stack.push((c, true));
+                }
+                continue;
+            }
             let Some(index) = inode.dir_index() else {
                 continue;
             };
@@ -218,7 +253,7 @@ impl Vfs {
                 if child_inode.is_dir() {
                     subdirs += 1;
                 }
-                stack.push(cp);
+                stack.push((cp, cached));
             }
             let nlink = inode.attr().nlink;
             if nlink != 2 + subdirs {
@@ -260,7 +295,7 @@ impl Vfs {
             inode.check_acls()?;
             inodes_seen.insert(ip, ());
             let removed = removed_per_inode.get(&ip).copied().unwrap_or(0);
-            if !inode.is_dir() && inode.attr().nlink != names {
+            if !inode.is_dir() && !cached_inodes.contains_key(&ip) && inode.attr().nlink != names {
                 return Err(format!(
                     "inode {} has nlink {} but {names} names",
                     inode.ino(),

@@ -891,8 +891,16 @@ impl Cached {
     /// it is already on the LRU (`fastput::cached_on_lru`), else `lru_add`
     /// (lock, re-check hashed, unused and alive, link).
     fn dput(&self) {
+        if self.rc.put() {
+            self.keep_cached();
+        }
+    }
+
+    /// `keep_cached` after a put reached 0: nothing if already listed,
+    /// else `lru_add`.
+    fn keep_cached(&self) {
         use vfscale::dcache::dentry::{D_HASHED, D_ON_LRU};
-        if !self.rc.put() || vfscale::dcache::fastput::cached_on_lru(&self.flags) {
+        if vfscale::dcache::fastput::cached_on_lru(&self.flags) {
             return;
         }
         let mut on = self.on_list.lock().unwrap();
@@ -901,6 +909,26 @@ impl Cached {
             *on = true;
             self.flags.fetch_or(D_ON_LRU, Release);
         }
+    }
+
+    /// The invariants once every thread is done: dead, or on the LRU, or
+    /// referenced — never hashed at 0 on no list, where reclaim could not
+    /// find it; the flag agrees with the membership. Returns (dead, on).
+    fn at_rest(&self) -> (bool, bool) {
+        use vfscale::dcache::dentry::D_ON_LRU;
+        let dead = self.rc.is_dead();
+        let on = *self.on_list.lock().unwrap();
+        assert!(
+            dead || on || self.rc.count() != 0,
+            "a cached dentry left at 0 on no LRU"
+        );
+        assert_eq!(
+            on,
+            self.flags.load(Relaxed) & D_ON_LRU != 0,
+            "flag and membership agree"
+        );
+        assert!(!(dead && on), "a dead dentry on a list");
+        (dead, on)
     }
 
     /// One step of `shrink_lru`: unlink under the lock, then the
@@ -939,23 +967,51 @@ fn fast_put_vs_shrinker() {
         let putter = thread::spawn(move || p.dput());
         c.shrink();
         putter.join().unwrap();
-        let dead = c.rc.is_dead();
-        let on = *c.on_list.lock().unwrap();
-        assert!(
-            dead || on || c.rc.count() != 0,
-            "a cached dentry left at 0 on no LRU"
-        );
-        assert_eq!(
-            on,
-            c.flags.load(Relaxed) & D_ON_LRU != 0,
-            "flag and membership agree"
-        );
-        (dead, on)
+        c.at_rest()
     });
     assert_eq!(
         seen,
         HashSet::from([(true, false), (false, true)]),
         "both the kill and the re-add happen"
+    );
+}
+
+/// The reclaimer's put of a freed child's parent (`put_parent_reclaiming`,
+/// dcache/mod.rs): at 0 the parent goes on its list as any unused dentry,
+/// then is isolated from it as the scan would — while a lookup takes and
+/// drops a reference. Whatever the interleaving: never killed while the
+/// lookup holds it (the lookup's get fails on a dead dentry instead), and
+/// never left hashed at 0 on no list.
+#[test]
+fn reclaiming_parent_put_vs_lookup() {
+    use vfscale::dcache::dentry::D_HASHED;
+    let seen = outcomes(|| {
+        let c = Arc::new(Cached {
+            rc: RefCount::new(1), // the freed child's reference
+            flags: AtomicU32::new(D_HASHED),
+            on_list: loom::sync::Mutex::new(false),
+        });
+        let l = Arc::clone(&c);
+        let lookup = thread::spawn(move || {
+            let got = l.rc.get();
+            if got {
+                l.dput();
+            }
+            got
+        });
+        if c.rc.put() {
+            c.keep_cached();
+            c.shrink();
+        }
+        let got = lookup.join().unwrap();
+        let (dead, _) = c.at_rest();
+        (got, dead)
+    });
+    assert!(seen.contains(&(false, true)), "the lookup came too late");
+    assert!(seen.contains(&(true, true)), "freed after the lookup's put");
+    assert!(
+        seen.contains(&(true, false)),
+        "kept: in use at the isolation"
     );
 }
 

@@ -911,3 +911,87 @@ fn sockets_bind_in_a_passthrough_directory() {
         p.close(fd).unwrap();
     }
 }
+
+/// The host file gets exactly the mode vfscale computed: not masked again
+/// by this process's umask (the core applied the caller's), and with the
+/// set-user-ID bit a creating non-root caller's chown would clear (found
+/// by the passthrough differential test, `kernel_diff.rs`).
+#[test]
+fn new_host_files_get_the_mode_asked_for() {
+    let host = HostDir::new("newmode");
+    let vfs = mirror(&host, Duration::ZERO);
+    let root = vfs.root_process();
+    root.chmod(b"/", 0o777).unwrap();
+    // This process's own umask (022 in the test runs) would mask the
+    // host's copy again.
+    root.umask(0);
+    let fd = root.open(b"/rw", O_CREAT | O_WRONLY, 0o666).unwrap();
+    root.close(fd).unwrap();
+    root.mkdir(b"/dir", 0o777).unwrap();
+    let user = vfs.process(vfscale::Cred::user(1000, 1000, &[]));
+    user.umask(0o022);
+    let fd = user.open(b"/suid", O_CREAT | O_WRONLY, 0o4755).unwrap();
+    user.close(fd).unwrap();
+    let mode = |rel: &str| {
+        let m = std::fs::symlink_metadata(host.path().join(rel)).unwrap();
+        (m.mode() & 0o7777, m.uid())
+    };
+    assert_eq!(mode("rw"), (0o666, 0));
+    assert_eq!(mode("dir"), (0o777, 0));
+    assert_eq!(mode("suid"), (0o4755, 1000));
+    assert_eq!(user.stat(b"/suid").unwrap().mode & 0o7777, 0o4755);
+}
+
+/// A non-root caller's write and truncate clear set-user-ID (and
+/// set-group-ID, the file being group-executable) on the host file too,
+/// though the host call is made by this (root) process, which keeps them.
+#[test]
+fn writes_by_a_non_root_caller_clear_set_id_bits_on_the_host() {
+    let host = HostDir::new("killpriv");
+    let vfs = mirror(&host, Duration::ZERO);
+    let root = vfs.root_process();
+    root.chmod(b"/", 0o777).unwrap();
+    let user = vfs.process(vfscale::Cred::user(1000, 1000, &[]));
+    for (name, change) in [("w", "write"), ("t", "truncate")] {
+        let path = format!("/{name}");
+        let fd = user
+            .open(path.as_bytes(), O_CREAT | O_WRONLY, 0o755)
+            .unwrap();
+        user.fchmod(fd, 0o6775).unwrap();
+        assert_eq!(
+            std::fs::metadata(host.path().join(name)).unwrap().mode() & 0o7777,
+            0o6775
+        );
+        if change == "write" {
+            assert_eq!(user.write(fd, b"x"), Ok(1));
+        } else {
+            user.ftruncate(fd, 0).unwrap();
+        }
+        user.close(fd).unwrap();
+        assert_eq!(
+            std::fs::metadata(host.path().join(name)).unwrap().mode() & 0o7777,
+            0o775,
+            "after the {change}"
+        );
+        assert_eq!(user.stat(path.as_bytes()).unwrap().mode & 0o7777, 0o775);
+    }
+}
+
+/// One `drop_caches` frees a chain of cached directories whose only
+/// cached child was a miss: freeing the child leaves its parent unused,
+/// and so on up (each call freed one level before).
+#[test]
+fn drop_caches_frees_a_cached_chain_in_one_call() {
+    let host = HostDir::new("chain");
+    let vfs = mirror(&host, Duration::from_secs(60));
+    let base = vfs.object_counts();
+    let p = vfs.root_process();
+    p.mkdir(b"/b", 0o777).unwrap();
+    p.mkdir(b"/b/d", 0o777).unwrap();
+    assert_eq!(p.stat(b"/b/d/a").err(), Some(Errno::ENOENT));
+    p.exit();
+    vfs.drop_caches();
+    let now = vfs.object_counts();
+    assert_eq!((now.dentries, now.inodes), (base.dentries, base.inodes));
+    vfs.check_invariants().unwrap();
+}

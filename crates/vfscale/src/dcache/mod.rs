@@ -757,7 +757,9 @@ impl VfsInner {
     /// (rotated, flag cleared), one whose bucket lock is busy is skipped
     /// (rotated), one in use again leaves the list (its last put re-adds
     /// it). `force` (teardown) waits for bucket locks and ignores the
-    /// referenced flag. Returns how many were freed.
+    /// referenced flag. A freed dentry's parent that its put leaves unused
+    /// is freed too, and so on up (`put_parent_reclaiming`). Returns how
+    /// many were freed.
     pub(crate) fn shrink_dentry_list(
         &self,
         list: &crate::reclaim::list_lru::DentryList,
@@ -780,40 +782,116 @@ impl VfsInner {
                     l.rotate(d);
                     continue;
                 }
-                let b = if force {
-                    Some(self.lock_bucket(d.parent_ptr(), (d.hash_len() >> 32) as u32))
-                } else {
-                    self.try_lock_bucket(d.parent_ptr(), (d.hash_len() >> 32) as u32)
-                };
-                let Some(mut b) = b else {
-                    l.rotate(d);
-                    continue;
-                };
-                l.remove(d);
-                // Publishing: a racing last put must see D_ON_LRU cleared
-                // (fastput.rs).
-                if !d.is_hashed() || !d.refcount.try_kill_publishing() {
-                    // In use again: its last put re-adds it.
-                    continue;
+                match self.isolate_and_free(&mut l, p, force) {
+                    Isolated::Busy => l.rotate(d),
+                    Isolated::InUse => {}
+                    Isolated::Freed(parent) => {
+                        parents.extend(parent);
+                        freed += 1;
+                    }
                 }
-                d.seq.write_begin();
-                d.clear_flag(D_HASHED);
-                // Hashed with an unchanged (parent, name), so it is in this
-                // chain (a dentry at count zero is not renamed).
-                let removed = b.remove(p);
-                debug_assert!(removed);
-                d.seq.write_end();
-                drop(b);
-                if let Some(parent) = self.free_dentry(p) {
-                    parents.push(parent);
-                }
-                freed += 1;
             }
         }
         for parent in parents {
-            self.dput(parent);
+            freed += self.put_parent_reclaiming(parent, force);
         }
         freed
+    }
+
+    /// Takes `p`, unused on `l` (its list, locked by the caller), off the
+    /// list and frees it: unless its bucket lock is busy (`force` off: it
+    /// stays) or it is in use again (its last put re-adds it).
+    fn isolate_and_free(
+        &self,
+        l: &mut crate::reclaim::list_lru::LockedList<'_>,
+        p: *const Dentry,
+        force: bool,
+    ) -> Isolated {
+        // SAFETY: on the list, hence not freed (list invariant).
+        let d = unsafe { &*p };
+        let b = if force {
+            Some(self.lock_bucket(d.parent_ptr(), (d.hash_len() >> 32) as u32))
+        } else {
+            self.try_lock_bucket(d.parent_ptr(), (d.hash_len() >> 32) as u32)
+        };
+        let Some(mut b) = b else {
+            return Isolated::Busy;
+        };
+        l.remove(d);
+        // Publishing: a racing last put must see D_ON_LRU cleared
+        // (fastput.rs).
+        if !d.is_hashed() || !d.refcount.try_kill_publishing() {
+            return Isolated::InUse;
+        }
+        d.seq.write_begin();
+        d.clear_flag(D_HASHED);
+        // Hashed with an unchanged (parent, name), so it is in this chain
+        // (a dentry at count zero is not renamed).
+        let removed = b.remove(p);
+        debug_assert!(removed);
+        d.seq.write_end();
+        drop(b);
+        Isolated::Freed(self.free_dentry(p))
+    }
+
+    /// The reclaimer's put of a freed dentry's parent (Linux's
+    /// `shrink_kill`): a parent this put leaves unused — a backend's cached
+    /// directory whose last cached child went (tmpfs pins its positive
+    /// names) — is freed at once, and so on up, instead of waiting on its
+    /// list for a later pass: `drop_caches` empties a cached chain in one
+    /// call (found by the passthrough differential test: each call freed
+    /// one level). It first goes on its list as any unused dentry (another
+    /// reclaimer may take it from there), then is isolated from it as the
+    /// scan would. Returns how many were freed.
+    fn put_parent_reclaiming(&self, mut d: *const Dentry, force: bool) -> usize {
+        let _guard = self.collector.enter();
+        let mut freed = 0;
+        loop {
+            // SAFETY: the child owned a reference, so `d` is allocated.
+            let dr = unsafe { &*d };
+            if !dr.refcount.put() {
+                return freed;
+            }
+            if !self.keep_cached(d) {
+                // Unhashed (a removed directory a cached child kept): as dput.
+                if !dr.refcount.try_kill() {
+                    return freed;
+                }
+                if self.defer.active() {
+                    self.defer_put(crate::defer::Deferred::Dentry(d));
+                    return freed + 1;
+                }
+                freed += 1;
+                match self.free_dentry(d) {
+                    Some(parent) => d = parent,
+                    None => return freed,
+                }
+                continue;
+            }
+            // Relaxed: re-checked under the list's lock (`holds`), which
+            // orders it, as in `DentryLru::remove`.
+            let list = dr.lru_list.load(core::sync::atomic::Ordering::Relaxed);
+            // SAFETY: lists live as long as the superblock, which outlives
+            // its dentries; null when another reclaimer took `d` off.
+            let Some(list) = (unsafe { list.as_ref() }) else {
+                return freed;
+            };
+            let mut l = list.lock();
+            if !l.holds(dr) {
+                return freed;
+            }
+            match self.isolate_and_free(&mut l, d, force) {
+                Isolated::Freed(parent) => {
+                    freed += 1;
+                    drop(l);
+                    match parent {
+                        Some(parent) => d = parent,
+                        None => return freed,
+                    }
+                }
+                Isolated::Busy | Isolated::InUse => return freed,
+            }
+        }
     }
 
     /// Drops a reference to an inode; the last one frees it.
@@ -1030,4 +1108,14 @@ impl VfsInner {
         let found = Self::lookup_in_locked_bucket(b.first(), parent, key);
         (b, found)
     }
+}
+
+/// What `isolate_and_free` did with an unused dentry of a list.
+enum Isolated {
+    /// Its bucket lock was busy: still on the list.
+    Busy,
+    /// In use again: off the list (its last put re-adds it).
+    InUse,
+    /// Freed; its parent's reference is the caller's to drop.
+    Freed(Option<*const Dentry>),
 }

@@ -227,8 +227,8 @@ impl<F: Filesystem> Filesystem for FaultyFs<F> {
         self.inner.dir_vouches(sb, dir, answered_at)
     }
 
-    fn directory_moved(&self, sb: &SuperBlock, dir: &Inode) {
-        self.inner.directory_moved(sb, dir)
+    fn names_moved(&self, sb: &SuperBlock, moves: &[super::NameMove<'_>]) {
+        self.inner.names_moved(sb, moves)
     }
 
     fn evict(&self, inode: &Inode) {
@@ -315,12 +315,20 @@ impl<F: Filesystem> Filesystem for FaultyFs<F> {
         new_dir: &Inode,
         new_name: &[u8],
         flags: u32,
+        whiteout_owner: (u32, u32),
     ) -> SysResult<()> {
         if let Some(e) = self.control.decide(CallKind::Change) {
             return Err(e);
         }
-        self.inner
-            .rename(sb, old_dir, old_name, new_dir, new_name, flags)
+        self.inner.rename(
+            sb,
+            old_dir,
+            old_name,
+            new_dir,
+            new_name,
+            flags,
+            whiteout_owner,
+        )
     }
 
     fn setattr(&self, sb: &SuperBlock, inode: &Inode, change: &super::AttrChange) -> SysResult<()> {

@@ -100,9 +100,12 @@ pub trait Filesystem: Send + Sync {
         Ok(None)
     }
 
-    /// vfscale renamed or removed directory `dir` through the backend
-    /// (after the backend's `rename`/`unlink` succeeded).
-    fn directory_moved(&self, _sb: &SuperBlock, _dir: &Inode) {}
+    /// After the backend's `rename` or `unlink` succeeded through vfscale:
+    /// each `(inode, now)` says where an inode's name went — `Some((dir,
+    /// name))`, or `None` when it has no name any more (unlinked, removed,
+    /// replaced by a rename). All of one call's moves happened at once
+    /// (RENAME_EXCHANGE swaps two).
+    fn names_moved(&self, _sb: &SuperBlock, _moves: &[NameMove<'_>]) {}
 
     /// The core is freeing `inode` (backend-served instances only).
     fn evict(&self, _inode: &Inode) {}
@@ -217,7 +220,8 @@ pub trait Filesystem: Send + Sync {
         Err(Errno::EROFS)
     }
 
-    /// renameat2 of `old_name` in `old_dir` to `new_name` in `new_dir`.
+    /// renameat2 of `old_name` in `old_dir` to `new_name` in `new_dir`;
+    /// a RENAME_WHITEOUT's whiteout belongs to `whiteout_owner` (uid, gid).
     #[allow(clippy::too_many_arguments)]
     fn rename(
         &self,
@@ -227,6 +231,7 @@ pub trait Filesystem: Send + Sync {
         _new_dir: &Inode,
         _new_name: &[u8],
         _flags: u32,
+        _whiteout_owner: (u32, u32),
     ) -> SysResult<()> {
         Err(Errno::EROFS)
     }
@@ -262,6 +267,10 @@ pub trait Filesystem: Send + Sync {
         Err(Errno::ENOTDIR)
     }
 }
+
+/// Where a rename or unlink left an inode's name (`Filesystem::names_moved`):
+/// its new directory and name, or None when it has none.
+pub type NameMove<'a> = (&'a Inode, Option<(&'a Inode, &'a [u8])>);
 
 /// An attribute change handed to a backend (`Filesystem::setattr`).
 #[derive(Clone, Copy, Debug, Default)]

@@ -90,6 +90,7 @@ impl Process {
         &self,
         parent: &Parent<'_>,
         creates_dir: bool,
+        before_permission: impl FnOnce() -> SysResult<()>,
         make: impl FnOnce(&SuperBlock, &Inode, &[u8]) -> SysResult<()>,
     ) -> SysResult<()> {
         let Last::Name(name) = parent.last else {
@@ -105,6 +106,7 @@ impl Process {
         if parent.trailing_slash && !creates_dir {
             return Err(Errno::ENOENT);
         }
+        before_permission()?;
         self.may_write_dir(dir)?;
         let sb = backend_of(dir).ok_or(Errno::EINVAL)?;
         if let Err(e) = make(sb, dir, name) {
@@ -183,9 +185,7 @@ impl Process {
             self.forget_after_error(e, &[(dir_d, dir, &key)]);
             return Err(e);
         }
-        if rmdir {
-            sb.fs.directory_moved(sb, vi);
-        }
+        sb.fs.names_moved(sb, &[(vi, None)]);
         self.vfs.forget_name(dir_d, dir, &key);
         let _ = sb.fs.refresh(sb, dir);
         Ok(())
@@ -204,39 +204,35 @@ impl Process {
         let (odir, ndir) = (op.dir.inode(), np.dir.inode());
         let (od, nd) = (op.dir.path.dentry, np.dir.path.dentry);
         let okey = NameKey::lookup(old_name)?;
-        let nkey = NameKey::lookup(new_name)?;
         let (osrc, oi) = self.backend_child(od, odir, &okey)?;
         if oi.is_null() {
             return Err(Errno::ENOENT);
         }
+        // The new name's length after the old name's existence, as Linux.
+        let nkey = NameKey::lookup(new_name)?;
         let (ndst, ni) = self.backend_child(nd, ndir, &nkey)?;
         // SAFETY (both): the guard keeps them allocated.
         let oi = unsafe { &*oi };
-        self.may_delete(odir, oi)?;
-        if !ni.is_null() {
-            self.may_delete(ndir, unsafe { &*ni })?;
-        } else {
-            self.may_write_dir(ndir)?;
-        }
-        for d in [osrc, ndst] {
-            // SAFETY: as above.
-            if unsafe { &*d }.flags() & D_MOUNTED != 0 {
-                return Err(Errno::EBUSY);
-            }
+        if self.rename_checks(op, np, flags, osrc, oi, ndst, unsafe { ni.as_ref() })? {
+            return Ok(());
         }
         let sb = backend_of(odir).ok_or(Errno::EINVAL)?;
-        if let Err(e) = sb.fs.rename(sb, odir, old_name, ndir, new_name, flags) {
+        let (uid, gid, _) = self.owner_in(odir, S_IFCHR);
+        if let Err(e) = sb
+            .fs
+            .rename(sb, odir, old_name, ndir, new_name, flags, (uid, gid))
+        {
             self.forget_after_error(e, &[(od, odir, &okey), (nd, ndir, &nkey)]);
             return Err(e);
         }
         // SAFETY: the guard keeps the victim allocated.
-        let victim_is_dir = !ni.is_null() && unsafe { &*ni }.is_dir();
-        if oi.is_dir() {
-            sb.fs.directory_moved(sb, oi);
-        } else if victim_is_dir {
-            // SAFETY: as above.
-            sb.fs.directory_moved(sb, unsafe { &*ni });
+        let victim = unsafe { ni.as_ref() };
+        let exchanged = flags & crate::abi::RENAME_EXCHANGE != 0;
+        let mut moves = vec![(oi, Some((ndir, new_name)))];
+        if let Some(v) = victim {
+            moves.push((v, exchanged.then_some((odir, old_name))));
         }
+        sb.fs.names_moved(sb, &moves);
         self.vfs.forget_name(od, odir, &okey);
         self.vfs.forget_name(nd, ndir, &nkey);
         let _ = sb.fs.refresh(sb, odir);

@@ -262,6 +262,9 @@ impl Process {
                 Errno::EFBIG
             });
         }
+        if len > 0 {
+            self.remove_privs_on_backend(sb, inode)?;
+        }
         let mut total = 0;
         for b in bufs {
             if b.is_empty() {
@@ -292,11 +295,38 @@ impl Process {
         Ok(total)
     }
 
+    /// Linux's file_remove_privs for a write, truncate or fallocate of a
+    /// backend-served file: the backend acts with the vfscale process's
+    /// credentials (usually root's, which keep set-user-ID and
+    /// set-group-ID), so the bits this caller's change must clear
+    /// (`write_strip_mode`, as the in-memory paths apply) are cleared
+    /// first, by a setattr of the mode; its failure fails the call, as in
+    /// Linux.
+    pub(super) fn remove_privs_on_backend(
+        &self,
+        sb: &crate::fs::SuperBlock,
+        inode: &Inode,
+    ) -> SysResult<()> {
+        let cur = inode.attr();
+        match write_strip_mode(&self.cred, cur.mode, cur.gid) {
+            Some(mode) => sb.fs.setattr(
+                sb,
+                inode,
+                &crate::fs::AttrChange {
+                    mode: Some(mode),
+                    ..Default::default()
+                },
+            ),
+            None => Ok(()),
+        }
+    }
+
     /// Sets a regular file's length (truncate, ftruncate, O_TRUNC).
     pub(crate) fn truncate_inode(&self, inode: &Inode, length: u64) -> SysResult<()> {
         // SAFETY: an inode's superblock outlives it.
         let sb = unsafe { &*inode.sb };
         if sb.backend_served {
+            self.remove_privs_on_backend(sb, inode)?;
             return sb
                 .fs
                 .truncate(sb, inode, length)

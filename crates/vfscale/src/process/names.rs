@@ -206,6 +206,91 @@ impl Process {
         NameStamp::new(dir, 1, i32::from(is_dir))
     }
 
+    /// do_renameat2's and vfs_rename's checks, in their order, once both
+    /// names are looked up (tmpfs and backends alike): `src`/`si` the old
+    /// name's dentry and inode, `dst` the new name's dentry (null if none is
+    /// cached; negative allowed) and `di` its inode. Ok(true): a rename onto
+    /// another name of the same inode, which changes nothing.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn rename_checks(
+        &self,
+        op: &Parent<'_>,
+        np: &Parent<'_>,
+        flags: u32,
+        src: *const Dentry,
+        si: &Inode,
+        dst: *const Dentry,
+        di: Option<&Inode>,
+    ) -> SysResult<bool> {
+        let (od, nd) = (op.dir.path.dentry, np.dir.path.dentry);
+        let (odir, ndir) = (op.dir.inode(), np.dir.inode());
+        let exchange = flags & RENAME_EXCHANGE != 0;
+        // do_renameat2's checks, in its order.
+        if flags & RENAME_NOREPLACE != 0 && di.is_some() {
+            return Err(Errno::EEXIST);
+        }
+        if exchange {
+            let Some(di) = di else {
+                return Err(Errno::ENOENT);
+            };
+            if !di.is_dir() && np.trailing_slash {
+                return Err(Errno::ENOTDIR);
+            }
+        }
+        // Unless the source is a directory, trailing slashes are ENOTDIR.
+        if !si.is_dir() && (op.trailing_slash || (!exchange && np.trailing_slash)) {
+            return Err(Errno::ENOTDIR);
+        }
+        // The source is the new directory or above it (lock_rename's trap).
+        if nd == src || is_ancestor(src, nd) {
+            return Err(Errno::EINVAL);
+        }
+        // The target is the old directory or above it.
+        if !dst.is_null() && (od == dst || is_ancestor(dst, od)) {
+            return Err(if exchange {
+                Errno::EINVAL
+            } else {
+                Errno::ENOTEMPTY
+            });
+        }
+        // vfs_rename: renaming onto another name of the same inode is a no-op.
+        if di.is_some_and(|di| core::ptr::eq(si, di)) {
+            return Ok(true);
+        }
+        // may_delete on the source, then may_create or may_delete on the
+        // target (permission, sticky bit, then the types).
+        self.may_delete(odir, si)?;
+        match di {
+            None => self.may_write_dir(ndir)?,
+            Some(di) => {
+                self.may_delete(ndir, di)?;
+                if !exchange && si.is_dir() && !di.is_dir() {
+                    return Err(Errno::ENOTDIR);
+                }
+                if !exchange && !si.is_dir() && di.is_dir() {
+                    return Err(Errno::EISDIR);
+                }
+            }
+        }
+        // A directory changing parents rewrites its "..": write permission.
+        if od != nd {
+            if si.is_dir() {
+                si.permission(&self.cred, MAY_WRITE)?;
+            }
+            if let (true, Some(di)) = (exchange, di) {
+                if di.is_dir() {
+                    di.permission(&self.cred, MAY_WRITE)?;
+                }
+            }
+        }
+        // SAFETY: the caller's walk keeps both dentries allocated.
+        let mounted = |d: *const Dentry| !d.is_null() && unsafe { &*d }.flags() & D_MOUNTED != 0;
+        if mounted(src) || mounted(dst) {
+            return Err(Errno::EBUSY);
+        }
+        Ok(false)
+    }
+
     /// The common prologue of mkdir, mknod, symlink and link: locks the
     /// parent directory, makes sure the name is free (EEXIST), runs
     /// `before_permission` (link's EXDEV, which Linux checks at that point),
@@ -285,11 +370,16 @@ impl Process {
         let _g = self.vfs.collector.enter();
         let parent = self.parent_at(dirfd, path)?;
         if super::backend_names::backend_of(parent.dir.inode()).is_some() {
-            return self.backend_create(&parent, true, |sb, dir, name| {
-                let (uid, gid, m) = self.owner_in(dir, S_IFDIR | (mode & (0o777 | S_ISVTX)));
-                let m = (m & !(self.umask_bits() & 0o777)) | S_IFDIR;
-                sb.fs.create(sb, dir, name, m, 0, uid, gid)
-            });
+            return self.backend_create(
+                &parent,
+                true,
+                || Ok(()),
+                |sb, dir, name| {
+                    let (uid, gid, m) = self.owner_in(dir, S_IFDIR | (mode & (0o777 | S_ISVTX)));
+                    let m = (m & !(self.umask_bits() & 0o777)) | S_IFDIR;
+                    sb.fs.create(sb, dir, name, m, 0, uid, gid)
+                },
+            );
         }
         self.create_prologue(
             &parent,
@@ -367,11 +457,16 @@ impl Process {
         let _g = self.vfs.collector.enter();
         let parent = self.parent_at(dirfd, path)?;
         if super::backend_names::backend_of(parent.dir.inode()).is_some() {
-            self.backend_create(&parent, false, |sb, dir, name| {
-                let (uid, gid, m, rdev) = self.mknod_attrs(dir, ty, mode, dev)?;
-                sb.fs
-                    .create(sb, dir, name, m & !self.umask_bits(), rdev, uid, gid)
-            })?;
+            self.backend_create(
+                &parent,
+                false,
+                || Ok(()),
+                |sb, dir, name| {
+                    let (uid, gid, m, rdev) = self.mknod_attrs(dir, ty, mode, dev)?;
+                    sb.fs
+                        .create(sb, dir, name, m & !self.umask_bits(), rdev, uid, gid)
+                },
+            )?;
             return if keep {
                 self.backend_made(&parent, ty).map(Some)
             } else {
@@ -430,10 +525,15 @@ impl Process {
         let _g = self.vfs.collector.enter();
         let parent = self.parent_at(newdirfd, linkpath)?;
         if super::backend_names::backend_of(parent.dir.inode()).is_some() {
-            return self.backend_create(&parent, false, |sb, dir, name| {
-                let (uid, gid, _) = self.owner_in(dir, S_IFLNK | 0o777);
-                sb.fs.symlink(sb, dir, name, target, uid, gid)
-            });
+            return self.backend_create(
+                &parent,
+                false,
+                || Ok(()),
+                |sb, dir, name| {
+                    let (uid, gid, _) = self.owner_in(dir, S_IFLNK | 0o777);
+                    sb.fs.symlink(sb, dir, name, target, uid, gid)
+                },
+            );
         }
         self.create_prologue(
             &parent,
@@ -512,18 +612,8 @@ impl Process {
         let old = self.lookup_at(&self.cred, olddirfd, oldpath, at, 0)?;
         let parent = self.parent_at(newdirfd, newpath)?;
         let inode = old.inode();
-        if super::backend_names::backend_of(parent.dir.inode()).is_some() {
-            if old.path.mnt != parent.dir.path.mnt {
-                return Err(Errno::EXDEV);
-            }
-            return self.backend_create(&parent, false, |sb, dir, name| {
-                if inode.is_dir() {
-                    return Err(Errno::EPERM);
-                }
-                sb.fs.link(sb, inode, dir, name)
-            });
-        }
-        // Different mounts: EXDEV (even of the same superblock, as Linux).
+        // Different mounts: EXDEV (even of the same superblock, as Linux),
+        // after the new name's EEXIST and before permission.
         let same_mount = || {
             if old.path.mnt == parent.dir.path.mnt {
                 Ok(())
@@ -531,6 +621,18 @@ impl Process {
                 Err(Errno::EXDEV)
             }
         };
+        if super::backend_names::backend_of(parent.dir.inode()).is_some() {
+            return self.backend_create(&parent, false, same_mount, |sb, dir, name| {
+                if inode.is_dir() {
+                    return Err(Errno::EPERM);
+                }
+                sb.fs.link(sb, inode, dir, name)?;
+                // The source's link count and ctime changed: what an open
+                // descriptor's fstat reads (a walk would revalidate).
+                let _ = sb.fs.refresh(sb, inode);
+                Ok(())
+            });
+        }
         self.create_prologue(&parent, false, same_mount, |idx, dir, key, neg| {
             if inode.is_dir() {
                 return Err(Errno::EPERM);
@@ -873,66 +975,8 @@ impl Process {
             .map(|d| d.inode_ptr())
             .filter(|p| !p.is_null())
             .map(|p| unsafe { &*p });
-        // do_renameat2's checks, in its order.
-        if flags & RENAME_NOREPLACE != 0 && di.is_some() {
-            return Err(Errno::EEXIST);
-        }
-        if exchange {
-            let Some(di) = di else {
-                return Err(Errno::ENOENT);
-            };
-            if !di.is_dir() && np.trailing_slash {
-                return Err(Errno::ENOTDIR);
-            }
-        }
-        // Unless the source is a directory, trailing slashes are ENOTDIR.
-        if !si.is_dir() && (op.trailing_slash || (!exchange && np.trailing_slash)) {
-            return Err(Errno::ENOTDIR);
-        }
-        // The source is the new directory or above it (lock_rename's trap).
-        if nd == src || is_ancestor(src, nd) {
-            return Err(Errno::EINVAL);
-        }
-        // The target is the old directory or above it.
-        if dd.is_some() && (od == dst || is_ancestor(dst, od)) {
-            return Err(if exchange {
-                Errno::EINVAL
-            } else {
-                Errno::ENOTEMPTY
-            });
-        }
-        // vfs_rename: renaming onto another name of the same inode is a no-op.
-        if di.is_some_and(|di| core::ptr::eq(si, di)) {
+        if self.rename_checks(&op, &np, flags, src, si, dst, di)? {
             return Ok(());
-        }
-        // may_delete on the source, then may_create or may_delete on the
-        // target (permission, sticky bit, then the types).
-        self.may_delete(odir, si)?;
-        match di {
-            None => self.may_modify_dir(ndir)?,
-            Some(di) => {
-                self.may_delete(ndir, di)?;
-                if !exchange && si.is_dir() && !di.is_dir() {
-                    return Err(Errno::ENOTDIR);
-                }
-                if !exchange && !si.is_dir() && di.is_dir() {
-                    return Err(Errno::EISDIR);
-                }
-            }
-        }
-        // A directory changing parents rewrites its "..": write permission.
-        if od != nd {
-            if si.is_dir() {
-                si.permission(&self.cred, MAY_WRITE)?;
-            }
-            if let (true, Some(di)) = (exchange, di) {
-                if di.is_dir() {
-                    di.permission(&self.cred, MAY_WRITE)?;
-                }
-            }
-        }
-        if sd.flags() & D_MOUNTED != 0 || dd.is_some_and(|d| d.flags() & D_MOUNTED != 0) {
-            return Err(Errno::EBUSY);
         }
         let mut victim_index = None;
         if let (false, Some(di)) = (exchange, di) {

@@ -274,11 +274,16 @@ impl Process {
         if dir_sb.backend_served {
             // Created on the backend, then looked up from it.
             drop(locked);
-            let created = self.backend_create(&parent, false, |sb, dir, name| {
-                let (uid, gid, m) = self.owner_in(dir, S_IFREG | (mode & S_IALLUGO));
-                let m = (m & !self.umask_bits()) | S_IFREG;
-                sb.fs.create(sb, dir, name, m, 0, uid, gid)
-            });
+            let created = self.backend_create(
+                &parent,
+                false,
+                || Ok(()),
+                |sb, dir, name| {
+                    let (uid, gid, m) = self.owner_in(dir, S_IFREG | (mode & S_IALLUGO));
+                    let m = (m & !self.umask_bits()) | S_IFREG;
+                    sb.fs.create(sb, dir, name, m, 0, uid, gid)
+                },
+            );
             match created {
                 Ok(()) => {}
                 // Appeared meanwhile (on the host): open it, unless O_EXCL.

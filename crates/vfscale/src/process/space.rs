@@ -70,6 +70,9 @@ impl Process {
             if let Some(sb) = super::backend_names::backend_of(inode) {
                 sb.fs
                     .fallocate(sb, inode, mode, offset as u64, len as u64)?;
+                // After the host accepted the mode, as tmpfs clears them
+                // only for a fallocate it performs.
+                self.remove_privs_on_backend(sb, inode)?;
                 self.vfs.watchers.inode_changed(inode, true);
                 return Ok(());
             }

@@ -52,7 +52,7 @@ pub mod dirs;
 pub mod host;
 mod listing;
 
-use super::{AttrChange, Filesystem, SuperBlock, XattrCall};
+use super::{AttrChange, Filesystem, NameMove, SuperBlock, XattrCall};
 use crate::abi::*;
 use crate::dir::index::DirIndex;
 use crate::inode::{Inode, InodeBody};
@@ -109,10 +109,24 @@ const SHARDS: usize = 16;
 
 /// What the backend keeps per live inode.
 struct Node {
-    /// Host path relative to the root ("" for the root).
+    /// Host path relative to the root ("" for the root), kept current by
+    /// vfscale's own renames (`names_moved`).
     path: Box<[u8]>,
+    /// Its name was removed through vfscale (unlinked, or replaced by a
+    /// rename): host calls through it are ESTALE, never made by its old
+    /// path, which may name another file by now.
+    gone: bool,
     /// Directories only.
     dir: Option<Box<DirState>>,
+}
+
+/// One inode's part of a `names_moved` call.
+struct PlannedMove {
+    addr: usize,
+    old: Box<[u8]>,
+    /// None: the name is gone.
+    new: Option<Box<[u8]>>,
+    is_dir: bool,
 }
 
 /// Live inodes, by inode address.
@@ -209,6 +223,7 @@ impl Passthrough {
         self.shard(inode)
             .lock()
             .get(&addr_of(inode))
+            .filter(|n| !n.gone)
             .map(|n| n.path.clone())
             .ok_or(Errno::ESTALE)
     }
@@ -240,6 +255,11 @@ impl Passthrough {
         let path = {
             let mut shard = self.shard(dir).lock();
             let node = shard.get_mut(&addr_of(dir)).ok_or(Errno::ESTALE)?;
+            if node.gone {
+                // A removed directory (a cwd in it): Linux's lookups in a
+                // dead directory.
+                return Err(Errno::ENOENT);
+            }
             let rel = match name {
                 Some(n) => host::join(&node.path, n)?,
                 None => Box::default(),
@@ -421,9 +441,14 @@ impl Passthrough {
             ds.observe(st, observed(start));
             ds
         });
-        self.shard(i)
-            .lock()
-            .insert(p as usize, Node { path: rel, dir });
+        self.shard(i).lock().insert(
+            p as usize,
+            Node {
+                path: rel,
+                dir,
+                gone: false,
+            },
+        );
         Ok(p)
     }
 }
@@ -467,8 +492,15 @@ fn check(r: libc::c_long) -> SysResult<()> {
 impl Passthrough {
     /// `inode`'s host file (or directory) opened beneath the root with
     /// `flags`: each data call's own fd.
+    /// The host file of `inode`, opened by its host path. ENOENT there is
+    /// ESTALE: the inode's file is gone from where vfscale last saw it
+    /// (removed on the host, or renamed by another name of it that vfscale
+    /// cached as another inode: COMPATIBILITY.md).
     fn open_host(&self, inode: &Inode, flags: i32) -> SysResult<std::os::fd::OwnedFd> {
-        self.host.open_beneath(&self.path_of(inode)?, flags)
+        match self.host.open_beneath(&self.path_of(inode)?, flags) {
+            Err(Errno::ENOENT) => Err(Errno::ESTALE),
+            r => r,
+        }
     }
 
     /// The host directory `dir` as an O_PATH fd (opened beneath the root).
@@ -494,14 +526,20 @@ impl Passthrough {
         Ok(Some((fd, name.to_vec())))
     }
 
-    /// Gives a just-created `name` in `dirfd` to `uid`/`gid` (without
-    /// following a symlink, should one have been swapped in).
-    fn chown_new(
+    /// Gives a just-created `name` in `dirfd` the owner `uid`/`gid` and,
+    /// unless it is a symlink (`perm` None), exactly the permission bits
+    /// `perm`: the host applied this process's umask when it made the file
+    /// (the core had applied the caller's already), and the chown cleared
+    /// set-user-ID and set-group-ID. Best effort, as a create that made the
+    /// file must not fail after it (a non-root vfscale process cannot give
+    /// files away). Neither call follows a symlink swapped in meanwhile.
+    fn settle_new(
         &self,
         dirfd: &std::os::fd::OwnedFd,
         name: &std::ffi::CString,
         uid: u32,
         gid: u32,
+        perm: Option<u32>,
     ) {
         // SAFETY: fchownat on our own fd and a NUL-terminated name.
         let _ = unsafe {
@@ -513,7 +551,31 @@ impl Passthrough {
                 libc::AT_SYMLINK_NOFOLLOW,
             )
         };
+        if let Some(perm) = perm {
+            let _ = chmod_nofollow(dirfd, name, perm, libc::AT_SYMLINK_NOFOLLOW);
+        }
     }
+}
+
+/// fchmodat2 (Linux 6.6+), which with AT_SYMLINK_NOFOLLOW refuses to
+/// follow a final symlink (EOPNOTSUPP) where fchmodat would follow it.
+fn chmod_nofollow(
+    dirfd: &std::os::fd::OwnedFd,
+    name: &std::ffi::CString,
+    mode: u32,
+    flags: libc::c_int,
+) -> SysResult<()> {
+    // SAFETY: our own fd and a NUL-terminated name.
+    check(unsafe {
+        libc::syscall(
+            libc::SYS_fchmodat2,
+            dirfd.as_raw_fd(),
+            name.as_ptr(),
+            mode & 0o7777,
+            flags,
+        )
+    })
+    .map(drop)
 }
 
 /// Copies the host's attributes into `inode` (type bits never change).
@@ -574,6 +636,7 @@ impl Filesystem for Passthrough {
             Node {
                 path: Box::default(),
                 dir: Some(ds),
+                gone: false,
             },
         );
     }
@@ -670,9 +733,73 @@ impl Filesystem for Passthrough {
             .map(|ds| ds.stamp_at))
     }
 
-    fn directory_moved(&self, _sb: &SuperBlock, _dir: &Inode) {
-        // Relaxed: see `dir_at`.
-        self.rename_epoch.fetch_add(1, Ordering::Relaxed);
+    fn names_moved(&self, _sb: &SuperBlock, moves: &[NameMove<'_>]) {
+        // Every old and new path first: the moves happened at once.
+        let plan: Vec<PlannedMove> = moves
+            .iter()
+            .filter_map(|&(inode, to)| {
+                Some(PlannedMove {
+                    addr: addr_of(inode),
+                    old: self.path_of(inode).ok()?,
+                    new: to.and_then(|(dir, name)| {
+                        self.path_of(dir).and_then(|d| host::join(&d, name)).ok()
+                    }),
+                    is_dir: inode.is_dir(),
+                })
+            })
+            .collect();
+        for &(inode, to) in moves {
+            if to.is_none() {
+                // The host dropped a link (a directory: its last): what an
+                // open descriptor's fstat shows, as Linux's drop_nlink.
+                inode.update_attr(|w| {
+                    let n = w.get().nlink;
+                    w.set_nlink(if inode.is_dir() {
+                        0
+                    } else {
+                        n.saturating_sub(1)
+                    });
+                });
+            }
+        }
+        if plan.iter().any(|m| m.is_dir) {
+            // Relaxed: see `dir_at` (cached directory fds re-open).
+            self.rename_epoch.fetch_add(1, Ordering::Relaxed);
+        }
+        let settle = |node: &mut Node, new: &Option<Box<[u8]>>, keep: &[u8]| match new {
+            Some(n) => node.path = [&n[..], keep].concat().into(),
+            None => node.gone = true,
+        };
+        if !plan.iter().any(|m| m.is_dir && m.new.is_some()) {
+            // Files, and removed (empty) directories: their own nodes only.
+            for m in &plan {
+                if let Some(node) = self.shard_at(m.addr).lock().get_mut(&m.addr) {
+                    settle(node, &m.new, b"");
+                }
+            }
+            return;
+        }
+        // A directory moved: its cached descendants' paths move with it
+        // (a scan of the live nodes, for directory renames only).
+        for shard in self.nodes.iter() {
+            for (addr, node) in shard.lock().iter_mut() {
+                for m in &plan {
+                    if *addr == m.addr {
+                        settle(node, &m.new, b"");
+                        break;
+                    }
+                    if m.is_dir
+                        && node.path.len() > m.old.len()
+                        && node.path.starts_with(&m.old)
+                        && node.path[m.old.len()] == b'/'
+                    {
+                        let keep: Box<[u8]> = node.path[m.old.len()..].into();
+                        settle(node, &m.new, &keep);
+                        break;
+                    }
+                }
+            }
+        }
     }
 
     fn evict(&self, inode: &Inode) {
@@ -847,7 +974,7 @@ impl Filesystem for Passthrough {
         };
         self.names_changed(dir);
         made?;
-        self.chown_new(&fd, &c, uid, gid);
+        self.settle_new(&fd, &c, uid, gid, Some(perm));
         Ok(())
     }
 
@@ -870,7 +997,7 @@ impl Filesystem for Passthrough {
         );
         self.names_changed(dir);
         made?;
-        self.chown_new(&fd, &c, uid, gid);
+        self.settle_new(&fd, &c, uid, gid, None);
         Ok(())
     }
 
@@ -913,6 +1040,7 @@ impl Filesystem for Passthrough {
         new_dir: &Inode,
         new_name: &[u8],
         flags: u32,
+        whiteout_owner: (u32, u32),
     ) -> SysResult<()> {
         let ofd = self.dir_fd(old_dir)?;
         let nfd = self.dir_fd(new_dir)?;
@@ -931,7 +1059,12 @@ impl Filesystem for Passthrough {
         });
         self.names_changed(old_dir);
         self.names_changed(new_dir);
-        renamed
+        renamed?;
+        if flags & RENAME_WHITEOUT != 0 {
+            // The host made the whiteout as this process; it is the caller's.
+            self.settle_new(&ofd, &o, whiteout_owner.0, whiteout_owner.1, None);
+        }
+        Ok(())
     }
 
     fn setattr(&self, _sb: &SuperBlock, inode: &Inode, change: &AttrChange) -> SysResult<()> {
@@ -956,11 +1089,7 @@ impl Filesystem for Passthrough {
             )?;
         }
         if let Some(mode) = change.mode {
-            // fchmodat2 (Linux 6.6+) refuses to follow a final symlink.
-            // SAFETY: our own fd and a NUL-terminated name.
-            check(unsafe {
-                libc::syscall(452, fd.as_raw_fd(), name.as_ptr(), mode & 0o7777, nofollow)
-            })?;
+            chmod_nofollow(&fd, &name, mode, nofollow)?;
         }
         if let Some([a, m]) = change.times {
             let ts = [
