@@ -28,6 +28,6 @@ pub mod snapshot;
 
 pub use kernel::KernelProcess;
 pub use sandbox::{
-    enter_private_tmpfs_root, enter_root_at, on_kernel_as_root, private_mount_namespace,
-    SandboxError,
+    enter_private_tmpfs_root, enter_root_at, on_kernel_as_root, own_network_namespace,
+    private_mount_namespace, SandboxError,
 };

@@ -72,6 +72,16 @@ pub fn private_mount_namespace(more: libc::c_int) -> Result<(), SandboxError> {
     )
 }
 
+/// A network namespace of the calling thread's own: abstract socket names
+/// live there, and differential tests that run at once bind the same ones.
+pub fn own_network_namespace() -> Result<(), SandboxError> {
+    // SAFETY: unshare only changes this thread's namespaces.
+    check(
+        unsafe { libc::unshare(libc::CLONE_NEWNET) },
+        "unshare(CLONE_NEWNET)",
+    )
+}
+
 /// Makes a fresh tmpfs the root of a new mount namespace of the calling
 /// thread (see the module comment). Call it on a thread that ends with the
 /// test case.

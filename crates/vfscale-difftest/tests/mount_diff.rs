@@ -80,7 +80,8 @@ use vfscale_difftest::compare::{
 use vfscale_difftest::seeded::{on_fresh_thread, seeded_runner};
 use vfscale_difftest::snapshot::{same_trees, snapshot};
 use vfscale_difftest::{
-    enter_private_tmpfs_root, enter_root_at, private_mount_namespace, KernelProcess,
+    enter_private_tmpfs_root, enter_root_at, own_network_namespace, private_mount_namespace,
+    KernelProcess,
 };
 use vfscale_fuse::{MountConfig, Ttls};
 use vfscale_model::ops::{
@@ -323,15 +324,9 @@ fn compare(steps: Vec<Step>, serving: Serving) -> Result<(), TestCaseError> {
 
 fn compare_on_this_thread(steps: &[Step], serving: Serving) -> Result<(), TestCaseError> {
     let mount = start_mount_side(serving).map_err(TestCaseError::fail)?;
-    // Abstract socket names of their own for the tmpfs side too: the two
+    // Abstract socket names of their own for the tmpfs side too: the
     // tests of this file run at once.
-    // SAFETY: unshare only changes this thread's namespaces.
-    if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
-        return Err(TestCaseError::fail(format!(
-            "unshare(CLONE_NEWNET): {}",
-            std::io::Error::last_os_error()
-        )));
-    }
+    own_network_namespace().map_err(|e| TestCaseError::fail(e.to_string()))?;
     enter_private_tmpfs_root().map_err(|e| TestCaseError::fail(e.to_string()))?;
     let tprocs: Vec<KernelProcess> = scenario_creds()
         .iter()
