@@ -344,12 +344,16 @@ fn passthrough_matches_kernel() {
 /// descriptor or cwd below a name renamed through vfscale, which the cache
 /// forgot rather than moved (the old path, " (deleted)", getcwd ENOENT).
 fn passthrough_answer(op: &Op, kernel: &Outcome, vfscale: &Outcome) -> bool {
-    match (op, kernel, vfscale) {
-        (_, _, Outcome::Err(Errno::ESTALE)) => true,
-        (Op::FdPath(_), Outcome::Data(_), Outcome::Data(_)) => true,
-        (Op::Getcwd, Outcome::Data(_), Outcome::Data(_) | Outcome::Err(Errno::ENOENT)) => true,
-        _ => false,
-    }
+    matches!(
+        (op, kernel, vfscale),
+        (_, _, Outcome::Err(Errno::ESTALE))
+            | (Op::FdPath(_), Outcome::Data(_), Outcome::Data(_))
+            | (
+                Op::Getcwd,
+                Outcome::Data(_),
+                Outcome::Data(_) | Outcome::Err(Errno::ENOENT)
+            )
+    )
 }
 
 /// Operations whose passthrough answers differ from the host's by a
