@@ -78,7 +78,11 @@ impl Vfs {
             let root = mr.sb().root();
             if !sb_roots.contains(&root) {
                 sb_roots.push(root);
-                if !mr.sb().fs.dcache_is_authoritative() {
+                // A backend serves its names (passthrough): its dentries
+                // are a cache of them. (FaultyFs over tmpfs is not
+                // authoritative either, but keeps tmpfs's pinned,
+                // indexed names.)
+                if mr.sb().backend_served {
                     cached_roots.push(root);
                 }
                 v.check_reclaim(mr.sb())?;
