@@ -995,3 +995,21 @@ fn drop_caches_frees_a_cached_chain_in_one_call() {
     assert_eq!((now.dentries, now.inodes), (base.dentries, base.inodes));
     vfs.check_invariants().unwrap();
 }
+
+/// A directory removed through vfscale lists ENOENT from a descriptor
+/// opened before, whatever the buffer (Linux's IS_DEADDIR comes first),
+/// and takes no new names, as tmpfs's.
+#[test]
+fn a_removed_directory_lists_enoent() {
+    let host = HostDir::new("deaddir");
+    let vfs = mirror(&host, Duration::ZERO);
+    let p = vfs.root_process();
+    p.mkdir(b"/d", 0o755).unwrap();
+    let fd = p.open(b"/d", O_RDONLY | O_DIRECTORY, 0).unwrap();
+    p.rmdir(b"/d").unwrap();
+    let mut buf = [0u8; 256];
+    assert_eq!(p.getdents64(fd, &mut buf[..0]), Err(Errno::ENOENT));
+    assert_eq!(p.getdents64(fd, &mut buf), Err(Errno::ENOENT));
+    assert_eq!(p.mkdirat(fd, b"x", 0o755), Err(Errno::ENOENT));
+    p.close(fd).unwrap();
+}

@@ -186,6 +186,7 @@ impl Process {
             return Err(e);
         }
         sb.fs.names_moved(sb, &[(vi, None)]);
+        removed(vi);
         self.vfs.forget_name(dir_d, dir, &key);
         let _ = sb.fs.refresh(sb, dir);
         Ok(())
@@ -233,6 +234,9 @@ impl Process {
             moves.push((v, exchanged.then_some((odir, old_name))));
         }
         sb.fs.names_moved(sb, &moves);
+        if let (Some(v), false) = (victim, exchanged) {
+            removed(v);
+        }
         self.vfs.forget_name(od, odir, &okey);
         self.vfs.forget_name(nd, ndir, &nkey);
         let _ = sb.fs.refresh(sb, odir);
@@ -240,5 +244,15 @@ impl Process {
             let _ = sb.fs.refresh(sb, ndir);
         }
         Ok(())
+    }
+}
+
+/// A backend's inode whose name vfscale removed (unlink, rmdir, replaced
+/// by a rename): a directory takes no new names and lists ENOENT from its
+/// open descriptors, as tmpfs's removed directories (Linux's
+/// IS_DEADDIR).
+fn removed(inode: &Inode) {
+    if let Some(index) = inode.dir_index() {
+        index.write().mark_dead();
     }
 }
