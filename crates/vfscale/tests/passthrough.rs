@@ -912,6 +912,12 @@ fn sockets_bind_in_a_passthrough_directory() {
     }
 }
 
+/// The permission bits and owner of the host's `rel` (not followed).
+fn host_mode_and_owner(host: &HostDir, rel: &str) -> (u32, u32) {
+    let m = std::fs::symlink_metadata(host.path().join(rel)).unwrap();
+    (m.mode() & 0o7777, m.uid())
+}
+
 /// The host file gets exactly the mode vfscale computed: not masked again
 /// by this process's umask (the core applied the caller's), and with the
 /// set-user-ID bit a creating non-root caller's chown would clear (found
@@ -932,13 +938,9 @@ fn new_host_files_get_the_mode_asked_for() {
     user.umask(0o022);
     let fd = user.open(b"/suid", O_CREAT | O_WRONLY, 0o4755).unwrap();
     user.close(fd).unwrap();
-    let mode = |rel: &str| {
-        let m = std::fs::symlink_metadata(host.path().join(rel)).unwrap();
-        (m.mode() & 0o7777, m.uid())
-    };
-    assert_eq!(mode("rw"), (0o666, 0));
-    assert_eq!(mode("dir"), (0o777, 0));
-    assert_eq!(mode("suid"), (0o4755, 1000));
+    assert_eq!(host_mode_and_owner(&host, "rw"), (0o666, 0));
+    assert_eq!(host_mode_and_owner(&host, "dir"), (0o777, 0));
+    assert_eq!(host_mode_and_owner(&host, "suid"), (0o4755, 1000));
     assert_eq!(user.stat(b"/suid").unwrap().mode & 0o7777, 0o4755);
 }
 
@@ -958,10 +960,7 @@ fn writes_by_a_non_root_caller_clear_set_id_bits_on_the_host() {
             .open(path.as_bytes(), O_CREAT | O_WRONLY, 0o755)
             .unwrap();
         user.fchmod(fd, 0o6775).unwrap();
-        assert_eq!(
-            std::fs::metadata(host.path().join(name)).unwrap().mode() & 0o7777,
-            0o6775
-        );
+        assert_eq!(host_mode_and_owner(&host, name), (0o6775, 1000));
         if change == "write" {
             assert_eq!(user.write(fd, b"x"), Ok(1));
         } else {
@@ -969,8 +968,8 @@ fn writes_by_a_non_root_caller_clear_set_id_bits_on_the_host() {
         }
         user.close(fd).unwrap();
         assert_eq!(
-            std::fs::metadata(host.path().join(name)).unwrap().mode() & 0o7777,
-            0o775,
+            host_mode_and_owner(&host, name),
+            (0o775, 1000),
             "after the {change}"
         );
         assert_eq!(user.stat(path.as_bytes()).unwrap().mode & 0o7777, 0o775);
