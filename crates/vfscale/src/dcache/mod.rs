@@ -540,15 +540,10 @@ impl VfsInner {
     /// `unhash` with `d`'s bucket already locked (`b`, from
     /// `lookup_exact_locked`): unlink takes the bucket lock once for its
     /// lookup and the removal.
-    pub(crate) fn unhash_locked(&self, d: &Dentry, mut b: LockedBucket<'_, Dentry>) {
-        d.seq.write_begin();
-        d.clear_flag(D_HASHED);
+    pub(crate) fn unhash_locked(&self, d: &Dentry, b: LockedBucket<'_, Dentry>) {
         // `d` is in this bucket's chain: its parent and name change only
         // under the directory lock the caller holds.
-        let removed = b.remove(d);
-        debug_assert!(removed);
-        d.seq.write_end();
-        drop(b);
+        unhash_from_chain(d, b);
         self.watchers.changed(d);
     }
 
@@ -814,7 +809,7 @@ impl VfsInner {
         } else {
             self.try_lock_bucket(d.parent_ptr(), (d.hash_len() >> 32) as u32)
         };
-        let Some(mut b) = b else {
+        let Some(b) = b else {
             return Isolated::Busy;
         };
         l.remove(d);
@@ -823,14 +818,10 @@ impl VfsInner {
         if !d.is_hashed() || !d.refcount.try_kill_publishing() {
             return Isolated::InUse;
         }
-        d.seq.write_begin();
-        d.clear_flag(D_HASHED);
         // Hashed with an unchanged (parent, name), so it is in this chain
-        // (a dentry at count zero is not renamed).
-        let removed = b.remove(p);
-        debug_assert!(removed);
-        d.seq.write_end();
-        drop(b);
+        // (a dentry at count zero is not renamed). No watcher hears of it:
+        // dropping a cached name changes no name.
+        unhash_from_chain(d, b);
         Isolated::Freed(self.free_dentry(p))
     }
 
@@ -1108,6 +1099,19 @@ impl VfsInner {
         let found = Self::lookup_in_locked_bucket(b.first(), parent, key);
         (b, found)
     }
+}
+
+/// Takes hashed `d` out of its chain, whose bucket `b` the caller locked
+/// (and knows holds `d`), inside `d`'s seqcount write section, so a
+/// lock-free walk that read it retries; then unlocks the bucket.
+#[inline]
+fn unhash_from_chain(d: &Dentry, mut b: LockedBucket<'_, Dentry>) {
+    d.seq.write_begin();
+    d.clear_flag(D_HASHED);
+    let removed = b.remove(d);
+    debug_assert!(removed);
+    d.seq.write_end();
+    drop(b);
 }
 
 /// What `isolate_and_free` did with an unused dentry of a list.
