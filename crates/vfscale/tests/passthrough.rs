@@ -1012,3 +1012,117 @@ fn a_removed_directory_lists_enoent() {
     assert_eq!(p.mkdirat(fd, b"x", 0o755), Err(Errno::ENOENT));
     p.close(fd).unwrap();
 }
+
+/// `mirror`, keeping the instance's host statistics.
+fn mirror_counted(
+    host: &HostDir,
+) -> (
+    Vfs,
+    std::sync::Arc<vfscale::fs::passthrough::host::HostStats>,
+) {
+    let pt = Passthrough::new(
+        host.path(),
+        PassthroughConfig {
+            ttl: Duration::ZERO,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let stats = pt.stats();
+    (Vfs::with_root_fs(VfsConfig::default(), Box::new(pt)), stats)
+}
+
+#[test]
+fn a_descriptor_keeps_its_file_after_the_name_is_removed() {
+    let host = HostDir::new("orphan");
+    let (vfs, stats) = mirror_counted(&host);
+    let p = vfs.root_process();
+    let fd = p.open(b"/f", O_CREAT | O_RDWR, 0o644).unwrap();
+    assert_eq!(p.write(fd, b"hello"), Ok(5));
+    p.unlink(b"/f").unwrap();
+    assert!(!host.path().join("f").exists(), "the host name is gone");
+    // Linux: the open file lives on, nameless, until its last close.
+    assert_eq!(p.pwrite(fd, b" world", 5), Ok(6));
+    let mut buf = [0u8; 32];
+    assert_eq!(p.pread(fd, &mut buf, 0), Ok(11));
+    assert_eq!(&buf[..11], b"hello world");
+    p.fchmod(fd, 0o600).unwrap();
+    p.ftruncate(fd, 3).unwrap();
+    let st = p.fstat(fd).unwrap();
+    assert_eq!((st.nlink, st.size, st.mode & 0o7777), (0, 3, 0o600));
+    assert_eq!(p.fsync(fd), Ok(()));
+    // A file that takes the old name is another file.
+    host.write("f", b"other");
+    assert_eq!(p.pread(fd, &mut buf, 0), Ok(3));
+    assert_eq!(&buf[..3], b"hel");
+    assert_eq!(host.read("f"), b"other");
+    assert_eq!(stats.data_fds_held(), 1);
+    p.close(fd).unwrap();
+    assert_eq!(
+        stats.data_fds_held(),
+        0,
+        "the last close closes the host file"
+    );
+}
+
+#[test]
+fn a_descriptor_follows_its_file_through_a_host_rename() {
+    let host = HostDir::new("hostmove");
+    host.write("a", b"abc");
+    let (vfs, _stats) = mirror_counted(&host);
+    let p = vfs.root_process();
+    let fd = p.open(b"/a", O_RDONLY, 0).unwrap();
+    std::fs::rename(host.path().join("a"), host.path().join("b")).unwrap();
+    host.write("a", b"zzz");
+    let mut buf = [0u8; 8];
+    assert_eq!(p.pread(fd, &mut buf, 0), Ok(3));
+    assert_eq!(
+        &buf[..3],
+        b"abc",
+        "the file opened, not the name's new file"
+    );
+    p.close(fd).unwrap();
+    assert_eq!(read_path(&p, b"/a"), Ok(b"zzz".to_vec()));
+}
+
+#[test]
+fn open_descriptions_share_one_held_file() {
+    let host = HostDir::new("shared");
+    host.write("f", b"0123456789");
+    let (vfs, stats) = mirror_counted(&host);
+    let p = vfs.root_process();
+    let r1 = p.open(b"/f", O_RDONLY, 0).unwrap();
+    let r2 = p.open(b"/f", O_RDONLY, 0).unwrap();
+    assert_eq!(stats.data_fds_held(), 1);
+    // A writer needs more than the held read-only file: one read-write
+    // file replaces it, and the readers go on through it.
+    let w = p.open(b"/f", O_WRONLY | O_APPEND, 0).unwrap();
+    assert_eq!(stats.data_fds_held(), 1);
+    // No host call per read or write: each is one pread or pwrite.
+    let calls = stats.calls();
+    let mut buf = [0u8; 4];
+    for i in 0..10 {
+        assert_eq!(p.pread(r1, &mut buf, i % 7), Ok(4));
+    }
+    assert_eq!(stats.calls(), calls);
+    // Appends land at the host file's end, after what the host appended.
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(host.path().join("f"))
+        .and_then(|mut f| std::io::Write::write_all(&mut f, b"XX"))
+        .unwrap();
+    assert_eq!(p.write(w, b"YY"), Ok(2));
+    assert_eq!(host.read("f"), b"0123456789XXYY");
+    assert_eq!(
+        p.fstat(r2).unwrap().size,
+        14,
+        "the write refreshed the size"
+    );
+    p.close(r1).unwrap();
+    p.close(w).unwrap();
+    assert_eq!(stats.data_fds_held(), 1);
+    assert_eq!(p.pread(r2, &mut buf, 10), Ok(4));
+    assert_eq!(&buf, b"XXYY");
+    p.close(r2).unwrap();
+    assert_eq!(stats.data_fds_held(), 0);
+}

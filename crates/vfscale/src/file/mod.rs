@@ -41,6 +41,9 @@ pub const FMODE_EVENTFD: u32 = 32;
 /// `dentry` is an `AnonInode` the file holds a reference on; `mnt` (the
 /// anonymous mount) is not referenced.
 pub const FMODE_ANON: u32 = 64;
+/// The backend holds its file open for this description
+/// (`Filesystem::open`); the final put releases it.
+pub const FMODE_BACKEND: u32 = 128;
 /// Reads and writes go to the private object, not to file data.
 pub const FMODE_STREAMS: u32 = FMODE_PIPE | FMODE_SOCKET | FMODE_EVENTFD;
 /// Any of these: the final put takes `release_special`.
@@ -255,6 +258,12 @@ impl VfsInner {
         let file = unsafe { &*f };
         // Its flock and OFD locks die with it (filelock/).
         self.file_locks.on_release(file);
+        if file.fmode & FMODE_BACKEND != 0 {
+            // SAFETY: the dentry reference, put after this, keeps the inode,
+            // and an inode's superblock outlives it.
+            let (inode, sb) = unsafe { (&*file.inode, &*(*file.inode).sb) };
+            sb.fs.release(sb, inode);
+        }
         self.uncharge(file.group, crate::reclaim::ObjKind::File);
         // SAFETY: the caller won the kill and the file is in no fd table;
         // lock-free lookups that still hold its address only add to its

@@ -235,6 +235,14 @@ impl<F: Filesystem> Filesystem for FaultyFs<F> {
         self.inner.evict(inode)
     }
 
+    fn open(&self, sb: &SuperBlock, inode: &Inode, fmode: u32) -> bool {
+        self.inner.open(sb, inode, fmode)
+    }
+
+    fn release(&self, sb: &SuperBlock, inode: &Inode) {
+        self.inner.release(sb, inode)
+    }
+
     fn read(&self, sb: &SuperBlock, inode: &Inode, pos: u64, buf: &mut [u8]) -> SysResult<usize> {
         if let Some(e) = self.control.decide(CallKind::Read) {
             return Err(e);

@@ -109,6 +109,17 @@ pub trait Filesystem: Send + Sync {
 
     /// The core is freeing `inode` (backend-served instances only).
     fn evict(&self, _inode: &Inode) {}
+    /// An open file description of regular file `inode` is being made
+    /// (`fmode`: its `FMODE_READ` / `FMODE_WRITE` bits). True: the backend
+    /// now holds the backend's file open for it until `release`, so the
+    /// description's data calls reach that file even after its name is
+    /// removed or renamed (Linux's open-file semantics). False: nothing is
+    /// held; data calls find the file by its name, each on its own.
+    fn open(&self, _sb: &SuperBlock, _inode: &Inode, _fmode: u32) -> bool {
+        false
+    }
+    /// The last reference to a description `open` returned true for went.
+    fn release(&self, _sb: &SuperBlock, _inode: &Inode) {}
 
     fn read(
         &self,

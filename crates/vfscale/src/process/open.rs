@@ -7,7 +7,7 @@ use crate::cred::perm::{may_open_existing_in_sticky, MAY_READ, MAY_WRITE};
 use crate::dcache::dentry::D_MOUNTED;
 use crate::dcache::name::NameKey;
 use crate::dcache::walk::{Found, Last, Parent, PathPtr, WALK_DIRECTORY, WALK_FOLLOW};
-use crate::file::{FMODE_PATH, FMODE_PIPE, FMODE_READ, FMODE_WRITE};
+use crate::file::{FMODE_BACKEND, FMODE_PATH, FMODE_PIPE, FMODE_READ, FMODE_WRITE};
 use crate::inode::{Inode, InodeBody};
 use crate::sync::epoch::Guard;
 use crate::sync::lock::RwLock;
@@ -40,6 +40,26 @@ pub(crate) fn open_status(flags: i32) -> i32 {
     } else {
         (flags & KEPT_STATUS) | O_LARGEFILE
     }
+}
+
+/// `fmode` with `FMODE_BACKEND` if a backend-served instance now holds its
+/// file open for the description being made (`Filesystem::open`).
+#[inline(always)]
+fn backend_open(inode: &Inode, fmode: u32) -> u32 {
+    // SAFETY: an inode's superblock outlives it.
+    let sb = unsafe { &*inode.sb };
+    if !sb.backend_served {
+        return fmode;
+    }
+    #[cold]
+    fn held(sb: &crate::fs::SuperBlock, inode: &Inode, fmode: u32) -> u32 {
+        if sb.fs.open(sb, inode, fmode) {
+            fmode | FMODE_BACKEND
+        } else {
+            fmode
+        }
+    }
+    held(sb, inode, fmode)
 }
 
 impl Process {
@@ -454,6 +474,9 @@ impl Process {
                     }
                 };
                 (fmode | FMODE_PIPE, pipe as *const _ as *const (), wait)
+            }
+            _ if ty == S_IFREG && fmode & FMODE_PATH == 0 => {
+                (backend_open(inode, fmode), core::ptr::null(), None)
             }
             _ => (fmode, core::ptr::null(), None),
         };

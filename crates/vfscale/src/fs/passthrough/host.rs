@@ -52,6 +52,10 @@ pub struct HostStats {
     /// Relaxed everywhere: a bound, not a protocol (the fds themselves are
     /// guarded by the backend's shard mutexes).
     dir_fds: std::sync::atomic::AtomicUsize,
+    /// Regular files held open for vfscale's open descriptions (the
+    /// backend's `open`/`release`). Relaxed everywhere: a count, as
+    /// `dir_fds`.
+    data_fds: std::sync::atomic::AtomicUsize,
     /// Relaxed everywhere: a bound, as `dir_fds` (each listing's bytes
     /// are added once when kept and subtracted once when it is dropped).
     listing_bytes: std::sync::atomic::AtomicUsize,
@@ -95,17 +99,29 @@ impl HostStats {
     }
 
     pub(crate) fn dir_fds_add(&self, delta: isize) {
-        if delta >= 0 {
-            self.dir_fds
-                .fetch_add(delta as usize, std::sync::atomic::Ordering::Relaxed);
-        } else {
-            self.dir_fds
-                .fetch_sub(delta.unsigned_abs(), std::sync::atomic::Ordering::Relaxed);
-        }
+        add_signed(&self.dir_fds, delta);
+    }
+
+    /// Regular files held open for open descriptions now.
+    pub fn data_fds_held(&self) -> usize {
+        self.data_fds.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub(crate) fn data_fds_add(&self, delta: isize) {
+        add_signed(&self.data_fds, delta);
     }
 
     fn count(&self) {
         self.calls.inc();
+    }
+}
+
+/// Relaxed: the counters it serves are bounds and counts, not protocols.
+fn add_signed(counter: &std::sync::atomic::AtomicUsize, delta: isize) {
+    if delta >= 0 {
+        counter.fetch_add(delta as usize, std::sync::atomic::Ordering::Relaxed);
+    } else {
+        counter.fetch_sub(delta.unsigned_abs(), std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -576,6 +592,31 @@ pub(crate) fn pread(fd: RawFd, buf: &mut [u8], pos: u64) -> SysResult<usize> {
 pub(crate) fn pwrite(fd: RawFd, buf: &[u8], pos: u64) -> SysResult<usize> {
     // SAFETY: pwrite reads at most `buf.len()` bytes from `buf`.
     let n = unsafe { libc::pwrite(fd, buf.as_ptr().cast(), buf.len(), pos as i64) };
+    if n < 0 {
+        return Err(last_errno());
+    }
+    Ok(n as usize)
+}
+
+pub(crate) fn write(fd: RawFd, buf: &[u8]) -> SysResult<usize> {
+    // SAFETY: write reads at most `buf.len()` bytes from `buf`.
+    let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+    if n < 0 {
+        return Err(last_errno());
+    }
+    Ok(n as usize)
+}
+
+/// Writes `buf` at the end of the file open as `fd`, whatever its open
+/// flags (pwritev2's RWF_APPEND: atomic against other appenders, as an
+/// O_APPEND write). EOPNOTSUPP or EINVAL from kernels before 4.16.
+pub(crate) fn pwrite_append(fd: RawFd, buf: &[u8]) -> SysResult<usize> {
+    let iov = libc::iovec {
+        iov_base: buf.as_ptr() as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    // SAFETY: pwritev2 reads at most `buf.len()` bytes from the one iovec.
+    let n = unsafe { libc::pwritev2(fd, &iov, 1, -1, libc::RWF_APPEND) };
     if n < 0 {
         return Err(last_errno());
     }

@@ -118,6 +118,72 @@ struct Node {
     gone: bool,
     /// Directories only.
     dir: Option<Box<DirState>>,
+    /// Regular files only: the host file held open while vfscale has open
+    /// descriptions of the inode (`Filesystem::open`).
+    data: Option<DataFd>,
+}
+
+/// A regular file's host file, opened by the first open description that
+/// asked (and could be served), closed after the last such one went. Data,
+/// attribute and xattr calls on the inode go through it, so they reach the
+/// file vfscale opened after its name was removed or renamed (Linux's
+/// open-file semantics), in one host call each.
+struct DataFd {
+    fd: Arc<OwnedFd>,
+    access: Access,
+    /// Open descriptions holding it (those `open` returned true for).
+    opens: usize,
+}
+
+/// What a host fd may do: read, write, or both (neither: any fd serves,
+/// as for fsync, lseek, fstat and the f* attribute calls).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Access {
+    read: bool,
+    write: bool,
+}
+
+impl Access {
+    const ANY: Access = Access {
+        read: false,
+        write: false,
+    };
+    const READ: Access = Access {
+        read: true,
+        write: false,
+    };
+    const WRITE: Access = Access {
+        read: false,
+        write: true,
+    };
+
+    fn of_fmode(fmode: u32) -> Access {
+        Access {
+            read: fmode & crate::file::FMODE_READ != 0,
+            write: fmode & crate::file::FMODE_WRITE != 0,
+        }
+    }
+
+    fn covers(self, need: Access) -> bool {
+        (self.read || !need.read) && (self.write || !need.write)
+    }
+
+    fn union(self, other: Access) -> Access {
+        Access {
+            read: self.read || other.read,
+            write: self.write || other.write,
+        }
+    }
+
+    /// The open(2) access mode (O_RDONLY for `ANY`, an open description
+    /// of neither, as `O_ACCMODE` opens are).
+    fn open_flags(self) -> i32 {
+        match (self.read, self.write) {
+            (true, true) => libc::O_RDWR,
+            (false, true) => libc::O_WRONLY,
+            _ => libc::O_RDONLY,
+        }
+    }
 }
 
 /// One inode's part of a `names_moved` call.
@@ -447,6 +513,7 @@ impl Passthrough {
                 path: rel,
                 dir,
                 gone: false,
+                data: None,
             },
         );
         Ok(p)
@@ -501,6 +568,52 @@ impl Passthrough {
             Err(Errno::ENOENT) => Err(Errno::ESTALE),
             r => r,
         }
+    }
+
+    /// The held host file of `inode` if it allows `need` (`DataFd`).
+    fn held_fd(&self, inode: &Inode, need: Access) -> Option<Arc<OwnedFd>> {
+        let shard = self.shard(inode).lock();
+        let data = shard.get(&addr_of(inode))?.data.as_ref()?;
+        data.access.covers(need).then(|| data.fd.clone())
+    }
+
+    /// The fd a data call on `inode` makes its call on: the held host file
+    /// when it allows `need`, else the file opened by its host path with
+    /// `flags` for this call alone.
+    fn data_fd(&self, inode: &Inode, need: Access, flags: i32) -> SysResult<Arc<OwnedFd>> {
+        match self.held_fd(inode, need) {
+            Some(fd) => Ok(fd),
+            None => self.open_host(inode, flags).map(Arc::new),
+        }
+    }
+
+    /// Opens the host file of `inode` for `access`, by its host path, and
+    /// checks that it is still the file vfscale knows as `inode` (a host
+    /// rename may have put another in its place), refreshing the cached
+    /// attributes from it.
+    fn open_data(&self, inode: &Inode, path: &[u8], access: Access) -> Option<OwnedFd> {
+        let fd = self.host.open_beneath(path, access.open_flags()).ok()?;
+        let st = self.host.fstat(fd.as_raw_fd()).ok()?;
+        if self.ino_of(&st) != inode.ino() {
+            return None;
+        }
+        copy_attrs(inode, &st);
+        Some(fd)
+    }
+
+    /// An O_APPEND write: on the held host file when it allows writes (as
+    /// RWF_APPEND), else on the file opened O_APPEND by its host path.
+    fn append(&self, inode: &Inode, buf: &[u8]) -> SysResult<(Arc<OwnedFd>, usize)> {
+        if let Some(fd) = self.held_fd(inode, Access::WRITE) {
+            match host::pwrite_append(fd.as_raw_fd(), buf) {
+                // A kernel before 4.16 (no RWF_APPEND).
+                Err(Errno::EOPNOTSUPP | Errno::EINVAL) => {}
+                r => return r.map(|n| (fd, n)),
+            }
+        }
+        let fd = self.open_host(inode, libc::O_WRONLY | libc::O_APPEND)?;
+        let n = host::write(fd.as_raw_fd(), buf)?;
+        Ok((Arc::new(fd), n))
     }
 
     /// The host directory `dir` as an O_PATH fd (opened beneath the root).
@@ -637,6 +750,7 @@ impl Filesystem for Passthrough {
                 path: Box::default(),
                 dir: Some(ds),
                 gone: false,
+                data: None,
             },
         );
     }
@@ -804,14 +918,99 @@ impl Filesystem for Passthrough {
 
     fn evict(&self, inode: &Inode) {
         // The node (with its listing) is dropped after the shard unlocks.
-        let node = self.shard(inode).lock().remove(&addr_of(inode));
-        if node.is_some_and(|n| n.dir.is_some_and(|d| d.fd.is_some())) {
+        let Some(node) = self.shard(inode).lock().remove(&addr_of(inode)) else {
+            return;
+        };
+        if node.data.is_some() {
+            // Not reached while the core keeps its rule (every held file
+            // is released before its inode goes); counted if it ever is.
+            self.stats.data_fds_add(-1);
+        }
+        if node.dir.is_some_and(|d| d.fd.is_some()) {
             self.stats.dir_fds_add(-1);
         }
     }
 
+    /// Holds the host file open for the new description when it can (the
+    /// held file allows what the description may do, or one that allows
+    /// both it and the holders' needs could be opened); a removed name's
+    /// inode can only share a held file.
+    fn open(&self, _sb: &SuperBlock, inode: &Inode, fmode: u32) -> bool {
+        let want = Access::of_fmode(fmode);
+        let addr = addr_of(inode);
+        let (path, access) = {
+            let mut shard = self.shard(inode).lock();
+            let Some(node) = shard.get_mut(&addr) else {
+                return false;
+            };
+            match node.data.as_mut() {
+                Some(d) if d.access.covers(want) => {
+                    d.opens += 1;
+                    return true;
+                }
+                _ if node.gone => return false,
+                held => (
+                    node.path.clone(),
+                    want.union(held.map_or(want, |d| d.access)),
+                ),
+            }
+        };
+        let Some(fd) = self.open_data(inode, &path, access) else {
+            return false;
+        };
+        let fd = Arc::new(fd);
+        // Whatever fd loses its place is closed after the shard unlocks.
+        let (held, dropped) = {
+            let mut shard = self.shard(inode).lock();
+            match shard.get_mut(&addr).map(|n| &mut n.data) {
+                None => (false, Some(fd)),
+                Some(slot @ None) => {
+                    *slot = Some(DataFd {
+                        fd,
+                        access,
+                        opens: 1,
+                    });
+                    self.stats.data_fds_add(1);
+                    (true, None)
+                }
+                // Another open got there first.
+                Some(Some(d)) if d.access.covers(want) => {
+                    d.opens += 1;
+                    (true, Some(fd))
+                }
+                Some(Some(d)) if access.covers(d.access) => {
+                    d.access = access;
+                    d.opens += 1;
+                    (true, Some(core::mem::replace(&mut d.fd, fd)))
+                }
+                Some(Some(_)) => (false, Some(fd)),
+            }
+        };
+        drop(dropped);
+        held
+    }
+
+    fn release(&self, _sb: &SuperBlock, inode: &Inode) {
+        let closed = {
+            let mut shard = self.shard(inode).lock();
+            let Some(node) = shard.get_mut(&addr_of(inode)) else {
+                return;
+            };
+            match node.data.as_mut() {
+                Some(d) if d.opens > 1 => {
+                    d.opens -= 1;
+                    None
+                }
+                _ => node.data.take(),
+            }
+        };
+        if closed.is_some() {
+            self.stats.data_fds_add(-1);
+        }
+    }
+
     fn read(&self, _sb: &SuperBlock, inode: &Inode, pos: u64, buf: &mut [u8]) -> SysResult<usize> {
-        let fd = self.open_host(inode, libc::O_RDONLY)?;
+        let fd = self.data_fd(inode, Access::READ, libc::O_RDONLY)?;
         host::pread(fd.as_raw_fd(), buf, pos)
     }
 
@@ -823,7 +1022,7 @@ impl Filesystem for Passthrough {
         offset: u64,
         len: u64,
     ) -> SysResult<()> {
-        let fd = self.open_host(inode, libc::O_WRONLY)?;
+        let fd = self.data_fd(inode, Access::WRITE, libc::O_WRONLY)?;
         // SAFETY: fallocate on our own fd.
         let r = unsafe { libc::fallocate(fd.as_raw_fd(), mode, offset as i64, len as i64) };
         check(r as libc::c_long)?;
@@ -833,7 +1032,7 @@ impl Filesystem for Passthrough {
     fn fsync(&self, _sb: &SuperBlock, inode: &Inode, datasync: bool) -> SysResult<()> {
         // A regular file or a directory (the core refuses the others);
         // fsync works on a read-only fd.
-        let fd = self.open_host(inode, libc::O_RDONLY)?;
+        let fd = self.data_fd(inode, Access::ANY, libc::O_RDONLY)?;
         // SAFETY: fsync / fdatasync on our own fd.
         let r = unsafe {
             if datasync {
@@ -895,7 +1094,7 @@ impl Filesystem for Passthrough {
         offset: u64,
         hole: bool,
     ) -> SysResult<u64> {
-        let fd = self.open_host(inode, libc::O_RDONLY)?;
+        let fd = self.data_fd(inode, Access::ANY, libc::O_RDONLY)?;
         let whence = if hole {
             libc::SEEK_HOLE
         } else {
@@ -914,21 +1113,13 @@ impl Filesystem for Passthrough {
         pos: Option<u64>,
         buf: &[u8],
     ) -> SysResult<usize> {
-        let flags = libc::O_WRONLY | if pos.is_none() { libc::O_APPEND } else { 0 };
-        let fd = self.open_host(inode, flags)?;
-        let n = match pos {
-            Some(p) => host::pwrite(fd.as_raw_fd(), buf, p)?,
-            // SAFETY: write reads at most `buf.len()` bytes from `buf`.
-            None => match unsafe { libc::write(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) } {
-                n if n < 0 => {
-                    return Err(Errno(
-                        std::io::Error::last_os_error()
-                            .raw_os_error()
-                            .unwrap_or(libc::EIO),
-                    ))
-                }
-                n => n as usize,
-            },
+        let (fd, n) = match pos {
+            Some(p) => {
+                let fd = self.data_fd(inode, Access::WRITE, libc::O_WRONLY)?;
+                let n = host::pwrite(fd.as_raw_fd(), buf, p)?;
+                (fd, n)
+            }
+            None => self.append(inode, buf)?,
         };
         if let Ok(st) = self.host.fstat(fd.as_raw_fd()) {
             copy_attrs(inode, &st);
@@ -937,7 +1128,7 @@ impl Filesystem for Passthrough {
     }
 
     fn truncate(&self, _sb: &SuperBlock, inode: &Inode, len: u64) -> SysResult<()> {
-        let fd = self.open_host(inode, libc::O_WRONLY)?;
+        let fd = self.data_fd(inode, Access::WRITE, libc::O_WRONLY)?;
         // SAFETY: ftruncate on our own fd.
         if unsafe { libc::ftruncate(fd.as_raw_fd(), len as i64) } < 0 {
             return Err(Errno(
@@ -1068,10 +1259,15 @@ impl Filesystem for Passthrough {
     }
 
     fn setattr(&self, _sb: &SuperBlock, inode: &Inode, change: &AttrChange) -> SysResult<()> {
-        let (fd, name) = match self.parent_and_name(inode)? {
-            Some((fd, name)) => (fd, cstr(&name)?),
-            // The root: its own fd and an empty path.
-            None => (self.dir_fd(inode)?, std::ffi::CString::default()),
+        let held = self.held_fd(inode, Access::ANY);
+        let (fd, name) = match &held {
+            // The held file: itself, by an empty path.
+            Some(fd) => (fd.clone(), std::ffi::CString::default()),
+            None => match self.parent_and_name(inode)? {
+                Some((fd, name)) => (Arc::new(fd), cstr(&name)?),
+                // The root: its own fd and an empty path.
+                None => (Arc::new(self.dir_fd(inode)?), std::ffi::CString::default()),
+            },
         };
         let empty = if name.as_bytes().is_empty() {
             libc::AT_EMPTY_PATH
@@ -1103,11 +1299,18 @@ impl Filesystem for Passthrough {
                 },
             ];
             if empty != 0 {
-                let dir = self
-                    .host
-                    .open_beneath(b"", libc::O_RDONLY | libc::O_DIRECTORY)?;
+                // futimens wants an fd that is not O_PATH: the held file,
+                // or the root opened again.
+                let reopened = match held {
+                    Some(_) => None,
+                    None => Some(
+                        self.host
+                            .open_beneath(b"", libc::O_RDONLY | libc::O_DIRECTORY)?,
+                    ),
+                };
+                let target = reopened.as_ref().map_or(fd.as_raw_fd(), |d| d.as_raw_fd());
                 // SAFETY: futimens on our own fd with two timespecs.
-                check(unsafe { libc::futimens(dir.as_raw_fd(), ts.as_ptr()) } as libc::c_long)?;
+                check(unsafe { libc::futimens(target, ts.as_ptr()) } as libc::c_long)?;
             } else {
                 // SAFETY: our own fd, a NUL-terminated name, two timespecs.
                 check(unsafe {
@@ -1125,16 +1328,21 @@ impl Filesystem for Passthrough {
 
     fn xattr(&self, sb: &SuperBlock, inode: &Inode, call: XattrCall<'_>) -> SysResult<usize> {
         let change = matches!(call, XattrCall::Set(..) | XattrCall::Remove(_));
-        let (fd, name) = match self.parent_and_name(inode)? {
-            Some((fd, name)) => (fd, name),
-            // The root: by an fd of its own, which for the empty path of
-            // getxattrat and its kin must not be O_PATH (they take it as
-            // fgetxattr does).
-            None => (
-                self.host
-                    .open_beneath(b"", libc::O_RDONLY | libc::O_DIRECTORY)?,
-                Vec::new(),
-            ),
+        // By an empty path the fd must not be O_PATH (getxattrat and its
+        // kin then take it as fgetxattr does): the held file, or the root
+        // opened for it.
+        let (fd, name) = match self.held_fd(inode, Access::ANY) {
+            Some(fd) => (fd, Vec::new()),
+            None => match self.parent_and_name(inode)? {
+                Some((fd, name)) => (Arc::new(fd), name),
+                None => (
+                    Arc::new(
+                        self.host
+                            .open_beneath(b"", libc::O_RDONLY | libc::O_DIRECTORY)?,
+                    ),
+                    Vec::new(),
+                ),
+            },
         };
         let n = self.host.xattr_at(fd.as_raw_fd(), &name, call)?;
         if change {
@@ -1145,6 +1353,10 @@ impl Filesystem for Passthrough {
     }
 
     fn refresh(&self, _sb: &SuperBlock, inode: &Inode) -> SysResult<()> {
+        if let Some(fd) = self.held_fd(inode, Access::ANY) {
+            copy_attrs(inode, &self.host.fstat(fd.as_raw_fd())?);
+            return Ok(());
+        }
         let path = self.path_of(inode)?;
         let start = observe_start();
         let st = self.host.lstat(&path)?;
