@@ -1126,3 +1126,69 @@ fn open_descriptions_share_one_held_file() {
     p.close(r2).unwrap();
     assert_eq!(stats.data_fds_held(), 0);
 }
+
+/// Threads open, use and close one file in every access mode at once, so
+/// holds are shared, upgraded from read-only or write-only to read-write,
+/// and released concurrently: every call reaches the file, every
+/// description still open keeps it after its name is removed (its hold
+/// was not released early), and once all are closed no host file is held.
+#[test]
+fn concurrent_opens_share_and_release_the_held_file() {
+    const CONTENT: &[u8] = b"0123456789abcdef";
+    let host = HostDir::new("heldstress");
+    host.write("f", CONTENT);
+    let (vfs, stats) = mirror_counted(&host);
+    let barrier = std::sync::Barrier::new(3);
+    std::thread::scope(|s| {
+        for t in 0..3u64 {
+            let (vfs, barrier) = (&vfs, &barrier);
+            s.spawn(move || {
+                let p = vfs.root_process();
+                let mut seed = t + 1;
+                // Some descriptions stay open across iterations.
+                let mut kept = Vec::new();
+                for i in 0..3000 {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let mode = [O_RDONLY, O_WRONLY, O_RDWR][(seed >> 33) as usize % 3];
+                    let fd = p.open(b"/f", mode, 0).unwrap();
+                    let at = (seed >> 40) as usize % CONTENT.len();
+                    if mode != O_RDONLY {
+                        // The same bytes where they already are.
+                        assert_eq!(
+                            p.pwrite(fd, &CONTENT[at..], at as i64),
+                            Ok(CONTENT.len() - at)
+                        );
+                    }
+                    if mode != O_WRONLY {
+                        let mut buf = [0u8; 16];
+                        let n = p.pread(fd, &mut buf, at as i64).unwrap();
+                        assert_eq!(&buf[..n], &CONTENT[at..]);
+                    }
+                    kept.push(fd);
+                    if i % 7 != 0 {
+                        let k = (seed >> 50) as usize % kept.len();
+                        p.close(kept.swap_remove(k)).unwrap();
+                    }
+                }
+                barrier.wait();
+                if t == 0 {
+                    p.unlink(b"/f").unwrap();
+                }
+                barrier.wait();
+                for fd in kept {
+                    let mut buf = [0u8; 16];
+                    if p.fd_status_flags(fd).unwrap() & O_ACCMODE != O_WRONLY {
+                        assert_eq!(p.pread(fd, &mut buf, 0), Ok(16));
+                        assert_eq!(&buf, CONTENT);
+                    } else {
+                        assert_eq!(p.pwrite(fd, &CONTENT[..1], 0), Ok(1));
+                    }
+                    p.close(fd).unwrap();
+                }
+            });
+        }
+    });
+    assert_eq!(stats.data_fds_held(), 0);
+}

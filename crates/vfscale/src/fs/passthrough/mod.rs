@@ -106,6 +106,9 @@ impl Default for PassthroughConfig {
 }
 
 const SHARDS: usize = 16;
+/// Rounds an open makes to hold its file while other opens race with it
+/// (`Filesystem::open`); after them, it holds nothing.
+const HOLD_ATTEMPTS: usize = 4;
 
 /// What the backend keeps per live inode.
 struct Node {
@@ -938,56 +941,63 @@ impl Filesystem for Passthrough {
     fn open(&self, _sb: &SuperBlock, inode: &Inode, fmode: u32) -> bool {
         let want = Access::of_fmode(fmode);
         let addr = addr_of(inode);
-        let (path, access) = {
-            let mut shard = self.shard(inode).lock();
-            let Some(node) = shard.get_mut(&addr) else {
+        // Another open may come to hold a file that covers neither its
+        // needs nor ours while we open: the next round opens one covering
+        // both.
+        for _ in 0..HOLD_ATTEMPTS {
+            let (path, access) = {
+                let mut shard = self.shard(inode).lock();
+                let Some(node) = shard.get_mut(&addr) else {
+                    return false;
+                };
+                match node.data.as_mut() {
+                    Some(d) if d.access.covers(want) => {
+                        d.opens += 1;
+                        return true;
+                    }
+                    _ if node.gone => return false,
+                    held => (
+                        node.path.clone(),
+                        want.union(held.map_or(want, |d| d.access)),
+                    ),
+                }
+            };
+            let Some(fd) = self.open_data(inode, &path, access) else {
                 return false;
             };
-            match node.data.as_mut() {
-                Some(d) if d.access.covers(want) => {
-                    d.opens += 1;
-                    return true;
+            let fd = Arc::new(fd);
+            // Whatever fd loses its place is closed after the shard unlocks.
+            let (held, dropped) = {
+                let mut shard = self.shard(inode).lock();
+                match shard.get_mut(&addr).map(|n| &mut n.data) {
+                    None => (Some(false), Some(fd)),
+                    Some(slot @ None) => {
+                        *slot = Some(DataFd {
+                            fd,
+                            access,
+                            opens: 1,
+                        });
+                        self.stats.data_fds_add(1);
+                        (Some(true), None)
+                    }
+                    Some(Some(d)) if d.access.covers(want) => {
+                        d.opens += 1;
+                        (Some(true), Some(fd))
+                    }
+                    Some(Some(d)) if access.covers(d.access) => {
+                        d.access = access;
+                        d.opens += 1;
+                        (Some(true), Some(core::mem::replace(&mut d.fd, fd)))
+                    }
+                    Some(Some(_)) => (None, Some(fd)),
                 }
-                _ if node.gone => return false,
-                held => (
-                    node.path.clone(),
-                    want.union(held.map_or(want, |d| d.access)),
-                ),
+            };
+            drop(dropped);
+            if let Some(held) = held {
+                return held;
             }
-        };
-        let Some(fd) = self.open_data(inode, &path, access) else {
-            return false;
-        };
-        let fd = Arc::new(fd);
-        // Whatever fd loses its place is closed after the shard unlocks.
-        let (held, dropped) = {
-            let mut shard = self.shard(inode).lock();
-            match shard.get_mut(&addr).map(|n| &mut n.data) {
-                None => (false, Some(fd)),
-                Some(slot @ None) => {
-                    *slot = Some(DataFd {
-                        fd,
-                        access,
-                        opens: 1,
-                    });
-                    self.stats.data_fds_add(1);
-                    (true, None)
-                }
-                // Another open got there first.
-                Some(Some(d)) if d.access.covers(want) => {
-                    d.opens += 1;
-                    (true, Some(fd))
-                }
-                Some(Some(d)) if access.covers(d.access) => {
-                    d.access = access;
-                    d.opens += 1;
-                    (true, Some(core::mem::replace(&mut d.fd, fd)))
-                }
-                Some(Some(_)) => (false, Some(fd)),
-            }
-        };
-        drop(dropped);
-        held
+        }
+        false
     }
 
     fn release(&self, _sb: &SuperBlock, inode: &Inode) {
