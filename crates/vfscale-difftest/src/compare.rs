@@ -98,18 +98,21 @@ pub fn memfd_flood<P: ProcessApi>(p: &P, fds: &FdMap, op: &Op) -> bool {
     }
 }
 
-/// umount2 of the caller's root mount: Linux remounts it read-only
-/// (do_umount_root) or, with MNT_DETACH, detaches it, and returns 0;
-/// vfscale answers EINVAL (docs/COMPATIBILITY.md), and a chrooted kernel
-/// process unmounts an ordinary mount. Skipped.
-pub fn root_umount<P: ProcessApi>(p: &P, op: &Op) -> bool {
-    match op {
-        Op::Umount2 { target, .. } => match (p.stat(&target.0), p.stat(b"/")) {
-            (Ok(t), Ok(r)) => (t.dev, t.ino) == (r.dev, r.ino),
-            _ => false,
-        },
-        _ => false,
-    }
+/// umount2 of the caller's root mount or of the namespace's: Linux
+/// remounts it read-only (do_umount_root) or, with MNT_DETACH, detaches
+/// it, and returns 0; vfscale answers EINVAL (docs/COMPATIBILITY.md), and
+/// a chrooted kernel process unmounts an ordinary mount. Skipped.
+/// `namespace_root` is the (dev, ino) of the namespace's own root, which
+/// a process chrooted below it still reaches through its cwd.
+pub fn root_umount<P: ProcessApi>(p: &P, namespace_root: Option<(u64, u64)>, op: &Op) -> bool {
+    let Op::Umount2 { target, .. } = op else {
+        return false;
+    };
+    let Ok(t) = p.stat(&target.0) else {
+        return false;
+    };
+    let own_root = p.stat(b"/").ok().map(|r| (r.dev, r.ino));
+    [own_root, namespace_root].contains(&Some((t.dev, t.ino)))
 }
 
 /// The paths `op` resolves in the namespace (not a symlink's target, a

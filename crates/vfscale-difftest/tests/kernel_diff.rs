@@ -232,10 +232,11 @@ fn compare_on_this_thread(steps: &[Step], backend: Backend) -> Result<(), TestCa
     all.extend_from_slice(steps);
     let mut kmaps = vec![FdMap::default(); kprocs.len()];
     let mut vmaps = vec![FdMap::default(); vprocs.len()];
+    let namespace_root = vfs.root_process().stat(b"/").ok().map(|r| (r.dev, r.ino));
     for (i, step) in all.iter().enumerate() {
         let p = step.proc % vprocs.len();
         if directory_seek(&vprocs[p], &vmaps[p], &step.op)
-            || root_umount(&vprocs[p], &step.op)
+            || root_umount(&vprocs[p], namespace_root, &step.op)
             || needs_sys_resource(p, &step.op)
             || anonymous_handle(&vprocs[p], &vmaps[p], &step.op)
             || memfd_flood(&vprocs[p], &vmaps[p], &step.op)

@@ -1192,3 +1192,18 @@ fn concurrent_opens_share_and_release_the_held_file() {
     });
     assert_eq!(stats.data_fds_held(), 0);
 }
+
+#[test]
+fn fstat_shows_changes_made_through_another_name_or_on_the_host() {
+    let host = HostDir::new("fstatfresh");
+    let (vfs, _stats) = mirror_counted(&host);
+    let p = vfs.root_process();
+    let fd = p.open(b"/a", O_CREAT | O_RDONLY, 0o644).unwrap();
+    // A second name is a second vfscale inode of the host file.
+    p.linkat(fd, b"", AT_FDCWD, b"/b", AT_EMPTY_PATH).unwrap();
+    p.truncate(b"/b", 1).unwrap();
+    assert_eq!(p.fstat(fd).unwrap().size, 1);
+    host.write("a", b"grown on the host");
+    assert_eq!(p.fstat(fd).unwrap().size, 17);
+    p.close(fd).unwrap();
+}

@@ -15,7 +15,14 @@ use crate::inode::{now, Inode};
 
 impl Process {
     pub(crate) fn sys_fstat(&self, fd: Fd) -> SysResult<Stat> {
-        self.with_file(fd, true, |f| Ok(f.inode().stat()))
+        self.with_file(fd, true, |f| {
+            let inode = f.inode();
+            // SAFETY: an inode's superblock outlives it.
+            if unsafe { &*inode.sb }.backend_served {
+                refresh_past_ttl(f);
+            }
+            Ok(inode.stat())
+        })
     }
 
     pub(crate) fn sys_fstatat(&self, dirfd: Fd, path: &[u8], flags: i32) -> SysResult<Stat> {
@@ -371,5 +378,29 @@ fn pseudo_fs_magic(fmode: u32) -> Option<i64> {
         Some(ANON_INODE_FS_MAGIC)
     } else {
         None
+    }
+}
+
+/// fstat of a backend-served file: its attributes are re-read from the
+/// backend once its entry is older than the instance's TTL, as a walk
+/// would revalidate them, since changes made through another name (a host
+/// hard link is two vfscale inodes) or on the host reach this inode no
+/// other way. The entry's time is left alone: a refresh through the file
+/// says nothing about its name. A failed refresh (the file gone from its
+/// path, with no held host file) leaves the cached attributes.
+#[cold]
+fn refresh_past_ttl(f: &crate::file::OpenFile) {
+    // SAFETY: the open file holds its dentry; a dentry's superblock
+    // outlives it.
+    let (d, inode) = (unsafe { &*f.dentry }, f.inode());
+    // SAFETY: as above.
+    let sb = unsafe { &*d.sb };
+    let Some(ttl) = sb.revalidate_ttl_ns else {
+        return;
+    };
+    // Relaxed: a hint of age, as the walk's TTL test reads it.
+    let validated_at = d.cookie.load(core::sync::atomic::Ordering::Relaxed);
+    if crate::dcache::precise_monotonic_ns().saturating_sub(validated_at) >= ttl {
+        let _ = sb.fs.refresh(sb, inode);
     }
 }

@@ -626,6 +626,11 @@ impl Process {
                 if inode.is_dir() {
                     return Err(Errno::EPERM);
                 }
+                // vfs_link: a file whose last name went (open through a
+                // descriptor) gets no new one.
+                if inode.stat().nlink == 0 {
+                    return Err(Errno::ENOENT);
+                }
                 sb.fs.link(sb, inode, dir, name)?;
                 // The source's link count and ctime changed: what an open
                 // descriptor's fstat reads (a walk would revalidate).
