@@ -1056,6 +1056,11 @@ fn a_descriptor_keeps_its_file_after_the_name_is_removed() {
     assert_eq!(p.pread(fd, &mut buf, 0), Ok(3));
     assert_eq!(&buf[..3], b"hel");
     assert_eq!(host.read("f"), b"other");
+    // vfs_link: a file whose last name went gets no new one.
+    assert_eq!(
+        p.linkat(fd, b"", AT_FDCWD, b"/again", AT_EMPTY_PATH),
+        Err(Errno::ENOENT)
+    );
     assert_eq!(stats.data_fds_held(), 1);
     p.close(fd).unwrap();
     assert_eq!(
