@@ -27,6 +27,18 @@ fn mirror(host: &HostDir, ttl: Duration) -> Vfs {
     .unwrap()
 }
 
+/// A passthrough backend over `host` with entries trusted for `ttl`.
+fn backend(host: &HostDir, ttl: Duration) -> Passthrough {
+    Passthrough::new(
+        host.path(),
+        PassthroughConfig {
+            ttl,
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
 fn read_path(p: &impl ProcessApi, path: &[u8]) -> SysResult<Vec<u8>> {
     let fd = p.open(path, O_RDONLY, 0)?;
     let mut out = Vec::new();
@@ -458,14 +470,7 @@ fn failed_host_changes_change_nothing() {
     host.write("f", b"data");
     host.mkdir("d");
     let control = FaultControl::new(3);
-    let pt = Passthrough::new(
-        host.path(),
-        PassthroughConfig {
-            ttl: Duration::from_secs(3600),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let pt = backend(&host, Duration::from_secs(3600));
     let vfs = Vfs::with_root_fs(
         VfsConfig::default(),
         Box::new(FaultyFs::new(pt, control.clone())),
@@ -600,14 +605,7 @@ fn injected_host_errors_surface_and_change_nothing() {
     host.write("f", b"data");
     host.mkdir("d");
     let control = FaultControl::new(7);
-    let pt = Passthrough::new(
-        host.path(),
-        PassthroughConfig {
-            ttl: Duration::ZERO,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let pt = backend(&host, Duration::ZERO);
     let vfs = Vfs::with_root_fs(
         VfsConfig::default(),
         Box::new(FaultyFs::new(pt, control.clone())),
@@ -1020,14 +1018,7 @@ fn mirror_counted(
     Vfs,
     std::sync::Arc<vfscale::fs::passthrough::host::HostStats>,
 ) {
-    let pt = Passthrough::new(
-        host.path(),
-        PassthroughConfig {
-            ttl: Duration::ZERO,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let pt = backend(host, Duration::ZERO);
     let stats = pt.stats();
     (Vfs::with_root_fs(VfsConfig::default(), Box::new(pt)), stats)
 }
