@@ -581,12 +581,12 @@ impl Passthrough {
     }
 
     /// The fd a data call on `inode` makes its call on: the held host file
-    /// when it allows `need`, else the file opened by its host path with
-    /// `flags` for this call alone.
-    fn data_fd(&self, inode: &Inode, need: Access, flags: i32) -> SysResult<Arc<OwnedFd>> {
+    /// when it allows `need`, else the file opened by its host path for
+    /// `need` and this call alone.
+    fn data_fd(&self, inode: &Inode, need: Access) -> SysResult<Arc<OwnedFd>> {
         match self.held_fd(inode, need) {
             Some(fd) => Ok(fd),
-            None => self.open_host(inode, flags).map(Arc::new),
+            None => self.open_host(inode, need.open_flags()).map(Arc::new),
         }
     }
 
@@ -1020,7 +1020,7 @@ impl Filesystem for Passthrough {
     }
 
     fn read(&self, _sb: &SuperBlock, inode: &Inode, pos: u64, buf: &mut [u8]) -> SysResult<usize> {
-        let fd = self.data_fd(inode, Access::READ, libc::O_RDONLY)?;
+        let fd = self.data_fd(inode, Access::READ)?;
         host::pread(fd.as_raw_fd(), buf, pos)
     }
 
@@ -1032,7 +1032,7 @@ impl Filesystem for Passthrough {
         offset: u64,
         len: u64,
     ) -> SysResult<()> {
-        let fd = self.data_fd(inode, Access::WRITE, libc::O_WRONLY)?;
+        let fd = self.data_fd(inode, Access::WRITE)?;
         // SAFETY: fallocate on our own fd.
         let r = unsafe { libc::fallocate(fd.as_raw_fd(), mode, offset as i64, len as i64) };
         check(r as libc::c_long)?;
@@ -1042,7 +1042,7 @@ impl Filesystem for Passthrough {
     fn fsync(&self, _sb: &SuperBlock, inode: &Inode, datasync: bool) -> SysResult<()> {
         // A regular file or a directory (the core refuses the others);
         // fsync works on a read-only fd.
-        let fd = self.data_fd(inode, Access::ANY, libc::O_RDONLY)?;
+        let fd = self.data_fd(inode, Access::ANY)?;
         // SAFETY: fsync / fdatasync on our own fd.
         let r = unsafe {
             if datasync {
@@ -1104,7 +1104,7 @@ impl Filesystem for Passthrough {
         offset: u64,
         hole: bool,
     ) -> SysResult<u64> {
-        let fd = self.data_fd(inode, Access::ANY, libc::O_RDONLY)?;
+        let fd = self.data_fd(inode, Access::ANY)?;
         let whence = if hole {
             libc::SEEK_HOLE
         } else {
@@ -1125,7 +1125,7 @@ impl Filesystem for Passthrough {
     ) -> SysResult<usize> {
         let (fd, n) = match pos {
             Some(p) => {
-                let fd = self.data_fd(inode, Access::WRITE, libc::O_WRONLY)?;
+                let fd = self.data_fd(inode, Access::WRITE)?;
                 let n = host::pwrite(fd.as_raw_fd(), buf, p)?;
                 (fd, n)
             }
@@ -1138,7 +1138,7 @@ impl Filesystem for Passthrough {
     }
 
     fn truncate(&self, _sb: &SuperBlock, inode: &Inode, len: u64) -> SysResult<()> {
-        let fd = self.data_fd(inode, Access::WRITE, libc::O_WRONLY)?;
+        let fd = self.data_fd(inode, Access::WRITE)?;
         // SAFETY: ftruncate on our own fd.
         if unsafe { libc::ftruncate(fd.as_raw_fd(), len as i64) } < 0 {
             return Err(Errno(
