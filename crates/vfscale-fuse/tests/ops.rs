@@ -805,3 +805,40 @@ fn passthrough_xattrs_reach_the_host_file() {
     );
     assert_eq!(get(&c_host, c"user.via"), None);
 }
+
+#[test]
+fn an_unlinked_passthrough_file_stays_usable_through_the_mount() {
+    // Session 22: a descriptor of a file removed through the mount keeps
+    // reading and writing it (the core's description holds the host file;
+    // the kernel sends its I/O with the open handle).
+    if mount().is_none() {
+        return;
+    }
+    let host = tempfile::tempdir().unwrap();
+    let vfs = vfscale::Vfs::with_passthrough_root(
+        vfscale::VfsConfig::default(),
+        host.path(),
+        Default::default(),
+    )
+    .unwrap();
+    let mnt = tempfile::tempdir().unwrap();
+    let _m = vfscale_fuse::mount(&vfs, mnt.path(), &Default::default()).unwrap();
+    let path = mnt.path().join("tmp");
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert!(!host.path().join("tmp").exists(), "gone from the host");
+    use std::io::{Read, Seek, Write};
+    f.write_all(b"still here").unwrap();
+    f.sync_all().unwrap();
+    f.seek(std::io::SeekFrom::Start(0)).unwrap();
+    let mut back = String::new();
+    f.read_to_string(&mut back).unwrap();
+    assert_eq!(back, "still here");
+    assert_eq!(f.metadata().unwrap().len(), 10);
+}
