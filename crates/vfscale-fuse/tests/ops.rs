@@ -763,14 +763,7 @@ fn passthrough_xattrs_reach_the_host_file() {
         println!("skipped: the host's temporary directory takes no user xattrs");
         return;
     }
-    let vfs = vfscale::Vfs::with_passthrough_root(
-        vfscale::VfsConfig::default(),
-        host.path(),
-        Default::default(),
-    )
-    .unwrap();
-    let mnt = tempfile::tempdir().unwrap();
-    let _m = vfscale_fuse::mount(&vfs, mnt.path(), &Default::default()).unwrap();
+    let (_vfs, mnt, _m) = mounted_passthrough(host.path());
     let c_mnt = std::ffi::CString::new(mnt.path().join("f").to_str().unwrap()).unwrap();
     // SAFETY: as above.
     let r = unsafe {
@@ -815,14 +808,7 @@ fn an_unlinked_passthrough_file_stays_usable_through_the_mount() {
         return;
     }
     let host = tempfile::tempdir().unwrap();
-    let vfs = vfscale::Vfs::with_passthrough_root(
-        vfscale::VfsConfig::default(),
-        host.path(),
-        Default::default(),
-    )
-    .unwrap();
-    let mnt = tempfile::tempdir().unwrap();
-    let _m = vfscale_fuse::mount(&vfs, mnt.path(), &Default::default()).unwrap();
+    let (_vfs, mnt, _m) = mounted_passthrough(host.path());
     let path = mnt.path().join("tmp");
     let mut f = std::fs::OpenOptions::new()
         .read(true)
@@ -841,4 +827,21 @@ fn an_unlinked_passthrough_file_stays_usable_through_the_mount() {
     f.read_to_string(&mut back).unwrap();
     assert_eq!(back, "still here");
     assert_eq!(f.metadata().unwrap().len(), 10);
+}
+
+/// A passthrough namespace over `host`, mounted on a fresh directory with
+/// the default configuration (drop the mount, then the directory, then the
+/// namespace: the order `let (_vfs, mnt, _m)` drops them in).
+fn mounted_passthrough(
+    host: &std::path::Path,
+) -> (vfscale::Vfs, tempfile::TempDir, vfscale_fuse::Mounted) {
+    let vfs = vfscale::Vfs::with_passthrough_root(
+        vfscale::VfsConfig::default(),
+        host,
+        Default::default(),
+    )
+    .unwrap();
+    let mnt = tempfile::tempdir().unwrap();
+    let m = vfscale_fuse::mount(&vfs, mnt.path(), &Default::default()).unwrap();
+    (vfs, mnt, m)
 }
