@@ -104,6 +104,22 @@ struct Serving {
     ttl: Duration,
 }
 
+/// The FUSE connections of this process's mounts that are still up: each
+/// connection number (fusectl's directory name, the superblock's minor)
+/// with the case that mounted it. A number is freed when its superblock
+/// dies and the next mount may take it at once, so the end-of-case
+/// timeout aborts a connection by number only while the registry (locked
+/// across a mount and its registration) still names its own case: aborting
+/// a number another test's new mount took would kill that test's session
+/// (seen once: "the session ended with ECONNABORTED"). Every FUSE mount of
+/// this binary is made by `start_mount_side`.
+static CONNECTIONS: std::sync::Mutex<Vec<(u32, u64)>> = std::sync::Mutex::new(Vec::new());
+
+/// The registry, even if a test panicked while holding it.
+fn connections() -> std::sync::MutexGuard<'static, Vec<(u32, u64)>> {
+    CONNECTIONS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The TTLs of the cached variant: longer than any case.
 const CACHED_TTL: Duration = Duration::from_secs(60);
 
@@ -197,6 +213,9 @@ fn start_mount_side(serving: Serving) -> Result<MountSide, String> {
     let Serving { ring, ttl } = serving;
     let (ready_tx, ready_rx) = mpsc::sync_channel(1);
     let (finish, finished) = mpsc::channel::<()>();
+    static CASES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    // Relaxed: only a unique number is needed.
+    let case = CASES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let owner = std::thread::spawn(move || -> Result<(), String> {
         let setup = || -> Result<_, String> {
             leave_host_namespaces()?;
@@ -211,13 +230,19 @@ fn start_mount_side(serving: Serving) -> Result<MountSide, String> {
                 uring: ring,
                 ..MountConfig::default()
             };
+            let mut registry = connections();
             let mounted = vfscale_fuse::mount(&vfs, Path::new(MOUNTPOINT), &cfg)
                 .map_err(|e| format!("mount: {e}"))?;
+            let minor = connection_number()?;
+            // A number this registry still lists belonged to a superblock
+            // that is gone (the kernel gave the number out again).
+            registry.retain(|&(n, _)| n != minor);
+            registry.push((minor, case));
+            drop(registry);
             if ring && mounted.transport() == vfscale_fuse::Transport::DevFuse {
                 let why = mounted.uring_refusal().unwrap_or("no reason given");
                 return Err(format!("the ring was refused: {why}"));
             }
-            let minor = connection_number()?;
             // The processes get a namespace of their own whose root is
             // (a copy of) the mount: the server threads, here, keep theirs.
             let (procs, root) = std::thread::spawn(|| {
@@ -256,8 +281,26 @@ fn start_mount_side(serving: Serving) -> Result<MountSide, String> {
             drop(std::os::unix::net::UnixStream::pair());
             std::thread::sleep(Duration::from_millis(2));
         }
+        let ours = {
+            let mut registry = connections();
+            let ours = registry.contains(&(minor, case));
+            if ours && mounted.is_served() {
+                let _ = std::fs::write(format!("/sys/fs/fuse/connections/{minor}/abort"), "1");
+            }
+            registry.retain(|&entry| entry != (minor, case));
+            ours
+        };
         if mounted.is_served() {
-            let _ = std::fs::write(format!("/sys/fs/fuse/connections/{minor}/abort"), "1");
+            if !ours {
+                // The superblock is gone (the kernel has ended the
+                // connection) and its number is another mount's: leave the
+                // threads rather than wait on them.
+                std::mem::forget(mounted);
+                return Err(format!(
+                    "the server did not end within {END_WAIT:?} of the unmount, its \
+                     superblock gone (connection number {minor} reused; not aborted)"
+                ));
+            }
             let _ = mounted.join();
             return Err(format!(
                 "the server did not end within {END_WAIT:?} of the unmount (aborted)"
