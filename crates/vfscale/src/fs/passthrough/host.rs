@@ -180,7 +180,9 @@ pub(crate) fn join(dir: &[u8], name: &[u8]) -> SysResult<Box<[u8]>> {
     if !valid_component(name) {
         return Err(Errno::EINVAL);
     }
-    let mut p = Vec::with_capacity(dir.len() + 1 + name.len());
+    // Exactly the length: the conversion to a box then reallocates nothing.
+    let slash = usize::from(!dir.is_empty());
+    let mut p = Vec::with_capacity(dir.len() + slash + name.len());
     if !dir.is_empty() {
         p.extend_from_slice(dir);
         p.push(b'/');
