@@ -387,10 +387,8 @@ fn passthrough_deviation(op: &Op) -> bool {
         Op::Setxattr { name, .. } | Op::Getxattr { name, .. } | Op::Removexattr { name, .. } => {
             name.0.starts_with(b"system.posix_acl_")
         }
-        // File handles of passthrough entries are not built, nor is
-        // O_TMPFILE in a passthrough directory (EOPNOTSUPP).
+        // File handles of passthrough entries are not built.
         Op::NameToHandle { .. } => true,
-        Op::Open { flags, .. } => flags & O_TMPFILE == O_TMPFILE,
         // copy_file_range is not routed to the host (EXDEV: callers fall
         // back to read and write).
         Op::CopyFileRange { .. } => true,

@@ -39,6 +39,17 @@ fn backend(host: &HostDir, ttl: Duration) -> Passthrough {
     .unwrap()
 }
 
+/// A namespace whose root is `pt` behind a `FaultyFs` (its control drawn
+/// from `seed`).
+fn mirror_faulty(pt: Passthrough, seed: u64) -> (Vfs, std::sync::Arc<FaultControl>) {
+    let control = FaultControl::new(seed);
+    let vfs = Vfs::with_root_fs(
+        VfsConfig::default(),
+        Box::new(FaultyFs::new(pt, control.clone())),
+    );
+    (vfs, control)
+}
+
 fn read_path(p: &impl ProcessApi, path: &[u8]) -> SysResult<Vec<u8>> {
     let fd = p.open(path, O_RDONLY, 0)?;
     let mut out = Vec::new();
@@ -469,12 +480,7 @@ fn failed_host_changes_change_nothing() {
     let host = HostDir::new("changefaults");
     host.write("f", b"data");
     host.mkdir("d");
-    let control = FaultControl::new(3);
-    let pt = backend(&host, Duration::from_secs(3600));
-    let vfs = Vfs::with_root_fs(
-        VfsConfig::default(),
-        Box::new(FaultyFs::new(pt, control.clone())),
-    );
+    let (vfs, control) = mirror_faulty(backend(&host, Duration::from_secs(3600)), 3);
     let base = vfs.object_counts();
     let p = vfs.root_process();
     control.fail(CallKind::Change, Trigger::OneIn(1), Errno::EIO);
@@ -604,12 +610,7 @@ fn injected_host_errors_surface_and_change_nothing() {
     let host = HostDir::new("faults");
     host.write("f", b"data");
     host.mkdir("d");
-    let control = FaultControl::new(7);
-    let pt = backend(&host, Duration::ZERO);
-    let vfs = Vfs::with_root_fs(
-        VfsConfig::default(),
-        Box::new(FaultyFs::new(pt, control.clone())),
-    );
+    let (vfs, control) = mirror_faulty(backend(&host, Duration::ZERO), 7);
     let base = vfs.object_counts();
     let p = vfs.root_process();
     for (kind, errno) in [
@@ -830,12 +831,8 @@ fn syncs_and_their_errors_reach_the_host() {
     let host = HostDir::new("sync");
     host.write("f", b"data");
     host.mkdir("d");
-    let control = FaultControl::new(5);
     let pt = Passthrough::new(host.path(), PassthroughConfig::default()).unwrap();
-    let vfs = Vfs::with_root_fs(
-        VfsConfig::default(),
-        Box::new(FaultyFs::new(pt, control.clone())),
-    );
+    let (vfs, control) = mirror_faulty(pt, 5);
     let p = vfs.root_process();
     let f = p.open(b"/f", O_RDWR, 0).unwrap();
     let d = p.open(b"/d", O_RDONLY | O_DIRECTORY, 0).unwrap();
@@ -1202,4 +1199,124 @@ fn fstat_shows_changes_made_through_another_name_or_on_the_host() {
     host.write("a", b"grown on the host");
     assert_eq!(p.fstat(fd).unwrap().size, 17);
     p.close(fd).unwrap();
+}
+
+#[test]
+fn o_tmpfile_makes_an_unnamed_host_file_that_linkat_can_name_once() {
+    let host = HostDir::new("tmpfile");
+    std::fs::create_dir(host.path().join("d")).unwrap();
+    let (vfs, stats) = mirror_counted(&host);
+    let p = vfs.root_process();
+    let fd = p.open(b"/d", O_TMPFILE | O_RDWR, 0o640).unwrap();
+    assert_eq!(p.write(fd, b"draft"), Ok(5));
+    let st = p.fstat(fd).unwrap();
+    assert_eq!(
+        (st.nlink, st.size, st.mode & S_IFMT, st.mode & 0o7777),
+        (0, 5, S_IFREG, 0o640)
+    );
+    assert_eq!(
+        std::fs::read_dir(host.path().join("d")).unwrap().count(),
+        0,
+        "nothing named on the host"
+    );
+    assert_eq!(stats.data_fds_held(), 1, "the host file is held");
+    // Its first name: the host file, with what was written, appears.
+    p.linkat(fd, b"", AT_FDCWD, b"/d/final", AT_EMPTY_PATH)
+        .unwrap();
+    assert_eq!(host.read("d/final"), b"draft");
+    assert_eq!(p.fstat(fd).unwrap().nlink, 1);
+    let host_ino = std::fs::symlink_metadata(host.path().join("d/final"))
+        .unwrap()
+        .ino();
+    assert_eq!(p.stat(b"/d/final").unwrap().ino, host_ino);
+    // Named now, the inode's path calls reach it by that name.
+    p.fchmod(fd, 0o600).unwrap();
+    assert_eq!(host_mode_and_owner(&host, "d/final").0 & 0o7777, 0o600);
+    // A second name goes the ordinary way.
+    p.linkat(fd, b"", AT_FDCWD, b"/d/second", AT_EMPTY_PATH)
+        .unwrap();
+    assert_eq!(host.read("d/second"), b"draft");
+    p.close(fd).unwrap();
+    assert_eq!(stats.data_fds_held(), 0, "the last close closes it");
+
+    // O_EXCL: never linkable; closing it leaves nothing on the host.
+    let ex = p.open(b"/d", O_TMPFILE | O_WRONLY | O_EXCL, 0o600).unwrap();
+    assert_eq!(p.write(ex, b"x"), Ok(1));
+    assert_eq!(
+        p.linkat(ex, b"", AT_FDCWD, b"/d/never", AT_EMPTY_PATH),
+        Err(Errno::ENOENT)
+    );
+    p.close(ex).unwrap();
+    // One that is closed unnamed is gone.
+    let gone = p.open(b"/d", O_TMPFILE | O_RDWR, 0o600).unwrap();
+    p.close(gone).unwrap();
+    let mut names: Vec<_> = std::fs::read_dir(host.path().join("d"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["final", "second"]);
+    assert_eq!(stats.data_fds_held(), 0);
+    // A taken name: EEXIST, and the file stays linkable.
+    let again = p.open(b"/d", O_TMPFILE | O_RDWR, 0o600).unwrap();
+    assert_eq!(
+        p.linkat(again, b"", AT_FDCWD, b"/d/final", AT_EMPTY_PATH),
+        Err(Errno::EEXIST)
+    );
+    p.linkat(again, b"", AT_FDCWD, b"/d/third", AT_EMPTY_PATH)
+        .unwrap();
+    assert!(host.path().join("d/third").exists());
+    p.close(again).unwrap();
+
+    // A caller's file is the caller's, with the mode it asked for less
+    // its umask.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        host.path().join("d"),
+        std::fs::Permissions::from_mode(0o777),
+    )
+    .unwrap();
+    let user = vfs.process(vfscale::Cred::user(1000, 1000, &[]));
+    user.umask(0o022);
+    let t = user.open(b"/d", O_TMPFILE | O_RDWR, 0o666).unwrap();
+    user.linkat(t, b"", AT_FDCWD, b"/d/users", AT_EMPTY_PATH)
+        .unwrap();
+    assert_eq!(host_mode_and_owner(&host, "d/users"), (0o644, 1000));
+    user.close(t).unwrap();
+}
+
+#[test]
+fn a_failed_host_link_leaves_an_o_tmpfile_file_linkable() {
+    let host = HostDir::new("tmpfile_faults");
+    let pt = backend(&host, Duration::ZERO);
+    let stats = pt.stats();
+    let (vfs, control) = mirror_faulty(pt, 3);
+    let base = vfs.object_counts();
+    let p = vfs.root_process();
+    // The backend's O_TMPFILE fails: nothing made, nothing held.
+    control.fail(CallKind::Change, Trigger::OneIn(1), Errno::EIO);
+    control.arm();
+    assert_eq!(p.open(b"/", O_TMPFILE | O_RDWR, 0o600), Err(Errno::EIO));
+    control.disarm();
+    control.clear();
+    assert_eq!(stats.data_fds_held(), 0);
+    let fd = p.open(b"/", O_TMPFILE | O_RDWR, 0o600).unwrap();
+    assert_eq!(p.write(fd, b"kept"), Ok(4));
+    // The host link fails: the file keeps its first link to make.
+    control.fail(CallKind::Change, Trigger::OneIn(1), Errno::EIO);
+    control.arm();
+    assert_eq!(
+        p.linkat(fd, b"", AT_FDCWD, b"/name", AT_EMPTY_PATH),
+        Err(Errno::EIO)
+    );
+    control.disarm();
+    control.clear();
+    assert!(!host.path().join("name").exists());
+    p.linkat(fd, b"", AT_FDCWD, b"/name", AT_EMPTY_PATH)
+        .unwrap();
+    assert_eq!(host.read("name"), b"kept");
+    p.close(fd).unwrap();
+    assert_eq!(stats.data_fds_held(), 0);
+    p.unlink(b"/name").unwrap();
+    settled(&vfs, base);
 }

@@ -303,14 +303,10 @@ impl VfsInner {
         asked_at: u64,
     ) -> crate::abi::SysResult<*const Dentry> {
         if !inode.is_null() {
-            // A backend's inode: counted and charged to the caller's group
-            // here, uncounted and uncharged by `iput` (the admission below
-            // then makes room for it and the dentry together).
-            self.stats.inodes.inc();
-            let group = self.charge(crate::reclaim::ObjKind::Inode);
-            // SAFETY: `Filesystem::lookup` returns a fresh inode that no
-            // one else references yet (its one reference is ours).
-            unsafe { (*(inode as *mut Inode)).group = group };
+            // The admission below then makes room for it and the dentry
+            // together.
+            // SAFETY: `Filesystem::lookup` returns a fresh inode.
+            unsafe { self.adopt_backend_inode(inode) };
         }
         // A new dentry is charged to the caller's group: make room first
         // (ENOMEM only if its limit holds nothing reclaimable).
@@ -344,6 +340,19 @@ impl VfsInner {
             self.iput(inode);
         }
         Ok(d)
+    }
+
+    /// Counts a backend's fresh inode and charges it to the caller's group
+    /// (`iput` uncounts and uncharges it, as any inode).
+    ///
+    /// # Safety
+    /// `inode` was just made by the backend (`Filesystem::lookup`,
+    /// `tmpfile`) and no one else references it yet.
+    pub(crate) unsafe fn adopt_backend_inode(&self, inode: *const Inode) {
+        self.stats.inodes.inc();
+        let group = self.charge(crate::reclaim::ObjKind::Inode);
+        // SAFETY: the caller's contract: ours alone.
+        unsafe { (*(inode as *mut Inode)).group = group };
     }
 
     /// Inserts a new dentry for (parent, key) unless one exists. Returns the

@@ -39,7 +39,7 @@ pub enum CallKind {
     Write,
     Truncate,
     Readdir,
-    /// create, symlink, link, unlink, rename, setattr (namespace and
+    /// create, tmpfile, symlink, link, unlink, rename, setattr (namespace and
     /// attribute changes of a backend-served instance).
     Change,
     /// fallocate.
@@ -299,6 +299,20 @@ impl<F: Filesystem> Filesystem for FaultyFs<F> {
             return Err(e);
         }
         self.inner.symlink(sb, dir, name, target, uid, gid)
+    }
+
+    fn tmpfile(
+        &self,
+        sb: &SuperBlock,
+        dir: &Inode,
+        mode: u32,
+        uid: u32,
+        gid: u32,
+    ) -> SysResult<*const Inode> {
+        if let Some(e) = self.control.decide(CallKind::Change) {
+            return Err(e);
+        }
+        self.inner.tmpfile(sb, dir, mode, uid, gid)
     }
 
     fn link(&self, sb: &SuperBlock, inode: &Inode, dir: &Inode, name: &[u8]) -> SysResult<()> {

@@ -208,6 +208,21 @@ pub trait Filesystem: Send + Sync {
         Err(Errno::EROFS)
     }
 
+    /// An unnamed regular file in directory `dir` (open(O_TMPFILE)): a
+    /// fresh inode with one reference and no links, owned by `uid`/`gid`
+    /// with permission bits `mode`, whose backend file the backend holds
+    /// (its first `open` shares it; `link` may give it a name once).
+    fn tmpfile(
+        &self,
+        _sb: &SuperBlock,
+        _dir: &Inode,
+        _mode: u32,
+        _uid: u32,
+        _gid: u32,
+    ) -> SysResult<*const Inode> {
+        Err(Errno::EOPNOTSUPP)
+    }
+
     /// A symlink `name` in `dir` with text `target`, owned by `uid`/`gid`.
     fn symlink(
         &self,

@@ -627,11 +627,20 @@ impl Process {
                     return Err(Errno::EPERM);
                 }
                 // vfs_link: a file whose last name went (open through a
-                // descriptor) gets no new one.
-                if inode.stat().nlink == 0 {
+                // descriptor) gets no new one; an O_TMPFILE file its first
+                // (tmpfile.rs), once.
+                // SAFETY: the walk's guard keeps the dentry allocated.
+                let old_d = unsafe { &*old.path.dentry };
+                let first = inode.stat().nlink == 0;
+                if first && !old_d.take_flag(D_LINKABLE) {
                     return Err(Errno::ENOENT);
                 }
-                sb.fs.link(sb, inode, dir, name)?;
+                if let Err(e) = sb.fs.link(sb, inode, dir, name) {
+                    if first {
+                        old_d.set_flag(D_LINKABLE);
+                    }
+                    return Err(e);
+                }
                 // The source's link count and ctime changed: what an open
                 // descriptor's fstat reads (a walk would revalidate).
                 let _ = sb.fs.refresh(sb, inode);

@@ -45,7 +45,7 @@ pub(crate) fn open_status(flags: i32) -> i32 {
 /// `fmode` with `FMODE_BACKEND` if a backend-served instance now holds its
 /// file open for the description being made (`Filesystem::open`).
 #[inline(always)]
-fn backend_open(inode: &Inode, fmode: u32) -> u32 {
+pub(super) fn backend_open(inode: &Inode, fmode: u32) -> u32 {
     // SAFETY: an inode's superblock outlives it.
     let sb = unsafe { &*inode.sb };
     if !sb.backend_served {

@@ -18,8 +18,12 @@
 //!   no link revives it (ENOENT, as Linux).
 //! - The first link takes no inode reservation: the one taken here covers
 //!   the inode's first name (shmem_link reserves only for nlink > 0).
+//! - On a backend-served instance the backend makes the inode
+//!   (`Filesystem::tmpfile`: the host's own O_TMPFILE file, held open by
+//!   the backend) and the open description holds it like any backend
+//!   file's; the dentry and the linkable rule are the same.
 
-use super::open::open_status;
+use super::open::{backend_open, open_status};
 use super::Process;
 use crate::abi::*;
 use crate::dcache::dentry::D_LINKABLE;
@@ -94,6 +98,8 @@ impl Process {
             } else {
                 0
             });
+        // SAFETY: the dentry just made holds a reference on it.
+        let fmode = backend_open(unsafe { &*inode }, fmode);
         // F_GETFL shows O_TMPFILE, as Linux's f_flags keep it.
         let status = open_status(flags) | (flags & O_TMPFILE);
         let file = self.vfs.alloc_file(
@@ -124,28 +130,37 @@ impl Process {
         self.may_write_dir_as(dir, dir_perm)?;
         // SAFETY: an inode's superblock outlives it.
         let sb = unsafe { &*dir.sb };
-        if sb.backend_served {
-            return Err(Errno::EOPNOTSUPP);
-        }
         // The inode and the dentry are charged to our group.
         let bytes = (crate::reclaim::KIND_BYTES[0] + crate::reclaim::KIND_BYTES[1]) as u64;
         self.vfs.admit(bytes, Errno::ENOMEM)?;
-        sb.reserve_inode()?;
         let (uid, gid, m) = self.owner_in_as(dir_perm, S_IFREG | (mode & S_IALLUGO));
-        let (m, acls) = self.new_mode_in(dir, dir_perm.0, m);
-        let ino = sb.ino_alloc.alloc();
-        let inode = self.vfs.alloc_inode(
-            sb,
-            ino,
-            m,
-            uid,
-            gid,
-            0,
-            InodeBody::Regular(RwLock::new(Default::default())),
-        );
-        acls.attach(sb, ino);
-        // SAFETY: ours alone until the dentry below is in a file.
-        unsafe { &*inode }.update_attr(|w| w.set_nlink(0));
+        let (inode, ino) = if sb.backend_served {
+            // The backend's own modes: the umask, no inherited ACLs (as
+            // its O_CREAT).
+            let m = m & !(self.umask_bits() & 0o777);
+            let inode = sb.fs.tmpfile(sb, dir, m, uid, gid)?;
+            // SAFETY: just made by the backend, ours alone.
+            unsafe { self.vfs.adopt_backend_inode(inode) };
+            // SAFETY: our reference keeps it.
+            (inode, unsafe { &*inode }.ino)
+        } else {
+            sb.reserve_inode()?;
+            let (m, acls) = self.new_mode_in(dir, dir_perm.0, m);
+            let ino = sb.ino_alloc.alloc();
+            let inode = self.vfs.alloc_inode(
+                sb,
+                ino,
+                m,
+                uid,
+                gid,
+                0,
+                InodeBody::Regular(RwLock::new(Default::default())),
+            );
+            acls.attach(sb, ino);
+            // SAFETY: ours alone until the dentry below is in a file.
+            unsafe { &*inode }.update_attr(|w| w.set_nlink(0));
+            (inode, ino)
+        };
         let mut name = [0u8; 24];
         let len = {
             let mut w = &mut name[..];

@@ -9,7 +9,9 @@
 //! the namespace and attribute changes the core routes here after its own
 //! checks (create/mknod/mkdir, symlink, link, unlink/rmdir, rename, chmod,
 //! chown, utimes: single-component `*at` calls on a directory fd opened
-//! beneath the root; see process/backend_names.rs).
+//! beneath the root; see process/backend_names.rs), and unnamed files
+//! (open(O_TMPFILE): the host's own, held from the start; `link` names
+//! one through its held file).
 //!
 //! Caching: every answer is cached in the dcache like any other (negative
 //! ones too). A cached entry older than the instance's TTL is revalidated
@@ -63,7 +65,7 @@ use host::{HostRoot, HostStats};
 use listing::{Listing, ListingBuilder, FIRST};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -116,8 +118,9 @@ struct Node {
     /// vfscale's own renames (`names_moved`).
     path: Box<[u8]>,
     /// Its name was removed through vfscale (unlinked, or replaced by a
-    /// rename): host calls through it are ESTALE, never made by its old
-    /// path, which may name another file by now.
+    /// rename), or it never had one (O_TMPFILE, until `link`): host calls
+    /// by path are ESTALE, never made by its old path, which may name
+    /// another file by now.
     gone: bool,
     /// Directories only.
     dir: Option<Box<DirState>>,
@@ -489,6 +492,33 @@ impl Passthrough {
             libc::S_IFLNK => InodeBody::Symlink(self.host.readlink_at(self.raw(at), name)?.into()),
             _ => InodeBody::Special,
         };
+        let dir = (ty == libc::S_IFDIR).then(|| {
+            let mut ds = Box::new(DirState::new());
+            ds.observe(st, observed(start));
+            ds
+        });
+        self.adopt(
+            sb,
+            st,
+            body,
+            Node {
+                path: rel,
+                dir,
+                gone: false,
+                data: None,
+            },
+        )
+    }
+
+    /// A fresh inode (one reference, reserved in the instance) mirroring
+    /// host object `st`, with the backend's `node` for it.
+    fn adopt(
+        &self,
+        sb: &SuperBlock,
+        st: &libc::stat,
+        body: InodeBody,
+        node: Node,
+    ) -> SysResult<*const Inode> {
         sb.reserve_inode()?;
         let inode = Inode::new(
             sb,
@@ -505,20 +535,7 @@ impl Passthrough {
         // SAFETY: just allocated, not shared yet.
         let i = unsafe { &*p };
         copy_attrs(i, st);
-        let dir = (ty == libc::S_IFDIR).then(|| {
-            let mut ds = Box::new(DirState::new());
-            ds.observe(st, observed(start));
-            ds
-        });
-        self.shard(i).lock().insert(
-            p as usize,
-            Node {
-                path: rel,
-                dir,
-                gone: false,
-                data: None,
-            },
-        );
+        self.shard(i).lock().insert(p as usize, node);
         Ok(p)
     }
 }
@@ -671,6 +688,42 @@ impl Passthrough {
             let _ = chmod_nofollow(dirfd, name, perm, libc::AT_SYMLINK_NOFOLLOW);
         }
     }
+}
+
+/// Gives the unnamed (O_TMPFILE) host file open as `file` the name `name`
+/// in the directory open as `dirfd`: linkat with AT_EMPTY_PATH (needs
+/// CAP_DAC_READ_SEARCH), else through its /proc/self/fd link (a magic
+/// link that leads only to the file itself). The host refuses a file made
+/// with O_EXCL or one that had a name (ENOENT), as vfs_link does.
+fn link_unnamed(file: &OwnedFd, dirfd: &OwnedFd, name: &std::ffi::CString) -> SysResult<()> {
+    // SAFETY: our own fds, NUL-terminated strings.
+    let r = unsafe {
+        libc::linkat(
+            file.as_raw_fd(),
+            c"".as_ptr(),
+            dirfd.as_raw_fd(),
+            name.as_ptr(),
+            libc::AT_EMPTY_PATH,
+        )
+    };
+    match check(r as libc::c_long) {
+        Err(Errno::ENOENT | Errno::EPERM) => {}
+        done => return done.map(drop),
+    }
+    let proc_path = std::ffi::CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))
+        .map_err(|_| Errno::EINVAL)?;
+    // SAFETY: as above; AT_SYMLINK_FOLLOW follows the magic link to the
+    // file itself.
+    check(unsafe {
+        libc::linkat(
+            libc::AT_FDCWD,
+            proc_path.as_ptr(),
+            dirfd.as_raw_fd(),
+            name.as_ptr(),
+            libc::AT_SYMLINK_FOLLOW,
+        )
+    } as libc::c_long)
+    .map(drop)
 }
 
 /// fchmodat2 (Linux 6.6+), which with AT_SYMLINK_NOFOLLOW refuses to
@@ -1202,22 +1255,91 @@ impl Filesystem for Passthrough {
         Ok(())
     }
 
+    fn tmpfile(
+        &self,
+        sb: &SuperBlock,
+        dir: &Inode,
+        mode: u32,
+        uid: u32,
+        gid: u32,
+    ) -> SysResult<*const Inode> {
+        let dirfd = self.dir_fd(dir)?;
+        let perm = mode & 0o7777;
+        // SAFETY: our own directory fd and a NUL-terminated "."; the file
+        // made has no name, so nothing can be swapped in for it.
+        let r = unsafe {
+            libc::openat(
+                dirfd.as_raw_fd(),
+                c".".as_ptr(),
+                libc::O_TMPFILE | libc::O_RDWR | libc::O_CLOEXEC,
+                perm,
+            )
+        };
+        check(r as libc::c_long)?;
+        // SAFETY: a fresh fd that only we own.
+        let file = unsafe { OwnedFd::from_raw_fd(r) };
+        // As `settle_new` (best effort): the caller's owner, and exactly
+        // the bits the core computed (the host applied our umask and the
+        // chown clears set-user-ID and set-group-ID).
+        // SAFETY (both): calls on our own fd.
+        let _ = unsafe { libc::fchown(file.as_raw_fd(), uid, gid) };
+        let _ = unsafe { libc::fchmod(file.as_raw_fd(), perm) };
+        let st = self.host.fstat(file.as_raw_fd())?;
+        self.stats.data_fds_add(1);
+        self.adopt(
+            sb,
+            &st,
+            InodeBody::Regular(RwLock::new(Default::default())),
+            Node {
+                // No name on the host (yet): path calls are ESTALE, data
+                // calls go to the held file.
+                path: Box::default(),
+                gone: true,
+                dir: None,
+                data: Some(DataFd {
+                    fd: Arc::new(file),
+                    access: Access::READ.union(Access::WRITE),
+                    opens: 0,
+                }),
+            },
+        )
+    }
+
     fn link(&self, _sb: &SuperBlock, inode: &Inode, dir: &Inode, name: &[u8]) -> SysResult<()> {
-        let (src_dir, src_name) = self.parent_and_name(inode)?.ok_or(Errno::EPERM)?;
-        let src = cstr(&src_name)?;
         let fd = self.dir_fd(dir)?;
         let c = cstr(name)?;
-        // SAFETY: single components on our own fds; flags 0 does not follow
-        // a symlink at the source.
-        let linked = check(unsafe {
-            libc::linkat(
-                src_dir.as_raw_fd(),
-                src.as_ptr(),
-                fd.as_raw_fd(),
-                c.as_ptr(),
-                0,
-            )
-        } as libc::c_long);
+        let linked = match self.parent_and_name(inode) {
+            // No host name: an O_TMPFILE file (the core lets no other
+            // nameless file have a link), named through its held file.
+            Err(Errno::ESTALE) => match self.held_fd(inode, Access::ANY) {
+                Some(held) => link_unnamed(&held, &fd, &c).inspect(|()| {
+                    let path = self.path_of(dir).and_then(|d| host::join(&d, name));
+                    if let Some(node) = self.shard(inode).lock().get_mut(&addr_of(inode)) {
+                        if let Ok(path) = path {
+                            node.path = path;
+                            node.gone = false;
+                        }
+                    }
+                }),
+                None => Err(Errno::ESTALE),
+            },
+            source => {
+                let (src_dir, src_name) = source?.ok_or(Errno::EPERM)?;
+                let src = cstr(&src_name)?;
+                // SAFETY: single components on our own fds; flags 0 does
+                // not follow a symlink at the source.
+                check(unsafe {
+                    libc::linkat(
+                        src_dir.as_raw_fd(),
+                        src.as_ptr(),
+                        fd.as_raw_fd(),
+                        c.as_ptr(),
+                        0,
+                    )
+                } as libc::c_long)
+                .map(drop)
+            }
+        };
         self.names_changed(dir);
         linked
     }
