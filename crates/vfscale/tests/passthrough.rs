@@ -8,7 +8,7 @@
 mod common_host;
 
 use common_host::HostDir;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::time::Duration;
 use vfscale::abi::*;
 use vfscale::fs::faulty::{CallKind, FaultControl, FaultyFs, Trigger};
@@ -1319,4 +1319,87 @@ fn a_failed_host_link_leaves_an_o_tmpfile_file_linkable() {
     assert_eq!(stats.data_fds_held(), 0);
     p.unlink(b"/name").unwrap();
     settled(&vfs, base);
+}
+
+/// Drops CAP_DAC_READ_SEARCH from the calling thread's effective set
+/// (capabilities are per thread: the rest of the test process keeps it).
+fn drop_dac_read_search_on_this_thread() {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const VERSION_3: u32 = 0x2008_0522;
+    const CAP_DAC_READ_SEARCH: u32 = 2;
+    let mut h = Header {
+        version: VERSION_3,
+        pid: 0,
+    };
+    let mut d = [Data::default(); 2];
+    // SAFETY: capget/capset with a version-3 header and two data words,
+    // for this thread (pid 0).
+    unsafe {
+        assert_eq!(libc::syscall(libc::SYS_capget, &mut h, d.as_mut_ptr()), 0);
+        d[0].effective &= !(1 << CAP_DAC_READ_SEARCH);
+        assert_eq!(libc::syscall(libc::SYS_capset, &mut h, d.as_ptr()), 0);
+    }
+}
+
+/// The host refuses linkat(AT_EMPTY_PATH) of a file opened under other
+/// credentials without CAP_DAC_READ_SEARCH (ENOENT; before Linux 6.10,
+/// of any file): the backend then names the file through its
+/// /proc/self/fd link.
+#[test]
+fn an_o_tmpfile_file_is_named_without_cap_dac_read_search() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root (drops one capability on a thread)");
+        return;
+    }
+    let host = HostDir::new("tmpfile_nocap");
+    let (vfs, _stats) = mirror_counted(&host);
+    let path = host.path().to_path_buf();
+    std::thread::spawn(move || {
+        let probe = std::fs::File::options()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_TMPFILE)
+            .open(&path)
+            .unwrap();
+        let p = vfs.root_process();
+        let fd = p.open(b"/", O_TMPFILE | O_RDWR, 0o600).unwrap();
+        assert_eq!(p.write(fd, b"via proc"), Ok(8));
+        // Opened with the capability; linked without it.
+        drop_dac_read_search_on_this_thread();
+        let c = std::ffi::CString::new(path.join("probe").into_os_string().into_encoded_bytes())
+            .unwrap();
+        // SAFETY: our own fd and NUL-terminated strings.
+        let r = unsafe {
+            libc::linkat(
+                std::os::fd::AsRawFd::as_raw_fd(&probe),
+                c"".as_ptr(),
+                libc::AT_FDCWD,
+                c.as_ptr(),
+                libc::AT_EMPTY_PATH,
+            )
+        };
+        assert_eq!(
+            (r, std::io::Error::last_os_error().raw_os_error()),
+            (-1, Some(libc::ENOENT)),
+            "the host's own refusal, which the backend works around"
+        );
+        p.linkat(fd, b"", AT_FDCWD, b"/named", AT_EMPTY_PATH)
+            .unwrap();
+        p.close(fd).unwrap();
+    })
+    .join()
+    .unwrap();
+    assert_eq!(host.read("named"), b"via proc");
 }

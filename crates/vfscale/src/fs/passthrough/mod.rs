@@ -691,9 +691,10 @@ impl Passthrough {
 }
 
 /// Gives the unnamed (O_TMPFILE) host file open as `file` the name `name`
-/// in the directory open as `dirfd`: linkat with AT_EMPTY_PATH (needs
-/// CAP_DAC_READ_SEARCH), else through its /proc/self/fd link (a magic
-/// link that leads only to the file itself). The host refuses a file made
+/// in the directory open as `dirfd`: linkat with AT_EMPTY_PATH (which the
+/// host allows with CAP_DAC_READ_SEARCH, or since Linux 6.10 for a file
+/// opened under the caller's current credentials), else through its
+/// /proc/self/fd link (a magic link that leads only to the file itself). The host refuses a file made
 /// with O_EXCL or one that had a name (ENOENT), as vfs_link does.
 fn link_unnamed(file: &OwnedFd, dirfd: &OwnedFd, name: &std::ffi::CString) -> SysResult<()> {
     // SAFETY: our own fds, NUL-terminated strings.
