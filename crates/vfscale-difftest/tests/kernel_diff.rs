@@ -389,9 +389,6 @@ fn passthrough_deviation(op: &Op) -> bool {
         }
         // File handles of passthrough entries are not built.
         Op::NameToHandle { .. } => true,
-        // copy_file_range is not routed to the host (EXDEV: callers fall
-        // back to read and write).
-        Op::CopyFileRange { .. } => true,
         // Seals are vfscale's memfds' (and tmpfs's): a passthrough file
         // answers EINVAL, as most host filesystems would.
         Op::Fcntl { cmd, .. } => *cmd == F_GET_SEALS || *cmd == F_ADD_SEALS,

@@ -1403,3 +1403,43 @@ fn an_o_tmpfile_file_is_named_without_cap_dac_read_search() {
     .unwrap();
     assert_eq!(host.read("named"), b"via proc");
 }
+
+/// copy_file_range within a passthrough instance copies host data (it was
+/// EXDEV), from the source's size as the host has it past the TTL.
+#[test]
+fn copy_file_range_copies_between_passthrough_files() {
+    let host = HostDir::new("copyrange");
+    host.write("src", b"0123456789");
+    let (vfs, _stats) = mirror_counted(&host);
+    let p = vfs.root_process();
+    let src = p.open(b"/src", O_RDONLY, 0).unwrap();
+    let dst = p.open(b"/dst", O_CREAT | O_WRONLY, 0o644).unwrap();
+    // File positions: both move.
+    assert_eq!(p.lseek(src, 2, SEEK_SET), Ok(2));
+    assert_eq!(p.copy_file_range(src, None, dst, None, 4, 0), Ok(4));
+    assert_eq!(host.read("dst"), b"2345");
+    assert_eq!(p.lseek(src, 0, SEEK_CUR), Ok(6));
+    assert_eq!(p.lseek(dst, 0, SEEK_CUR), Ok(4));
+    // Explicit offsets, positions untouched; the host's growth of the
+    // source (TTL 0) is copied too.
+    host.write("src", b"0123456789abc");
+    let (mut oi, mut oo) = (8i64, 4i64);
+    assert_eq!(
+        p.copy_file_range(src, Some(&mut oi), dst, Some(&mut oo), 100, 0),
+        Ok(5)
+    );
+    assert_eq!((oi, oo), (13, 9));
+    assert_eq!(host.read("dst"), b"234589abc");
+    assert_eq!(p.fstat(dst).unwrap().size, 9);
+    assert_eq!(p.lseek(dst, 0, SEEK_CUR), Ok(4));
+    // Overlapping ranges of one file: EINVAL, as Linux.
+    let rw = p.open(b"/src", O_RDWR, 0).unwrap();
+    let (mut a, mut b) = (0i64, 2i64);
+    assert_eq!(
+        p.copy_file_range(rw, Some(&mut a), rw, Some(&mut b), 4, 0),
+        Err(Errno::EINVAL)
+    );
+    for fd in [src, dst, rw] {
+        p.close(fd).unwrap();
+    }
+}

@@ -389,7 +389,7 @@ fn pseudo_fs_magic(fmode: u32) -> Option<i64> {
 /// says nothing about its name. A failed refresh (the file gone from its
 /// path, with no held host file) leaves the cached attributes.
 #[cold]
-fn refresh_past_ttl(f: &crate::file::OpenFile) {
+pub(super) fn refresh_past_ttl(f: &crate::file::OpenFile) {
     // SAFETY: the open file holds its dentry; a dentry's superblock
     // outlives it.
     let (d, inode) = (unsafe { &*f.dentry }, f.inode());

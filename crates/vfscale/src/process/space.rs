@@ -194,12 +194,17 @@ impl Process {
             return Err(Errno::EBADF);
         }
         // tmpfs has no copy_file_range of its own: another instance is
-        // EXDEV. Backend-served data is not in memory either: callers fall
-        // back to read and write, as for copies between filesystems.
+        // EXDEV (callers fall back to read and write, as for copies between
+        // filesystems). Within one backend-served instance the copy below
+        // reads and writes through the backend (passthrough: the held host
+        // files), from the source's size as its fstat would show it.
         // SAFETY: an inode's superblock outlives it.
         let (sb_in, sb_out) = unsafe { (&*i.inode().sb, &*o.inode().sb) };
-        if !std::ptr::eq(sb_in, sb_out) || sb_in.backend_served || sb_out.backend_served {
+        if !std::ptr::eq(sb_in, sb_out) {
             return Err(Errno::EXDEV);
+        }
+        if sb_in.backend_served {
+            super::attrs::refresh_past_ttl(i);
         }
         let start_in = match &off_in {
             Some(p) => **p,
