@@ -1443,3 +1443,25 @@ fn copy_file_range_copies_between_passthrough_files() {
         p.close(fd).unwrap();
     }
 }
+
+/// A descriptor whose vfscale name was removed while the host file has
+/// another name links through the held file, as Linux links any file
+/// that still has a link (it answered ESTALE: no host path).
+#[test]
+fn a_file_with_links_left_is_linked_through_its_descriptor() {
+    let host = HostDir::new("relink");
+    host.write("f", b"shared");
+    std::fs::hard_link(host.path().join("f"), host.path().join("g")).unwrap();
+    let (vfs, _stats) = mirror_counted(&host);
+    let p = vfs.root_process();
+    let fd = p.open(b"/f", O_RDONLY, 0).unwrap();
+    p.unlink(b"/f").unwrap();
+    assert_eq!(p.fstat(fd).unwrap().nlink, 1);
+    p.linkat(fd, b"", AT_FDCWD, b"/h", AT_EMPTY_PATH).unwrap();
+    let ino = |name: &str| std::fs::metadata(host.path().join(name)).unwrap().ino();
+    assert_eq!(ino("h"), ino("g"));
+    assert_eq!(host.read("h"), b"shared");
+    p.fchmod(fd, 0o600).unwrap();
+    assert_eq!(host_mode_and_owner(&host, "g").0, 0o600);
+    p.close(fd).unwrap();
+}

@@ -690,12 +690,14 @@ impl Passthrough {
     }
 }
 
-/// Gives the unnamed (O_TMPFILE) host file open as `file` the name `name`
-/// in the directory open as `dirfd`: linkat with AT_EMPTY_PATH (which the
-/// host allows with CAP_DAC_READ_SEARCH, or since Linux 6.10 for a file
-/// opened under the caller's current credentials), else through its
-/// /proc/self/fd link (a magic link that leads only to the file itself). The host refuses a file made
-/// with O_EXCL or one that had a name (ENOENT), as vfs_link does.
+/// Gives the host file open as `file` (an O_TMPFILE file, or one whose
+/// vfscale name went while it has others) the name `name` in the
+/// directory open as `dirfd`: linkat with AT_EMPTY_PATH (which the host
+/// allows with CAP_DAC_READ_SEARCH, or since Linux 6.10 for a file opened
+/// under the caller's current credentials), else through its
+/// /proc/self/fd link (a magic link that leads only to the file itself).
+/// The host refuses a file made with O_EXCL, or one left with no links
+/// (ENOENT), as vfs_link does.
 fn link_unnamed(file: &OwnedFd, dirfd: &OwnedFd, name: &std::ffi::CString) -> SysResult<()> {
     // SAFETY: our own fds, NUL-terminated strings.
     let r = unsafe {
@@ -1286,8 +1288,7 @@ impl Filesystem for Passthrough {
         let _ = unsafe { libc::fchown(file.as_raw_fd(), uid, gid) };
         let _ = unsafe { libc::fchmod(file.as_raw_fd(), perm) };
         let st = self.host.fstat(file.as_raw_fd())?;
-        self.stats.data_fds_add(1);
-        self.adopt(
+        let inode = self.adopt(
             sb,
             &st,
             InodeBody::Regular(RwLock::new(Default::default())),
@@ -1303,15 +1304,19 @@ impl Filesystem for Passthrough {
                     opens: 0,
                 }),
             },
-        )
+        )?;
+        // Counted once kept (a refused reservation closed it).
+        self.stats.data_fds_add(1);
+        Ok(inode)
     }
 
     fn link(&self, _sb: &SuperBlock, inode: &Inode, dir: &Inode, name: &[u8]) -> SysResult<()> {
         let fd = self.dir_fd(dir)?;
         let c = cstr(name)?;
         let linked = match self.parent_and_name(inode) {
-            // No host name: an O_TMPFILE file (the core lets no other
-            // nameless file have a link), named through its held file.
+            // No host path: an O_TMPFILE file (the core lets no other
+            // file without links have one), or a file whose vfscale name
+            // went while the host has others, named through its held file.
             Err(Errno::ESTALE) => match self.held_fd(inode, Access::ANY) {
                 Some(held) => link_unnamed(&held, &fd, &c).inspect(|()| {
                     let path = self.path_of(dir).and_then(|d| host::join(&d, name));
