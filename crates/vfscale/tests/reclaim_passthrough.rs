@@ -7,10 +7,16 @@
 //! group whose `max` holds about 150 cached entries stat every file twice,
 //! in different orders, plus misses. Every cached entry (dentry and inode)
 //! of a passthrough backend is reclaimable once the stat returns, so no stat
-//! may fail with ENOMEM; the group's usage, sampled by every thread as it
-//! goes, stays within `max` plus the documented slack (one dentry and one
-//! inode per thread: each thread's admission check and its charges are not
-//! one atomic step, docs/ARCHITECTURE.md). Afterwards dropping the caches
+//! may fail with ENOMEM; the group's usage at rest stays within `max` plus
+//! the documented slack (one dentry and one inode per thread: each
+//! thread's admission check and its charges are not one atomic step,
+//! docs/ARCHITECTURE.md). The usage each thread samples as it goes is a
+//! sum of per-shard counters read while others change them, not one
+//! instant's value (session 23 saw a sample below zero and one 13 entries
+//! over the slack, about one run in 30 on two CPUs, old code and new), so
+//! the samples are held only to what a working reclaim cannot exceed —
+//! a few times `max`, where with no reclaim the usage would reach ~75
+//! times it. Afterwards dropping the caches
 //! returns every group counter to zero (no leak, no double uncharge: host
 //! blocks are not charged as pages, and a backend's inodes are charged to
 //! the group that looked them up). Bounded: ~20,000 stats, < 2 s.
@@ -72,7 +78,7 @@ fn pressure(threads: usize, entries: u64) {
             vfs.group_attach(&p, g).unwrap();
             let vfs = vfs.clone();
             std::thread::spawn(move || {
-                let mut peak = 0u64;
+                let mut peak = 0i64;
                 let mut stats = 0usize;
                 for round in 0..2 {
                     for i in 0..DIRS * FILES_PER_DIR {
@@ -88,7 +94,7 @@ fn pressure(threads: usize, entries: u64) {
                             // A miss: a negative dentry, also reclaimable.
                             let miss = format!("/d{}/missing{t}_{i}", k % DIRS);
                             assert_eq!(p.stat(miss.as_bytes()), Err(Errno::ENOENT));
-                            let u = vfs.group_stat(g).unwrap().usage_bytes as u64;
+                            let u = vfs.group_stat(g).unwrap().usage_bytes;
                             peak = peak.max(u);
                         }
                     }
@@ -107,9 +113,13 @@ fn pressure(threads: usize, entries: u64) {
     assert_eq!(s.limit_failures, 0, "{s:?}");
     assert!(s.limit_reclaims > 0 && s.reclaimed > 0, "{s:?}");
     assert!(
-        peak <= max + slack && s.usage_bytes as u64 <= max + slack,
-        "peak {peak}, now {}, max {max} + slack {slack}",
+        s.usage_bytes as u64 <= max + slack,
+        "at rest {}, max {max} + slack {slack}",
         s.usage_bytes
+    );
+    assert!(
+        (peak.max(0) as u64) < 4 * max + slack,
+        "sampled peak {peak}: reclaim did not keep up (max {max} + slack {slack})"
     );
     // Far more entries were looked up than the group may hold: most were
     // reclaimed on the way.
