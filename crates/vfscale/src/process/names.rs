@@ -356,6 +356,13 @@ impl Process {
         InheritedAcls::for_new(dir, dir_mode, mode, self.umask_bits())
     }
 
+    /// The mode of a new object on a backend-served instance: `mode` (type
+    /// and permission bits) less the umask, which holds permission bits
+    /// only. Backends have no inherited ACLs (COMPATIBILITY.md).
+    pub(super) fn backend_mode(&self, mode: u32) -> u32 {
+        mode & !self.umask_bits()
+    }
+
     /// `owner_in` from a copy of the directory's (mode, uid, gid) read
     /// before its lock (`may_write_dir_as`).
     pub(super) fn owner_in_as(
@@ -376,8 +383,8 @@ impl Process {
                 || Ok(()),
                 |sb, dir, name| {
                     let (uid, gid, m) = self.owner_in(dir, S_IFDIR | (mode & (0o777 | S_ISVTX)));
-                    let m = (m & !(self.umask_bits() & 0o777)) | S_IFDIR;
-                    sb.fs.create(sb, dir, name, m, 0, uid, gid)
+                    sb.fs
+                        .create(sb, dir, name, self.backend_mode(m), 0, uid, gid)
                 },
             );
         }
@@ -464,7 +471,7 @@ impl Process {
                 |sb, dir, name| {
                     let (uid, gid, m, rdev) = self.mknod_attrs(dir, ty, mode, dev)?;
                     sb.fs
-                        .create(sb, dir, name, m & !self.umask_bits(), rdev, uid, gid)
+                        .create(sb, dir, name, self.backend_mode(m), rdev, uid, gid)
                 },
             )?;
             return if keep {

@@ -300,8 +300,8 @@ impl Process {
                 || Ok(()),
                 |sb, dir, name| {
                     let (uid, gid, m) = self.owner_in(dir, S_IFREG | (mode & S_IALLUGO));
-                    let m = (m & !self.umask_bits()) | S_IFREG;
-                    sb.fs.create(sb, dir, name, m, 0, uid, gid)
+                    sb.fs
+                        .create(sb, dir, name, self.backend_mode(m), 0, uid, gid)
                 },
             );
             match created {

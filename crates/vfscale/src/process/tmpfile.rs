@@ -135,10 +135,7 @@ impl Process {
         self.vfs.admit(bytes, Errno::ENOMEM)?;
         let (uid, gid, m) = self.owner_in_as(dir_perm, S_IFREG | (mode & S_IALLUGO));
         let (inode, ino) = if sb.backend_served {
-            // The backend's own modes: the umask, no inherited ACLs (as
-            // its O_CREAT).
-            let m = m & !(self.umask_bits() & 0o777);
-            let inode = sb.fs.tmpfile(sb, dir, m, uid, gid)?;
+            let inode = sb.fs.tmpfile(sb, dir, self.backend_mode(m), uid, gid)?;
             // SAFETY: just made by the backend, ours alone.
             unsafe { self.vfs.adopt_backend_inode(inode) };
             // SAFETY: our reference keeps it.
