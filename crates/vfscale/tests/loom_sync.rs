@@ -976,6 +976,75 @@ fn fast_put_vs_shrinker() {
     );
 }
 
+/// A backend rename moves an unused cached dentry between hash chains
+/// (`move_cached_names`, process/backend_names.rs: pin, out of the old
+/// chain, new place, into the new chain, put) while the shrinker isolates
+/// it (`isolate_and_free`, dcache/mod.rs: reads its place with no
+/// reference, locks that chain, re-reads the place, unlinks it from the
+/// LRU, kills, unhashes from the chain it locked). Whatever the
+/// interleaving, a killed dentry is taken out of the chain that holds it,
+/// and a live one is in exactly one chain. Without the re-read, or with
+/// the mover storing the new place after it left the old chain's lock,
+/// loom finds the shrinker unhashing from the chain the dentry has left.
+#[test]
+fn shrinker_vs_backend_move() {
+    use vfscale::dcache::dentry::{D_HASHED, D_ON_LRU};
+    let seen = outcomes(|| {
+        let c = Arc::new(Cached {
+            rc: RefCount::new(0),
+            flags: AtomicU32::new(D_HASHED | D_ON_LRU),
+            on_list: loom::sync::Mutex::new(true),
+        });
+        // The dentry's place (its chain) and each chain's membership.
+        let place = Arc::new(AtomicUsize::new(0));
+        let chains = Arc::new([loom::sync::Mutex::new(true), loom::sync::Mutex::new(false)]);
+        let (mc, mp, mch) = (Arc::clone(&c), Arc::clone(&place), Arc::clone(&chains));
+        let mover = thread::spawn(move || {
+            if !mc.rc.get() {
+                return false;
+            }
+            {
+                let mut old = mch[0].lock().unwrap();
+                assert!(*old, "the mover's dentry left its chain");
+                *old = false;
+                // Under the old chain's lock, as `d_move`. Release: pairs
+                // with the shrinker's first, unlocked, acquire.
+                mp.store(1, Release);
+            }
+            *mch[1].lock().unwrap() = true;
+            mc.dput();
+            true
+        });
+        // The shrinker's isolation.
+        let at = place.load(Acquire);
+        let mut chain = chains[at].lock().unwrap();
+        let mut killed = false;
+        if place.load(Acquire) == at {
+            let mut on = c.on_list.lock().unwrap();
+            if *on {
+                *on = false;
+                c.flags.fetch_and(!D_ON_LRU, Release);
+                if c.flags.load(Relaxed) & D_HASHED != 0 && c.rc.try_kill_publishing() {
+                    assert!(*chain, "unhashed from a chain that does not hold it");
+                    *chain = false;
+                    c.flags.fetch_and(!D_HASHED, Release);
+                    killed = true;
+                }
+            }
+        }
+        drop(chain);
+        let moved = mover.join().unwrap();
+        let (dead, _) = c.at_rest();
+        let held = chains.iter().filter(|m| *m.lock().unwrap()).count();
+        assert_eq!(dead, killed);
+        assert_eq!(held, if dead { 0 } else { 1 }, "chains holding it");
+        (moved, dead)
+    });
+    assert!(seen.contains(&(true, false)), "moved, kept");
+    assert!(seen.contains(&(false, true)), "killed before the move");
+    assert!(seen.contains(&(true, true)), "killed after the move");
+}
+
 /// The reclaimer's put of a freed child's parent (`put_parent_reclaiming`,
 /// dcache/mod.rs): at 0 the parent goes on its list as any unused dentry,
 /// then is isolated from it as the scan would — while a lookup takes and

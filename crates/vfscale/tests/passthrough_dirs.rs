@@ -194,6 +194,63 @@ fn renaming_a_directory_through_vfscale_moves_its_cwds() {
     assert_eq!(p.stat(b"/r/x").unwrap().size, 1);
 }
 
+/// A directory renamed through vfscale into another directory is moved in
+/// the cache, as Linux's d_move: `..` from its descriptors and cwds leads
+/// to its new parent, and their paths read the new place (session 24;
+/// before, the cache forgot the name and `..` led to the old parent —
+/// `kernel_diff.rs`'s seed 1795965075634932184). An exchange moves both,
+/// and a replaced directory's descriptor reads as deleted.
+#[test]
+fn a_directory_renamed_into_another_finds_its_new_parent() {
+    let host = HostDir::new("dmove");
+    host.mkdir("a");
+    host.mkdir("b");
+    host.mkdir("x");
+    host.mkdir("y");
+    host.write("b/f", b"1");
+    host.write("x/g", b"22");
+    let (vfs, _) = mirror_with(&host, ttl(Duration::from_secs(3600)), false);
+    let p = vfs.root_process();
+    let b = p.open(b"/b", O_RDONLY | O_DIRECTORY, 0).unwrap();
+    p.rename(b"/b", b"/a/c").unwrap();
+    p.fchdir(b).unwrap();
+    // `..` is /a now: /a has no `a`, and lists `c`.
+    assert_eq!(p.stat(b"../a").map(|_| ()), Err(Errno::ENOENT));
+    assert_eq!(p.stat(b"../c/f").unwrap().size, 1);
+    assert_eq!(p.getcwd().unwrap(), b"/a/c");
+    assert_eq!(p.fd_path(b).unwrap(), b"/a/c");
+    assert_eq!(read_path(&p, b"f").unwrap(), b"1");
+    // The old name is gone, in the cache as on the host.
+    assert_eq!(p.stat(b"/b").map(|_| ()), Err(Errno::ENOENT));
+    // An exchange of two directories in different parents moves both.
+    let x = p.open(b"/x", O_RDONLY | O_DIRECTORY, 0).unwrap();
+    let y = p.open(b"/a/c", O_RDONLY | O_DIRECTORY, 0).unwrap();
+    p.mkdir(b"/y/z", 0o755).unwrap();
+    p.renameat2(AT_FDCWD, b"/x", AT_FDCWD, b"/y/z", RENAME_EXCHANGE)
+        .unwrap();
+    assert_eq!(p.fd_path(x).unwrap(), b"/y/z");
+    p.fchdir(x).unwrap();
+    assert_eq!(p.getcwd().unwrap(), b"/y/z");
+    assert_eq!(p.stat(b"../z/g").unwrap().size, 2);
+    assert_eq!(p.stat(b"/x/g").map(|_| ()), Err(Errno::ENOENT));
+    assert!(p.stat(b"/x").unwrap().mode & S_IFMT == S_IFDIR);
+    // The replacing rename of a directory onto an empty one: the
+    // replaced one's descriptor reads as deleted, the moved one's as
+    // the new name.
+    let z = p.open(b"/x", O_RDONLY | O_DIRECTORY, 0).unwrap();
+    p.rename(b"/a/c", b"/x").unwrap();
+    assert_eq!(p.fd_path(y).unwrap(), b"/x");
+    assert_eq!(p.fd_path(z).unwrap(), b"/x (deleted)");
+    assert_eq!(p.stat(b"/x/f").unwrap().size, 1);
+    assert_eq!(p.stat(b"/a/c").map(|_| ()), Err(Errno::ENOENT));
+    for fd in [b, x, y, z] {
+        p.close(fd).unwrap();
+    }
+    // The host agrees.
+    assert!(host.path().join("x/f").exists());
+    assert!(host.path().join("y/z/g").exists());
+}
+
 fn vouching_round(dir_stamps: bool) -> (u64, u64) {
     let host = HostDir::new("stamp");
     host.mkdir("d");

@@ -1,7 +1,7 @@
 //! Passthrough under concurrency: vfscale threads create, remove, rename,
-//! stat, read and list a small set of names while a host thread changes
-//! the same names behind vfscale's back and another drops the caches, with
-//! TTL 0 (every use revalidates). Any errno is allowed during the race
+//! stat (also through `..`), read and list a small set of names while a
+//! host thread changes the same names behind vfscale's back and another
+//! drops the caches, with TTL 0 (every use revalidates). Any errno is allowed during the race
 //! (names come and go), but nothing may panic or hang, and afterwards:
 //! every name's vfscale stat and both directories' listings (cached ones
 //! included) agree with the host's, and dropping the
@@ -23,7 +23,7 @@ use vfscale::abi::*;
 use vfscale::fs::passthrough::PassthroughConfig;
 use vfscale::{ProcessApi, Vfs, VfsConfig};
 
-const NAMES: [&str; 6] = ["a", "b", "c", "d/a", "d/b", "e"];
+const NAMES: [&str; 7] = ["a", "b", "c", "d/a", "d/b", "d/a/c", "e"];
 
 fn rng(x: &mut u64) -> u64 {
     *x ^= *x << 13;
@@ -94,6 +94,8 @@ fn run(config: PassthroughConfig, rest: Duration) {
                 match rng(&mut x) % 9 {
                     0 => {
                         let _ = p.stat(path);
+                        // `..` through directories renamed meanwhile.
+                        let _ = p.stat(format!("{name}/../a/..").as_bytes());
                     }
                     1 => {
                         if let Ok(fd) = p.open(path, O_CREAT | O_RDWR, 0o644) {
@@ -178,7 +180,11 @@ fn run(config: PassthroughConfig, rest: Duration) {
                 assert_eq!(st.mode, m.mode(), "{n}");
                 assert_eq!(st.size, m.size() as i64, "{n}");
             }
-            (Err(_), Err(e)) => assert!(e == Errno::ENOENT || e == Errno::ENOTDIR, "{n}: {e:?}"),
+            // ELOOP: `d/a/c` under a symlink `d/a` to `a`.
+            (Err(_), Err(e)) => assert!(
+                matches!(e, Errno::ENOENT | Errno::ENOTDIR | Errno::ELOOP),
+                "{n}: {e:?}"
+            ),
             (w, g) => panic!("{n}: host {:?}, vfscale {:?}", w.map(|_| ()), g.map(|_| ())),
         }
     }
@@ -201,7 +207,15 @@ fn run(config: PassthroughConfig, rest: Duration) {
         assert_eq!(got, want, "listing of /{dir}");
     }
     p.exit();
-    vfs.drop_caches();
+    // Until a pass frees nothing: as Linux's, one drop_caches gives a
+    // referenced entry a second chance and stops once a pass frees at most
+    // one, so an entry used last (a renamed one the rename held) may
+    // outlive the first call. A leaked reference outlives them all.
+    for _ in 0..8 {
+        if vfs.drop_caches() == 0 {
+            break;
+        }
+    }
     let now = vfs.object_counts();
     assert_eq!(
         (now.dentries, now.inodes, now.files),

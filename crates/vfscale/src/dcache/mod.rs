@@ -575,16 +575,21 @@ impl VfsInner {
             key.bytes
         );
         let old_place = self.watchers.place_of(d);
-        {
+        let old_name = {
             let mut b = self.lock_bucket(d.parent_ptr(), (d.hash_len() >> 32) as u32);
             let removed = b.remove(d);
             debug_assert!(removed);
-        }
-        d.seq.write_begin();
-        // Release: pairs with the acquire in `parent_ptr`.
-        d.parent.store(new_parent as *mut Dentry, Ordering::Release);
-        let old_name = d.store_name(key);
-        d.seq.write_end();
+            // The new place is stored under the old chain's lock: the
+            // shrinker re-reads an unused dentry's place under the lock of
+            // the chain it read (`isolate_and_free`), so it sees the
+            // dentry in that chain or its new place.
+            d.seq.write_begin();
+            // Release: pairs with the acquire in `parent_ptr`.
+            d.parent.store(new_parent as *mut Dentry, Ordering::Release);
+            let old_name = d.store_name(key);
+            d.seq.write_end();
+            old_name
+        };
         let grow = {
             let mut b = self.lock_bucket(new_parent, key.hash);
             // SAFETY: `d` was just removed from its old chain, and its new
@@ -813,22 +818,32 @@ impl VfsInner {
     ) -> Isolated {
         // SAFETY: on the list, hence not freed (list invariant).
         let d = unsafe { &*p };
+        let (parent, hash) = (d.parent_ptr(), (d.hash_len() >> 32) as u32);
         let b = if force {
-            Some(self.lock_bucket(d.parent_ptr(), (d.hash_len() >> 32) as u32))
+            Some(self.lock_bucket(parent, hash))
         } else {
-            self.try_lock_bucket(d.parent_ptr(), (d.hash_len() >> 32) as u32)
+            self.try_lock_bucket(parent, hash)
         };
         let Some(b) = b else {
             return Isolated::Busy;
         };
+        // A backend's rename moves an unused dentry (pinned while it moves,
+        // unused before and after): one moved since we read its place is
+        // in another chain. `d_move` stores the new place under the old
+        // chain's lock, so under this lock a dentry still placed here is in
+        // this chain, or has not reached it yet and is pinned by its mover,
+        // whose pin fails the kill below.
+        if d.parent_ptr() != parent || (d.hash_len() >> 32) as u32 != hash {
+            return Isolated::Busy;
+        }
         l.remove(d);
         // Publishing: a racing last put must see D_ON_LRU cleared
         // (fastput.rs).
         if !d.is_hashed() || !d.refcount.try_kill_publishing() {
             return Isolated::InUse;
         }
-        // Hashed with an unchanged (parent, name), so it is in this chain
-        // (a dentry at count zero is not renamed). No watcher hears of it:
+        // Hashed, placed in this chain, and now dead: no mover can pin it,
+        // so it is in this chain (see above). No watcher hears of it:
         // dropping a cached name changes no name.
         unhash_from_chain(d, b);
         Isolated::Freed(self.free_dentry(p))

@@ -2,7 +2,10 @@
 //! (passthrough): vfscale checks its own rules (name checks, permissions
 //! with the caller's credentials, sticky directories, types), the backend
 //! makes the change on the host, and the affected cached names are dropped
-//! so that the next lookup asks the host ("write through, then forget").
+//! so that the next lookup asks the host ("write through, then forget") —
+//! except a rename, which moves the cached dentry to its new name as
+//! tmpfs's does (`..` and the paths of descriptors and cwds follow it),
+//! and forgets only when the cache no longer holds what the checks saw.
 //!
 //! Invariants:
 //! - nothing is changed in memory before the backend succeeded, so a host
@@ -16,7 +19,11 @@
 //!   from the host's state;
 //! - `forget_name` unhashes under the parent's exclusive directory lock, as
 //!   every name removal does; a dentry still in use (an open file, a cwd)
-//!   stays allocated for its holder, unreachable by name.
+//!   stays allocated for its holder, unreachable by name;
+//! - a rename's move takes tmpfs's locks in tmpfs's order (the
+//!   superblock's rename lock, both directory locks, the rename seqcount)
+//!   and holds references on both directories and the moved entries, so
+//!   no put under those locks is a last one.
 
 use super::Process;
 use crate::abi::*;
@@ -237,13 +244,110 @@ impl Process {
         if let (Some(v), false) = (victim, exchanged) {
             removed(v);
         }
-        self.vfs.forget_name(od, odir, &okey);
-        self.vfs.forget_name(nd, ndir, &nkey);
+        let names = CachedRename {
+            from: (od, odir, &okey),
+            to: (nd, ndir, &nkey),
+            moved: (osrc, oi),
+            target: (ndst, ni),
+            exchanged,
+        };
+        if !self.move_cached_names(sb, &names) {
+            self.vfs.forget_name(od, odir, &okey);
+            self.vfs.forget_name(nd, ndir, &nkey);
+        }
         let _ = sb.fs.refresh(sb, odir);
         if !core::ptr::eq(odir, ndir) {
             let _ = sb.fs.refresh(sb, ndir);
         }
         Ok(())
+    }
+}
+
+/// The cached names of a rename the backend made: each directory (dentry,
+/// inode, name), and the dentries and inodes the checks found at the old
+/// and the new name (the new one's inode null if it was free).
+struct CachedRename<'a, 'k> {
+    from: (*const Dentry, &'a Inode, &'a NameKey<'k>),
+    to: (*const Dentry, &'a Inode, &'a NameKey<'k>),
+    moved: (*const Dentry, &'a Inode),
+    target: (*const Dentry, *const Inode),
+    exchanged: bool,
+}
+
+impl Process {
+    /// After the backend renamed: moves the cached dentry to its new name
+    /// (an exchange swaps the two), as tmpfs's rename does, so a
+    /// descriptor or cwd of a moved directory finds its new parent through
+    /// `..` and its path reads the new one; a replaced or negative entry at
+    /// the new name is unhashed. False, with nothing changed, if the cache
+    /// no longer holds the names as the checks found them (a reclaim, a
+    /// revalidation or a host change dropped or replaced one meanwhile, or
+    /// the move would put a directory under itself in a cache the host
+    /// changed behind): the caller forgets both names instead.
+    ///
+    /// Locks as tmpfs's rename: the superblock's rename lock for two
+    /// directories, both directory locks, the rename seqcount. References
+    /// pin both directories and the moved entries, so no put under the
+    /// locks is a last one.
+    fn move_cached_names(&self, sb: &SuperBlock, n: &CachedRename<'_, '_>) -> bool {
+        let ((od, odir, okey), (nd, ndir, nkey)) = (n.from, n.to);
+        let _rename_lock = (od != nd).then(|| sb.rename_lock.lock());
+        let Ok((oidx, nidx)) = super::names::lock_rename_dirs(od, odir, nd, ndir) else {
+            return false;
+        };
+        let mut pinned: Vec<*const Dentry> = Vec::with_capacity(4);
+        let pin = |d: *const Dentry, pinned: &mut Vec<*const Dentry>| {
+            // SAFETY: the caller's guard keeps `d` allocated.
+            let ok = unsafe { &*d }.refcount.get();
+            if ok {
+                pinned.push(d);
+            }
+            ok
+        };
+        let src = self.vfs.lookup_exact(od, okey);
+        let dst = self.vfs.lookup_exact(nd, nkey);
+        // SAFETY (both): found under their bucket locks, allocated (guard).
+        let holds = |d: *const Dentry, inode: *const Inode| {
+            !d.is_null() && core::ptr::eq(unsafe { &*d }.inode_ptr(), inode)
+        };
+        let as_found = !oidx.is_dead()
+            && !nidx.as_ref().is_some_and(|n| n.is_dead())
+            && src == n.moved.0
+            && holds(src, n.moved.1)
+            && (!n.exchanged || (dst == n.target.0 && holds(dst, n.target.1)))
+            && (od == nd
+                || !(src == nd
+                    || super::names::is_ancestor(src, nd)
+                    || n.exchanged && (dst == od || super::names::is_ancestor(dst, od))))
+            && pin(od, &mut pinned)
+            && pin(nd, &mut pinned)
+            && pin(src, &mut pinned)
+            && (dst.is_null() || pin(dst, &mut pinned) || !n.exchanged);
+        let mut grow = None;
+        if as_found {
+            // A replaced or negative entry at the new name (one the
+            // shrinker is killing unhashes itself under its bucket lock).
+            if !n.exchanged && pinned.last() == Some(&dst) {
+                // SAFETY: pinned.
+                self.vfs.unhash(unsafe { &*dst });
+            }
+            let rename_guard = self.vfs.rename_seq_lock.lock();
+            self.vfs.rename_seq.write_begin();
+            if n.exchanged {
+                grow = self.move_dentry(dst, od, nd, okey);
+            }
+            grow = grow.or(self.move_dentry(src, nd, od, nkey));
+            self.vfs.rename_seq.write_end();
+            drop(rename_guard);
+        }
+        drop(nidx);
+        drop(oidx);
+        drop(_rename_lock);
+        self.vfs.grow_dcache(grow);
+        for d in pinned {
+            self.vfs.dput(d);
+        }
+        as_found
     }
 }
 

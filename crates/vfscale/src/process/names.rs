@@ -954,29 +954,7 @@ impl Process {
         // SAFETY: an inode's superblock outlives it.
         let sb = unsafe { &*odir.sb };
         let _rename_lock = (od != nd).then(|| sb.rename_lock.lock());
-        // Lock order: an ancestor before its descendant, else by address.
-        let (mut oidx, mut nidx) = if od == nd {
-            (odir.dir_index().ok_or(Errno::ENOTDIR)?.write(), None)
-        } else {
-            let o_first = if is_ancestor(od, nd) {
-                true
-            } else if is_ancestor(nd, od) {
-                false
-            } else {
-                (od as usize) < (nd as usize)
-            };
-            let (oi, ni) = (
-                odir.dir_index().ok_or(Errno::ENOTDIR)?,
-                ndir.dir_index().ok_or(Errno::ENOTDIR)?,
-            );
-            if o_first {
-                let a = oi.write();
-                (a, Some(ni.write()))
-            } else {
-                let b = ni.write();
-                (oi.write(), Some(b))
-            }
-        };
+        let (mut oidx, mut nidx) = lock_rename_dirs(od, odir, nd, ndir)?;
         // Each name is looked up in its directory, the old one first (and
         // whole: it must exist) as lookup_one_qstr_excl does: a removed
         // directory is ENOENT, then the name's length, ENAMETOOLONG.
@@ -1132,7 +1110,7 @@ impl Process {
     /// Moves dentry `d` from directory `from` to `to` under name `key`,
     /// moving its parent reference. Caller is inside the rename seqcount;
     /// `Some` asks it for `grow_dcache` once outside (see `d_move`).
-    fn move_dentry(
+    pub(super) fn move_dentry(
         &self,
         d: *const Dentry,
         to: *const Dentry,
@@ -1183,7 +1161,46 @@ impl Process {
 
 /// True if `a` is a proper ancestor of `b` (walks `b`'s parents; stable
 /// while the superblock's rename lock is held).
-fn is_ancestor(a: *const Dentry, b: *const Dentry) -> bool {
+/// The old and (when another directory) the new directory's lock.
+pub(super) type RenameDirLocks<'a> = (
+    RwLockWriteGuard<'a, DirIndex>,
+    Option<RwLockWriteGuard<'a, DirIndex>>,
+);
+
+/// The directory locks of a rename from `od` (inode `odir`) to `nd`
+/// (`ndir`), exclusively, in the lock order: an ancestor before its
+/// descendant, else by address; one lock when they are one directory.
+/// Caller holds the superblock's rename lock when they differ, so the
+/// ancestry it reads stays as it is.
+pub(super) fn lock_rename_dirs<'a>(
+    od: *const Dentry,
+    odir: &'a Inode,
+    nd: *const Dentry,
+    ndir: &'a Inode,
+) -> SysResult<RenameDirLocks<'a>> {
+    let oi = odir.dir_index().ok_or(Errno::ENOTDIR)?;
+    if od == nd {
+        return Ok((oi.write(), None));
+    }
+    let ni = ndir.dir_index().ok_or(Errno::ENOTDIR)?;
+    let o_first = if is_ancestor(od, nd) {
+        true
+    } else if is_ancestor(nd, od) {
+        false
+    } else {
+        (od as usize) < (nd as usize)
+    };
+    Ok(if o_first {
+        let a = oi.write();
+        (a, Some(ni.write()))
+    } else {
+        let b = ni.write();
+        (oi.write(), Some(b))
+    })
+}
+
+/// True if `a` is a proper ancestor of `b`.
+pub(super) fn is_ancestor(a: *const Dentry, b: *const Dentry) -> bool {
     let mut p = b;
     while !p.is_null() {
         // SAFETY: parents of a live dentry are referenced by it.
