@@ -265,10 +265,7 @@ fn compare_on_this_thread(steps: &[Step], backend: Backend) -> Result<(), TestCa
             (e, apply(&vprocs[p], &step.op, &mut vmaps[p]))
         };
         let (e, g) = (&e, &g);
-        if step_by_step(&step.op, e, g, &|op, e, g| {
-            same_modulo_readdir_order(op, e, g)
-                || (backend == Backend::Passthrough && passthrough_answer(op, e, g))
-        }) {
+        if step_by_step(&step.op, e, g, &same_modulo_readdir_order) {
             continue;
         }
         prop_assert_eq!(
@@ -360,22 +357,6 @@ fn removed_directory_open<P: ProcessApi>(p: &P, fds: &FdMap) -> bool {
         .iter()
         .any(|&fd| p.fstat(fd).is_ok_and(removed_dir))
         || p.stat(b".").is_ok_and(removed_dir)
-}
-
-/// A step's passthrough answer that differs from the kernel's as
-/// docs/COMPATIBILITY.md's passthrough rows say: the path of a descriptor
-/// or cwd below a name renamed through vfscale, which the cache forgot
-/// rather than moved (the old path, " (deleted)", getcwd ENOENT).
-fn passthrough_answer(op: &Op, kernel: &Outcome, vfscale: &Outcome) -> bool {
-    matches!(
-        (op, kernel, vfscale),
-        (Op::FdPath(_), Outcome::Data(_), Outcome::Data(_))
-            | (
-                Op::Getcwd,
-                Outcome::Data(_),
-                Outcome::Data(_) | Outcome::Err(Errno::ENOENT)
-            )
-    )
 }
 
 /// Operations whose passthrough answers differ from the host's by a

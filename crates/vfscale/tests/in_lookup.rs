@@ -82,7 +82,12 @@ impl Filesystem for GatedFs {
     fn dcache_is_authoritative(&self) -> bool {
         false
     }
-    fn lookup(&self, sb: &SuperBlock, dir: &Inode, name: &[u8]) -> SysResult<Option<*const Inode>> {
+    fn lookup(
+        &self,
+        sb: &SuperBlock,
+        dir: &Inode,
+        name: &[u8],
+    ) -> SysResult<Option<vfscale::fs::FoundInode>> {
         let mut s = self.gate.state.lock().unwrap();
         *s.calls.entry(name.to_vec()).or_default() += 1;
         if !name.starts_with(b"g") {

@@ -1465,3 +1465,65 @@ fn a_file_with_links_left_is_linked_through_its_descriptor() {
     assert_eq!(host_mode_and_owner(&host, "g").0, 0o600);
     p.close(fd).unwrap();
 }
+
+/// Two names of a host hard link are one vfscale inode (the identity map,
+/// session 24), as one inode on Linux: a change through one name shows
+/// through the other at once (the entries are trusted for an hour), one
+/// inode is live for both, and vfscale's unlink or rename of one name
+/// leaves the other reaching the file by its own name.
+#[test]
+fn host_hard_links_share_one_inode() {
+    let host = HostDir::new("hardlinks");
+    host.write("a", b"shared");
+    std::fs::hard_link(host.path().join("a"), host.path().join("b")).unwrap();
+    let vfs = mirror(&host, Duration::from_secs(3600));
+    let p = vfs.root_process();
+    let before = vfs.object_counts().inodes;
+    let (sa, sb) = (p.stat(b"/a").unwrap(), p.stat(b"/b").unwrap());
+    assert_eq!((sa.ino, sa.nlink), (sb.ino, 2));
+    assert_eq!(
+        vfs.object_counts().inodes,
+        before + 1,
+        "one inode, two names"
+    );
+    p.chmod(b"/a", 0o604).unwrap();
+    assert_eq!(p.stat(b"/b").unwrap().mode & 0o7777, 0o604);
+    // vfscale removes the name the inode was first found under: the
+    // other still reaches the file (its path calls take the other name).
+    p.unlink(b"/a").unwrap();
+    assert_eq!(p.stat(b"/b").unwrap().nlink, 1);
+    assert_eq!(read_path(&p, b"/b").unwrap(), b"shared");
+    p.chmod(b"/b", 0o640).unwrap();
+    assert_eq!(host_mode_and_owner(&host, "b").0 & 0o7777, 0o640);
+    // A rename of one name of two: both keep working, by their names.
+    std::fs::hard_link(host.path().join("b"), host.path().join("c")).unwrap();
+    assert_eq!(p.stat(b"/c").unwrap().ino, sa.ino);
+    p.rename(b"/b", b"/d").unwrap();
+    p.truncate(b"/c", 3).unwrap();
+    assert_eq!(read_path(&p, b"/d").unwrap(), b"sha");
+    p.unlink(b"/d").unwrap();
+    p.chmod(b"/c", 0o600).unwrap();
+    assert_eq!(host_mode_and_owner(&host, "c").0 & 0o7777, 0o600);
+    assert_eq!(read_path(&p, b"/c").unwrap(), b"sha");
+    p.unlink(b"/c").unwrap();
+    vfs.drop_caches();
+    assert_eq!(vfs.object_counts().inodes, before, "nothing left");
+}
+
+/// An O_TMPFILE file, once named, is the inode a lookup of the name finds:
+/// a change through its descriptor shows through the name at once.
+#[test]
+fn a_linked_o_tmpfile_file_is_the_inode_its_name_finds() {
+    let host = HostDir::new("tmpshare");
+    let vfs = mirror(&host, Duration::from_secs(3600));
+    let p = vfs.root_process();
+    let fd = p.open(b"/", O_TMPFILE | O_RDWR, 0o640).unwrap();
+    p.linkat(fd, b"", AT_FDCWD, b"/named", AT_EMPTY_PATH)
+        .unwrap();
+    assert_eq!(p.stat(b"/named").unwrap().mode & 0o7777, 0o640);
+    p.fchmod(fd, 0o604).unwrap();
+    assert_eq!(p.write(fd, b"late"), Ok(4));
+    let st = p.stat(b"/named").unwrap();
+    assert_eq!((st.mode & 0o7777, st.size), (0o604, 4));
+    p.close(fd).unwrap();
+}

@@ -1,4 +1,4 @@
-//! Passthrough under concurrency: vfscale threads create, remove, rename,
+//! Passthrough under concurrency: vfscale threads create, link, remove, rename,
 //! stat (also through `..`), read and list a small set of names while a
 //! host thread changes the same names behind vfscale's back and another
 //! drops the caches, with TTL 0 (every use revalidates). Any errno is allowed during the race
@@ -91,7 +91,7 @@ fn run(config: PassthroughConfig, rest: Duration) {
                 let name = format!("/{}", NAMES[(rng(&mut x) % NAMES.len() as u64) as usize]);
                 let other = format!("/{}", NAMES[(rng(&mut x) % NAMES.len() as u64) as usize]);
                 let path = name.as_bytes();
-                match rng(&mut x) % 9 {
+                match rng(&mut x) % 10 {
                     0 => {
                         let _ = p.stat(path);
                         // `..` through directories renamed meanwhile.
@@ -123,6 +123,10 @@ fn run(config: PassthroughConfig, rest: Duration) {
                     }
                     7 => {
                         let _ = p.chmod(path, 0o600 | (rng(&mut x) as u32 & 0o077));
+                    }
+                    8 => {
+                        // Host hard links: one shared inode (the identity map).
+                        let _ = p.link(path, other.as_bytes());
                     }
                     _ => {
                         let _ = p.symlink(b"a", path);
@@ -179,6 +183,7 @@ fn run(config: PassthroughConfig, rest: Duration) {
                 assert_eq!(st.ino, m.ino(), "{n}");
                 assert_eq!(st.mode, m.mode(), "{n}");
                 assert_eq!(st.size, m.size() as i64, "{n}");
+                assert_eq!(st.nlink, m.nlink() as u32, "{n}");
             }
             // ELOOP: `d/a/c` under a symlink `d/a` to `a`.
             (Err(_), Err(e)) => assert!(

@@ -219,7 +219,8 @@ impl VfsInner {
             return Ok(found);
         }
         if sb.fs.dcache_is_authoritative() {
-            let d = self.cache_lookup_answer(sb, parent, key, core::ptr::null(), 0)?;
+            let no_inode = crate::fs::FoundInode::fresh(core::ptr::null());
+            let d = self.cache_lookup_answer(sb, parent, key, no_inode, 0)?;
             // SAFETY: see `cache_lookup_answer`.
             let seq = unsafe { &*d }.seq.read_begin();
             drop(locked);
@@ -249,16 +250,18 @@ impl VfsInner {
             // The answer's time is taken before asking: it describes the
             // backend at some moment after this (`Filesystem::dir_vouches`).
             let asked_at = precise_monotonic_ns();
-            let inode = match sb.fs.lookup(sb, dir, key.bytes) {
-                Ok(i) => i.unwrap_or(core::ptr::null()),
+            let found = match sb.fs.lookup(sb, dir, key.bytes) {
+                Ok(Some(f)) => f,
                 // ENOENT is an answer ("no such name"): cache it negative.
-                Err(crate::abi::Errno::ENOENT) => core::ptr::null(),
+                Ok(None) | Err(crate::abi::Errno::ENOENT) => {
+                    crate::fs::FoundInode::fresh(core::ptr::null())
+                }
                 Err(e) => {
                     leader.complete(in_lookup::Outcome::Failed(e));
                     return Err(e);
                 }
             };
-            let d = match self.cache_lookup_answer(sb, parent, key, inode, asked_at) {
+            let d = match self.cache_lookup_answer(sb, parent, key, found, asked_at) {
                 Ok(d) => d,
                 Err(e) => {
                     leader.complete(in_lookup::Outcome::Failed(e));
@@ -287,25 +290,26 @@ impl VfsInner {
         (!found.is_null()).then(|| (found, unsafe { &*found }.seq.read_begin()))
     }
 
-    /// Caches a lookup's answer (`inode` null: negative), obtained from a
-    /// backend asked at `asked_at` (`precise_monotonic_ns`), as a fresh
-    /// unused dentry and returns it; if one appeared meanwhile, drops the
-    /// backend's inode and returns that one. Caller holds the directory
-    /// lock shared and an epoch guard: the returned dentry is hashed and
-    /// cannot be moved or removed except by the shrinker, which the guard
-    /// covers.
+    /// Caches a lookup's answer (`found.inode` null: negative), obtained
+    /// from a backend asked at `asked_at` (`precise_monotonic_ns`), as a
+    /// fresh unused dentry and returns it; if one appeared meanwhile, drops
+    /// the backend's inode reference and returns that one. Caller holds the
+    /// directory lock shared and an epoch guard: the returned dentry is
+    /// hashed and cannot be moved or removed except by the shrinker, which
+    /// the guard covers.
     fn cache_lookup_answer(
         &self,
         sb: &SuperBlock,
         parent: *const Dentry,
         key: &NameKey<'_>,
-        inode: *const Inode,
+        found: crate::fs::FoundInode,
         asked_at: u64,
     ) -> crate::abi::SysResult<*const Dentry> {
-        if !inode.is_null() {
+        let inode = found.inode;
+        if !inode.is_null() && found.fresh {
             // The admission below then makes room for it and the dentry
             // together.
-            // SAFETY: `Filesystem::lookup` returns a fresh inode.
+            // SAFETY: a fresh inode is the backend's and ours alone.
             unsafe { self.adopt_backend_inode(inode) };
         }
         // A new dentry is charged to the caller's group: make room first
@@ -336,7 +340,7 @@ impl VfsInner {
             // A fresh dentry at count zero: cached, reclaimable.
             self.lru_add(sb, d);
         } else if !inode.is_null() {
-            // Lost a race with another miss: drop the backend's inode.
+            // Lost a race with another miss: drop the backend's reference.
             self.iput(inode);
         }
         Ok(d)

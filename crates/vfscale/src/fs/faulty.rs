@@ -182,7 +182,12 @@ impl<F: Filesystem> Filesystem for FaultyFs<F> {
         false
     }
 
-    fn lookup(&self, sb: &SuperBlock, dir: &Inode, name: &[u8]) -> SysResult<Option<*const Inode>> {
+    fn lookup(
+        &self,
+        sb: &SuperBlock,
+        dir: &Inode,
+        name: &[u8],
+    ) -> SysResult<Option<super::FoundInode>> {
         if let Some(e) = self.control.decide(CallKind::Lookup) {
             return Err(e);
         }

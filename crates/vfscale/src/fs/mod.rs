@@ -47,10 +47,12 @@ pub trait Filesystem: Send + Sync {
     fn dcache_is_authoritative(&self) -> bool;
 
     /// Looks up a name the dcache does not hold. `Ok(None)`: no such name.
-    /// A found inode is fresh (one reference, the caller's, not reachable by
-    /// anyone else): the core counts it and charges it to the caller's
-    /// memory group before publishing it.
-    fn lookup(&self, sb: &SuperBlock, dir: &Inode, name: &[u8]) -> SysResult<Option<*const Inode>>;
+    /// The found inode comes with one reference, the caller's: a fresh one
+    /// (not reachable by anyone else) the core counts and charges to the
+    /// caller's memory group before publishing it; a shared one (another
+    /// name's inode: a host hard link) was counted and charged when it was
+    /// made.
+    fn lookup(&self, sb: &SuperBlock, dir: &Inode, name: &[u8]) -> SysResult<Option<FoundInode>>;
 
     // ---- backend-served instances (passthrough). tmpfs keeps the
     // defaults: its data and listings live in memory and the core never
@@ -101,10 +103,10 @@ pub trait Filesystem: Send + Sync {
     }
 
     /// After the backend's `rename` or `unlink` succeeded through vfscale:
-    /// each `(inode, now)` says where an inode's name went — `Some((dir,
-    /// name))`, or `None` when it has no name any more (unlinked, removed,
-    /// replaced by a rename). All of one call's moves happened at once
-    /// (RENAME_EXCHANGE swaps two).
+    /// each `(inode, from, to)` says where one name of an inode went —
+    /// `Some((dir, name))`, or `None` when that name is gone (unlinked,
+    /// removed, replaced by a rename). All of one call's moves happened at
+    /// once (RENAME_EXCHANGE swaps two).
     fn names_moved(&self, _sb: &SuperBlock, _moves: &[NameMove<'_>]) {}
 
     /// The core is freeing `inode` (backend-served instances only).
@@ -294,9 +296,31 @@ pub trait Filesystem: Send + Sync {
     }
 }
 
-/// Where a rename or unlink left an inode's name (`Filesystem::names_moved`):
-/// its new directory and name, or None when it has none.
-pub type NameMove<'a> = (&'a Inode, Option<(&'a Inode, &'a [u8])>);
+/// An inode `Filesystem::lookup` found, with one reference for the caller.
+#[derive(Clone, Copy, Debug)]
+pub struct FoundInode {
+    pub inode: *const Inode,
+    /// Made by this lookup (the core counts and charges it), rather than
+    /// another name's inode with a new reference.
+    pub fresh: bool,
+}
+
+impl FoundInode {
+    /// A fresh inode (see `Filesystem::lookup`).
+    pub fn fresh(inode: *const Inode) -> FoundInode {
+        FoundInode { inode, fresh: true }
+    }
+}
+
+/// Where a rename or unlink moved one name of an inode
+/// (`Filesystem::names_moved`): the inode, the name's old directory and
+/// name, and its new ones, or None when the name was removed (the inode
+/// may keep other names: host hard links).
+pub type NameMove<'a> = (
+    &'a Inode,
+    (&'a Inode, &'a [u8]),
+    Option<(&'a Inode, &'a [u8])>,
+);
 
 /// An attribute change handed to a backend (`Filesystem::setattr`).
 #[derive(Clone, Copy, Debug, Default)]

@@ -383,9 +383,9 @@ fn pseudo_fs_magic(fmode: u32) -> Option<i64> {
 
 /// fstat of a backend-served file: its attributes are re-read from the
 /// backend once its entry is older than the instance's TTL, as a walk
-/// would revalidate them, since changes made through another name (a host
-/// hard link is two vfscale inodes) or on the host reach this inode no
-/// other way. The entry's time is left alone: a refresh through the file
+/// would revalidate them, since changes made on the host (or through a
+/// host hard link's name that the identity map could not tie to this
+/// inode) reach it no other way. The entry's time is left alone: a refresh through the file
 /// says nothing about its name. A failed refresh (the file gone from its
 /// path, with no held host file) leaves the cached attributes.
 #[cold]

@@ -192,7 +192,7 @@ impl Process {
             self.forget_after_error(e, &[(dir_d, dir, &key)]);
             return Err(e);
         }
-        sb.fs.names_moved(sb, &[(vi, None)]);
+        sb.fs.names_moved(sb, &[(vi, (dir, name), None)]);
         removed(vi);
         self.vfs.forget_name(dir_d, dir, &key);
         let _ = sb.fs.refresh(sb, dir);
@@ -236,9 +236,9 @@ impl Process {
         // SAFETY: the guard keeps the victim allocated.
         let victim = unsafe { ni.as_ref() };
         let exchanged = flags & crate::abi::RENAME_EXCHANGE != 0;
-        let mut moves = vec![(oi, Some((ndir, new_name)))];
+        let mut moves = vec![(oi, (odir, old_name), Some((ndir, new_name)))];
         if let Some(v) = victim {
-            moves.push((v, exchanged.then_some((odir, old_name))));
+            moves.push((v, (ndir, new_name), exchanged.then_some((odir, old_name))));
         }
         sb.fs.names_moved(sb, &moves);
         if let (Some(v), false) = (victim, exchanged) {

@@ -44,17 +44,17 @@
 //!   is added when the inode is made and removed by `evict` when the core
 //!   frees it, under the shard mutex; no host call is made under a shard
 //!   mutex (a cached listing is served through an `Arc` taken under it);
-//! - inodes handed to the core carry one reference, are counted against
-//!   the instance's inode and block limits like tmpfs inodes (the core's
-//!   `iput` releases both), and are never shared between dentries (a host
-//!   hard link seen under two names is two vfscale inodes with the same
-//!   number).
+//! - inodes handed to the core carry one reference; a fresh one is counted
+//!   against the instance's inode and block limits like tmpfs inodes (the
+//!   core's `iput` releases both); a non-directory already live for the
+//!   same host file (another name of a host hard link) is shared instead,
+//!   through the identity map `ids` (its rules are at the field).
 
 pub mod dirs;
 pub mod host;
 mod listing;
 
-use super::{AttrChange, Filesystem, NameMove, SuperBlock, XattrCall};
+use super::{AttrChange, Filesystem, FoundInode, NameMove, SuperBlock, XattrCall};
 use crate::abi::*;
 use crate::dir::index::DirIndex;
 use crate::inode::{Inode, InodeBody};
@@ -112,11 +112,21 @@ const SHARDS: usize = 16;
 /// (`Filesystem::open`); after them, it holds nothing.
 const HOLD_ATTEMPTS: usize = 4;
 
+/// Other names a non-directory was found under, at most this many (the
+/// oldest is forgotten first: its file stays reachable by the others).
+const MAX_OTHER_PATHS: usize = 8;
+
 /// What the backend keeps per live inode.
 struct Node {
     /// Host path relative to the root ("" for the root), kept current by
     /// vfscale's own renames (`names_moved`).
     path: Box<[u8]>,
+    /// A non-directory's other names as found by lookups (host hard links
+    /// share one inode: `ids`), kept current as `path` is; one takes
+    /// `path`'s place when vfscale removes that name.
+    others: Vec<Box<[u8]>>,
+    /// A non-directory's host identity (st_dev, st_ino): its key in `ids`.
+    host_id: Option<(u64, u64)>,
     /// Its name was removed through vfscale (unlinked, or replaced by a
     /// rename), or it never had one (O_TMPFILE, until `link`): host calls
     /// by path are ESTALE, never made by its old path, which may name
@@ -204,9 +214,14 @@ struct PlannedMove {
 /// Live inodes, by inode address.
 type NodeShard = Mutex<HashMap<usize, Node, BuildHasherDefault<AddrHasher>>>;
 
-/// Hashes an inode address with one multiply (the default SipHash cost
-/// ~150 instructions per map operation, three of which a cold lookup
-/// makes): addresses are not chosen by an adversary.
+/// Live non-directory inodes by host identity (st_dev, st_ino) → inode
+/// address.
+type IdShard = Mutex<HashMap<(u64, u64), usize, BuildHasherDefault<AddrHasher>>>;
+
+/// Hashes an inode address, or a host identity, with a multiply per word
+/// (the default SipHash costs ~150 instructions per map operation, four
+/// of which a cold lookup makes): addresses are not chosen by an
+/// adversary, nor are the numbers a host filesystem gives its files.
 #[derive(Default)]
 struct AddrHasher(u64);
 
@@ -225,6 +240,10 @@ impl Hasher for AddrHasher {
         // Inodes are 64-byte aligned: the low bits carry nothing.
         self.0 = ((addr as u64) >> 6).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     }
+
+    fn write_u64(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(23) ^ word).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
 }
 
 /// Where a name's directory is open: the root fd, or a cached (or, with
@@ -241,6 +260,15 @@ pub struct Passthrough {
     ttl_ns: u64,
     root_dev: std::sync::atomic::AtomicU64,
     nodes: Box<[NodeShard]>,
+    /// The identity map: a lookup that finds a host file vfscale already
+    /// has an inode for (another name of a host hard link) shares it, as
+    /// Linux's icache does. An entry is added with its inode and removed by
+    /// `evict` (only its own: a dying inode's entry may have been taken
+    /// over by a fresh one), before the core retires the inode, so an
+    /// inode found under the shard lock is allocated; it is shared only if
+    /// `RefCount::get` succeeds there. Lock order: an id shard, then a
+    /// node shard. Directories are not in it (one name each).
+    ids: Box<[IdShard]>,
     /// Directories holding an fd (bound and eviction order; dirs.rs).
     ring: Mutex<FdRing>,
     /// Host calls and fds held (`HostRoot`'s, shared).
@@ -263,6 +291,9 @@ impl Passthrough {
             config,
             root_dev: std::sync::atomic::AtomicU64::new(st.st_dev),
             nodes: (0..SHARDS)
+                .map(|_| Mutex::new(HashMap::default()))
+                .collect(),
+            ids: (0..SHARDS)
                 .map(|_| Mutex::new(HashMap::default()))
                 .collect(),
             ring: Mutex::new(FdRing::new()),
@@ -484,7 +515,7 @@ impl Passthrough {
         rel: Box<[u8]>,
         st: &libc::stat,
         start: (u64, i64),
-    ) -> SysResult<*const Inode> {
+    ) -> SysResult<FoundInode> {
         let ty = st.st_mode & libc::S_IFMT;
         let body = match ty {
             libc::S_IFDIR => InodeBody::Directory(RwLock::new(DirIndex::new())),
@@ -492,22 +523,64 @@ impl Passthrough {
             libc::S_IFLNK => InodeBody::Symlink(self.host.readlink_at(self.raw(at), name)?.into()),
             _ => InodeBody::Special,
         };
-        let dir = (ty == libc::S_IFDIR).then(|| {
+        if ty == libc::S_IFDIR {
             let mut ds = Box::new(DirState::new());
             ds.observe(st, observed(start));
-            ds
-        });
-        self.adopt(
-            sb,
-            st,
-            body,
-            Node {
-                path: rel,
-                dir,
-                gone: false,
-                data: None,
-            },
-        )
+            let node = Node::named(rel, Some(ds), None);
+            return self.adopt(sb, st, body, node).map(FoundInode::fresh);
+        }
+        let id = (st.st_dev, st.st_ino);
+        let mut ids = self.id_shard(id).lock();
+        if let Some(found) = self.share(&ids, id, st, &rel) {
+            drop(ids);
+            // SAFETY: `share` took a reference.
+            copy_attrs(unsafe { &*found }, st);
+            return Ok(FoundInode {
+                inode: found,
+                fresh: false,
+            });
+        }
+        let p = self.adopt(sb, st, body, Node::named(rel, None, Some(id)))?;
+        ids.insert(id, p as usize);
+        Ok(FoundInode::fresh(p))
+    }
+
+    fn id_shard(&self, (dev, ino): (u64, u64)) -> &IdShard {
+        &self.ids[(ino ^ dev) as usize & (SHARDS - 1)]
+    }
+
+    /// The live inode of host file `id` (stat `st`, just found at `rel`),
+    /// with a new reference, if it may serve this name too: the same type,
+    /// alive, and either holding its host file (which keeps the number
+    /// from being recycled) or still named (a node whose last known name
+    /// vfscale removed and that holds nothing may be a recycled number's
+    /// predecessor: a fresh inode is made instead). Learns `rel` as one of
+    /// its names. Caller holds `id`'s shard (`ids`).
+    fn share(
+        &self,
+        ids: &HashMap<(u64, u64), usize, BuildHasherDefault<AddrHasher>>,
+        id: (u64, u64),
+        st: &libc::stat,
+        rel: &[u8],
+    ) -> Option<*const Inode> {
+        let &addr = ids.get(&id)?;
+        let p = addr as *const Inode;
+        // SAFETY: an entry leaves `ids` (under this shard lock, which the
+        // caller holds) before the core retires its inode (`evict`).
+        let inode = unsafe { &*p };
+        if inode.file_type() != st.st_mode & libc::S_IFMT {
+            return None;
+        }
+        let mut shard = self.shard_at(addr).lock();
+        let node = shard.get_mut(&addr)?;
+        if node.gone && node.data.is_none() {
+            return None;
+        }
+        if !inode.refcount.get() {
+            return None;
+        }
+        node.learn_path(rel);
+        Some(p)
     }
 
     /// A fresh inode (one reference, reserved in the instance) mirroring
@@ -537,6 +610,70 @@ impl Passthrough {
         copy_attrs(i, st);
         self.shard(i).lock().insert(p as usize, node);
         Ok(p)
+    }
+}
+
+impl Node {
+    /// A named inode's node.
+    fn named(path: Box<[u8]>, dir: Option<Box<DirState>>, host_id: Option<(u64, u64)>) -> Node {
+        Node {
+            path,
+            others: Vec::new(),
+            host_id,
+            gone: false,
+            dir,
+            data: None,
+        }
+    }
+
+    /// Every host path the node knows.
+    fn paths_mut(&mut self) -> impl Iterator<Item = &mut Box<[u8]>> {
+        core::iter::once(&mut self.path).chain(self.others.iter_mut())
+    }
+
+    /// A lookup found the node's file at `rel`.
+    fn learn_path(&mut self, rel: &[u8]) {
+        if self.gone {
+            self.path = rel.into();
+            self.gone = false;
+        } else if *self.path != *rel && !self.others.iter().any(|o| **o == *rel) {
+            if self.others.len() == MAX_OTHER_PATHS {
+                self.others.remove(0);
+            }
+            self.others.push(rel.into());
+        }
+    }
+
+    /// vfscale moved the node's name `old` to `new` (None: removed it).
+    fn move_path(&mut self, old: &[u8], new: Option<&[u8]>) {
+        if self.host_id.is_none() {
+            // A directory (or an unmapped inode): its one name.
+            match new {
+                Some(n) => self.path = n.into(),
+                None => self.gone = true,
+            }
+            return;
+        }
+        let at = if !self.gone && *self.path == *old {
+            Some(None)
+        } else {
+            self.others.iter().position(|o| **o == *old).map(Some)
+        };
+        match (at, new) {
+            (Some(None), Some(n)) => self.path = n.into(),
+            (Some(Some(i)), Some(n)) => self.others[i] = n.into(),
+            (Some(None), None) => match self.others.pop() {
+                Some(o) => self.path = o,
+                None => self.gone = true,
+            },
+            (Some(Some(i)), None) => {
+                self.others.remove(i);
+            }
+            // A name the node did not know (forgotten past
+            // `MAX_OTHER_PATHS`, or the node's last one had gone).
+            (None, Some(n)) => self.learn_path(n),
+            (None, None) => {}
+        }
     }
 }
 
@@ -783,7 +920,7 @@ impl Filesystem for Passthrough {
         false
     }
 
-    fn lookup(&self, sb: &SuperBlock, dir: &Inode, name: &[u8]) -> SysResult<Option<*const Inode>> {
+    fn lookup(&self, sb: &SuperBlock, dir: &Inode, name: &[u8]) -> SysResult<Option<FoundInode>> {
         // One monotonic reading serves the fd's TTL check and as the time
         // before the stat (an earlier "before" only makes the stamp's
         // `stamp_at` more conservative): a miss reads two clocks, not four.
@@ -803,15 +940,9 @@ impl Filesystem for Passthrough {
             copy_attrs(root, &st);
             ds.observe(&st, observed(start));
         }
-        self.shard(root).lock().insert(
-            addr_of(root),
-            Node {
-                path: Box::default(),
-                dir: Some(ds),
-                gone: false,
-                data: None,
-            },
-        );
+        self.shard(root)
+            .lock()
+            .insert(addr_of(root), Node::named(Box::default(), Some(ds), None));
     }
 
     fn backend_served(&self) -> bool {
@@ -908,20 +1039,21 @@ impl Filesystem for Passthrough {
 
     fn names_moved(&self, _sb: &SuperBlock, moves: &[NameMove<'_>]) {
         // Every old and new path first: the moves happened at once.
+        let path_in = |(dir, name): (&Inode, &[u8])| {
+            self.path_of(dir).and_then(|d| host::join(&d, name)).ok()
+        };
         let plan: Vec<PlannedMove> = moves
             .iter()
-            .filter_map(|&(inode, to)| {
+            .filter_map(|&(inode, from, to)| {
                 Some(PlannedMove {
                     addr: addr_of(inode),
-                    old: self.path_of(inode).ok()?,
-                    new: to.and_then(|(dir, name)| {
-                        self.path_of(dir).and_then(|d| host::join(&d, name)).ok()
-                    }),
+                    old: path_in(from)?,
+                    new: to.and_then(path_in),
                     is_dir: inode.is_dir(),
                 })
             })
             .collect();
-        for &(inode, to) in moves {
+        for &(inode, _, to) in moves {
             if to.is_none() {
                 // The host dropped a link (a directory: its last): what an
                 // open descriptor's fstat shows, as Linux's drop_nlink.
@@ -939,36 +1071,35 @@ impl Filesystem for Passthrough {
             // Relaxed: see `dir_at` (cached directory fds re-open).
             self.rename_epoch.fetch_add(1, Ordering::Relaxed);
         }
-        let settle = |node: &mut Node, new: &Option<Box<[u8]>>, keep: &[u8]| match new {
-            Some(n) => node.path = [&n[..], keep].concat().into(),
-            None => node.gone = true,
-        };
         if !plan.iter().any(|m| m.is_dir && m.new.is_some()) {
             // Files, and removed (empty) directories: their own nodes only.
             for m in &plan {
                 if let Some(node) = self.shard_at(m.addr).lock().get_mut(&m.addr) {
-                    settle(node, &m.new, b"");
+                    node.move_path(&m.old, m.new.as_deref());
                 }
             }
             return;
         }
         // A directory moved: its cached descendants' paths move with it
-        // (a scan of the live nodes, for directory renames only).
+        // (a scan of the live nodes, for directory renames only). Each path
+        // follows the first move it was under (an exchange's two moves
+        // must not both apply).
+        let under = |p: &[u8], dir: &[u8]| {
+            p.len() > dir.len() && p.starts_with(dir) && p[dir.len()] == b'/'
+        };
         for shard in self.nodes.iter() {
             for (addr, node) in shard.lock().iter_mut() {
-                for m in &plan {
-                    if *addr == m.addr {
-                        settle(node, &m.new, b"");
-                        break;
-                    }
-                    if m.is_dir
-                        && node.path.len() > m.old.len()
-                        && node.path.starts_with(&m.old)
-                        && node.path[m.old.len()] == b'/'
+                if let Some(m) = plan.iter().find(|m| m.addr == *addr) {
+                    node.move_path(&m.old, m.new.as_deref());
+                    continue;
+                }
+                for p in node.paths_mut() {
+                    let moved = plan.iter().find(|m| m.is_dir && under(p, &m.old));
+                    if let Some(PlannedMove {
+                        old, new: Some(n), ..
+                    }) = moved
                     {
-                        let keep: Box<[u8]> = node.path[m.old.len()..].into();
-                        settle(node, &m.new, &keep);
-                        break;
+                        *p = [&n[..], &p[old.len()..]].concat().into();
                     }
                 }
             }
@@ -977,9 +1108,16 @@ impl Filesystem for Passthrough {
 
     fn evict(&self, inode: &Inode) {
         // The node (with its listing) is dropped after the shard unlocks.
-        let Some(node) = self.shard(inode).lock().remove(&addr_of(inode)) else {
+        let addr = addr_of(inode);
+        let Some(node) = self.shard(inode).lock().remove(&addr) else {
             return;
         };
+        if let Some(id) = node.host_id {
+            let mut ids = self.id_shard(id).lock();
+            if ids.get(&id) == Some(&addr) {
+                ids.remove(&id);
+            }
+        }
         if node.data.is_some() {
             // Not reached while the core keeps its rule (every held file
             // is released before its inode goes); counted if it ever is.
@@ -1296,6 +1434,8 @@ impl Filesystem for Passthrough {
                 // No name on the host (yet): path calls are ESTALE, data
                 // calls go to the held file.
                 path: Box::default(),
+                others: Vec::new(),
+                host_id: Some((st.st_dev, st.st_ino)),
                 gone: true,
                 dir: None,
                 data: Some(DataFd {
@@ -1305,6 +1445,10 @@ impl Filesystem for Passthrough {
                 }),
             },
         )?;
+        // Its name, once linked, finds it (the held file keeps the number).
+        self.id_shard((st.st_dev, st.st_ino))
+            .lock()
+            .insert((st.st_dev, st.st_ino), inode as usize);
         // Counted once kept (a refused reservation closed it).
         self.stats.data_fds_add(1);
         Ok(inode)
@@ -1322,8 +1466,7 @@ impl Filesystem for Passthrough {
                     let path = self.path_of(dir).and_then(|d| host::join(&d, name));
                     if let Some(node) = self.shard(inode).lock().get_mut(&addr_of(inode)) {
                         if let Ok(path) = path {
-                            node.path = path;
-                            node.gone = false;
+                            node.learn_path(&path);
                         }
                     }
                 }),

@@ -24,7 +24,7 @@ impl Filesystem for Tmpfs {
         _sb: &SuperBlock,
         _dir: &Inode,
         _name: &[u8],
-    ) -> SysResult<Option<*const Inode>> {
+    ) -> SysResult<Option<super::FoundInode>> {
         Ok(None)
     }
 }
