@@ -1410,7 +1410,7 @@ fn an_o_tmpfile_file_is_named_without_cap_dac_read_search() {
 fn copy_file_range_copies_between_passthrough_files() {
     let host = HostDir::new("copyrange");
     host.write("src", b"0123456789");
-    let (vfs, _stats) = mirror_counted(&host);
+    let (vfs, stats) = mirror_counted(&host);
     let p = vfs.root_process();
     let src = p.open(b"/src", O_RDONLY, 0).unwrap();
     let dst = p.open(b"/dst", O_CREAT | O_WRONLY, 0o644).unwrap();
@@ -1432,6 +1432,28 @@ fn copy_file_range_copies_between_passthrough_files() {
     assert_eq!(host.read("dst"), b"234589abc");
     assert_eq!(p.fstat(dst).unwrap().size, 9);
     assert_eq!(p.lseek(dst, 0, SEEK_CUR), Ok(4));
+    // The host made both copies (its copy_file_range: a reflink or a
+    // server-side copy where the host has them).
+    assert_eq!(stats.copies(), 2);
+    // A set-user-ID destination loses the bit when a caller without
+    // CAP_FSETID copies into it, as on a write (the host, as root, would
+    // keep it).
+    p.chmod(b"/dst", 0o4777).unwrap();
+    p.chmod(b"/src", 0o644).unwrap();
+    let user = vfs.process(vfscale::Cred::user(1000, 1000, &[]));
+    let (usrc, udst) = (
+        user.open(b"/src", O_RDONLY, 0).unwrap(),
+        user.open(b"/dst", O_WRONLY, 0).unwrap(),
+    );
+    let (mut oi, mut oo) = (0i64, 0i64);
+    assert_eq!(
+        user.copy_file_range(usrc, Some(&mut oi), udst, Some(&mut oo), 1, 0),
+        Ok(1)
+    );
+    assert_eq!(host_mode_and_owner(&host, "dst").0 & 0o7777, 0o777);
+    assert_eq!(user.fstat(udst).unwrap().mode & 0o7777, 0o777);
+    assert_eq!(stats.copies(), 3);
+    user.exit();
     // Overlapping ranges of one file: EINVAL, as Linux.
     let rw = p.open(b"/src", O_RDWR, 0).unwrap();
     let (mut a, mut b) = (0i64, 2i64);

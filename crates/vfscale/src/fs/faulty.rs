@@ -268,6 +268,19 @@ impl<F: Filesystem> Filesystem for FaultyFs<F> {
         self.inner.write(sb, inode, pos, buf)
     }
 
+    fn copy_range(
+        &self,
+        sb: &SuperBlock,
+        from: (&Inode, u64),
+        to: (&Inode, u64),
+        len: usize,
+    ) -> SysResult<Option<usize>> {
+        if let Some(e) = self.control.decide(CallKind::Write) {
+            return Err(e);
+        }
+        self.inner.copy_range(sb, from, to, len)
+    }
+
     fn truncate(&self, sb: &SuperBlock, inode: &Inode, len: u64) -> SysResult<()> {
         if let Some(e) = self.control.decide(CallKind::Truncate) {
             return Err(e);

@@ -148,6 +148,22 @@ pub trait Filesystem: Send + Sync {
         Err(Errno::EINVAL)
     }
 
+    /// copy_file_range of up to `len` bytes from `from` at `from_pos` to
+    /// `to` at `to_pos` (two regular files of the instance, the ranges
+    /// checked by the core) by the backend's own means: a host's
+    /// copy_file_range (reflinks, server-side copies). `Ok(None)`: it has
+    /// none for these files, and the core copies through `read` and
+    /// `write`. Fewer bytes is a short copy, as the syscall's.
+    fn copy_range(
+        &self,
+        _sb: &SuperBlock,
+        _from: (&Inode, u64),
+        _to: (&Inode, u64),
+        _len: usize,
+    ) -> SysResult<Option<usize>> {
+        Ok(None)
+    }
+
     /// fallocate(2) of the backend's file, after the VFS's checks
     /// (vfs_fallocate's), refreshing the cached attributes.
     fn fallocate(

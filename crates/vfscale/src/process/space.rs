@@ -2,9 +2,10 @@
 //!
 //! fallocate takes the inode's data lock exclusively (like a write), then
 //! publishes size, blocks and times under the attribute seqcount.
-//! copy_file_range is a loop of positional reads and writes through the
-//! same code as pread/pwrite, so it keeps their locking and space
-//! accounting.
+//! copy_file_range is the backend's own copy where it has one (passthrough:
+//! the host's copy_file_range), else a loop of positional reads and writes
+//! through the same code as pread/pwrite, so it keeps their locking and
+//! space accounting.
 
 use super::Process;
 use crate::abi::*;
@@ -195,9 +196,10 @@ impl Process {
         }
         // tmpfs has no copy_file_range of its own: another instance is
         // EXDEV (callers fall back to read and write, as for copies between
-        // filesystems). Within one backend-served instance the copy below
-        // reads and writes through the backend (passthrough: the held host
-        // files), from the source's size as its fstat would show it.
+        // filesystems). Within one backend-served instance the backend
+        // copies (passthrough: the host's copy_file_range) or the core
+        // reads and writes through it, from the source's size as its fstat
+        // would show it.
         // SAFETY: an inode's superblock outlives it.
         let (sb_in, sb_out) = unsafe { (&*i.inode().sb, &*o.inode().sb) };
         if !std::ptr::eq(sb_in, sb_out) {
@@ -253,6 +255,57 @@ impl Process {
         if len == 0 {
             return Ok(0);
         }
+        let done = match self.copy_by_backend(i, pi, o, po, len)? {
+            Some(done) => done,
+            None => self.copy_through_buffer(i, start_in, o, start_out, len)?,
+        };
+        match off_in {
+            Some(p) => *p += done as i64,
+            None => *i.pos.lock() += done as u64,
+        }
+        match off_out {
+            Some(p) => *p += done as i64,
+            None => *o.pos.lock() += done as u64,
+        }
+        Ok(done)
+    }
+
+    /// The backend's own copy (`Filesystem::copy_range`), if it has one for
+    /// these files; the destination loses set-user-ID and set-group-ID
+    /// first, as for a write.
+    fn copy_by_backend(
+        &self,
+        i: &OpenFile,
+        pi: u64,
+        o: &OpenFile,
+        po: u64,
+        len: usize,
+    ) -> SysResult<Option<usize>> {
+        // SAFETY: an inode's superblock outlives it.
+        let sb = unsafe { &*o.inode().sb };
+        if !sb.backend_served {
+            return Ok(None);
+        }
+        self.remove_privs_on_backend(sb, o.inode())?;
+        let done = sb
+            .fs
+            .copy_range(sb, (i.inode(), pi), (o.inode(), po), len)?;
+        if done.is_some_and(|n| n > 0) {
+            self.vfs.watchers.inode_changed(o.inode(), true);
+        }
+        Ok(done)
+    }
+
+    /// The copy as positional reads and writes through `COPY_CHUNK` bytes
+    /// of buffer.
+    fn copy_through_buffer(
+        &self,
+        i: &OpenFile,
+        start_in: i64,
+        o: &OpenFile,
+        start_out: i64,
+        len: usize,
+    ) -> SysResult<usize> {
         let mut buf = vec![0u8; COPY_CHUNK.min(len)];
         let mut done = 0usize;
         while done < len {
@@ -270,14 +323,6 @@ impl Process {
             if w < n {
                 break;
             }
-        }
-        match off_in {
-            Some(p) => *p += done as i64,
-            None => *i.pos.lock() += done as u64,
-        }
-        match off_out {
-            Some(p) => *p += done as i64,
-            None => *o.pos.lock() += done as u64,
         }
         Ok(done)
     }

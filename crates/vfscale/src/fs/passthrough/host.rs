@@ -49,6 +49,7 @@ use std::sync::Arc;
 pub struct HostStats {
     calls: ShardedCounter,
     dir_reads: ShardedCounter,
+    copies: ShardedCounter,
     /// Relaxed everywhere: a bound, not a protocol (the fds themselves are
     /// guarded by the backend's shard mutexes).
     dir_fds: std::sync::atomic::AtomicUsize,
@@ -70,6 +71,16 @@ impl HostStats {
     /// getdents64 calls on host directories so far.
     pub fn dir_reads(&self) -> u64 {
         self.dir_reads.sum() as u64
+    }
+
+    /// copy_file_range calls the host served so far (copies vfscale left
+    /// to the host rather than reading and writing them).
+    pub fn copies(&self) -> u64 {
+        self.copies.sum() as u64
+    }
+
+    pub(crate) fn count_copy(&self) {
+        self.copies.inc();
     }
 
     /// Bytes of the cached listings held now.

@@ -1331,6 +1331,35 @@ impl Filesystem for Passthrough {
         Ok(n)
     }
 
+    fn copy_range(
+        &self,
+        _sb: &SuperBlock,
+        (from, from_pos): (&Inode, u64),
+        (to, to_pos): (&Inode, u64),
+        len: usize,
+    ) -> SysResult<Option<usize>> {
+        let src = self.data_fd(from, Access::READ)?;
+        let dst = self.data_fd(to, Access::WRITE)?;
+        let (mut pi, mut po) = (from_pos as i64, to_pos as i64);
+        // SAFETY: our own fds; the offsets are ours to advance.
+        let r = unsafe {
+            libc::copy_file_range(src.as_raw_fd(), &mut pi, dst.as_raw_fd(), &mut po, len, 0)
+        };
+        if let Err(e) = check(r as libc::c_long) {
+            // The host has no copy of its own between these files (two
+            // host filesystems, a kernel or filesystem without one).
+            return match e {
+                Errno::EXDEV | Errno::EOPNOTSUPP | Errno::ENOSYS | Errno::EINVAL => Ok(None),
+                e => Err(e),
+            };
+        }
+        self.stats.count_copy();
+        if let Ok(st) = self.host.fstat(dst.as_raw_fd()) {
+            copy_attrs(to, &st);
+        }
+        Ok(Some(r as usize))
+    }
+
     fn truncate(&self, _sb: &SuperBlock, inode: &Inode, len: u64) -> SysResult<()> {
         let fd = self.data_fd(inode, Access::WRITE)?;
         // SAFETY: ftruncate on our own fd.
