@@ -1528,6 +1528,17 @@ fn host_hard_links_share_one_inode() {
     assert_eq!(host_mode_and_owner(&host, "c").0 & 0o7777, 0o600);
     assert_eq!(read_path(&p, b"/c").unwrap(), b"sha");
     p.unlink(b"/c").unwrap();
+    // A file with one link, cached, then linked through vfscale: the new
+    // name finds the same inode.
+    host.write("e", b"one");
+    assert_eq!(p.stat(b"/e").unwrap().nlink, 1);
+    p.link(b"/e", b"/f").unwrap();
+    p.chmod(b"/f", 0o606).unwrap();
+    let (se, sf) = (p.stat(b"/e").unwrap(), p.stat(b"/f").unwrap());
+    assert_eq!((se.mode & 0o7777, se.nlink), (0o606, 2));
+    assert_eq!(sf.ino, se.ino);
+    p.unlink(b"/e").unwrap();
+    p.unlink(b"/f").unwrap();
     vfs.drop_caches();
     assert_eq!(vfs.object_counts().inodes, before, "nothing left");
 }

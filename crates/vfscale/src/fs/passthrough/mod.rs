@@ -125,8 +125,11 @@ struct Node {
     /// share one inode: `ids`), kept current as `path` is; one takes
     /// `path`'s place when vfscale removes that name.
     others: Vec<Box<[u8]>>,
-    /// A non-directory's host identity (st_dev, st_ino): its key in `ids`.
-    host_id: Option<(u64, u64)>,
+    /// A non-directory's host identity (st_dev, st_ino).
+    host_id: (u64, u64),
+    /// In `ids` under `host_id` (set under both locks; `evict` removes the
+    /// entry only then).
+    mapped: bool,
     /// Its name was removed through vfscale (unlinked, or replaced by a
     /// rename), or it never had one (O_TMPFILE, until `link`): host calls
     /// by path are ESTALE, never made by its old path, which may name
@@ -526,7 +529,7 @@ impl Passthrough {
         if ty == libc::S_IFDIR {
             let mut ds = Box::new(DirState::new());
             ds.observe(st, observed(start));
-            let node = Node::named(rel, Some(ds), None);
+            let node = Node::named(rel, Some(ds), (0, 0));
             return self.adopt(sb, st, body, node).map(FoundInode::fresh);
         }
         let id = (st.st_dev, st.st_ino);
@@ -540,9 +543,36 @@ impl Passthrough {
                 fresh: false,
             });
         }
-        let p = self.adopt(sb, st, body, Node::named(rel, None, Some(id)))?;
-        ids.insert(id, p as usize);
+        // A file with one link is mapped only once it gets another
+        // through vfscale (`map_identity`): most files have one, and the
+        // map's insert and growth are a cold miss's largest added cost. A
+        // link the host adds to a file cached before it gives the new
+        // name an inode of its own (COMPATIBILITY.md).
+        let mut node = Node::named(rel, None, id);
+        node.mapped = st.st_nlink > 1;
+        let mapped = node.mapped;
+        let p = self.adopt(sb, st, body, node)?;
+        if mapped {
+            ids.insert(id, p as usize);
+        }
         Ok(FoundInode::fresh(p))
+    }
+
+    /// Puts live non-directory `inode` in the identity map if it is not
+    /// there (vfscale gave it another name: `link`).
+    fn map_identity(&self, inode: &Inode) {
+        let addr = addr_of(inode);
+        let id = match self.shard(inode).lock().get(&addr) {
+            Some(n) if !n.mapped && n.dir.is_none() => n.host_id,
+            _ => return,
+        };
+        let mut ids = self.id_shard(id).lock();
+        if let Some(n) = self.shard(inode).lock().get_mut(&addr) {
+            if !n.mapped {
+                n.mapped = true;
+                ids.insert(id, addr);
+            }
+        }
     }
 
     fn id_shard(&self, (dev, ino): (u64, u64)) -> &IdShard {
@@ -615,11 +645,12 @@ impl Passthrough {
 
 impl Node {
     /// A named inode's node.
-    fn named(path: Box<[u8]>, dir: Option<Box<DirState>>, host_id: Option<(u64, u64)>) -> Node {
+    fn named(path: Box<[u8]>, dir: Option<Box<DirState>>, host_id: (u64, u64)) -> Node {
         Node {
             path,
             others: Vec::new(),
             host_id,
+            mapped: false,
             gone: false,
             dir,
             data: None,
@@ -646,8 +677,8 @@ impl Node {
 
     /// vfscale moved the node's name `old` to `new` (None: removed it).
     fn move_path(&mut self, old: &[u8], new: Option<&[u8]>) {
-        if self.host_id.is_none() {
-            // A directory (or an unmapped inode): its one name.
+        if self.dir.is_some() {
+            // A directory: its one name.
             match new {
                 Some(n) => self.path = n.into(),
                 None => self.gone = true,
@@ -942,7 +973,7 @@ impl Filesystem for Passthrough {
         }
         self.shard(root)
             .lock()
-            .insert(addr_of(root), Node::named(Box::default(), Some(ds), None));
+            .insert(addr_of(root), Node::named(Box::default(), Some(ds), (0, 0)));
     }
 
     fn backend_served(&self) -> bool {
@@ -1112,7 +1143,8 @@ impl Filesystem for Passthrough {
         let Some(node) = self.shard(inode).lock().remove(&addr) else {
             return;
         };
-        if let Some(id) = node.host_id {
+        if node.mapped {
+            let id = node.host_id;
             let mut ids = self.id_shard(id).lock();
             if ids.get(&id) == Some(&addr) {
                 ids.remove(&id);
@@ -1464,7 +1496,8 @@ impl Filesystem for Passthrough {
                 // calls go to the held file.
                 path: Box::default(),
                 others: Vec::new(),
-                host_id: Some((st.st_dev, st.st_ino)),
+                host_id: (st.st_dev, st.st_ino),
+                mapped: true,
                 gone: true,
                 dir: None,
                 data: Some(DataFd {
@@ -1519,6 +1552,10 @@ impl Filesystem for Passthrough {
             }
         };
         self.names_changed(dir);
+        if linked.is_ok() {
+            // The new name's lookup finds this inode.
+            self.map_identity(inode);
+        }
         linked
     }
 
