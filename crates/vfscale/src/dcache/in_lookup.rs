@@ -79,9 +79,44 @@ pub enum Outcome {
 struct Placeholder {
     parent: usize,
     hash_len: u64,
-    name: Box<[u8]>,
+    name: PlaceholderName,
     outcome: Mutex<Option<Outcome>>,
     cond: Condvar,
+}
+
+/// Names up to this long are kept in the placeholder itself (a cold
+/// lookup's second allocation otherwise; most names are shorter).
+const INLINE_NAME: usize = 40;
+
+// The inline length is kept in a byte.
+const _: () = assert!(INLINE_NAME <= u8::MAX as usize);
+
+/// A placeholder's copy of its name.
+enum PlaceholderName {
+    Inline { len: u8, bytes: [u8; INLINE_NAME] },
+    Heap(Box<[u8]>),
+}
+
+impl PlaceholderName {
+    fn new(name: &[u8]) -> PlaceholderName {
+        if name.len() <= INLINE_NAME {
+            let mut bytes = [0u8; INLINE_NAME];
+            bytes[..name.len()].copy_from_slice(name);
+            PlaceholderName::Inline {
+                len: name.len() as u8,
+                bytes,
+            }
+        } else {
+            PlaceholderName::Heap(name.into())
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            PlaceholderName::Inline { len, bytes } => &bytes[..*len as usize],
+            PlaceholderName::Heap(b) => b,
+        }
+    }
 }
 
 /// The in-lookup table of one VFS.
@@ -134,7 +169,7 @@ impl InLookupTable {
             let mut list = lock(&self.shards[shard]);
             let existing = list
                 .iter()
-                .find(|p| p.parent == parent && p.hash_len == hash_len && *p.name == *name)
+                .find(|p| p.parent == parent && p.hash_len == hash_len && p.name.bytes() == name)
                 .cloned();
             match existing {
                 Some(p) => p,
@@ -142,7 +177,7 @@ impl InLookupTable {
                     let p = Arc::new(Placeholder {
                         parent,
                         hash_len,
-                        name: name.into(),
+                        name: PlaceholderName::new(name),
                         outcome: Mutex::new(None),
                         cond: Condvar::new(),
                     });
@@ -193,5 +228,42 @@ impl Leader<'_> {
 impl Drop for Leader<'_> {
     fn drop(&mut self) {
         self.finish(Outcome::Retry);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// Names that share a prefix, at the inline bound and past it, are
+    /// told apart: a second claim of the same name waits, another name
+    /// leads.
+    #[test]
+    fn names_inline_and_on_the_heap_match_exactly() {
+        let table = InLookupTable::new();
+        for len in [0, 1, INLINE_NAME - 1, INLINE_NAME, INLINE_NAME + 1, 255] {
+            let name = vec![b'n'; len];
+            let mut longer = name.clone();
+            longer.push(b'x');
+            assert_eq!(PlaceholderName::new(&name).bytes(), &name[..]);
+            let Claim::Leader(first) = table.claim(1, 7, &name) else {
+                panic!("the first claim of a {len}-byte name leads");
+            };
+            let Claim::Leader(other) = table.claim(1, 7, &longer) else {
+                panic!("a longer name of the same hash leads too");
+            };
+            std::thread::scope(|s| {
+                let waiter = s.spawn(|| match table.claim(1, 7, &name) {
+                    Claim::Waited(o) => o,
+                    Claim::Leader(_) => panic!("a second claim of a {len}-byte name led"),
+                });
+                while table.waiting() == 0 {
+                    std::thread::yield_now();
+                }
+                first.complete(Outcome::Failed(Errno::EIO));
+                assert_eq!(waiter.join().unwrap(), Outcome::Failed(Errno::EIO));
+            });
+            other.complete(Outcome::Done);
+        }
     }
 }
