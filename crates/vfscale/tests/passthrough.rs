@@ -1560,3 +1560,22 @@ fn a_linked_o_tmpfile_file_is_the_inode_its_name_finds() {
     assert_eq!((st.mode & 0o7777, st.size), (0o604, 4));
     p.close(fd).unwrap();
 }
+
+/// A shared inode's host calls use the name it was last found under: a
+/// host rename of the name it was first found under (behind vfscale,
+/// within the TTL) leaves the other name working.
+#[test]
+fn a_shared_inode_uses_the_name_last_found() {
+    let host = HostDir::new("lastfound");
+    host.write("a", b"x");
+    std::fs::hard_link(host.path().join("a"), host.path().join("b")).unwrap();
+    let vfs = mirror(&host, Duration::from_secs(3600));
+    let p = vfs.root_process();
+    let ino = p.stat(b"/a").unwrap().ino;
+    std::fs::rename(host.path().join("a"), host.path().join("c")).unwrap();
+    assert_eq!(p.stat(b"/b").unwrap().ino, ino);
+    p.chmod(b"/b", 0o600).unwrap();
+    assert_eq!(host_mode_and_owner(&host, "b").0 & 0o7777, 0o600);
+    p.truncate(b"/b", 0).unwrap();
+    assert_eq!(host.read("c"), b"");
+}

@@ -122,8 +122,9 @@ struct Node {
     /// vfscale's own renames (`names_moved`).
     path: Box<[u8]>,
     /// A non-directory's other names as found by lookups (host hard links
-    /// share one inode: `ids`), kept current as `path` is; one takes
-    /// `path`'s place when vfscale removes that name.
+    /// share one inode: `ids`), kept current as `path` is; `path` is the
+    /// last one a lookup found, and one of these takes its place when
+    /// vfscale removes that name.
     others: Vec<Box<[u8]>>,
     /// A non-directory's host identity (st_dev, st_ino).
     host_id: (u64, u64),
@@ -662,17 +663,25 @@ impl Node {
         core::iter::once(&mut self.path).chain(self.others.iter_mut())
     }
 
-    /// A lookup found the node's file at `rel`.
+    /// A lookup found the node's file at `rel`: that name becomes the one
+    /// host calls use (the last one seen to lead to the file: the host may
+    /// have renamed the others behind vfscale), the previous one is kept
+    /// among the others.
     fn learn_path(&mut self, rel: &[u8]) {
         if self.gone {
             self.path = rel.into();
             self.gone = false;
-        } else if *self.path != *rel && !self.others.iter().any(|o| **o == *rel) {
-            if self.others.len() == MAX_OTHER_PATHS {
-                self.others.remove(0);
-            }
-            self.others.push(rel.into());
+            return;
         }
+        if *self.path == *rel {
+            return;
+        }
+        let previous = std::mem::replace(&mut self.path, rel.into());
+        self.others.retain(|o| **o != *rel);
+        if self.others.len() == MAX_OTHER_PATHS {
+            self.others.remove(0);
+        }
+        self.others.push(previous);
     }
 
     /// vfscale moved the node's name `old` to `new` (None: removed it).
