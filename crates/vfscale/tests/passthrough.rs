@@ -1579,3 +1579,21 @@ fn a_shared_inode_uses_the_name_last_found() {
     p.truncate(b"/b", 0).unwrap();
     assert_eq!(host.read("c"), b"");
 }
+
+/// fsync of a directory vfscale removed, through a descriptor that kept
+/// it, succeeds as on Linux (it answered ESTALE: the directory's host
+/// path is gone and directories hold no host file).
+#[test]
+fn fsync_of_a_removed_directory_succeeds() {
+    let host = HostDir::new("rmdirsync");
+    let vfs = mirror(&host, Duration::from_secs(3600));
+    let p = vfs.root_process();
+    p.mkdir(b"/r", 0o755).unwrap();
+    let fd = p.open(b"/r", O_RDONLY | O_DIRECTORY, 0).unwrap();
+    assert_eq!(p.fsync(fd), Ok(()));
+    p.rmdir(b"/r").unwrap();
+    assert_eq!(p.fstat(fd).unwrap().nlink, 0);
+    assert_eq!(p.fsync(fd), Ok(()));
+    assert_eq!(p.fdatasync(fd), Ok(()));
+    p.close(fd).unwrap();
+}

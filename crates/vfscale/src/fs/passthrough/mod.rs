@@ -325,6 +325,14 @@ impl Passthrough {
         self.shard_at(addr_of(inode))
     }
 
+    /// True if vfscale removed the inode's (last known) name.
+    fn removed_by_vfscale(&self, inode: &Inode) -> bool {
+        self.shard(inode)
+            .lock()
+            .get(&addr_of(inode))
+            .is_some_and(|n| n.gone)
+    }
+
     /// The host path of a live passthrough inode.
     fn path_of(&self, inode: &Inode) -> SysResult<Box<[u8]>> {
         self.shard(inode)
@@ -1277,7 +1285,15 @@ impl Filesystem for Passthrough {
     fn fsync(&self, _sb: &SuperBlock, inode: &Inode, datasync: bool) -> SysResult<()> {
         // A regular file or a directory (the core refuses the others);
         // fsync works on a read-only fd.
-        let fd = self.data_fd(inode, Access::ANY)?;
+        let fd = match self.data_fd(inode, Access::ANY) {
+            // A directory vfscale removed (a descriptor or cwd kept it):
+            // nothing of it is left to make durable, and Linux's fsync of
+            // such an orphan succeeds (directories hold no host file).
+            Err(Errno::ESTALE) if inode.is_dir() && self.removed_by_vfscale(inode) => {
+                return Ok(());
+            }
+            r => r?,
+        };
         // SAFETY: fsync / fdatasync on our own fd.
         let r = unsafe {
             if datasync {
