@@ -171,6 +171,77 @@ fn refcount_reclaim_vs_revive() {
     assert_eq!(seen, HashSet::from([true, false]));
 }
 
+/// The passthrough identity map (`fs/passthrough` `ids`, `share` and
+/// `evict`): a lookup shares a live inode found in the map, taking its
+/// reference with `get` under the map's lock, while the inode's last
+/// holder puts it; the last put kills it and `evict` removes its entry
+/// under the map's lock, after which the core frees it. Whatever the
+/// interleaving: a shared inode is never freed while the lookup uses it,
+/// a killed one is not shared (the lookup makes a fresh one and takes the
+/// entry over), `evict` removes only its own entry, and an inode the map
+/// still names is not freed (the lookup reads its count). With the entry
+/// removed after the free, loom finds the lookup reading a freed inode.
+#[test]
+fn identity_map_share_vs_last_put() {
+    let seen = outcomes(|| {
+        let old = Arc::new(Obj::new(1));
+        // The map's entry: 1 names the old inode, 2 a fresh one.
+        let map = Arc::new(loom::sync::Mutex::new(1u8));
+        let evict = |o: &Obj, map: &loom::sync::Mutex<u8>| {
+            // The core's free: evict (own entry only), then the free.
+            {
+                let mut entry = map.lock().unwrap();
+                if *entry == 1 {
+                    *entry = 0;
+                }
+            }
+            // SAFETY: the kill winner is the only accessor from now on.
+            o.payload.with_mut(|p| unsafe { *p = 0xDEAD });
+            assert!(!o.freed.swap(true, Relaxed), "double free");
+            o.kills.fetch_add(1, Relaxed);
+        };
+        let (o, m) = (Arc::clone(&old), Arc::clone(&map));
+        let holder = thread::spawn(move || {
+            if o.rc.put() && o.rc.try_kill() {
+                evict(&o, &m);
+            }
+        });
+        // The lookup.
+        let shared = {
+            let mut entry = map.lock().unwrap();
+            if *entry == 1 && {
+                assert!(!old.freed.load(Relaxed), "the map led to a freed inode");
+                old.rc.get()
+            } {
+                true
+            } else {
+                // A fresh inode takes the entry over.
+                *entry = 2;
+                false
+            }
+        };
+        if shared {
+            old.use_it();
+            if old.rc.put() && old.rc.try_kill() {
+                evict(&old, &map);
+            }
+        }
+        holder.join().unwrap();
+        old.check_end();
+        let entry = *map.lock().unwrap();
+        assert!(entry != 1, "a freed inode left in the map");
+        (shared, entry)
+    });
+    assert!(
+        seen.contains(&(true, 0)),
+        "shared, then freed by its last user"
+    );
+    assert!(
+        seen.contains(&(false, 2)),
+        "dead at the lookup: a fresh inode"
+    );
+}
+
 // ---------------------------------------------------------------- seqcount
 
 /// A writer updates a pair inside write sections; a reader must never
