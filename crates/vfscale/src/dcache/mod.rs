@@ -219,8 +219,7 @@ impl VfsInner {
             return Ok(found);
         }
         if sb.fs.dcache_is_authoritative() {
-            let no_inode = crate::fs::FoundInode::fresh(core::ptr::null());
-            let d = self.cache_lookup_answer(sb, parent, key, no_inode, 0)?;
+            let d = self.cache_lookup_answer(sb, parent, key, None, 0)?;
             // SAFETY: see `cache_lookup_answer`.
             let seq = unsafe { &*d }.seq.read_begin();
             drop(locked);
@@ -251,11 +250,9 @@ impl VfsInner {
             // backend at some moment after this (`Filesystem::dir_vouches`).
             let asked_at = precise_monotonic_ns();
             let found = match sb.fs.lookup(sb, dir, key.bytes) {
-                Ok(Some(f)) => f,
+                Ok(found) => found,
                 // ENOENT is an answer ("no such name"): cache it negative.
-                Ok(None) | Err(crate::abi::Errno::ENOENT) => {
-                    crate::fs::FoundInode::fresh(core::ptr::null())
-                }
+                Err(crate::abi::Errno::ENOENT) => None,
                 Err(e) => {
                     leader.complete(in_lookup::Outcome::Failed(e));
                     return Err(e);
@@ -290,7 +287,7 @@ impl VfsInner {
         (!found.is_null()).then(|| (found, unsafe { &*found }.seq.read_begin()))
     }
 
-    /// Caches a lookup's answer (`found.inode` null: negative), obtained
+    /// Caches a lookup's answer (`found` None: negative), obtained
     /// from a backend asked at `asked_at` (`precise_monotonic_ns`), as a
     /// fresh unused dentry and returns it; if one appeared meanwhile, drops
     /// the backend's inode reference and returns that one. Caller holds the
@@ -302,11 +299,11 @@ impl VfsInner {
         sb: &SuperBlock,
         parent: *const Dentry,
         key: &NameKey<'_>,
-        found: crate::fs::FoundInode,
+        found: Option<crate::fs::FoundInode>,
         asked_at: u64,
     ) -> crate::abi::SysResult<*const Dentry> {
-        let inode = found.inode;
-        if !inode.is_null() && found.fresh {
+        let inode = found.map_or(core::ptr::null(), |f| f.inode);
+        if !inode.is_null() && found.is_some_and(|f| f.fresh) {
             // The admission below then makes room for it and the dentry
             // together.
             // SAFETY: a fresh inode is the backend's and ours alone.
