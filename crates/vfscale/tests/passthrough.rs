@@ -1488,6 +1488,16 @@ fn a_file_with_links_left_is_linked_through_its_descriptor() {
     p.close(fd).unwrap();
 }
 
+/// A host directory holding `data` as "a" and its hard link "b", mirrored
+/// with entries trusted for an hour.
+fn hard_linked(tag: &str, data: &[u8]) -> (HostDir, Vfs) {
+    let host = HostDir::new(tag);
+    host.write("a", data);
+    std::fs::hard_link(host.path().join("a"), host.path().join("b")).unwrap();
+    let vfs = mirror(&host, Duration::from_secs(3600));
+    (host, vfs)
+}
+
 /// Two names of a host hard link are one vfscale inode (the identity map,
 /// session 24), as one inode on Linux: a change through one name shows
 /// through the other at once (the entries are trusted for an hour), one
@@ -1495,10 +1505,7 @@ fn a_file_with_links_left_is_linked_through_its_descriptor() {
 /// leaves the other reaching the file by its own name.
 #[test]
 fn host_hard_links_share_one_inode() {
-    let host = HostDir::new("hardlinks");
-    host.write("a", b"shared");
-    std::fs::hard_link(host.path().join("a"), host.path().join("b")).unwrap();
-    let vfs = mirror(&host, Duration::from_secs(3600));
+    let (host, vfs) = hard_linked("hardlinks", b"shared");
     let p = vfs.root_process();
     let before = vfs.object_counts().inodes;
     let (sa, sb) = (p.stat(b"/a").unwrap(), p.stat(b"/b").unwrap());
@@ -1566,10 +1573,7 @@ fn a_linked_o_tmpfile_file_is_the_inode_its_name_finds() {
 /// within the TTL) leaves the other name working.
 #[test]
 fn a_shared_inode_uses_the_name_last_found() {
-    let host = HostDir::new("lastfound");
-    host.write("a", b"x");
-    std::fs::hard_link(host.path().join("a"), host.path().join("b")).unwrap();
-    let vfs = mirror(&host, Duration::from_secs(3600));
+    let (host, vfs) = hard_linked("lastfound", b"x");
     let p = vfs.root_process();
     let ino = p.stat(b"/a").unwrap().ino;
     std::fs::rename(host.path().join("a"), host.path().join("c")).unwrap();
