@@ -377,8 +377,6 @@ fn passthrough_deviation(op: &Op) -> bool {
         Op::Setxattr { name, .. } | Op::Getxattr { name, .. } | Op::Removexattr { name, .. } => {
             name.0.starts_with(b"system.posix_acl_")
         }
-        // File handles of passthrough entries are not built.
-        Op::NameToHandle { .. } => true,
         // Seals are vfscale's memfds' (and tmpfs's): a passthrough file
         // answers EINVAL, as most host filesystems would.
         Op::Fcntl { cmd, .. } => *cmd == F_GET_SEALS || *cmd == F_ADD_SEALS,

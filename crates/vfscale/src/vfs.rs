@@ -342,6 +342,7 @@ impl VfsInner {
             xattrs: crate::inode::xattr::XattrTable::new(),
             acls: Default::default(),
             exports: crate::fs::export::ExportTable::new(instance_salt()),
+            renames: crate::sync::InFlight::new(),
         });
         self.register_sb_shrinker(&sb);
         sb.reserve_inode()

@@ -242,6 +242,56 @@ fn identity_map_share_vs_last_put() {
     );
 }
 
+// --------------------------------------------------------------- in-flight
+
+/// A backend rename (sync/in_flight.rs): the host's rename, then the
+/// backend's recorded path, inside `enter`. A reader that reads the path
+/// and finds nothing on the host there must be told to look again: a
+/// failure it accepts is never one the rename caused.
+#[test]
+fn in_flight_reader_sees_a_move() {
+    use vfscale::sync::InFlight;
+    let seen = outcomes(|| {
+        let renames = Arc::new(InFlight::new());
+        // Where the file is on the host, and where vfscale records it (the
+        // backend's node, under its shard mutex).
+        let host = Arc::new(AtomicU32::new(0));
+        let recorded = Arc::new(loom::sync::Mutex::new(0u32));
+        let (r, h, rec) = (
+            Arc::clone(&renames),
+            Arc::clone(&host),
+            Arc::clone(&recorded),
+        );
+        let renamer = thread::spawn(move || {
+            let _renaming = r.enter();
+            // The host is the kernel: its calls are ordered (SeqCst).
+            h.store(1, SeqCst);
+            *rec.lock().unwrap() = 1;
+        });
+        let mut outcome = Vec::new();
+        for _ in 0..2 {
+            let sample = renames.sample();
+            let path = *recorded.lock().unwrap();
+            if host.load(SeqCst) == path {
+                outcome.push("found");
+                break;
+            }
+            assert!(
+                renames.moved_since(sample),
+                "a failure the rename caused was accepted"
+            );
+            outcome.push("again");
+        }
+        renamer.join().unwrap();
+        outcome
+    });
+    assert!(seen.contains(&vec!["found"]));
+    assert!(
+        seen.contains(&vec!["again", "found"]),
+        "a reader met the move"
+    );
+}
+
 // ---------------------------------------------------------------- seqcount
 
 /// A writer updates a pair inside write sections; a reader must never

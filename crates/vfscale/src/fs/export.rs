@@ -17,6 +17,15 @@
 //! alias. A removed name stays an alias while it lives (an unlinked file
 //! kept open): Linux's handle reaches that inode too.
 //!
+//! Backends whose dcache is not authoritative (passthrough) may forget an
+//! object and find it again; their handles are `FILEID_VFSCALE_BACKEND`:
+//! the inode number (8 bytes), a 64-bit tag, and the backend's own bytes
+//! (`Filesystem::encode_handle`). The tag is a keyed hash (SipHash with
+//! this instance's random key) of the number and the bytes: a handle
+//! vfscale did not make here is ESTALE before the backend sees its bytes,
+//! which it could otherwise hand to the host (a forged host handle is a
+//! way out of a directory tree: the "shocker" escape).
+//!
 //! Invariants:
 //! - An alias in the table is a positive dentry that is not freed: it is
 //!   added by a caller holding a reference to it (`export_dentry`) or the
@@ -42,6 +51,12 @@ const SHARDS: usize = 16;
 pub const FILEID_INO64_GEN: i32 = 0x81;
 /// Bytes of an encoded handle: inode number and generation.
 pub const HANDLE_LEN: usize = 12;
+/// The handle type of a backend's handles (no Linux filesystem uses it).
+pub const FILEID_VFSCALE_BACKEND: i32 = 0x56;
+/// Bytes of a backend handle before the backend's own: number and tag.
+const BACKEND_HEADER: usize = 16;
+/// The most bytes a backend's own part of a handle may hold.
+pub const BACKEND_HANDLE_MAX: usize = crate::abi::MAX_HANDLE_SZ as usize - BACKEND_HEADER;
 
 struct Aliases(Vec<*const Dentry>);
 
@@ -50,6 +65,8 @@ unsafe impl Send for Aliases {}
 
 pub struct ExportTable {
     salt: u32,
+    /// Keys the tags of backend handles.
+    key: std::hash::RandomState,
     exported: AtomicUsize,
     shards: Box<[Mutex<HashMap<u64, Aliases>>]>,
 }
@@ -59,6 +76,7 @@ impl ExportTable {
     pub fn new(salt: u32) -> ExportTable {
         ExportTable {
             salt,
+            key: std::hash::RandomState::new(),
             exported: AtomicUsize::new(0),
             shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
         }
@@ -90,6 +108,33 @@ impl ExportTable {
         let ino = u64::from_le_bytes(bytes[..8].try_into().ok()?);
         let generation = u32::from_le_bytes(bytes[8..].try_into().ok()?);
         (generation == self.generation(ino)).then_some(ino)
+    }
+
+    fn tag(&self, ino: u64, own: &[u8]) -> u64 {
+        use std::hash::BuildHasher;
+        self.key.hash_one((ino, own))
+    }
+
+    /// The handle of inode `ino` whose backend's own bytes are `own` (at
+    /// most `BACKEND_HANDLE_MAX`).
+    pub fn encode_backend(&self, ino: u64, own: &[u8]) -> Vec<u8> {
+        let mut h = Vec::with_capacity(BACKEND_HEADER + own.len());
+        h.extend_from_slice(&ino.to_le_bytes());
+        h.extend_from_slice(&self.tag(ino, own).to_le_bytes());
+        h.extend_from_slice(own);
+        h
+    }
+
+    /// The inode number and backend bytes of a backend handle, if this
+    /// instance made it.
+    pub fn decode_backend<'h>(&self, handle_type: i32, bytes: &'h [u8]) -> Option<(u64, &'h [u8])> {
+        if handle_type != FILEID_VFSCALE_BACKEND || bytes.len() < BACKEND_HEADER {
+            return None;
+        }
+        let ino = u64::from_le_bytes(bytes[..8].try_into().ok()?);
+        let tag = u64::from_le_bytes(bytes[8..BACKEND_HEADER].try_into().ok()?);
+        let own = &bytes[BACKEND_HEADER..];
+        (tag == self.tag(ino, own)).then_some((ino, own))
     }
 
     /// Registers `d` (positive, inode `ino`) as a name of an exported

@@ -281,6 +281,21 @@ impl<F: Filesystem> Filesystem for FaultyFs<F> {
         self.inner.copy_range(sb, from, to, len)
     }
 
+    fn encode_handle(&self, sb: &SuperBlock, inode: &Inode, out: &mut Vec<u8>) -> SysResult<()> {
+        self.inner.encode_handle(sb, inode, out)
+    }
+
+    fn handle_names(&self, sb: &SuperBlock, inode: &Inode, handle: &[u8]) -> bool {
+        self.inner.handle_names(sb, inode, handle)
+    }
+
+    fn locate_handle(&self, sb: &SuperBlock, handle: &[u8]) -> SysResult<Vec<Box<[u8]>>> {
+        if let Some(e) = self.control.decide(CallKind::Lookup) {
+            return Err(e);
+        }
+        self.inner.locate_handle(sb, handle)
+    }
+
     fn truncate(&self, sb: &SuperBlock, inode: &Inode, len: u64) -> SysResult<()> {
         if let Some(e) = self.control.decide(CallKind::Truncate) {
             return Err(e);

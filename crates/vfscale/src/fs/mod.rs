@@ -241,6 +241,29 @@ pub trait Filesystem: Send + Sync {
         Err(Errno::EOPNOTSUPP)
     }
 
+    /// File handles of an instance whose dcache is not authoritative
+    /// (fs/export.rs): the backend's own bytes for live `inode`, appended
+    /// to `out` (at most `export::BACKEND_HANDLE_MAX` in all), by which
+    /// `locate_handle` can find the object after vfscale forgot it.
+    /// EOPNOTSUPP: no handles for it (the default).
+    fn encode_handle(&self, _sb: &SuperBlock, _inode: &Inode, _out: &mut Vec<u8>) -> SysResult<()> {
+        Err(Errno::EOPNOTSUPP)
+    }
+
+    /// Whether live `inode` is, now, the object whose `encode_handle`
+    /// bytes are `handle` (not a removed one whose number was reused).
+    fn handle_names(&self, _sb: &SuperBlock, _inode: &Inode, _handle: &[u8]) -> bool {
+        false
+    }
+
+    /// Where the object `handle` names may be found: paths relative to the
+    /// instance root ("" is the root; components joined by '/'), each to be
+    /// walked and checked with `handle_names`. ESTALE (or no paths): it is
+    /// gone, or cannot be found.
+    fn locate_handle(&self, _sb: &SuperBlock, _handle: &[u8]) -> SysResult<Vec<Box<[u8]>>> {
+        Err(Errno::ESTALE)
+    }
+
     /// A symlink `name` in `dir` with text `target`, owned by `uid`/`gid`.
     fn symlink(
         &self,
@@ -375,6 +398,10 @@ pub struct SuperBlock {
     pub(crate) acls: crate::inode::acl::AclTable,
     /// Inodes file handles were made for (fs/export.rs).
     pub(crate) exports: export::ExportTable,
+    /// Backend renames in flight, from the backend's call to the cached
+    /// dentry's move (process/backend_names.rs): host calls by path and
+    /// handle decoding look again across one (sync/in_flight.rs).
+    pub(crate) renames: crate::sync::InFlight,
     /// `fs.backend_served()`, cached: data, listings, revalidation and
     /// changes go to the backend (process/backend_names.rs).
     pub(crate) backend_served: bool,

@@ -226,6 +226,8 @@ impl Process {
         }
         let sb = backend_of(odir).ok_or(Errno::EINVAL)?;
         let (uid, gid, _) = self.owner_in(odir, S_IFCHR);
+        // Until the cached names moved: the host has the new names first.
+        let _renaming = sb.renames.enter();
         if let Err(e) = sb
             .fs
             .rename(sb, odir, old_name, ndir, new_name, flags, (uid, gid))

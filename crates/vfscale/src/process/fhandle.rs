@@ -1,5 +1,12 @@
 //! name_to_handle_at and open_by_handle_at over vfscale's own namespace
-//! (the handle format and the export table are in fs/export.rs).
+//! (the handle formats and the export table are in fs/export.rs).
+//!
+//! An instance whose dcache is authoritative (tmpfs) finds a handle's
+//! object only through the export table. A backend's handle (passthrough)
+//! is tried there first too, if the backend says the alias is still the
+//! handle's object (`Filesystem::handle_names`); else the backend proposes
+//! where the object is now (`locate_handle`), vfscale walks there from the
+//! instance root as root, and the backend judges what the walk found.
 //!
 //! Invariants:
 //! - A dentry enters its superblock's export table only while we hold a
@@ -11,8 +18,25 @@
 
 use super::Process;
 use crate::abi::*;
+use crate::dcache::dentry::Dentry;
 use crate::dcache::walk::{Found, PathPtr};
-use crate::fs::export::{FILEID_INO64_GEN, HANDLE_LEN};
+use crate::fs::export::{FILEID_INO64_GEN, FILEID_VFSCALE_BACKEND};
+use crate::fs::SuperBlock;
+use crate::mount::Mount;
+
+/// What a handle's bytes name, on the instance they were made on.
+enum Target<'h> {
+    /// An inode number of an instance whose dcache is authoritative.
+    Exported(u64),
+    /// An inode number and the backend's own bytes.
+    Backend(u64, &'h [u8]),
+}
+
+/// Searches for a backend handle's object that renames may mislead, at
+/// most (sync/in_flight.rs).
+const RENAME_ATTEMPTS: usize = 64;
+
+type Opened = (crate::file::FileRef, Option<crate::anon::pipe::PartnerWait>);
 
 impl Process {
     pub(crate) fn sys_name_to_handle_at(
@@ -57,27 +81,40 @@ impl Process {
         // it) and the mount allocated.
         let d = unsafe { &*found.path.dentry };
         let sb = unsafe { &*d.sb };
-        // Backends whose dentries are reclaimable have no handle scheme
-        // yet (a passthrough one would forward host handles); tmpfs cannot
-        // decode a handle to its parent (no fh_to_parent), so a
-        // connectable handle is EOPNOTSUPP, as exportfs_can_encode_fh says.
-        if !sb.fs.dcache_is_authoritative() || flags & AT_HANDLE_CONNECTABLE != 0 {
+        // No backend decodes a handle to its parent (no fh_to_parent), so
+        // a connectable handle is EOPNOTSUPP, as exportfs_can_encode_fh
+        // says.
+        if flags & AT_HANDLE_CONNECTABLE != 0 {
             return Err(Errno::EOPNOTSUPP);
         }
+        let ino = found.inode().ino();
+        // A backend's part first: a backend without handles is EOPNOTSUPP
+        // before the buffer is looked at, as a filesystem without export
+        // operations is on Linux.
+        let own = if sb.fs.dcache_is_authoritative() {
+            None
+        } else {
+            let mut own = Vec::new();
+            sb.fs.encode_handle(sb, found.inode(), &mut own)?;
+            Some(own)
+        };
         // The buffer's size is read after the walk (do_sys_name_to_handle).
         if handle.handle_bytes > MAX_HANDLE_SZ {
             return Err(Errno::EINVAL);
         }
         let mount_id = unsafe { &*found.path.mnt }.id();
-        let ino = found.inode().ino();
-        if (handle.handle_bytes as usize) < HANDLE_LEN {
-            handle.handle_bytes = HANDLE_LEN as u32;
+        let (handle_type, bytes) = match own {
+            None => (FILEID_INO64_GEN, sb.exports.encode(ino).to_vec()),
+            Some(own) => (FILEID_VFSCALE_BACKEND, sb.exports.encode_backend(ino, &own)),
+        };
+        if (handle.handle_bytes as usize) < bytes.len() {
+            handle.handle_bytes = bytes.len() as u32;
             return Err(Errno::EOVERFLOW);
         }
         self.export_dentry(d, ino)?;
-        handle.handle_bytes = HANDLE_LEN as u32;
-        handle.handle_type = FILEID_INO64_GEN;
-        handle.f_handle = sb.exports.encode(ino).to_vec();
+        handle.handle_bytes = bytes.len() as u32;
+        handle.handle_type = handle_type;
+        handle.f_handle = bytes;
         Ok(mount_id)
     }
 
@@ -98,6 +135,128 @@ impl Process {
         unsafe { &*d.sb }.exports.add_alias(ino, d);
         self.vfs.dput(d);
         Ok(())
+    }
+
+    /// Opens `dentry` (read with `seq`, under an epoch guard the caller
+    /// holds) for open_by_handle_at: None if it was renamed or removed
+    /// since `seq`.
+    fn open_handle_target(
+        &self,
+        mnt: *const Mount,
+        dentry: *const Dentry,
+        seq: u32,
+        flags: i32,
+    ) -> SysResult<Option<Opened>> {
+        // SAFETY: the caller's guard keeps the dentry allocated.
+        let inode = unsafe { &*dentry }.inode_ptr();
+        if inode.is_null() {
+            return Err(Errno::ESTALE);
+        }
+        // do_file_open_root: a symlink is ELOOP for any open but O_PATH,
+        // before O_DIRECTORY's ENOTDIR.
+        // SAFETY: a positive dentry keeps its inode.
+        let ty = unsafe { &*inode }.file_type();
+        if s_islnk(ty) && flags & O_PATH == 0 {
+            return Err(Errno::ELOOP);
+        }
+        if flags & O_DIRECTORY != 0 && ty != S_IFDIR {
+            return Err(Errno::ENOTDIR);
+        }
+        let found = Found {
+            path: PathPtr { mnt, dentry },
+            seq,
+            inode,
+        };
+        self.open_found(&found, flags, false)
+    }
+
+    /// open_by_handle_at of a backend's handle of inode `ino` (backend
+    /// bytes `own`) on `sb`, through mount `mnt`: the exported dentry
+    /// while the backend says it is still the object, else each place the
+    /// backend proposes, walked from the instance root and checked the
+    /// same way. A search that a rename through vfscale may have misled
+    /// (the host has the new names before the cache) looks again.
+    /// Caller holds an epoch guard.
+    fn open_backend_handle(
+        &self,
+        sb: &SuperBlock,
+        mnt: *const Mount,
+        ino: u64,
+        own: &[u8],
+        flags: i32,
+    ) -> SysResult<Opened> {
+        let mut attempts = 0;
+        loop {
+            let sample = sb.renames.sample();
+            match self.find_backend_handle(sb, mnt, ino, own, flags) {
+                Err(Errno::ESTALE)
+                    if attempts < RENAME_ATTEMPTS && sb.renames.moved_since(sample) =>
+                {
+                    attempts += 1;
+                }
+                r => return r,
+            }
+        }
+    }
+
+    /// One search of `open_backend_handle`.
+    fn find_backend_handle(
+        &self,
+        sb: &SuperBlock,
+        mnt: *const Mount,
+        ino: u64,
+        own: &[u8],
+        flags: i32,
+    ) -> SysResult<Opened> {
+        let is_object = |inode: *const crate::inode::Inode| {
+            // SAFETY: a positive dentry keeps its inode; the guard keeps
+            // the dentry allocated.
+            !inode.is_null() && sb.fs.handle_names(sb, unsafe { &*inode }, own)
+        };
+        while let Some((dentry, seq)) = sb.exports.find_alias(ino) {
+            // SAFETY: an alias is allocated under the guard (fs/export.rs).
+            if !is_object(unsafe { &*dentry }.inode_ptr()) {
+                break;
+            }
+            if let Some(f) = self.open_handle_target(mnt, dentry, seq, flags)? {
+                return Ok(f);
+            }
+        }
+        let root = PathPtr {
+            mnt,
+            dentry: sb.root(),
+        };
+        let cred = crate::Cred::root();
+        for path in sb.fs.locate_handle(sb, own)? {
+            let found = if path.is_empty() {
+                // SAFETY: a superblock's root dentry lives as long as it.
+                let d = unsafe { &*root.dentry };
+                let seq = d.seq.read_begin();
+                Found {
+                    path: root,
+                    seq,
+                    inode: d.inode_ptr(),
+                }
+            } else {
+                match self.vfs.walk(&cred, root, root, &path, 0) {
+                    Ok(found) => found,
+                    Err(_) => continue,
+                }
+            };
+            // SAFETY: the guard keeps what the walk found allocated.
+            let d = unsafe { &*found.path.dentry };
+            if !core::ptr::eq(d.sb, sb) || !is_object(found.inode) {
+                continue;
+            }
+            if let Some(f) =
+                self.open_handle_target(found.path.mnt, found.path.dentry, found.seq, flags)?
+            {
+                // Found again by name: the next open finds it in the table.
+                let _ = self.export_dentry(d, ino);
+                return Ok(f);
+            }
+        }
+        Err(Errno::ESTALE)
     }
 
     pub(crate) fn sys_open_by_handle_at(
@@ -130,10 +289,14 @@ impl Process {
             .ok_or(Errno::EFAULT)?;
         // SAFETY: the guard keeps the mount and its superblock allocated.
         let sb = unsafe { &*mnt_path.mnt }.sb();
-        let ino = sb
-            .exports
-            .decode(handle.handle_type, bytes)
-            .ok_or(Errno::ESTALE)?;
+        let target = match sb.exports.decode(handle.handle_type, bytes) {
+            Some(ino) => Target::Exported(ino),
+            None => sb
+                .exports
+                .decode_backend(handle.handle_type, bytes)
+                .map(|(ino, own)| Target::Backend(ino, own))
+                .ok_or(Errno::ESTALE)?,
+        };
         if flags & O_TMPFILE == O_TMPFILE {
             return Err(Errno::EINVAL);
         }
@@ -148,36 +311,17 @@ impl Process {
         self.charge_here();
         self.vfs
             .admit(crate::reclaim::KIND_BYTES[2] as u64, Errno::ENOMEM)?;
-        let file = loop {
-            let (dentry, seq) = sb.exports.find_alias(ino).ok_or(Errno::ESTALE)?;
-            // SAFETY: the guard keeps the alias allocated (export table
-            // invariant); a name in the table is positive.
-            let inode = unsafe { &*dentry }.inode_ptr();
-            if inode.is_null() {
-                return Err(Errno::ESTALE);
+        let file = match target {
+            Target::Exported(ino) => loop {
+                let (dentry, seq) = sb.exports.find_alias(ino).ok_or(Errno::ESTALE)?;
+                if let Some(f) = self.open_handle_target(mnt_path.mnt, dentry, seq, flags)? {
+                    break f;
+                }
+                // Renamed or removed since we read it: look again.
+            },
+            Target::Backend(ino, own) => {
+                self.open_backend_handle(sb, mnt_path.mnt, ino, own, flags)?
             }
-            // do_file_open_root: a symlink is ELOOP for any open but
-            // O_PATH, before O_DIRECTORY's ENOTDIR.
-            // SAFETY: as above.
-            let ty = unsafe { &*inode }.file_type();
-            if s_islnk(ty) && flags & O_PATH == 0 {
-                return Err(Errno::ELOOP);
-            }
-            if flags & O_DIRECTORY != 0 && ty != S_IFDIR {
-                return Err(Errno::ENOTDIR);
-            }
-            let found = Found {
-                path: PathPtr {
-                    mnt: mnt_path.mnt,
-                    dentry,
-                },
-                seq,
-                inode,
-            };
-            if let Some(f) = self.open_found(&found, flags, false)? {
-                break f;
-            }
-            // Renamed or removed since we read it: look again.
         };
         let (file, _g) = Self::finish_open(file, _g);
         if flags & O_TRUNC != 0 && flags & O_PATH == 0 && file.file().inode().file_type() == S_IFREG

@@ -14,6 +14,7 @@ pub mod bitlock;
 pub mod counter;
 pub mod epoch;
 pub mod handoff;
+pub mod in_flight;
 pub mod ino_batch;
 pub mod lock;
 pub mod opcount;
@@ -24,6 +25,7 @@ pub mod spin_queue;
 
 pub use bitlock::{Bucket, BucketGuard, ChainIter, ChainNode};
 pub use counter::{shard_index, ApproxCounter, ShardedCounter};
+pub use in_flight::InFlight;
 pub use ino_batch::InoAllocator;
 pub use refcount::RefCount;
 pub use seqcount::{SeqCount, SeqWriteGuard};

@@ -32,6 +32,14 @@
 //!   O_NOFOLLOW and uses /proc/self/fd/N, a magic link that resolves to
 //!   exactly that inode (a symlink's own), so neither path follows or
 //!   climbs.
+//! - File handles (`handle_of`, `open_handle`, `path_beneath`): a host
+//!   handle is opened only from vfscale's own handles, which carry a keyed
+//!   tag (fs/export.rs), so only objects that were beneath the root when
+//!   the handle was made; what it opens (O_PATH) is used for its identity
+//!   and to learn where the host says it is now, never to resolve a name
+//!   from. That place counts only if it is beneath the root, and vfscale
+//!   then walks to it from the root through the containment above and
+//!   checks that the walk found the same object.
 //! - Every host call that resolves a name or reads attributes is counted
 //!   in `HostStats` (tests count what revalidation costs).
 
@@ -210,6 +218,11 @@ pub struct HostRoot {
     /// setxattrat and its kin are available and used (else /proc/self/fd).
     xattrat: std::sync::atomic::AtomicBool,
     calls: Arc<HostStats>,
+    /// The root opened for reading: open_by_handle_at's mount fd (an
+    /// O_PATH fd is EBADF there). Opened at the first use.
+    mount_fd: std::sync::OnceLock<OwnedFd>,
+    /// The host mount id of the root (name_to_handle_at's), read once.
+    root_mount: std::sync::OnceLock<i32>,
 }
 
 impl HostRoot {
@@ -233,6 +246,8 @@ impl HostRoot {
             openat2: std::sync::atomic::AtomicBool::new(true),
             xattrat: std::sync::atomic::AtomicBool::new(true),
             calls: Arc::default(),
+            mount_fd: std::sync::OnceLock::new(),
+            root_mount: std::sync::OnceLock::new(),
         })
     }
 
@@ -462,6 +477,163 @@ impl HostRoot {
         buf.truncate(n as usize);
         Ok(buf)
     }
+}
+
+/// A host file handle (name_to_handle_at's type and bytes).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct HostHandle {
+    pub kind: i32,
+    pub bytes: Vec<u8>,
+}
+
+/// `struct file_handle` with room for the largest handle.
+#[repr(C)]
+struct RawHandle {
+    handle_bytes: u32,
+    handle_type: i32,
+    f_handle: [u8; crate::abi::MAX_HANDLE_SZ as usize],
+}
+
+// The kernel reads the 8-byte header, then `handle_bytes` bytes after it.
+const _: () = assert!(core::mem::offset_of!(RawHandle, f_handle) == 8);
+
+/// The host handle and mount id of the object open as `fd`.
+fn name_to_handle(fd: RawFd) -> SysResult<(HostHandle, i32)> {
+    let mut raw = RawHandle {
+        handle_bytes: crate::abi::MAX_HANDLE_SZ,
+        handle_type: 0,
+        f_handle: [0; crate::abi::MAX_HANDLE_SZ as usize],
+    };
+    let mut mount_id: libc::c_int = 0;
+    // SAFETY: the kernel reads `raw`'s header and writes at most
+    // `handle_bytes` bytes into `f_handle`, and `mount_id`; the empty path
+    // with AT_EMPTY_PATH names `fd` itself.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_name_to_handle_at,
+            fd,
+            c"".as_ptr(),
+            &mut raw as *mut RawHandle,
+            &mut mount_id as *mut libc::c_int,
+            libc::AT_EMPTY_PATH,
+        )
+    };
+    if r < 0 {
+        return Err(last_errno());
+    }
+    let len = (raw.handle_bytes as usize).min(raw.f_handle.len());
+    Ok((
+        HostHandle {
+            kind: raw.handle_type,
+            bytes: raw.f_handle[..len].to_vec(),
+        },
+        mount_id,
+    ))
+}
+
+impl HostRoot {
+    /// The host handle of the object open as `fd` (any fd of ours, O_PATH
+    /// ones included). EOPNOTSUPP if the host filesystem has none, or the
+    /// object is on another host mount than the root (its handle could not
+    /// be opened through the root's mount).
+    pub(crate) fn handle_of(&self, fd: RawFd) -> SysResult<HostHandle> {
+        self.calls.count();
+        let (handle, mount) = name_to_handle(fd)?;
+        let root_mount = match self.root_mount.get() {
+            Some(&m) => m,
+            None => *self
+                .root_mount
+                .get_or_init(|| name_to_handle(self.root.as_raw_fd()).map_or(-1, |(_, m)| m)),
+        };
+        if mount != root_mount {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        Ok(handle)
+    }
+
+    /// Opens (O_PATH) the object the host handle `h` names, on the root's
+    /// mount: ESTALE if it is gone; EPERM without CAP_DAC_READ_SEARCH.
+    /// The fd may be anywhere on that mount (see the module comment for
+    /// what it may be used for).
+    pub(crate) fn open_handle(&self, h: &HostHandle) -> SysResult<OwnedFd> {
+        if h.bytes.len() > crate::abi::MAX_HANDLE_SZ as usize {
+            return Err(Errno::ESTALE);
+        }
+        let mount_fd = match self.mount_fd.get() {
+            Some(fd) => fd,
+            None => {
+                let fd = openat_raw(
+                    self.root.as_raw_fd(),
+                    b".",
+                    libc::O_RDONLY | libc::O_DIRECTORY,
+                )?;
+                // A racing first use may have set one: the other is closed.
+                self.mount_fd.get_or_init(|| fd)
+            }
+        };
+        let mut raw = RawHandle {
+            handle_bytes: h.bytes.len() as u32,
+            handle_type: h.kind,
+            f_handle: [0; crate::abi::MAX_HANDLE_SZ as usize],
+        };
+        raw.f_handle[..h.bytes.len()].copy_from_slice(&h.bytes);
+        self.calls.count();
+        // SAFETY: the kernel reads `raw`'s header and `handle_bytes` bytes
+        // of it; the fd returned is ours.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_open_by_handle_at,
+                mount_fd.as_raw_fd(),
+                &raw as *const RawHandle,
+                libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(last_errno());
+        }
+        // SAFETY: a fresh fd nobody else owns.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+    }
+
+    /// Where the object open as `fd` is, relative to the root, by the
+    /// host's own account (/proc/self/fd): ESTALE if that is not beneath
+    /// the root (moved out of it, removed, or the host's dentry is
+    /// disconnected and reads "/"). Only a hint: the caller walks it from
+    /// the root, contained, and checks what it finds.
+    pub(crate) fn path_beneath(&self, fd: RawFd) -> SysResult<Box<[u8]>> {
+        let at = fd_text(fd)?;
+        let root = fd_text(self.root.as_raw_fd())?;
+        const DELETED: &[u8] = b" (deleted)";
+        if at.ends_with(DELETED) || root.ends_with(DELETED) {
+            return Err(Errno::ESTALE);
+        }
+        let rel = if root == b"/" {
+            at.strip_prefix(b"/")
+        } else if at == root {
+            Some(&b""[..])
+        } else {
+            at.strip_prefix(&root[..])
+                .and_then(|r| r.strip_prefix(b"/"))
+        }
+        .ok_or(Errno::ESTALE)?;
+        if !rel.is_empty() && !rel.split(|&b| b == b'/').all(valid_component) {
+            return Err(Errno::ESTALE);
+        }
+        Ok(rel.into())
+    }
+}
+
+/// The text of /proc/self/fd/`fd`: where the host says the object is.
+fn fd_text(fd: RawFd) -> SysResult<Vec<u8>> {
+    let link = std::ffi::CString::new(format!("/proc/self/fd/{fd}")).map_err(|_| Errno::EINVAL)?;
+    let mut buf = vec![0u8; crate::abi::PATH_MAX];
+    // SAFETY: readlink writes at most `buf.len()` bytes into `buf`.
+    let n = unsafe { libc::readlink(link.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    if n < 0 {
+        return Err(last_errno());
+    }
+    buf.truncate(n as usize);
+    Ok(buf)
 }
 
 /// `struct xattr_args` of setxattrat / getxattrat.

@@ -51,6 +51,7 @@
 //!   through the identity map `ids` (its rules are at the field).
 
 pub mod dirs;
+mod fhandle;
 pub mod host;
 mod listing;
 
@@ -111,6 +112,9 @@ const SHARDS: usize = 16;
 /// Rounds an open makes to hold its file while other opens race with it
 /// (`Filesystem::open`); after them, it holds nothing.
 const HOLD_ATTEMPTS: usize = 4;
+/// Times a host call by path looks again after renames moved the path
+/// under it (sync/in_flight.rs); after them, the file counts as gone.
+const MOVE_ATTEMPTS: usize = 64;
 
 /// Other names a non-directory was found under, at most this many (the
 /// oldest is forgotten first: its file stays reachable by the others).
@@ -768,11 +772,21 @@ impl Passthrough {
     /// ESTALE: the inode's file is gone from where vfscale last saw it
     /// (removed on the host, or renamed by another name of it that vfscale
     /// cached as another inode: COMPATIBILITY.md).
-    fn open_host(&self, inode: &Inode, flags: i32) -> SysResult<std::os::fd::OwnedFd> {
-        match self.host.open_beneath(&self.path_of(inode)?, flags) {
-            Err(Errno::ENOENT) => Err(Errno::ESTALE),
-            r => r,
+    fn open_host(
+        &self,
+        sb: &SuperBlock,
+        inode: &Inode,
+        flags: i32,
+    ) -> SysResult<std::os::fd::OwnedFd> {
+        for _ in 0..MOVE_ATTEMPTS {
+            let sample = sb.renames.sample();
+            match self.host.open_beneath(&self.path_of(inode)?, flags) {
+                Err(Errno::ENOENT) if sb.renames.moved_since(sample) => {}
+                Err(Errno::ENOENT) => return Err(Errno::ESTALE),
+                r => return r,
+            }
         }
+        Err(Errno::ESTALE)
     }
 
     /// The held host file of `inode` if it allows `need` (`DataFd`).
@@ -785,10 +799,10 @@ impl Passthrough {
     /// The fd a data call on `inode` makes its call on: the held host file
     /// when it allows `need`, else the file opened by its host path for
     /// `need` and this call alone.
-    fn data_fd(&self, inode: &Inode, need: Access) -> SysResult<Arc<OwnedFd>> {
+    fn data_fd(&self, sb: &SuperBlock, inode: &Inode, need: Access) -> SysResult<Arc<OwnedFd>> {
         match self.held_fd(inode, need) {
             Some(fd) => Ok(fd),
-            None => self.open_host(inode, need.open_flags()).map(Arc::new),
+            None => self.open_host(sb, inode, need.open_flags()).map(Arc::new),
         }
     }
 
@@ -808,7 +822,12 @@ impl Passthrough {
 
     /// An O_APPEND write: on the held host file when it allows writes (as
     /// RWF_APPEND), else on the file opened O_APPEND by its host path.
-    fn append(&self, inode: &Inode, buf: &[u8]) -> SysResult<(Arc<OwnedFd>, usize)> {
+    fn append(
+        &self,
+        sb: &SuperBlock,
+        inode: &Inode,
+        buf: &[u8],
+    ) -> SysResult<(Arc<OwnedFd>, usize)> {
         if let Some(fd) = self.held_fd(inode, Access::WRITE) {
             match host::pwrite_append(fd.as_raw_fd(), buf) {
                 // A kernel before 4.16 (no RWF_APPEND).
@@ -816,7 +835,7 @@ impl Passthrough {
                 r => return r.map(|n| (fd, n)),
             }
         }
-        let fd = self.open_host(inode, libc::O_WRONLY | libc::O_APPEND)?;
+        let fd = self.open_host(sb, inode, libc::O_WRONLY | libc::O_APPEND)?;
         let n = host::write(fd.as_raw_fd(), buf)?;
         Ok((Arc::new(fd), n))
     }
@@ -1181,13 +1200,15 @@ impl Filesystem for Passthrough {
     /// held file allows what the description may do, or one that allows
     /// both it and the holders' needs could be opened); a removed name's
     /// inode can only share a held file.
-    fn open(&self, _sb: &SuperBlock, inode: &Inode, fmode: u32) -> bool {
+    fn open(&self, sb: &SuperBlock, inode: &Inode, fmode: u32) -> bool {
         let want = Access::of_fmode(fmode);
         let addr = addr_of(inode);
         // Another open may come to hold a file that covers neither its
         // needs nor ours while we open: the next round opens one covering
         // both.
-        for _ in 0..HOLD_ATTEMPTS {
+        let (mut rounds, mut moved) = (0, 0);
+        while rounds < HOLD_ATTEMPTS {
+            let sample = sb.renames.sample();
             let (path, access) = {
                 let mut shard = self.shard(inode).lock();
                 let Some(node) = shard.get_mut(&addr) else {
@@ -1206,8 +1227,14 @@ impl Filesystem for Passthrough {
                 }
             };
             let Some(fd) = self.open_data(inode, &path, access) else {
+                // Renamed meanwhile (sync/in_flight.rs): look again at the new path.
+                if moved < MOVE_ATTEMPTS && sb.renames.moved_since(sample) {
+                    moved += 1;
+                    continue;
+                }
                 return false;
             };
+            rounds += 1;
             let fd = Arc::new(fd);
             // Whatever fd loses its place is closed after the shard unlocks.
             let (held, dropped) = {
@@ -1262,8 +1289,8 @@ impl Filesystem for Passthrough {
         }
     }
 
-    fn read(&self, _sb: &SuperBlock, inode: &Inode, pos: u64, buf: &mut [u8]) -> SysResult<usize> {
-        let fd = self.data_fd(inode, Access::READ)?;
+    fn read(&self, sb: &SuperBlock, inode: &Inode, pos: u64, buf: &mut [u8]) -> SysResult<usize> {
+        let fd = self.data_fd(sb, inode, Access::READ)?;
         host::pread(fd.as_raw_fd(), buf, pos)
     }
 
@@ -1275,17 +1302,17 @@ impl Filesystem for Passthrough {
         offset: u64,
         len: u64,
     ) -> SysResult<()> {
-        let fd = self.data_fd(inode, Access::WRITE)?;
+        let fd = self.data_fd(sb, inode, Access::WRITE)?;
         // SAFETY: fallocate on our own fd.
         let r = unsafe { libc::fallocate(fd.as_raw_fd(), mode, offset as i64, len as i64) };
         check(r as libc::c_long)?;
         self.refresh(sb, inode)
     }
 
-    fn fsync(&self, _sb: &SuperBlock, inode: &Inode, datasync: bool) -> SysResult<()> {
+    fn fsync(&self, sb: &SuperBlock, inode: &Inode, datasync: bool) -> SysResult<()> {
         // A regular file or a directory (the core refuses the others);
         // fsync works on a read-only fd.
-        let fd = match self.data_fd(inode, Access::ANY) {
+        let fd = match self.data_fd(sb, inode, Access::ANY) {
             // A directory vfscale removed (a descriptor or cwd kept it):
             // nothing of it is left to make durable, and Linux's fsync of
             // such an orphan succeeds (directories hold no host file).
@@ -1350,12 +1377,12 @@ impl Filesystem for Passthrough {
 
     fn seek_data_hole(
         &self,
-        _sb: &SuperBlock,
+        sb: &SuperBlock,
         inode: &Inode,
         offset: u64,
         hole: bool,
     ) -> SysResult<u64> {
-        let fd = self.data_fd(inode, Access::ANY)?;
+        let fd = self.data_fd(sb, inode, Access::ANY)?;
         let whence = if hole {
             libc::SEEK_HOLE
         } else {
@@ -1369,18 +1396,18 @@ impl Filesystem for Passthrough {
 
     fn write(
         &self,
-        _sb: &SuperBlock,
+        sb: &SuperBlock,
         inode: &Inode,
         pos: Option<u64>,
         buf: &[u8],
     ) -> SysResult<usize> {
         let (fd, n) = match pos {
             Some(p) => {
-                let fd = self.data_fd(inode, Access::WRITE)?;
+                let fd = self.data_fd(sb, inode, Access::WRITE)?;
                 let n = host::pwrite(fd.as_raw_fd(), buf, p)?;
                 (fd, n)
             }
-            None => self.append(inode, buf)?,
+            None => self.append(sb, inode, buf)?,
         };
         if let Ok(st) = self.host.fstat(fd.as_raw_fd()) {
             copy_attrs(inode, &st);
@@ -1390,13 +1417,13 @@ impl Filesystem for Passthrough {
 
     fn copy_range(
         &self,
-        _sb: &SuperBlock,
+        sb: &SuperBlock,
         (from, from_pos): (&Inode, u64),
         (to, to_pos): (&Inode, u64),
         len: usize,
     ) -> SysResult<Option<usize>> {
-        let src = self.data_fd(from, Access::READ)?;
-        let dst = self.data_fd(to, Access::WRITE)?;
+        let src = self.data_fd(sb, from, Access::READ)?;
+        let dst = self.data_fd(sb, to, Access::WRITE)?;
         let (mut pi, mut po) = (from_pos as i64, to_pos as i64);
         // SAFETY: our own fds; the offsets are ours to advance.
         let r = unsafe {
@@ -1417,8 +1444,20 @@ impl Filesystem for Passthrough {
         Ok(Some(r as usize))
     }
 
-    fn truncate(&self, _sb: &SuperBlock, inode: &Inode, len: u64) -> SysResult<()> {
-        let fd = self.data_fd(inode, Access::WRITE)?;
+    fn encode_handle(&self, sb: &SuperBlock, inode: &Inode, out: &mut Vec<u8>) -> SysResult<()> {
+        self.encode_handle_of(sb, inode, out)
+    }
+
+    fn handle_names(&self, sb: &SuperBlock, inode: &Inode, handle: &[u8]) -> bool {
+        self.handle_names_inode(sb, inode, handle)
+    }
+
+    fn locate_handle(&self, _sb: &SuperBlock, handle: &[u8]) -> SysResult<Vec<Box<[u8]>>> {
+        self.locate(handle)
+    }
+
+    fn truncate(&self, sb: &SuperBlock, inode: &Inode, len: u64) -> SysResult<()> {
+        let fd = self.data_fd(sb, inode, Access::WRITE)?;
         // SAFETY: ftruncate on our own fd.
         if unsafe { libc::ftruncate(fd.as_raw_fd(), len as i64) } < 0 {
             return Err(Errno(
