@@ -247,16 +247,10 @@ fn compare_on_this_thread(steps: &[Step], backend: Backend) -> Result<(), TestCa
         }
         // vfscale first where its refusal means the step is not compared
         // (and not run on the kernel, so both stay alike): a send of files
-        // it refuses (ETOOMANYREFS), and on passthrough a call through a
-        // directory whose name was removed through vfscale (ESTALE; both
-        // change nothing: `removed_directory_open`).
-        let (e, g) = if carries_files(&step.op) || backend == Backend::Passthrough {
+        // it refuses (ETOOMANYREFS).
+        let (e, g) = if carries_files(&step.op) {
             let g = apply(&vprocs[p], &step.op, &mut vmaps[p]);
-            if g == Outcome::Err(Errno::ETOOMANYREFS)
-                || (backend == Backend::Passthrough
-                    && g == Outcome::Err(Errno::ESTALE)
-                    && removed_directory_open(&vprocs[p], &vmaps[p]))
-            {
+            if g == Outcome::Err(Errno::ETOOMANYREFS) {
                 continue;
             }
             (apply(&kprocs[p], &step.op, &mut kmaps[p]), g)
@@ -265,16 +259,7 @@ fn compare_on_this_thread(steps: &[Step], backend: Backend) -> Result<(), TestCa
             (e, apply(&vprocs[p], &step.op, &mut vmaps[p]))
         };
         let (e, g) = (&e, &g);
-        // A fork's steps run together, so a directory its child removed
-        // (and its parent holds open) is ESTALE to a later step of the same
-        // fork: excused step by step, as the whole step is above.
-        let removed_dir_in_fork = backend == Backend::Passthrough
-            && matches!(step.op, Op::Fork(_))
-            && removed_directory_open(&vprocs[p], &vmaps[p]);
-        if step_by_step(&step.op, e, g, &|op, e, g| {
-            same_modulo_readdir_order(op, e, g)
-                || (removed_dir_in_fork && *g == Outcome::Err(Errno::ESTALE))
-        }) {
+        if step_by_step(&step.op, e, g, &same_modulo_readdir_order) {
             continue;
         }
         prop_assert_eq!(
@@ -352,20 +337,6 @@ fn core_matches_kernel() {
 #[test]
 fn passthrough_matches_kernel() {
     run_cases(Backend::Passthrough, "passthrough differential test");
-}
-
-/// Whether the process has a directory open (or as its cwd) whose name was
-/// removed through vfscale: on passthrough, calls that reach the host
-/// through such a directory (its attributes, xattrs and syncs) answer
-/// ESTALE (docs/COMPATIBILITY.md). Regular files are held open by their
-/// descriptions and keep working as on Linux, so an ESTALE without such a
-/// directory fails the test.
-fn removed_directory_open<P: ProcessApi>(p: &P, fds: &FdMap) -> bool {
-    let removed_dir = |st: Stat| st.mode & S_IFMT == S_IFDIR && st.nlink == 0;
-    fds.open
-        .iter()
-        .any(|&fd| p.fstat(fd).is_ok_and(removed_dir))
-        || p.stat(b".").is_ok_and(removed_dir)
 }
 
 /// Operations whose passthrough answers differ from the host's by a

@@ -480,3 +480,54 @@ fn a_name_unlinked_on_the_host_is_enoent_after_the_ttl() {
     assert_eq!(p.unlink(b"/k"), Err(Errno::ENOENT));
     assert_eq!(p.stat(b"/k").map(|_| ()), Err(Errno::ENOENT));
 }
+
+/// A directory vfscale removes (rmdir, or a rename over it) while a
+/// descriptor or the cwd keeps it is an orphan whose attributes, xattrs
+/// and syncs still work through that descriptor, as on Linux (they were
+/// ESTALE until session 25); lookups and listings in it are ENOENT; the
+/// backend's hold of it goes with its inode.
+#[test]
+fn a_removed_directory_in_use_keeps_its_attributes() {
+    let host = HostDir::new("orphan-dirs");
+    host.mkdir("d");
+    host.mkdir("v");
+    host.mkdir("w");
+    let (vfs, stats) = mirror_with(&host, ttl(Duration::from_secs(3600)), false);
+    let p = vfs.root_process();
+    let d = p.open(b"/d", O_RDONLY | O_DIRECTORY, 0).unwrap();
+    let v = p.open(b"/v", O_RDONLY | O_DIRECTORY, 0).unwrap();
+    p.rmdir(b"/d").unwrap();
+    p.rename(b"/w", b"/v").unwrap();
+    for fd in [d, v] {
+        p.fchmod(fd, 0o701).unwrap();
+        p.fchown(fd, 7, 8).unwrap();
+        p.futimens(fd, Some([Timespec { sec: 5, nsec: 0 }; 2]))
+            .unwrap();
+        p.fsetxattr(fd, b"user.k", b"val", 0).unwrap();
+        let mut buf = [0u8; 8];
+        assert_eq!(p.fgetxattr(fd, b"user.k", &mut buf), Ok(3));
+        p.fsync(fd).unwrap();
+        let st = p.fstat(fd).unwrap();
+        assert_eq!(
+            (st.nlink, st.mode & 0o7777, st.uid, st.gid, st.mtime.sec),
+            (0, 0o701, 7, 8, 5)
+        );
+        assert_eq!(
+            p.openat(fd, b"x", O_CREAT | O_RDWR, 0o600),
+            Err(Errno::ENOENT)
+        );
+        assert_eq!(p.getdents64(fd, &mut [0u8; 512]), Err(Errno::ENOENT));
+    }
+    // The cwd: a path call on "." reaches the orphan too.
+    p.fchdir(d).unwrap();
+    p.chmod(b".", 0o700).unwrap();
+    assert_eq!(p.stat(b".").unwrap().mode & 0o7777, 0o700);
+    assert_eq!(p.getcwd(), Err(Errno::ENOENT));
+    p.chdir(b"/").unwrap();
+    p.close(d).unwrap();
+    p.close(v).unwrap();
+    // The renamed directory took the name, untouched.
+    assert_eq!(p.stat(b"/v").unwrap().nlink, 2);
+    vfs.drop_caches();
+    assert_eq!(stats.data_fds_held(), 0, "the holds went with their inodes");
+}

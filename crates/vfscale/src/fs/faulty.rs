@@ -355,11 +355,11 @@ impl<F: Filesystem> Filesystem for FaultyFs<F> {
         self.inner.link(sb, inode, dir, name)
     }
 
-    fn unlink(&self, sb: &SuperBlock, dir: &Inode, name: &[u8], rmdir: bool) -> SysResult<()> {
+    fn unlink(&self, sb: &SuperBlock, dir: &Inode, name: &[u8], victim: &Inode) -> SysResult<()> {
         if let Some(e) = self.control.decide(CallKind::Change) {
             return Err(e);
         }
-        self.inner.unlink(sb, dir, name, rmdir)
+        self.inner.unlink(sb, dir, name, victim)
     }
 
     fn rename(
@@ -369,6 +369,7 @@ impl<F: Filesystem> Filesystem for FaultyFs<F> {
         old_name: &[u8],
         new_dir: &Inode,
         new_name: &[u8],
+        victim: Option<&Inode>,
         flags: u32,
         whiteout_owner: (u32, u32),
     ) -> SysResult<()> {
@@ -381,6 +382,7 @@ impl<F: Filesystem> Filesystem for FaultyFs<F> {
             old_name,
             new_dir,
             new_name,
+            victim,
             flags,
             whiteout_owner,
         )

@@ -282,13 +282,24 @@ pub trait Filesystem: Send + Sync {
         Err(Errno::EROFS)
     }
 
-    /// Removes `name` from `dir` (`rmdir`: a directory).
-    fn unlink(&self, _sb: &SuperBlock, _dir: &Inode, _name: &[u8], _rmdir: bool) -> SysResult<()> {
+    /// Removes `name` from `dir`, whose inode is `victim` (rmdir when it
+    /// is a directory; the core checked the call matches its type). The
+    /// victim may stay in use (a descriptor or cwd keeps it), as an
+    /// orphan whose attribute calls still work on Linux.
+    fn unlink(
+        &self,
+        _sb: &SuperBlock,
+        _dir: &Inode,
+        _name: &[u8],
+        _victim: &Inode,
+    ) -> SysResult<()> {
         Err(Errno::EROFS)
     }
 
-    /// renameat2 of `old_name` in `old_dir` to `new_name` in `new_dir`;
-    /// a RENAME_WHITEOUT's whiteout belongs to `whiteout_owner` (uid, gid).
+    /// renameat2 of `old_name` in `old_dir` to `new_name` in `new_dir`,
+    /// where `victim` is (the inode the new name had: replaced, or with
+    /// RENAME_EXCHANGE moved to the old name); a RENAME_WHITEOUT's
+    /// whiteout belongs to `whiteout_owner` (uid, gid).
     #[allow(clippy::too_many_arguments)]
     fn rename(
         &self,
@@ -297,6 +308,7 @@ pub trait Filesystem: Send + Sync {
         _old_name: &[u8],
         _new_dir: &Inode,
         _new_name: &[u8],
+        _victim: Option<&Inode>,
         _flags: u32,
         _whiteout_owner: (u32, u32),
     ) -> SysResult<()> {

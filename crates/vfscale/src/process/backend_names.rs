@@ -188,7 +188,7 @@ impl Process {
             return Err(Errno::EBUSY);
         }
         let sb = backend_of(dir).ok_or(Errno::EINVAL)?;
-        if let Err(e) = sb.fs.unlink(sb, dir, name, rmdir) {
+        if let Err(e) = sb.fs.unlink(sb, dir, name, vi) {
             self.forget_after_error(e, &[(dir_d, dir, &key)]);
             return Err(e);
         }
@@ -226,17 +226,23 @@ impl Process {
         }
         let sb = backend_of(odir).ok_or(Errno::EINVAL)?;
         let (uid, gid, _) = self.owner_in(odir, S_IFCHR);
+        // SAFETY: the guard keeps the victim allocated.
+        let victim = unsafe { ni.as_ref() };
         // Until the cached names moved: the host has the new names first.
         let _renaming = sb.renames.enter();
-        if let Err(e) = sb
-            .fs
-            .rename(sb, odir, old_name, ndir, new_name, flags, (uid, gid))
-        {
+        if let Err(e) = sb.fs.rename(
+            sb,
+            odir,
+            old_name,
+            ndir,
+            new_name,
+            victim,
+            flags,
+            (uid, gid),
+        ) {
             self.forget_after_error(e, &[(od, odir, &okey), (nd, ndir, &nkey)]);
             return Err(e);
         }
-        // SAFETY: the guard keeps the victim allocated.
-        let victim = unsafe { ni.as_ref() };
         let exchanged = flags & crate::abi::RENAME_EXCHANGE != 0;
         let mut moves = vec![(oi, (odir, old_name), Some((ndir, new_name)))];
         if let Some(v) = victim {

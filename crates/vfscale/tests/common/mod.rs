@@ -78,9 +78,25 @@ pub fn getdents(p: &Process, fd: Fd, size: usize) -> SysResult<Vec<Dirent>> {
     Ok(parse_dirents64(&buf[..n]))
 }
 
-/// Sleeps long enough for the next timestamp to be strictly later.
+/// Sleeps until the clock vfscale stamps with (CLOCK_REALTIME_COARSE) has
+/// moved on from now, so the next timestamp is strictly later: at least
+/// 15 ms, and longer while the coarse clock lags (a loaded 2-vCPU VM
+/// failed `unlink_success` in CI once with a fixed 15 ms sleep).
 pub fn tick() {
+    let coarse = || {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes only into the timespec we pass.
+        unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut ts) };
+        (ts.tv_sec, ts.tv_nsec)
+    };
+    let start = coarse();
     std::thread::sleep(Duration::from_millis(15));
+    while coarse() <= start {
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 /// Drops the process, reclaims cached dentries and checks that only the

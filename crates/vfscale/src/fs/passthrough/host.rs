@@ -62,7 +62,8 @@ pub struct HostStats {
     /// guarded by the backend's shard mutexes).
     dir_fds: std::sync::atomic::AtomicUsize,
     /// Regular files held open for vfscale's open descriptions (the
-    /// backend's `open`/`release`). Relaxed everywhere: a count, as
+    /// backend's `open`/`release`), and directories vfscale removed, held
+    /// until their inodes go. Relaxed everywhere: a count, as
     /// `dir_fds`.
     data_fds: std::sync::atomic::AtomicUsize,
     /// Relaxed everywhere: a bound, as `dir_fds` (each listing's bytes
@@ -731,6 +732,15 @@ fn xattrat(dir: RawFd, name: &[u8], call: &mut XattrCall<'_>) -> SysResult<usize
         return Err(last_errno());
     }
     Ok(r as usize)
+}
+
+/// Opens the single component `name` of the directory open as `at` (a
+/// valid component: nothing climbs; pass O_NOFOLLOW to follow nothing).
+pub(crate) fn openat_at(at: RawFd, name: &[u8], flags: i32) -> SysResult<OwnedFd> {
+    if !valid_component(name) {
+        return Err(Errno::EINVAL);
+    }
+    openat_raw(at, name, flags)
 }
 
 fn openat_raw(at: RawFd, name: &[u8], flags: i32) -> SysResult<OwnedFd> {

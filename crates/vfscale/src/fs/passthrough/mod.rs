@@ -142,8 +142,10 @@ struct Node {
     gone: bool,
     /// Directories only.
     dir: Option<Box<DirState>>,
-    /// Regular files only: the host file held open while vfscale has open
-    /// descriptions of the inode (`Filesystem::open`).
+    /// A regular file's host file held open while vfscale has open
+    /// descriptions of the inode (`Filesystem::open`), or a directory
+    /// vfscale removed while it may be in use, held until `evict`
+    /// (`hold_removed_dir`).
     data: Option<DataFd>,
 }
 
@@ -327,14 +329,6 @@ impl Passthrough {
 
     fn shard(&self, inode: &Inode) -> &NodeShard {
         self.shard_at(addr_of(inode))
-    }
-
-    /// True if vfscale removed the inode's (last known) name.
-    fn removed_by_vfscale(&self, inode: &Inode) -> bool {
-        self.shard(inode)
-            .lock()
-            .get(&addr_of(inode))
-            .is_some_and(|n| n.gone)
     }
 
     /// The host path of a live passthrough inode.
@@ -840,6 +834,38 @@ impl Passthrough {
         Ok((Arc::new(fd), n))
     }
 
+    /// The directory `name` of the host directory open as `dir`, opened
+    /// to be held (`hold_removed_dir`) once vfscale removed it.
+    fn open_for_hold(&self, dir: &OwnedFd, name: &[u8]) -> Option<OwnedFd> {
+        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+        host::openat_at(dir.as_raw_fd(), name, flags).ok()
+    }
+
+    /// Keeps `hold` (the host directory `dir` opened just before vfscale
+    /// removed it) for the orphan's attribute, xattr and sync calls, as
+    /// the held file of an open description (`DataFd`, with no opens:
+    /// `evict` closes it). Not if it is another directory than `dir`'s (a
+    /// host rename in between).
+    fn hold_removed_dir(&self, dir: &Inode, hold: OwnedFd) {
+        let same = self
+            .host
+            .fstat(hold.as_raw_fd())
+            .is_ok_and(|st| self.ino_of(&st) == dir.ino());
+        if !same {
+            return;
+        }
+        if let Some(node) = self.shard(dir).lock().get_mut(&addr_of(dir)) {
+            if node.data.is_none() {
+                node.data = Some(DataFd {
+                    fd: Arc::new(hold),
+                    access: Access::READ,
+                    opens: 0,
+                });
+                self.stats.data_fds_add(1);
+            }
+        }
+    }
+
     /// The host directory `dir` as an O_PATH fd (opened beneath the root).
     fn dir_fd(&self, dir: &Inode) -> SysResult<std::os::fd::OwnedFd> {
         self.host
@@ -1310,17 +1336,10 @@ impl Filesystem for Passthrough {
     }
 
     fn fsync(&self, sb: &SuperBlock, inode: &Inode, datasync: bool) -> SysResult<()> {
-        // A regular file or a directory (the core refuses the others);
-        // fsync works on a read-only fd.
-        let fd = match self.data_fd(sb, inode, Access::ANY) {
-            // A directory vfscale removed (a descriptor or cwd kept it):
-            // nothing of it is left to make durable, and Linux's fsync of
-            // such an orphan succeeds (directories hold no host file).
-            Err(Errno::ESTALE) if inode.is_dir() && self.removed_by_vfscale(inode) => {
-                return Ok(());
-            }
-            r => r?,
-        };
+        // A regular file or a directory (the core refuses the others;
+        // a directory vfscale removed syncs through its hold); fsync works
+        // on a read-only fd.
+        let fd = self.data_fd(sb, inode, Access::ANY)?;
         // SAFETY: fsync / fdatasync on our own fd.
         let r = unsafe {
             if datasync {
@@ -1623,15 +1642,24 @@ impl Filesystem for Passthrough {
         linked
     }
 
-    fn unlink(&self, _sb: &SuperBlock, dir: &Inode, name: &[u8], rmdir: bool) -> SysResult<()> {
+    fn unlink(&self, _sb: &SuperBlock, dir: &Inode, name: &[u8], victim: &Inode) -> SysResult<()> {
         let fd = self.dir_fd(dir)?;
         let c = cstr(name)?;
+        let rmdir = victim.is_dir();
+        // A directory is held from before its removal: a descriptor or
+        // cwd that keeps it reaches the orphan's attributes through the
+        // hold, as Linux's do (a file is held by its open descriptions).
+        let hold = rmdir.then(|| self.open_for_hold(&fd, name)).flatten();
         let flags = if rmdir { libc::AT_REMOVEDIR } else { 0 };
         // SAFETY: a single component on our own fd.
         let removed =
             check(unsafe { libc::unlinkat(fd.as_raw_fd(), c.as_ptr(), flags) } as libc::c_long);
         self.names_changed(dir);
-        removed
+        removed?;
+        if let Some(hold) = hold {
+            self.hold_removed_dir(victim, hold);
+        }
+        Ok(())
     }
 
     fn rename(
@@ -1641,12 +1669,16 @@ impl Filesystem for Passthrough {
         old_name: &[u8],
         new_dir: &Inode,
         new_name: &[u8],
+        victim: Option<&Inode>,
         flags: u32,
         whiteout_owner: (u32, u32),
     ) -> SysResult<()> {
         let ofd = self.dir_fd(old_dir)?;
         let nfd = self.dir_fd(new_dir)?;
         let (o, n) = (cstr(old_name)?, cstr(new_name)?);
+        // A directory the rename replaces is held as `unlink` holds one.
+        let replaced_dir = victim.filter(|v| v.is_dir() && flags & RENAME_EXCHANGE == 0);
+        let hold = replaced_dir.and_then(|_| self.open_for_hold(&nfd, new_name));
         // SAFETY: single components on our own fds; renameat2 never follows
         // symlinks.
         let renamed = check(unsafe {
@@ -1662,6 +1694,9 @@ impl Filesystem for Passthrough {
         self.names_changed(old_dir);
         self.names_changed(new_dir);
         renamed?;
+        if let (Some(dir), Some(hold)) = (replaced_dir, hold) {
+            self.hold_removed_dir(dir, hold);
+        }
         if flags & RENAME_WHITEOUT != 0 {
             // The host made the whiteout as this process; it is the caller's.
             self.settle_new(&ofd, &o, whiteout_owner.0, whiteout_owner.1, None);
