@@ -173,8 +173,10 @@ impl Passthrough {
             .open_beneath(&dir_path, libc::O_RDONLY | libc::O_DIRECTORY)?;
         self.host.list_dir(listing.as_raw_fd(), 0, |e| {
             if e.ino == st.st_ino {
-                if let Ok(path) = join(&dir_path, e.name) {
-                    found.push(path);
+                // The place the host named may be one of these.
+                match join(&dir_path, e.name) {
+                    Ok(path) if !found.contains(&path) => found.push(path),
+                    _ => {}
                 }
             }
             found.len() < MAX_CANDIDATES
