@@ -604,24 +604,30 @@ impl HostRoot {
     pub(crate) fn path_beneath(&self, fd: RawFd) -> SysResult<Box<[u8]>> {
         let at = fd_text(fd)?;
         let root = fd_text(self.root.as_raw_fd())?;
-        const DELETED: &[u8] = b" (deleted)";
-        if at.ends_with(DELETED) || root.ends_with(DELETED) {
-            return Err(Errno::ESTALE);
-        }
-        let rel = if root == b"/" {
-            at.strip_prefix(b"/")
-        } else if at == root {
-            Some(&b""[..])
-        } else {
-            at.strip_prefix(&root[..])
-                .and_then(|r| r.strip_prefix(b"/"))
-        }
-        .ok_or(Errno::ESTALE)?;
-        if !rel.is_empty() && !rel.split(|&b| b == b'/').all(valid_component) {
-            return Err(Errno::ESTALE);
-        }
-        Ok(rel.into())
+        beneath(&root, &at).map(Into::into).ok_or(Errno::ESTALE)
     }
+}
+
+/// `at` relative to `root` (both absolute host paths as /proc shows
+/// them) if it is `root` ("") or below it, made of valid components;
+/// None for anything else, a removed object's " (deleted)" path included.
+fn beneath<'a>(root: &[u8], at: &'a [u8]) -> Option<&'a [u8]> {
+    const DELETED: &[u8] = b" (deleted)";
+    if at.ends_with(DELETED) || root.ends_with(DELETED) {
+        return None;
+    }
+    if at == root {
+        return Some(&b""[..]);
+    }
+    let below = if root == b"/" {
+        at.strip_prefix(b"/")?
+    } else {
+        at.strip_prefix(root)?.strip_prefix(b"/")?
+    };
+    below
+        .split(|&b| b == b'/')
+        .all(valid_component)
+        .then_some(below)
 }
 
 /// The text of /proc/self/fd/`fd`: where the host says the object is.
@@ -886,6 +892,35 @@ impl HostRoot {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_paths_beneath_the_root_are_beneath_it() {
+        let root = &b"/srv/root"[..];
+        for (at, rel) in [
+            (&b"/srv/root"[..], Some(&b""[..])),
+            (b"/srv/root/a", Some(b"a")),
+            (b"/srv/root/a/b c/d", Some(b"a/b c/d")),
+            // A sibling sharing the root's name as a prefix.
+            (b"/srv/rootless/a", None),
+            (b"/srv", None),
+            (b"/", None),
+            (b"/srv/other/a", None),
+            // Removed, or a name that /proc would not show.
+            (b"/srv/root/a (deleted)", None),
+            (b"/srv/root/a/../../etc", None),
+            (b"/srv/root//a", None),
+            (b"/srv/root/", None),
+        ] {
+            assert_eq!(beneath(root, at), rel, "{}", String::from_utf8_lossy(at));
+        }
+        assert_eq!(
+            beneath(b"/srv/root (deleted)", b"/srv/root (deleted)/a"),
+            None
+        );
+        // A root at the host's "/": every absolute path is beneath it.
+        assert_eq!(beneath(b"/", b"/"), Some(&b""[..]));
+        assert_eq!(beneath(b"/", b"/etc/passwd"), Some(&b"etc/passwd"[..]));
+    }
 
     #[test]
     fn valid_components_are_plain_names() {
