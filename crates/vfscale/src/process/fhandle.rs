@@ -174,33 +174,8 @@ impl Process {
     /// bytes `own`) on `sb`, through mount `mnt`: the exported dentry
     /// while the backend says it is still the object, else each place the
     /// backend proposes, walked from the instance root and checked the
-    /// same way. A search that a rename through vfscale may have misled
-    /// (the host has the new names before the cache) looks again.
-    /// Caller holds an epoch guard.
+    /// same way. Caller holds an epoch guard.
     fn open_backend_handle(
-        &self,
-        sb: &SuperBlock,
-        mnt: *const Mount,
-        ino: u64,
-        own: &[u8],
-        flags: i32,
-    ) -> SysResult<Opened> {
-        let mut attempts = 0;
-        loop {
-            let sample = sb.renames.sample();
-            match self.find_backend_handle(sb, mnt, ino, own, flags) {
-                Err(Errno::ESTALE)
-                    if attempts < RENAME_ATTEMPTS && sb.renames.moved_since(sample) =>
-                {
-                    attempts += 1;
-                }
-                r => return r,
-            }
-        }
-    }
-
-    /// One search of `open_backend_handle`.
-    fn find_backend_handle(
         &self,
         sb: &SuperBlock,
         mnt: *const Mount,
@@ -319,9 +294,13 @@ impl Process {
                 }
                 // Renamed or removed since we read it: look again.
             },
-            Target::Backend(ino, own) => {
-                self.open_backend_handle(sb, mnt_path.mnt, ino, own, flags)?
-            }
+            // A search a rename through vfscale may have misled (the host
+            // has the new names before the cache) looks again.
+            Target::Backend(ino, own) => sb.renames.retry(
+                RENAME_ATTEMPTS,
+                |&e| e == Errno::ESTALE,
+                || self.open_backend_handle(sb, mnt_path.mnt, ino, own, flags),
+            )?,
         };
         let (file, _g) = Self::finish_open(file, _g);
         if flags & O_TRUNC != 0 && flags & O_PATH == 0 && file.file().inode().file_type() == S_IFREG

@@ -66,6 +66,25 @@ impl InFlight {
         }
         finished != sample
     }
+
+    /// Runs `attempt` again while it fails with an error `stale` matches
+    /// and an operation was in flight or finished since it started (at
+    /// most `limit` runs); returns its last result.
+    pub fn retry<T, E>(
+        &self,
+        limit: usize,
+        stale: impl Fn(&E) -> bool,
+        mut attempt: impl FnMut() -> Result<T, E>,
+    ) -> Result<T, E> {
+        let mut runs = 1;
+        loop {
+            let sample = self.sample();
+            match attempt() {
+                Err(e) if stale(&e) && runs < limit && self.moved_since(sample) => runs += 1,
+                r => return r,
+            }
+        }
+    }
 }
 
 #[cfg(all(test, not(loom)))]
@@ -82,5 +101,31 @@ mod tests {
         drop(op);
         assert!(m.moved_since(before), "finished since the sample");
         assert!(!m.moved_since(m.sample()), "finished before the sample");
+    }
+
+    /// Runs of `retry` (limit 5) whose attempts fail with `errors` in
+    /// turn, then succeed; `retry`'s result.
+    fn runs(m: &InFlight, errors: &[u8]) -> (usize, Result<(), u8>) {
+        let mut runs = 0;
+        let r = m.retry(
+            5,
+            |&e| e == 1,
+            || {
+                runs += 1;
+                errors.get(runs - 1).map_or(Ok(()), |&e| Err(e))
+            },
+        );
+        (runs, r)
+    }
+
+    #[test]
+    fn retry_runs_again_only_across_an_operation() {
+        let m = InFlight::new();
+        assert_eq!(runs(&m, &[1, 1]), (1, Err(1)), "nothing moved: one run");
+        let op = m.enter();
+        assert_eq!(runs(&m, &[1; 9]), (5, Err(1)), "in flight: up to the limit");
+        assert_eq!(runs(&m, &[2]), (1, Err(2)), "another error stands");
+        assert_eq!(runs(&m, &[1, 1]), (3, Ok(())), "until it succeeds");
+        drop(op);
     }
 }

@@ -772,15 +772,12 @@ impl Passthrough {
         inode: &Inode,
         flags: i32,
     ) -> SysResult<std::os::fd::OwnedFd> {
-        for _ in 0..MOVE_ATTEMPTS {
-            let sample = sb.renames.sample();
-            match self.host.open_beneath(&self.path_of(inode)?, flags) {
-                Err(Errno::ENOENT) if sb.renames.moved_since(sample) => {}
-                Err(Errno::ENOENT) => return Err(Errno::ESTALE),
-                r => return r,
-            }
-        }
-        Err(Errno::ESTALE)
+        let opened = sb.renames.retry(
+            MOVE_ATTEMPTS,
+            |&e| e == Errno::ENOENT,
+            || self.host.open_beneath(&self.path_of(inode)?, flags),
+        );
+        opened.map_err(|e| if e == Errno::ENOENT { Errno::ESTALE } else { e })
     }
 
     /// The held host file of `inode` if it allows `need` (`DataFd`).
