@@ -172,15 +172,17 @@ fn handles_outlive_the_cache_and_host_renames() {
     host.mkdir("d1/d2");
     host.write("d1/d2/f", b"deep");
     host.write("top", b"top");
+    host.symlink("d2/f", "d1/link");
     let vfs = mirror(&host);
     if !host_decodes(&host) {
         return;
     }
     let p = vfs.root_process();
-    let (hf, hd, ht) = (
+    let (hf, hd, ht, hl) = (
         handle_of(&p, b"/d1/d2/f"),
         handle_of(&p, b"/d1/d2"),
         handle_of(&p, b"/top"),
+        handle_of(&p, b"/d1/link"),
     );
     let cached = vfs.object_counts().dentries;
     forget_everything(&vfs);
@@ -190,6 +192,16 @@ fn handles_outlive_the_cache_and_host_renames() {
     );
     assert_eq!(read_by_handle(&p, &hf).unwrap(), b"deep");
     assert_eq!(read_by_handle(&p, &ht).unwrap(), b"top");
+    // A symlink is found as itself, not followed.
+    let fd = p.open_by_handle_at(AT_FDCWD, &hl, O_PATH).unwrap();
+    assert_eq!(p.fstat(fd).unwrap().mode & S_IFMT, S_IFLNK);
+    assert_eq!(p.fd_path(fd).unwrap(), b"/d1/link");
+    p.close(fd).unwrap();
+    forget_everything(&vfs);
+    assert_eq!(
+        p.open_by_handle_at(AT_FDCWD, &hl, O_RDONLY),
+        Err(Errno::ELOOP)
+    );
     // The host renames the directories and the file; vfscale forgets
     // again: each handle finds its object at its new place.
     std::fs::rename(host.path().join("d1"), host.path().join("e1")).unwrap();
