@@ -264,14 +264,18 @@ impl Process {
             .ok_or(Errno::EFAULT)?;
         // SAFETY: the guard keeps the mount and its superblock allocated.
         let sb = unsafe { &*mnt_path.mnt }.sb();
-        let target = match sb.exports.decode(handle.handle_type, bytes) {
-            Some(ino) => Target::Exported(ino),
-            None => sb
-                .exports
+        // Each instance decodes only its own kind: a number-only handle on
+        // a backend instance would skip the backend's identity check.
+        let target = if sb.fs.dcache_is_authoritative() {
+            sb.exports
+                .decode(handle.handle_type, bytes)
+                .map(Target::Exported)
+        } else {
+            sb.exports
                 .decode_backend(handle.handle_type, bytes)
                 .map(|(ino, own)| Target::Backend(ino, own))
-                .ok_or(Errno::ESTALE)?,
-        };
+        }
+        .ok_or(Errno::ESTALE)?;
         if flags & O_TMPFILE == O_TMPFILE {
             return Err(Errno::EINVAL);
         }
