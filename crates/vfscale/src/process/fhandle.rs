@@ -35,6 +35,9 @@ enum Target<'h> {
 /// Searches for a backend handle's object that renames may mislead, at
 /// most (sync/in_flight.rs).
 const RENAME_ATTEMPTS: usize = 64;
+/// Walks to one place a backend proposed whose dentry changed before the
+/// open could take it (a rename, the shrinker), at most.
+const WALK_ATTEMPTS: usize = 16;
 
 type Opened = (crate::file::FileRef, Option<crate::anon::pipe::PartnerWait>);
 
@@ -203,32 +206,36 @@ impl Process {
         };
         let cred = crate::Cred::root();
         for path in sb.fs.locate_handle(sb, own)? {
-            let found = if path.is_empty() {
-                // SAFETY: a superblock's root dentry lives as long as it.
-                let d = unsafe { &*root.dentry };
-                let seq = d.seq.read_begin();
-                Found {
-                    path: root,
-                    seq,
-                    inode: d.inode_ptr(),
+            // A walk's dentry renamed or reclaimed before the open took it
+            // (the open found it changed): walk again, a few times.
+            for _ in 0..WALK_ATTEMPTS {
+                let found = if path.is_empty() {
+                    // SAFETY: a superblock's root dentry lives as long as it.
+                    let d = unsafe { &*root.dentry };
+                    let seq = d.seq.read_begin();
+                    Found {
+                        path: root,
+                        seq,
+                        inode: d.inode_ptr(),
+                    }
+                } else {
+                    match self.vfs.walk(&cred, root, root, &path, 0) {
+                        Ok(found) => found,
+                        Err(_) => break,
+                    }
+                };
+                // SAFETY: the guard keeps what the walk found allocated.
+                let d = unsafe { &*found.path.dentry };
+                if !core::ptr::eq(d.sb, sb) || !is_object(found.inode) {
+                    break;
                 }
-            } else {
-                match self.vfs.walk(&cred, root, root, &path, 0) {
-                    Ok(found) => found,
-                    Err(_) => continue,
+                if let Some(f) =
+                    self.open_handle_target(found.path.mnt, found.path.dentry, found.seq, flags)?
+                {
+                    // Found again by name: the next open finds it in the table.
+                    let _ = self.export_dentry(d, ino);
+                    return Ok(f);
                 }
-            };
-            // SAFETY: the guard keeps what the walk found allocated.
-            let d = unsafe { &*found.path.dentry };
-            if !core::ptr::eq(d.sb, sb) || !is_object(found.inode) {
-                continue;
-            }
-            if let Some(f) =
-                self.open_handle_target(found.path.mnt, found.path.dentry, found.seq, flags)?
-            {
-                // Found again by name: the next open finds it in the table.
-                let _ = self.export_dentry(d, ino);
-                return Ok(f);
             }
         }
         Err(Errno::ESTALE)
