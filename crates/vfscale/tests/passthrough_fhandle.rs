@@ -50,6 +50,15 @@ fn read_by_handle(p: &impl ProcessApi, h: &FileHandle) -> SysResult<Vec<u8>> {
     Ok(data)
 }
 
+/// The path (fd_path) of what `h` opens with `flags`, the descriptor
+/// closed.
+fn path_by_handle(p: &impl ProcessApi, h: &FileHandle, flags: i32) -> Vec<u8> {
+    let fd = p.open_by_handle_at(AT_FDCWD, h, flags).unwrap();
+    let path = p.fd_path(fd).unwrap();
+    p.close(fd).unwrap();
+    path
+}
+
 /// Drops vfscale's caches until a pass frees nothing (drop_caches gives
 /// referenced entries a second chance).
 fn forget_everything(vfs: &Vfs) {
@@ -193,10 +202,8 @@ fn handles_outlive_the_cache_and_host_renames() {
     assert_eq!(read_by_handle(&p, &hf).unwrap(), b"deep");
     assert_eq!(read_by_handle(&p, &ht).unwrap(), b"top");
     // A symlink is found as itself, not followed.
-    let fd = p.open_by_handle_at(AT_FDCWD, &hl, O_PATH).unwrap();
-    assert_eq!(p.fstat(fd).unwrap().mode & S_IFMT, S_IFLNK);
-    assert_eq!(p.fd_path(fd).unwrap(), b"/d1/link");
-    p.close(fd).unwrap();
+    assert_eq!(path_by_handle(&p, &hl, O_PATH), b"/d1/link");
+    assert_eq!(p.lstat(b"/d1/link").unwrap().mode & S_IFMT, S_IFLNK);
     forget_everything(&vfs);
     assert_eq!(
         p.open_by_handle_at(AT_FDCWD, &hl, O_RDONLY),
@@ -207,15 +214,9 @@ fn handles_outlive_the_cache_and_host_renames() {
     std::fs::rename(host.path().join("d1"), host.path().join("e1")).unwrap();
     std::fs::rename(host.path().join("e1/d2/f"), host.path().join("e1/d2/g")).unwrap();
     forget_everything(&vfs);
-    let fd = p
-        .open_by_handle_at(AT_FDCWD, &hd, O_RDONLY | O_DIRECTORY)
-        .unwrap();
-    assert_eq!(p.fd_path(fd).unwrap(), b"/e1/d2");
-    p.close(fd).unwrap();
-    let fd = p.open_by_handle_at(AT_FDCWD, &hf, O_RDONLY).unwrap();
-    assert_eq!(read_fd(&p, fd), b"deep");
-    assert_eq!(p.fd_path(fd).unwrap(), b"/e1/d2/g");
-    p.close(fd).unwrap();
+    assert_eq!(path_by_handle(&p, &hd, O_RDONLY | O_DIRECTORY), b"/e1/d2");
+    assert_eq!(read_by_handle(&p, &hf).unwrap(), b"deep");
+    assert_eq!(path_by_handle(&p, &hf, O_RDONLY), b"/e1/d2/g");
 }
 
 /// The host's own dentry of a file gone too (the host's caches dropped):
@@ -240,10 +241,8 @@ fn a_file_the_host_forgot_is_found_through_its_directory() {
     if std::fs::write("/proc/sys/vm/drop_caches", "2").is_err() {
         eprintln!("skipped the host-cache half: /proc/sys/vm/drop_caches is not writable");
     }
-    let fd = p.open_by_handle_at(AT_FDCWD, &h, O_RDONLY).unwrap();
-    assert_eq!(read_fd(&p, fd), b"found");
-    assert_eq!(p.fd_path(fd).unwrap(), b"/dir/renamed");
-    p.close(fd).unwrap();
+    assert_eq!(read_by_handle(&p, &h).unwrap(), b"found");
+    assert_eq!(path_by_handle(&p, &h, O_RDONLY), b"/dir/renamed");
 }
 
 #[test]
