@@ -81,7 +81,30 @@ fn stale(e: Errno) -> Errno {
     }
 }
 
+/// How long the host is asked again to open a handle while it answers
+/// ENOMEM (`open_host_handle`).
+const ENOMEM_PATIENCE: std::time::Duration = std::time::Duration::from_millis(200);
+
 impl Passthrough {
+    /// The host's open of handle `h` (`stale` errors as ESTALE). The host
+    /// answers ENOMEM, not ESTALE, for a handle of a removed file whose
+    /// inode it is still evicting (Linux's iget_locked fails on an inode
+    /// being freed, and ext4 reports that as ENOMEM; the eviction of a
+    /// removed file frees its blocks, which takes a while): asked again
+    /// every millisecond, it says ESTALE once the eviction is done; an
+    /// ENOMEM that lasts `ENOMEM_PATIENCE` is returned.
+    fn open_host_handle(&self, h: &HostHandle) -> SysResult<OwnedFd> {
+        let start = std::time::Instant::now();
+        loop {
+            match self.host.open_handle(h) {
+                Err(Errno::ENOMEM) if start.elapsed() < ENOMEM_PATIENCE => {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                r => return r.map_err(stale),
+            }
+        }
+    }
+
     /// An fd of `inode`'s host object: its held file, else its host path
     /// opened O_PATH.
     fn object_fd(&self, sb: &SuperBlock, inode: &Inode) -> SysResult<std::sync::Arc<OwnedFd>> {
@@ -145,7 +168,7 @@ impl Passthrough {
     /// `Filesystem::locate_handle`.
     pub(super) fn locate(&self, handle: &[u8]) -> SysResult<Vec<Box<[u8]>>> {
         let (file, dir) = parse(handle).ok_or(Errno::ESTALE)?;
-        let fd = self.host.open_handle(&file).map_err(stale)?;
+        let fd = self.open_host_handle(&file)?;
         let st = self.host.fstat(fd.as_raw_fd())?;
         let mut found = Vec::new();
         // Where the host says it is: a directory's place is always known;
@@ -160,8 +183,7 @@ impl Passthrough {
             return Ok(found);
         };
         let Ok(dir_path) = self
-            .host
-            .open_handle(&dir)
+            .open_host_handle(&dir)
             .and_then(|d| self.host.path_beneath(d.as_raw_fd()))
         else {
             return Ok(found);
