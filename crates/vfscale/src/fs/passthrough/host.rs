@@ -341,8 +341,7 @@ impl HostRoot {
             Some(openat_raw(dir, name, libc::O_PATH | libc::O_NOFOLLOW)?)
         };
         let fd = entry.as_ref().map_or(dir, |e| e.as_raw_fd());
-        let proc =
-            std::ffi::CString::new(format!("/proc/self/fd/{fd}")).map_err(|_| Errno::EINVAL)?;
+        let proc = proc_fd(fd);
         let p = proc.as_ptr();
         let cname = |n: &[u8]| std::ffi::CString::new(n).map_err(|_| Errno::EINVAL);
         // SAFETY (each call): NUL-terminated path and name; buffers passed
@@ -630,9 +629,14 @@ fn beneath<'a>(root: &[u8], at: &'a [u8]) -> Option<&'a [u8]> {
         .then_some(below)
 }
 
+/// /proc/self/fd/`fd`: the magic link to exactly the object open as `fd`.
+pub(crate) fn proc_fd(fd: RawFd) -> std::ffi::CString {
+    std::ffi::CString::new(format!("/proc/self/fd/{fd}")).expect("no NUL in a formatted number")
+}
+
 /// The text of /proc/self/fd/`fd`: where the host says the object is.
 fn fd_text(fd: RawFd) -> SysResult<Vec<u8>> {
-    let link = std::ffi::CString::new(format!("/proc/self/fd/{fd}")).map_err(|_| Errno::EINVAL)?;
+    let link = proc_fd(fd);
     let mut buf = vec![0u8; crate::abi::PATH_MAX];
     // SAFETY: readlink writes at most `buf.len()` bytes into `buf`.
     let n = unsafe { libc::readlink(link.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };

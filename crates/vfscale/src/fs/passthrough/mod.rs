@@ -940,8 +940,7 @@ fn link_unnamed(file: &OwnedFd, dirfd: &OwnedFd, name: &std::ffi::CString) -> Sy
         Err(Errno::ENOENT | Errno::EPERM) => {}
         done => return done.map(drop),
     }
-    let proc_path = std::ffi::CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))
-        .map_err(|_| Errno::EINVAL)?;
+    let proc_path = host::proc_fd(file.as_raw_fd());
     // SAFETY: as above; AT_SYMLINK_FOLLOW follows the magic link to the
     // file itself.
     check(unsafe {
