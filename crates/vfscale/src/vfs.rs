@@ -225,7 +225,7 @@ impl Vfs {
         let sb = inner.new_superblock(fs, S_IFDIR | 0o755);
         let root = sb.root();
         inner.dget(root);
-        let m = inner.new_mount(sb, root);
+        let m = inner.new_mount(sb, root, crate::mount::flags::MNT_DEFAULT);
         inner.mounts.lock.lock().push(m as usize);
         // Release: pairs with the acquire in `MountTable::root`.
         inner.mounts.root.store(m as *mut _, Ordering::Release);

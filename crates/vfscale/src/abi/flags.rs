@@ -113,9 +113,42 @@ pub const MS_RDONLY: u64 = 1;
 pub const MS_NOSUID: u64 = 2;
 pub const MS_NODEV: u64 = 4;
 pub const MS_NOEXEC: u64 = 8;
+pub const MS_SYNCHRONOUS: u64 = 16;
 pub const MS_REMOUNT: u64 = 32;
+pub const MS_MANDLOCK: u64 = 64;
+pub const MS_DIRSYNC: u64 = 128;
+pub const MS_NOSYMFOLLOW: u64 = 256;
+pub const MS_NOATIME: u64 = 1024;
+pub const MS_NODIRATIME: u64 = 2048;
 pub const MS_BIND: u64 = 4096;
+pub const MS_MOVE: u64 = 8192;
 pub const MS_REC: u64 = 16384;
+pub const MS_SILENT: u64 = 32768;
+pub const MS_POSIXACL: u64 = 1 << 16;
+pub const MS_UNBINDABLE: u64 = 1 << 17;
+pub const MS_PRIVATE: u64 = 1 << 18;
+pub const MS_SLAVE: u64 = 1 << 19;
+pub const MS_SHARED: u64 = 1 << 20;
+pub const MS_RELATIME: u64 = 1 << 21;
+pub const MS_STRICTATIME: u64 = 1 << 24;
+pub const MS_LAZYTIME: u64 = 1 << 25;
+pub const MS_NOUSER: u64 = 1 << 31;
+/// The magic number old callers put in the top half (MS_MGC_VAL).
+pub const MS_MGC_VAL: u64 = 0xC0ED_0000;
+pub const MS_MGC_MSK: u64 = 0xffff_0000;
+
+// statfs(2) f_flags.
+pub const ST_RDONLY: i64 = 1;
+pub const ST_NOSUID: i64 = 2;
+pub const ST_NODEV: i64 = 4;
+pub const ST_NOEXEC: i64 = 8;
+pub const ST_SYNCHRONOUS: i64 = 16;
+pub const ST_VALID: i64 = 0x20;
+pub const ST_MANDLOCK: i64 = 64;
+pub const ST_NOATIME: i64 = 1024;
+pub const ST_NODIRATIME: i64 = 2048;
+pub const ST_RELATIME: i64 = 4096;
+pub const ST_NOSYMFOLLOW: i64 = 8192;
 
 // umount2(2) flags.
 pub const MNT_FORCE: i32 = 1;

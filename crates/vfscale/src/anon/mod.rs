@@ -91,7 +91,9 @@ impl VfsInner {
         let sb = self.new_superblock(Box::new(Tmpfs), S_IFDIR | 0o755);
         let root = sb.root();
         self.dget(root);
-        let mnt = self.new_mount(sb, root);
+        // A kernel-internal mount (Linux's kern_mount) has no per-mount flags:
+        // statfs reports none, and a memfd's atime is strict, as Linux's.
+        let mnt = self.new_mount(sb, root, 0);
         self.stats.mounts.dec();
         self.stats.dentries.dec();
         self.stats.inodes.dec();

@@ -25,6 +25,7 @@ use crate::abi::*;
 use crate::cred::perm::{may_search_fast, MAY_EXEC};
 use crate::cred::Cred;
 use crate::inode::Inode;
+use crate::mount::flags::MNT_NOSYMFOLLOW;
 use crate::mount::Mount;
 use crate::sync::atomic::Ordering;
 use crate::vfs::VfsInner;
@@ -754,7 +755,9 @@ impl VfsInner {
                 // SAFETY: a validated positive dentry's inode, under the guard.
                 let ci = unsafe { &*child_inode };
                 links += 1;
-                if links > MAXSYMLINKS {
+                // pick_link: a nosymfollow mount follows no link.
+                // SAFETY: the guard keeps the walk's mount allocated.
+                if links > MAXSYMLINKS || unsafe { &*cur.mnt }.flags.get() & MNT_NOSYMFOLLOW != 0 {
                     return Err(Errno::ELOOP.into());
                 }
                 let target = ci.symlink_target().unwrap_or(&[]);

@@ -523,7 +523,8 @@ impl SuperBlock {
             f_fsid: [self.dev as i32, (self.dev >> 32) as i32],
             f_namelen: NAME_MAX as i64,
             f_frsize: BLOCK_SIZE as i64,
-            f_flags: 0x1020, // ST_VALID | ST_RELATIME
+            // The superblock's flags; a mount adds its own (`Mount::statfs`).
+            f_flags: ST_VALID,
         }
     }
 }

@@ -17,6 +17,9 @@
 //!   reads its count or detaches it, so a detached mount's last put is seen.
 //! - An attached mount holds references on its parent mount, its mountpoint
 //!   dentry and its root dentry.
+//! - Its flags word (`flags.rs`) changes only under `lock`.
+
+pub mod flags;
 
 use crate::dcache::dentry::{Dentry, D_MOUNTED};
 use crate::fs::SuperBlock;
@@ -35,6 +38,8 @@ pub struct Mount {
     sb: *const SuperBlock,
     pub(crate) refcount: ShardedRef,
     pub(crate) id: u64,
+    /// nosuid, noexec, atime policy, ... (`flags.rs`).
+    pub flags: flags::MountFlags,
 }
 
 // SAFETY: the raw pointers are references the mount owns (see invariants);
@@ -52,6 +57,16 @@ impl Mount {
     pub fn sb(&self) -> &SuperBlock {
         // SAFETY: the mount owns a strong count until it is freed.
         unsafe { &*self.sb }
+    }
+
+    /// statfs(2) of this mount: its superblock's figures and flags with
+    /// the mount's own flags (Linux's flags_by_sb | flags_by_mnt).
+    pub fn statfs(&self) -> crate::abi::Statfs {
+        let mut st = self.sb().statfs();
+        st.f_flags = (st.f_flags & !flags::ST_MOUNT_BITS)
+            | crate::abi::ST_VALID
+            | flags::statfs_bits(self.flags.get());
+        st
     }
 
     /// A new strong handle on the superblock (for bind mounts).
@@ -122,8 +137,14 @@ impl MountTable {
 
 impl VfsInner {
     /// A new, unattached mount of `root` (a dentry of `sb`, referenced by the
-    /// caller and handed over) with refcount 1 (the attachment's).
-    pub(crate) fn new_mount(&self, sb: Arc<SuperBlock>, root: *const Dentry) -> *const Mount {
+    /// caller and handed over) with refcount 1 (the attachment's) and the
+    /// per-mount flags `flags` (`flags.rs`).
+    pub(crate) fn new_mount(
+        &self,
+        sb: Arc<SuperBlock>,
+        root: *const Dentry,
+        flags: u32,
+    ) -> *const Mount {
         self.stats.mounts.inc();
         // Relaxed: the caller still holds the superblock; the last decrement (AcqRel) is what orders teardown.
         sb.active_mounts.fetch_add(1, Ordering::Relaxed);
@@ -135,6 +156,7 @@ impl VfsInner {
             refcount: ShardedRef::new(1),
             // Relaxed: a unique number; nothing is published through it.
             id: self.mounts.next_id.fetch_add(1, Ordering::Relaxed),
+            flags: flags::MountFlags::new(flags),
         }))
     }
 
@@ -180,15 +202,17 @@ impl VfsInner {
             .hash
             .pin()
             .remove(&(parent as usize, mp as usize));
-        // SAFETY: the attachment holds a reference on the mountpoint.
+        // The flag is the dentry's: a mount on it through another mount of
+        // its filesystem (a bind) keeps it.
         let still_mounted = list.iter().any(|&m| {
             m != child as usize && {
                 // SAFETY: attached mounts are live.
                 let o = unsafe { &*(m as *const Mount) };
-                o.mountpoint_ptr() == mp && o.parent_ptr() == parent
+                o.mountpoint_ptr() == mp
             }
         });
         if !still_mounted {
+            // SAFETY: the attachment holds a reference on the mountpoint.
             unsafe { &*mp }.clear_flag(D_MOUNTED);
         }
         // Release: pairs with the Acquire in `parent_ptr`/`mountpoint_ptr`.

@@ -119,6 +119,20 @@ impl Process {
             &real
         };
         let _g = self.vfs.collector.enter();
+        if mode & X_OK != 0 {
+            // The mount matters (noexec), and the fast lookup does not
+            // know it.
+            let found = self.lookup_at(cred, dirfd, path, flags, 0)?;
+            let inode = found.inode();
+            // SAFETY: the guard keeps the walk's mount allocated.
+            let mnt_flags = unsafe { &*found.path.mnt }.flags.get();
+            // do_faccessat: a regular file on a noexec mount, before the
+            // permission bits.
+            if inode.file_type() == S_IFREG && mnt_flags & crate::mount::flags::MNT_NOEXEC != 0 {
+                return Err(Errno::EACCES);
+            }
+            return inode.permission(cred, mode as u32);
+        }
         let inode = match self.lookup_fast(cred, dirfd, path, flags, 0) {
             Some(hit) => hit?.inode,
             None => self.lookup_at(cred, dirfd, path, flags, 0)?.inode,
@@ -333,12 +347,11 @@ impl Process {
     pub(crate) fn sys_statfs(&self, path: &[u8]) -> SysResult<Statfs> {
         let _g = self.vfs.collector.enter();
         let found = self.lookup_at(&self.cred, AT_FDCWD, path, 0, 0)?;
-        // SAFETY: an inode's superblock outlives it.
-        Ok(unsafe { &*found.inode().sb }.statfs())
+        // SAFETY: the guard keeps the walk's mount allocated.
+        Ok(unsafe { &*found.path.mnt }.statfs())
     }
 
     pub(crate) fn sys_fstatfs(&self, fd: Fd) -> SysResult<Statfs> {
-        // SAFETY: as above.
         self.with_file(fd, true, |f| {
             Ok(match pseudo_fs_magic(f.fmode) {
                 // Linux's pipefs, sockfs and anon_inodefs answer
@@ -348,9 +361,12 @@ impl Process {
                     f_bsize: 4096,
                     f_namelen: NAME_MAX as i64,
                     f_frsize: 4096,
+                    // A kernel-internal mount has no per-mount flags.
+                    f_flags: ST_VALID,
                     ..Statfs::default()
                 },
-                None => unsafe { &*f.inode().sb }.statfs(),
+                // SAFETY: an open file holds its mount.
+                None => unsafe { &*f.mnt }.statfs(),
             })
         })
     }

@@ -131,7 +131,8 @@ impl VfsInner {
             false
         };
         drop(locked);
-        touch_atime(inode);
+        // SAFETY: an open file holds its mount.
+        touch_atime(unsafe { &*file.mnt }.flags.get(), inode);
         Ok((pos, refused))
     }
 }

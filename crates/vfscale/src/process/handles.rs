@@ -370,8 +370,8 @@ impl Namespace {
 
     /// statfs of the filesystem holding `h`.
     pub fn statfs(&self, h: &Handle) -> Statfs {
-        // SAFETY: an inode's superblock outlives it.
-        unsafe { &*h.inode().sb }.statfs()
+        // SAFETY: the handle holds its mount.
+        unsafe { &*h.path.mnt }.statfs()
     }
 
     /// Opens the object at `h` with open(2)'s permission checks and flags

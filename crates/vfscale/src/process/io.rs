@@ -106,7 +106,8 @@ impl Process {
             **g = pos;
         }
         if total > 0 && file.status() & O_NOATIME == 0 {
-            touch_atime(inode);
+            // SAFETY: an open file holds its mount.
+            touch_atime(unsafe { &*file.mnt }.flags.get(), inode);
         }
         Ok(total)
     }
@@ -560,16 +561,27 @@ fn begin_transfer(
     }))
 }
 
-/// relatime: update atime only if it is not newer than mtime/ctime or is
-/// more than a day old, so repeated reads do not dirty the inode.
-pub(crate) fn touch_atime(inode: &Inode) {
+/// atime_needs_update and touch_atime for a read-like access through a
+/// mount with flags `mnt_flags`: noatime (and nodiratime for a directory)
+/// never writes; relatime writes only if atime is not newer than mtime or
+/// ctime or is more than a day old, so repeated reads do not dirty the
+/// inode; strictatime writes whenever the time has moved.
+pub(crate) fn touch_atime(mnt_flags: u32, inode: &Inode) {
+    use crate::mount::flags::{allows_atime, MNT_RELATIME};
+    if !allows_atime(mnt_flags, inode.is_dir()) {
+        return;
+    }
     let a = inode.attr();
     let t = now();
     // As atime_needs_update: nothing to write if atime already reads now.
     if a.atime == t {
         return;
     }
-    if a.atime <= a.mtime || a.atime <= a.ctime || t.sec - a.atime.sec >= 24 * 3600 {
+    if mnt_flags & MNT_RELATIME == 0
+        || a.atime <= a.mtime
+        || a.atime <= a.ctime
+        || t.sec - a.atime.sec >= 24 * 3600
+    {
         inode.update_attr(|w| w.set_atime(t));
     }
 }

@@ -2,8 +2,11 @@
 
 use super::Process;
 use crate::abi::*;
+use crate::dcache::dentry::Dentry;
+use crate::dcache::walk::Found;
 use crate::dcache::walk::WALK_FOLLOW;
 use crate::fs::tmpfs::Tmpfs;
+use crate::mount::flags as mount_flags;
 use crate::mount::Mount;
 
 impl Process {
@@ -15,8 +18,17 @@ impl Process {
         flags: u64,
     ) -> SysResult<()> {
         let _g = self.vfs.collector.enter();
-        // Linux resolves the target before checking the capability.
+        // Linux resolves the target before looking at the flags.
         let tgt = self.lookup_at(&self.cred, AT_FDCWD, target, 0, WALK_FOLLOW)?;
+        // path_mount: the old callers' magic number is discarded.
+        let flags = if flags & MS_MGC_MSK == MS_MGC_VAL {
+            flags & !MS_MGC_MSK
+        } else {
+            flags
+        };
+        if flags & MS_NOUSER != 0 {
+            return Err(Errno::EINVAL);
+        }
         if !self.cred.is_root() {
             return Err(Errno::EPERM);
         }
@@ -28,65 +40,190 @@ impl Process {
         if !list.contains(&(tgt.path.mnt as usize)) {
             return Err(Errno::EINVAL);
         }
-        let (sb, root) = if flags & MS_BIND != 0 {
-            // do_loopback: an empty source name is EINVAL, not ENOENT.
-            if source.is_empty() {
+        // SAFETY: the walk's guard keeps the mount allocated; the table
+        // lock keeps it attached.
+        let tmnt = unsafe { &*tgt.path.mnt };
+        let at_mount_root = tgt.path.dentry == tmnt.root;
+        if flags & MS_REMOUNT != 0 {
+            // do_reconfigure_mnt (with MS_BIND) or do_remount: only the
+            // root of a mount, and of the per-mount flags (the superblock
+            // side of a remount is tmpfs's, which has nothing to change
+            // but read-only, and read-only is not built).
+            if !at_mount_root {
                 return Err(Errno::EINVAL);
             }
-            let src = self.lookup_at(&self.cred, AT_FDCWD, source, 0, WALK_FOLLOW)?;
-            // do_loopback's check_mnt of the source: EINVAL as well.
-            if !list.contains(&(src.path.mnt as usize)) {
+            let bits = mount_flags::requested(flags, Some(tmnt.flags.get()));
+            if bits & mount_flags::MNT_READONLY != 0 {
                 return Err(Errno::EINVAL);
             }
-            if src.inode().is_dir() != tgt.inode().is_dir() {
-                // graft_tree: mismatched types are ENOTDIR either way.
-                return Err(Errno::ENOTDIR);
+            tmnt.flags.set(bits);
+            return Ok(());
+        }
+        if flags & MS_BIND != 0 {
+            return self.bind_mount(&mut list, &tgt, source, flags & MS_REC != 0);
+        }
+        if flags & (MS_SHARED | MS_PRIVATE | MS_SLAVE | MS_UNBINDABLE) != 0 {
+            // do_change_type: one propagation type (with MS_REC) at a
+            // mount's root. vfscale's mounts have no peers and no master,
+            // so private and slave (which without a master is private) are
+            // what they are already; shared and unbindable are not built.
+            let kind = flags & !(MS_REC | MS_SILENT);
+            if !at_mount_root || !kind.is_power_of_two() {
+                return Err(Errno::EINVAL);
             }
-            if !self.vfs.dget_validated(src.path.dentry, src.seq) {
-                return Err(Errno::ENOENT);
-            }
-            // SAFETY: the walk's guard keeps the mount allocated and the
-            // table lock keeps it attached.
-            let sb = unsafe { &*src.path.mnt }.sb_arc();
-            (sb, src.path.dentry)
-        } else {
-            let fs: Box<dyn crate::fs::Filesystem> = match fstype {
-                b"tmpfs" => Box::new(Tmpfs),
-                // `source` is the host directory to mirror.
-                b"passthrough" => {
-                    use std::os::unix::ffi::OsStrExt;
-                    let dir = std::path::Path::new(std::ffi::OsStr::from_bytes(source));
-                    Box::new(crate::fs::passthrough::Passthrough::new(
-                        dir,
-                        Default::default(),
-                    )?)
-                }
-                _ => return Err(Errno::ENODEV),
+            return if kind == MS_PRIVATE || kind == MS_SLAVE {
+                Ok(())
+            } else {
+                Err(Errno::EINVAL)
             };
-            if !tgt.inode().is_dir() {
-                return Err(Errno::ENOTDIR);
+        }
+        if flags & MS_MOVE != 0 {
+            // Not built (docs/COMPATIBILITY.md).
+            return Err(Errno::EINVAL);
+        }
+        self.new_instance(&mut list, &tgt, source, fstype, flags)
+    }
+
+    /// do_new_mount: a new instance of `fstype` on `tgt`. Caller holds the
+    /// table lock (passes its list) and has checked the target.
+    fn new_instance(
+        &self,
+        list: &mut Vec<usize>,
+        tgt: &Found,
+        source: &[u8],
+        fstype: &[u8],
+        flags: u64,
+    ) -> SysResult<()> {
+        let fs: Box<dyn crate::fs::Filesystem> = match fstype {
+            b"tmpfs" => Box::new(Tmpfs),
+            // `source` is the host directory to mirror.
+            b"passthrough" => {
+                use std::os::unix::ffi::OsStrExt;
+                let dir = std::path::Path::new(std::ffi::OsStr::from_bytes(source));
+                Box::new(crate::fs::passthrough::Passthrough::new(
+                    dir,
+                    Default::default(),
+                )?)
             }
-            // The new instance's root dentry and inode are charged to our
-            // group (Linux's dentry and inode caches are memcg-accounted):
-            // make room first.
-            self.charge_here();
-            let k = crate::reclaim::KIND_BYTES;
-            self.vfs.admit((k[0] + k[1]) as u64, Errno::ENOMEM)?;
-            let sb = self.vfs.new_superblock(fs, S_IFDIR | 0o1777);
-            let root = sb.root();
-            self.vfs.dget(root);
-            (sb, root)
+            _ => return Err(Errno::ENODEV),
         };
+        let bits = mount_flags::requested(flags, None);
+        if bits & mount_flags::MNT_READONLY != 0 {
+            // Read-only mounts are not built: refused rather than
+            // mounted writable (docs/ARCHITECTURE.md, "Per-mount flags").
+            return Err(Errno::EINVAL);
+        }
+        if !tgt.inode().is_dir() {
+            return Err(Errno::ENOTDIR);
+        }
+        // The new instance's root dentry and inode are charged to our
+        // group (Linux's dentry and inode caches are memcg-accounted):
+        // make room first.
+        self.charge_here();
+        let k = crate::reclaim::KIND_BYTES;
+        self.vfs.admit((k[0] + k[1]) as u64, Errno::ENOMEM)?;
+        let sb = self.vfs.new_superblock(fs, S_IFDIR | 0o1777);
+        let root = sb.root();
+        self.vfs.dget(root);
+        self.graft(list, tgt, sb, root, bits).map(drop)
+    }
+
+    /// do_loopback: binds what `source` names on `tgt`, with the mounts
+    /// beneath it when `recursive` (copy_tree). Caller holds the table lock
+    /// (passes its list) and has checked the target.
+    fn bind_mount(
+        &self,
+        list: &mut Vec<usize>,
+        tgt: &Found,
+        source: &[u8],
+        recursive: bool,
+    ) -> SysResult<()> {
+        // do_loopback: an empty source name is EINVAL, not ENOENT.
+        if source.is_empty() {
+            return Err(Errno::EINVAL);
+        }
+        let src = self.lookup_at(&self.cred, AT_FDCWD, source, 0, WALK_FOLLOW)?;
+        // do_loopback's check_mnt of the source: EINVAL as well.
+        if !list.contains(&(src.path.mnt as usize)) {
+            return Err(Errno::EINVAL);
+        }
+        if src.inode().is_dir() != tgt.inode().is_dir() {
+            // graft_tree: mismatched types are ENOTDIR either way.
+            return Err(Errno::ENOTDIR);
+        }
+        if !self.vfs.dget_validated(src.path.dentry, src.seq) {
+            return Err(Errno::ENOENT);
+        }
+        // SAFETY: the walk's guard keeps the mount allocated and the table
+        // lock keeps it attached.
+        let smnt = unsafe { &*src.path.mnt };
+        // copy_tree copies before it grafts: a tree bound beneath itself
+        // is copied as it was.
+        let mut plan = Vec::new();
+        if recursive {
+            self.plan_submounts(list, src.path.mnt, src.path.dentry, 0, &mut plan);
+        }
+        // clone_mnt: each copy starts with its source's flags.
+        let top = self.graft(list, tgt, smnt.sb_arc(), src.path.dentry, smnt.flags.get())?;
+        let mut copies = vec![top];
+        for (parent, from) in plan {
+            // SAFETY: attached mounts are live under the table lock.
+            let f = unsafe { &*from };
+            self.vfs.dget(f.root);
+            let copy = self.vfs.new_mount(f.sb_arc(), f.root, f.flags.get());
+            self.vfs
+                .attach_mount(list, copy, copies[parent], f.mountpoint_ptr());
+            copies.push(copy);
+        }
+        Ok(())
+    }
+
+    /// copy_tree's plan: every mount on `from` whose mountpoint is `top` or
+    /// beneath it, and recursively the mounts on those, in an order where a
+    /// mount comes after its parent; each with the index of its parent's
+    /// copy (0: `from`'s copy; i: the copy of `plan[i - 1]`). Caller holds
+    /// the table lock.
+    fn plan_submounts(
+        &self,
+        list: &[usize],
+        from: *const Mount,
+        top: *const Dentry,
+        from_copy: usize,
+        plan: &mut Vec<(usize, *const Mount)>,
+    ) {
+        for child in self.vfs.mounts.children_of(list, from) {
+            // SAFETY: attached mounts are live under the table lock.
+            let c = unsafe { &*child };
+            let mp = c.mountpoint_ptr();
+            if mp != top && !super::names::is_ancestor(top, mp) {
+                continue;
+            }
+            plan.push((from_copy, child));
+            let copy = plan.len();
+            self.plan_submounts(list, child, c.root, copy, plan);
+        }
+    }
+
+    /// Attaches a new mount of `root` (referenced by the caller and handed
+    /// over) in `sb` on the target, as graft_tree after lock_mount.
+    fn graft(
+        &self,
+        list: &mut Vec<usize>,
+        tgt: &Found,
+        sb: std::sync::Arc<crate::fs::SuperBlock>,
+        root: *const Dentry,
+        bits: u32,
+    ) -> SysResult<*const Mount> {
         // SAFETY: guarded; the table lock excludes umount of the target.
         let tgt_d = unsafe { &*tgt.path.dentry };
         if !tgt_d.is_root() && !tgt_d.is_hashed() {
             self.vfs.dput(root);
             return Err(Errno::ENOENT);
         }
-        let m = self.vfs.new_mount(sb, root);
+        let m = self.vfs.new_mount(sb, root, bits);
         self.vfs
-            .attach_mount(&mut list, m, tgt.path.mnt, tgt.path.dentry);
-        Ok(())
+            .attach_mount(list, m, tgt.path.mnt, tgt.path.dentry);
+        Ok(m)
     }
 
     pub(crate) fn sys_umount2(&self, target: &[u8], flags: i32) -> SysResult<()> {

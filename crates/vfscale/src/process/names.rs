@@ -911,7 +911,8 @@ impl Process {
         })?;
         let n = target.len().min(buf.len());
         buf[..n].copy_from_slice(&target[..n]);
-        super::io::touch_atime(found.inode());
+        // SAFETY: the guard keeps the walk's mount allocated.
+        super::io::touch_atime(unsafe { &*found.path.mnt }.flags.get(), found.inode());
         Ok(n)
     }
 

@@ -9,6 +9,7 @@ use crate::dcache::name::NameKey;
 use crate::dcache::walk::{Found, Last, Parent, PathPtr, WALK_DIRECTORY, WALK_FOLLOW};
 use crate::file::{FMODE_BACKEND, FMODE_PATH, FMODE_PIPE, FMODE_READ, FMODE_WRITE};
 use crate::inode::{Inode, InodeBody};
+use crate::mount::flags::{MNT_NODEV, MNT_NOSYMFOLLOW};
 use crate::sync::epoch::Guard;
 use crate::sync::lock::RwLock;
 use std::sync::Arc;
@@ -248,7 +249,10 @@ impl Process {
                     sticky_check(ei)?;
                     return Err(Errno::ELOOP);
                 }
-                if depth >= MAXSYMLINKS {
+                // SAFETY: the parent's walk keeps its mount allocated.
+                if depth >= MAXSYMLINKS
+                    || unsafe { &*parent.dir.path.mnt }.flags.get() & MNT_NOSYMFOLLOW != 0
+                {
                     return Err(Errno::ELOOP);
                 }
                 let target = ei.symlink_target().unwrap_or(&[]).to_vec();
@@ -413,6 +417,13 @@ impl Process {
             }
             if acc == O_WRONLY || acc == O_RDWR || acc == O_ACCMODE || flags & O_TRUNC != 0 {
                 want |= MAY_WRITE;
+            }
+            // may_open: a device on a nodev mount, before the permission.
+            // SAFETY: the walk's guard keeps its mount allocated.
+            if matches!(ty, S_IFCHR | S_IFBLK)
+                && unsafe { &*found.path.mnt }.flags.get() & MNT_NODEV != 0
+            {
+                return Err(Errno::EACCES);
             }
             if !created {
                 inode.permission(&self.cred, want)?;

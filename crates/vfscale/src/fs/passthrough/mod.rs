@@ -1365,15 +1365,17 @@ impl Filesystem for Passthrough {
         if unsafe { libc::fstatfs(self.host.root_fd(), &mut st) } < 0 {
             return None;
         }
-        // The mount flags, which libc's statfs does not expose: statvfs's,
-        // with ST_VALID as statfs(2) reports.
+        // The flags, which libc's statfs does not expose: statvfs's, with
+        // ST_VALID as statfs(2) reports. Of these the superblock's count
+        // (read-only, synchronous); vfscale's mount replaces the host
+        // mount's (`Mount::statfs`): it is what vfscale enforces.
         // SAFETY: zeroed statvfs is a valid output buffer.
         let mut vfs: libc::statvfs = unsafe { core::mem::zeroed() };
         // SAFETY: fstatvfs writes only `vfs`, on our own fd.
         let flags = if unsafe { libc::fstatvfs(self.host.root_fd(), &mut vfs) } == 0 {
-            vfs.f_flag as i64 | 0x20
+            vfs.f_flag as i64 | ST_VALID
         } else {
-            0x20
+            ST_VALID
         };
         Some(Statfs {
             f_type: st.f_type,
