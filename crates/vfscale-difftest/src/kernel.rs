@@ -399,7 +399,28 @@ fn statx_from(s: &libc::statx) -> Statx {
     }
 }
 
-fn statfs_from(s: &libc::statfs) -> Statfs {
+/// The kernel's `struct statfs` on 64-bit Linux: libc's keeps `f_flags`
+/// private.
+#[repr(C)]
+#[derive(Default)]
+struct KernelStatfs {
+    f_type: i64,
+    f_bsize: i64,
+    f_blocks: u64,
+    f_bfree: u64,
+    f_bavail: u64,
+    f_files: u64,
+    f_ffree: u64,
+    f_fsid: [i32; 2],
+    f_namelen: i64,
+    f_frsize: i64,
+    f_flags: i64,
+    f_spare: [i64; 4],
+}
+
+const _: () = assert!(core::mem::size_of::<KernelStatfs>() == core::mem::size_of::<libc::statfs>());
+
+fn statfs_from(s: &KernelStatfs) -> Statfs {
     Statfs {
         f_type: s.f_type,
         f_bsize: s.f_bsize,
@@ -408,12 +429,10 @@ fn statfs_from(s: &libc::statfs) -> Statfs {
         f_bavail: s.f_bavail,
         f_files: s.f_files,
         f_ffree: s.f_ffree,
-        // fsid_t's fields are private in libc; nothing compares it.
-        f_fsid: [0, 0],
+        f_fsid: s.f_fsid,
         f_namelen: s.f_namelen,
         f_frsize: s.f_frsize,
-        // libc exposes f_flags only as a private spare field.
-        f_flags: 0,
+        f_flags: s.f_flags,
     }
 }
 
@@ -736,8 +755,7 @@ impl ProcessApi for KernelProcess {
     fn statfs(&self, path: &[u8]) -> SysResult<Statfs> {
         let p = cpath(path)?;
         self.call(move || {
-            // SAFETY: all-zero is a valid `statfs`.
-            let mut st: libc::statfs = unsafe { core::mem::zeroed() };
+            let mut st = KernelStatfs::default();
             // SAFETY: `p` is a valid C string, `st` writable statfs storage.
             unit(unsafe { libc::syscall(libc::SYS_statfs, p.as_ptr(), &mut st) })
                 .map(|()| statfs_from(&st))
@@ -745,8 +763,7 @@ impl ProcessApi for KernelProcess {
     }
     fn fstatfs(&self, fd: Fd) -> SysResult<Statfs> {
         self.call(move || {
-            // SAFETY: all-zero is a valid `statfs`.
-            let mut st: libc::statfs = unsafe { core::mem::zeroed() };
+            let mut st = KernelStatfs::default();
             // SAFETY: `st` is writable statfs storage.
             unit(unsafe { libc::syscall(libc::SYS_fstatfs, fd, &mut st) })
                 .map(|()| statfs_from(&st))

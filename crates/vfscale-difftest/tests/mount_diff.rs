@@ -153,8 +153,9 @@ fn left_out(op: &Op) -> bool {
     }
 }
 
-/// statfs through FUSE reports the kernel's FUSE_SUPER_MAGIC as the type;
-/// the rest is the core's answer and must match.
+/// statfs through FUSE reports the kernel's FUSE_SUPER_MAGIC as the type,
+/// and the kernel's flags of the FUSE mount; the rest is the core's answer
+/// and must match.
 fn same_but_the_fs_type(op: &Op, tmpfs: &Outcome, mount: &Outcome) -> bool {
     match (op, tmpfs, mount) {
         (
@@ -168,6 +169,7 @@ fn same_but_the_fs_type(op: &Op, tmpfs: &Outcome, mount: &Outcome) -> bool {
                 f_type,
                 f_bsize: c,
                 f_namelen: d,
+                ..
             },
         ) => *f_type == FUSE_SUPER_MAGIC && (a, b) == (c, d),
         _ => false,

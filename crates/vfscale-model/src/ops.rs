@@ -539,6 +539,8 @@ pub enum Outcome {
         f_type: i64,
         f_bsize: i64,
         f_namelen: i64,
+        /// The superblock's and the mount's flags (ST_*).
+        f_flags: i64,
     },
     /// getdents64: (name, d_type) in order.
     Dirents(Vec<(Bytes, u8)>),
@@ -738,11 +740,13 @@ pub fn apply<P: ProcessApi>(p: &P, op: &Op, fds: &mut FdMap) -> Outcome {
             f_type: s.f_type,
             f_bsize: s.f_bsize,
             f_namelen: s.f_namelen,
+            f_flags: s.f_flags,
         }),
         Op::Fstatfs(a) => p.fstatfs(fd(a)).map_or_else(O::Err, |s| O::Statfs {
             f_type: s.f_type,
             f_bsize: s.f_bsize,
             f_namelen: s.f_namelen,
+            f_flags: s.f_flags,
         }),
         Op::Mkdirat { dirfd, path, mode } => unit(p.mkdirat(fd(dirfd), &path.0, *mode)),
         Op::Mknodat {
@@ -2005,7 +2009,20 @@ fn leaf_op() -> BoxedStrategy<Op> {
             prop::sample::select(vec![&b""[..], b"/a", b"/b/c", b"none"]),
             path_strategy(),
             prop::sample::select(vec![&b"tmpfs"[..], b"tmpfs", b"ext4"]),
-            prop::sample::select(vec![0u64, 0, MS_BIND, MS_BIND | MS_REC, MS_NOEXEC, MS_NOSUID | MS_NODEV])
+            prop::sample::select(vec![
+                0u64,
+                0,
+                MS_BIND,
+                MS_BIND | MS_REC,
+                MS_NOEXEC,
+                MS_NOSUID | MS_NODEV,
+                MS_NOATIME | MS_NODIRATIME,
+                MS_STRICTATIME | MS_NOATIME,
+                MS_NOSYMFOLLOW,
+                MS_REMOUNT | MS_BIND | MS_NOEXEC,
+                MS_REMOUNT | MS_NOSUID | MS_STRICTATIME,
+                MS_PRIVATE | MS_REC,
+            ])
         )
             .prop_map(|(source, target, fstype, flags)| Op::Mount {
                 source: source.into(),

@@ -57,6 +57,7 @@ pub(crate) struct MntFlags {
     pub nodev: bool,
     pub nosuid: bool,
     pub nodiratime: bool,
+    pub nosymfollow: bool,
     pub atime: AtimeMode,
 }
 
@@ -67,6 +68,7 @@ impl Default for MntFlags {
             nodev: false,
             nosuid: false,
             nodiratime: false,
+            nosymfollow: false,
             atime: AtimeMode::Relatime,
         }
     }

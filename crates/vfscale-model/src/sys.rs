@@ -19,27 +19,6 @@ const O_TMPFILE_BIT: i32 = O_TMPFILE & !O_DIRECTORY;
 /// readv/writev: most iovecs per call (UIO_MAXIOV).
 const UIO_MAXIOV: usize = 1024;
 
-// statfs f_flags (ST_*).
-const ST_NOSUID: i64 = 2;
-const ST_NODEV: i64 = 4;
-const ST_NOEXEC: i64 = 8;
-const ST_VALID: i64 = 0x20;
-const ST_NOATIME: i64 = 1024;
-const ST_NODIRATIME: i64 = 2048;
-const ST_RELATIME: i64 = 4096;
-
-// mount(2) flags that the abi module does not name.
-const MS_SYNCHRONOUS: u64 = 16;
-const MS_NOSYMFOLLOW: u64 = 256;
-const MS_NOATIME: u64 = 1024;
-const MS_NODIRATIME: u64 = 2048;
-const MS_MOVE: u64 = 8192;
-const MS_UNBINDABLE: u64 = 1 << 17;
-const MS_PRIVATE: u64 = 1 << 18;
-const MS_SLAVE: u64 = 1 << 19;
-const MS_SHARED: u64 = 1 << 20;
-const MS_RELATIME: u64 = 1 << 21;
-const MS_STRICTATIME: u64 = 1 << 24;
 const MS_PROPAGATION: u64 = MS_UNBINDABLE | MS_PRIVATE | MS_SLAVE | MS_SHARED;
 
 /// What an open file description allows, from the access mode
@@ -275,6 +254,9 @@ impl State {
         if m.flags.nodiratime {
             flags |= ST_NODIRATIME;
         }
+        if m.flags.nosymfollow {
+            flags |= ST_NOSYMFOLLOW;
+        }
         flags |= match m.flags.atime {
             AtimeMode::Relatime => ST_RELATIME,
             AtimeMode::NoAtime => ST_NOATIME,
@@ -440,8 +422,7 @@ impl State {
                             return Err(Errno::ELOOP);
                         }
                         links += 1;
-                        self.touch_atime(loc.mnt, loc.node);
-                        self.node(loc.node).link_target().to_vec()
+                        self.follow_body(loc)?
                     } else {
                         break loc;
                     }
@@ -1888,12 +1869,32 @@ impl State {
         check_path(target, false)?;
         let start = self.start_loc(&ctx, AT_FDCWD, target)?;
         let (tloc, tkey) = self.walk_full_raw(&ctx, start, target, true)?;
+        // path_mount
+        let flags = if flags & 0xffff_0000 == 0xC0ED_0000 {
+            flags & !0xffff_0000
+        } else {
+            flags
+        };
+        if flags & MS_NOUSER != 0 {
+            return Err(Errno::EINVAL);
+        }
         if !ctx.cred.is_root() {
             return Err(Errno::EPERM);
         }
         if flags & MS_REMOUNT != 0 {
-            // Model limitation: remount is not modelled.
-            return Err(Errno::EINVAL);
+            // do_reconfigure_mnt / do_remount: a mount's root, in the
+            // namespace; tmpfs's superblock side has nothing to change.
+            let m = self.mount(tloc.mnt);
+            if !m.attached || tloc.node != m.root {
+                return Err(Errno::EINVAL);
+            }
+            if flags & MS_RDONLY != 0 {
+                // Model limitation (as vfscale): read-only mounts.
+                return Err(Errno::EINVAL);
+            }
+            let mf = mnt_flags_of(flags, Some(m.flags));
+            self.mount_mut(tloc.mnt).flags = mf;
+            return Ok(());
         }
         if flags & MS_BIND != 0 {
             // do_loopback
@@ -1920,7 +1921,10 @@ impl State {
             if tloc.node != self.mount(tloc.mnt).root {
                 return Err(Errno::EINVAL);
             }
-            if flags & MS_PROPAGATION == MS_PRIVATE {
+            // A slave with no master is private; shared and unbindable
+            // are not modelled.
+            let kind = flags & !(MS_REC | MS_SILENT);
+            if kind == MS_PRIVATE || kind == MS_SLAVE {
                 return Ok(());
             }
             return Err(Errno::EINVAL);
@@ -1932,25 +1936,12 @@ impl State {
         if fstype != b"tmpfs" {
             return Err(Errno::ENODEV);
         }
-        if flags & (MS_RDONLY | MS_NOSYMFOLLOW) != 0 {
-            // Model limitation: read-only and nosymfollow mounts.
+        if flags & MS_RDONLY != 0 {
+            // Model limitation: read-only mounts.
             return Err(Errno::EINVAL);
         }
         let _ = MS_SYNCHRONOUS; // accepted, no effect on a memory filesystem
-        let mf = MntFlags {
-            noexec: flags & MS_NOEXEC != 0,
-            nodev: flags & MS_NODEV != 0,
-            nosuid: flags & MS_NOSUID != 0,
-            nodiratime: flags & MS_NODIRATIME != 0,
-            atime: if flags & MS_NOATIME != 0 {
-                AtimeMode::NoAtime
-            } else if flags & MS_STRICTATIME != 0 {
-                AtimeMode::Strict
-            } else {
-                let _ = MS_RELATIME;
-                AtimeMode::Relatime
-            },
-        };
+        let mf = mnt_flags_of(flags, None);
         let (tloc, tkey) = self.lock_mount(tloc, tkey)?;
         if !self.mount(tloc.mnt).attached {
             return Err(Errno::EINVAL);
@@ -2047,4 +2038,32 @@ fn fifo_io(len: usize) -> SysResult<usize> {
     } else {
         Err(Errno::EAGAIN)
     }
+}
+
+/// path_mount's per-mount flags for mount(2) flags `flags`; a remount
+/// (`current`: the mount's flags) that names no atime flag keeps its atime
+/// bits (the mode and nodiratime).
+fn mnt_flags_of(flags: u64, current: Option<MntFlags>) -> MntFlags {
+    let mut mf = MntFlags {
+        noexec: flags & MS_NOEXEC != 0,
+        nodev: flags & MS_NODEV != 0,
+        nosuid: flags & MS_NOSUID != 0,
+        nodiratime: flags & MS_NODIRATIME != 0,
+        nosymfollow: flags & MS_NOSYMFOLLOW != 0,
+        // Strict atime wins over noatime.
+        atime: if flags & MS_STRICTATIME != 0 {
+            AtimeMode::Strict
+        } else if flags & MS_NOATIME != 0 {
+            AtimeMode::NoAtime
+        } else {
+            AtimeMode::Relatime
+        },
+    };
+    if let Some(cur) = current {
+        if flags & (MS_NOATIME | MS_NODIRATIME | MS_RELATIME | MS_STRICTATIME) == 0 {
+            mf.atime = cur.atime;
+            mf.nodiratime = cur.nodiratime;
+        }
+    }
+    mf
 }

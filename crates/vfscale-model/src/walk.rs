@@ -211,10 +211,14 @@ impl State {
         Ok(())
     }
 
-    /// Reads a symlink body while following it (touches its atime).
-    fn follow_body(&mut self, loc: Loc) -> Vec<u8> {
+    /// Reads a symlink body while following it (pick_link: ELOOP on a
+    /// nosymfollow mount; touches its atime).
+    pub(crate) fn follow_body(&mut self, loc: Loc) -> SysResult<Vec<u8>> {
+        if self.mount(loc.mnt).flags.nosymfollow {
+            return Err(Errno::ELOOP);
+        }
         self.touch_atime(loc.mnt, loc.node);
-        self.node(loc.node).link_target().to_vec()
+        Ok(self.node(loc.node).link_target().to_vec())
     }
 
     /// Walks `path` from `start` up to its last component (link_path_walk).
@@ -280,7 +284,7 @@ impl State {
                     );
                     if self.node(loc.node).is_symlink() {
                         Self::count_link(links)?;
-                        let mut body = self.follow_body(loc);
+                        let mut body = self.follow_body(loc)?;
                         body.push(b'/');
                         body.extend_from_slice(&buf[i..]);
                         buf = body;
@@ -329,7 +333,7 @@ impl State {
                 );
                 if self.node(loc.node).is_symlink() && (follow || p.trailing) {
                     Self::count_link(links)?;
-                    let mut body = self.follow_body(loc);
+                    let mut body = self.follow_body(loc)?;
                     if p.trailing {
                         body.push(b'/');
                     }
