@@ -26,6 +26,8 @@
 //!   locks every bucket of the old array before moving any node, publishes
 //!   the new array (Release) before unlocking them, and so a locker that
 //!   gets an old bucket after the resize sees the new array and retries.
+//!   The new array's buckets are filled without their locks: no locker
+//!   can reach an array before it is published.
 //! - **The table only grows**, when a shard of the name count passes its
 //!   share of the buckets, halved for tables under `2^DENSE_FROM_BITS`
 //!   buckets (at most half as many names as buckets there, as many above);
@@ -497,10 +499,11 @@ impl<N: TableNode> ChainTable<N> {
                 // Relaxed: the chain is ours while every bucket is locked.
                 let next = node.chain_next().load(Relaxed);
                 let j = index_in(node.table_hash(), new_bits);
-                // SAFETY: `j` < 2^new_bits; the new array is ours.
-                let mut b = unsafe { &*new.add(j) }.lock();
-                // SAFETY: `p` left its old chain with the detach above.
-                unsafe { b.push_front(p) };
+                // SAFETY: `j` < 2^new_bits; the new array is ours until
+                // step 3 publishes it (no locker can reach it: no bucket
+                // lock needed), and `p` left its old chain with the detach
+                // above.
+                unsafe { (*new.add(j)).push_front_unpublished(p) };
                 counts[shard_of(j, new_bits)] += 1;
                 p = next;
             }

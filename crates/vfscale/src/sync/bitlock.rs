@@ -207,6 +207,36 @@ impl<N: ChainNode> Bucket<N> {
         first
     }
 
+    /// Links `node` at the front of a bucket of an array that no other
+    /// thread can lock or read from its head yet: the one a resize fills
+    /// before it publishes it. No lock is taken (the array's publication
+    /// orders the heads); the node's link is stored as `push_front` stores
+    /// it, for readers standing on the node.
+    ///
+    /// # Safety
+    ///
+    /// As `BucketGuard::push_front`, and the caller is the only thread
+    /// that can reach this bucket other than through nodes already on its
+    /// chain, until it publishes the array with a Release store.
+    pub unsafe fn push_front_unpublished(&self, node: *const N) {
+        const { assert!(core::mem::align_of::<N>() > LOCK_BIT) };
+        debug_assert!(!node.is_null());
+        // SAFETY: the caller guarantees `node` is live.
+        let link = unsafe { (*node).chain_next() };
+        // Relaxed: the head is ours alone (see Safety).
+        let first = unlocked(self.head.load(Relaxed));
+        // Release: as in `BucketGuard::push_front` (a lock-free reader
+        // standing on the moved node reaches `first` through this store).
+        link.store(first, Release);
+        // Relaxed: a hint (see `Bucket::prefetch_hint`).
+        // SAFETY: the caller guarantees `node` is live.
+        let hint = unsafe { (*node).prefetch_hint() };
+        self.hint.store(hint.addr(), Relaxed);
+        // Relaxed: no reader loads this head before the array's Release
+        // publication, which orders this store before it.
+        self.head.store(node.cast_mut(), Relaxed);
+    }
+
     /// Releases a lock held through a forgotten guard.
     ///
     /// # Safety
