@@ -342,6 +342,28 @@ fn core_matches_kernel() {
 /// reporting no noexec).
 #[test]
 fn mount_flags_match_kernel() {
+    run_cases_after(
+        Backend::Tmpfs,
+        "mount flags differential test",
+        flagged_mounts(),
+    );
+}
+
+/// `mount_flags_match_kernel` in a namespace whose root is the passthrough
+/// backend (the flagged tmpfs and the binds sit on passthrough
+/// directories).
+#[test]
+fn mount_flags_over_passthrough_match_kernel() {
+    run_cases_after(
+        Backend::Passthrough,
+        "mount flags over passthrough differential test",
+        flagged_mounts(),
+    );
+}
+
+/// The first steps of the mount flags tests: a tmpfs at `/a` with flags,
+/// maybe remounted with others, or rbound at `/b` and the bind remounted.
+fn flagged_mounts() -> impl Strategy<Value = Vec<Step>> {
     let mount = |source: &[u8], target: &[u8], fstype: &[u8], flags| Step {
         proc: 0,
         op: Op::Mount {
@@ -360,7 +382,7 @@ fn mount_flags_match_kernel() {
         MS_STRICTATIME | MS_NOATIME,
         MS_NOEXEC | MS_NOSYMFOLLOW | MS_NODEV,
     ];
-    let first = (
+    (
         prop::sample::select(flag_sets.clone()),
         prop::sample::select([vec![0u64], flag_sets].concat()),
         0..3u8,
@@ -378,8 +400,7 @@ fn mount_flags_match_kernel() {
                 _ => {}
             }
             steps
-        });
-    run_cases_after(Backend::Tmpfs, "mount flags differential test", first);
+        })
 }
 
 /// The passthrough backend over a host tmpfs against the kernel's tmpfs:
