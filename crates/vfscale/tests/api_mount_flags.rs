@@ -390,3 +390,61 @@ fn a_mountpoint_shared_by_binds_stays_until_its_last_mount_goes() {
     assert_eq!(p.stat(b"/a/x/on_a"), Err(Errno::ENOENT));
     p.umount2(b"/b", 0).unwrap();
 }
+
+/// statfs keeps the superblock's read-only flag while the mount replaces
+/// the host mount's flags: a passthrough instance of a read-only host
+/// filesystem says it is read-only (and writes are EROFS, from the host).
+#[test]
+fn a_read_only_host_filesystem_stays_read_only_through_passthrough() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        println!("skipped: mounting on the host needs root");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("vfscale-ro-host-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = dir.clone();
+    let seen = std::thread::spawn(move || {
+        use std::os::unix::ffi::OsStrExt;
+        let path = std::ffi::CString::new(d.as_os_str().as_bytes()).unwrap();
+        // A mount namespace of this thread's own, private, so the mount
+        // goes with the thread.
+        // SAFETY: unshare and mount with valid NUL-terminated strings or
+        // NULLs where mount(2) allows them.
+        let ok = unsafe {
+            libc::unshare(libc::CLONE_NEWNS) == 0
+                && libc::mount(
+                    core::ptr::null(),
+                    c"/".as_ptr(),
+                    core::ptr::null(),
+                    libc::MS_REC | libc::MS_PRIVATE,
+                    core::ptr::null(),
+                ) == 0
+                && libc::mount(
+                    c"none".as_ptr(),
+                    path.as_ptr(),
+                    c"tmpfs".as_ptr(),
+                    libc::MS_RDONLY | libc::MS_NOEXEC,
+                    core::ptr::null(),
+                ) == 0
+        };
+        if !ok {
+            return None;
+        }
+        let vfs = Vfs::with_passthrough_root(Default::default(), &d, Default::default()).unwrap();
+        let p = vfs.root_process();
+        let flags = p.statfs(b"/").unwrap().f_flags;
+        Some((flags, p.mkdir(b"/x", 0o755)))
+    })
+    .join()
+    .unwrap();
+    std::fs::remove_dir(&dir).unwrap();
+    let Some((flags, mkdir)) = seen else {
+        println!("skipped: no mount namespace or tmpfs mount here");
+        return;
+    };
+    // The host's read-only stays; its noexec does not (vfscale's mount,
+    // relatime by default, is what vfscale enforces).
+    assert_eq!(flags, ST_VALID | ST_RDONLY | ST_RELATIME);
+    assert_eq!(mkdir, Err(Errno::EROFS));
+}

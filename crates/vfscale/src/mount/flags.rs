@@ -28,16 +28,11 @@ pub const MNT_ATIME_MASK: u32 = MNT_NOATIME | MNT_NODIRATIME | MNT_RELATIME;
 /// What a new mount gets when nothing is asked: relatime, as Linux.
 pub const MNT_DEFAULT: u32 = MNT_RELATIME;
 
-/// statfs(2)'s `f_flags` bits that come from the mount (flags_by_mnt); the
-/// others come from the superblock.
-pub const ST_MOUNT_BITS: i64 = ST_RDONLY
-    | ST_NOSUID
-    | ST_NODEV
-    | ST_NOEXEC
-    | ST_NOATIME
-    | ST_NODIRATIME
-    | ST_RELATIME
-    | ST_NOSYMFOLLOW;
+/// statfs(2)'s `f_flags` bits that only the mount sets (flags_by_mnt); the
+/// others come from the superblock (flags_by_sb), read-only from both (a
+/// passthrough instance of a read-only host filesystem is read-only).
+pub const ST_MOUNT_BITS: i64 =
+    ST_NOSUID | ST_NODEV | ST_NOEXEC | ST_NOATIME | ST_NODIRATIME | ST_RELATIME | ST_NOSYMFOLLOW;
 
 /// One mount's flag word.
 pub struct MountFlags(AtomicU32);
