@@ -6,11 +6,6 @@
 mod common;
 use common::*;
 
-fn tmpfs_at(p: &Process, path: &[u8], flags: u64) -> SysResult<()> {
-    p.mkdir(path, 0o755).unwrap();
-    p.mount(b"none", path, b"tmpfs", flags)
-}
-
 #[test]
 fn noexec_nodev_nosuid_take_effect_on_their_mount_only() {
     let (vfs, p) = setup();

@@ -4,11 +4,6 @@
 mod common;
 use common::*;
 
-fn tmpfs_at(p: &Process, path: &[u8]) {
-    p.mkdir(path, 0o755).unwrap();
-    p.mount(b"none", path, b"tmpfs", 0).unwrap();
-}
-
 #[test]
 fn mount_tmpfs_covers_and_umount_uncovers() {
     let (vfs, p) = setup();
@@ -174,7 +169,7 @@ fn bind_mounts() {
 #[test]
 fn mountpoints_are_busy() {
     let (_vfs, p) = setup();
-    tmpfs_at(&p, b"/m");
+    tmpfs_at(&p, b"/m", 0).unwrap();
     p.mkdir(b"/e", 0o755).unwrap();
     mkfile(&p, b"/g", b"");
     assert_eq!(p.rmdir(b"/m"), Err(Errno::EBUSY));
@@ -197,7 +192,7 @@ fn mountpoints_are_busy() {
 #[test]
 fn cross_mount_names_are_exdev() {
     let (_vfs, p) = setup();
-    tmpfs_at(&p, b"/m");
+    tmpfs_at(&p, b"/m", 0).unwrap();
     mkfile(&p, b"/m/f", b"");
     p.mkdir(b"/m/sub", 0o755).unwrap();
     mkfile(&p, b"/g", b"");
@@ -218,7 +213,7 @@ fn cross_mount_names_are_exdev() {
 #[test]
 fn cross_mount_dot_rename_is_exdev() {
     let (_vfs, p) = setup();
-    tmpfs_at(&p, b"/m");
+    tmpfs_at(&p, b"/m", 0).unwrap();
     p.mkdir(b"/m/sub", 0o755).unwrap();
     mkfile(&p, b"/g", b"");
     assert_eq!(p.rename(b"/m/.", b"/x"), Err(Errno::EXDEV));
@@ -229,7 +224,7 @@ fn cross_mount_dot_rename_is_exdev() {
 #[test]
 fn umount_errors() {
     let (_vfs, p) = setup();
-    tmpfs_at(&p, b"/m");
+    tmpfs_at(&p, b"/m", 0).unwrap();
     p.mkdir(b"/d", 0o755).unwrap();
     mkfile(&p, b"/f", b"");
     assert_eq!(p.umount2(b"/d", 0), Err(Errno::EINVAL));
@@ -257,7 +252,7 @@ fn umount_errors() {
     child.chdir(b"/m").unwrap();
     assert_eq!(p.umount2(b"/m", 0), Err(Errno::EBUSY));
     child.exit();
-    tmpfs_at(&p, b"/m/sub");
+    tmpfs_at(&p, b"/m/sub", 0).unwrap();
     assert_eq!(p.umount2(b"/m", 0), Err(Errno::EBUSY));
     p.umount2(b"/m/sub", 0).unwrap();
     // A trailing slash names the same mountpoint.
@@ -268,9 +263,9 @@ fn umount_errors() {
 #[test]
 fn lazy_umount_with_an_open_file() {
     let (vfs, p) = setup();
-    tmpfs_at(&p, b"/m");
+    tmpfs_at(&p, b"/m", 0).unwrap();
     mkfile(&p, b"/m/in", b"data");
-    tmpfs_at(&p, b"/m/sub");
+    tmpfs_at(&p, b"/m/sub", 0).unwrap();
     mkfile(&p, b"/m/sub/deep", b"");
     let fd = p.open(b"/m/in", O_RDWR, 0).unwrap();
     p.umount2(b"/m", MNT_DETACH).unwrap();
@@ -295,7 +290,7 @@ fn lazy_umount_with_an_open_file() {
 #[test]
 fn lazy_umount_with_cwd_inside() {
     let (vfs, p) = setup();
-    tmpfs_at(&p, b"/m");
+    tmpfs_at(&p, b"/m", 0).unwrap();
     p.mkdir(b"/m/d", 0o755).unwrap();
     mkfile(&p, b"/m/d/f", b"x");
     p.chdir(b"/m/d").unwrap();
@@ -313,8 +308,8 @@ fn lazy_umount_with_cwd_inside() {
 #[test]
 fn statfs_per_mount() {
     let (_vfs, p) = setup();
-    tmpfs_at(&p, b"/m");
-    tmpfs_at(&p, b"/n");
+    tmpfs_at(&p, b"/m", 0).unwrap();
+    tmpfs_at(&p, b"/n", 0).unwrap();
     let (r0, m0, n0) = (
         p.statfs(b"/").unwrap(),
         p.statfs(b"/m").unwrap(),
@@ -339,7 +334,7 @@ fn statfs_per_mount() {
 fn object_counts_after_mount_churn() {
     let (vfs, p) = setup();
     for round in 0..3 {
-        tmpfs_at(&p, b"/m");
+        tmpfs_at(&p, b"/m", 0).unwrap();
         assert_eq!(vfs.object_counts().mounts, 2, "round {round}");
         p.mkdir(b"/m/a", 0o755).unwrap();
         mkfile(&p, b"/m/a/f", b"abc");
@@ -365,7 +360,7 @@ fn object_counts_after_mount_churn() {
 #[test]
 fn umount_counts_references_from_every_thread() {
     let (vfs, p) = setup();
-    tmpfs_at(&p, b"/m");
+    tmpfs_at(&p, b"/m", 0).unwrap();
     mkfile(&p, b"/m/f", b"");
     let fds: Vec<Fd> = std::thread::scope(|s| {
         (0..4)
@@ -407,7 +402,7 @@ fn umount_counts_references_from_every_thread() {
 fn mounts_in_a_detached_tree_are_einval() {
     let vfs = Vfs::new();
     let p = vfs.root_process();
-    tmpfs_at(&p, b"/d");
+    tmpfs_at(&p, b"/d", 0).unwrap();
     p.mkdir(b"/d/sub", 0o755).unwrap();
     p.chroot(b"/d").unwrap();
     // Detach the mount the process's root is in.

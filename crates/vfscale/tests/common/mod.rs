@@ -26,6 +26,13 @@ pub fn user(vfs: &Vfs, uid: u32, gid: u32) -> Process {
     vfs.process(Cred::user(uid, gid, &[]))
 }
 
+/// Makes the directory `path` (0755) and mounts a new tmpfs on it with
+/// mount(2) flags `flags`; the mount's answer.
+pub fn tmpfs_at(p: &Process, path: &[u8], flags: u64) -> SysResult<()> {
+    p.mkdir(path, 0o755).unwrap();
+    p.mount(b"none", path, b"tmpfs", flags)
+}
+
 /// Creates (or truncates) `path` with `data`, mode 0644 before the umask.
 pub fn mkfile(p: &Process, path: &[u8], data: &[u8]) {
     let fd = p
