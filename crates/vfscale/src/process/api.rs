@@ -332,7 +332,12 @@ pub trait ProcessApi: Send {
     fn umask(&self, mask: u32) -> u32;
 
     // ---- mounts ----
-    /// `fstype` "tmpfs" makes a new instance; MS_BIND binds `source`.
+    /// mount(2): `fstype` "tmpfs" makes a new instance ("passthrough": one
+    /// mirroring the host directory `source`); MS_BIND binds `source`
+    /// (with MS_REC the mounts beneath it too); MS_REMOUNT changes a
+    /// mount's per-mount flags (nosuid, nodev, noexec, nosymfollow, the
+    /// atime modes). MS_RDONLY, MS_MOVE, MS_SHARED and MS_UNBINDABLE are
+    /// EINVAL (not built: docs/COMPATIBILITY.md).
     fn mount(&self, source: &[u8], target: &[u8], fstype: &[u8], flags: u64) -> SysResult<()>;
     fn umount2(&self, target: &[u8], flags: i32) -> SysResult<()>;
 
