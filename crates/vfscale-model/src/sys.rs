@@ -1870,8 +1870,8 @@ impl State {
         let start = self.start_loc(&ctx, AT_FDCWD, target)?;
         let (tloc, tkey) = self.walk_full_raw(&ctx, start, target, true)?;
         // path_mount
-        let flags = if flags & 0xffff_0000 == 0xC0ED_0000 {
-            flags & !0xffff_0000
+        let flags = if flags & MS_MGC_MSK == MS_MGC_VAL {
+            flags & !MS_MGC_MSK
         } else {
             flags
         };
