@@ -67,16 +67,21 @@ fn documented_deviation(op: &Op) -> bool {
         Op::Symlinkat { target, path, .. } => has_nul(target) || has_nul(path),
         // vfscale has tmpfs only: another type is ENODEV, as on a kernel
         // built without it (the host's ext4 would parse the source first).
+        // Only a new instance reads the type: binds, remounts, propagation
+        // changes and moves are compared whatever it says.
         Op::Mount {
             source,
             target,
             fstype,
             flags,
         } => {
+            let new_instance = flags
+                & (MS_BIND | MS_REMOUNT | MS_MOVE | MS_SHARED | MS_PRIVATE | MS_SLAVE | MS_UNBINDABLE)
+                == 0;
             has_nul(source)
                 || has_nul(target)
                 || has_nul(fstype)
-                || (flags & MS_BIND == 0 && fstype.0 != b"tmpfs")
+                || (new_instance && fstype.0 != b"tmpfs")
         }
         // A NUL byte inside a path: EINVAL in vfscale, a shorter C string
         // in Linux.
