@@ -22,7 +22,7 @@ use crate::fs::{Filesystem, FsLimits, SuperBlock};
 use crate::inode::{Inode, InodeBody};
 use crate::mount::MountTable;
 use crate::process::Process;
-use crate::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use crate::sync::counter::{ApproxCounter, ShardedCounter};
 use crate::sync::epoch::Collector;
 use crate::sync::ino_batch::InoAllocator;
@@ -338,7 +338,9 @@ impl VfsInner {
             used_blocks: ApproxCounter::new(),
             used_inodes: ApproxCounter::new(),
             limits: self.config.tmpfs_limits,
-            active_mounts: AtomicUsize::new(0),
+            mounts: Mutex::new(Vec::new()),
+            readonly: crate::sync::atomic::AtomicBool::new(false),
+            orphans: crate::sync::ShardedCounter::new(),
             xattrs: crate::inode::xattr::XattrTable::new(),
             acls: Default::default(),
             exports: crate::fs::export::ExportTable::new(instance_salt()),

@@ -729,6 +729,59 @@ fn epoch_batches_wait_for_the_oldest_reader() {
     });
 }
 
+// ------------------------------------------------- mount write access
+
+/// A change through a mount (mount/write.rs) races the switch of the mount
+/// to read-only: the switch succeeds only with no unit held, and a unit is
+/// never held on a read-only mount. The change writes `data` under its
+/// unit; a successful switch then reads it, which loom reports as a race
+/// unless the writer's unit was dropped before the switch counted (a
+/// change made while the mount was read-only).
+#[test]
+fn mount_writer_vs_switch_to_read_only() {
+    use vfscale::mount::flags::{MountFlags, MNT_READONLY};
+    use vfscale::mount::write::Writers;
+    let seen = outcomes(|| {
+        let flags = Arc::new(MountFlags::new(0));
+        let writers = Arc::new(Writers::new());
+        let instance_ro = Arc::new(vfscale::sync::atomic::AtomicBool::new(false));
+        let data = Arc::new(UnsafeCell::new(0u32));
+        let writer = {
+            let (flags, writers, data) = (flags.clone(), writers.clone(), data.clone());
+            thread::spawn(move || match writers.want(&flags, &instance_ro) {
+                Ok(()) => {
+                    data.with_mut(|d| unsafe { *d += 1 });
+                    writers.drop_one();
+                    true
+                }
+                Err(e) => {
+                    assert_eq!(e, vfscale::Errno::EROFS);
+                    false
+                }
+            })
+        };
+        let switched = writers.make_readonly(&flags, MNT_READONLY).is_ok();
+        if switched {
+            assert_eq!(flags.get_acquire(), MNT_READONLY);
+            // Frozen: read without the writer's help.
+            data.with(|d| unsafe { *d });
+        } else {
+            assert_eq!(flags.get_acquire(), 0, "a refused switch leaves the word");
+        }
+        let wrote = writer.join().unwrap();
+        if switched && wrote {
+            // The whole change came before the switch.
+            assert_eq!(data.with(|d| unsafe { *d }), 1);
+        }
+        (wrote, switched)
+    });
+    assert_eq!(
+        seen,
+        HashSet::from([(true, true), (true, false), (false, true)]),
+        "every outcome of the race"
+    );
+}
+
 // ------------------------------------------------------- sharded refcount
 
 /// A holder takes and drops a reference inside its guard while the owner

@@ -955,6 +955,9 @@ impl VfsInner {
 
     /// `release_inode` but the retire.
     fn unaccount_inode(&self, i: &Inode, sb: &SuperBlock) -> i64 {
+        if i.nlink_at_rest() == 0 {
+            sb.orphans.dec();
+        }
         if sb.backend_served {
             sb.fs.evict(i);
         }

@@ -63,6 +63,12 @@ impl Found {
         // the callers (they hold it for the whole operation).
         unsafe { &*self.inode }
     }
+
+    /// The mount the result is in.
+    pub fn mount(&self) -> &crate::mount::Mount {
+        // SAFETY: as `inode`: the walk's guard keeps its mount allocated.
+        unsafe { &*self.path.mnt }
+    }
 }
 
 /// What the fast walk resolved: a dentry in the mount it started from (the

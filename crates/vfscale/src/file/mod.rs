@@ -44,6 +44,10 @@ pub const FMODE_ANON: u32 = 64;
 /// The backend holds its file open for this description
 /// (`Filesystem::open`); the final put releases it.
 pub const FMODE_BACKEND: u32 = 128;
+/// The description holds a unit of write access to its mount
+/// (mount/write.rs), given back at its release: a regular file opened for
+/// writing (Linux's FMODE_WRITER).
+pub const FMODE_WRITER: u32 = 256;
 /// Reads and writes go to the private object, not to file data.
 pub const FMODE_STREAMS: u32 = FMODE_PIPE | FMODE_SOCKET | FMODE_EVENTFD;
 /// Any of these: the final put takes `release_special`.
@@ -96,6 +100,14 @@ impl OpenFile {
     pub fn inode(&self) -> &Inode {
         // SAFETY: the file's dentry reference keeps the inode alive.
         unsafe { &*self.inode }
+    }
+
+    /// The mount the file was opened through (the anonymous objects'
+    /// internal mount for pipes, sockets and the like).
+    pub fn mount(&self) -> &Mount {
+        // SAFETY: the file references its mount, or it is the anonymous
+        // mount, which lives as long as the namespace.
+        unsafe { &*self.mnt }
     }
 
     pub fn status(&self) -> i32 {
@@ -258,6 +270,10 @@ impl VfsInner {
         let file = unsafe { &*f };
         // Its flock and OFD locks die with it (filelock/).
         self.file_locks.on_release(file);
+        if file.fmode & FMODE_WRITER != 0 {
+            // SAFETY: the file's mount reference, put after this, keeps it.
+            unsafe { &*file.mnt }.drop_write();
+        }
         if file.fmode & FMODE_BACKEND != 0 {
             // SAFETY: the dentry reference, put after this, keeps the inode,
             // and an inode's superblock outlives it.

@@ -20,7 +20,7 @@ pub mod tmpfs;
 use crate::abi::*;
 use crate::dcache::dentry::Dentry;
 use crate::inode::Inode;
-use crate::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use crate::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use crate::sync::counter::ApproxCounter;
 use crate::sync::ino_batch::InoAllocator;
 use crate::sync::lock::Mutex;
@@ -402,8 +402,19 @@ pub struct SuperBlock {
     pub(crate) used_blocks: ApproxCounter,
     pub(crate) used_inodes: ApproxCounter,
     pub(crate) limits: FsLimits,
-    /// Mounts of this instance; the last one to go tears the tree down.
-    pub(crate) active_mounts: AtomicUsize,
+    /// Mounts of this instance (`*const Mount`), attached or detached but
+    /// alive; the last one to go tears the tree down. Lock order: after
+    /// the mount table's lock.
+    pub(crate) mounts: Mutex<Vec<usize>>,
+    /// The instance is read-only (SB_RDONLY): changed with every mount in
+    /// `mounts` held (mount/write.rs).
+    pub(crate) readonly: AtomicBool,
+    /// Inodes of this instance with no link left that are still alive (an
+    /// open unlinked file, a removed cwd, an O_TMPFILE): Linux's
+    /// s_remove_count, which makes a remount read-only EBUSY. Counted
+    /// where a link count reaches or leaves zero (`AttrWriter::set_nlink`)
+    /// and when such an inode is freed.
+    pub(crate) orphans: crate::sync::ShardedCounter,
     /// Extended attributes of this instance's inodes, by inode number.
     pub(crate) xattrs: crate::inode::xattr::XattrTable,
     /// POSIX ACLs, beside the other attributes (inode/acl.rs).
@@ -501,7 +512,23 @@ impl SuperBlock {
         Ok(())
     }
 
+    /// Whether the instance is read-only (SB_RDONLY; mount/write.rs).
+    #[inline]
+    pub fn is_readonly(&self) -> bool {
+        // Relaxed: a snapshot for errno order and statfs; changes are
+        // refused through `Mount::write_access`, which reads it in order.
+        self.readonly.load(Ordering::Relaxed)
+    }
+
     pub fn statfs(&self) -> Statfs {
+        let mut st = self.statfs_unflagged();
+        if self.is_readonly() {
+            st.f_flags |= ST_RDONLY;
+        }
+        st
+    }
+
+    fn statfs_unflagged(&self) -> Statfs {
         if let Some(backend) = self.fs.statfs(self) {
             return Statfs {
                 f_fsid: [self.dev as i32, (self.dev >> 32) as i32],

@@ -119,10 +119,24 @@ impl Inode {
         (mode, uid, gid): (u32, u32, u32),
         mask: u32,
     ) -> Result<(), Errno> {
+        // inode_permission's sb_permission: writing a regular file, a
+        // directory or a symlink of a read-only instance, before the bits.
+        if mask & MAY_WRITE != 0 && self.on_readonly_instance() {
+            return Err(Errno::EROFS);
+        }
         if mode & MODE_ACCESS_ACL == 0 {
             return may_access(cred, mode, uid, gid, mask);
         }
         self.permission_with_acl(cred, mode, uid, gid, mask)
+    }
+
+    /// The instance is read-only and this is a regular file, a directory
+    /// or a symlink (sb_permission's test).
+    #[inline]
+    fn on_readonly_instance(&self) -> bool {
+        // SAFETY: an inode's superblock outlives it.
+        unsafe { &*self.sb }.is_readonly()
+            && matches!(self.file_type(), S_IFREG | S_IFDIR | S_IFLNK)
     }
 
     /// `permission_as` with a fresh read of the attributes.

@@ -325,6 +325,12 @@ impl Inode {
         self.mode.load(Ordering::Relaxed) & MODE_ACL_BITS
     }
 
+    /// The link count of an inode being freed (no writer can run).
+    pub(crate) fn nlink_at_rest(&self) -> u32 {
+        // Relaxed: the inode's last put ordered every earlier write.
+        self.nlink.load(Ordering::Relaxed)
+    }
+
     /// The file type bits, which never change.
     pub fn file_type(&self) -> u32 {
         // Relaxed: the type bits are immutable after construction.
@@ -437,7 +443,13 @@ impl AttrWriter<'_> {
         self.inode.gid.store(gid, Ordering::Relaxed);
     }
     pub fn set_nlink(&mut self, n: u32) {
+        let old = self.inode.nlink.load(Ordering::Relaxed);
         self.inode.nlink.store(n, Ordering::Relaxed);
+        if (old == 0) != (n == 0) {
+            // SAFETY: an inode's superblock outlives it.
+            let sb = unsafe { &*self.inode.sb };
+            sb.orphans.add(if n == 0 { 1 } else { -1 });
+        }
     }
     /// Adds `entries` (possibly negative) directory entries to the size.
     pub fn add_dir_entries(&mut self, entries: i64) {

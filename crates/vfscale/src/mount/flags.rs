@@ -9,8 +9,9 @@
 //!   never on a mix (one word, one store).
 //! - A bind mount starts with its source mount's word (Linux's clone_mnt);
 //!   a remount that names no atime flag keeps the mount's atime bits.
-//! - `MNT_READONLY` is never set: read-only mounts are refused at mount(2)
-//!   (docs/ARCHITECTURE.md, Decisions, "Per-mount flags").
+//! - `MNT_READONLY` and `MNT_WRITE_HOLD` take part in the write-access
+//!   protocol (`write.rs`), which orders its reads and writes of the word
+//!   itself; the other bits are read Relaxed where they act.
 
 use crate::abi::*;
 use crate::sync::atomic::{AtomicU32, Ordering};
@@ -23,6 +24,9 @@ pub const MNT_NODIRATIME: u32 = 0x10;
 pub const MNT_RELATIME: u32 = 0x20;
 pub const MNT_READONLY: u32 = 0x40;
 pub const MNT_NOSYMFOLLOW: u32 = 0x80;
+/// A switch to read-only is counting the mount's writers (`write.rs`):
+/// writers wait. Internal: never asked for, never reported.
+pub const MNT_WRITE_HOLD: u32 = 0x100;
 pub const MNT_ATIME_MASK: u32 = MNT_NOATIME | MNT_NODIRATIME | MNT_RELATIME;
 
 /// What a new mount gets when nothing is asked: relatime, as Linux.
@@ -38,8 +42,23 @@ pub const ST_MOUNT_BITS: i64 =
 pub struct MountFlags(AtomicU32);
 
 impl MountFlags {
-    pub(crate) fn new(bits: u32) -> Self {
+    pub fn new(bits: u32) -> Self {
         MountFlags(AtomicU32::new(bits))
+    }
+
+    /// The word, for the write-access protocol (`write.rs`).
+    #[inline]
+    pub fn get_acquire(&self) -> u32 {
+        // Acquire: pairs with `set_release`.
+        self.0.load(Ordering::Acquire)
+    }
+
+    /// Replaces the word inside the write-access protocol (`write.rs`).
+    /// Caller holds the mount table's lock.
+    pub(crate) fn set_release(&self, bits: u32) {
+        // Release: publishes the instance's read-only bit, stored before
+        // a hold ends, to writers that waited (`get_acquire`).
+        self.0.store(bits, Ordering::Release)
     }
 
     /// The current word.
@@ -50,9 +69,13 @@ impl MountFlags {
         self.0.load(Ordering::Relaxed)
     }
 
-    /// Replaces the word. Caller holds the mount table's lock.
+    /// Replaces the word with one whose read-only bit is the same or
+    /// cleared (making a mount read-only is `Writers::make_readonly`).
+    /// Caller holds the mount table's lock.
     pub(crate) fn set(&self, bits: u32) {
-        // Relaxed: as `get`; the table lock orders writers.
+        debug_assert!(bits & MNT_READONLY == 0 || self.get() & MNT_READONLY != 0);
+        // Relaxed: as `get`; the table lock orders writers. A writer that
+        // reads the old read-only bit fails as if it came first.
         self.0.store(bits, Ordering::Relaxed)
     }
 }
@@ -112,7 +135,7 @@ pub fn statfs_bits(bits: u32) -> i64 {
 /// mount with `bits` may change the atime of an inode of this type at all.
 #[inline(always)]
 pub fn allows_atime(bits: u32, is_dir: bool) -> bool {
-    bits & MNT_NOATIME == 0 && !(is_dir && bits & MNT_NODIRATIME != 0)
+    bits & (MNT_NOATIME | MNT_READONLY) == 0 && !(is_dir && bits & MNT_NODIRATIME != 0)
 }
 
 #[cfg(test)]

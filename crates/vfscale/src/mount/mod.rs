@@ -17,9 +17,14 @@
 //!   reads its count or detaches it, so a detached mount's last put is seen.
 //! - An attached mount holds references on its parent mount, its mountpoint
 //!   dentry and its root dentry.
-//! - Its flags word (`flags.rs`) changes only under `lock`.
+//! - Its flags word (`flags.rs`) changes only under `lock`; its writers
+//!   (`write.rs`) say whether it may become read-only.
+//! - A mount is in its superblock's `mounts` from `new_mount` to
+//!   `free_mount`, attached or not: an instance made read-only holds them
+//!   all (`write.rs`); the last one to leave tears the tree down.
 
 pub mod flags;
+pub mod write;
 
 use crate::dcache::dentry::{Dentry, D_MOUNTED};
 use crate::fs::SuperBlock;
@@ -40,6 +45,8 @@ pub struct Mount {
     pub(crate) id: u64,
     /// nosuid, noexec, atime policy, ... (`flags.rs`).
     pub flags: flags::MountFlags,
+    /// Units of write access held through this mount (`write.rs`).
+    pub(crate) writers: write::Writers,
 }
 
 // SAFETY: the raw pointers are references the mount owns (see invariants);
@@ -69,6 +76,34 @@ impl Mount {
         st
     }
 
+    /// __mnt_is_readonly: the mount or its instance is read-only. A
+    /// snapshot, for the checks Linux makes without write access
+    /// (access(W_OK), the errno order of open(O_TRUNC)).
+    pub fn is_readonly(&self) -> bool {
+        self.flags.get() & flags::MNT_READONLY != 0 || self.sb().is_readonly()
+    }
+
+    /// mnt_want_write: a unit of write access for one change, given back
+    /// when the returned value drops; EROFS on a read-only mount.
+    #[inline]
+    pub(crate) fn write_access(&self) -> crate::abi::SysResult<WriteAccess<'_>> {
+        self.want_write()?;
+        Ok(WriteAccess(self))
+    }
+
+    /// A unit of write access kept by the caller (a file open for
+    /// writing, `FMODE_WRITER`) until `drop_write`.
+    #[inline]
+    pub(crate) fn want_write(&self) -> crate::abi::SysResult<()> {
+        self.writers.want(&self.flags, &self.sb().readonly)
+    }
+
+    /// Gives back a unit `want_write` granted.
+    #[inline]
+    pub(crate) fn drop_write(&self) {
+        self.writers.drop_one()
+    }
+
     /// A new strong handle on the superblock (for bind mounts).
     pub(crate) fn sb_arc(&self) -> Arc<SuperBlock> {
         // SAFETY: the mount owns a strong count, so the pointer is a live
@@ -87,6 +122,15 @@ impl Mount {
     pub(crate) fn mountpoint_ptr(&self) -> *const Dentry {
         // Acquire: pairs with the release store in attach.
         self.mountpoint.load(Ordering::Acquire)
+    }
+}
+
+/// One unit of write access to a mount, for the duration of a change.
+pub(crate) struct WriteAccess<'m>(&'m Mount);
+
+impl Drop for WriteAccess<'_> {
+    fn drop(&mut self) {
+        self.0.drop_write();
     }
 }
 
@@ -146,9 +190,7 @@ impl VfsInner {
         flags: u32,
     ) -> *const Mount {
         self.stats.mounts.inc();
-        // Relaxed: the caller still holds the superblock; the last decrement (AcqRel) is what orders teardown.
-        sb.active_mounts.fetch_add(1, Ordering::Relaxed);
-        Box::into_raw(Box::new(Mount {
+        let m = Box::into_raw(Box::new(Mount {
             parent: AtomicPtr::new(core::ptr::null_mut()),
             mountpoint: AtomicPtr::new(core::ptr::null_mut()),
             root,
@@ -157,7 +199,11 @@ impl VfsInner {
             // Relaxed: a unique number; nothing is published through it.
             id: self.mounts.next_id.fetch_add(1, Ordering::Relaxed),
             flags: flags::MountFlags::new(flags),
-        }))
+            writers: write::Writers::new(),
+        }));
+        // SAFETY: just made; the mount owns a strong count of `sb`.
+        unsafe { &*m }.sb().mounts.lock().push(m as usize);
+        m
     }
 
     /// Attaches `child` on (parent, mountpoint); takes the references the
@@ -265,9 +311,12 @@ impl VfsInner {
         // SAFETY: we won the kill, so this runs once; the pointer came from
         // Arc::into_raw and its count is the mount's own.
         let sb = unsafe { Arc::from_raw(mr.sb) };
-        // AcqRel: the last mount's decrement must see every other mount's
-        // release of the tree before tearing it down.
-        if sb.active_mounts.fetch_sub(1, Ordering::AcqRel) == 1 {
+        let last = {
+            let mut mounts = sb.mounts.lock();
+            mounts.retain(|&x| x != m as usize);
+            mounts.is_empty()
+        };
+        if last {
             self.kill_superblock(&sb);
         }
         // The superblock struct itself may still be read by walkers holding

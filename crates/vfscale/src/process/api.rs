@@ -333,11 +333,14 @@ pub trait ProcessApi: Send {
 
     // ---- mounts ----
     /// mount(2): `fstype` "tmpfs" makes a new instance ("passthrough": one
-    /// mirroring the host directory `source`); MS_BIND binds `source`
-    /// (with MS_REC the mounts beneath it too); MS_REMOUNT changes a
-    /// mount's per-mount flags (nosuid, nodev, noexec, nosymfollow, the
-    /// atime modes). MS_RDONLY, MS_MOVE, MS_SHARED and MS_UNBINDABLE are
-    /// EINVAL (not built: docs/COMPATIBILITY.md).
+    /// mirroring the host directory `source`), read-only with MS_RDONLY;
+    /// MS_BIND binds `source` (with MS_REC the mounts beneath it too);
+    /// MS_REMOUNT | MS_BIND changes a mount's per-mount flags (read-only,
+    /// nosuid, nodev, noexec, nosymfollow, the atime modes), MS_REMOUNT
+    /// alone its instance's read-only bit too (EBUSY while a file is open
+    /// for writing, or an unlinked file is still open). MS_MOVE,
+    /// MS_SHARED and MS_UNBINDABLE are EINVAL (not built:
+    /// docs/COMPATIBILITY.md).
     fn mount(&self, source: &[u8], target: &[u8], fstype: &[u8], flags: u64) -> SysResult<()>;
     fn umount2(&self, target: &[u8], flags: i32) -> SysResult<()>;
 

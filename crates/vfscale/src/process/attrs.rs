@@ -12,6 +12,7 @@ use crate::cred::Cred;
 use crate::dcache::walk::Found;
 use crate::fs::BLOCK_SIZE;
 use crate::inode::{now, Inode};
+use crate::mount::Mount;
 
 impl Process {
     pub(crate) fn sys_fstat(&self, fd: Fd) -> SysResult<Stat> {
@@ -119,19 +120,30 @@ impl Process {
             &real
         };
         let _g = self.vfs.collector.enter();
-        if mode & X_OK != 0 {
-            // The mount matters (noexec), and the fast lookup does not
-            // know it.
+        if mode & (X_OK | W_OK) != 0 {
+            // The mount matters (noexec, read-only), and the fast lookup
+            // does not know it.
             let found = self.lookup_at(cred, dirfd, path, flags, 0)?;
-            let inode = found.inode();
-            // SAFETY: the guard keeps the walk's mount allocated.
-            let mnt_flags = unsafe { &*found.path.mnt }.flags.get();
+            let (inode, mnt) = (found.inode(), found.mount());
+            let ty = inode.file_type();
             // do_faccessat: a regular file on a noexec mount, before the
             // permission bits.
-            if inode.file_type() == S_IFREG && mnt_flags & crate::mount::flags::MNT_NOEXEC != 0 {
+            if mode & X_OK != 0
+                && ty == S_IFREG
+                && mnt.flags.get() & crate::mount::flags::MNT_NOEXEC != 0
+            {
                 return Err(Errno::EACCES);
             }
-            return inode.permission(cred, mode as u32);
+            inode.permission(cred, mode as u32)?;
+            // A read-only mount after them, but for special files
+            // (written without the filesystem).
+            if mode & W_OK != 0
+                && !matches!(ty, S_IFCHR | S_IFBLK | S_IFIFO | S_IFSOCK)
+                && mnt.is_readonly()
+            {
+                return Err(Errno::EROFS);
+            }
+            return Ok(());
         }
         let inode = match self.lookup_fast(cred, dirfd, path, flags, 0) {
             Some(hit) => hit?.inode,
@@ -148,7 +160,9 @@ impl Process {
         self.lookup_at(&self.cred, dirfd, path, flags, 0)
     }
 
-    pub(super) fn chmod_inode(&self, inode: &Inode, mode: u32) -> SysResult<()> {
+    pub(super) fn chmod_inode(&self, mnt: &Mount, inode: &Inode, mode: u32) -> SysResult<()> {
+        // chmod_common: write access first.
+        let _write = mnt.write_access()?;
         refuse_anon_inode_setattr(inode)?;
         let (cur_mode, uid, gid) = inode.perm_attr();
         may_chmod(&self.cred, uid)?;
@@ -192,16 +206,26 @@ impl Process {
         let _g = self.vfs.collector.enter();
         let found = self.lookup_setattr(dirfd, path, flags)?;
         if flags & AT_SYMLINK_NOFOLLOW != 0 && s_islnk(found.inode().file_type()) {
-            return Err(Errno::EOPNOTSUPP);
+            // notify_change refuses a symlink's mode after chmod_common's
+            // write access.
+            return found.mount().write_access().and(Err(Errno::EOPNOTSUPP));
         }
-        self.chmod_inode(found.inode(), mode)
+        self.chmod_inode(found.mount(), found.inode(), mode)
     }
 
     pub(crate) fn sys_fchmod(&self, fd: Fd, mode: u32) -> SysResult<()> {
-        self.with_file(fd, false, |f| self.chmod_inode(f.inode(), mode))
+        self.with_file(fd, false, |f| self.chmod_inode(f.mount(), f.inode(), mode))
     }
 
-    pub(super) fn chown_inode(&self, inode: &Inode, uid: u32, gid: u32) -> SysResult<()> {
+    pub(super) fn chown_inode(
+        &self,
+        mnt: &Mount,
+        inode: &Inode,
+        uid: u32,
+        gid: u32,
+    ) -> SysResult<()> {
+        // do_fchownat / vfs_fchown: write access first.
+        let _write = mnt.write_access()?;
         let new_uid = (uid != u32::MAX).then_some(uid);
         let new_gid = (gid != u32::MAX).then_some(gid);
         refuse_anon_inode_setattr(inode)?;
@@ -249,15 +273,18 @@ impl Process {
         }
         let _g = self.vfs.collector.enter();
         let found = self.lookup_setattr(dirfd, path, flags)?;
-        self.chown_inode(found.inode(), uid, gid)
+        self.chown_inode(found.mount(), found.inode(), uid, gid)
     }
 
     pub(crate) fn sys_fchown(&self, fd: Fd, uid: u32, gid: u32) -> SysResult<()> {
-        self.with_file(fd, false, |f| self.chown_inode(f.inode(), uid, gid))
+        self.with_file(fd, false, |f| {
+            self.chown_inode(f.mount(), f.inode(), uid, gid)
+        })
     }
 
     pub(super) fn utimes_inode(
         &self,
+        mnt: &Mount,
         inode: &Inode,
         times: Option<[Timespec; 2]>,
     ) -> SysResult<()> {
@@ -271,6 +298,8 @@ impl Process {
         if at.nsec == UTIME_OMIT && mt.nsec == UTIME_OMIT {
             return Ok(());
         }
+        // vfs_utimes: write access after the times' check.
+        let _write = mnt.write_access()?;
         let explicit = !(at.nsec == UTIME_NOW && mt.nsec == UTIME_NOW);
         let perm = inode.perm_attr();
         let u = perm.1;
@@ -327,7 +356,7 @@ impl Process {
         }
         let _g = self.vfs.collector.enter();
         let found = self.lookup_setattr(dirfd, path, flags)?;
-        self.utimes_inode(found.inode(), times)
+        self.utimes_inode(found.mount(), found.inode(), times)
     }
 
     pub(crate) fn sys_futimens(&self, fd: Fd, times: Option<[Timespec; 2]>) -> SysResult<()> {
@@ -341,7 +370,9 @@ impl Process {
                 return Ok(());
             }
         }
-        self.with_file(fd, false, |f| self.utimes_inode(f.inode(), times))
+        self.with_file(fd, false, |f| {
+            self.utimes_inode(f.mount(), f.inode(), times)
+        })
     }
 
     pub(crate) fn sys_statfs(&self, path: &[u8]) -> SysResult<Statfs> {

@@ -113,6 +113,8 @@ impl Process {
         if parent.trailing_slash && !creates_dir {
             return Err(Errno::ENOENT);
         }
+        // As `create_prologue`.
+        let _write = parent.dir.mount().write_access()?;
         before_permission()?;
         self.may_write_dir(dir)?;
         let sb = backend_of(dir).ok_or(Errno::EINVAL)?;

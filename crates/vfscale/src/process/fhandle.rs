@@ -314,13 +314,7 @@ impl Process {
             )?,
         };
         let (file, _g) = Self::finish_open(file, _g);
-        if flags & O_TRUNC != 0 && flags & O_PATH == 0 && file.file().inode().file_type() == S_IFREG
-        {
-            if let Err(e) = self.truncate_inode(file.file().inode(), 0) {
-                self.vfs.fput(file);
-                return Err(e);
-            }
-        }
+        let file = self.truncate_opened(file, flags)?;
         self.install_opened(file, flags)
     }
 }

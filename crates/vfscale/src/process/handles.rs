@@ -28,7 +28,6 @@
 use super::dirents::DirEntryRef;
 use super::{FsContext, Process};
 use crate::abi::*;
-use crate::cred::perm::MAY_WRITE;
 use crate::cred::Cred;
 use crate::dcache::walk::{Found, PathPtr};
 use crate::file::FdTable;
@@ -229,36 +228,30 @@ impl Namespace {
     pub fn setattr(&self, cred: &Arc<Cred>, h: &Handle, set: &SetAttr) -> SysResult<Stat> {
         let v = self.at(cred, h);
         let inode = h.inode();
+        // SAFETY: the handle references its mount.
+        let mnt = unsafe { &*h.path.mnt };
         if set.uid.is_some() || set.gid.is_some() {
             v.chown_inode(
+                mnt,
                 inode,
                 set.uid.unwrap_or(u32::MAX),
                 set.gid.unwrap_or(u32::MAX),
             )?;
         }
         if let Some(mode) = set.mode {
-            v.chmod_inode(inode, mode & S_IALLUGO)?;
+            v.chmod_inode(mnt, inode, mode & S_IALLUGO)?;
         }
         if let Some(size) = set.size {
             let size = i64::try_from(size).map_err(|_| Errno::EINVAL)?;
             match set.fh {
                 Some(fh) => v.sys_ftruncate(fh_fd(fh)?, size)?,
-                None => {
-                    if inode.is_dir() {
-                        return Err(Errno::EISDIR);
-                    }
-                    if inode.file_type() != S_IFREG {
-                        return Err(Errno::EINVAL);
-                    }
-                    inode.permission(cred, MAY_WRITE)?;
-                    v.truncate_inode(inode, size as u64)?;
-                }
+                None => v.truncate_at(mnt, inode, size as u64)?,
             }
         }
         if set.atime.is_some() || set.mtime.is_some() {
             let at = set.atime.unwrap_or(Timespec::OMIT);
             let mt = set.mtime.unwrap_or(Timespec::OMIT);
-            v.utimes_inode(inode, Some([at, mt]))?;
+            v.utimes_inode(mnt, inode, Some([at, mt]))?;
         }
         Ok(h.stat())
     }
@@ -393,12 +386,7 @@ impl Namespace {
             }
         };
         let (file, _guard) = Process::finish_open(file, guard);
-        if flags & O_TRUNC != 0 && file.file().inode().file_type() == S_IFREG {
-            if let Err(e) = v.truncate_inode(file.file().inode(), 0) {
-                self.vfs.fput(file);
-                return Err(e);
-            }
-        }
+        let file = v.truncate_opened(file, flags)?;
         match self.files.install(file, false, 0) {
             Ok(fd) => Ok(fd as Fh),
             Err((e, file)) => {

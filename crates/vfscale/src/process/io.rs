@@ -568,7 +568,8 @@ fn begin_transfer(
 /// inode; strictatime writes whenever the time has moved.
 pub(crate) fn touch_atime(mnt_flags: u32, inode: &Inode) {
     use crate::mount::flags::{allows_atime, MNT_RELATIME};
-    if !allows_atime(mnt_flags, inode.is_dir()) {
+    // SAFETY: an inode's superblock outlives it.
+    if !allows_atime(mnt_flags, inode.is_dir()) || unsafe { &*inode.sb }.is_readonly() {
         return;
     }
     let a = inode.attr();

@@ -17,6 +17,11 @@ impl Process {
         fstype: &[u8],
         flags: u64,
     ) -> SysResult<()> {
+        if flags & (MS_REMOUNT | MS_RDONLY) == MS_REMOUNT | MS_RDONLY {
+            // Files closed and inodes dropped on any thread must not keep
+            // the mount writable (`make_readonly`), as in umount.
+            self.vfs.flush_all();
+        }
         let _g = self.vfs.collector.enter();
         // Linux resolves the target before looking at the flags.
         let tgt = self.lookup_at(&self.cred, AT_FDCWD, target, 0, WALK_FOLLOW)?;
@@ -45,19 +50,18 @@ impl Process {
         let tmnt = unsafe { &*tgt.path.mnt };
         let at_mount_root = tgt.path.dentry == tmnt.root;
         if flags & MS_REMOUNT != 0 {
-            // do_reconfigure_mnt (with MS_BIND) or do_remount: only the
-            // root of a mount, and of the per-mount flags (the superblock
-            // side of a remount is tmpfs's, which has nothing to change
-            // but read-only, and read-only is not built).
+            // do_reconfigure_mnt (with MS_BIND: the mount's flags) or
+            // do_remount (the instance's read-only bit, then the mount's
+            // flags; tmpfs has no other superblock option to change), at
+            // the root of a mount only.
             if !at_mount_root {
                 return Err(Errno::EINVAL);
             }
             let bits = mount_flags::requested(flags, Some(tmnt.flags.get()));
-            if bits & mount_flags::MNT_READONLY != 0 {
-                return Err(Errno::EINVAL);
+            if flags & MS_BIND == 0 {
+                self.reconfigure_instance(tmnt, flags & MS_RDONLY != 0)?;
             }
-            tmnt.flags.set(bits);
-            return Ok(());
+            return reconfigure_mount(tmnt, bits);
         }
         if flags & MS_BIND != 0 {
             return self.bind_mount(&mut list, &tgt, source, flags & MS_REC != 0);
@@ -108,11 +112,6 @@ impl Process {
             _ => return Err(Errno::ENODEV),
         };
         let bits = mount_flags::requested(flags, None);
-        if bits & mount_flags::MNT_READONLY != 0 {
-            // Read-only mounts are not built: refused rather than
-            // mounted writable (docs/ARCHITECTURE.md, "Per-mount flags").
-            return Err(Errno::EINVAL);
-        }
         if !tgt.inode().is_dir() {
             return Err(Errno::ENOTDIR);
         }
@@ -123,9 +122,47 @@ impl Process {
         let k = crate::reclaim::KIND_BYTES;
         self.vfs.admit((k[0] + k[1]) as u64, Errno::ENOMEM)?;
         let sb = self.vfs.new_superblock(fs, S_IFDIR | 0o1777);
+        // MS_RDONLY makes the instance read-only as well as the mount.
+        // Release: as every change of the bit (mount/write.rs); nobody can
+        // reach the instance yet.
+        sb.readonly.store(
+            flags & MS_RDONLY != 0,
+            crate::sync::atomic::Ordering::Release,
+        );
         let root = sb.root();
         self.vfs.dget(root);
         self.graft(list, tgt, sb, root, bits).map(drop)
+    }
+
+    /// reconfigure_super's read-only part: the instance of `m` becomes
+    /// read-only (`readonly`) or writable. Becoming read-only is EBUSY
+    /// while any of its mounts has a writer or an unlinked inode is alive
+    /// (sb_prepare_remount_readonly); every mount is held meanwhile
+    /// (mount/write.rs). Caller holds the mount table's lock.
+    fn reconfigure_instance(&self, m: &Mount, readonly: bool) -> SysResult<()> {
+        use crate::mount::write::Writers;
+        // Release (both stores): before the release of the holds, which
+        // writers that waited acquire (mount/write.rs).
+        use crate::sync::atomic::Ordering::Release;
+        let sb = m.sb();
+        if !readonly || sb.is_readonly() {
+            sb.readonly.store(readonly, Release);
+            return Ok(());
+        }
+        let mounts = sb.mounts.lock();
+        // SAFETY: a mount stays in `mounts` until it is freed.
+        let each = || mounts.iter().map(|&x| unsafe { &*(x as *const Mount) });
+        each().for_each(|x| Writers::hold(&x.flags));
+        let busy = each().any(|x| x.writers.busy()) || sb.orphans.sum() > 0;
+        if !busy {
+            sb.readonly.store(true, Release);
+        }
+        each().for_each(|x| Writers::release(&x.flags, x.flags.get()));
+        if busy {
+            Err(Errno::EBUSY)
+        } else {
+            Ok(())
+        }
     }
 
     /// do_loopback: binds what `source` names on `tgt`, with the mounts
@@ -331,5 +368,23 @@ impl Process {
             self.vfs.detach_mount(&mut list, mnt);
         }
         Ok(None)
+    }
+}
+
+/// The mount's part of a remount (change_mount_ro_state, then
+/// set_mount_attributes): `bits` become `m`'s word; becoming read-only is
+/// EBUSY while `m` has writers — unless its instance is read-only already,
+/// which leaves none. Caller holds the mount table's lock.
+fn reconfigure_mount(m: &Mount, bits: u32) -> SysResult<()> {
+    use crate::mount::write::Writers;
+    let ro = mount_flags::MNT_READONLY;
+    if bits & ro == 0 || m.flags.get() & ro != 0 {
+        m.flags.set(bits);
+        Ok(())
+    } else if m.sb().is_readonly() {
+        Writers::release(&m.flags, bits);
+        Ok(())
+    } else {
+        m.writers.make_readonly(&m.flags, bits)
     }
 }

@@ -17,6 +17,7 @@ use crate::dcache::walk::{Last, Parent, WALK_FOLLOW};
 use crate::dir::index::DirIndex;
 use crate::inode::acl::InheritedAcls;
 use crate::inode::{now, Inode, InodeBody};
+use crate::mount::Mount;
 use crate::sync::atomic::Ordering;
 use crate::sync::lock::{RwLock, RwLockWriteGuard};
 use std::sync::Arc;
@@ -333,6 +334,9 @@ impl Process {
         if parent.trailing_slash && !creates_dir {
             return Err(Errno::ENOENT);
         }
+        // filename_create: EROFS after the name's errors, before link's
+        // EXDEV and the permission.
+        let _write = parent.dir.mount().write_access()?;
         before_permission()?;
         self.may_modify_dir(dir)?;
         op(&mut locked, dir, &key, existing)
@@ -730,6 +734,8 @@ impl Process {
             }
             Last::Root => return Err(if rmdir { Errno::EBUSY } else { Errno::EISDIR }),
         };
+        // do_unlinkat/do_rmdir: EROFS before anything about the name.
+        let _write = parent.dir.mount().write_access()?;
         if super::backend_names::backend_of(parent.dir.inode()).is_some() {
             return self.backend_unlink(&parent, name, rmdir);
         }
@@ -947,6 +953,8 @@ impl Process {
                 Errno::EBUSY
             });
         };
+        // do_renameat2: EROFS before the lookups.
+        let _write = op.dir.mount().write_access()?;
         if super::backend_names::backend_of(op.dir.inode()).is_some() {
             return self.backend_rename(&op, old_name, &np, new_name, flags);
         }
@@ -1145,18 +1153,24 @@ impl Process {
                 break found;
             }
         };
-        let inode = found.inode();
-        let r = if inode.is_dir() {
-            Err(Errno::EISDIR)
-        } else if inode.file_type() != S_IFREG {
-            Err(Errno::EINVAL)
-        } else {
-            inode
-                .permission(&self.cred, MAY_WRITE)
-                .and_then(|()| self.truncate_inode(inode, length as u64))
-        };
+        let r = self.truncate_at(found.mount(), found.inode(), length as u64);
         self.vfs.dput(found.path.dentry);
         r
+    }
+
+    /// vfs_truncate of `inode`, found through `mnt`: a directory is
+    /// EISDIR, anything else not regular EINVAL, then write access to the
+    /// mount (EROFS) and write permission.
+    pub(super) fn truncate_at(&self, mnt: &Mount, inode: &Inode, length: u64) -> SysResult<()> {
+        if inode.is_dir() {
+            return Err(Errno::EISDIR);
+        }
+        if inode.file_type() != S_IFREG {
+            return Err(Errno::EINVAL);
+        }
+        let _write = mnt.write_access()?;
+        inode.permission(&self.cred, MAY_WRITE)?;
+        self.truncate_inode(inode, length)
     }
 }
 

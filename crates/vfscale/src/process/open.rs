@@ -7,7 +7,7 @@ use crate::cred::perm::{may_open_existing_in_sticky, MAY_READ, MAY_WRITE};
 use crate::dcache::dentry::D_MOUNTED;
 use crate::dcache::name::NameKey;
 use crate::dcache::walk::{Found, Last, Parent, PathPtr, WALK_DIRECTORY, WALK_FOLLOW};
-use crate::file::{FMODE_BACKEND, FMODE_PATH, FMODE_PIPE, FMODE_READ, FMODE_WRITE};
+use crate::file::{FMODE_BACKEND, FMODE_PATH, FMODE_PIPE, FMODE_READ, FMODE_WRITE, FMODE_WRITER};
 use crate::inode::{Inode, InodeBody};
 use crate::mount::flags::{MNT_NODEV, MNT_NOSYMFOLLOW};
 use crate::sync::epoch::Guard;
@@ -125,17 +125,41 @@ impl Process {
         let (file, _guard) = Self::finish_open(file, _guard);
         // A file this call created is not truncated (Linux drops O_TRUNC
         // for FMODE_CREATED), so its fresh set-id bits survive.
-        if !created
-            && flags & O_TRUNC != 0
-            && flags & O_PATH == 0
-            && file.file().inode().file_type() == S_IFREG
-        {
-            if let Err(e) = self.truncate_inode(file.file().inode(), 0) {
+        let file = if created {
+            file
+        } else {
+            self.truncate_opened(file, flags)?
+        };
+        self.install_opened(file, flags)
+    }
+
+    /// O_TRUNC of an open that found its file: a regular file is
+    /// truncated, under write access to its mount (the file's own when it
+    /// is open for writing). On error the file is put.
+    pub(super) fn truncate_opened(
+        &self,
+        file: crate::file::FileRef,
+        flags: i32,
+    ) -> SysResult<crate::file::FileRef> {
+        let f = file.file();
+        if flags & O_TRUNC == 0 || flags & O_PATH != 0 || f.inode().file_type() != S_IFREG {
+            return Ok(file);
+        }
+        let r = if f.fmode & FMODE_WRITER != 0 {
+            self.truncate_inode(f.inode(), 0)
+        } else {
+            // O_RDONLY | O_TRUNC.
+            f.mount()
+                .write_access()
+                .and_then(|_write| self.truncate_inode(f.inode(), 0))
+        };
+        match r {
+            Ok(()) => Ok(file),
+            Err(e) => {
                 self.vfs.fput(file);
-                return Err(e);
+                Err(e)
             }
         }
-        self.install_opened(file, flags)
     }
 
     /// The lowest free descriptor for a file an open made (O_CLOEXEC from
@@ -334,6 +358,12 @@ impl Process {
             return Ok((found, created.is_ok()));
         }
         super::refuse_backend_change(dir)?;
+        // lookup_open: a name to create on a read-only mount is EROFS,
+        // in place of the directory's permission. The unit covers the
+        // create only: a remount to read-only between it and the open
+        // below makes an open for writing EROFS with the file made (Linux
+        // keeps its unit until the file is open).
+        let _write = parent.dir.mount().write_access()?;
         may_write?;
         let (uid, gid, m) = owner;
         let m = self.new_mode_in(dir, dir_perm.0, m);
@@ -418,11 +448,13 @@ impl Process {
             if acc == O_WRONLY || acc == O_RDWR || acc == O_ACCMODE || flags & O_TRUNC != 0 {
                 want |= MAY_WRITE;
             }
+            // do_open: truncating a regular file needs write access to
+            // the mount before may_open's checks.
+            if flags & O_TRUNC != 0 && ty == S_IFREG && !created && found.mount().is_readonly() {
+                return Err(Errno::EROFS);
+            }
             // may_open: a device on a nodev mount, before the permission.
-            // SAFETY: the walk's guard keeps its mount allocated.
-            if matches!(ty, S_IFCHR | S_IFBLK)
-                && unsafe { &*found.path.mnt }.flags.get() & MNT_NODEV != 0
-            {
+            if matches!(ty, S_IFCHR | S_IFBLK) && found.mount().flags.get() & MNT_NODEV != 0 {
                 return Err(Errno::EACCES);
             }
             if !created {
@@ -454,6 +486,18 @@ impl Process {
             self.vfs.dput(found.path.dentry);
             return Ok(None);
         }
+        // do_dentry_open: a regular file open for writing holds write
+        // access to its mount until its release (after the permission).
+        let fmode = if fmode & FMODE_WRITE != 0 && ty == S_IFREG {
+            if let Err(e) = found.mount().want_write() {
+                self.vfs.mntput(found.path.mnt);
+                self.vfs.dput(found.path.dentry);
+                return Err(e);
+            }
+            fmode | FMODE_WRITER
+        } else {
+            fmode
+        };
         // SAFETY: the reference just taken keeps the dentry alive.
         self.vfs.note_open(unsafe { &*found.path.dentry });
         let status = open_status(flags);

@@ -29,7 +29,7 @@ use crate::abi::*;
 use crate::dcache::dentry::D_LINKABLE;
 use crate::dcache::name::NameKey;
 use crate::dcache::walk::{WALK_DIRECTORY, WALK_FOLLOW};
-use crate::file::{FMODE_READ, FMODE_WRITE};
+use crate::file::{FMODE_READ, FMODE_WRITE, FMODE_WRITER};
 use crate::inode::InodeBody;
 use crate::sync::lock::RwLock;
 use std::io::Write;
@@ -39,9 +39,9 @@ impl Process {
     /// The O_TMPFILE branch of `sys_openat` (after O_PATH's masking, which
     /// drops the flag: open(O_PATH | O_TMPFILE) opens the directory). Errors
     /// in the kernel's order: the flags (build_open_flags), the file and
-    /// descriptor limits, the walk, the directory's write and search
-    /// permission, a backend without unnamed files (EOPNOTSUPP), the
-    /// instance's inode limit.
+    /// descriptor limits, the walk, a read-only mount (EROFS), the
+    /// directory's write and search permission, a backend without unnamed
+    /// files (EOPNOTSUPP), the instance's inode limit.
     #[cold]
     #[inline(never)]
     pub(super) fn open_tmpfile(
@@ -82,8 +82,13 @@ impl Process {
         };
         // SAFETY: the walk found it positive, and our guard keeps what it
         // found allocated.
-        let dir = unsafe { &*dir };
-        let made = self.make_tmpfile(dir_path.dentry, dir, flags, mode);
+        let (dir, mnt) = unsafe { (&*dir, &*dir_path.mnt) };
+        // do_tmpfile: write access to the mount before the directory's
+        // permission; the file keeps the unit if it is open for writing.
+        let made = mnt.want_write().and_then(|()| {
+            self.make_tmpfile(dir_path.dentry, dir, flags, mode)
+                .inspect_err(|_| mnt.drop_write())
+        });
         let (dentry, inode) = match made {
             Ok(pair) => pair,
             Err(e) => {
@@ -94,8 +99,10 @@ impl Process {
         let acc = flags & O_ACCMODE;
         let fmode = (if acc == O_RDWR { FMODE_READ } else { 0 })
             | (if acc == O_WRONLY || acc == O_RDWR {
-                FMODE_WRITE
+                FMODE_WRITE | FMODE_WRITER
             } else {
+                // Access mode 3 grants neither.
+                mnt.drop_write();
                 0
             });
         // SAFETY: the dentry just made holds a reference on it.

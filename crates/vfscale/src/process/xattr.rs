@@ -23,6 +23,7 @@ use crate::cred::perm::{MAY_READ, MAY_WRITE};
 use crate::cred::Cred;
 use crate::fs::XattrCall;
 use crate::inode::{now, Inode};
+use crate::mount::Mount;
 
 /// Where an xattr call finds its inode.
 #[derive(Clone, Copy)]
@@ -455,12 +456,13 @@ fn backend_names(sb: &crate::fs::SuperBlock, inode: &Inode) -> SysResult<Vec<u8>
 }
 
 impl Process {
-    /// Runs `op` on the inode `at` names (O_PATH descriptors: EBADF).
+    /// Runs `op` on the inode `at` names and the mount it was found
+    /// through (O_PATH descriptors: EBADF).
     fn with_xattr_inode<R>(
         &self,
         at: XattrAt<'_>,
         fd_only: bool,
-        op: impl FnOnce(&Inode, Store) -> SysResult<R>,
+        op: impl FnOnce(&Mount, &Inode, Store) -> SysResult<R>,
     ) -> SysResult<R> {
         match at {
             // Linux 6.13+ (path_setxattrat and path_getxattrat, which
@@ -472,9 +474,9 @@ impl Process {
             XattrAt::Fd(AT_FDCWD) if !fd_only => {
                 let _g = self.vfs.collector.enter();
                 let found = self.lookup_at(&self.cred, AT_FDCWD, b"", AT_EMPTY_PATH, 0)?;
-                op(found.inode(), Store::Tmpfs)
+                op(found.mount(), found.inode(), Store::Tmpfs)
             }
-            XattrAt::Fd(fd) => self.with_file(fd, false, |f| op(f.inode(), store_of(f))),
+            XattrAt::Fd(fd) => self.with_file(fd, false, |f| op(f.mount(), f.inode(), store_of(f))),
             XattrAt::Path(path, follow) => {
                 let _g = self.vfs.collector.enter();
                 let flags = if follow { 0 } else { AT_SYMLINK_NOFOLLOW };
@@ -490,7 +492,7 @@ impl Process {
                     },
                 )?;
                 // A path never reaches an anonymous object.
-                op(found.inode(), Store::Tmpfs)
+                op(found.mount(), found.inode(), Store::Tmpfs)
             }
         }
     }
@@ -511,7 +513,9 @@ impl Process {
         if value.len() > XATTR_SIZE_MAX {
             return Err(Errno::E2BIG);
         }
-        self.with_xattr_inode(at, false, |i, store| {
+        self.with_xattr_inode(at, false, |mnt, i, store| {
+            // filename_setxattr / file_setxattr: write access first.
+            let _write = mnt.write_access()?;
             match store {
                 Store::Tmpfs => set_inode(&self.cred, i, name, value, flags),
                 _ => change_without_store(&self.cred, i, store, name, Some(value)),
@@ -528,7 +532,7 @@ impl Process {
     ) -> SysResult<usize> {
         // The name is imported before the walk (import_xattr_name).
         check_name(name)?;
-        self.with_xattr_inode(at, false, |i, store| match store {
+        self.with_xattr_inode(at, false, |_, i, store| match store {
             Store::Tmpfs => get_inode(&self.cred, i, name, buf),
             _ => get_without_store(&self.cred, i, store, name, buf),
         })
@@ -537,7 +541,7 @@ impl Process {
     pub(crate) fn sys_listxattr(&self, at: XattrAt<'_>, buf: &mut [u8]) -> SysResult<usize> {
         // flistxattr looks any fd up as a file (AT_FDCWD: EBADF).
         let fd_only = matches!(at, XattrAt::Fd(_));
-        self.with_xattr_inode(at, fd_only, |i, store| match store {
+        self.with_xattr_inode(at, fd_only, |_, i, store| match store {
             Store::Tmpfs => list_inode(&self.cred, i, buf),
             _ => list_without_store(store, buf),
         })
@@ -549,7 +553,9 @@ impl Process {
         // AT_FDCWD is EBADF there).
         check_name(name)?;
         let fd_only = matches!(at, XattrAt::Fd(_));
-        self.with_xattr_inode(at, fd_only, |i, store| {
+        self.with_xattr_inode(at, fd_only, |mnt, i, store| {
+            // As setxattr.
+            let _write = mnt.write_access()?;
             match store {
                 Store::Tmpfs => remove_inode(&self.cred, i, name),
                 _ => change_without_store(&self.cred, i, store, name, None),

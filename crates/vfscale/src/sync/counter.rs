@@ -98,6 +98,20 @@ impl ShardedCounter {
         self.add(-1);
     }
 
+    /// `add` that publishes what the caller did before it: Release, paired
+    /// with `sum_acquire` (a mount's writers, `mount/write.rs`).
+    #[inline]
+    pub fn add_release(&self, delta: i64) {
+        my_shard(&self.shards).fetch_add(delta, Release);
+    }
+
+    /// `sum` with Acquire loads: pairs with `add_release`.
+    pub fn sum_acquire(&self) -> i64 {
+        self.shards
+            .iter()
+            .fold(0i64, |acc, s| acc.wrapping_add(s.load(Acquire)))
+    }
+
     /// The sum of all shards (exact once updates stop).
     pub fn sum(&self) -> i64 {
         // Relaxed: a snapshot; pairs with nothing.
