@@ -65,7 +65,28 @@ fn umount_of_a_covered_cwd_or_root_takes_the_mount_on_top() {
     p.mount(b"none", b"/", b"tmpfs", 0).unwrap();
     assert_eq!(p.umount2(b".", 0), Ok(()));
     assert_eq!(p.stat(b"/").unwrap().dev, root_dev);
-    assert_eq!(p.umount2(b"/", 0), Err(Errno::EINVAL));
+    // "Unmounting" the caller's root mount makes its instance read-only
+    // instead (do_umount_root); a remount makes it writable again.
+    assert_eq!(p.umount2(b"/", MNT_EXPIRE), Err(Errno::EINVAL));
+    p.umount2(b"/", 0).unwrap();
+    assert_eq!(p.stat(b"/").unwrap().dev, root_dev);
+    assert_eq!(p.mkdir(b"/x", 0o755), Err(Errno::EROFS));
+    assert_ne!(p.statfs(b"/").unwrap().f_flags & ST_RDONLY, 0);
+    p.mount(b"", b"/", b"", MS_REMOUNT).unwrap();
+    p.mkdir(b"/x", 0o755).unwrap();
+    // Busy while a file is open for writing; a chrooted process's root
+    // mount likewise.
+    let fd = p.open(b"/x/f", O_CREAT | O_WRONLY, 0o644).unwrap();
+    assert_eq!(p.umount2(b"/", 0), Err(Errno::EBUSY));
+    p.close(fd).unwrap();
+    p.mount(b"none", b"/x", b"tmpfs", 0).unwrap();
+    let q = p.fork().unwrap();
+    q.chroot(b"/x").unwrap();
+    q.umount2(b"/", 0).unwrap();
+    assert_eq!(q.mkdir(b"/y", 0o755), Err(Errno::EROFS));
+    p.mkdir(b"/y", 0o755).unwrap();
+    q.exit();
+    p.umount2(b"/x", 0).unwrap();
 }
 
 #[test]

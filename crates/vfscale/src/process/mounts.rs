@@ -322,6 +322,18 @@ impl Process {
         if path.dentry != mr.root || !list.contains(&(m as usize)) {
             return Err(Errno::EINVAL);
         }
+        // do_umount: the caller's root mount is not unmounted (but with
+        // MNT_DETACH, not built: the parent check below refuses the
+        // namespace root); its instance is made read-only instead
+        // (do_umount_root). MNT_EXPIRE of it is EINVAL.
+        if m == self.fs.get().0.mnt {
+            if flags & MNT_EXPIRE != 0 {
+                return Err(Errno::EINVAL);
+            }
+            if flags & MNT_DETACH == 0 {
+                return self.reconfigure_instance(mr, true).map(|()| None);
+            }
+        }
         if mr.parent_ptr().is_null() {
             // The namespace root has no parent to fall back to.
             return Err(Errno::EINVAL);
