@@ -17,7 +17,7 @@
 //!   mountpoint + one per removed child a mount still keeps (a bind
 //!   mount's removed source); an inode holds one per dentry bound to it;
 //! - counters: live dentry, inode, file and mount counts equal what the scan
-//!   finds;
+//!   finds; no mount holds a unit of write access (`mount/write.rs`);
 //! - reclaim: every unused negative dentry is on an LRU list; every list's
 //!   links, flags and count agree; a group with a non-empty list has its
 //!   shrinker bit and populated bit set (`reclaim/`);
@@ -91,6 +91,11 @@ impl Vfs {
                 .iter()
                 .filter(|&&c| unsafe { &*c }.parent_ptr() == m)
                 .count() as u32;
+            // No file is open and no change runs: no unit of write access
+            // is held (mount/write.rs).
+            if mr.writers.busy() {
+                return Err(format!("mount {} holds write access at rest", mr.id()));
+            }
             if mr.refcount.count_at_rest() != i64::from(expected_mnt_refs) {
                 return Err(format!(
                     "mount {} holds {} references, expected {expected_mnt_refs}",

@@ -762,11 +762,11 @@ fn mount_writer_vs_switch_to_read_only() {
         };
         let switched = writers.make_readonly(&flags, MNT_READONLY).is_ok();
         if switched {
-            assert_eq!(flags.get_acquire(), MNT_READONLY);
+            assert_eq!(flags.get_seqcst(), MNT_READONLY);
             // Frozen: read without the writer's help.
             data.with(|d| unsafe { *d });
         } else {
-            assert_eq!(flags.get_acquire(), 0, "a refused switch leaves the word");
+            assert_eq!(flags.get_seqcst(), 0, "a refused switch leaves the word");
         }
         let wrote = writer.join().unwrap();
         if switched && wrote {

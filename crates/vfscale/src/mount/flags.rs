@@ -46,27 +46,24 @@ impl MountFlags {
         MountFlags(AtomicU32::new(bits))
     }
 
-    /// The word, for the write-access protocol (`write.rs`).
-    #[inline]
-    pub fn get_acquire(&self) -> u32 {
-        // Acquire: pairs with `set_release`.
-        self.0.load(Ordering::Acquire)
-    }
-
-    /// Replaces the word inside the write-access protocol (`write.rs`).
-    /// Caller holds the mount table's lock.
-    pub(crate) fn set_release(&self, bits: u32) {
-        // Release: publishes the instance's read-only bit, stored before
-        // a hold ends, to writers that waited (`get_acquire`).
-        self.0.store(bits, Ordering::Release)
-    }
-
     /// The current word.
     #[inline(always)]
     pub fn get(&self) -> u32 {
         // Relaxed: the word is read on its own; nothing else is published
         // through it (see the module invariants).
         self.0.load(Ordering::Relaxed)
+    }
+
+    /// The word, for the write-access protocol (`write.rs`).
+    #[inline]
+    pub fn get_seqcst(&self) -> u32 {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    /// Replaces the word inside the write-access protocol (`write.rs`).
+    /// Caller holds the mount table's lock.
+    pub(crate) fn set_seqcst(&self, bits: u32) {
+        self.0.store(bits, Ordering::SeqCst)
     }
 
     /// Replaces the word with one whose read-only bit is the same or

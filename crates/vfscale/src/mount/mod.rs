@@ -128,6 +128,19 @@ impl Mount {
 /// One unit of write access to a mount, for the duration of a change.
 pub(crate) struct WriteAccess<'m>(&'m Mount);
 
+impl<'m> WriteAccess<'m> {
+    /// Takes over a unit the caller holds on `m` (`keep` handed it on).
+    pub(crate) fn adopt(m: &'m Mount) -> WriteAccess<'m> {
+        WriteAccess(m)
+    }
+
+    /// Hands the unit on (to a file opened for writing, `FMODE_WRITER`,
+    /// or to `adopt`) instead of giving it back.
+    pub(crate) fn keep(self) {
+        core::mem::forget(self);
+    }
+}
+
 impl Drop for WriteAccess<'_> {
     fn drop(&mut self) {
         self.0.drop_write();

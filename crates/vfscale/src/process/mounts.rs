@@ -123,11 +123,11 @@ impl Process {
         self.vfs.admit((k[0] + k[1]) as u64, Errno::ENOMEM)?;
         let sb = self.vfs.new_superblock(fs, S_IFDIR | 0o1777);
         // MS_RDONLY makes the instance read-only as well as the mount.
-        // Release: as every change of the bit (mount/write.rs); nobody can
+        // SeqCst: as every change of the bit (mount/write.rs); nobody can
         // reach the instance yet.
         sb.readonly.store(
             flags & MS_RDONLY != 0,
-            crate::sync::atomic::Ordering::Release,
+            crate::sync::atomic::Ordering::SeqCst,
         );
         let root = sb.root();
         self.vfs.dget(root);
@@ -141,12 +141,12 @@ impl Process {
     /// (mount/write.rs). Caller holds the mount table's lock.
     fn reconfigure_instance(&self, m: &Mount, readonly: bool) -> SysResult<()> {
         use crate::mount::write::Writers;
-        // Release (both stores): before the release of the holds, which
-        // writers that waited acquire (mount/write.rs).
-        use crate::sync::atomic::Ordering::Release;
+        // SeqCst (both stores): before the stores that end the holds,
+        // which writers that waited read (mount/write.rs).
+        use crate::sync::atomic::Ordering::SeqCst;
         let sb = m.sb();
         if !readonly || sb.is_readonly() {
-            sb.readonly.store(readonly, Release);
+            sb.readonly.store(readonly, SeqCst);
             return Ok(());
         }
         let mounts = sb.mounts.lock();
@@ -155,7 +155,7 @@ impl Process {
         each().for_each(|x| Writers::hold(&x.flags));
         let busy = each().any(|x| x.writers.busy()) || sb.orphans.sum() > 0;
         if !busy {
-            sb.readonly.store(true, Release);
+            sb.readonly.store(true, SeqCst);
         }
         each().for_each(|x| Writers::release(&x.flags, x.flags.get()));
         if busy {

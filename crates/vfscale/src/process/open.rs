@@ -10,6 +10,7 @@ use crate::dcache::walk::{Found, Last, Parent, PathPtr, WALK_DIRECTORY, WALK_FOL
 use crate::file::{FMODE_BACKEND, FMODE_PATH, FMODE_PIPE, FMODE_READ, FMODE_WRITE, FMODE_WRITER};
 use crate::inode::{Inode, InodeBody};
 use crate::mount::flags::{MNT_NODEV, MNT_NOSYMFOLLOW};
+use crate::mount::WriteAccess;
 use crate::sync::epoch::Guard;
 use crate::sync::lock::RwLock;
 use std::sync::Arc;
@@ -332,12 +333,17 @@ impl Process {
                         .create(sb, dir, name, self.backend_mode(m), 0, uid, gid)
                 },
             );
-            match created {
-                Ok(()) => {}
+            // A created file comes with a unit of write access, as the
+            // memory path's (`open_found` takes it over). Taken after the
+            // create here: a remount to read-only in between makes the
+            // open EROFS with the file made (the backend's create holds
+            // its own unit only for its duration).
+            let write = match created {
+                Ok(()) => Some(parent.dir.mount().write_access()?),
                 // Appeared meanwhile (on the host): open it, unless O_EXCL.
-                Err(Errno::EEXIST) if flags & O_EXCL == 0 => {}
+                Err(Errno::EEXIST) if flags & O_EXCL == 0 => None,
                 Err(e) => return Err(e),
-            }
+            };
             let (d, seq) = self
                 .vfs
                 .lookup_slow(dir_d, dir, &key)?
@@ -355,15 +361,17 @@ impl Process {
                 seq,
                 inode,
             };
-            return Ok((found, created.is_ok()));
+            let created = write.is_some();
+            if let Some(unit) = write {
+                unit.keep();
+            }
+            return Ok((found, created));
         }
         super::refuse_backend_change(dir)?;
         // lookup_open: a name to create on a read-only mount is EROFS,
-        // in place of the directory's permission. The unit covers the
-        // create only: a remount to read-only between it and the open
-        // below makes an open for writing EROFS with the file made (Linux
-        // keeps its unit until the file is open).
-        let _write = parent.dir.mount().write_access()?;
+        // in place of the directory's permission. The unit is handed on
+        // with the result (`open_found`).
+        let write = parent.dir.mount().write_access()?;
         may_write?;
         let (uid, gid, m) = owner;
         let m = self.new_mode_in(dir, dir_perm.0, m);
@@ -410,6 +418,7 @@ impl Process {
         // The directory's size and times (stamp.rs): after the lock when
         // nothing prevents it.
         stamp.apply();
+        write.keep();
         Ok((found, true))
     }
 
@@ -422,6 +431,9 @@ impl Process {
         flags: i32,
         created: bool,
     ) -> SysResult<Option<(crate::file::FileRef, Option<PartnerWait>)>> {
+        // The unit of write access the create handed on: kept by a file
+        // opened for writing, given back otherwise.
+        let creating = created.then(|| WriteAccess::adopt(found.mount()));
         if found.inode.is_null() {
             return Err(Errno::ENOENT);
         }
@@ -489,10 +501,17 @@ impl Process {
         // do_dentry_open: a regular file open for writing holds write
         // access to its mount until its release (after the permission).
         let fmode = if fmode & FMODE_WRITE != 0 && ty == S_IFREG {
-            if let Err(e) = found.mount().want_write() {
-                self.vfs.mntput(found.path.mnt);
-                self.vfs.dput(found.path.dentry);
-                return Err(e);
+            let unit = match creating {
+                Some(unit) => Ok(unit),
+                None => found.mount().write_access(),
+            };
+            match unit {
+                Ok(unit) => unit.keep(),
+                Err(e) => {
+                    self.vfs.mntput(found.path.mnt);
+                    self.vfs.dput(found.path.dentry);
+                    return Err(e);
+                }
             }
             fmode | FMODE_WRITER
         } else {

@@ -98,18 +98,26 @@ impl ShardedCounter {
         self.add(-1);
     }
 
+    /// `add` for a count that takes part in a store-then-load protocol (a
+    /// mount's writers, `mount/write.rs`): SeqCst. On x86 every RMW is a
+    /// locked instruction, so this costs what the Relaxed `add` costs.
+    #[inline]
+    pub fn add_seqcst(&self, delta: i64) {
+        my_shard(&self.shards).fetch_add(delta, SeqCst);
+    }
+
     /// `add` that publishes what the caller did before it: Release, paired
-    /// with `sum_acquire` (a mount's writers, `mount/write.rs`).
+    /// with the loads of `sum_seqcst`.
     #[inline]
     pub fn add_release(&self, delta: i64) {
         my_shard(&self.shards).fetch_add(delta, Release);
     }
 
-    /// `sum` with Acquire loads: pairs with `add_release`.
-    pub fn sum_acquire(&self) -> i64 {
+    /// `sum` for the protocol side of `add_seqcst`: SeqCst loads.
+    pub fn sum_seqcst(&self) -> i64 {
         self.shards
             .iter()
-            .fold(0i64, |acc, s| acc.wrapping_add(s.load(Acquire)))
+            .fold(0i64, |acc, s| acc.wrapping_add(s.load(SeqCst)))
     }
 
     /// The sum of all shards (exact once updates stop).
