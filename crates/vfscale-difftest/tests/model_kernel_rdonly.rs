@@ -290,7 +290,7 @@ fn model_matches_kernel_on_readonly_mounts() {
         all.extend(s.into_iter().filter(|st| !not_comparable(&st.op)));
         all
     });
-    if let Err(e) = runner.run(&strategy, |steps| compare(steps)) {
+    if let Err(e) = runner.run(&strategy, compare) {
         panic!("seed {seed}: {e}");
     }
 }
