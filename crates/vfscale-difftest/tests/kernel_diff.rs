@@ -367,7 +367,10 @@ fn mount_flags_over_passthrough_match_kernel() {
 }
 
 /// The first steps of the mount flags tests: a tmpfs at `/a` with flags,
-/// maybe remounted with others, or rbound at `/b` and the bind remounted.
+/// maybe remounted with others (the mount's flags, or with a plain remount
+/// the instance's read-only bit too, so a read-only tmpfs may become
+/// writable again), or rbound at `/b` and the bind remounted (read-only or
+/// writable).
 fn flagged_mounts() -> impl Strategy<Value = Vec<Step>> {
     let mount = |source: &[u8], target: &[u8], fstype: &[u8], flags| Step {
         proc: 0,
@@ -386,11 +389,13 @@ fn flagged_mounts() -> impl Strategy<Value = Vec<Step>> {
         MS_STRICTATIME | MS_NODIRATIME,
         MS_STRICTATIME | MS_NOATIME,
         MS_NOEXEC | MS_NOSYMFOLLOW | MS_NODEV,
+        MS_RDONLY,
+        MS_RDONLY | MS_NOATIME,
     ];
     (
         prop::sample::select(flag_sets.clone()),
         prop::sample::select([vec![0u64], flag_sets].concat()),
-        0..3u8,
+        0..4u8,
     )
         .prop_map(move |(flags, again, how)| {
             let mut steps = vec![mount(b"none", b"/a", b"tmpfs", flags)];
@@ -402,6 +407,9 @@ fn flagged_mounts() -> impl Strategy<Value = Vec<Step>> {
                     steps.push(mount(b"/a", b"/b", b"", MS_BIND | MS_REC));
                     steps.push(mount(b"", b"/b", b"", MS_REMOUNT | MS_BIND | again));
                 }
+                // Remount the instance (and the mount): its read-only bit
+                // follows `again`.
+                3 => steps.push(mount(b"", b"/a", b"", MS_REMOUNT | again)),
                 _ => {}
             }
             steps

@@ -12,8 +12,10 @@
 //!   under it, so calls are linearizable in lock order;
 //! - semantics follow Linux (6.12+) with tmpfs: errno values and the order
 //!   in which checks fail are Linux's; where the model departs from Linux
-//!   (no pipes/devices behind FIFOs and device nodes, no read-only or
-//!   remount/move mounts, no shared subtrees) it says so where it departs;
+//!   (no pipes/devices behind FIFOs and device nodes, no move mounts, no
+//!   shared subtrees, umount of the caller's root mount EBUSY instead of a
+//!   read-only remount) it says so where it departs; read-only mounts and
+//!   instances are modelled (state.rs);
 //! - a `ModelProcess` is a process until `exit` (or drop), which closes its
 //!   descriptors and releases its root and cwd.
 

@@ -317,6 +317,11 @@ impl Node {
     pub fn is_symlink(&self) -> bool {
         s_islnk(self.mode)
     }
+    /// special_file: a character or block device, a FIFO or a socket
+    /// (opened for writing, it takes no write access to its mount).
+    pub fn is_special(&self) -> bool {
+        matches!(self.mode & S_IFMT, S_IFCHR | S_IFBLK | S_IFIFO | S_IFSOCK)
+    }
 
     pub fn dir(&self) -> &DirData {
         match &self.kind {

@@ -2022,6 +2022,15 @@ fn leaf_op() -> BoxedStrategy<Op> {
                 MS_REMOUNT | MS_BIND | MS_NOEXEC,
                 MS_REMOUNT | MS_NOSUID | MS_STRICTATIME,
                 MS_PRIVATE | MS_REC,
+                // Read-only: a new read-only instance, a mount or an
+                // instance made read-only (EBUSY with writers or orphans)
+                // and writable again, and a bind that ignores MS_RDONLY.
+                MS_RDONLY,
+                MS_RDONLY | MS_NOEXEC,
+                MS_REMOUNT | MS_BIND | MS_RDONLY,
+                MS_REMOUNT | MS_RDONLY,
+                MS_REMOUNT,
+                MS_BIND | MS_RDONLY,
             ])
         )
             .prop_map(|(source, target, fstype, flags)| Op::Mount {

@@ -2,7 +2,8 @@
 //! them, with a node's access ACL (acl.rs) when it has one.
 //!
 //! Invariants: every function here is pure (a `Cred` and an inode's mode,
-//! uid and gid in, a verdict out). "Root" means `Cred::is_root()` (fsuid 0),
+//! uid and gid — and for `inode_permission` its instance's read-only bit —
+//! in, a verdict out). "Root" means `Cred::is_root()` (fsuid 0),
 //! which the model treats as holding CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH,
 //! CAP_FOWNER, CAP_FSETID, CAP_CHOWN, CAP_MKNOD, CAP_SYS_CHROOT and
 //! CAP_SYS_ADMIN.
@@ -48,6 +49,22 @@ pub(crate) fn permission(cred: &Cred, node: &Node, mask: u32) -> SysResult<()> {
         return Ok(());
     }
     Err(Errno::EACCES)
+}
+
+/// `inode_permission` with `sb_permission` in front: on a read-only
+/// instance (`fs_readonly`) nobody gets MAY_WRITE to a regular file,
+/// directory or symlink (EROFS, before the mode bits); then `permission`.
+pub(crate) fn inode_permission(
+    cred: &Cred,
+    node: &Node,
+    mask: u32,
+    fs_readonly: bool,
+) -> SysResult<()> {
+    if mask & MAY_WRITE != 0 && fs_readonly && (node.is_reg() || node.is_dir() || node.is_symlink())
+    {
+        return Err(Errno::EROFS);
+    }
+    permission(cred, node, mask)
 }
 
 /// `inode_owner_or_capable`: the fsuid owns the inode, or CAP_FOWNER.

@@ -15,7 +15,13 @@
 //! - an open file description lives while an fd refers to it (`refs`), and
 //!   holds one pin on its inode and one ref on its mount; `nr_files` counts
 //!   them (the ENFILE limit);
-//! - a process's root and cwd each hold a pin and a mount ref.
+//! - a process's root and cwd each hold a pin and a mount ref;
+//! - read-only state has two bits, as Linux's: the mount's
+//!   (`MntFlags::readonly`, MNT_READONLY) and the instance's
+//!   (`Fs::readonly`, SB_RDONLY); a mount is effectively read-only when
+//!   either is set (`mnt_is_readonly`). Neither bit is set while a writer
+//!   (`mnt_writers`) exists on a mount it covers: the remounts that set
+//!   them refuse (EBUSY), and opens for writing refuse (EROFS) after.
 
 use crate::node::*;
 use std::collections::HashMap;
@@ -58,6 +64,9 @@ pub(crate) struct MntFlags {
     pub nosuid: bool,
     pub nodiratime: bool,
     pub nosymfollow: bool,
+    /// MNT_READONLY: no writes through this mount (the instance may still
+    /// be written through others).
+    pub readonly: bool,
     pub atime: AtimeMode,
 }
 
@@ -69,6 +78,7 @@ impl Default for MntFlags {
             nosuid: false,
             nodiratime: false,
             nosymfollow: false,
+            readonly: false,
             atime: AtimeMode::Relatime,
         }
     }
@@ -96,6 +106,8 @@ pub(crate) struct Fs {
     pub next_ino: u64,
     /// Mount records (attached or detached-but-referenced) of this instance.
     pub mounts: u32,
+    /// SB_RDONLY: the instance is read-only through every mount of it.
+    pub readonly: bool,
 }
 
 /// An open file description (Linux `struct file`).
@@ -241,6 +253,7 @@ impl State {
                 root,
                 next_ino: 2,
                 mounts: 0,
+                readonly: false,
             },
         );
         dev
@@ -532,12 +545,56 @@ impl State {
         self.loc_put(p.cwd);
     }
 
+    // ---- read-only state ----
+
+    /// __mnt_is_readonly: the mount's own bit or its instance's.
+    pub fn mnt_is_readonly(&self, mnt: MountId) -> bool {
+        let m = self.mount(mnt);
+        m.flags.readonly || self.fs_is_readonly(m.dev)
+    }
+
+    /// sb_rdonly of instance `dev`.
+    pub fn fs_is_readonly(&self, dev: u32) -> bool {
+        self.fses.get(&dev).is_some_and(|f| f.readonly)
+    }
+
+    /// mnt_want_write's verdict for a change through `mnt`.
+    pub fn want_write(&self, mnt: MountId) -> SysResult<()> {
+        if self.mnt_is_readonly(mnt) {
+            return Err(Errno::EROFS);
+        }
+        Ok(())
+    }
+
+    /// The writers of mount `mnt` (mnt_get_writers, as far as a syscall
+    /// can see it between two calls): open file descriptions with write
+    /// access to a non-special inode through `mnt` (FMODE_WRITER). The
+    /// model counts them from the open files; it may be slow.
+    pub fn mnt_writers(&self, mnt: MountId) -> usize {
+        self.files
+            .values()
+            .filter(|f| f.writable && f.loc.mnt == mnt && !self.node(f.loc.node).is_special())
+            .count()
+    }
+
+    /// Whether instance `dev` holds an inode with no name left that is
+    /// still alive (Linux's s_remove_count): an unlinked file or removed
+    /// directory kept by an open file, a cwd or root, a mount's root or a
+    /// removed child directory, or an unnamed O_TMPFILE.
+    pub fn fs_has_orphans(&self, dev: u32) -> bool {
+        self.nodes.values().any(|n| n.id.dev == dev && n.nlink == 0)
+    }
+
     // ---- time ----
 
     /// touch_atime: updates atime after a read-like access under the mount's
     /// atime policy (relatime: only if atime <= mtime, atime <= ctime, or
-    /// atime is a day old).
+    /// atime is a day old); never through an effectively read-only mount
+    /// (IS_NOATIME for SB_RDONLY, then mnt_get_write_access failing).
     pub fn touch_atime(&mut self, mnt: MountId, id: NodeId) {
+        if self.mnt_is_readonly(mnt) {
+            return;
+        }
         let flags = self.mount(mnt).flags;
         let n = self.node_mut(id);
         let update = match flags.atime {

@@ -184,7 +184,9 @@ impl State {
 
     /// filename_create: walks to the parent of a name to create; "." ".."
     /// and "/" are EEXIST, an existing name EEXIST, and a trailing slash on
-    /// a missing name ENOENT unless a directory is being made.
+    /// a missing name ENOENT unless a directory is being made; then a
+    /// read-only mount is EROFS (mnt_want_write, whose error Linux holds
+    /// back until the lookup's own errors are reported).
     fn filename_create(
         &mut self,
         ctx: &Ctx,
@@ -202,6 +204,7 @@ impl State {
         if p.trailing && !want_dir {
             return Err(Errno::ENOENT);
         }
+        self.want_write(p.dir.mnt)?;
         Ok((p.dir, name))
     }
 
@@ -242,6 +245,10 @@ impl State {
     fn statfs_of(&self, loc: Loc) -> Statfs {
         let m = self.mount(loc.mnt);
         let mut flags = ST_VALID;
+        // flags_by_mnt's MNT_READONLY or flags_by_sb's SB_RDONLY.
+        if self.mnt_is_readonly(loc.mnt) {
+            flags |= ST_RDONLY;
+        }
         if m.flags.nosuid {
             flags |= ST_NOSUID;
         }
@@ -354,6 +361,7 @@ impl State {
             if !self.is_dir(dir.node) {
                 return Err(Errno::ENOTDIR);
             }
+            self.want_write(dir.mnt)?;
             permission(&ctx.cred, self.node(dir.node), MAY_WRITE | MAY_EXEC)?;
             let mode = self.prepare_mode(&ctx, dir.node, mode | S_IFREG, S_IALLUGO | S_IFMT, 0);
             let (uid, gid, mode) = self.init_owner(&ctx, dir.node, mode);
@@ -427,7 +435,11 @@ impl State {
                         break loc;
                     }
                 } else {
-                    let create_err = permission(&ctx.cred, self.node(dir), MAY_WRITE | MAY_EXEC);
+                    // lookup_open: without write access to the mount the
+                    // create error is EROFS instead of may_o_create's.
+                    let create_err = self
+                        .want_write(p.dir.mnt)
+                        .and_then(|()| permission(&ctx.cred, self.node(dir), MAY_WRITE | MAY_EXEC));
                     if name.len() > NAME_MAX {
                         return Err(Errno::ENAMETOOLONG);
                     }
@@ -479,6 +491,10 @@ impl State {
             acc |= MAY_WRITE;
         }
         let do_trunc = !created && n.is_reg() && flags & O_TRUNC != 0;
+        if do_trunc {
+            // do_open takes write access for the truncation before may_open.
+            self.want_write(loc.mnt)?;
+        }
         // may_open
         match n.mode & S_IFMT {
             S_IFLNK => return Err(Errno::ELOOP),
@@ -486,9 +502,14 @@ impl State {
             S_IFCHR | S_IFBLK if self.mount(loc.mnt).flags.nodev => return Err(Errno::EACCES),
             _ => {}
         }
-        permission(&ctx.cred, n, acc)?;
+        inode_permission(&ctx.cred, n, acc, self.fs_is_readonly(loc.node.dev))?;
         if flags & O_NOATIME != 0 && !owner_or_root(&ctx.cred, n) {
             return Err(Errno::EPERM);
+        }
+        // do_dentry_open: write access to a non-special inode is write
+        // access to the mount (FMODE_WRITER), before the file's own open.
+        if acc_rw(flags).1 && !n.is_special() {
+            self.want_write(loc.mnt)?;
         }
         // vfs_open: no pipes, sockets or device drivers in the model. A
         // model FIFO has no readers or writers, so it opens only where Linux
@@ -952,7 +973,12 @@ impl State {
         if !n.is_reg() {
             return Err(Errno::EINVAL);
         }
-        permission(&ctx.cred, n, MAY_WRITE)?;
+        // vfs_truncate (6.13+, for fsnotify's pre-content hook): the
+        // permission check (EROFS on a read-only instance, sb_permission)
+        // comes before write access to the mount (EROFS on a read-only
+        // mount of a writable instance only after EACCES).
+        inode_permission(&ctx.cred, n, MAY_WRITE, self.fs_is_readonly(loc.node.dev))?;
+        self.want_write(loc.mnt)?;
         self.do_truncate(&ctx.cred, loc.node, length as u64, false);
         Ok(())
     }
@@ -1042,11 +1068,19 @@ impl State {
         if mode & X_OK != 0 && n.is_reg() && self.mount(loc.mnt).flags.noexec {
             return Err(Errno::EACCES);
         }
-        permission(&ctx.cred, n, mode as u32)
+        inode_permission(&ctx.cred, n, mode as u32, self.fs_is_readonly(loc.node.dev))?;
+        // "SuS v2 requires we report a read only fs too": after the
+        // permission check passed, for W_OK on a non-special inode.
+        if mode & W_OK != 0 && !n.is_special() {
+            self.want_write(loc.mnt)?;
+        }
+        Ok(())
     }
 
-    /// chmod_common.
-    fn chmod(&mut self, ctx: &Ctx, id: NodeId, mode: u32) -> SysResult<()> {
+    /// chmod_common: write access to the mount first, then notify_change.
+    fn chmod(&mut self, ctx: &Ctx, loc: Loc, mode: u32) -> SysResult<()> {
+        self.want_write(loc.mnt)?;
+        let id = loc.node;
         let n = self.node(id);
         if n.is_symlink() {
             return Err(Errno::EOPNOTSUPP);
@@ -1081,18 +1115,21 @@ impl State {
         let ctx = self.ctx(pid);
         let follow = flags & AT_SYMLINK_NOFOLLOW == 0;
         let loc = self.resolve_at(&ctx, dirfd, path, follow, flags & AT_EMPTY_PATH != 0)?;
-        self.chmod(&ctx, loc.node, mode)
+        self.chmod(&ctx, loc, mode)
     }
 
     pub fn sys_fchmod(&mut self, pid: Pid, fd: Fd, mode: u32) -> SysResult<()> {
         let ctx = self.ctx(pid);
         let f = self.fd_get(pid, fd)?;
-        let id = self.file(f).loc.node;
-        self.chmod(&ctx, id, mode)
+        let loc = self.file(f).loc;
+        self.chmod(&ctx, loc, mode)
     }
 
-    /// chown_common + notify_change + setattr_prepare + setattr_copy.
-    fn chown(&mut self, ctx: &Ctx, id: NodeId, uid: u32, gid: u32) -> SysResult<()> {
+    /// mnt_want_write + chown_common + notify_change + setattr_prepare +
+    /// setattr_copy.
+    fn chown(&mut self, ctx: &Ctx, loc: Loc, uid: u32, gid: u32) -> SysResult<()> {
+        self.want_write(loc.mnt)?;
+        let id = loc.node;
         let cred = &ctx.cred;
         let n = self.node(id);
         let new_uid = (uid != u32::MAX).then_some(uid);
@@ -1154,18 +1191,20 @@ impl State {
         let ctx = self.ctx(pid);
         let follow = flags & AT_SYMLINK_NOFOLLOW == 0;
         let loc = self.resolve_at(&ctx, dirfd, path, follow, flags & AT_EMPTY_PATH != 0)?;
-        self.chown(&ctx, loc.node, uid, gid)
+        self.chown(&ctx, loc, uid, gid)
     }
 
     pub fn sys_fchown(&mut self, pid: Pid, fd: Fd, uid: u32, gid: u32) -> SysResult<()> {
         let ctx = self.ctx(pid);
         let f = self.fd_get(pid, fd)?;
-        let id = self.file(f).loc.node;
-        self.chown(&ctx, id, uid, gid)
+        let loc = self.file(f).loc;
+        self.chown(&ctx, loc, uid, gid)
     }
 
-    /// vfs_utimes.
-    fn utimes(&mut self, ctx: &Ctx, id: NodeId, times: Option<[Timespec; 2]>) -> SysResult<()> {
+    /// vfs_utimes: the times checked, then write access to the mount, then
+    /// notify_change's checks.
+    fn utimes(&mut self, ctx: &Ctx, loc: Loc, times: Option<[Timespec; 2]>) -> SysResult<()> {
+        let id = loc.node;
         let mut times = times;
         if let Some(t) = times {
             if !nsec_valid(t[0].nsec) || !nsec_valid(t[1].nsec) {
@@ -1175,6 +1214,7 @@ impl State {
                 times = None;
             }
         }
+        self.want_write(loc.mnt)?;
         let n = self.node(id);
         match times {
             // ATTR_TOUCH: owner, root, or write permission.
@@ -1224,7 +1264,7 @@ impl State {
         let ctx = self.ctx(pid);
         let follow = flags & AT_SYMLINK_NOFOLLOW == 0;
         let loc = self.resolve_at(&ctx, dirfd, path, follow, flags & AT_EMPTY_PATH != 0)?;
-        self.utimes(&ctx, loc.node, times)
+        self.utimes(&ctx, loc, times)
     }
 
     pub fn sys_futimens(
@@ -1244,8 +1284,8 @@ impl State {
         }
         let ctx = self.ctx(pid);
         let f = self.fd_get(pid, fd)?;
-        let id = self.file(f).loc.node;
-        self.utimes(&ctx, id, times)
+        let loc = self.file(f).loc;
+        self.utimes(&ctx, loc, times)
     }
 
     pub fn sys_statfs(&mut self, pid: Pid, path: &[u8]) -> SysResult<Statfs> {
@@ -1330,6 +1370,7 @@ impl State {
                 Last::Root => return Err(Errno::EBUSY),
                 Last::Normal(n) => n,
             };
+            self.want_write(p.dir.mnt)?;
             let victim = self.lookup(dir, &name)?;
             self.may_delete(&ctx, dir, victim, true)?;
             if self.is_mountpoint(&MpKey::Dir(victim)) {
@@ -1346,6 +1387,7 @@ impl State {
         let Last::Normal(name) = p.last else {
             return Err(Errno::EISDIR);
         };
+        self.want_write(p.dir.mnt)?;
         let victim = self.lookup(dir, &name)?;
         if p.trailing {
             return Err(if self.is_dir(victim) {
@@ -1411,6 +1453,7 @@ impl State {
                 Errno::EBUSY
             });
         };
+        self.want_write(old.dir.mnt)?;
         let (od, nd) = (old.dir.node, new.dir.node);
         let src = self.lookup(od, &old_name)?;
         let tgt = self.lookup_maybe(nd, &new_name)?;
@@ -1883,16 +1926,40 @@ impl State {
         }
         if flags & MS_REMOUNT != 0 {
             // do_reconfigure_mnt / do_remount: a mount's root, in the
-            // namespace; tmpfs's superblock side has nothing to change.
+            // namespace.
             let m = self.mount(tloc.mnt);
             if !m.attached || tloc.node != m.root {
                 return Err(Errno::EINVAL);
             }
-            if flags & MS_RDONLY != 0 {
-                // Model limitation (as vfscale): read-only mounts.
-                return Err(Errno::EINVAL);
-            }
             let mf = mnt_flags_of(flags, Some(m.flags));
+            let dev = m.dev;
+            if flags & MS_BIND != 0 {
+                // change_mount_ro_state: making a mount read-only that is
+                // not (by either bit) fails while it has writers.
+                if mf.readonly && !self.mnt_is_readonly(tloc.mnt) && self.mnt_writers(tloc.mnt) > 0
+                {
+                    return Err(Errno::EBUSY);
+                }
+            } else {
+                // reconfigure_super: the instance's bit follows MS_RDONLY;
+                // going read-only (sb_prepare_remount_readonly) fails while
+                // a mount of it without its own read-only bit has writers,
+                // or while an unlinked inode of it lives (s_remove_count).
+                if mf.readonly && !self.fs_is_readonly(dev) {
+                    let busy = self.mounts.iter().any(|(&id, m)| {
+                        m.dev == dev && !m.flags.readonly && self.mnt_writers(id) > 0
+                    });
+                    if busy || self.fs_has_orphans(dev) {
+                        return Err(Errno::EBUSY);
+                    }
+                }
+                self.fses
+                    .get_mut(&dev)
+                    .expect("model: dangling fs")
+                    .readonly = mf.readonly;
+            }
+            // set_mount_attributes: the mount's flags become the requested
+            // ones, its read-only bit included.
             self.mount_mut(tloc.mnt).flags = mf;
             return Ok(());
         }
@@ -1936,10 +2003,6 @@ impl State {
         if fstype != b"tmpfs" {
             return Err(Errno::ENODEV);
         }
-        if flags & MS_RDONLY != 0 {
-            // Model limitation: read-only mounts.
-            return Err(Errno::EINVAL);
-        }
         let _ = MS_SYNCHRONOUS; // accepted, no effect on a memory filesystem
         let mf = mnt_flags_of(flags, None);
         let (tloc, tkey) = self.lock_mount(tloc, tkey)?;
@@ -1950,7 +2013,10 @@ impl State {
             return Err(Errno::ENOTDIR);
         }
         // A new tmpfs root: mode 1777 owned by root (shmem's default).
+        // MS_RDONLY makes both the instance (SB_RDONLY, from the context's
+        // sb_flags) and the mount (MNT_READONLY) read-only.
         let dev = self.new_fs(0o1777, ctx.cred.fsuid, ctx.cred.fsgid);
+        self.fses.get_mut(&dev).expect("model: new fs").readonly = mf.readonly;
         let root = self.fses[&dev].root;
         self.new_mount(dev, root, Some((tloc.mnt, tkey)), mf);
         Ok(())
@@ -2050,6 +2116,7 @@ fn mnt_flags_of(flags: u64, current: Option<MntFlags>) -> MntFlags {
         nosuid: flags & MS_NOSUID != 0,
         nodiratime: flags & MS_NODIRATIME != 0,
         nosymfollow: flags & MS_NOSYMFOLLOW != 0,
+        readonly: flags & MS_RDONLY != 0,
         // Strict atime wins over noatime.
         atime: if flags & MS_STRICTATIME != 0 {
             AtimeMode::Strict

@@ -3,7 +3,8 @@
 //!
 //! Invariants:
 //! - checks fail in Linux's order: the syscall entry's flags, name (ERANGE)
-//!   and size (E2BIG); the target (walk or descriptor); xattr_permission
+//!   and size (E2BIG); the target (walk or descriptor); for a change, a
+//!   read-only mount (EROFS, mnt_want_write); xattr_permission
 //!   (EPERM/ENODATA for the namespace rules, EACCES from the mode bits, no
 //!   check at all for `system.*`); then the handler lookup (EINVAL for a
 //!   bare prefix, EOPNOTSUPP for `system.*` and unknown prefixes), except
@@ -16,7 +17,7 @@
 use crate::acl;
 use crate::node::Node;
 use crate::perm::{owner_or_root, permission, MAY_READ, MAY_WRITE};
-use crate::state::{now, Pid, State};
+use crate::state::{now, Loc, Pid, State};
 use crate::walk::Ctx;
 use vfscale::abi::*;
 use vfscale::{Cred, Fd};
@@ -126,20 +127,15 @@ fn copy_out(v: &[u8], buf: &mut [u8]) -> SysResult<usize> {
 }
 
 impl State {
-    fn xattr_target(
-        &mut self,
-        ctx: &Ctx,
-        pid: Pid,
-        at: Target<'_>,
-    ) -> SysResult<crate::node::NodeId> {
+    /// The inode an xattr call works on, with the mount it was reached
+    /// through (whose write access a change needs).
+    fn xattr_target(&mut self, ctx: &Ctx, pid: Pid, at: Target<'_>) -> SysResult<Loc> {
         match at {
-            Target::Path(path, follow) => {
-                Ok(self.resolve_at(ctx, AT_FDCWD, path, follow, false)?.node)
-            }
-            Target::Fd(AT_FDCWD, true) => Ok(self.resolve_at(ctx, AT_FDCWD, b"", true, true)?.node),
+            Target::Path(path, follow) => self.resolve_at(ctx, AT_FDCWD, path, follow, false),
+            Target::Fd(AT_FDCWD, true) => self.resolve_at(ctx, AT_FDCWD, b"", true, true),
             Target::Fd(fd, _) => {
                 let f = self.fd_get(pid, fd)?;
-                Ok(self.file(f).loc.node)
+                Ok(self.file(f).loc)
             }
         }
     }
@@ -160,7 +156,10 @@ impl State {
             return Err(Errno::E2BIG);
         }
         let ctx = self.ctx(pid);
-        let id = self.xattr_target(&ctx, pid, at)?;
+        let loc = self.xattr_target(&ctx, pid, at)?;
+        // mnt_want_write (or _file) before do_setxattr.
+        self.want_write(loc.mnt)?;
+        let id = loc.node;
         let space = space_of(name);
         xattr_permission(&ctx.cred, self.node(id), space, true)?;
         if name == acl::ACCESS || name == acl::DEFAULT {
@@ -189,7 +188,7 @@ impl State {
     ) -> SysResult<usize> {
         let name = check_name(name)?;
         let ctx = self.ctx(pid);
-        let id = self.xattr_target(&ctx, pid, at)?;
+        let id = self.xattr_target(&ctx, pid, at)?.node;
         let space = space_of(name);
         xattr_permission(&ctx.cred, self.node(id), space, false)?;
         let n = self.node(id);
@@ -211,7 +210,7 @@ impl State {
 
     pub fn sys_listxattr(&mut self, pid: Pid, at: Target<'_>, buf: &mut [u8]) -> SysResult<usize> {
         let ctx = self.ctx(pid);
-        let id = self.xattr_target(&ctx, pid, at)?;
+        let id = self.xattr_target(&ctx, pid, at)?.node;
         let mut list = Vec::new();
         let n = self.node(id);
         for (name, present) in [
@@ -240,7 +239,10 @@ impl State {
     pub fn sys_removexattr(&mut self, pid: Pid, at: Target<'_>, name: &[u8]) -> SysResult<()> {
         let name = check_name(name)?;
         let ctx = self.ctx(pid);
-        let id = self.xattr_target(&ctx, pid, at)?;
+        let loc = self.xattr_target(&ctx, pid, at)?;
+        // mnt_want_write (or _file) before removexattr.
+        self.want_write(loc.mnt)?;
+        let id = loc.node;
         let space = space_of(name);
         xattr_permission(&ctx.cred, self.node(id), space, true)?;
         if name == acl::ACCESS || name == acl::DEFAULT {
