@@ -98,21 +98,24 @@ pub fn memfd_flood<P: ProcessApi>(p: &P, fds: &FdMap, op: &Op) -> bool {
     }
 }
 
-/// umount2 of the caller's root mount or of the namespace's: Linux
-/// remounts it read-only (do_umount_root) or, with MNT_DETACH, detaches
-/// it, and returns 0; vfscale answers EINVAL (docs/COMPATIBILITY.md), and
-/// a chrooted kernel process unmounts an ordinary mount. Skipped.
+/// umount2 of the caller's root mount with MNT_DETACH, or of the
+/// namespace's root by a process chrooted elsewhere: Linux detaches it
+/// (or, for the namespace root seen from a chroot, unmounts it as an
+/// ordinary mount) and returns 0; vfscale answers EINVAL
+/// (docs/COMPATIBILITY.md). Skipped. Without MNT_DETACH the caller's root
+/// mount is compared: both make its instance read-only (do_umount_root).
 /// `namespace_root` is the (dev, ino) of the namespace's own root, which
 /// a process chrooted below it still reaches through its cwd.
 pub fn root_umount<P: ProcessApi>(p: &P, namespace_root: Option<(u64, u64)>, op: &Op) -> bool {
-    let Op::Umount2 { target, .. } = op else {
+    let Op::Umount2 { target, flags } = op else {
         return false;
     };
     let Ok(t) = p.stat(&target.0) else {
         return false;
     };
+    let t = Some((t.dev, t.ino));
     let own_root = p.stat(b"/").ok().map(|r| (r.dev, r.ino));
-    [own_root, namespace_root].contains(&Some((t.dev, t.ino)))
+    (t == own_root && flags & MNT_DETACH != 0) || (t == namespace_root && t != own_root)
 }
 
 /// The paths `op` resolves in the namespace (not a symlink's target, a

@@ -1945,18 +1945,7 @@ impl State {
                 // going read-only (sb_prepare_remount_readonly) fails while
                 // a mount of it without its own read-only bit has writers,
                 // or while an unlinked inode of it lives (s_remove_count).
-                if mf.readonly && !self.fs_is_readonly(dev) {
-                    let busy = self.mounts.iter().any(|(&id, m)| {
-                        m.dev == dev && !m.flags.readonly && self.mnt_writers(id) > 0
-                    });
-                    if busy || self.fs_has_orphans(dev) {
-                        return Err(Errno::EBUSY);
-                    }
-                }
-                self.fses
-                    .get_mut(&dev)
-                    .expect("model: dangling fs")
-                    .readonly = mf.readonly;
+                self.reconfigure_fs_readonly(dev, mf.readonly)?;
             }
             // set_mount_attributes: the mount's flags become the requested
             // ones, its read-only bit included.
@@ -2022,6 +2011,28 @@ impl State {
         Ok(())
     }
 
+    /// reconfigure_super's read-only part: instance `dev` becomes
+    /// read-only (`readonly`) or writable; going read-only
+    /// (sb_prepare_remount_readonly) fails while a mount of it without its
+    /// own read-only bit has writers, or while an unlinked inode of it
+    /// lives (s_remove_count).
+    fn reconfigure_fs_readonly(&mut self, dev: u32, readonly: bool) -> SysResult<()> {
+        if readonly && !self.fs_is_readonly(dev) {
+            let busy = self
+                .mounts
+                .iter()
+                .any(|(&id, m)| m.dev == dev && !m.flags.readonly && self.mnt_writers(id) > 0);
+            if busy || self.fs_has_orphans(dev) {
+                return Err(Errno::EBUSY);
+            }
+        }
+        self.fses
+            .get_mut(&dev)
+            .expect("model: dangling fs")
+            .readonly = readonly;
+        Ok(())
+    }
+
     pub fn sys_umount2(&mut self, pid: Pid, target: &[u8], flags: i32) -> SysResult<()> {
         if flags & !(MNT_FORCE | MNT_DETACH | MNT_EXPIRE | UMOUNT_NOFOLLOW) != 0 {
             return Err(Errno::EINVAL);
@@ -2038,13 +2049,28 @@ impl State {
         }
         let id = loc.mnt;
         let m = self.mount(id);
-        if loc.node != m.root || !m.attached || id == self.ns_root {
+        if loc.node != m.root || !m.attached {
             return Err(Errno::EINVAL);
         }
         // do_umount
         let is_root_mnt = id == ctx.root.mnt;
+        if is_root_mnt && flags & MNT_EXPIRE != 0 {
+            return Err(Errno::EINVAL);
+        }
+        if is_root_mnt && flags & MNT_DETACH == 0 {
+            // The caller's root mount is not unmounted: its instance is
+            // made read-only (do_umount_root).
+            let dev = m.dev;
+            return self.reconfigure_fs_readonly(dev, true);
+        }
+        // Model limitation (as vfscale): the namespace root is never
+        // detached.
+        if id == self.ns_root {
+            return Err(Errno::EINVAL);
+        }
+        let m = self.mount(id);
         if flags & MNT_EXPIRE != 0 {
-            if is_root_mnt || flags & (MNT_FORCE | MNT_DETACH) != 0 {
+            if flags & (MNT_FORCE | MNT_DETACH) != 0 {
                 return Err(Errno::EINVAL);
             }
             if m.refs != 0 {
@@ -2059,9 +2085,7 @@ impl State {
             self.detach_tree(id);
             return Ok(());
         }
-        // Model decision: Linux would remount the caller's root mount
-        // read-only here; the model reports it busy.
-        if is_root_mnt || !m.children.is_empty() || m.refs != 0 {
+        if !m.children.is_empty() || m.refs != 0 {
             return Err(Errno::EBUSY);
         }
         self.detach_tree(id);

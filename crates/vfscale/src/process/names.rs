@@ -1159,8 +1159,9 @@ impl Process {
     }
 
     /// vfs_truncate of `inode`, found through `mnt`: a directory is
-    /// EISDIR, anything else not regular EINVAL, then write access to the
-    /// mount (EROFS) and write permission.
+    /// EISDIR, anything else not regular EINVAL, then write permission,
+    /// then write access to the mount (EROFS: after the permission since
+    /// Linux 6.13, whose fsnotify pre-content hook sits between them).
     pub(super) fn truncate_at(&self, mnt: &Mount, inode: &Inode, length: u64) -> SysResult<()> {
         if inode.is_dir() {
             return Err(Errno::EISDIR);
@@ -1168,8 +1169,8 @@ impl Process {
         if inode.file_type() != S_IFREG {
             return Err(Errno::EINVAL);
         }
-        let _write = mnt.write_access()?;
         inode.permission(&self.cred, MAY_WRITE)?;
+        let _write = mnt.write_access()?;
         self.truncate_inode(inode, length)
     }
 }
