@@ -118,6 +118,48 @@ pub fn root_umount<P: ProcessApi>(p: &P, namespace_root: Option<(u64, u64)>, op:
     (t == own_root && flags & MNT_DETACH != 0) || (t == namespace_root && t != own_root)
 }
 
+/// Steps the kernel side cannot run, or runs as something else than the
+/// in-memory sides see: a FIFO (its open would hang; `Op::makes_fifo`), a
+/// device node with a number (vfscale and its model have no drivers), a
+/// NUL byte inside a path or a symlink's target (EINVAL in memory, a
+/// shorter C string for the kernel), a new mount of another type than
+/// tmpfs (ENODEV in memory; the host's ext4 would parse the source
+/// first — binds, remounts, propagation changes and moves ignore the type
+/// and are compared whatever it says).
+pub fn kernel_cannot_compare(op: &Op) -> bool {
+    let has_nul = |b: &[u8]| b.contains(&0);
+    match op {
+        Op::Mknodat {
+            mode, dev, path, ..
+        } => {
+            let t = mode & S_IFMT;
+            op.makes_fifo() || ((t == S_IFCHR || t == S_IFBLK) && *dev != 0) || has_nul(&path.0)
+        }
+        Op::Symlinkat { target, path, .. } => has_nul(&target.0) || has_nul(&path.0),
+        Op::Mount {
+            source,
+            target,
+            fstype,
+            flags,
+        } => {
+            let new_instance = flags
+                & (MS_BIND
+                    | MS_REMOUNT
+                    | MS_MOVE
+                    | MS_SHARED
+                    | MS_PRIVATE
+                    | MS_SLAVE
+                    | MS_UNBINDABLE)
+                == 0;
+            has_nul(&source.0)
+                || has_nul(&target.0)
+                || has_nul(&fstype.0)
+                || (new_instance && fstype.0 != b"tmpfs")
+        }
+        op => path_args(op).iter().any(|p| has_nul(p)),
+    }
+}
+
 /// The paths `op` resolves in the namespace (not a symlink's target, a
 /// mount's type or a socket's name, which may be abstract).
 pub fn path_args(op: &Op) -> Vec<&[u8]> {

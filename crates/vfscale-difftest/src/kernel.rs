@@ -257,6 +257,15 @@ fn set_thread_creds(cred: &Cred) -> Result<(), String> {
 }
 
 impl KernelProcess {
+    /// One process per credential of the random sequences' scenario
+    /// (`vfscale_model::ops::scenario_creds`), as `new` makes them.
+    pub fn scenario() -> Result<Vec<KernelProcess>, String> {
+        vfscale_model::ops::scenario_creds()
+            .iter()
+            .map(KernelProcess::new)
+            .collect()
+    }
+
     /// A process with the creating thread's root (see `sandbox`), cwd `/`,
     /// an empty fd table, umask 022 and `cred`. Call it on the thread that
     /// entered the private tmpfs.

@@ -18,7 +18,7 @@ use vfscale::abi::*;
 use vfscale::fs::passthrough::PassthroughConfig;
 use vfscale::{Cred, Errno, ProcessApi, Vfs, VfsConfig};
 use vfscale_difftest::compare::{
-    directory_seek, memfd_flood, path_args, protected_link_by_fd, root_umount,
+    directory_seek, kernel_cannot_compare, memfd_flood, protected_link_by_fd, root_umount,
     same_modulo_readdir_order, step_by_step,
 };
 use vfscale_difftest::seeded::{on_fresh_thread, seeded_runner};
@@ -28,30 +28,19 @@ use vfscale_difftest::{
     SandboxError,
 };
 use vfscale_model::ops::{
-    apply, prelude, scenario_creds, steps_strategy, Bytes, FdMap, Op, Outcome, Step,
+    apply, prelude, scenario_creds, steps_strategy, FdMap, Op, Outcome, Step,
 };
 
-fn has_nul(b: &Bytes) -> bool {
-    b.0.contains(&0)
-}
-
 /// Operations whose difference from Linux is documented in
-/// docs/COMPATIBILITY.md (or that the kernel side cannot run without
-/// hanging); they are dropped from the sequences.
+/// docs/COMPATIBILITY.md, or that the kernel side cannot run as vfscale
+/// sees them (`kernel_cannot_compare`); they are dropped from the
+/// sequences.
 fn documented_deviation(op: &Op) -> bool {
     match op {
         // MNT_EXPIRE's mark-then-unmount is not built: vfscale unmounts at
         // the first call (docs/COMPATIBILITY.md; found by a 20,000-case
         // run in session 14).
         Op::Umount2 { flags, .. } if flags & MNT_EXPIRE != 0 => true,
-        // FIFOs would hang both sides (`Op::makes_fifo`). Device nodes:
-        // vfscale has no drivers.
-        Op::Mknodat {
-            mode, dev, path, ..
-        } => {
-            let t = mode & S_IFMT;
-            op.makes_fifo() || ((t == S_IFCHR || t == S_IFBLK) && *dev != 0) || has_nul(path)
-        }
         // A child's descriptors are not known here: no seeks but rewinds
         // (see `directory_seek`).
         // A child's fd_path is read against its parent's root (kernel.rs),
@@ -64,28 +53,7 @@ fn documented_deviation(op: &Op) -> bool {
                 || (matches!(o, Op::Chroot(_)) && ops.iter().any(|o| matches!(o, Op::FdPath(_))))
                 || matches!(o, Op::Lseek { off, whence, .. } if (*off, *whence) != (0, SEEK_SET))
         }),
-        Op::Symlinkat { target, path, .. } => has_nul(target) || has_nul(path),
-        // vfscale has tmpfs only: another type is ENODEV, as on a kernel
-        // built without it (the host's ext4 would parse the source first).
-        // Only a new instance reads the type: binds, remounts, propagation
-        // changes and moves are compared whatever it says.
-        Op::Mount {
-            source,
-            target,
-            fstype,
-            flags,
-        } => {
-            let new_instance = flags
-                & (MS_BIND | MS_REMOUNT | MS_MOVE | MS_SHARED | MS_PRIVATE | MS_SLAVE | MS_UNBINDABLE)
-                == 0;
-            has_nul(source)
-                || has_nul(target)
-                || has_nul(fstype)
-                || (new_instance && fstype.0 != b"tmpfs")
-        }
-        // A NUL byte inside a path: EINVAL in vfscale, a shorter C string
-        // in Linux.
-        op => path_args(op).iter().any(|p| p.contains(&0)),
+        op => kernel_cannot_compare(op),
     }
 }
 
@@ -225,10 +193,7 @@ fn compare_on_this_thread(steps: &[Step], backend: Backend) -> Result<(), TestCa
     // names on their kernel sides.
     own_network_namespace().map_err(|e| TestCaseError::fail(e.to_string()))?;
     enter_private_tmpfs_root().map_err(|e| TestCaseError::fail(e.to_string()))?;
-    let kprocs: Vec<KernelProcess> = scenario_creds()
-        .iter()
-        .map(|c| KernelProcess::new(c).map_err(TestCaseError::fail))
-        .collect::<Result<_, _>>()?;
+    let kprocs = KernelProcess::scenario().map_err(TestCaseError::fail)?;
     let vprocs: Vec<_> = scenario_creds()
         .into_iter()
         .map(|c| vfs.process(c))

@@ -24,94 +24,29 @@ use proptest::test_runner::TestCaseError;
 use vfscale::abi::*;
 use vfscale::{Cred, ProcessApi};
 use vfscale_difftest::compare::{
-    directory_seek, path_args, protected_link_by_fd, root_umount, same_modulo_readdir_order,
-    step_by_step,
+    directory_seek, kernel_cannot_compare, protected_link_by_fd, root_umount,
+    same_modulo_readdir_order, step_by_step,
 };
 use vfscale_difftest::seeded::{on_fresh_thread, seeded_runner};
 use vfscale_difftest::snapshot::{same_trees, snapshot};
 use vfscale_difftest::{enter_private_tmpfs_root, KernelProcess, SandboxError};
-use vfscale_model::ops::{
-    apply, prelude, scenario_creds, steps_strategy, Bytes, FdArg, FdMap, Op, Step,
-};
+use vfscale_model::ops::{apply, prelude, scenario_creds, steps_strategy, FdArg, FdMap, Op, Step};
 use vfscale_model::ModelFs;
 
-fn has_nul(b: &Bytes) -> bool {
-    b.0.contains(&0)
-}
-
-/// Calls the model does not implement (its `ProcessApi` answers ENOSYS):
-/// file handles, the anonymous objects, poll, fcntl and fd_path.
-fn not_in_model(op: &Op) -> bool {
-    matches!(
-        op,
-        Op::NameToHandle { .. }
-            | Op::OpenByHandle { .. }
-            | Op::Pipe2(_)
-            | Op::Socketpair { .. }
-            | Op::Socket { .. }
-            | Op::Listener { .. }
-            | Op::Client { .. }
-            | Op::Bind { .. }
-            | Op::Connect { .. }
-            | Op::Listen { .. }
-            | Op::Accept4 { .. }
-            | Op::SockName { .. }
-            | Op::Sendto { .. }
-            | Op::Disconnect(_)
-            | Op::PeerCred(_)
-            | Op::FionRead(_)
-            | Op::Recvfrom { .. }
-            | Op::Sendmsg { .. }
-            | Op::Recvmsg { .. }
-            | Op::Getsockopt { .. }
-            | Op::Setsockopt { .. }
-            | Op::Shutdown { .. }
-            | Op::Eventfd { .. }
-            | Op::MemfdCreate { .. }
-            | Op::Poll(_)
-            | Op::Fcntl { .. }
-            | Op::FdPath(_)
-    )
-}
-
-/// Operations the two sides cannot compare: calls the model lacks, the
-/// model's documented departures from Linux (no pipe behind a FIFO, no
-/// device drivers), what the kernel side cannot run (a FIFO open would
-/// hang it; a NUL inside a path is a shorter C string there), and steps of
-/// a child whose state the filters below cannot read.
+/// Operations the two sides cannot compare: calls the model lacks
+/// (`Op::not_in_model`), what the kernel side cannot run as the model sees
+/// it (`kernel_cannot_compare`: FIFOs, device numbers, NUL bytes, other
+/// filesystem types), and steps of a child whose state the filters below
+/// cannot read.
 fn not_comparable(op: &Op) -> bool {
     match op {
-        Op::Mknodat {
-            mode, dev, path, ..
-        } => {
-            let t = mode & S_IFMT;
-            op.makes_fifo() || ((t == S_IFCHR || t == S_IFBLK) && *dev != 0) || has_nul(path)
-        }
         Op::Fork(ops) => ops.iter().any(|o| {
             not_comparable(o)
                 || matches!(o, Op::Linkat { old, flags, .. } if old.0.is_empty() && flags & AT_EMPTY_PATH != 0)
                 || matches!(o, Op::Umount2 { .. })
                 || matches!(o, Op::Lseek { off, whence, .. } if (*off, *whence) != (0, SEEK_SET))
         }),
-        Op::Symlinkat { target, path, .. } => has_nul(target) || has_nul(path),
-        // The model has tmpfs only: another type is ENODEV (the host's
-        // ext4 would parse the source first). Only a new instance reads
-        // the type.
-        Op::Mount {
-            source,
-            target,
-            fstype,
-            flags,
-        } => {
-            let new_instance = flags
-                & (MS_BIND | MS_REMOUNT | MS_MOVE | MS_SHARED | MS_PRIVATE | MS_SLAVE | MS_UNBINDABLE)
-                == 0;
-            has_nul(source)
-                || has_nul(target)
-                || has_nul(fstype)
-                || (new_instance && fstype.0 != b"tmpfs")
-        }
-        op => not_in_model(op) || path_args(op).iter().any(|p| p.contains(&0)),
+        op => op.not_in_model() || kernel_cannot_compare(op),
     }
 }
 
@@ -124,10 +59,7 @@ fn compare(steps: Vec<Step>) -> Result<(), TestCaseError> {
 fn compare_on_this_thread(steps: &[Step]) -> Result<(), TestCaseError> {
     let model = ModelFs::new();
     enter_private_tmpfs_root().map_err(|e| TestCaseError::fail(e.to_string()))?;
-    let kprocs: Vec<KernelProcess> = scenario_creds()
-        .iter()
-        .map(|c| KernelProcess::new(c).map_err(TestCaseError::fail))
-        .collect::<Result<_, _>>()?;
+    let kprocs = KernelProcess::scenario().map_err(TestCaseError::fail)?;
     let mprocs: Vec<_> = scenario_creds()
         .into_iter()
         .map(|c| model.process(c))

@@ -373,10 +373,7 @@ fn compare_on_this_thread(steps: &[Step], serving: Serving) -> Result<(), TestCa
     // tests of this file run at once.
     own_network_namespace().map_err(|e| TestCaseError::fail(e.to_string()))?;
     enter_private_tmpfs_root().map_err(|e| TestCaseError::fail(e.to_string()))?;
-    let tprocs: Vec<KernelProcess> = scenario_creds()
-        .iter()
-        .map(|c| KernelProcess::new(c).map_err(TestCaseError::fail))
-        .collect::<Result<_, _>>()?;
+    let tprocs = KernelProcess::scenario().map_err(TestCaseError::fail)?;
     let mut all = prelude();
     all.extend_from_slice(steps);
     let mut tmaps = vec![FdMap::default(); tprocs.len()];

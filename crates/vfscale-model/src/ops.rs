@@ -553,6 +553,43 @@ pub enum Outcome {
 }
 
 impl Op {
+    /// A call the model does not implement (its `ProcessApi` answers
+    /// ENOSYS): file handles, the anonymous objects, poll, fcntl and
+    /// fd_path. They are compared with the real kernel instead
+    /// (vfscale-difftest's kernel_diff, docs/TESTING.md).
+    pub fn not_in_model(&self) -> bool {
+        matches!(
+            self,
+            Op::NameToHandle { .. }
+                | Op::OpenByHandle { .. }
+                | Op::Pipe2(_)
+                | Op::Socketpair { .. }
+                | Op::Socket { .. }
+                | Op::Listener { .. }
+                | Op::Client { .. }
+                | Op::Bind { .. }
+                | Op::Connect { .. }
+                | Op::Listen { .. }
+                | Op::Accept4 { .. }
+                | Op::SockName { .. }
+                | Op::Sendto { .. }
+                | Op::Disconnect(_)
+                | Op::PeerCred(_)
+                | Op::FionRead(_)
+                | Op::Recvfrom { .. }
+                | Op::Sendmsg { .. }
+                | Op::Recvmsg { .. }
+                | Op::Getsockopt { .. }
+                | Op::Setsockopt { .. }
+                | Op::Shutdown { .. }
+                | Op::Eventfd { .. }
+                | Op::MemfdCreate { .. }
+                | Op::Poll(_)
+                | Op::Fcntl { .. }
+                | Op::FdPath(_)
+        )
+    }
+
     /// True for a mknod of a FIFO. Sequences run by one thread per process
     /// leave these out wherever an implementation with Linux's FIFOs runs
     /// them: a blocking open (or a read of an empty one opened O_RDWR)

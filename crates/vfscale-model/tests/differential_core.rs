@@ -20,44 +20,8 @@ fn documented_deviation(op: &Op) -> bool {
         // (`Op::makes_fifo`).
         Op::Mknodat { .. } => op.makes_fifo(),
         Op::Fork(ops) => ops.iter().any(documented_deviation),
-        _ => not_in_model(op),
+        _ => op.not_in_model(),
     }
-}
-
-/// Calls the model does not implement (its `ProcessApi` answers ENOSYS):
-/// file handles, the anonymous objects, poll, fcntl and fd_path. They are compared with the
-/// real kernel instead (vfscale-difftest's kernel_diff, docs/TESTING.md).
-fn not_in_model(op: &Op) -> bool {
-    matches!(
-        op,
-        Op::NameToHandle { .. }
-            | Op::OpenByHandle { .. }
-            | Op::Pipe2(_)
-            | Op::Socketpair { .. }
-            | Op::Socket { .. }
-            | Op::Listener { .. }
-            | Op::Client { .. }
-            | Op::Bind { .. }
-            | Op::Connect { .. }
-            | Op::Listen { .. }
-            | Op::Accept4 { .. }
-            | Op::SockName { .. }
-            | Op::Sendto { .. }
-            | Op::Disconnect(_)
-            | Op::PeerCred(_)
-            | Op::FionRead(_)
-            | Op::Recvfrom { .. }
-            | Op::Sendmsg { .. }
-            | Op::Recvmsg { .. }
-            | Op::Getsockopt { .. }
-            | Op::Setsockopt { .. }
-            | Op::Shutdown { .. }
-            | Op::Eventfd { .. }
-            | Op::MemfdCreate { .. }
-            | Op::Poll(_)
-            | Op::Fcntl { .. }
-            | Op::FdPath(_)
-    )
 }
 
 fn compare(steps: &[Step]) -> Result<(), TestCaseError> {
