@@ -846,7 +846,12 @@ fn mounts_busy_and_detach() {
     assert_eq!(p.umount2(b"/mnt/", 0x10), E(Errno::EINVAL));
     assert_eq!(p.umount2(b"/src", 0), E(Errno::EINVAL));
     assert_eq!(u.umount2(b"/mnt/sub", 0), E(Errno::EPERM));
-    assert_eq!(p.umount2(b"/", 0), E(Errno::EINVAL));
+    // The caller's root mount is not unmounted but made read-only
+    // (do_umount_root); detaching the namespace root is refused.
+    assert_eq!(p.umount2(b"/", MNT_DETACH), E(Errno::EINVAL));
+    p.umount2(b"/", 0).unwrap();
+    assert_eq!(p.mkdir(b"/ro", 0o755), E(Errno::EROFS));
+    p.mount(b"", b"/", b"", MS_REMOUNT).unwrap();
     p.umount2(b"/mnt/sub", 0).unwrap();
     p.umount2(b"/mnt", 0).unwrap();
     assert_eq!(p.stat(b"/mnt/inner").unwrap_err(), Errno::ENOENT);
