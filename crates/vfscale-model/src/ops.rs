@@ -1809,6 +1809,7 @@ fn open_flags() -> impl Strategy<Value = i32> {
             O_NOFOLLOW,
             O_CLOEXEC,
             O_DIRECT,
+            O_NOATIME,
         ],
         0..=2,
     );

@@ -90,6 +90,27 @@ fn write_times_and_atime_rules() {
     p.close(fd).unwrap();
 }
 
+/// open(O_NOATIME) is for the file's owner (or root), even when the mode
+/// allows the read (may_open's inode_owner_or_capable, checked on the
+/// host kernel); O_PATH drops the flag.
+#[test]
+fn o_noatime_is_for_the_owner() {
+    let (vfs, p) = setup();
+    mkfile(&p, b"/f", b"x");
+    p.chmod(b"/f", 0o666).unwrap();
+    let u = user(&vfs, 1000, 1000);
+    assert_eq!(u.open(b"/f", O_RDONLY | O_NOATIME, 0), Err(Errno::EPERM));
+    assert_eq!(u.open(b"/f", O_WRONLY | O_NOATIME, 0), Err(Errno::EPERM));
+    u.close(u.open(b"/f", O_PATH | O_NOATIME, 0).unwrap())
+        .unwrap();
+    u.close(u.open(b"/f", O_RDONLY, 0).unwrap()).unwrap();
+    p.chown(b"/f", 1000, 1000).unwrap();
+    u.close(u.open(b"/f", O_RDONLY | O_NOATIME, 0).unwrap())
+        .unwrap();
+    p.close(p.open(b"/f", O_RDONLY | O_NOATIME, 0).unwrap())
+        .unwrap();
+}
+
 #[test]
 fn read_write_ebadf_and_eisdir() {
     let (_vfs, p) = setup();

@@ -561,15 +561,10 @@ impl Process {
             F_SETFL => self.with_file(fd, false, |f| {
                 const SETTABLE: i32 = O_APPEND | O_NONBLOCK | O_DIRECT | O_NOATIME;
                 let arg = arg as i32;
-                // Linux's setfl: O_NOATIME only for the owner (or
-                // CAP_FOWNER: root here).
+                // Linux's setfl: O_NOATIME only for the owner.
                 let inode = f.inode();
-                if arg & O_NOATIME != 0
-                    && f.status() & O_NOATIME == 0
-                    && !self.cred.is_root()
-                    && inode.attr().uid != self.cred.fsuid
-                {
-                    return Err(Errno::EPERM);
+                if arg & O_NOATIME != 0 && f.status() & O_NOATIME == 0 {
+                    self.may_keep_atime(inode)?;
                 }
                 // O_DIRECT where direct I/O is possible: tmpfs regular files
                 // opened by name (shmem_file_open sets FMODE_CAN_ODIRECT; a

@@ -472,6 +472,9 @@ impl Process {
             if !created {
                 inode.permission(&self.cred, want)?;
             }
+            if flags & O_NOATIME != 0 {
+                self.may_keep_atime(inode)?;
+            }
             if matches!(ty, S_IFCHR | S_IFBLK | S_IFSOCK) {
                 return Err(Errno::ENXIO);
             }
@@ -564,6 +567,17 @@ impl Process {
             private,
         );
         Ok(Some((file, wait)))
+    }
+
+    /// O_NOATIME (at open or by F_SETFL) for the file's owner only, or
+    /// CAP_FOWNER (root here): may_open's and setfl's
+    /// inode_owner_or_capable.
+    pub(super) fn may_keep_atime(&self, inode: &Inode) -> SysResult<()> {
+        if self.cred.is_root() || inode.attr().uid == self.cred.fsuid {
+            Ok(())
+        } else {
+            Err(Errno::EPERM)
+        }
     }
 
     /// Finishes an open that `open_found` made: a FIFO open that must wait
