@@ -4,8 +4,11 @@
 //! `pthot count DIR N PASSES [sub|tmpfs]`: mirrors DIR/files (made on the
 //! first run: N empty files f0000000.., the names `cold-lookup` uses) with
 //! the bench's passthrough settings (TTL 1 h, unused-dentry bound above
-//! N), stats every file once (cold), once more in the hot order (warm-up)
-//! and then PASSES times (hot, timed). `sub` mirrors DIR instead, so the
+//! N), stats every file once (cold, timed: with the host's caches warm,
+//! the time of vfscale's own miss path plus a host stat), once more in the
+//! hot order (warm-up) and then PASSES times (hot, timed). It runs with the
+//! `vfscale` binary's allocator (mimalloc; until session 28 it used glibc's
+//! malloc, so older instruction counts are not comparable). `sub` mirrors DIR instead, so the
 //! files sit one directory below the root (the bench's `--subdir`);
 //! `tmpfs` makes the same names at the same depth in a tmpfs namespace
 //! (no host at all). Two runs with different PASSES,
@@ -23,6 +26,12 @@
 //! phases, as in `createshare`; `scripts/anon_shared_lines.py` lists the
 //! lines both measured phases touched with at least one write (a hot
 //! stat should write none that the other thread uses).
+#[path = "../../vfscale-cli/src/alloc.rs"]
+mod alloc;
+
+#[global_allocator]
+static ALLOCATOR: alloc::Alloc = alloc::Alloc;
+
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Barrier};
@@ -181,7 +190,12 @@ fn main() {
                 .map(|i| format!("{prefix}{}", name(i)).into_bytes())
                 .collect();
             let p = vfs.root_process();
+            let cold = std::time::Instant::now();
             stat_all(&p, &paths);
+            eprintln!(
+                "cold pass of {n}: {:.1} ns per stat",
+                cold.elapsed().as_nanos() as f64 / n.max(1) as f64
+            );
             if std::env::var("PTHOT_SHUFFLE").is_ok_and(|v| v == "1") {
                 // The hot passes in the bench's shuffled order.
                 let order = vfscale_bench::cold_lookup::shuffled_order(n);
