@@ -32,6 +32,7 @@ use crate::dcache::name::NameKey;
 use crate::dcache::walk::{Last, Parent};
 use crate::fs::SuperBlock;
 use crate::inode::Inode;
+use crate::mount::WriteAccess;
 
 /// The instance of `inode` if its changes go to a backend.
 pub(super) fn backend_of(inode: &Inode) -> Option<&SuperBlock> {
@@ -92,14 +93,17 @@ impl Process {
     }
 
     /// mkdir, mknod, symlink, link and O_CREAT on a backend: the name must
-    /// be free, then `make(sb, dir, name)` creates it on the backend.
-    pub(super) fn backend_create(
+    /// be free, then `make(sb, dir, name)` creates it on the backend. The
+    /// unit of write access the create held comes back with its success:
+    /// O_CREAT hands it on to the file it opens (`open_found`), so no
+    /// remount to read-only fits between the create and the open.
+    pub(super) fn backend_create<'p>(
         &self,
-        parent: &Parent<'_>,
+        parent: &'p Parent<'_>,
         creates_dir: bool,
         before_permission: impl FnOnce() -> SysResult<()>,
         make: impl FnOnce(&SuperBlock, &Inode, &[u8]) -> SysResult<()>,
-    ) -> SysResult<()> {
+    ) -> SysResult<WriteAccess<'p>> {
         let Last::Name(name) = parent.last else {
             return Err(Errno::EEXIST);
         };
@@ -114,7 +118,7 @@ impl Process {
             return Err(Errno::ENOENT);
         }
         // As `create_prologue`.
-        let _write = parent.dir.mount().write_access()?;
+        let write = parent.dir.mount().write_access()?;
         before_permission()?;
         self.may_write_dir(dir)?;
         let sb = backend_of(dir).ok_or(Errno::EINVAL)?;
@@ -125,7 +129,7 @@ impl Process {
         }
         self.vfs.forget_name(dir_d, dir, &key);
         let _ = sb.fs.refresh(sb, dir);
-        Ok(())
+        Ok(write)
     }
 
     /// The dentry of the file `backend_create` just made in `parent` (of

@@ -381,16 +381,19 @@ impl Process {
         let _g = self.vfs.collector.enter();
         let parent = self.parent_at(dirfd, path)?;
         if super::backend_names::backend_of(parent.dir.inode()).is_some() {
-            return self.backend_create(
-                &parent,
-                true,
-                || Ok(()),
-                |sb, dir, name| {
-                    let (uid, gid, m) = self.owner_in(dir, S_IFDIR | (mode & (0o777 | S_ISVTX)));
-                    sb.fs
-                        .create(sb, dir, name, self.backend_mode(m), 0, uid, gid)
-                },
-            );
+            return self
+                .backend_create(
+                    &parent,
+                    true,
+                    || Ok(()),
+                    |sb, dir, name| {
+                        let (uid, gid, m) =
+                            self.owner_in(dir, S_IFDIR | (mode & (0o777 | S_ISVTX)));
+                        sb.fs
+                            .create(sb, dir, name, self.backend_mode(m), 0, uid, gid)
+                    },
+                )
+                .map(drop);
         }
         self.create_prologue(
             &parent,
@@ -536,15 +539,17 @@ impl Process {
         let _g = self.vfs.collector.enter();
         let parent = self.parent_at(newdirfd, linkpath)?;
         if super::backend_names::backend_of(parent.dir.inode()).is_some() {
-            return self.backend_create(
-                &parent,
-                false,
-                || Ok(()),
-                |sb, dir, name| {
-                    let (uid, gid, _) = self.owner_in(dir, S_IFLNK | 0o777);
-                    sb.fs.symlink(sb, dir, name, target, uid, gid)
-                },
-            );
+            return self
+                .backend_create(
+                    &parent,
+                    false,
+                    || Ok(()),
+                    |sb, dir, name| {
+                        let (uid, gid, _) = self.owner_in(dir, S_IFLNK | 0o777);
+                        sb.fs.symlink(sb, dir, name, target, uid, gid)
+                    },
+                )
+                .map(drop);
         }
         self.create_prologue(
             &parent,
@@ -633,30 +638,32 @@ impl Process {
             }
         };
         if super::backend_names::backend_of(parent.dir.inode()).is_some() {
-            return self.backend_create(&parent, false, same_mount, |sb, dir, name| {
-                if inode.is_dir() {
-                    return Err(Errno::EPERM);
-                }
-                // vfs_link: a file whose last name went (open through a
-                // descriptor) gets no new one; an O_TMPFILE file its first
-                // (tmpfile.rs), once.
-                // SAFETY: the walk's guard keeps the dentry allocated.
-                let old_d = unsafe { &*old.path.dentry };
-                let first = inode.stat().nlink == 0;
-                if first && !old_d.take_flag(D_LINKABLE) {
-                    return Err(Errno::ENOENT);
-                }
-                if let Err(e) = sb.fs.link(sb, inode, dir, name) {
-                    if first {
-                        old_d.set_flag(D_LINKABLE);
+            return self
+                .backend_create(&parent, false, same_mount, |sb, dir, name| {
+                    if inode.is_dir() {
+                        return Err(Errno::EPERM);
                     }
-                    return Err(e);
-                }
-                // The source's link count and ctime changed: what an open
-                // descriptor's fstat reads (a walk would revalidate).
-                let _ = sb.fs.refresh(sb, inode);
-                Ok(())
-            });
+                    // vfs_link: a file whose last name went (open through a
+                    // descriptor) gets no new one; an O_TMPFILE file its first
+                    // (tmpfile.rs), once.
+                    // SAFETY: the walk's guard keeps the dentry allocated.
+                    let old_d = unsafe { &*old.path.dentry };
+                    let first = inode.stat().nlink == 0;
+                    if first && !old_d.take_flag(D_LINKABLE) {
+                        return Err(Errno::ENOENT);
+                    }
+                    if let Err(e) = sb.fs.link(sb, inode, dir, name) {
+                        if first {
+                            old_d.set_flag(D_LINKABLE);
+                        }
+                        return Err(e);
+                    }
+                    // The source's link count and ctime changed: what an open
+                    // descriptor's fstat reads (a walk would revalidate).
+                    let _ = sb.fs.refresh(sb, inode);
+                    Ok(())
+                })
+                .map(drop);
         }
         self.create_prologue(&parent, false, same_mount, |idx, dir, key, neg| {
             if inode.is_dir() {

@@ -333,13 +333,10 @@ impl Process {
                         .create(sb, dir, name, self.backend_mode(m), 0, uid, gid)
                 },
             );
-            // A created file comes with a unit of write access, as the
-            // memory path's (`open_found` takes it over). Taken after the
-            // create here: a remount to read-only in between makes the
-            // open EROFS with the file made (the backend's create holds
-            // its own unit only for its duration).
+            // A created file comes with the create's unit of write
+            // access, as the memory path's (`open_found` takes it over).
             let write = match created {
-                Ok(()) => Some(parent.dir.mount().write_access()?),
+                Ok(unit) => Some(unit),
                 // Appeared meanwhile (on the host): open it, unless O_EXCL.
                 Err(Errno::EEXIST) if flags & O_EXCL == 0 => None,
                 Err(e) => return Err(e),
