@@ -255,8 +255,6 @@ fn refused_and_accepted_requests() {
         (b"/m", MS_PRIVATE | MS_NOEXEC),
         (b"/m", MS_SHARED),
         (b"/m", MS_UNBINDABLE),
-        // Not built either: moving a mount.
-        (b"/m", MS_MOVE),
         // Kernel-internal.
         (b"/m", MS_NOUSER),
     ] {

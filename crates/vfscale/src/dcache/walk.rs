@@ -697,7 +697,7 @@ impl VfsInner {
                 sample(&mut global);
                 // Like Linux's step_into after "..": descend into whatever is
                 // mounted where ".." landed (even at the process root).
-                cur = self.follow_dotdot(root, cur);
+                cur = self.follow_dotdot(root, cur)?;
                 // SAFETY: as above.
                 if unsafe { &*cur.dentry }.flags() & D_MOUNTED != 0 {
                     cur = self.follow_mounts(cur);
@@ -844,35 +844,44 @@ impl VfsInner {
     }
 
     /// One ".." step: never above `root`; at a mount's root, continue from
-    /// the mountpoint in the parent mount.
-    fn follow_dotdot(&self, root: PathPtr, mut cur: PathPtr) -> PathPtr {
+    /// the mountpoint in the parent mount. ENOENT where the step would
+    /// leave the subtree of a bind mount's root (Linux's path_connected: a
+    /// directory renamed out of a bind's subtree must not become a way out
+    /// of it).
+    fn follow_dotdot(&self, root: PathPtr, mut cur: PathPtr) -> Result<PathPtr, Errno> {
         loop {
             if cur == root {
-                return cur;
+                return Ok(cur);
             }
             // SAFETY: mounts reached by a walk are freed only through the
             // collector; the caller holds a guard.
             let m = unsafe { &*cur.mnt };
             if cur.dentry == m.root {
-                let parent = m.parent_ptr();
-                if parent.is_null() {
-                    return cur;
+                let (parent, mountpoint) = (m.parent_ptr(), m.mountpoint_ptr());
+                // Both null at the top; one of them only while a detach
+                // races this read, which the walk's mount seqcount check
+                // then retries.
+                if parent.is_null() || mountpoint.is_null() {
+                    return Ok(cur);
                 }
                 cur = PathPtr {
                     mnt: parent,
-                    dentry: m.mountpoint_ptr(),
+                    dentry: mountpoint,
                 };
                 continue;
             }
             // SAFETY: as in `walk_once`.
             let parent = unsafe { &*cur.dentry }.parent_ptr();
             if parent.is_null() {
-                return cur;
+                return Ok(cur);
             }
-            return PathPtr {
+            if !connected(m, parent) {
+                return Err(Errno::ENOENT);
+            }
+            return Ok(PathPtr {
                 mnt: cur.mnt,
                 dentry: parent,
-            };
+            });
         }
     }
 
@@ -890,6 +899,27 @@ impl VfsInner {
             };
         }
     }
+}
+
+/// path_connected: `dentry` is within the subtree `m` shows. Always, for
+/// a mount of its filesystem's root; for a bind of a directory, only if
+/// the directory is `dentry` or one of its ancestors. Caller holds a guard
+/// (a dentry keeps its parent allocated) and validates the rename
+/// seqcount after.
+pub(crate) fn connected(m: &Mount, dentry: *const Dentry) -> bool {
+    // SAFETY: a mount keeps its root dentry referenced.
+    if unsafe { &*m.root }.is_root() {
+        return true;
+    }
+    let mut p = dentry;
+    while !p.is_null() {
+        if p == m.root {
+            return true;
+        }
+        // SAFETY: as above: each dentry keeps its parent allocated.
+        p = unsafe { &*p }.parent_ptr();
+    }
+    false
 }
 
 #[cfg(test)]

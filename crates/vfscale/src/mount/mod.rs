@@ -228,22 +228,14 @@ impl VfsInner {
         parent: *const Mount,
         mountpoint: *const Dentry,
     ) {
-        // SAFETY: the caller keeps all three alive.
-        let (c, mp) = unsafe { (&*child, &*mountpoint) };
         self.mntget(parent);
         self.dget(mountpoint);
         self.mounts.seq.write_begin();
-        // Release: pairs with the Acquire in `parent_ptr`/`mountpoint_ptr`.
-        c.parent.store(parent as *mut Mount, Ordering::Release);
-        c.mountpoint
-            .store(mountpoint as *mut Dentry, Ordering::Release);
-        self.mounts
-            .hash
-            .pin()
-            .insert((parent as usize, mountpoint as usize), child as usize);
-        mp.set_flag(D_MOUNTED);
+        self.hook(child, parent, mountpoint);
         self.mounts.seq.write_end();
         list.push(child as usize);
+        // SAFETY: the caller keeps the child alive.
+        let c = unsafe { &*child };
         // The attachment's reference is the sharded count's base.
         c.refcount.make_sharded();
     }
@@ -254,15 +246,74 @@ impl VfsInner {
         // SAFETY: attached mounts are live; the caller holds the table lock.
         let c = unsafe { &*child };
         debug_assert!(!c.refcount.is_sharded(), "detach of a sharded mount");
+        self.mounts.seq.write_begin();
+        let (parent, mp) = self.unhook(list, child);
+        // Release: pairs with the Acquire in `parent_ptr`/`mountpoint_ptr`.
+        c.parent.store(core::ptr::null_mut(), Ordering::Release);
+        c.mountpoint.store(core::ptr::null_mut(), Ordering::Release);
+        self.mounts.seq.write_end();
+        list.retain(|&m| m != child as usize);
+        self.dput(mp);
+        self.mntput(parent);
+        self.mntput(child);
+    }
+
+    /// MS_MOVE's attach_recursive_mnt: the attached `child` (with the
+    /// mounts beneath it, which stay its children) leaves its place for
+    /// (parent, mountpoint), in one write section of `seq`, so a walk that
+    /// crossed it or went up through it retries. The attachment's
+    /// references move with it; the mount stays attached (and sharded)
+    /// throughout. Caller holds the table lock and has checked that
+    /// `parent` is not `child` or beneath it.
+    pub(crate) fn move_mount(
+        &self,
+        list: &[usize],
+        child: *const Mount,
+        parent: *const Mount,
+        mountpoint: *const Dentry,
+    ) {
+        self.mntget(parent);
+        self.dget(mountpoint);
+        self.mounts.seq.write_begin();
+        let (old_parent, old_mp) = self.unhook(list, child);
+        self.hook(child, parent, mountpoint);
+        self.mounts.seq.write_end();
+        self.dput(old_mp);
+        self.mntput(old_parent);
+    }
+
+    /// Puts `child` on (parent, mountpoint): its pointers, the table's
+    /// entry and the mountpoint's flag. Inside a `seq` write section, under
+    /// the table lock.
+    fn hook(&self, child: *const Mount, parent: *const Mount, mountpoint: *const Dentry) {
+        // SAFETY: the caller keeps both alive.
+        let (c, mp) = unsafe { (&*child, &*mountpoint) };
+        // Release: pairs with the Acquire in `parent_ptr`/`mountpoint_ptr`.
+        c.parent.store(parent as *mut Mount, Ordering::Release);
+        c.mountpoint
+            .store(mountpoint as *mut Dentry, Ordering::Release);
+        self.mounts
+            .hash
+            .pin()
+            .insert((parent as usize, mountpoint as usize), child as usize);
+        mp.set_flag(D_MOUNTED);
+    }
+
+    /// Takes the attached `child` off its place: the table's entry, and
+    /// the mountpoint's flag unless another mount in `list` sits on the
+    /// same dentry (through another mount of its filesystem: a bind).
+    /// Returns its parent and mountpoint, whose references the caller
+    /// drops after the write section. Inside a `seq` write section, under
+    /// the table lock.
+    fn unhook(&self, list: &[usize], child: *const Mount) -> (*const Mount, *const Dentry) {
+        // SAFETY: attached mounts are live; the caller holds the table lock.
+        let c = unsafe { &*child };
         let parent = c.parent_ptr();
         let mp = c.mountpoint_ptr();
-        self.mounts.seq.write_begin();
         self.mounts
             .hash
             .pin()
             .remove(&(parent as usize, mp as usize));
-        // The flag is the dentry's: a mount on it through another mount of
-        // its filesystem (a bind) keeps it.
         let still_mounted = list.iter().any(|&m| {
             m != child as usize && {
                 // SAFETY: attached mounts are live.
@@ -274,14 +325,7 @@ impl VfsInner {
             // SAFETY: the attachment holds a reference on the mountpoint.
             unsafe { &*mp }.clear_flag(D_MOUNTED);
         }
-        // Release: pairs with the Acquire in `parent_ptr`/`mountpoint_ptr`.
-        c.parent.store(core::ptr::null_mut(), Ordering::Release);
-        c.mountpoint.store(core::ptr::null_mut(), Ordering::Release);
-        self.mounts.seq.write_end();
-        list.retain(|&m| m != child as usize);
-        self.dput(mp);
-        self.mntput(parent);
-        self.mntput(child);
+        (parent, mp)
     }
 
     pub(crate) fn mntget(&self, m: *const Mount) {

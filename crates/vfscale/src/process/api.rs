@@ -338,7 +338,8 @@ pub trait ProcessApi: Send {
     /// MS_REMOUNT | MS_BIND changes a mount's per-mount flags (read-only,
     /// nosuid, nodev, noexec, nosymfollow, the atime modes), MS_REMOUNT
     /// alone its instance's read-only bit too (EBUSY while a file is open
-    /// for writing, or an unlinked file is still open). MS_MOVE,
+    /// for writing, or an unlinked file is still open); MS_MOVE moves the
+    /// mount whose root `source` names, with the mounts beneath it.
     /// MS_SHARED and MS_UNBINDABLE are EINVAL (not built:
     /// docs/COMPATIBILITY.md).
     fn mount(&self, source: &[u8], target: &[u8], fstype: &[u8], flags: u64) -> SysResult<()>;

@@ -138,8 +138,10 @@ impl Process {
             // dentries and mounts from the cwd upwards allocated.
             let m = unsafe { &*cur.mnt };
             if cur.dentry == m.root {
-                let parent = m.parent_ptr();
-                if parent.is_null() {
+                let (parent, mountpoint) = (m.parent_ptr(), m.mountpoint_ptr());
+                // One of them null only while a detach races this read:
+                // the caller's mount seqcount check retries.
+                if parent.is_null() || mountpoint.is_null() {
                     // Reached the top without meeting the process root: the
                     // cwd is outside it (Linux prefixes "(unreachable)").
                     unreachable = true;
@@ -147,15 +149,25 @@ impl Process {
                 }
                 cur = PathPtr {
                     mnt: parent,
-                    dentry: m.mountpoint_ptr(),
+                    dentry: mountpoint,
                 };
                 continue;
             }
             let d = unsafe { &*cur.dentry };
+            let parent = d.parent_ptr();
+            if parent.is_null() {
+                // Its filesystem's root, not the mount's: a directory
+                // renamed out of a bind's subtree (or a torn read of a
+                // moving mount, retried). Linux's prepend_path says
+                // "escaped" and drops the names: "(unreachable)/".
+                parts.clear();
+                unreachable = true;
+                break;
+            }
             parts.push(d.name());
             cur = PathPtr {
                 mnt: cur.mnt,
-                dentry: d.parent_ptr(),
+                dentry: parent,
             };
         }
         (parts, unreachable)

@@ -38,18 +38,19 @@ impl Process {
             return Err(Errno::EPERM);
         }
         let mut list = self.vfs.mounts.lock.lock();
-        // check_mnt: the target must be in the namespace, not in a tree a
-        // lazy umount detached (still reachable from a chroot or cwd
-        // inside it): a mount there would hang off a detached tree that no
-        // umount can reach and that is never torn down.
-        if !list.contains(&(tgt.path.mnt as usize)) {
-            return Err(Errno::EINVAL);
-        }
-        // SAFETY: the walk's guard keeps the mount allocated; the table
-        // lock keeps it attached.
+        // check_mnt, for the calls that change the mount at the target:
+        // it must be in the namespace, not in a tree a lazy umount
+        // detached (still reachable from a chroot or cwd inside it). The
+        // calls that put a mount there refuse such a target in
+        // `mount_target` instead (ENOENT, later in their order).
+        let attached = list.contains(&(tgt.path.mnt as usize));
+        // SAFETY: the walk's guard keeps the mount allocated.
         let tmnt = unsafe { &*tgt.path.mnt };
         let at_mount_root = tgt.path.dentry == tmnt.root;
         if flags & MS_REMOUNT != 0 {
+            if !attached {
+                return Err(Errno::EINVAL);
+            }
             // do_reconfigure_mnt (with MS_BIND: the mount's flags) or
             // do_remount (the instance's read-only bit, then the mount's
             // flags; tmpfs has no other superblock option to change), at
@@ -72,7 +73,7 @@ impl Process {
             // so private and slave (which without a master is private) are
             // what they are already; shared and unbindable are not built.
             let kind = flags & !(MS_REC | MS_SILENT);
-            if !at_mount_root || !kind.is_power_of_two() {
+            if !attached || !at_mount_root || !kind.is_power_of_two() {
                 return Err(Errno::EINVAL);
             }
             return if kind == MS_PRIVATE || kind == MS_SLAVE {
@@ -82,10 +83,71 @@ impl Process {
             };
         }
         if flags & MS_MOVE != 0 {
-            // Not built (docs/COMPATIBILITY.md).
-            return Err(Errno::EINVAL);
+            return self.move_mount(&list, &tgt, source);
         }
         self.new_instance(&mut list, &tgt, source, fstype, flags)
+    }
+
+    /// lock_mount: what a new mount on `tgt` goes on — the top of the
+    /// stack of mounts already there (a walk ending in "." or "/" does not
+    /// cross them) — or ENOENT if that is in a tree a lazy umount detached
+    /// (a mount there would hang off a tree no umount can reach) or an
+    /// unlinked directory. Caller holds the table lock (passes its list).
+    fn mount_target(&self, list: &[usize], tgt: &Found) -> SysResult<Found> {
+        let top = self.vfs.follow_mounts(tgt.path);
+        // SAFETY: the walk's guard keeps the dentry allocated (and the
+        // mounts it crossed, attached under the table lock).
+        let d = unsafe { &*top.dentry };
+        if !list.contains(&(top.mnt as usize)) || (!d.is_root() && !d.is_hashed()) {
+            return Err(Errno::ENOENT);
+        }
+        if top == tgt.path {
+            return Ok(*tgt);
+        }
+        Ok(Found {
+            path: top,
+            seq: d.seq.read_begin(),
+            inode: d.inode_ptr(),
+        })
+    }
+
+    /// do_move_mount: the mount whose root `source` names moves, with the
+    /// mounts beneath it, onto `tgt`. Caller holds the table lock (passes
+    /// its list) and has checked the caller's capability.
+    fn move_mount(&self, list: &[usize], tgt: &Found, source: &[u8]) -> SysResult<()> {
+        // do_move_mount_old: an empty source name is EINVAL, not ENOENT.
+        if source.is_empty() {
+            return Err(Errno::EINVAL);
+        }
+        let src = self.lookup_at(&self.cred, AT_FDCWD, source, 0, WALK_FOLLOW)?;
+        let tgt = self.mount_target(list, tgt)?;
+        let old = src.path.mnt;
+        // SAFETY: the walk's guard keeps the mount allocated.
+        let om = unsafe { &*old };
+        // The moved thing must be an attached mount of the namespace with
+        // a parent (not its root, not a detached tree), named by its
+        // root, and of the target's type (EINVAL here, where a bind's
+        // graft says ENOTDIR).
+        if !list.contains(&(old as usize))
+            || om.parent_ptr().is_null()
+            || src.path.dentry != om.root
+            || src.inode().is_dir() != tgt.inode().is_dir()
+        {
+            return Err(Errno::EINVAL);
+        }
+        // Not onto itself or beneath itself.
+        let mut p = tgt.path.mnt;
+        while !p.is_null() {
+            if p == old {
+                return Err(Errno::ELOOP);
+            }
+            // SAFETY: attached mounts and their ancestors are live under
+            // the table lock.
+            p = unsafe { &*p }.parent_ptr();
+        }
+        self.vfs
+            .move_mount(list, old, tgt.path.mnt, tgt.path.dentry);
+        Ok(())
     }
 
     /// do_new_mount: a new instance of `fstype` on `tgt`. Caller holds the
@@ -112,6 +174,7 @@ impl Process {
             _ => return Err(Errno::ENODEV),
         };
         let bits = mount_flags::requested(flags, None);
+        let tgt = &self.mount_target(list, tgt)?;
         if !tgt.inode().is_dir() {
             return Err(Errno::ENOTDIR);
         }
@@ -131,7 +194,8 @@ impl Process {
         );
         let root = sb.root();
         self.vfs.dget(root);
-        self.graft(list, tgt, sb, root, bits).map(drop)
+        self.graft(list, tgt, sb, root, bits);
+        Ok(())
     }
 
     /// reconfigure_super's read-only part: the instance of `m` becomes
@@ -180,6 +244,7 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         let src = self.lookup_at(&self.cred, AT_FDCWD, source, 0, WALK_FOLLOW)?;
+        let tgt = &self.mount_target(list, tgt)?;
         // do_loopback's check_mnt of the source: EINVAL as well.
         if !list.contains(&(src.path.mnt as usize)) {
             return Err(Errno::EINVAL);
@@ -201,7 +266,7 @@ impl Process {
             self.plan_submounts(list, src.path.mnt, src.path.dentry, 0, &mut plan);
         }
         // clone_mnt: each copy starts with its source's flags.
-        let top = self.graft(list, tgt, smnt.sb_arc(), src.path.dentry, smnt.flags.get())?;
+        let top = self.graft(list, tgt, smnt.sb_arc(), src.path.dentry, smnt.flags.get());
         let mut copies = vec![top];
         for (parent, from) in plan {
             // SAFETY: attached mounts are live under the table lock.
@@ -242,7 +307,7 @@ impl Process {
     }
 
     /// Attaches a new mount of `root` (referenced by the caller and handed
-    /// over) in `sb` on the target, as graft_tree after lock_mount.
+    /// over) in `sb` on the target (`mount_target`'s), as graft_tree.
     fn graft(
         &self,
         list: &mut Vec<usize>,
@@ -250,17 +315,11 @@ impl Process {
         sb: std::sync::Arc<crate::fs::SuperBlock>,
         root: *const Dentry,
         bits: u32,
-    ) -> SysResult<*const Mount> {
-        // SAFETY: guarded; the table lock excludes umount of the target.
-        let tgt_d = unsafe { &*tgt.path.dentry };
-        if !tgt_d.is_root() && !tgt_d.is_hashed() {
-            self.vfs.dput(root);
-            return Err(Errno::ENOENT);
-        }
+    ) -> *const Mount {
         let m = self.vfs.new_mount(sb, root, bits);
         self.vfs
             .attach_mount(list, m, tgt.path.mnt, tgt.path.dentry);
-        Ok(m)
+        m
     }
 
     pub(crate) fn sys_umount2(&self, target: &[u8], flags: i32) -> SysResult<()> {
