@@ -98,24 +98,34 @@ pub fn memfd_flood<P: ProcessApi>(p: &P, fds: &FdMap, op: &Op) -> bool {
     }
 }
 
-/// umount2 of the caller's root mount with MNT_DETACH, or of the
-/// namespace's root by a process chrooted elsewhere: Linux detaches it
-/// (or, for the namespace root seen from a chroot, unmounts it as an
-/// ordinary mount) and returns 0; vfscale answers EINVAL
-/// (docs/COMPATIBILITY.md). Skipped. Without MNT_DETACH the caller's root
-/// mount is compared: both make its instance read-only (do_umount_root).
-/// `namespace_root` is the (dev, ino) of the namespace's own root, which
-/// a process chrooted below it still reaches through its cwd.
-pub fn root_umount<P: ProcessApi>(p: &P, namespace_root: Option<(u64, u64)>, op: &Op) -> bool {
-    let Op::Umount2 { target, flags } = op else {
-        return false;
-    };
-    let Ok(t) = p.stat(&target.0) else {
-        return false;
-    };
-    let t = Some((t.dev, t.ino));
-    let own_root = p.stat(b"/").ok().map(|r| (r.dev, r.ino));
-    (t == own_root && flags & MNT_DETACH != 0) || (t == namespace_root && t != own_root)
+/// Calls on the namespace's root mount that the sandbox cannot mirror,
+/// skipped: umount2 of the caller's root mount with MNT_DETACH, or of the
+/// namespace's root by a process chrooted elsewhere (Linux detaches it,
+/// or, for the namespace root seen from a chroot, unmounts it as an
+/// ordinary mount, and returns 0; vfscale answers EINVAL:
+/// docs/COMPATIBILITY.md), and MS_MOVE of the namespace's root (EINVAL in
+/// memory, where it has no parent; the kernel side's root is a tmpfs
+/// mounted in the host's tree, so moving it anywhere in the sandbox is
+/// ELOOP there). Without MNT_DETACH the caller's root mount is compared:
+/// both make its instance read-only (do_umount_root). `namespace_root` is
+/// the (dev, ino) of the namespace's own root, which a process chrooted
+/// below it still reaches through its cwd.
+pub fn root_mount_op<P: ProcessApi>(p: &P, namespace_root: Option<(u64, u64)>, op: &Op) -> bool {
+    let resolves_to = |path: &[u8]| p.stat(path).ok().map(|t| (t.dev, t.ino));
+    match op {
+        Op::Umount2 { target, flags } => {
+            let Some(t) = resolves_to(&target.0) else {
+                return false;
+            };
+            let own_root = resolves_to(b"/");
+            (Some(t) == own_root && flags & MNT_DETACH != 0)
+                || (Some(t) == namespace_root && Some(t) != own_root)
+        }
+        Op::Mount { source, flags, .. } if flags & MS_MOVE != 0 => {
+            resolves_to(&source.0).is_some() && resolves_to(&source.0) == namespace_root
+        }
+        _ => false,
+    }
 }
 
 /// Steps the kernel side cannot run, or runs as something else than the

@@ -18,7 +18,7 @@ use vfscale::abi::*;
 use vfscale::fs::passthrough::PassthroughConfig;
 use vfscale::{Cred, Errno, ProcessApi, Vfs, VfsConfig};
 use vfscale_difftest::compare::{
-    directory_seek, kernel_cannot_compare, memfd_flood, protected_link_by_fd, root_umount,
+    directory_seek, kernel_cannot_compare, memfd_flood, protected_link_by_fd, root_mount_op,
     same_modulo_readdir_order, step_by_step,
 };
 use vfscale_difftest::seeded::{on_fresh_thread, seeded_runner};
@@ -206,7 +206,7 @@ fn compare_on_this_thread(steps: &[Step], backend: Backend) -> Result<(), TestCa
     for (i, step) in all.iter().enumerate() {
         let p = step.proc % vprocs.len();
         if directory_seek(&vprocs[p], &vmaps[p], &step.op)
-            || root_umount(&vprocs[p], namespace_root, &step.op)
+            || root_mount_op(&vprocs[p], namespace_root, &step.op)
             || needs_sys_resource(p, &step.op)
             || anonymous_handle(&vprocs[p], &vmaps[p], &step.op)
             || memfd_flood(&vprocs[p], &vmaps[p], &step.op)

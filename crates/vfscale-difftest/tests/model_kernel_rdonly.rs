@@ -24,7 +24,7 @@ use proptest::test_runner::TestCaseError;
 use vfscale::abi::*;
 use vfscale::{Cred, ProcessApi};
 use vfscale_difftest::compare::{
-    directory_seek, kernel_cannot_compare, protected_link_by_fd, root_umount,
+    directory_seek, kernel_cannot_compare, protected_link_by_fd, root_mount_op,
     same_modulo_readdir_order, step_by_step,
 };
 use vfscale_difftest::seeded::{on_fresh_thread, seeded_runner};
@@ -76,7 +76,7 @@ fn compare_on_this_thread(steps: &[Step]) -> Result<(), TestCaseError> {
         // documented EBUSY, Linux's read-only remount), and linkat by a
         // descriptor the kernel side cannot retry with CAP_FOWNER.
         if directory_seek(&mprocs[p], &mmaps[p], &step.op)
-            || root_umount(&mprocs[p], namespace_root, &step.op)
+            || root_mount_op(&mprocs[p], namespace_root, &step.op)
             || protected_link_by_fd(&mprocs[p], &mmaps[p], p, &step.op)
         {
             continue;

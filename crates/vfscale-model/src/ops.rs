@@ -2079,6 +2079,15 @@ fn leaf_op() -> BoxedStrategy<Op> {
             }).boxed(),
         1 => (path_strategy(), prop::sample::select(vec![0, 0, MNT_DETACH, UMOUNT_NOFOLLOW, MNT_EXPIRE, 0x10]))
             .prop_map(|(target, flags)| Op::Umount2 { target, flags }).boxed(),
+        // MS_MOVE of whatever a path names (mostly not a mount's root:
+        // EINVAL) onto another.
+        1 => (path_strategy(), path_strategy(), prop::sample::select(vec![MS_MOVE, MS_MOVE, MS_MOVE | MS_REC]))
+            .prop_map(|(source, target, flags)| Op::Mount {
+                source,
+                target,
+                fstype: Bytes(Vec::new()),
+                flags
+            }).boxed(),
     ];
     prop_oneof![
         9 => files.boxed(),

@@ -322,6 +322,13 @@ impl State {
         m.attached = true;
     }
 
+    /// MS_MOVE: attached mount `id` leaves its place for `key` in mount
+    /// `parent`, its children with it.
+    pub fn move_mount(&mut self, id: MountId, parent: MountId, key: MpKey) {
+        self.detach_one(id);
+        self.attach(id, parent, key);
+    }
+
     /// Detaches mount `id` from its parent (not its children).
     fn detach_one(&mut self, id: MountId) {
         let m = self.mount_mut(id);

@@ -1833,10 +1833,14 @@ impl State {
     // ================= mounts =================
 
     /// lock_mount: the topmost mount stacked on `loc`; ENOENT if a dentry
-    /// on the way was removed.
+    /// on the way was removed, or the target is in a detached tree
+    /// (Linux 6.18: `!is_mounted`).
     fn lock_mount(&self, mut loc: Loc, mut key: MpKey) -> SysResult<(Loc, MpKey)> {
         loop {
-            if self.node(loc.node).is_dead_dir() || self.node(loc.node).nlink == 0 {
+            if self.node(loc.node).is_dead_dir()
+                || self.node(loc.node).nlink == 0
+                || !self.mount(loc.mnt).attached
+            {
                 return Err(Errno::ENOENT);
             }
             match self.mounted_on.get(&(loc.mnt, key.clone())) {
@@ -1961,7 +1965,7 @@ impl State {
             let sstart = self.start_loc(&ctx, AT_FDCWD, source)?;
             let (sloc, skey) = self.walk_full_raw(&ctx, sstart, source, true)?;
             let (tloc, tkey) = self.lock_mount(tloc, tkey)?;
-            if !self.mount(tloc.mnt).attached || !self.mount(sloc.mnt).attached {
+            if !self.mount(sloc.mnt).attached {
                 return Err(Errno::EINVAL);
             }
             if self.is_dir(tloc.node) != self.is_dir(sloc.node) {
@@ -1986,7 +1990,34 @@ impl State {
             return Err(Errno::EINVAL);
         }
         if flags & MS_MOVE != 0 {
-            return Err(Errno::EINVAL);
+            // do_move_mount_old
+            if source.is_empty() {
+                return Err(Errno::EINVAL);
+            }
+            check_path(source, false)?;
+            let sstart = self.start_loc(&ctx, AT_FDCWD, source)?;
+            let (sloc, _) = self.walk_full_raw(&ctx, sstart, source, true)?;
+            let (tloc, tkey) = self.lock_mount(tloc, tkey)?;
+            // do_move_mount: an attached mount with a parent, named by its
+            // root, of the target's type.
+            let old = self.mount(sloc.mnt);
+            if !old.attached
+                || old.parent.is_none()
+                || sloc.node != old.root
+                || self.is_dir(tloc.node) != self.is_dir(sloc.node)
+            {
+                return Err(Errno::EINVAL);
+            }
+            // Not onto itself or beneath itself.
+            let mut p = Some(tloc.mnt);
+            while let Some(m) = p {
+                if m == sloc.mnt {
+                    return Err(Errno::ELOOP);
+                }
+                p = self.mount(m).parent.as_ref().map(|(pm, _)| *pm);
+            }
+            self.move_mount(sloc.mnt, tloc.mnt, tkey);
+            return Ok(());
         }
         // do_new_mount
         if fstype != b"tmpfs" {
@@ -1995,9 +2026,6 @@ impl State {
         let _ = MS_SYNCHRONOUS; // accepted, no effect on a memory filesystem
         let mf = mnt_flags_of(flags, None);
         let (tloc, tkey) = self.lock_mount(tloc, tkey)?;
-        if !self.mount(tloc.mnt).attached {
-            return Err(Errno::EINVAL);
-        }
         if !self.is_dir(tloc.node) {
             return Err(Errno::ENOTDIR);
         }

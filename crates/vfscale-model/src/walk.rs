@@ -418,7 +418,8 @@ impl State {
 
     /// getcwd(2): the cwd's path from the process root; "(unreachable)" in
     /// front if the walk up meets the namespace root or a detached mount
-    /// without passing the process root; ENOENT for a removed cwd;
+    /// without passing the process root ("(unreachable)/" if it escaped a
+    /// bind's subtree); ENOENT for a removed cwd;
     /// ENAMETOOLONG past PATH_MAX bytes (with the NUL).
     pub(crate) fn getcwd(&self, ctx: &Ctx) -> SysResult<Vec<u8>> {
         let cwd = ctx.cwd;
@@ -447,6 +448,14 @@ impl State {
             }
             let d = self.node(cur.node).dir();
             let parent = d.parent;
+            if parent == cur.node {
+                // Its filesystem's root but not the mount's: a directory
+                // moved out of a bind's subtree. prepend_path's "escaped"
+                // drops the names.
+                names.clear();
+                unreachable = true;
+                break;
+            }
             names.push(d.name.clone());
             cur = Loc {
                 mnt: cur.mnt,

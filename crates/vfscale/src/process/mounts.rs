@@ -22,6 +22,14 @@ impl Process {
             // the mount writable (`make_readonly`), as in umount.
             self.vfs.flush_all();
         }
+        // copy_mount_string: the source and type are C strings of fewer
+        // than PATH_MAX bytes, copied before anything else (a NUL inside
+        // one, which a C caller cannot pass, is EINVAL here).
+        for s in [source, fstype] {
+            if s.contains(&0) || s.len() >= PATH_MAX {
+                return Err(Errno::EINVAL);
+            }
+        }
         let _g = self.vfs.collector.enter();
         // Linux resolves the target before looking at the flags.
         let tgt = self.lookup_at(&self.cred, AT_FDCWD, target, 0, WALK_FOLLOW)?;
