@@ -160,6 +160,25 @@ pub fn kernel_cannot_compare(op: &Op) -> bool {
     }
 }
 
+/// A mount(2) that moves a mount or makes it shared or unbindable: Linux
+/// does it, vfscale and the model answer EINVAL (docs/COMPATIBILITY.md,
+/// "MS_MOVE, shared and unbindable propagation"). A remount or a bind
+/// ignores these bits (path_mount tries them first) and is compared.
+pub fn unbuilt_mount(op: &Op) -> bool {
+    let Op::Mount { flags, .. } = op else {
+        return false;
+    };
+    let flags = if flags & MS_MGC_MSK == MS_MGC_VAL {
+        flags & !MS_MGC_MSK
+    } else {
+        *flags
+    };
+    let propagation = MS_SHARED | MS_PRIVATE | MS_SLAVE | MS_UNBINDABLE;
+    flags & (MS_REMOUNT | MS_BIND | MS_NOUSER) == 0
+        && (flags & (MS_SHARED | MS_UNBINDABLE) != 0
+            || (flags & propagation == 0 && flags & MS_MOVE != 0))
+}
+
 /// The paths `op` resolves in the namespace (not a symlink's target, a
 /// mount's type or a socket's name, which may be abstract).
 pub fn path_args(op: &Op) -> Vec<&[u8]> {
