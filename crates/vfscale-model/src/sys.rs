@@ -1043,7 +1043,13 @@ impl State {
         let ctx = self.ctx(pid);
         let follow = flags & AT_SYMLINK_NOFOLLOW == 0;
         let loc = self.resolve_at(&ctx, dirfd, path, follow, flags & AT_EMPTY_PATH != 0)?;
-        Ok(self.node(loc.node).statx())
+        let mut sx = self.node(loc.node).statx();
+        // fill_mg_cmtime (tmpfs has multigrain timestamps since 6.13):
+        // "If neither time was requested, then don't report them".
+        if mask & (STATX_MTIME | STATX_CTIME) == 0 {
+            sx.mask &= !(STATX_MTIME | STATX_CTIME);
+        }
+        Ok(sx)
     }
 
     pub fn sys_faccessat(

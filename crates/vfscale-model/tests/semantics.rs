@@ -996,3 +996,18 @@ fn kernel_checked_corner_cases() {
     assert_eq!(p.readv(d, &mut []).unwrap(), 0);
     assert_eq!(p.read(d, &mut []).unwrap_err(), Errno::EISDIR);
 }
+
+/// statx reports mtime and ctime only when asked for one of them (tmpfs's
+/// multigrain timestamps, fill_mg_cmtime, Linux 6.13+; checked on 6.18).
+#[test]
+fn statx_reports_times_only_when_asked() {
+    let (_fs, p) = root();
+    create(&p, b"/f", b"");
+    let mask = |want: u32| p.statx(AT_FDCWD, b"/f", 0, want).unwrap().mask & STATX_BASIC_STATS;
+    let no_times = STATX_BASIC_STATS & !(STATX_MTIME | STATX_CTIME);
+    assert_eq!(mask(0), no_times);
+    assert_eq!(mask(STATX_BTIME | STATX_ATIME), no_times);
+    assert_eq!(mask(STATX_MTIME), STATX_BASIC_STATS);
+    assert_eq!(mask(STATX_CTIME), STATX_BASIC_STATS);
+    assert_eq!(mask(STATX_BASIC_STATS), STATX_BASIC_STATS);
+}
