@@ -142,6 +142,13 @@ pub fn kernel_cannot_compare(op: &Op) -> bool {
             fstype,
             flags,
         } => {
+            // path_mount drops the old magic number first (its bits would
+            // read as propagation flags).
+            let flags = if flags & MS_MGC_MSK == MS_MGC_VAL {
+                flags & !MS_MGC_MSK
+            } else {
+                *flags
+            };
             let new_instance = flags
                 & (MS_BIND
                     | MS_REMOUNT
