@@ -244,7 +244,8 @@ impl State {
 
     fn statfs_of(&self, loc: Loc) -> Statfs {
         let m = self.mount(loc.mnt);
-        let mut flags = ST_VALID;
+        // flags_by_sb's SB_SYNCHRONOUS and SB_MANDLOCK.
+        let mut flags = ST_VALID | self.fses[&m.dev].st_flags;
         // flags_by_mnt's MNT_READONLY or flags_by_sb's SB_RDONLY.
         if self.mnt_is_readonly(loc.mnt) {
             flags |= ST_RDONLY;
@@ -1952,6 +1953,11 @@ impl State {
                 // a mount of it without its own read-only bit has writers,
                 // or while an unlinked inode of it lives (s_remove_count).
                 self.reconfigure_fs_readonly(dev, mf.readonly)?;
+                // The other superblock flags a remount sets (MS_RMT_MASK).
+                self.fses
+                    .get_mut(&dev)
+                    .expect("model: dangling fs")
+                    .st_flags = sb_st_flags(flags);
             }
             // set_mount_attributes: the mount's flags become the requested
             // ones, its read-only bit included.
@@ -1998,7 +2004,6 @@ impl State {
         if fstype != b"tmpfs" {
             return Err(Errno::ENODEV);
         }
-        let _ = MS_SYNCHRONOUS; // accepted, no effect on a memory filesystem
         let mf = mnt_flags_of(flags, None);
         let (tloc, tkey) = self.lock_mount(tloc, tkey)?;
         if !self.mount(tloc.mnt).attached {
@@ -2011,7 +2016,9 @@ impl State {
         // MS_RDONLY makes both the instance (SB_RDONLY, from the context's
         // sb_flags) and the mount (MNT_READONLY) read-only.
         let dev = self.new_fs(0o1777, ctx.cred.fsuid, ctx.cred.fsgid);
-        self.fses.get_mut(&dev).expect("model: new fs").readonly = mf.readonly;
+        let fs = self.fses.get_mut(&dev).expect("model: new fs");
+        fs.readonly = mf.readonly;
+        fs.st_flags = sb_st_flags(flags);
         let root = self.fses[&dev].root;
         self.new_mount(dev, root, Some((tloc.mnt, tkey)), mf);
         Ok(())
@@ -2134,6 +2141,20 @@ fn fifo_io(len: usize) -> SysResult<usize> {
     } else {
         Err(Errno::EAGAIN)
     }
+}
+
+/// The statfs flags of mount(2)'s superblock flags MS_SYNCHRONOUS and
+/// MS_MANDLOCK (SB_SYNCHRONOUS, SB_MANDLOCK: accepted, and reported, with
+/// no other effect on a memory filesystem).
+fn sb_st_flags(flags: u64) -> i64 {
+    let mut st = 0;
+    if flags & MS_SYNCHRONOUS != 0 {
+        st |= ST_SYNCHRONOUS;
+    }
+    if flags & MS_MANDLOCK != 0 {
+        st |= ST_MANDLOCK;
+    }
+    st
 }
 
 /// path_mount's per-mount flags for mount(2) flags `flags`; a remount
