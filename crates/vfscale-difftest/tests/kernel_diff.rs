@@ -359,6 +359,8 @@ fn flagged_mounts() -> impl Strategy<Value = Vec<Step>> {
         MS_NOEXEC | MS_NOSYMFOLLOW | MS_NODEV,
         MS_RDONLY,
         MS_RDONLY | MS_NOATIME,
+        // Superblock flags statfs reports (ST_SYNCHRONOUS, ST_MANDLOCK).
+        MS_SYNCHRONOUS | MS_MANDLOCK,
     ];
     (
         prop::sample::select(flag_sets.clone()),

@@ -2159,7 +2159,7 @@ fn leaf_op() -> BoxedStrategy<Op> {
             // Rarer: the old magic number, MS_NOUSER (EINVAL), the other
             // propagation types (slave; shared, unbindable and moves are
             // refused, docs/COMPATIBILITY.md) alone, with MS_SILENT or two
-            // at once (EINVAL), the superblock's MS_SYNCHRONOUS and
+            // at once (EINVAL), the superblock flags (MS_SYNCHRONOUS, MS_MANDLOCK) and
             // MS_LAZYTIME, the other atime flags, a remount that names an
             // atime flag.
             2 => prop::sample::select(vec![
@@ -2175,6 +2175,8 @@ fn leaf_op() -> BoxedStrategy<Op> {
                 MS_UNBINDABLE | MS_REC,
                 MS_MOVE,
                 MS_SYNCHRONOUS,
+                MS_MANDLOCK | MS_NOSUID,
+                MS_REMOUNT | MS_SYNCHRONOUS,
                 MS_LAZYTIME | MS_NOEXEC,
                 MS_RELATIME | MS_NODIRATIME,
                 MS_NODIRATIME,
