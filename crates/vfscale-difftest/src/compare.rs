@@ -152,6 +152,13 @@ pub fn kernel_cannot_compare(op: &Op) -> bool {
             fstype,
             flags,
         } => {
+            // path_mount drops the old magic number first (its bits would
+            // read as propagation flags).
+            let flags = if flags & MS_MGC_MSK == MS_MGC_VAL {
+                flags & !MS_MGC_MSK
+            } else {
+                *flags
+            };
             let new_instance = flags
                 & (MS_BIND
                     | MS_REMOUNT
@@ -168,6 +175,23 @@ pub fn kernel_cannot_compare(op: &Op) -> bool {
         }
         op => path_args(op).iter().any(|p| has_nul(p)),
     }
+}
+
+/// A mount(2) that makes a mount shared or unbindable: Linux does it,
+/// vfscale and the model answer EINVAL (docs/COMPATIBILITY.md, "shared
+/// and unbindable propagation"). A remount or a bind ignores these bits
+/// (path_mount tries them first) and is compared; so is MS_MOVE, built
+/// since session 28 (but for the namespace root's: `root_mount_op`).
+pub fn unbuilt_mount(op: &Op) -> bool {
+    let Op::Mount { flags, .. } = op else {
+        return false;
+    };
+    let flags = if flags & MS_MGC_MSK == MS_MGC_VAL {
+        flags & !MS_MGC_MSK
+    } else {
+        *flags
+    };
+    flags & (MS_REMOUNT | MS_BIND | MS_NOUSER) == 0 && flags & (MS_SHARED | MS_UNBINDABLE) != 0
 }
 
 /// The paths `op` resolves in the namespace (not a symlink's target, a

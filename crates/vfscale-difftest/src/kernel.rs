@@ -788,7 +788,9 @@ impl ProcessApi for KernelProcess {
     }
     fn mknodat(&self, dirfd: Fd, path: &[u8], mode: u32, dev: u64) -> SysResult<()> {
         let p = cpath(path)?;
-        let dev = u32::try_from(dev).map_err(|_| Errno::EOVERFLOW)?;
+        // glibc's mknodat: a dev_t wider than the syscall's 32 bits is
+        // EINVAL before the call.
+        let dev = u32::try_from(dev).map_err(|_| Errno::EINVAL)?;
         self.call(move || {
             // SAFETY: `p` is a valid C string.
             unit(unsafe { libc::syscall(libc::SYS_mknodat, dirfd, p.as_ptr(), mode, dev) })

@@ -25,7 +25,7 @@ use vfscale::abi::*;
 use vfscale::{Cred, ProcessApi};
 use vfscale_difftest::compare::{
     directory_seek, kernel_cannot_compare, protected_link_by_fd, root_mount_op,
-    same_modulo_readdir_order, step_by_step,
+    same_modulo_readdir_order, step_by_step, unbuilt_mount,
 };
 use vfscale_difftest::seeded::{on_fresh_thread, seeded_runner};
 use vfscale_difftest::snapshot::{same_trees, snapshot};
@@ -46,7 +46,7 @@ fn not_comparable(op: &Op) -> bool {
                 || matches!(o, Op::Umount2 { .. })
                 || matches!(o, Op::Lseek { off, whence, .. } if (*off, *whence) != (0, SEEK_SET))
         }),
-        op => op.not_in_model() || kernel_cannot_compare(op),
+        op => op.not_in_model() || kernel_cannot_compare(op) || unbuilt_mount(op),
     }
 }
 

@@ -48,7 +48,12 @@
 //! - file seals (shmem's: every tmpfs file answers F_GET_SEALS, a FUSE
 //!   file EINVAL);
 //! - seeks in directories (cookies differ);
-//! - statfs's `f_type` (FUSE_SUPER_MAGIC by the kernel).
+//! - umount2 with MNT_FORCE (on the FUSE mount, fuse_umount_begin aborts
+//!   the connection before anything else is checked);
+//! - statfs's `f_type` (FUSE_SUPER_MAGIC by the kernel);
+//! - statx's STATX_MTIME and STATX_CTIME result bits when the mask asks
+//!   for neither (tmpfs's multigrain timestamps leave them out,
+//!   fill_mg_cmtime; the kernel's FUSE client reports them).
 //!
 //! Session 20's version also left out what the kernel's FUSE client did
 //! not check without `default_permissions` ("." and "..", socket
@@ -143,6 +148,9 @@ fn left_out(op: &Op) -> bool {
         // Seals are shmem's: every tmpfs file answers them, a FUSE file
         // EINVAL (the kernel's fcntl, before any request).
         Op::Fcntl { cmd, .. } => *cmd == F_ADD_SEALS || *cmd == F_GET_SEALS,
+        // A forced unmount of the FUSE mount aborts its connection
+        // (fuse_umount_begin), whatever do_umount answers after.
+        Op::Umount2 { flags, .. } => flags & MNT_FORCE != 0,
         // A child's descriptors are not known here (`directory_seek`
         // needs them): no seeks in a fork but rewinds.
         Op::Fork(ops) => ops.iter().any(|o| {
@@ -155,7 +163,8 @@ fn left_out(op: &Op) -> bool {
 
 /// statfs through FUSE reports the kernel's FUSE_SUPER_MAGIC as the type,
 /// and the kernel's flags of the FUSE mount; the rest is the core's answer
-/// and must match.
+/// and must match. statx through FUSE reports mtime and ctime whatever the
+/// mask asks, tmpfs only when asked for one of them.
 fn same_but_the_fs_type(op: &Op, tmpfs: &Outcome, mount: &Outcome) -> bool {
     match (op, tmpfs, mount) {
         (
@@ -172,6 +181,11 @@ fn same_but_the_fs_type(op: &Op, tmpfs: &Outcome, mount: &Outcome) -> bool {
                 ..
             },
         ) => *f_type == FUSE_SUPER_MAGIC && (a, b) == (c, d),
+        (Op::Statx { mask, .. }, Outcome::Statx(a, m), Outcome::Statx(b, n))
+            if mask & (STATX_MTIME | STATX_CTIME) == 0 =>
+        {
+            a == b && m | STATX_MTIME | STATX_CTIME == *n
+        }
         _ => false,
     }
 }

@@ -1273,6 +1273,16 @@ pub fn path_strategy() -> impl Strategy<Value = Bytes> {
             p
         })),
         1 => Just(Bytes(b"/a\0b".to_vec())),
+        // PATH_MAX: 4095 bytes of "/a/./././" (a long path that resolves
+        // to /a), and 4096 bytes (ENAMETOOLONG).
+        1 => prop::sample::select(vec![PATH_MAX - 1, PATH_MAX]).prop_map(|len| {
+            let mut p = b"/a".to_vec();
+            while p.len() + 2 <= len {
+                p.extend(b"/.");
+            }
+            p.resize(len, b'/');
+            Bytes(p)
+        }),
     ]
 }
 
@@ -1456,7 +1466,15 @@ fn acl_op() -> impl Strategy<Value = Op> {
 }
 
 fn xattr_op() -> impl Strategy<Value = Op> {
-    let flags = prop::sample::select(vec![0, 0, 0, XATTR_CREATE, XATTR_REPLACE, 4]);
+    let flags = prop::sample::select(vec![
+        0,
+        0,
+        0,
+        XATTR_CREATE,
+        XATTR_REPLACE,
+        4,
+        XATTR_CREATE | XATTR_REPLACE,
+    ]);
     let acl_name = prop::sample::select(ACL_NAMES.to_vec()).prop_map(Bytes::from);
     let value = prop_oneof![
         20 => data(),
@@ -1478,14 +1496,29 @@ fn xattr_op() -> impl Strategy<Value = Op> {
 }
 
 fn space_op() -> impl Strategy<Value = Op> {
-    let fmode = prop::sample::select(vec![
-        0,
-        0,
-        FALLOC_FL_KEEP_SIZE,
-        FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-        FALLOC_FL_PUNCH_HOLE,
-        0x10,
-    ]);
+    let fmode = prop_oneof![
+        6 => prop::sample::select(vec![
+            0,
+            0,
+            FALLOC_FL_KEEP_SIZE,
+            FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+            FALLOC_FL_PUNCH_HOLE,
+            0x10,
+        ]),
+        // The other modes (collapse, insert, unshare, write zeroes), with
+        // and without KEEP_SIZE, two modes at once, and a bit past them.
+        1 => prop::sample::select(vec![
+            0x08,
+            0x20,
+            0x40,
+            0x80,
+            0x10 | FALLOC_FL_KEEP_SIZE,
+            0x08 | FALLOC_FL_KEEP_SIZE,
+            0x40 | FALLOC_FL_KEEP_SIZE,
+            0x10 | 0x40,
+            0x100,
+        ]),
+    ];
     let flen = prop_oneof![
         4 => 1i64..64,
         2 => prop::sample::select(vec![4096i64, 8192, 5000]),
@@ -1794,9 +1827,15 @@ fn meeting_name() -> impl Strategy<Value = Bytes> {
 }
 
 fn mode() -> impl Strategy<Value = u32> {
-    prop::sample::select(vec![
-        0o777, 0o755, 0o644, 0o600, 0o000, 0o4755, 0o2755, 0o2775, 0o1777, 0o700, 0o070, 0o007,
-    ])
+    prop_oneof![
+        12 => prop::sample::select(vec![
+            0o777, 0o755, 0o644, 0o600, 0o000, 0o4755, 0o2755, 0o2775, 0o1777, 0o700, 0o070, 0o007,
+        ]),
+        // Rarer: set-group-ID without group execution (kept on write and
+        // chown, unlike 0o2755), both set-id bits, every bit, and bits
+        // past S_IALLUGO (a type's, dropped).
+        2 => prop::sample::select(vec![0o2644, 0o2600, 0o6755, 0o4644, 0o7777, S_IFREG | 0o644, 0o177777]),
+    ]
 }
 
 fn open_flags() -> impl Strategy<Value = i32> {
@@ -1817,7 +1856,7 @@ fn open_flags() -> impl Strategy<Value = i32> {
         prop::sample::select(vec![O_RDONLY, O_WRONLY, O_RDWR]),
         prop::bool::weighted(0.6),
         extra,
-        0u8..20,
+        0u8..24,
     )
         .prop_map(|(acc, creat, extra, special)| {
             let mut f = acc | extra.into_iter().fold(0, |a, b| a | b);
@@ -1832,6 +1871,13 @@ fn open_flags() -> impl Strategy<Value = i32> {
                 // ... and with O_CREAT, EINVAL.
                 4 => f |= O_TMPFILE,
                 2 => f |= 3,
+                // Rarer flags: O_NONBLOCK (a FIFO's O_RDONLY open), the
+                // sync ones, those open ignores, and a bit Linux does not
+                // know (dropped).
+                20 => f |= O_NONBLOCK,
+                21 => f |= O_SYNC,
+                22 => f |= O_DSYNC | O_NOCTTY | O_LARGEFILE,
+                23 => f |= 0x4000_0000,
                 _ => {}
             }
             f
@@ -1847,14 +1893,26 @@ fn offset() -> impl Strategy<Value = i64> {
 }
 
 fn at_flags() -> impl Strategy<Value = i32> {
-    prop::sample::select(vec![
-        0,
-        0,
-        AT_SYMLINK_NOFOLLOW,
-        AT_EMPTY_PATH,
-        AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW,
-        0x8000,
-    ])
+    prop_oneof![
+        6 => prop::sample::select(vec![
+            0,
+            0,
+            AT_SYMLINK_NOFOLLOW,
+            AT_EMPTY_PATH,
+            AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW,
+            0x8000,
+        ]),
+        // stat's other flags (EINVAL for chmod, chown and utimensat):
+        // AT_NO_AUTOMOUNT, AT_STATX_FORCE_SYNC, AT_STATX_DONT_SYNC, and
+        // both sync bits (EINVAL for statx only).
+        1 => prop::sample::select(vec![
+            AT_NO_AUTOMOUNT,
+            AT_NO_AUTOMOUNT | AT_SYMLINK_NOFOLLOW,
+            0x2000,
+            0x4000 | AT_EMPTY_PATH,
+            AT_STATX_SYNC_TYPE,
+        ]),
+    ]
 }
 
 fn ids() -> impl Strategy<Value = (u32, u32)> {
@@ -1868,6 +1926,8 @@ fn times() -> impl Strategy<Value = Option<[Timespec; 2]>> {
         Timespec::OMIT,
         Timespec::new(1000, 0),
         Timespec::new(0, 1_000_000_000),
+        Timespec::new(0, -1),
+        Timespec::new(-1, 5),
     ]);
     prop_oneof![1 => Just(None), 3 => (t.clone(), t).prop_map(|(a, m)| Some([a, m]))]
 }
@@ -1906,7 +1966,7 @@ fn leaf_op() -> BoxedStrategy<Op> {
         1 => (
             0u32..6,
             prop::sample::select(vec![0u32, 2, 5, u32::MAX]),
-            prop::sample::select(vec![0u32, 0, CLOSE_RANGE_CLOEXEC, 1])
+            prop::sample::select(vec![0u32, 0, CLOSE_RANGE_CLOEXEC, 1, CLOSE_RANGE_UNSHARE, CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC])
         )
             .prop_map(|(first, last, flags)| Op::CloseRange { first, last, flags })
             .boxed(),
@@ -1958,19 +2018,32 @@ fn leaf_op() -> BoxedStrategy<Op> {
         (dirfd_arg(), path_strategy(), at_flags())
             .prop_map(|(dirfd, path, flags)| Op::Fstatat { dirfd, path, flags })
             .boxed(),
-        (dirfd_arg(), path_strategy(), at_flags())
-            .prop_map(|(dirfd, path, flags)| Op::Statx {
+        (
+            dirfd_arg(),
+            path_strategy(),
+            at_flags(),
+            prop_oneof![
+                8 => Just(STATX_BASIC_STATS),
+                // No field, btime, everything, and the reserved bit
+                // (EINVAL).
+                1 => prop::sample::select(vec![0, STATX_BTIME, STATX_BASIC_STATS | STATX_BTIME, 0x8000_0000, u32::MAX]),
+            ]
+        )
+            .prop_map(|(dirfd, path, flags, mask)| Op::Statx {
                 dirfd,
                 path,
                 flags,
-                mask: STATX_BASIC_STATS
+                mask
             })
             .boxed(),
         (
             dirfd_arg(),
             path_strategy(),
             0i32..=8,
-            prop::sample::select(vec![0, AT_EACCESS, AT_SYMLINK_NOFOLLOW, AT_EMPTY_PATH])
+            prop_oneof![
+                8 => prop::sample::select(vec![0, AT_EACCESS, AT_SYMLINK_NOFOLLOW, AT_EMPTY_PATH]),
+                1 => prop::sample::select(vec![AT_EACCESS | AT_SYMLINK_NOFOLLOW, AT_EACCESS | AT_EMPTY_PATH, 0x8000]),
+            ]
         )
             .prop_map(|(dirfd, path, mode, flags)| Op::Faccessat {
                 dirfd,
@@ -2018,11 +2091,23 @@ fn leaf_op() -> BoxedStrategy<Op> {
     ];
     let names = prop_oneof![
         4 => (dirfd_arg(), path_strategy(), mode()).prop_map(|(dirfd, path, mode)| Op::Mkdirat { dirfd, path, mode }).boxed(),
-        1 => (dirfd_arg(), path_strategy(), prop::sample::select(vec![S_IFIFO | 0o644, S_IFREG | 0o600, 0o644, S_IFCHR, S_IFCHR | 0o600, S_IFDIR | 0o755, S_IFSOCK | 0o755]), prop::sample::select(vec![0u64, 0x0103]))
+        1 => (
+            dirfd_arg(),
+            path_strategy(),
+            prop_oneof![
+                4 => prop::sample::select(vec![S_IFIFO | 0o644, S_IFREG | 0o600, 0o644, S_IFCHR, S_IFCHR | 0o600, S_IFDIR | 0o755, S_IFSOCK | 0o755]),
+                // Block devices, a symlink's type (EINVAL), set-id bits.
+                1 => prop::sample::select(vec![S_IFBLK, S_IFBLK | 0o600, S_IFLNK | 0o777, S_IFREG | 0o6755, S_IFSOCK | 0o2644]),
+            ],
+            prop_oneof![8 => prop::sample::select(vec![0u64, 0x0103]), 1 => Just(1u64 << 32)]
+        )
             .prop_map(|(dirfd, path, mode, dev)| Op::Mknodat { dirfd, path, mode, dev }).boxed(),
         3 => (dirfd_arg(), path_strategy(), prop::sample::select(vec![0, 0, AT_REMOVEDIR, 1]))
             .prop_map(|(dirfd, path, flags)| Op::Unlinkat { dirfd, path, flags }).boxed(),
-        3 => (dirfd_arg(), path_strategy(), dirfd_arg(), path_strategy(), prop::sample::select(vec![0u32, 0, 0, RENAME_NOREPLACE, RENAME_EXCHANGE, RENAME_WHITEOUT, RENAME_EXCHANGE | RENAME_NOREPLACE]))
+        3 => (dirfd_arg(), path_strategy(), dirfd_arg(), path_strategy(), prop_oneof![
+            7 => prop::sample::select(vec![0u32, 0, 0, RENAME_NOREPLACE, RENAME_EXCHANGE, RENAME_WHITEOUT, RENAME_EXCHANGE | RENAME_NOREPLACE]),
+            1 => prop::sample::select(vec![RENAME_WHITEOUT | RENAME_NOREPLACE, RENAME_EXCHANGE | RENAME_WHITEOUT, 8]),
+        ])
             .prop_map(|(olddirfd, old, newdirfd, new, flags)| Op::Renameat2 { olddirfd, old, newdirfd, new, flags }).boxed(),
         // Linking an open file by its descriptor (an O_TMPFILE file's
         // first name among them).
@@ -2047,7 +2132,8 @@ fn leaf_op() -> BoxedStrategy<Op> {
             prop::sample::select(vec![&b""[..], b"/a", b"/b/c", b"none"]),
             path_strategy(),
             prop::sample::select(vec![&b"tmpfs"[..], b"tmpfs", b"ext4"]),
-            prop::sample::select(vec![
+            prop_oneof![
+            5 => prop::sample::select(vec![
                 0u64,
                 0,
                 MS_BIND,
@@ -2069,7 +2155,36 @@ fn leaf_op() -> BoxedStrategy<Op> {
                 MS_REMOUNT | MS_RDONLY,
                 MS_REMOUNT,
                 MS_BIND | MS_RDONLY,
-            ])
+            ]),
+            // Rarer: the old magic number, MS_NOUSER (EINVAL), the other
+            // propagation types (slave; shared and unbindable are refused,
+            // docs/COMPATIBILITY.md) alone, with MS_SILENT or two
+            // at once (EINVAL), the superblock flags (MS_SYNCHRONOUS, MS_MANDLOCK) and
+            // MS_LAZYTIME, the other atime flags, a remount that names an
+            // atime flag.
+            2 => prop::sample::select(vec![
+                MS_MGC_VAL | MS_NOEXEC,
+                MS_MGC_VAL | MS_BIND,
+                MS_NOUSER,
+                MS_PRIVATE,
+                MS_SLAVE,
+                MS_SLAVE | MS_REC,
+                MS_PRIVATE | MS_SILENT,
+                MS_PRIVATE | MS_SLAVE,
+                MS_SHARED,
+                MS_UNBINDABLE | MS_REC,
+                MS_MOVE,
+                MS_SYNCHRONOUS,
+                MS_MANDLOCK | MS_NOSUID,
+                MS_REMOUNT | MS_SYNCHRONOUS,
+                MS_LAZYTIME | MS_NOEXEC,
+                MS_RELATIME | MS_NODIRATIME,
+                MS_NODIRATIME,
+                MS_REMOUNT | MS_NOATIME,
+                MS_REMOUNT | MS_BIND | MS_RELATIME,
+                MS_REMOUNT | MS_BIND | MS_NODIRATIME,
+            ]),
+            ],
         )
             .prop_map(|(source, target, fstype, flags)| Op::Mount {
                 source: source.into(),
@@ -2077,7 +2192,7 @@ fn leaf_op() -> BoxedStrategy<Op> {
                 fstype: fstype.into(),
                 flags
             }).boxed(),
-        1 => (path_strategy(), prop::sample::select(vec![0, 0, MNT_DETACH, UMOUNT_NOFOLLOW, MNT_EXPIRE, 0x10]))
+        1 => (path_strategy(), prop::sample::select(vec![0, 0, MNT_DETACH, UMOUNT_NOFOLLOW, MNT_EXPIRE, 0x10, MNT_FORCE, MNT_FORCE | MNT_DETACH]))
             .prop_map(|(target, flags)| Op::Umount2 { target, flags }).boxed(),
         // MS_MOVE of whatever a path names (mostly not a mount's root:
         // EINVAL) onto another.

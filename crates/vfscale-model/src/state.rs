@@ -108,6 +108,11 @@ pub(crate) struct Fs {
     pub mounts: u32,
     /// SB_RDONLY: the instance is read-only through every mount of it.
     pub readonly: bool,
+    /// SB_SYNCHRONOUS and SB_MANDLOCK as statfs reports them
+    /// (ST_SYNCHRONOUS, ST_MANDLOCK): set from mount(2)'s flags by a new
+    /// mount and replaced by a remount of the instance (MS_RMT_MASK); no
+    /// other effect on a memory filesystem.
+    pub st_flags: i64,
 }
 
 /// An open file description (Linux `struct file`).
@@ -254,6 +259,7 @@ impl State {
                 next_ino: 2,
                 mounts: 0,
                 readonly: false,
+                st_flags: 0,
             },
         );
         dev

@@ -244,7 +244,8 @@ impl State {
 
     fn statfs_of(&self, loc: Loc) -> Statfs {
         let m = self.mount(loc.mnt);
-        let mut flags = ST_VALID;
+        // flags_by_sb's SB_SYNCHRONOUS and SB_MANDLOCK.
+        let mut flags = ST_VALID | self.fses[&m.dev].st_flags;
         // flags_by_mnt's MNT_READONLY or flags_by_sb's SB_RDONLY.
         if self.mnt_is_readonly(loc.mnt) {
             flags |= ST_RDONLY;
@@ -1043,7 +1044,13 @@ impl State {
         let ctx = self.ctx(pid);
         let follow = flags & AT_SYMLINK_NOFOLLOW == 0;
         let loc = self.resolve_at(&ctx, dirfd, path, follow, flags & AT_EMPTY_PATH != 0)?;
-        Ok(self.node(loc.node).statx())
+        let mut sx = self.node(loc.node).statx();
+        // fill_mg_cmtime (tmpfs has multigrain timestamps since 6.13):
+        // "If neither time was requested, then don't report them".
+        if mask & (STATX_MTIME | STATX_CTIME) == 0 {
+            sx.mask &= !(STATX_MTIME | STATX_CTIME);
+        }
+        Ok(sx)
     }
 
     pub fn sys_faccessat(
@@ -1950,6 +1957,11 @@ impl State {
                 // a mount of it without its own read-only bit has writers,
                 // or while an unlinked inode of it lives (s_remove_count).
                 self.reconfigure_fs_readonly(dev, mf.readonly)?;
+                // The other superblock flags a remount sets (MS_RMT_MASK).
+                self.fses
+                    .get_mut(&dev)
+                    .expect("model: dangling fs")
+                    .st_flags = sb_st_flags(flags);
             }
             // set_mount_attributes: the mount's flags become the requested
             // ones, its read-only bit included.
@@ -2023,7 +2035,6 @@ impl State {
         if fstype != b"tmpfs" {
             return Err(Errno::ENODEV);
         }
-        let _ = MS_SYNCHRONOUS; // accepted, no effect on a memory filesystem
         let mf = mnt_flags_of(flags, None);
         let (tloc, tkey) = self.lock_mount(tloc, tkey)?;
         if !self.is_dir(tloc.node) {
@@ -2033,7 +2044,9 @@ impl State {
         // MS_RDONLY makes both the instance (SB_RDONLY, from the context's
         // sb_flags) and the mount (MNT_READONLY) read-only.
         let dev = self.new_fs(0o1777, ctx.cred.fsuid, ctx.cred.fsgid);
-        self.fses.get_mut(&dev).expect("model: new fs").readonly = mf.readonly;
+        let fs = self.fses.get_mut(&dev).expect("model: new fs");
+        fs.readonly = mf.readonly;
+        fs.st_flags = sb_st_flags(flags);
         let root = self.fses[&dev].root;
         self.new_mount(dev, root, Some((tloc.mnt, tkey)), mf);
         Ok(())
@@ -2156,6 +2169,20 @@ fn fifo_io(len: usize) -> SysResult<usize> {
     } else {
         Err(Errno::EAGAIN)
     }
+}
+
+/// The statfs flags of mount(2)'s superblock flags MS_SYNCHRONOUS and
+/// MS_MANDLOCK (SB_SYNCHRONOUS, SB_MANDLOCK: accepted, and reported, with
+/// no other effect on a memory filesystem).
+fn sb_st_flags(flags: u64) -> i64 {
+    let mut st = 0;
+    if flags & MS_SYNCHRONOUS != 0 {
+        st |= ST_SYNCHRONOUS;
+    }
+    if flags & MS_MANDLOCK != 0 {
+        st |= ST_MANDLOCK;
+    }
+    st
 }
 
 /// path_mount's per-mount flags for mount(2) flags `flags`; a remount

@@ -996,3 +996,44 @@ fn kernel_checked_corner_cases() {
     assert_eq!(p.readv(d, &mut []).unwrap(), 0);
     assert_eq!(p.read(d, &mut []).unwrap_err(), Errno::EISDIR);
 }
+
+/// statx reports mtime and ctime only when asked for one of them (tmpfs's
+/// multigrain timestamps, fill_mg_cmtime, Linux 6.13+; checked on 6.18).
+#[test]
+fn statx_reports_times_only_when_asked() {
+    let (_fs, p) = root();
+    create(&p, b"/f", b"");
+    let mask = |want: u32| p.statx(AT_FDCWD, b"/f", 0, want).unwrap().mask & STATX_BASIC_STATS;
+    let no_times = STATX_BASIC_STATS & !(STATX_MTIME | STATX_CTIME);
+    assert_eq!(mask(0), no_times);
+    assert_eq!(mask(STATX_BTIME | STATX_ATIME), no_times);
+    assert_eq!(mask(STATX_MTIME), STATX_BASIC_STATS);
+    assert_eq!(mask(STATX_CTIME), STATX_BASIC_STATS);
+    assert_eq!(mask(STATX_BASIC_STATS), STATX_BASIC_STATS);
+}
+
+/// statfs reports the superblock flags MS_SYNCHRONOUS and MS_MANDLOCK set
+/// (ST_SYNCHRONOUS, ST_MANDLOCK, through binds too), and a remount of the
+/// instance replaces them; a remount of the mount alone keeps them
+/// (checked on the host's 6.18).
+#[test]
+fn statfs_reports_synchronous_and_mandlock() {
+    let (_fs, p) = root();
+    let st = |path: &[u8]| p.statfs(path).unwrap().f_flags & (ST_SYNCHRONOUS | ST_MANDLOCK);
+    p.mkdirat(AT_FDCWD, b"/m", 0o755).unwrap();
+    p.mkdirat(AT_FDCWD, b"/b", 0o755).unwrap();
+    p.mount(b"none", b"/m", b"tmpfs", MS_SYNCHRONOUS | MS_MANDLOCK)
+        .unwrap();
+    assert_eq!(st(b"/m"), ST_SYNCHRONOUS | ST_MANDLOCK);
+    assert_eq!(st(b"/"), 0);
+    p.mount(b"/m", b"/b", b"", MS_BIND).unwrap();
+    assert_eq!(st(b"/b"), ST_SYNCHRONOUS | ST_MANDLOCK);
+    p.mount(b"", b"/b", b"", MS_REMOUNT | MS_BIND | MS_NOEXEC)
+        .unwrap();
+    assert_eq!(st(b"/m"), ST_SYNCHRONOUS | ST_MANDLOCK);
+    p.mount(b"", b"/m", b"", MS_REMOUNT | MS_SYNCHRONOUS)
+        .unwrap();
+    assert_eq!(st(b"/b"), ST_SYNCHRONOUS);
+    p.mount(b"", b"/m", b"", MS_REMOUNT).unwrap();
+    assert_eq!(st(b"/m"), 0);
+}
