@@ -1045,10 +1045,18 @@ impl State {
         let follow = flags & AT_SYMLINK_NOFOLLOW == 0;
         let loc = self.resolve_at(&ctx, dirfd, path, follow, flags & AT_EMPTY_PATH != 0)?;
         let mut sx = self.node(loc.node).statx();
+        // shmem_getattr: the birth time only on request.
+        if mask & STATX_BTIME == 0 {
+            sx.mask &= !STATX_BTIME;
+            sx.btime = Timespec::default();
+        }
         // fill_mg_cmtime (tmpfs has multigrain timestamps since 6.13):
-        // "If neither time was requested, then don't report them".
+        // "If neither time was requested, then don't report them" (the
+        // fields stay zero).
         if mask & (STATX_MTIME | STATX_CTIME) == 0 {
             sx.mask &= !(STATX_MTIME | STATX_CTIME);
+            sx.mtime = Timespec::default();
+            sx.ctime = Timespec::default();
         }
         Ok(sx)
     }

@@ -340,6 +340,7 @@ impl VfsInner {
             limits: self.config.tmpfs_limits,
             mounts: Mutex::new(Vec::new()),
             readonly: crate::sync::atomic::AtomicBool::new(false),
+            st_flags: crate::sync::atomic::AtomicI64::new(0),
             orphans: crate::sync::ShardedCounter::new(),
             xattrs: crate::inode::xattr::XattrTable::new(),
             acls: Default::default(),

@@ -424,3 +424,29 @@ fn a_read_only_host_filesystem_stays_read_only_through_passthrough() {
     assert_eq!(flags, ST_VALID | ST_RDONLY | ST_RELATIME);
     assert_eq!(mkdir, Err(Errno::EROFS));
 }
+
+/// The instance's own flags statfs reports (flags_by_sb: SB_SYNCHRONOUS,
+/// SB_MANDLOCK): set by the new mount, seen through binds, kept by a bind
+/// remount, replaced by a plain remount; MS_DIRSYNC is not reported. As
+/// the host's 6.18 tmpfs.
+#[test]
+fn statfs_shows_the_instance_flags_through_every_mount() {
+    let (_vfs, p) = setup();
+    let flags = |path: &[u8]| p.statfs(path).unwrap().f_flags;
+    let base = ST_VALID | ST_RELATIME;
+    tmpfs_at(&p, b"/a", MS_SYNCHRONOUS | MS_MANDLOCK).unwrap();
+    assert_eq!(flags(b"/a"), base | ST_SYNCHRONOUS | ST_MANDLOCK);
+    p.mkdir(b"/b", 0o755).unwrap();
+    p.mount(b"/a", b"/b", b"", MS_BIND).unwrap();
+    assert_eq!(flags(b"/b"), base | ST_SYNCHRONOUS | ST_MANDLOCK);
+    p.mount(b"", b"/b", b"", MS_REMOUNT | MS_BIND).unwrap();
+    assert_eq!(flags(b"/b"), base | ST_SYNCHRONOUS | ST_MANDLOCK);
+    p.mount(b"", b"/a", b"", MS_REMOUNT).unwrap();
+    assert_eq!((flags(b"/a"), flags(b"/b")), (base, base));
+    p.mount(b"", b"/a", b"", MS_REMOUNT | MS_SYNCHRONOUS)
+        .unwrap();
+    assert_eq!(flags(b"/b"), base | ST_SYNCHRONOUS);
+    tmpfs_at(&p, b"/d", MS_DIRSYNC).unwrap();
+    assert_eq!(flags(b"/d"), base);
+    assert_eq!(flags(b"/"), base);
+}

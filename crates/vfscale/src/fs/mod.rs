@@ -409,6 +409,12 @@ pub struct SuperBlock {
     /// The instance is read-only (SB_RDONLY): changed with every mount in
     /// `mounts` held (mount/write.rs).
     pub(crate) readonly: AtomicBool,
+    /// SB_SYNCHRONOUS and SB_MANDLOCK as statfs reports them
+    /// (ST_SYNCHRONOUS, ST_MANDLOCK): set by mount(2) of a new instance
+    /// and replaced by a plain remount (Linux's MS_RMT_MASK), no other
+    /// effect (nothing here is written back). Written under the mount
+    /// table's lock.
+    pub(crate) st_flags: crate::sync::atomic::AtomicI64,
     /// Inodes of this instance with no link left that are still alive (an
     /// open unlinked file, a removed cwd, an O_TMPFILE): Linux's
     /// s_remove_count, which makes a remount read-only EBUSY. Counted
@@ -524,6 +530,21 @@ impl SuperBlock {
         let mut st = self.statfs_unflagged();
         if self.is_readonly() {
             st.f_flags |= ST_RDONLY;
+        }
+        // Relaxed: a snapshot, as the read-only bit's.
+        st.f_flags |= self.st_flags.load(Ordering::Relaxed);
+        st
+    }
+
+    /// The statfs flags of mount(2)'s superblock flags `flags` that an
+    /// instance keeps (`st_flags`).
+    pub(crate) fn st_flags_of(flags: u64) -> i64 {
+        let mut st = 0;
+        if flags & MS_SYNCHRONOUS != 0 {
+            st |= ST_SYNCHRONOUS;
+        }
+        if flags & MS_MANDLOCK != 0 {
+            st |= ST_MANDLOCK;
         }
         st
     }

@@ -79,7 +79,7 @@ impl Process {
         let inode = unsafe { &*self.lookup_inode(dirfd, path, flags)? };
         let a = inode.attr();
         let dev = inode.dev();
-        Ok(Statx {
+        let mut sx = Statx {
             mask: STATX_BASIC_STATS | STATX_BTIME,
             blksize: BLOCK_SIZE as u32,
             nlink: a.nlink,
@@ -97,7 +97,22 @@ impl Process {
             rdev_minor: (a.rdev & 0xff) as u32,
             dev_major: 0,
             dev_minor: dev as u32,
-        })
+        };
+        // What Linux 6.18 leaves out unless asked (checked on the host's
+        // tmpfs and ext4): the birth time (shmem_getattr, ext4_getattr
+        // fill it only on request), and, for filesystems with multigrain
+        // timestamps (tmpfs, ext4 since 6.13), mtime and ctime when neither
+        // is asked for (fill_mg_cmtime: their fields stay zero).
+        if mask & STATX_BTIME == 0 {
+            sx.mask &= !STATX_BTIME;
+            sx.btime = Timespec::default();
+        }
+        if mask & (STATX_MTIME | STATX_CTIME) == 0 {
+            sx.mask &= !(STATX_MTIME | STATX_CTIME);
+            sx.mtime = Timespec::default();
+            sx.ctime = Timespec::default();
+        }
+        Ok(sx)
     }
 
     pub(crate) fn sys_faccessat(

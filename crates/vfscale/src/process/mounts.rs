@@ -69,6 +69,12 @@ impl Process {
             let bits = mount_flags::requested(flags, Some(tmnt.flags.get()));
             if flags & MS_BIND == 0 {
                 self.reconfigure_instance(tmnt, flags & MS_RDONLY != 0)?;
+                // The other superblock flags a remount sets (MS_RMT_MASK).
+                // Relaxed: read as a snapshot by statfs.
+                tmnt.sb().st_flags.store(
+                    crate::fs::SuperBlock::st_flags_of(flags),
+                    crate::sync::atomic::Ordering::Relaxed,
+                );
             }
             return reconfigure_mount(tmnt, bits);
         }
@@ -199,6 +205,11 @@ impl Process {
         sb.readonly.store(
             flags & MS_RDONLY != 0,
             crate::sync::atomic::Ordering::SeqCst,
+        );
+        // Relaxed: nobody can reach the instance yet.
+        sb.st_flags.store(
+            crate::fs::SuperBlock::st_flags_of(flags),
+            crate::sync::atomic::Ordering::Relaxed,
         );
         let root = sb.root();
         self.vfs.dget(root);
