@@ -109,7 +109,7 @@ pub fn memfd_flood<P: ProcessApi>(p: &P, fds: &FdMap, op: &Op) -> bool {
 /// ELOOP there). Without MNT_DETACH the caller's root mount is compared:
 /// both make its instance read-only (do_umount_root). `namespace_root` is
 /// the (dev, ino) of the namespace's own root, which a process chrooted
-/// below it still reaches through its cwd.
+/// below it still reaches through its cwd. Also inside a fork.
 pub fn root_mount_op<P: ProcessApi>(p: &P, namespace_root: Option<(u64, u64)>, op: &Op) -> bool {
     let resolves_to = |path: &[u8]| p.stat(path).ok().map(|t| (t.dev, t.ino));
     match op {
@@ -124,6 +124,9 @@ pub fn root_mount_op<P: ProcessApi>(p: &P, namespace_root: Option<(u64, u64)>, o
         Op::Mount { source, flags, .. } if flags & MS_MOVE != 0 => {
             resolves_to(&source.0).is_some() && resolves_to(&source.0) == namespace_root
         }
+        // A child's steps, resolved as the parent would (a child that
+        // changed its directories first may be skipped for nothing).
+        Op::Fork(ops) => ops.iter().any(|op| root_mount_op(p, namespace_root, op)),
         _ => false,
     }
 }
