@@ -228,11 +228,7 @@ impl VfsInner {
         parent: *const Mount,
         mountpoint: *const Dentry,
     ) {
-        self.mntget(parent);
-        self.dget(mountpoint);
-        self.mounts.seq.write_begin();
-        self.hook(child, parent, mountpoint);
-        self.mounts.seq.write_end();
+        self.place(list, child, parent, mountpoint, false);
         list.push(child as usize);
         // SAFETY: the caller keeps the child alive.
         let c = unsafe { &*child };
@@ -272,14 +268,31 @@ impl VfsInner {
         parent: *const Mount,
         mountpoint: *const Dentry,
     ) {
+        if let Some((old_parent, old_mp)) = self.place(list, child, parent, mountpoint, true) {
+            self.dput(old_mp);
+            self.mntput(old_parent);
+        }
+    }
+
+    /// Takes the references an attachment holds on (parent, mountpoint)
+    /// and hooks `child` there in one write section of `seq`, first
+    /// unhooking it from its place (`moving`), whose parent and mountpoint
+    /// it returns for the caller to put. Under the table lock.
+    fn place(
+        &self,
+        list: &[usize],
+        child: *const Mount,
+        parent: *const Mount,
+        mountpoint: *const Dentry,
+        moving: bool,
+    ) -> Option<(*const Mount, *const Dentry)> {
         self.mntget(parent);
         self.dget(mountpoint);
         self.mounts.seq.write_begin();
-        let (old_parent, old_mp) = self.unhook(list, child);
+        let old = moving.then(|| self.unhook(list, child));
         self.hook(child, parent, mountpoint);
         self.mounts.seq.write_end();
-        self.dput(old_mp);
-        self.mntput(old_parent);
+        old
     }
 
     /// Puts `child` on (parent, mountpoint): its pointers, the table's
