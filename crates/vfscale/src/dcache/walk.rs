@@ -697,7 +697,21 @@ impl VfsInner {
                 sample(&mut global);
                 // Like Linux's step_into after "..": descend into whatever is
                 // mounted where ".." landed (even at the process root).
-                cur = self.follow_dotdot(root, cur)?;
+                cur = match self.follow_dotdot(root, cur) {
+                    Ok(c) => c,
+                    // Not connected: believed only if no rename or mount
+                    // change raced the climb (Linux's RCU walk says ECHILD
+                    // and lets the ref walk decide).
+                    Err(e) => {
+                        let (rename_seq, mount_seq) = global.unwrap_or_default();
+                        if self.rename_seq.read_retry(rename_seq)
+                            || self.mounts.seq.read_retry(mount_seq)
+                        {
+                            return Err(WalkError::Retry);
+                        }
+                        return Err(e.into());
+                    }
+                };
                 // SAFETY: as above.
                 if unsafe { &*cur.dentry }.flags() & D_MOUNTED != 0 {
                     cur = self.follow_mounts(cur);
