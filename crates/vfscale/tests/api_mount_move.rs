@@ -95,6 +95,20 @@ fn refused_moves_say_what_linux_says() {
     p.mount(b"/g", b"/h", b"", MS_MOVE).unwrap();
     assert_eq!(p.umount2(b"/g", 0), Err(Errno::EINVAL));
     p.umount2(b"/h", 0).unwrap();
+    // copy_mount_string, before the target's walk: a source or type with
+    // a NUL inside (no C caller can pass one) or of PATH_MAX bytes.
+    let long = vec![b'a'; PATH_MAX];
+    for (src, ty) in [
+        (&b"/b\0x"[..], &b""[..]),
+        (b"/b", b"tmp\0fs"),
+        (&long[..], b""),
+    ] {
+        assert_eq!(p.mount(src, b"/nope", ty, MS_MOVE), Err(Errno::EINVAL));
+    }
+    assert_eq!(
+        p.mount(&long[..PATH_MAX - 1], b"/nope", b"", MS_MOVE),
+        Err(Errno::ENOENT)
+    );
     // A user: EPERM, after the target's walk.
     let u = user(&vfs, 1000, 1000);
     assert_eq!(u.mount(b"/b", b"/c", b"", MS_MOVE), Err(Errno::EPERM));
