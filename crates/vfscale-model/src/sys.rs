@@ -1872,6 +1872,25 @@ impl State {
         }
     }
 
+    /// The opening do_loopback and do_move_mount_old share: the source
+    /// named by `source` (an empty name is EINVAL, not ENOENT), then the
+    /// target locked (lock_mount), in that order.
+    fn mount_source_and_target(
+        &mut self,
+        ctx: &Ctx,
+        source: &[u8],
+        tloc: Loc,
+        tkey: MpKey,
+    ) -> SysResult<((Loc, MpKey), (Loc, MpKey))> {
+        if source.is_empty() {
+            return Err(Errno::EINVAL);
+        }
+        check_path(source, false)?;
+        let sstart = self.start_loc(ctx, AT_FDCWD, source)?;
+        let src = self.walk_full_raw(ctx, sstart, source, true)?;
+        Ok((src, self.lock_mount(tloc, tkey)?))
+    }
+
     /// copy_tree / clone_mnt: a copy of mount `src` rooted at `root`, with
     /// (if `recurse`) copies of the mounts below it whose mountpoints lie
     /// inside the copied subtree. Returns the new (unattached) mount.
@@ -1978,13 +1997,8 @@ impl State {
         }
         if flags & MS_BIND != 0 {
             // do_loopback
-            if source.is_empty() {
-                return Err(Errno::EINVAL);
-            }
-            check_path(source, false)?;
-            let sstart = self.start_loc(&ctx, AT_FDCWD, source)?;
-            let (sloc, skey) = self.walk_full_raw(&ctx, sstart, source, true)?;
-            let (tloc, tkey) = self.lock_mount(tloc, tkey)?;
+            let ((sloc, skey), (tloc, tkey)) =
+                self.mount_source_and_target(&ctx, source, tloc, tkey)?;
             if !self.mount(sloc.mnt).attached {
                 return Err(Errno::EINVAL);
             }
@@ -2011,13 +2025,8 @@ impl State {
         }
         if flags & MS_MOVE != 0 {
             // do_move_mount_old
-            if source.is_empty() {
-                return Err(Errno::EINVAL);
-            }
-            check_path(source, false)?;
-            let sstart = self.start_loc(&ctx, AT_FDCWD, source)?;
-            let (sloc, _) = self.walk_full_raw(&ctx, sstart, source, true)?;
-            let (tloc, tkey) = self.lock_mount(tloc, tkey)?;
+            let ((sloc, _), (tloc, tkey)) =
+                self.mount_source_and_target(&ctx, source, tloc, tkey)?;
             // do_move_mount: an attached mount with a parent, named by its
             // root, of the target's type.
             let old = self.mount(sloc.mnt);

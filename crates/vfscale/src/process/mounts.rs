@@ -125,16 +125,27 @@ impl Process {
         })
     }
 
-    /// do_move_mount: the mount whose root `source` names moves, with the
-    /// mounts beneath it, onto `tgt`. Caller holds the table lock (passes
-    /// its list) and has checked the caller's capability.
-    fn move_mount(&self, list: &[usize], tgt: &Found, source: &[u8]) -> SysResult<()> {
-        // do_move_mount_old: an empty source name is EINVAL, not ENOENT.
+    /// The opening do_loopback and do_move_mount_old share: the source
+    /// named by `source` (an empty name is EINVAL, not ENOENT), then the
+    /// target on the top of its stack (`mount_target`), in that order.
+    fn mount_source_and_target(
+        &self,
+        list: &[usize],
+        tgt: &Found,
+        source: &[u8],
+    ) -> SysResult<(Found, Found)> {
         if source.is_empty() {
             return Err(Errno::EINVAL);
         }
         let src = self.lookup_at(&self.cred, AT_FDCWD, source, 0, WALK_FOLLOW)?;
-        let tgt = self.mount_target(list, tgt)?;
+        Ok((src, self.mount_target(list, tgt)?))
+    }
+
+    /// do_move_mount: the mount whose root `source` names moves, with the
+    /// mounts beneath it, onto `tgt`. Caller holds the table lock (passes
+    /// its list) and has checked the caller's capability.
+    fn move_mount(&self, list: &[usize], tgt: &Found, source: &[u8]) -> SysResult<()> {
+        let (src, tgt) = self.mount_source_and_target(list, tgt, source)?;
         let old = src.path.mnt;
         // SAFETY: the walk's guard keeps the mount allocated.
         let om = unsafe { &*old };
@@ -258,12 +269,7 @@ impl Process {
         source: &[u8],
         recursive: bool,
     ) -> SysResult<()> {
-        // do_loopback: an empty source name is EINVAL, not ENOENT.
-        if source.is_empty() {
-            return Err(Errno::EINVAL);
-        }
-        let src = self.lookup_at(&self.cred, AT_FDCWD, source, 0, WALK_FOLLOW)?;
-        let tgt = &self.mount_target(list, tgt)?;
+        let (src, tgt) = &self.mount_source_and_target(list, tgt, source)?;
         // do_loopback's check_mnt of the source: EINVAL as well.
         if !list.contains(&(src.path.mnt as usize)) {
             return Err(Errno::EINVAL);
