@@ -356,7 +356,6 @@ impl VfsInner {
             root_mode,
             0,
             0,
-            0,
             InodeBody::Directory(RwLock::new(DirIndex::new())),
         );
         let mut root = Dentry::new(&*sb, core::ptr::null(), &NameKey::new(b"/"), inode, 1);
@@ -381,7 +380,6 @@ impl VfsInner {
         mode: u32,
         uid: u32,
         gid: u32,
-        rdev: u64,
         body: InodeBody,
     ) -> *const Inode {
         let group = self.charge(crate::reclaim::ObjKind::Inode);
@@ -392,7 +390,7 @@ impl VfsInner {
         // previous inode there was dropped when freed); written whole, then
         // its group, before anything can reach it.
         let inode = unsafe {
-            p.write(Inode::new(sb, ino, mode, uid, gid, rdev, body));
+            p.write(Inode::new(sb, ino, mode, uid, gid, body));
             (*p).group = group;
             &*p
         };

@@ -100,7 +100,7 @@ impl VfsInner {
         let eventfd_node = self.new_anon_node(
             mnt,
             0o600,
-            InodeBody::Special,
+            InodeBody::Special(0),
             AnonObj::Plain,
             b"[eventfd]",
             1,
@@ -163,7 +163,6 @@ impl VfsInner {
                 mode,
                 (uid_gid >> 32) as u32,
                 uid_gid as u32,
-                0,
                 body,
             ));
             (*node).inode.group = inode_group;

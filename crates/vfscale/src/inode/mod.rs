@@ -11,7 +11,9 @@
 //!   writers' lock: no separate mutex, so a directory's name change writes
 //!   no attribute lock on its lock's line); readers copy them under the
 //!   seqcount and retry, so `stat` writes no shared memory.
-//! - `ino`, `rdev`, `btime`, `sb` and the file type bits of `mode` never change.
+//! - `ino`, `btime`, `sb`, the body's kind (and a device's number) and the
+//!   file type bits of `mode` never change; `private` is set at most once
+//!   and cleared at most once.
 //! - `mode` also carries `MODE_ACL_BITS` (cred/acl.rs): which POSIX ACLs
 //!   the superblock's ACL table holds for the inode. Only `perm_attr`
 //!   shows them (permission checks and creates branch on them); `attr`,
@@ -34,7 +36,7 @@ use crate::cred::acl::MODE_ACL_BITS;
 use crate::dir::index::DirIndex;
 use crate::fs::tmpfs::data::FileData;
 use crate::fs::SuperBlock;
-use crate::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+use crate::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use crate::sync::lock::RwLock;
 use crate::sync::refcount::RefCount;
 use crate::sync::seqcount::SeqCount;
@@ -95,8 +97,10 @@ pub enum InodeBody {
     /// A FIFO made by mknod: its pipe buffer (boxed: the inode's size is
     /// fixed at three lines).
     Fifo(Box<crate::anon::pipe::Pipe>),
-    /// Sockets and device nodes created by mknod, anonymous inodes: no body.
-    Special,
+    /// Sockets and device nodes created by mknod, anonymous inodes: the
+    /// device number (st_rdev; 0 but for device nodes), kept here rather
+    /// than in the attribute lines, where `private` took its place.
+    Special(u64),
 }
 
 #[repr(C, align(64))]
@@ -121,7 +125,12 @@ pub struct Inode {
     blocks: AtomicU64,
     atime: AtomicTime,
     pub(crate) ino: u64,
-    pub(crate) rdev: u64,
+    /// The backend's own state for this inode (Linux's i_private): set at
+    /// most once, before the inode is reachable by anyone but its maker,
+    /// or by `Filesystem::init_root` before the mount is, and cleared by
+    /// the backend's `evict`; the core never reads what it points to. Null
+    /// for tmpfs and anonymous inodes.
+    private: AtomicPtr<()>,
     pub(crate) btime: Timespec,
     pub(crate) sb: *const SuperBlock,
     // ---- line 2: write-hot ----
@@ -185,7 +194,6 @@ impl Inode {
         mode: u32,
         uid: u32,
         gid: u32,
-        rdev: u64,
         body: InodeBody,
     ) -> Inode {
         let t = now();
@@ -207,7 +215,7 @@ impl Inode {
             mtime: AtomicTime::new(t),
             ctime: AtomicTime::new(t),
             ino,
-            rdev,
+            private: AtomicPtr::new(core::ptr::null_mut()),
             btime: t,
             sb,
             refcount: RefCount::new(0),
@@ -240,7 +248,7 @@ impl Inode {
                 nlink: self.nlink.load(Ordering::Relaxed),
                 size: self.size.load(Ordering::Relaxed),
                 blocks: self.blocks.load(Ordering::Relaxed),
-                rdev: self.rdev,
+                rdev: self.rdev(),
                 atime: self.atime.load(),
                 mtime: self.mtime.load(),
                 ctime: self.ctime.load(),
@@ -271,7 +279,7 @@ impl Inode {
                 nlink: self.nlink.load(Ordering::Relaxed),
                 uid: self.uid.load(Ordering::Relaxed),
                 gid: self.gid.load(Ordering::Relaxed),
-                rdev: self.rdev,
+                rdev: 0,
                 size: self.size.load(Ordering::Relaxed) as i64,
                 blksize: crate::fs::BLOCK_SIZE as i64,
                 blocks: self.blocks.load(Ordering::Relaxed) as i64,
@@ -283,9 +291,16 @@ impl Inode {
                 break st;
             }
         };
+        // Files and directories (the hot stats) have no device number:
+        // their stat does not touch the body's line.
+        let rdev = match st.mode & S_IFMT {
+            S_IFREG | S_IFDIR => 0,
+            _ => self.rdev(),
+        };
         Stat {
             dev: self.dev(),
             mode: st.mode & !MODE_ACL_BITS,
+            rdev,
             ..st
         }
     }
@@ -362,6 +377,42 @@ impl Inode {
         r
     }
 
+    /// The device number (st_rdev): a special inode's, else 0.
+    #[inline]
+    pub(crate) fn rdev(&self) -> u64 {
+        match self.body {
+            InodeBody::Special(rdev) => rdev,
+            _ => 0,
+        }
+    }
+
+    /// The backend's state for this inode (`private`), null if it keeps
+    /// none.
+    #[inline]
+    pub(crate) fn private(&self) -> *const () {
+        // Acquire: pairs with `set_private`'s Release, so the backend's
+        // state written before it is seen whole.
+        self.private.load(Ordering::Acquire)
+    }
+
+    /// Attaches the backend's state: once, by the backend that made the
+    /// inode, before the inode is reachable by anyone else (or, for a
+    /// mount's root, in `Filesystem::init_root`).
+    pub(crate) fn set_private(&self, p: *const ()) {
+        debug_assert!(self.private().is_null());
+        // Release: pairs with `private`'s Acquire.
+        self.private.store(p as *mut (), Ordering::Release);
+    }
+
+    /// Detaches the backend's state (its `evict`): later calls find none.
+    /// A caller that loaded it before keeps using it, so the backend frees
+    /// it only after such callers' epoch guards are gone.
+    pub(crate) fn clear_private(&self) {
+        // Release: orders nothing of ours; `private`'s Acquire pairs with
+        // it like with `set_private`'s.
+        self.private.store(core::ptr::null_mut(), Ordering::Release);
+    }
+
     pub(crate) fn dir_index(&self) -> Option<&RwLock<DirIndex>> {
         match &self.body {
             InodeBody::Directory(d) => Some(d),
@@ -409,7 +460,7 @@ impl AttrWriter<'_> {
             nlink: i.nlink.load(Ordering::Relaxed),
             size: i.size.load(Ordering::Relaxed),
             blocks: i.blocks.load(Ordering::Relaxed),
-            rdev: i.rdev,
+            rdev: i.rdev(),
             atime: i.atime.load(),
             mtime: i.mtime.load(),
             ctime: i.ctime.load(),

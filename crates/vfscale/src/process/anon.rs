@@ -228,7 +228,7 @@ impl Process {
         let node = v.new_anon_node(
             v.anon().mnt,
             S_IFIFO | 0o600,
-            InodeBody::Special,
+            InodeBody::Special(0),
             AnonObj::Pipe(Pipe::with_both_ends()),
             b"",
             2,
@@ -262,7 +262,7 @@ impl Process {
         let node = v.new_anon_node(
             v.anon().mnt,
             S_IFSOCK | 0o777,
-            InodeBody::Special,
+            InodeBody::Special(0),
             AnonObj::Socket(sock),
             b"",
             1,

@@ -73,7 +73,6 @@ impl Process {
         (mode, acls): (u32, InheritedAcls),
         uid: u32,
         gid: u32,
-        rdev: u64,
         body: InodeBody,
     ) -> SysResult<(*const Dentry, NameStamp<'a>)> {
         // SAFETY: an inode's superblock outlives it.
@@ -88,7 +87,7 @@ impl Process {
         self.vfs.admit(bytes, Errno::ENOMEM)?;
         sb.reserve_inode()?;
         let ino = sb.ino_alloc.alloc();
-        let inode = self.vfs.alloc_inode(sb, ino, mode, uid, gid, rdev, body);
+        let inode = self.vfs.alloc_inode(sb, ino, mode, uid, gid, body);
         acls.attach(sb, ino);
         let d = self.bind_name(dir_d, key, neg, inode, core::ptr::null());
         Ok((d, self.index_child(index, dir, d, is_dir)))
@@ -142,7 +141,7 @@ impl Process {
             return None;
         }
         let ino = sb.ino_alloc.alloc();
-        let inode = self.vfs.alloc_inode(sb, ino, file_type, 0, 0, 0, body);
+        let inode = self.vfs.alloc_inode(sb, ino, file_type, 0, 0, body);
         let dentry = self
             .vfs
             .new_unhashed_dentry(sb, dir_d, key)
@@ -412,7 +411,6 @@ impl Process {
                     self.new_mode_in(dir, dir_perm.0, m),
                     uid,
                     gid,
-                    0,
                     InodeBody::Directory(RwLock::new(DirIndex::new())),
                 )
                 .map(drop)
@@ -497,7 +495,7 @@ impl Process {
                 let body = match ty {
                     S_IFREG => InodeBody::Regular(RwLock::new(Default::default())),
                     S_IFIFO => InodeBody::Fifo(Box::default()),
-                    _ => InodeBody::Special,
+                    _ => InodeBody::Special(rdev),
                 };
                 self.create_locked(
                     idx,
@@ -508,7 +506,6 @@ impl Process {
                     m,
                     uid,
                     gid,
-                    rdev,
                     body,
                 )
                 .map(|(d, stamp)| {
@@ -579,7 +576,6 @@ impl Process {
                         (S_IFLNK | 0o777, InheritedAcls::default()),
                         uid,
                         gid,
-                        0,
                         InodeBody::Symlink(target.into()),
                     )
                     .inspect_err(|_| {
@@ -1019,7 +1015,7 @@ impl Process {
             let ino = sb.ino_alloc.alloc();
             let inode = self
                 .vfs
-                .alloc_inode(sb, ino, mode, uid, gid, 0, InodeBody::Special);
+                .alloc_inode(sb, ino, mode, uid, gid, InodeBody::Special(0));
             acls.attach(sb, ino);
             Some((inode, oidx.reserve_cookie()))
         } else {

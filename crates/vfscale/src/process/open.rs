@@ -392,7 +392,6 @@ impl Process {
                 m,
                 uid,
                 gid,
-                0,
                 InodeBody::Regular(RwLock::new(Default::default())),
             )?
         };

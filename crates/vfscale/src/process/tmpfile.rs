@@ -157,7 +157,6 @@ impl Process {
                 m,
                 uid,
                 gid,
-                0,
                 InodeBody::Regular(RwLock::new(Default::default())),
             );
             acls.attach(sb, ino);

@@ -38,11 +38,12 @@
 //!   vfscale change of the directory's names, which also bumps
 //!   `listing_gen` so that a read that started before the change is not
 //!   installed after it.
-//! - The fd bound: `FdRing` lists the directories holding an fd (by inode
-//!   address and a serial that tells a reused address apart); the number
-//!   of fds held stays within the configured bound plus the number of
-//!   threads installing one at the same moment; evicting takes the ring's
-//!   lock, then a node shard's (never the other way round).
+//! - The fd bound: `FdRing` lists the directories holding an fd (by their
+//!   node, kept allocated by the entry, and a serial that tells a
+//!   re-opened fd apart); the number of fds held stays within the
+//!   configured bound plus the number of threads installing one at the
+//!   same moment; evicting takes the ring's lock, then a node's (never the
+//!   other way round).
 
 use super::listing::Listing;
 use std::collections::VecDeque;
@@ -159,15 +160,15 @@ impl DirState {
     }
 }
 
-/// The directories holding an fd, oldest first, for the bound: (inode
-/// address, fd serial); entries of freed or re-opened fds are skipped and
-/// compacted away.
-pub(crate) struct FdRing {
-    pub entries: VecDeque<(usize, u64)>,
+/// The directories holding an fd, oldest first, for the bound: (node, fd
+/// serial); entries of closed or re-opened fds are skipped and compacted
+/// away.
+pub(crate) struct FdRing<N> {
+    pub entries: VecDeque<(N, u64)>,
 }
 
-impl FdRing {
-    pub(crate) fn new() -> FdRing {
+impl<N> FdRing<N> {
+    pub(crate) fn new() -> FdRing<N> {
         FdRing {
             entries: VecDeque::new(),
         }

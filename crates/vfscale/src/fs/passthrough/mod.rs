@@ -39,11 +39,14 @@
 //! Invariants:
 //! - every host call goes through `host::HostRoot` (see host.rs for the
 //!   containment argument);
-//! - `nodes` maps each live passthrough inode (by address) to its host path
-//!   relative to the root and, for a directory, its `DirState`; an entry
-//!   is added when the inode is made and removed by `evict` when the core
-//!   frees it, under the shard mutex; no host call is made under a shard
-//!   mutex (a cached listing is served through an `Arc` taken under it);
+//! - each live passthrough inode has a `Node` (its host path relative to
+//!   the root and, for a directory, its `DirState`), reached from the
+//!   inode's `private` pointer without a lookup; the `registry` owns it
+//!   from the inode's making until `evict` (when the core frees the
+//!   inode), and lists every node for the scan a directory rename makes;
+//!   no host call is made under a node's mutex (a cached listing is served
+//!   through an `Arc` taken under it). Lock order: the fd ring, then an id
+//!   shard, then a registry shard, then a node;
 //! - inodes handed to the core carry one reference; a fresh one is counted
 //!   against the instance's inode and block limits like tmpfs inodes (the
 //!   core's `iput` releases both); a non-directory already live for the
@@ -60,6 +63,7 @@ use crate::abi::*;
 use crate::dir::index::DirIndex;
 use crate::inode::{Inode, InodeBody};
 use crate::process::DirEntryRef;
+use crate::sync::epoch::Collector;
 use crate::sync::lock::{Mutex, RwLock};
 use dirs::{mono_ns, real_ns, DirState, FdRing, Observed, Stamp};
 use host::{HostRoot, HostStats};
@@ -142,6 +146,9 @@ struct Node {
     gone: bool,
     /// Directories only.
     dir: Option<Box<DirState>>,
+    /// Its place in its registry shard's `live` (set under that shard's
+    /// lock when registered).
+    slot: u32,
     /// A regular file's host file held open while vfscale has open
     /// descriptions of the inode (`Filesystem::open`), or a directory
     /// vfscale removed while it may be in use, held until `evict`
@@ -213,16 +220,28 @@ impl Access {
 }
 
 /// One inode's part of a `names_moved` call.
-struct PlannedMove {
-    addr: usize,
+struct PlannedMove<'a> {
+    inode: &'a Inode,
     old: Box<[u8]>,
     /// None: the name is gone.
     new: Option<Box<[u8]>>,
     is_dir: bool,
 }
 
-/// Live inodes, by inode address.
-type NodeShard = Mutex<HashMap<usize, Node, BuildHasherDefault<AddrHasher>>>;
+/// A live inode's node: the inode's `private` pointer leads to it.
+type NodeCell = Mutex<Node>;
+
+/// One shard of the registry of live nodes: `live[node.slot]` owns the
+/// node; `free` lists the empty places. Registering and evicting are a
+/// push and a store, with no hashing and no table to grow (a hash map by
+/// inode address cost a cold miss ~0.2 µs: PERFORMANCE.md, session 29).
+#[derive(Default)]
+struct Slots {
+    live: Vec<Option<Arc<NodeCell>>>,
+    free: Vec<u32>,
+}
+
+type RegistryShard = Mutex<Slots>;
 
 /// Live non-directory inodes by host identity (st_dev, st_ino) → inode
 /// address.
@@ -269,7 +288,12 @@ pub struct Passthrough {
     config: PassthroughConfig,
     ttl_ns: u64,
     root_dev: std::sync::atomic::AtomicU64,
-    nodes: Box<[NodeShard]>,
+    /// Owns every live node (see the module's invariants).
+    registry: Box<[RegistryShard]>,
+    /// Frees evicted nodes once no caller can still hold one: the core
+    /// calls the backend on inodes an epoch guard keeps allocated, which
+    /// may be evicted meanwhile.
+    retired: Collector,
     /// The identity map: a lookup that finds a host file vfscale already
     /// has an inode for (another name of a host hard link) shares it, as
     /// Linux's icache does. An entry is added with its inode and removed by
@@ -280,7 +304,7 @@ pub struct Passthrough {
     /// node shard. Directories are not in it (one name each).
     ids: Box<[IdShard]>,
     /// Directories holding an fd (bound and eviction order; dirs.rs).
-    ring: Mutex<FdRing>,
+    ring: Mutex<FdRing<Arc<NodeCell>>>,
     /// Host calls and fds held (`HostRoot`'s, shared).
     stats: Arc<HostStats>,
     fd_serial: AtomicU64,
@@ -300,9 +324,8 @@ impl Passthrough {
             ttl_ns: u64::try_from(config.ttl.as_nanos()).unwrap_or(u64::MAX),
             config,
             root_dev: std::sync::atomic::AtomicU64::new(st.st_dev),
-            nodes: (0..SHARDS)
-                .map(|_| Mutex::new(HashMap::default()))
-                .collect(),
+            registry: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            retired: Collector::new(),
             ids: (0..SHARDS)
                 .map(|_| Mutex::new(HashMap::default()))
                 .collect(),
@@ -323,19 +346,59 @@ impl Passthrough {
         self.stats.clone()
     }
 
-    fn shard_at(&self, addr: usize) -> &NodeShard {
-        &self.nodes[(addr >> 6) & (SHARDS - 1)]
+    fn registry_shard(&self, inode: &Inode) -> &RegistryShard {
+        &self.registry[(addr_of(inode) >> 6) & (SHARDS - 1)]
     }
 
-    fn shard(&self, inode: &Inode) -> &NodeShard {
-        self.shard_at(addr_of(inode))
+    /// The node of `inode`, if it has one (every inode of the instance
+    /// does, from its making until `evict`).
+    fn node<'i>(&self, inode: &'i Inode) -> Option<&'i NodeCell> {
+        let p = inode.private() as *const NodeCell;
+        // SAFETY: `register` set it to a node the registry owns until
+        // `evict` clears it and retires the registry's reference to
+        // `retired`: the node stays allocated until every epoch guard
+        // entered before then is gone. The caller holds the inode by a
+        // reference (then `evict` has not run) or under such a guard (the
+        // core's rule for every backend call), which outlives the borrow.
+        (!p.is_null()).then(|| unsafe { &*p })
+    }
+
+    /// `node`, as a reference of its own (the fd ring keeps one).
+    fn node_arc(&self, inode: &Inode) -> Option<Arc<NodeCell>> {
+        let p = inode.private() as *const NodeCell;
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: `p` came from `Arc::as_ptr` of the registry's reference,
+        // alive for as long as `node`'s borrow (see there); one more
+        // strong count is taken before the new `Arc` owns it.
+        Some(unsafe {
+            Arc::increment_strong_count(p);
+            Arc::from_raw(p)
+        })
+    }
+
+    /// Gives `node` to live inode `inode` (not yet reachable by anyone
+    /// else, or a mount's root being set up) and to the registry.
+    fn register(&self, inode: &Inode, mut node: Node) {
+        let mut reg = self.registry_shard(inode).lock();
+        node.slot = match reg.free.pop() {
+            Some(s) => s,
+            None => {
+                reg.live.push(None);
+                u32::try_from(reg.live.len() - 1).expect("under 2^32 live nodes per shard")
+            }
+        };
+        let slot = node.slot as usize;
+        let cell = Arc::new(Mutex::new(node));
+        inode.set_private(Arc::as_ptr(&cell).cast());
+        reg.live[slot] = Some(cell);
     }
 
     /// The host path of a live passthrough inode.
     fn path_of(&self, inode: &Inode) -> SysResult<Box<[u8]>> {
-        self.shard(inode)
-            .lock()
-            .get(&addr_of(inode))
+        self.node(inode)
+            .map(|n| n.lock())
             .filter(|n| !n.gone)
             .map(|n| n.path.clone())
             .ok_or(Errno::ESTALE)
@@ -366,8 +429,7 @@ impl Passthrough {
         // with this lookup either way).
         let epoch = self.rename_epoch.load(Ordering::Relaxed);
         let path = {
-            let mut shard = self.shard(dir).lock();
-            let node = shard.get_mut(&addr_of(dir)).ok_or(Errno::ESTALE)?;
+            let mut node = self.node(dir).ok_or(Errno::ESTALE)?.lock();
             if node.gone {
                 // A removed directory (a cwd in it): Linux's lookups in a
                 // dead directory.
@@ -410,15 +472,14 @@ impl Passthrough {
             real_before,
         };
         let fd = Arc::new(fd);
-        let addr = addr_of(dir);
+        // The caller keeps `dir` alive, so its node exists.
+        let Some(cell) = self.node_arc(dir) else {
+            return Ok(fd);
+        };
         // Relaxed: a unique number, nothing else.
         let serial = self.fd_serial.fetch_add(1, Ordering::Relaxed);
         let old = {
-            let mut shard = self.shard(dir).lock();
-            // The caller keeps `dir` alive, so its node exists.
-            let Some(node) = shard.get_mut(&addr) else {
-                return Ok(fd);
-            };
+            let mut node = cell.lock();
             let ds = node.dir.get_or_insert_with(|| Box::new(DirState::new()));
             ds.observe(&st, when);
             ds.fd_checked_at = before;
@@ -431,25 +492,25 @@ impl Passthrough {
             self.stats.dir_fds_add(1);
         }
         drop(old);
-        self.ring_add(addr, serial);
+        self.ring_add(cell, serial);
         Ok(fd)
     }
 
     /// Lists a newly installed fd and closes the coldest ones while more
     /// than `dir_fds` are held (second chance for recently used ones).
-    fn ring_add(&self, addr: usize, serial: u64) {
+    fn ring_add(&self, cell: Arc<NodeCell>, serial: u64) {
         let cap = self.config.dir_fds;
         let mut closing = Vec::new();
         let mut ring = self.ring.lock();
-        ring.entries.push_back((addr, serial));
+        ring.entries.push_back((cell, serial));
         let mut budget = 2 * ring.entries.len();
         while self.stats.dir_fds_held() > cap && budget > 0 {
             budget -= 1;
             let Some((a, s)) = ring.entries.pop_front() else {
                 break;
             };
-            let mut shard = self.shard_at(a).lock();
-            let Some(ds) = shard.get_mut(&a).and_then(|n| n.dir.as_deref_mut()) else {
+            let mut node = a.lock();
+            let Some(ds) = node.dir.as_deref_mut() else {
                 continue;
             };
             if ds.fd_serial != s || ds.fd.is_none() {
@@ -457,7 +518,7 @@ impl Passthrough {
             }
             if ds.referenced {
                 ds.referenced = false;
-                drop(shard);
+                drop(node);
                 ring.entries.push_back((a, s));
                 continue;
             }
@@ -466,16 +527,15 @@ impl Passthrough {
             self.stats.dir_fds_add(-1);
         }
         if ring.entries.len() > cap.saturating_mul(2).saturating_add(64) {
-            // Entries of freed or re-opened fds: keep the live ones only.
+            // Entries of closed or re-opened fds: keep the live ones only.
             let entries = std::mem::take(&mut ring.entries);
             ring.entries = entries
                 .into_iter()
-                .filter(|&(a, s)| {
-                    let shard = self.shard_at(a).lock();
-                    shard
-                        .get(&a)
-                        .and_then(|n| n.dir.as_deref())
-                        .is_some_and(|ds| ds.fd_serial == s && ds.fd.is_some())
+                .filter(|(a, s)| {
+                    a.lock()
+                        .dir
+                        .as_deref()
+                        .is_some_and(|ds| ds.fd_serial == *s && ds.fd.is_some())
                 })
                 .collect();
         }
@@ -489,9 +549,9 @@ impl Passthrough {
         if st.st_mode & libc::S_IFMT != libc::S_IFDIR {
             return;
         }
-        let mut shard = self.shard(dir).lock();
-        if let Some(node) = shard.get_mut(&addr_of(dir)) {
-            node.dir
+        if let Some(node) = self.node(dir) {
+            node.lock()
+                .dir
                 .get_or_insert_with(|| Box::new(DirState::new()))
                 .observe(st, when);
         }
@@ -531,7 +591,7 @@ impl Passthrough {
             libc::S_IFDIR => InodeBody::Directory(RwLock::new(DirIndex::new())),
             libc::S_IFREG => InodeBody::Regular(RwLock::new(Default::default())),
             libc::S_IFLNK => InodeBody::Symlink(self.host.readlink_at(self.raw(at), name)?.into()),
-            _ => InodeBody::Special,
+            _ => InodeBody::Special(st.st_rdev),
         };
         if ty == libc::S_IFDIR {
             let mut ds = Box::new(DirState::new());
@@ -568,17 +628,18 @@ impl Passthrough {
     /// Puts live non-directory `inode` in the identity map if it is not
     /// there (vfscale gave it another name: `link`).
     fn map_identity(&self, inode: &Inode) {
-        let addr = addr_of(inode);
-        let id = match self.shard(inode).lock().get(&addr) {
-            Some(n) if !n.mapped && n.dir.is_none() => n.host_id,
+        let Some(cell) = self.node(inode) else {
+            return;
+        };
+        let id = match &*cell.lock() {
+            n if !n.mapped && n.dir.is_none() => n.host_id,
             _ => return,
         };
         let mut ids = self.id_shard(id).lock();
-        if let Some(n) = self.shard(inode).lock().get_mut(&addr) {
-            if !n.mapped {
-                n.mapped = true;
-                ids.insert(id, addr);
-            }
+        let mut n = cell.lock();
+        if !n.mapped {
+            n.mapped = true;
+            ids.insert(id, addr_of(inode));
         }
     }
 
@@ -608,8 +669,7 @@ impl Passthrough {
         if inode.file_type() != st.st_mode & libc::S_IFMT {
             return None;
         }
-        let mut shard = self.shard_at(addr).lock();
-        let node = shard.get_mut(&addr)?;
+        let mut node = self.node(inode)?.lock();
         if node.gone && node.data.is_none() {
             return None;
         }
@@ -630,22 +690,14 @@ impl Passthrough {
         node: Node,
     ) -> SysResult<*const Inode> {
         sb.reserve_inode()?;
-        let inode = Inode::new(
-            sb,
-            self.ino_of(st),
-            st.st_mode,
-            st.st_uid,
-            st.st_gid,
-            st.st_rdev,
-            body,
-        );
+        let inode = Inode::new(sb, self.ino_of(st), st.st_mode, st.st_uid, st.st_gid, body);
         let fresh = inode.refcount.get();
         debug_assert!(fresh);
         let p = crate::mem::slab::alloc(inode);
         // SAFETY: just allocated, not shared yet.
         let i = unsafe { &*p };
         copy_attrs(i, st);
-        self.shard(i).lock().insert(p as usize, node);
+        self.register(i, node);
         Ok(p)
     }
 }
@@ -661,6 +713,7 @@ impl Node {
             gone: false,
             dir,
             data: None,
+            slot: 0,
         }
     }
 
@@ -782,8 +835,8 @@ impl Passthrough {
 
     /// The held host file of `inode` if it allows `need` (`DataFd`).
     fn held_fd(&self, inode: &Inode, need: Access) -> Option<Arc<OwnedFd>> {
-        let shard = self.shard(inode).lock();
-        let data = shard.get(&addr_of(inode))?.data.as_ref()?;
+        let node = self.node(inode)?.lock();
+        let data = node.data.as_ref()?;
         data.access.covers(need).then(|| data.fd.clone())
     }
 
@@ -851,7 +904,8 @@ impl Passthrough {
         if !same {
             return;
         }
-        if let Some(node) = self.shard(dir).lock().get_mut(&addr_of(dir)) {
+        if let Some(cell) = self.node(dir) {
+            let mut node = cell.lock();
             if node.data.is_none() {
                 node.data = Some(DataFd {
                     fd: Arc::new(hold),
@@ -1029,9 +1083,7 @@ impl Filesystem for Passthrough {
             copy_attrs(root, &st);
             ds.observe(&st, observed(start));
         }
-        self.shard(root)
-            .lock()
-            .insert(addr_of(root), Node::named(Box::default(), Some(ds), (0, 0)));
+        self.register(root, Node::named(Box::default(), Some(ds), (0, 0)));
     }
 
     fn backend_served(&self) -> bool {
@@ -1096,8 +1148,10 @@ impl Filesystem for Passthrough {
         }
         let now = mono_ns();
         {
-            let shard = self.shard(dir).lock();
-            let Some(ds) = shard.get(&addr_of(dir)).and_then(|n| n.dir.as_deref()) else {
+            let Some(node) = self.node(dir).map(|n| n.lock()) else {
+                return Ok(None);
+            };
+            let Some(ds) = node.dir.as_deref() else {
                 return Ok(None);
             };
             if !ds.vouches_for(answered_at) {
@@ -1118,10 +1172,12 @@ impl Filesystem for Passthrough {
         let st = self.host.fstat(self.raw(&at))?;
         let when = observed(start);
         self.observe(dir, &st, when);
-        let shard = self.shard(dir).lock();
-        Ok(shard
-            .get(&addr_of(dir))
-            .and_then(|n| n.dir.as_deref())
+        let Some(node) = self.node(dir).map(|n| n.lock()) else {
+            return Ok(None);
+        };
+        Ok(node
+            .dir
+            .as_deref()
             .filter(|ds| ds.stamp_at == when.before && ds.vouches_for(answered_at))
             .map(|ds| ds.stamp_at))
     }
@@ -1135,7 +1191,7 @@ impl Filesystem for Passthrough {
             .iter()
             .filter_map(|&(inode, from, to)| {
                 Some(PlannedMove {
-                    addr: addr_of(inode),
+                    inode,
                     old: path_in(from)?,
                     new: to.and_then(path_in),
                     is_dir: inode.is_dir(),
@@ -1163,8 +1219,8 @@ impl Filesystem for Passthrough {
         if !plan.iter().any(|m| m.is_dir && m.new.is_some()) {
             // Files, and removed (empty) directories: their own nodes only.
             for m in &plan {
-                if let Some(node) = self.shard_at(m.addr).lock().get_mut(&m.addr) {
-                    node.move_path(&m.old, m.new.as_deref());
+                if let Some(node) = self.node(m.inode) {
+                    node.lock().move_path(&m.old, m.new.as_deref());
                 }
             }
             return;
@@ -1176,9 +1232,11 @@ impl Filesystem for Passthrough {
         let under = |p: &[u8], dir: &[u8]| {
             p.len() > dir.len() && p.starts_with(dir) && p[dir.len()] == b'/'
         };
-        for shard in self.nodes.iter() {
-            for (addr, node) in shard.lock().iter_mut() {
-                if let Some(m) = plan.iter().find(|m| m.addr == *addr) {
+        for shard in self.registry.iter() {
+            for cell in shard.lock().live.iter().flatten() {
+                let mut node = cell.lock();
+                let here = Arc::as_ptr(cell).cast::<()>();
+                if let Some(m) = plan.iter().find(|m| m.inode.private() == here) {
                     node.move_path(&m.old, m.new.as_deref());
                     continue;
                 }
@@ -1196,25 +1254,58 @@ impl Filesystem for Passthrough {
     }
 
     fn evict(&self, inode: &Inode) {
-        // The node (with its listing) is dropped after the shard unlocks.
+        // What the node holds (fds, a listing) and the node itself are
+        // dropped after every lock is released. The fd ring may keep the
+        // node allocated a while: without its directory state, its entry
+        // is skipped.
         let addr = addr_of(inode);
-        let Some(node) = self.shard(inode).lock().remove(&addr) else {
+        let Some(cell) = self.node(inode) else {
             return;
         };
-        if node.mapped {
-            let id = node.host_id;
+        inode.clear_private();
+        let (slot, mapped, id, dir, data) = {
+            let mut node = cell.lock();
+            // A call that found the node before it was cleared: its path
+            // calls are ESTALE, as a removed name's.
+            node.gone = true;
+            (
+                node.slot,
+                node.mapped,
+                node.host_id,
+                node.dir.take(),
+                node.data.take(),
+            )
+        };
+        // The identity map's entry goes first: `share` reaches the node
+        // through it, under its shard's lock.
+        if mapped {
             let mut ids = self.id_shard(id).lock();
             if ids.get(&id) == Some(&addr) {
                 ids.remove(&id);
             }
         }
-        if node.data.is_some() {
+        let owned = {
+            let mut reg = self.registry_shard(inode).lock();
+            reg.free.push(slot);
+            reg.live[slot as usize].take()
+        };
+        debug_assert!(owned
+            .as_ref()
+            .is_some_and(|c| std::ptr::eq(Arc::as_ptr(c), cell)));
+        if data.is_some() {
             // Not reached while the core keeps its rule (every held file
             // is released before its inode goes); counted if it ever is.
             self.stats.data_fds_add(-1);
         }
-        if node.dir.is_some_and(|d| d.fd.is_some()) {
+        if dir.is_some_and(|d| d.fd.is_some()) {
             self.stats.dir_fds_add(-1);
+        }
+        if let Some(owned) = owned {
+            // SAFETY: a fresh box, retired once; the inode no longer leads
+            // to the node (cleared above) and the registry no longer holds
+            // it, so readers entering from now on cannot reach it (the fd
+            // ring's own references keep it allocated longer, not shorter).
+            unsafe { self.retired.retire_box(Box::into_raw(Box::new(owned))) };
         }
     }
 
@@ -1224,7 +1315,9 @@ impl Filesystem for Passthrough {
     /// inode can only share a held file.
     fn open(&self, sb: &SuperBlock, inode: &Inode, fmode: u32) -> bool {
         let want = Access::of_fmode(fmode);
-        let addr = addr_of(inode);
+        let Some(cell) = self.node(inode) else {
+            return false;
+        };
         // Another open may come to hold a file that covers neither its
         // needs nor ours while we open: the next round opens one covering
         // both.
@@ -1232,10 +1325,8 @@ impl Filesystem for Passthrough {
         while rounds < HOLD_ATTEMPTS {
             let sample = sb.renames.sample();
             let (path, access) = {
-                let mut shard = self.shard(inode).lock();
-                let Some(node) = shard.get_mut(&addr) else {
-                    return false;
-                };
+                let mut guard = cell.lock();
+                let node = &mut *guard;
                 match node.data.as_mut() {
                     Some(d) if d.access.covers(want) => {
                         d.opens += 1;
@@ -1258,12 +1349,11 @@ impl Filesystem for Passthrough {
             };
             rounds += 1;
             let fd = Arc::new(fd);
-            // Whatever fd loses its place is closed after the shard unlocks.
+            // Whatever fd loses its place is closed after the node unlocks.
             let (held, dropped) = {
-                let mut shard = self.shard(inode).lock();
-                match shard.get_mut(&addr).map(|n| &mut n.data) {
-                    None => (Some(false), Some(fd)),
-                    Some(slot @ None) => {
+                let mut node = cell.lock();
+                match &mut node.data {
+                    slot @ None => {
                         *slot = Some(DataFd {
                             fd,
                             access,
@@ -1272,16 +1362,16 @@ impl Filesystem for Passthrough {
                         self.stats.data_fds_add(1);
                         (Some(true), None)
                     }
-                    Some(Some(d)) if d.access.covers(want) => {
+                    Some(d) if d.access.covers(want) => {
                         d.opens += 1;
                         (Some(true), Some(fd))
                     }
-                    Some(Some(d)) if access.covers(d.access) => {
+                    Some(d) if access.covers(d.access) => {
                         d.access = access;
                         d.opens += 1;
                         (Some(true), Some(core::mem::replace(&mut d.fd, fd)))
                     }
-                    Some(Some(_)) => (None, Some(fd)),
+                    Some(_) => (None, Some(fd)),
                 }
             };
             drop(dropped);
@@ -1294,10 +1384,10 @@ impl Filesystem for Passthrough {
 
     fn release(&self, _sb: &SuperBlock, inode: &Inode) {
         let closed = {
-            let mut shard = self.shard(inode).lock();
-            let Some(node) = shard.get_mut(&addr_of(inode)) else {
+            let Some(cell) = self.node(inode) else {
                 return;
             };
+            let mut node = cell.lock();
             match node.data.as_mut() {
                 Some(d) if d.opens > 1 => {
                     d.opens -= 1;
@@ -1586,6 +1676,7 @@ impl Filesystem for Passthrough {
                     access: Access::READ.union(Access::WRITE),
                     opens: 0,
                 }),
+                slot: 0,
             },
         )?;
         // Its name, once linked, finds it (the held file keeps the number).
@@ -1607,10 +1698,8 @@ impl Filesystem for Passthrough {
             Err(Errno::ESTALE) => match self.held_fd(inode, Access::ANY) {
                 Some(held) => link_unnamed(&held, &fd, &c).inspect(|()| {
                     let path = self.path_of(dir).and_then(|d| host::join(&d, name));
-                    if let Some(node) = self.shard(inode).lock().get_mut(&addr_of(inode)) {
-                        if let Ok(path) = path {
-                            node.learn_path(&path);
-                        }
+                    if let (Some(node), Ok(path)) = (self.node(inode), path) {
+                        node.lock().learn_path(&path);
                     }
                 }),
                 None => Err(Errno::ESTALE),
@@ -1986,8 +2075,7 @@ impl Passthrough {
     /// Runs `f` on `dir`'s directory state (made if missing) under its
     /// shard's lock; None if `dir` is no longer a live node.
     fn with_dir_state<R>(&self, dir: &Inode, f: impl FnOnce(&mut DirState) -> R) -> Option<R> {
-        let mut shard = self.shard(dir).lock();
-        let node = shard.get_mut(&addr_of(dir))?;
+        let mut node = self.node(dir)?.lock();
         Some(f(node.dir.get_or_insert_with(|| Box::new(DirState::new()))))
     }
 
