@@ -245,16 +245,15 @@ type RegistryShard = Mutex<Slots>;
 
 /// Live non-directory inodes by host identity (st_dev, st_ino) → inode
 /// address.
-type IdShard = Mutex<HashMap<(u64, u64), usize, BuildHasherDefault<AddrHasher>>>;
+type IdShard = Mutex<HashMap<(u64, u64), usize, BuildHasherDefault<IdHasher>>>;
 
-/// Hashes an inode address, or a host identity, with a multiply per word
-/// (the default SipHash costs ~150 instructions per map operation, four
-/// of which a cold lookup makes): addresses are not chosen by an
-/// adversary, nor are the numbers a host filesystem gives its files.
+/// Hashes a host identity with a multiply per word (the default SipHash
+/// costs ~150 instructions per map operation): the numbers a host
+/// filesystem gives its files are not chosen by an adversary.
 #[derive(Default)]
-struct AddrHasher(u64);
+struct IdHasher(u64);
 
-impl Hasher for AddrHasher {
+impl Hasher for IdHasher {
     fn finish(&self) -> u64 {
         self.0
     }
@@ -263,11 +262,6 @@ impl Hasher for AddrHasher {
         for &b in bytes {
             self.0 = (self.0 ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         }
-    }
-
-    fn write_usize(&mut self, addr: usize) {
-        // Inodes are 64-byte aligned: the low bits carry nothing.
-        self.0 = ((addr as u64) >> 6).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     }
 
     fn write_u64(&mut self, word: u64) {
@@ -656,7 +650,7 @@ impl Passthrough {
     /// its names. Caller holds `id`'s shard (`ids`).
     fn share(
         &self,
-        ids: &HashMap<(u64, u64), usize, BuildHasherDefault<AddrHasher>>,
+        ids: &HashMap<(u64, u64), usize, BuildHasherDefault<IdHasher>>,
         id: (u64, u64),
         st: &libc::stat,
         rel: &[u8],
