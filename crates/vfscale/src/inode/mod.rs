@@ -248,14 +248,17 @@ impl Inode {
                 nlink: self.nlink.load(Ordering::Relaxed),
                 size: self.size.load(Ordering::Relaxed),
                 blocks: self.blocks.load(Ordering::Relaxed),
-                rdev: self.rdev(),
+                rdev: 0,
                 atime: self.atime.load(),
                 mtime: self.mtime.load(),
                 ctime: self.ctime.load(),
                 btime: self.btime,
             };
             if !self.attr_seq.read_retry(seq) {
-                return a;
+                return InodeAttr {
+                    rdev: self.rdev(a.mode),
+                    ..a
+                };
             }
         }
     }
@@ -291,12 +294,7 @@ impl Inode {
                 break st;
             }
         };
-        // Files and directories (the hot stats) have no device number:
-        // their stat does not touch the body's line.
-        let rdev = match st.mode & S_IFMT {
-            S_IFREG | S_IFDIR => 0,
-            _ => self.rdev(),
-        };
+        let rdev = self.rdev(st.mode);
         Stat {
             dev: self.dev(),
             mode: st.mode & !MODE_ACL_BITS,
@@ -377,11 +375,14 @@ impl Inode {
         r
     }
 
-    /// The device number (st_rdev): a special inode's, else 0.
+    /// The device number (st_rdev) of this inode, whose mode is `mode`:
+    /// a device node's, else 0. Only a device's body is read, so the
+    /// attributes of everything else (the hot stats) stay on their two
+    /// lines.
     #[inline]
-    pub(crate) fn rdev(&self) -> u64 {
-        match self.body {
-            InodeBody::Special(rdev) => rdev,
+    pub(crate) fn rdev(&self, mode: u32) -> u64 {
+        match (mode & S_IFMT, &self.body) {
+            (S_IFCHR | S_IFBLK, InodeBody::Special(rdev)) => *rdev,
             _ => 0,
         }
     }
@@ -452,15 +453,16 @@ pub struct AttrWriter<'a> {
 impl AttrWriter<'_> {
     pub fn get(&self) -> InodeAttr {
         let i = self.inode;
+        let mode = i.mode.load(Ordering::Relaxed);
         InodeAttr {
             ino: i.ino,
-            mode: i.mode.load(Ordering::Relaxed) & !MODE_ACL_BITS,
+            mode: mode & !MODE_ACL_BITS,
             uid: i.uid.load(Ordering::Relaxed),
             gid: i.gid.load(Ordering::Relaxed),
             nlink: i.nlink.load(Ordering::Relaxed),
             size: i.size.load(Ordering::Relaxed),
             blocks: i.blocks.load(Ordering::Relaxed),
-            rdev: i.rdev(),
+            rdev: i.rdev(mode),
             atime: i.atime.load(),
             mtime: i.mtime.load(),
             ctime: i.ctime.load(),
