@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Interleaved A/B of pthot's cold pass (vfscale's passthrough miss path,
 # host caches warm): runs each given pthot binary RUNS times, in turn,
-# on the same tree, and prints each one's median, min and max ns per miss.
+# on the same tree, and prints each one's median (for an even count the
+# lower of the two middle runs), min and max ns per miss.
 # Interleaving puts the machine's drift on every binary alike (the
 # session 29 figures in docs/PERFORMANCE.md).
 #
@@ -11,7 +12,7 @@
 #        scripts/pthot_ab.sh 8 /var/tmp/pthot100000 100000 /tmp/pthot_old /tmp/pthot_new
 set -euo pipefail
 if [ $# -lt 4 ]; then
-    sed -n '2,12p' "$0" >&2
+    sed -n '2,13p' "$0" >&2
     exit 2
 fi
 runs=$1 dir=$2 files=$3
