@@ -12,7 +12,7 @@
 #        scripts/pthot_ab.sh 8 /var/tmp/pthot100000 100000 /tmp/pthot_old /tmp/pthot_new
 set -euo pipefail
 if [ $# -lt 4 ]; then
-    sed -n '2,13p' "$0" >&2
+    sed -n '2,12p' "$0" >&2
     exit 2
 fi
 runs=$1 dir=$2 files=$3
