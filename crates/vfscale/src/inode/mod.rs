@@ -409,8 +409,11 @@ impl Inode {
     /// A caller that loaded it before keeps using it, so the backend frees
     /// it only after such callers' epoch guards are gone.
     pub(crate) fn clear_private(&self) {
-        // Release: orders nothing of ours; `private`'s Acquire pairs with
-        // it like with `set_private`'s.
+        // Release, paired with `private`'s Acquire: this is the unlink
+        // of the epoch rule (`sync/epoch.rs`), so it must not be seen
+        // after the retire the backend makes next; the collector's
+        // barrier at the retire's seal then hides the old pointer from
+        // every reader that enters later.
         self.private.store(core::ptr::null_mut(), Ordering::Release);
     }
 
