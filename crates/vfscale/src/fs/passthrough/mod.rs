@@ -64,7 +64,7 @@ use crate::dir::index::DirIndex;
 use crate::inode::{Inode, InodeBody};
 use crate::process::DirEntryRef;
 use crate::sync::epoch::Collector;
-use crate::sync::lock::{Mutex, RwLock};
+use crate::sync::lock::{Mutex, MutexGuard, RwLock};
 use dirs::{mono_ns, real_ns, DirState, FdRing, Observed, Stamp};
 use host::{HostRoot, HostStats};
 use listing::{Listing, ListingBuilder, FIRST};
@@ -357,6 +357,11 @@ impl Passthrough {
         (!p.is_null()).then(|| unsafe { &*p })
     }
 
+    /// `node`, locked.
+    fn locked<'i>(&self, inode: &'i Inode) -> Option<MutexGuard<'i, Node>> {
+        self.node(inode).map(Mutex::lock)
+    }
+
     /// `node`, as a reference of its own (the fd ring keeps one).
     fn node_arc(&self, inode: &Inode) -> Option<Arc<NodeCell>> {
         let p = inode.private() as *const NodeCell;
@@ -391,8 +396,7 @@ impl Passthrough {
 
     /// The host path of a live passthrough inode.
     fn path_of(&self, inode: &Inode) -> SysResult<Box<[u8]>> {
-        self.node(inode)
-            .map(|n| n.lock())
+        self.locked(inode)
             .filter(|n| !n.gone)
             .map(|n| n.path.clone())
             .ok_or(Errno::ESTALE)
@@ -423,7 +427,7 @@ impl Passthrough {
         // with this lookup either way).
         let epoch = self.rename_epoch.load(Ordering::Relaxed);
         let path = {
-            let mut node = self.node(dir).ok_or(Errno::ESTALE)?.lock();
+            let mut node = self.locked(dir).ok_or(Errno::ESTALE)?;
             if node.gone {
                 // A removed directory (a cwd in it): Linux's lookups in a
                 // dead directory.
@@ -543,9 +547,8 @@ impl Passthrough {
         if st.st_mode & libc::S_IFMT != libc::S_IFDIR {
             return;
         }
-        if let Some(node) = self.node(dir) {
-            node.lock()
-                .dir
+        if let Some(mut node) = self.locked(dir) {
+            node.dir
                 .get_or_insert_with(|| Box::new(DirState::new()))
                 .observe(st, when);
         }
@@ -663,7 +666,7 @@ impl Passthrough {
         if inode.file_type() != st.st_mode & libc::S_IFMT {
             return None;
         }
-        let mut node = self.node(inode)?.lock();
+        let mut node = self.locked(inode)?;
         if node.gone && node.data.is_none() {
             return None;
         }
@@ -829,7 +832,7 @@ impl Passthrough {
 
     /// The held host file of `inode` if it allows `need` (`DataFd`).
     fn held_fd(&self, inode: &Inode, need: Access) -> Option<Arc<OwnedFd>> {
-        let node = self.node(inode)?.lock();
+        let node = self.locked(inode)?;
         let data = node.data.as_ref()?;
         data.access.covers(need).then(|| data.fd.clone())
     }
@@ -898,8 +901,7 @@ impl Passthrough {
         if !same {
             return;
         }
-        if let Some(cell) = self.node(dir) {
-            let mut node = cell.lock();
+        if let Some(mut node) = self.locked(dir) {
             if node.data.is_none() {
                 node.data = Some(DataFd {
                     fd: Arc::new(hold),
@@ -1142,7 +1144,7 @@ impl Filesystem for Passthrough {
         }
         let now = mono_ns();
         {
-            let Some(node) = self.node(dir).map(|n| n.lock()) else {
+            let Some(node) = self.locked(dir) else {
                 return Ok(None);
             };
             let Some(ds) = node.dir.as_deref() else {
@@ -1166,7 +1168,7 @@ impl Filesystem for Passthrough {
         let st = self.host.fstat(self.raw(&at))?;
         let when = observed(start);
         self.observe(dir, &st, when);
-        let Some(node) = self.node(dir).map(|n| n.lock()) else {
+        let Some(node) = self.locked(dir) else {
             return Ok(None);
         };
         Ok(node
@@ -1213,8 +1215,8 @@ impl Filesystem for Passthrough {
         if !plan.iter().any(|m| m.is_dir && m.new.is_some()) {
             // Files, and removed (empty) directories: their own nodes only.
             for m in &plan {
-                if let Some(node) = self.node(m.inode) {
-                    node.lock().move_path(&m.old, m.new.as_deref());
+                if let Some(mut node) = self.locked(m.inode) {
+                    node.move_path(&m.old, m.new.as_deref());
                 }
             }
             return;
@@ -1378,10 +1380,9 @@ impl Filesystem for Passthrough {
 
     fn release(&self, _sb: &SuperBlock, inode: &Inode) {
         let closed = {
-            let Some(cell) = self.node(inode) else {
+            let Some(mut node) = self.locked(inode) else {
                 return;
             };
-            let mut node = cell.lock();
             match node.data.as_mut() {
                 Some(d) if d.opens > 1 => {
                     d.opens -= 1;
@@ -1692,8 +1693,8 @@ impl Filesystem for Passthrough {
             Err(Errno::ESTALE) => match self.held_fd(inode, Access::ANY) {
                 Some(held) => link_unnamed(&held, &fd, &c).inspect(|()| {
                     let path = self.path_of(dir).and_then(|d| host::join(&d, name));
-                    if let (Some(node), Ok(path)) = (self.node(inode), path) {
-                        node.lock().learn_path(&path);
+                    if let (Some(mut node), Ok(path)) = (self.locked(inode), path) {
+                        node.learn_path(&path);
                     }
                 }),
                 None => Err(Errno::ESTALE),
@@ -2069,7 +2070,7 @@ impl Passthrough {
     /// Runs `f` on `dir`'s directory state (made if missing) under its
     /// shard's lock; None if `dir` is no longer a live node.
     fn with_dir_state<R>(&self, dir: &Inode, f: impl FnOnce(&mut DirState) -> R) -> Option<R> {
-        let mut node = self.node(dir)?.lock();
+        let mut node = self.locked(dir)?;
         Some(f(node.dir.get_or_insert_with(|| Box::new(DirState::new()))))
     }
 
