@@ -59,6 +59,8 @@ pub const AT_SYMLINK_FOLLOW: i32 = 0x400;
 pub const AT_NO_AUTOMOUNT: i32 = 0x800;
 pub const AT_EMPTY_PATH: i32 = 0x1000;
 pub const AT_STATX_SYNC_TYPE: i32 = 0x6000;
+pub const AT_STATX_FORCE_SYNC: i32 = 0x2000;
+pub const AT_STATX_DONT_SYNC: i32 = 0x4000;
 
 // renameat2(2) flags.
 pub const RENAME_NOREPLACE: u32 = 1;
