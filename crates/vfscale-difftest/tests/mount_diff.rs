@@ -54,14 +54,16 @@
 //! - statx's STATX_MTIME and STATX_CTIME result bits when the mask asks
 //!   for neither (tmpfs's multigrain timestamps leave them out,
 //!   fill_mg_cmtime; the kernel's FUSE client reports them).
-//! - a stat with AT_STATX_DONT_SYNC ("whatever the system has cached"):
-//!   the kernel's FUSE client answers it from its attribute cache even
-//!   after its own invalidation (fuse_update_get_attr), so after a create
-//!   in a directory it may report the directory's size from before, where
-//!   tmpfs has nothing but the inode. Such an answer must name a file of
-//!   the same type, and the same stat asked again without the flag must
-//!   give tmpfs's answer (in a child, where it cannot be asked again, the
-//!   type alone is compared).
+//! - a stat the kernel's FUSE client may answer from its attribute cache
+//!   even after its own invalidation (fuse_update_get_attr): one with
+//!   AT_STATX_DONT_SYNC ("whatever the system has cached"), or a statx
+//!   whose mask asks for no basic field (the invalidation marks only
+//!   those stale). After a create in a directory such a stat may report
+//!   the directory's size from before, where tmpfs has nothing but the
+//!   inode. The answer must name a file of the same type, and the stat
+//!   asked again past the cache (without the flag, with the basic fields)
+//!   must give tmpfs's answer (in a child, where it cannot be asked again,
+//!   the type alone is compared).
 //!
 //! Session 20's version also left out what the kernel's FUSE client did
 //! not check without `default_permissions` ("." and "..", socket
@@ -212,9 +214,9 @@ fn same_on_both(op: &Op, tmpfs: &Outcome, mount: &Outcome) -> bool {
 }
 
 /// Whether `mount` may be the kernel's cached attributes where `tmpfs` is
-/// the inode's own: a stat that asked for what is cached
-/// (AT_STATX_DONT_SYNC), naming a file of the same type (and for statx
-/// the same result mask, but for the bits `same_but_the_fs_type` allows).
+/// the inode's own: a stat the kernel need not send to the server (the
+/// module comment), naming a file of the same type (and for statx the
+/// same result mask, but for the bits `same_but_the_fs_type` allows).
 fn from_the_attribute_cache(op: &Op, tmpfs: &Outcome, mount: &Outcome) -> bool {
     let cached = |flags: i32| flags & AT_STATX_SYNC_TYPE == AT_STATX_DONT_SYNC;
     let same_type = |a: &StatSummary, b: &StatSummary| a.mode & S_IFMT == b.mode & S_IFMT;
@@ -223,19 +225,27 @@ fn from_the_attribute_cache(op: &Op, tmpfs: &Outcome, mount: &Outcome) -> bool {
         (Op::Fstatat { flags, .. }, Outcome::Stat(a), Outcome::Stat(b)) => {
             cached(*flags) && same_type(a, b)
         }
-        (Op::Statx { flags, .. }, Outcome::Statx(a, m), Outcome::Statx(b, n)) => {
-            cached(*flags) && same_type(a, b) && m | times == n | times
+        (Op::Statx { flags, mask, .. }, Outcome::Statx(a, m), Outcome::Statx(b, n)) => {
+            (cached(*flags) || mask & STATX_BASIC_STATS == 0)
+                && same_type(a, b)
+                && m | times == n | times
         }
         _ => false,
     }
 }
 
-/// `op` (a stat `from_the_attribute_cache` accepted) asked without
-/// AT_STATX_DONT_SYNC, so the kernel asks the server.
+/// `op` (a stat `from_the_attribute_cache` accepted) asked so the kernel
+/// asks the server: without AT_STATX_DONT_SYNC, and for statx with the
+/// basic fields (the answer's mask is compared as for `op`).
 fn past_the_cache(op: &Op) -> Op {
     let mut op = op.clone();
-    if let Op::Fstatat { flags, .. } | Op::Statx { flags, .. } = &mut op {
-        *flags &= !AT_STATX_DONT_SYNC;
+    match &mut op {
+        Op::Fstatat { flags, .. } => *flags &= !AT_STATX_DONT_SYNC,
+        Op::Statx { flags, mask, .. } => {
+            *flags &= !AT_STATX_DONT_SYNC;
+            *mask |= STATX_BASIC_STATS;
+        }
+        _ => {}
     }
     op
 }
