@@ -243,6 +243,9 @@ impl Process {
             sb.readonly.store(readonly, SeqCst);
             return Ok(());
         }
+        // reconfigure_super: the unused dentries go first, so the orphan
+        // count below counts only inodes something uses.
+        self.vfs.shrink_dcache_sb(sb);
         let mounts = sb.mounts.lock();
         // SAFETY: a mount stays in `mounts` until it is freed.
         let each = || mounts.iter().map(|&x| unsafe { &*(x as *const Mount) });

@@ -15,6 +15,9 @@ use crate::sync::atomic::Ordering;
 use crate::vfs::{Vfs, VfsInner};
 use std::sync::Arc;
 
+/// Passes of `shrink_dcache_sb` over one list at most.
+const SHRINK_SB_PASSES: usize = 8;
+
 /// What `Vfs::drop_caches_level` drops (the values of
 /// /proc/sys/vm/drop_caches).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,17 +62,48 @@ impl VfsInner {
     /// drop_caches level 2: Linux's `drop_slab` loop over the populated
     /// groups until a pass frees (almost) nothing.
     pub(crate) fn drop_slab(&self, naive: bool) -> usize {
-        // Deferred puts first (what they release may become reclaimable);
-        // what reclaim frees is batched and drained before returning, so
-        // `statfs` and `object_counts` reflect it (defer/).
-        self.flush_all();
-        let scope = self.batch_scope();
-        let freed = self.drop_slab_now(naive);
-        drop(scope);
-        self.flush_all();
+        let freed = self.reclaiming(|| self.drop_slab_now(naive));
         // What was freed may have been the last charge of a removed group.
         self.prune_tombstones();
         freed
+    }
+
+    /// Linux's `shrink_dcache_sb`: frees every unused dentry of `sb`, and
+    /// what only they kept (a removed directory held by the negative
+    /// names a lookup left in it, and its inode). `reconfigure_super`
+    /// runs it before a switch to read-only, whose check counts the
+    /// unlinked inodes still alive.
+    pub(crate) fn shrink_dcache_sb(&self, sb: &SuperBlock) -> usize {
+        self.reclaiming(|| {
+            let _guard = self.collector.enter();
+            let mut freed = 0;
+            for list in sb.lru.lists() {
+                // Until a pass frees nothing (a referenced dentry's first
+                // visit only takes its second chance), within a bound that
+                // a stream of new negative names cannot outrun.
+                for _ in 0..SHRINK_SB_PASSES {
+                    let n = self.shrink_dentry_list(list, 2 * list.count(), false);
+                    freed += n;
+                    if n == 0 {
+                        break;
+                    }
+                }
+            }
+            freed
+        })
+    }
+
+    /// Runs `work`, which frees cached objects, between two drains of the
+    /// deferred puts (what they release may become reclaimable), with its
+    /// own puts batched and drained before this returns, so `statfs`,
+    /// `object_counts` and the orphan count reflect them (defer/).
+    fn reclaiming<R>(&self, work: impl FnOnce() -> R) -> R {
+        self.flush_all();
+        let scope = self.batch_scope();
+        let r = work();
+        drop(scope);
+        self.flush_all();
+        r
     }
 
     fn drop_slab_now(&self, naive: bool) -> usize {
