@@ -264,6 +264,21 @@ fn the_namespace_api_refuses_changes_on_a_read_only_mount() {
 /// under /r must not change at all, and every refused change is EROFS.
 #[test]
 fn switching_read_only_under_writers_stops_every_change() {
+    switch_read_only_under_writers(MS_BIND);
+}
+
+/// The same with the instance switched (a plain remount), which first
+/// frees the instance's unused dentries (`shrink_dcache_sb`) while the
+/// writers' lookups leave negative names and rmdirs remove directories
+/// holding them.
+#[test]
+fn switching_the_instance_read_only_under_writers_stops_every_change() {
+    switch_read_only_under_writers(0);
+}
+
+/// The race of the two tests above; `bind` is MS_BIND for the mount's own
+/// bit, 0 for the instance's.
+fn switch_read_only_under_writers(bind: u64) {
     let (vfs, p) = setup();
     tmpfs_at(&p, b"/r", 0).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
@@ -288,6 +303,11 @@ fn switching_read_only_under_writers_stops_every_change() {
                         // EISDIR: the name is a directory now.
                         Err(e) => assert!(matches!(e, Errno::EROFS | Errno::EISDIR), "{e:?}"),
                     }
+                    let missing = format!("{a}/missing");
+                    assert!(matches!(
+                        q.stat(missing.as_bytes()),
+                        Err(Errno::ENOENT | Errno::ENOTDIR)
+                    ));
                     for r in [
                         q.rename(a.as_bytes(), b.as_bytes()),
                         q.unlink(b.as_bytes()),
@@ -327,13 +347,13 @@ fn switching_read_only_under_writers_stops_every_change() {
     let (mut switched, mut busy) = (0, 0);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
     while std::time::Instant::now() < deadline {
-        match p.mount(b"", b"/r", b"", MS_REMOUNT | MS_BIND | MS_RDONLY) {
+        match p.mount(b"", b"/r", b"", MS_REMOUNT | bind | MS_RDONLY) {
             Ok(()) => {
                 switched += 1;
                 let before = snapshot(&p);
                 std::thread::sleep(std::time::Duration::from_millis(2));
                 assert_eq!(snapshot(&p), before, "changed while read-only");
-                p.mount(b"", b"/r", b"", MS_REMOUNT | MS_BIND).unwrap();
+                p.mount(b"", b"/r", b"", MS_REMOUNT | bind).unwrap();
             }
             Err(e) => {
                 assert_eq!(e, Errno::EBUSY);
@@ -349,7 +369,7 @@ fn switching_read_only_under_writers_stops_every_change() {
         "done {done}, switched {switched}, busy {busy}"
     );
     // No unit leaked: with every file closed the switch succeeds.
-    p.mount(b"", b"/r", b"", MS_REMOUNT | MS_BIND | MS_RDONLY)
+    p.mount(b"", b"/r", b"", MS_REMOUNT | bind | MS_RDONLY)
         .unwrap();
     p.umount2(b"/r", 0).unwrap();
     p.rmdir(b"/r").unwrap();
