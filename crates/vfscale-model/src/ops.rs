@@ -1908,8 +1908,8 @@ fn at_flags() -> impl Strategy<Value = i32> {
         1 => prop::sample::select(vec![
             AT_NO_AUTOMOUNT,
             AT_NO_AUTOMOUNT | AT_SYMLINK_NOFOLLOW,
-            0x2000,
-            0x4000 | AT_EMPTY_PATH,
+            AT_STATX_FORCE_SYNC,
+            AT_STATX_DONT_SYNC | AT_EMPTY_PATH,
             AT_STATX_SYNC_TYPE,
         ]),
     ]
