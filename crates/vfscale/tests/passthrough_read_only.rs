@@ -94,3 +94,41 @@ fn a_refused_create_made_nothing() {
     drop(p);
     vfs.check_invariants().unwrap();
 }
+
+/// A switch of a passthrough instance to read-only frees the instance's
+/// unused dentries first (`shrink_dcache_sb`), which evicts their inodes
+/// and retires the backend's nodes: names looked up before (a file, a
+/// directory's child, a missing name in a removed directory) are found
+/// again from the host afterwards, with their data, and a removed
+/// directory held only by a negative name does not make the switch EBUSY.
+#[test]
+fn an_instance_switch_frees_cached_names_and_finds_them_again() {
+    let host = HostDir::new("rdonly-shrink");
+    std::fs::create_dir(host.path().join("d")).unwrap();
+    std::fs::write(host.path().join("d/f"), b"data").unwrap();
+    let vfs =
+        Vfs::with_passthrough_root(Default::default(), host.path(), Default::default()).unwrap();
+    let p = vfs.root_process();
+    assert_eq!(p.stat(b"/d/f").unwrap().size, 4);
+    p.mkdir(b"/gone", 0o755).unwrap();
+    assert_eq!(p.stat(b"/gone/missing"), Err(Errno::ENOENT));
+    p.rmdir(b"/gone").unwrap();
+    let cached = vfs.object_counts();
+    p.mount(b"", b"/", b"", MS_REMOUNT | MS_RDONLY).unwrap();
+    let after = vfs.object_counts();
+    assert!(
+        after.dentries < cached.dentries && after.inodes < cached.inodes,
+        "nothing freed: {cached:?} then {after:?}"
+    );
+    let fd = p.open(b"/d/f", O_RDONLY, 0).unwrap();
+    let mut buf = [0u8; 8];
+    assert_eq!(p.read(fd, &mut buf), Ok(4));
+    assert_eq!(&buf[..4], b"data");
+    p.close(fd).unwrap();
+    assert_eq!(p.mkdir(b"/d/new", 0o755), Err(Errno::EROFS));
+    p.mount(b"", b"/", b"", MS_REMOUNT).unwrap();
+    p.mkdir(b"/d/new", 0o755).unwrap();
+    assert!(host.path().join("d/new").is_dir());
+    drop(p);
+    vfs.check_invariants().unwrap();
+}
