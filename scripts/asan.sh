@@ -17,5 +17,5 @@ exec cargo +nightly test -p vfscale --target x86_64-unknown-linux-gnu \
     --test api_anon --test anon_stress --test api_handles --test api_xattr_space \
     --test in_lookup --test api_fhandle --test passthrough --test passthrough_containment \
     --test passthrough_stress --test passthrough_dirs --test defer --test reclaim \
-    --test reclaim_passthrough \
+    --test reclaim_passthrough --test api_read_only --test passthrough_read_only \
     --test hot_dentry -- "$@"
