@@ -57,10 +57,11 @@
 //! - a stat the kernel's FUSE client may answer from its attribute cache
 //!   even after its own invalidation (fuse_update_get_attr): one with
 //!   AT_STATX_DONT_SYNC ("whatever the system has cached"), or a statx
-//!   whose mask asks for no basic field (the invalidation marks only
-//!   those stale). After a create in a directory such a stat may report
-//!   the directory's size from before, where tmpfs has nothing but the
-//!   inode. The answer must name a file of the same type, and the stat
+//!   whose mask asks for no basic field (a mask of 0 is never sent, and
+//!   the invalidation marks only the basic fields stale, so STATX_BTIME
+//!   alone waits for the TTL). After a create in a directory such a stat
+//!   may report the directory's size from before, where tmpfs has nothing
+//!   but the inode. The answer must name a file of the same type, and the stat
 //!   asked again past the cache (without the flag, with the basic fields)
 //!   must give tmpfs's answer (in a child, where it cannot be asked again,
 //!   the type alone is compared).
