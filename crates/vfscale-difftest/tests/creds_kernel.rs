@@ -42,6 +42,27 @@ fn recv<P: ProcessApi>(p: &P, fd: Fd, control: usize, flags: i32) -> String {
     }
 }
 
+/// recvmsg(MSG_PEEK) of one byte: the byte, the credentials' uid and the
+/// descriptor count (each closed).
+fn peek_one<P: ProcessApi>(p: &P, fd: Fd, control: usize) -> String {
+    let mut buf = [0u8; 1];
+    match p.recvmsg(fd, &mut [&mut buf], MSG_PEEK | MSG_DONTWAIT, control) {
+        Ok(m) => {
+            for &f in &m.fds {
+                p.close(f).unwrap();
+            }
+            format!(
+                "{:?} uid {:?} fds {} flags {:#x}",
+                String::from_utf8_lossy(&buf[..m.len.min(1)]),
+                m.creds.map(|c| c.uid),
+                m.fds.len(),
+                m.flags
+            )
+        }
+        Err(e) => format!("{e}"),
+    }
+}
+
 fn passcred<P: ProcessApi>(p: &P, fd: Fd, on: bool) {
     p.setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &i32::from(on).to_le_bytes())
         .unwrap();
@@ -101,6 +122,25 @@ fn script<P: ProcessApi>(p: &P) -> Log {
         }
         put(t("z"), send(p, a, b"z", &[], None));
         put(t("recv no control"), recv(p, b, 0, 0));
+        if ty == SOCK_STREAM {
+            // A peek that has its byte walks on to a later send's files,
+            // unless another writer's bytes come first (with SO_PASSCRED).
+            let [r, w] = p.pipe2(O_NONBLOCK).unwrap();
+            let other = Some(Ucred { uid: 1000, ..own });
+            put(t("w1"), send(p, a, b"w1", &[], None));
+            put(t("w2 by uid 1000, files"), send(p, a, b"w2", &[r], other));
+            put(t("peek 1 before them"), peek_one(p, b, both));
+            put(t("read w1"), recv(p, b, both, 0));
+            put(t("read w2"), recv(p, b, both, 0));
+            put(t("w3 by uid 1000"), send(p, a, b"w3", &[], other));
+            put(t("w4 by uid 1000, files"), send(p, a, b"w4", &[w], other));
+            put(t("peek 1 before the same writer's"), peek_one(p, b, both));
+            for i in 0..2 {
+                put(t(&format!("read w {i}")), recv(p, b, both, 0));
+            }
+            p.close(r).unwrap();
+            p.close(w).unwrap();
+        }
         let [r, w] = p.pipe2(O_NONBLOCK).unwrap();
         for room in [16, 20, 27, 28, 31, 32, both - 4, both] {
             put(

@@ -144,6 +144,34 @@ fn script(c: &mut dyn RightsCalls) -> Log {
     fds.iter().for_each(|&fd| c.close(fd));
     received(&mut log, "recvmsg z!", c.recvmsg(b, 100, 4, 0));
 
+    // A peek that has copied what it asked for before a send's files
+    // walks on to them and takes copies (a peek of no bytes too, and with
+    // no room: MSG_CTRUNC); a read that is not a peek stops where it is.
+    log.push(("write gh", c.write(a, b"gh").to_string()));
+    log.push(("write ij", c.write(a, b"ij").to_string()));
+    log.push(("sendmsg kl+r", c.sendmsg(a, b"kl", &[r]).to_string()));
+    log.push(("write mn", c.write(a, b"mn").to_string()));
+    for (what, len, room) in [
+        ("peek 0 before files", 0, 4),
+        ("peek 0 before files, no room", 0, 0),
+        ("peek 1 before files", 1, 4),
+        ("peek 2 before files", 2, 4),
+        ("peek 5 into the files' send", 5, 4),
+        ("peek 100", 100, 4),
+    ] {
+        let fds = received(&mut log, what, c.recvmsg(b, len, room, MSG_PEEK));
+        fds.iter().for_each(|&fd| c.close(fd));
+    }
+    for (what, len) in [
+        ("read 0", 0),
+        ("read 1", 1),
+        ("read 4", 4),
+        ("read rest", 100),
+    ] {
+        let fds = received(&mut log, what, c.recvmsg(b, len, 4, 0));
+        fds.iter().for_each(|&fd| c.close(fd));
+    }
+
     // Room for two of three: MSG_CTRUNC; no room at all: the same.
     log.push((
         "sendmsg 3 files",

@@ -957,12 +957,15 @@ impl Socket {
                     // A reader with SO_PASSCRED takes one writer's bytes
                     // at a time: it stops where their credentials change.
                     let mut at_writer_change = false;
+                    // Where the next writer's bytes begin (SO_PASSCRED only).
+                    let mut next_writer = None;
                     if passcred {
                         let (here, change) = d.creds.at(base);
                         match creds {
                             Some(c) if c != here => return Step::Done(Ok((got, false))),
                             _ => creds = Some(here),
                         }
+                        next_writer = change;
                         if let Some(change) = change {
                             let k = (change - base) as usize;
                             if k <= n {
@@ -989,6 +992,17 @@ impl Socket {
                                 .pop_front()
                                 .map_or_else(Vec::new, |m| m.files.leave(flight))
                         };
+                    } else if let (true, Some(i)) = (peek, mark) {
+                        // A peek that copied what it asked for before the
+                        // next files still walks on, segment by segment,
+                        // to the first one carrying files and takes copies
+                        // of them (unix_stream_read_generic's peek branch,
+                        // "questionable"): even a peek of no bytes reports
+                        // them, or MSG_CTRUNC without room. Only another
+                        // writer's segment (SO_PASSCRED) stops the walk.
+                        if next_writer.is_none_or(|w| w > d.marks[i].start) {
+                            files = d.marks[i].files.peek();
+                        }
                     }
                     // Bytes skip..skip + n of the queue (skip: a peek's).
                     let (front, back) = d.bytes.as_slices();
