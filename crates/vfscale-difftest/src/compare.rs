@@ -98,6 +98,24 @@ pub fn memfd_flood<P: ProcessApi>(p: &P, fds: &FdMap, op: &Op) -> bool {
     }
 }
 
+/// F_GET_RW_HINT or F_SET_RW_HINT on an eventfd: the kernel's eventfds
+/// share one anonymous inode with the whole host (its hint is whatever any
+/// process last set, and setting it would change it for all of them),
+/// where vfscale's share one per namespace. Skipped; in a fork, any hint
+/// call (its descriptors are not resolved here).
+pub fn eventfd_write_hint<P: ProcessApi>(p: &P, fds: &FdMap, op: &Op) -> bool {
+    let hint = |cmd: i32| matches!(cmd, F_GET_RW_HINT | F_SET_RW_HINT);
+    match op {
+        Op::Fcntl { fd, cmd, .. } if hint(*cmd) => {
+            matches!(p.fd_path(fds.resolve(*fd)), Ok(path) if path == b"anon_inode:[eventfd]")
+        }
+        Op::Fork(ops) => ops
+            .iter()
+            .any(|op| matches!(op, Op::Fcntl { cmd, .. } if hint(*cmd))),
+        _ => false,
+    }
+}
+
 /// Calls on the namespace's root mount that the sandbox cannot mirror,
 /// skipped: umount2 of the caller's root mount with MNT_DETACH, or of the
 /// namespace's root by a process chrooted elsewhere (Linux detaches it,

@@ -1488,8 +1488,23 @@ impl ProcessApi for KernelProcess {
         r
     }
     fn fcntl(&self, fd: Fd, cmd: i32, arg: i64) -> SysResult<i64> {
-        // SAFETY: the commands tests use take an integer argument.
-        self.call(move || sys(unsafe { libc::syscall(libc::SYS_fcntl, fd, cmd, arg) }))
+        self.call(move || match cmd {
+            // The write-life hint goes through a pointer to a u64 (vfscale's
+            // `fcntl`: the result, or the argument).
+            F_GET_RW_HINT => {
+                let mut hint = 0u64;
+                // SAFETY: the command writes one u64 to the pointer.
+                sys(unsafe { libc::syscall(libc::SYS_fcntl, fd, cmd, &mut hint) })
+                    .map(|_| hint as i64)
+            }
+            F_SET_RW_HINT => {
+                let hint = arg as u64;
+                // SAFETY: the command reads one u64 from the pointer.
+                sys(unsafe { libc::syscall(libc::SYS_fcntl, fd, cmd, &hint) })
+            }
+            // SAFETY: the other commands tests use take an integer argument.
+            _ => sys(unsafe { libc::syscall(libc::SYS_fcntl, fd, cmd, arg) }),
+        })
     }
     fn fd_path(&self, fd: Fd) -> SysResult<Vec<u8>> {
         let Some(reader) = &self.proc_reader else {

@@ -18,8 +18,8 @@ use vfscale::abi::*;
 use vfscale::fs::passthrough::PassthroughConfig;
 use vfscale::{Cred, Errno, ProcessApi, Vfs, VfsConfig};
 use vfscale_difftest::compare::{
-    directory_seek, kernel_cannot_compare, memfd_flood, protected_link_by_fd, root_mount_op,
-    same_modulo_readdir_order, step_by_step, unbuilt_mount,
+    directory_seek, eventfd_write_hint, kernel_cannot_compare, memfd_flood, protected_link_by_fd,
+    root_mount_op, same_modulo_readdir_order, step_by_step, unbuilt_mount,
 };
 use vfscale_difftest::seeded::{on_fresh_thread, seeded_runner};
 use vfscale_difftest::snapshot::{same_trees, snapshot};
@@ -213,6 +213,7 @@ fn compare_on_this_thread(steps: &[Step], backend: Backend) -> Result<(), TestCa
             || needs_sys_resource(p, &step.op)
             || anonymous_handle(&vprocs[p], &vmaps[p], &step.op)
             || memfd_flood(&vprocs[p], &vmaps[p], &step.op)
+            || eventfd_write_hint(&vprocs[p], &vmaps[p], &step.op)
             || protected_link_by_fd(&vprocs[p], &vmaps[p], p, &step.op)
             || forked_file_send(&step.op)
         {

@@ -91,7 +91,7 @@ use std::time::{Duration, Instant};
 use vfscale::abi::*;
 use vfscale::{Cred, Vfs};
 use vfscale_difftest::compare::{
-    directory_seek, memfd_flood, same_modulo_readdir_order, step_by_step,
+    directory_seek, eventfd_write_hint, memfd_flood, same_modulo_readdir_order, step_by_step,
 };
 use vfscale_difftest::seeded::{on_fresh_thread, seeded_runner};
 use vfscale_difftest::snapshot::{same_trees, snapshot};
@@ -447,6 +447,7 @@ fn compare_on_this_thread(steps: &[Step], serving: Serving) -> Result<(), TestCa
         let p = step.proc % tprocs.len();
         if directory_seek(&tprocs[p], &tmaps[p], &step.op)
             || memfd_flood(&tprocs[p], &tmaps[p], &step.op)
+            || eventfd_write_hint(&tprocs[p], &tmaps[p], &step.op)
         {
             continue;
         }

@@ -1719,6 +1719,17 @@ fn anon_op() -> impl Strategy<Value = Op> {
             ])
             .prop_map(i64::from)
         ),
+        // Descriptor numbers as ints (the upper half is dropped).
+        (
+            Just(F_DUPFD_QUERY),
+            prop::sample::select(vec![0i64, 1, 2, 3, 4, -1, (1 << 32) + 1])
+        ),
+        (Just(F_CREATED_QUERY), Just(0i64)),
+        (Just(F_GET_RW_HINT), Just(0i64)),
+        (
+            Just(F_SET_RW_HINT),
+            prop::sample::select(vec![0i64, 2, 5, 6, -1])
+        ),
         (Just(1234), Just(0i64)),
     ];
     let events = prop::sample::select(vec![POLLIN, POLLOUT, POLLIN | POLLOUT, 0]);

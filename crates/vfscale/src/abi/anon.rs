@@ -8,11 +8,24 @@ pub const F_GETFD: i32 = 1;
 pub const F_SETFD: i32 = 2;
 pub const F_GETFL: i32 = 3;
 pub const F_SETFL: i32 = 4;
+// Linux 6.10 and 6.12 (`uapi/linux/fcntl.h`; not in the `libc` crate):
+// whether an fd names the same open file description, and whether the
+// open that made the description created its file.
+pub const F_DUPFD_QUERY: i32 = 1027;
+pub const F_CREATED_QUERY: i32 = 1028;
 pub const F_DUPFD_CLOEXEC: i32 = 1030;
 pub const F_SETPIPE_SZ: i32 = 1031;
 pub const F_GETPIPE_SZ: i32 = 1032;
 pub const F_ADD_SEALS: i32 = 1033;
 pub const F_GET_SEALS: i32 = 1034;
+// An inode's write-life hint (`uapi/linux/fcntl.h`; not in `libc`). Linux
+// passes the hint through a pointer to a u64; vfscale's `fcntl` takes it
+// as the argument and returns it as the result (docs/COMPATIBILITY.md).
+pub const F_GET_RW_HINT: i32 = 1035;
+pub const F_SET_RW_HINT: i32 = 1036;
+/// RWH_WRITE_LIFE_NOT_SET (0) to RWH_WRITE_LIFE_EXTREME (5): the valid
+/// hints.
+pub const RWH_WRITE_LIFE_EXTREME: u64 = 5;
 // Seals (F_ADD_SEALS; anon/memfd.rs).
 pub const F_SEAL_SEAL: u32 = 0x1;
 pub const F_SEAL_SHRINK: u32 = 0x2;

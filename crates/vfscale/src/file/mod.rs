@@ -48,6 +48,9 @@ pub const FMODE_BACKEND: u32 = 128;
 /// (mount/write.rs), given back at its release: a regular file opened for
 /// writing (Linux's FMODE_WRITER).
 pub const FMODE_WRITER: u32 = 256;
+/// The open that made the description created its file (Linux's
+/// FMODE_CREATED, read by F_CREATED_QUERY).
+pub const FMODE_CREATED: u32 = 512;
 /// Reads and writes go to the private object, not to file data.
 pub const FMODE_STREAMS: u32 = FMODE_PIPE | FMODE_SOCKET | FMODE_EVENTFD;
 /// Any of these: the final put takes `release_special`.

@@ -11,6 +11,8 @@
 //!   writers' lock: no separate mutex, so a directory's name change writes
 //!   no attribute lock on its lock's line); readers copy them under the
 //!   seqcount and retry, so `stat` writes no shared memory.
+//! - `write_hint` is F_SET_RW_HINT's value (Linux's i_write_hint): kept
+//!   and reported, ordering nothing (there is no block layer to read it).
 //! - `ino`, `btime`, `sb`, the body's kind (and a device's number) and the
 //!   file type bits of `mode` never change; `private` is set at most once
 //!   and cleared at most once.
@@ -36,7 +38,7 @@ use crate::cred::acl::MODE_ACL_BITS;
 use crate::dir::index::DirIndex;
 use crate::fs::tmpfs::data::FileData;
 use crate::fs::SuperBlock;
-use crate::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use crate::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use crate::sync::lock::RwLock;
 use crate::sync::refcount::RefCount;
 use crate::sync::seqcount::SeqCount;
@@ -131,7 +133,11 @@ pub struct Inode {
     /// the backend's `evict`; the core never reads what it points to. Null
     /// for tmpfs and anonymous inodes.
     private: AtomicPtr<()>,
-    pub(crate) btime: Timespec,
+    /// Birth time, seconds and nanoseconds (kept narrow so that the
+    /// write hint fits this line).
+    btime_sec: i64,
+    btime_nsec: u32,
+    write_hint: AtomicU8,
     pub(crate) sb: *const SuperBlock,
     // ---- line 2: write-hot ----
     pub(crate) refcount: RefCount,
@@ -216,7 +222,9 @@ impl Inode {
             ctime: AtomicTime::new(t),
             ino,
             private: AtomicPtr::new(core::ptr::null_mut()),
-            btime: t,
+            btime_sec: t.sec,
+            btime_nsec: t.nsec as u32,
+            write_hint: AtomicU8::new(0),
             sb,
             refcount: RefCount::new(0),
             group: 0,
@@ -252,7 +260,7 @@ impl Inode {
                 atime: self.atime.load(),
                 mtime: self.mtime.load(),
                 ctime: self.ctime.load(),
-                btime: self.btime,
+                btime: self.btime(),
             };
             if !self.attr_seq.read_retry(seq) {
                 return InodeAttr {
@@ -342,6 +350,27 @@ impl Inode {
     pub(crate) fn nlink_at_rest(&self) -> u32 {
         // Relaxed: the inode's last put ordered every earlier write.
         self.nlink.load(Ordering::Relaxed)
+    }
+
+    /// Birth time (statx's btime), fixed at creation.
+    pub(crate) fn btime(&self) -> Timespec {
+        Timespec {
+            sec: self.btime_sec,
+            nsec: i64::from(self.btime_nsec),
+        }
+    }
+
+    /// F_GET_RW_HINT: the write-life hint last set (0, "not set", at first).
+    pub(crate) fn write_hint(&self) -> u64 {
+        // Relaxed: a value on its own; nothing is published with it.
+        u64::from(self.write_hint.load(Ordering::Relaxed))
+    }
+
+    /// F_SET_RW_HINT of a valid hint (at most `RWH_WRITE_LIFE_EXTREME`).
+    pub(crate) fn set_write_hint(&self, hint: u64) {
+        debug_assert!(hint <= RWH_WRITE_LIFE_EXTREME);
+        // Relaxed: as `write_hint`.
+        self.write_hint.store(hint as u8, Ordering::Relaxed);
     }
 
     /// The file type bits, which never change.
@@ -469,7 +498,7 @@ impl AttrWriter<'_> {
             atime: i.atime.load(),
             mtime: i.mtime.load(),
             ctime: i.ctime.load(),
-            btime: i.btime,
+            btime: i.btime(),
         }
     }
     /// Sets the permission bits; the type and the ACL bits stay.

@@ -519,9 +519,12 @@ impl Process {
         Ok(ready)
     }
 
-    /// fcntl(2): F_DUPFD, F_DUPFD_CLOEXEC, F_GETFD, F_SETFD, F_GETFL,
-    /// F_SETFL (O_APPEND, O_NONBLOCK, O_DIRECT, O_NOATIME), F_GETPIPE_SZ,
-    /// F_SETPIPE_SZ, F_ADD_SEALS, F_GET_SEALS. Other commands: EINVAL.
+    /// fcntl(2): F_DUPFD, F_DUPFD_CLOEXEC, F_DUPFD_QUERY, F_CREATED_QUERY,
+    /// F_GETFD, F_SETFD, F_GETFL, F_SETFL (O_APPEND, O_NONBLOCK, O_DIRECT,
+    /// O_NOATIME), F_GETPIPE_SZ, F_SETPIPE_SZ, F_ADD_SEALS, F_GET_SEALS,
+    /// F_GET_RW_HINT (the hint is the result) and F_SET_RW_HINT (the hint
+    /// is `arg`; Linux passes both through a pointer). Other commands:
+    /// EINVAL.
     pub fn fcntl(&self, fd: Fd, cmd: i32, arg: i64) -> SysResult<i64> {
         let _end = self.vfs.call_end();
         // Linux's order: the descriptor (O_PATH ones included), then the
@@ -530,7 +533,18 @@ impl Process {
         let f = self.fd_file(fd)?;
         let path_only = f.file().is_path();
         self.vfs.fput(f);
-        if path_only && !matches!(cmd, F_DUPFD | F_DUPFD_CLOEXEC | F_GETFD | F_SETFD | F_GETFL) {
+        if path_only
+            && !matches!(
+                cmd,
+                F_DUPFD
+                    | F_DUPFD_CLOEXEC
+                    | F_DUPFD_QUERY
+                    | F_CREATED_QUERY
+                    | F_GETFD
+                    | F_SETFD
+                    | F_GETFL
+            )
+        {
             return Err(Errno::EBADF);
         }
         match cmd {
@@ -548,6 +562,28 @@ impl Process {
                     }
                 }
             }
+            // f_dupfd_query: the argument is an int, any descriptor
+            // (O_PATH ones too) of this table.
+            F_DUPFD_QUERY => self.with_file(fd, true, |f| {
+                self.with_file(arg as i32, true, |other| {
+                    Ok(i64::from(core::ptr::eq(f, other)))
+                })
+            }),
+            F_CREATED_QUERY => {
+                self.with_file(fd, true, |f| Ok(i64::from(f.fmode & FMODE_CREATED != 0)))
+            }
+            // Any file's inode, pipes', sockets' and the shared eventfd
+            // inode included (fcntl_get_rw_hint / fcntl_set_rw_hint).
+            F_GET_RW_HINT => self.with_file(fd, false, |f| Ok(f.inode().write_hint() as i64)),
+            F_SET_RW_HINT => self.with_file(fd, false, |f| {
+                let inode = f.inode();
+                self.may_keep_atime(inode)?;
+                if arg as u64 > RWH_WRITE_LIFE_EXTREME {
+                    return Err(Errno::EINVAL);
+                }
+                inode.set_write_hint(arg as u64);
+                Ok(0)
+            }),
             F_GETFD => Ok(if self.files.is_cloexec(fd)? {
                 FD_CLOEXEC as i64
             } else {

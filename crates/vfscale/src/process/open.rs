@@ -7,7 +7,9 @@ use crate::cred::perm::{may_open_existing_in_sticky, MAY_READ, MAY_WRITE};
 use crate::dcache::dentry::D_MOUNTED;
 use crate::dcache::name::NameKey;
 use crate::dcache::walk::{Found, Last, Parent, PathPtr, WALK_DIRECTORY, WALK_FOLLOW};
-use crate::file::{FMODE_BACKEND, FMODE_PATH, FMODE_PIPE, FMODE_READ, FMODE_WRITE, FMODE_WRITER};
+use crate::file::{
+    FMODE_BACKEND, FMODE_CREATED, FMODE_PATH, FMODE_PIPE, FMODE_READ, FMODE_WRITE, FMODE_WRITER,
+};
 use crate::inode::{Inode, InodeBody};
 use crate::mount::flags::{MNT_NODEV, MNT_NOSYMFOLLOW};
 use crate::mount::WriteAccess;
@@ -552,6 +554,11 @@ impl Process {
                 (backend_open(inode, fmode), core::ptr::null(), None)
             }
             _ => (fmode, core::ptr::null(), None),
+        };
+        let fmode = if created {
+            fmode | FMODE_CREATED
+        } else {
+            fmode
         };
         let file = self.vfs.alloc_file(
             found.path.mnt,
