@@ -64,6 +64,20 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
                 fds.push(f);
             }
         }
+        // The high bit: openat2 from a descriptor (or the cwd) with the
+        // next byte's resolve flags.
+        1 if arg & 0x80 != 0 => {
+            let resolve = u64::from(bytes.byte()?);
+            let dirfd = if resolve & 0x80 != 0 { fd() } else { AT_FDCWD };
+            let how = OpenHow {
+                flags: u64::from(arg & 0x43),
+                mode: if arg & 0x40 != 0 { 0o600 } else { 0 },
+                resolve: resolve & 0x7f,
+            };
+            if let Ok(f) = p.openat2(dirfd, a, &how) {
+                fds.push(f);
+            }
+        }
         1 => {
             if let Ok(f) = p.open(
                 a,
@@ -116,7 +130,7 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
         30 => drop(p.chroot(a)),
         // File locks, never a waiting form (one thread would wait forever);
         // sockets by name, all non-blocking for the same reason.
-        _ => match arg % 8 {
+        _ => match arg % 9 {
             0 => drop(p.fchmod(fd(), u32::from(arg))),
             1 => drop(p.flock(fd(), i32::from(bytes.byte()?) | LOCK_NB)),
             // POSIX ACLs: set (an entry list from the next bytes: tags,
@@ -166,14 +180,15 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
                     1 => [b"\0".as_slice(), a].concat(),
                     _ => Vec::new(),
                 };
-                let _ = if arg % 8 == 5 {
+                let _ = if arg % 9 == 5 {
                     p.bind(fd(), &name)
                 } else {
                     p.connect(fd(), &name)
                 };
             }
-            2 => {
-                // Datagrams by name (or to the peer), non-blocking.
+            3 => {
+                // Datagrams by name (or to the peer), non-blocking (this arm
+                // shared arm 2's number, unreachable, until session 31).
                 let b = bytes.byte()?;
                 if b & 1 == 0 {
                     let name = [b"\0".as_slice(), a].concat();

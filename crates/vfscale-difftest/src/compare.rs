@@ -220,6 +220,7 @@ pub fn unbuilt_mount(op: &Op) -> bool {
 pub fn path_args(op: &Op) -> Vec<&[u8]> {
     match op {
         Op::Open { path, .. }
+        | Op::Openat2 { path, .. }
         | Op::Truncate { path, .. }
         | Op::Fstatat { path, .. }
         | Op::Statx { path, .. }

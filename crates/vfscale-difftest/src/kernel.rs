@@ -560,6 +560,41 @@ impl ProcessApi for KernelProcess {
                 .map(|n| n as Fd)
         })
     }
+    /// Asked again while it answers EAGAIN (at most 50 times): Linux
+    /// answers EAGAIN to a scoped walk through ".." and to a cached walk
+    /// whenever any mount or rename on the whole host raced it (the global
+    /// mount and rename seqcounts; its manual page tells callers to expect
+    /// that), and the differential tests mount all the time; vfscale
+    /// retries such races inside. A deterministic EAGAIN (RESOLVE_CACHED
+    /// of what is not cached) stays one.
+    fn openat2(&self, dirfd: Fd, path: &[u8], how: &OpenHow) -> SysResult<Fd> {
+        let p = cpath(path)?;
+        let how = *how;
+        self.call(move || {
+            let once = || {
+                // SAFETY: `p` is a valid C string; openat2 reads `how`,
+                // whose size is given.
+                sys(unsafe {
+                    libc::syscall(
+                        libc::SYS_openat2,
+                        dirfd,
+                        p.as_ptr(),
+                        &how as *const OpenHow,
+                        core::mem::size_of::<OpenHow>(),
+                    )
+                })
+                .map(|n| n as Fd)
+            };
+            let mut r = once();
+            for _ in 0..50 {
+                if r != Err(Errno::EAGAIN) {
+                    break;
+                }
+                r = once();
+            }
+            r
+        })
+    }
     fn close(&self, fd: Fd) -> SysResult<()> {
         // SAFETY: closes a descriptor of the worker's private table.
         self.call(move || unit(unsafe { libc::syscall(libc::SYS_close, fd) }))

@@ -40,7 +40,9 @@
 //! - FIFOs (would hang both sides) and device nodes with a device number
 //!   (vfscale has no drivers);
 //! - O_TMPFILE (fuser has no FUSE_TMPFILE: EOPNOTSUPP through the mount,
-//!   documented);
+//!   documented), for openat2 too;
+//! - openat2's RESOLVE_CACHED (the FUSE client's revalidation cannot run
+//!   in its RCU walk: EAGAIN through the mount, a cached answer on tmpfs);
 //! - connectable file handles (the kernel encodes them for FUSE, whose
 //!   export operations find parents, not for tmpfs);
 //! - chown(-1, -1) (it clears set-user-ID on tmpfs, not through the
@@ -147,6 +149,12 @@ fn left_out(op: &Op) -> bool {
             op.makes_fifo() || ((t == S_IFCHR || t == S_IFBLK) && *dev != 0)
         }
         Op::Open { flags, .. } => flags & O_TMPFILE == O_TMPFILE,
+        // openat2: O_TMPFILE as above; RESOLVE_CACHED is EAGAIN through
+        // the mount wherever the FUSE client must revalidate (zero TTLs:
+        // everywhere), where tmpfs answers from its dcache.
+        Op::Openat2 { how, .. } => {
+            how.flags as i32 & O_TMPFILE == O_TMPFILE || how.resolve & RESOLVE_CACHED != 0
+        }
         // chown(-1, -1) clears set-user-ID on tmpfs; through the mount it
         // is an empty SETATTR and clears nothing (vfscale-fuse's
         // server.rs, FUSE_HANDLE_KILLPRIV_V2; documented).

@@ -121,6 +121,13 @@ pub enum Op {
         flags: i32,
         mode: u32,
     },
+    /// openat2(2); only vfscale and the kernel implement it (the model
+    /// answers ENOSYS: `not_in_model`).
+    Openat2 {
+        dirfd: FdArg,
+        path: Bytes,
+        how: OpenHow,
+    },
     Close(FdArg),
     CloseRange {
         first: u32,
@@ -562,6 +569,7 @@ impl Op {
             self,
             Op::NameToHandle { .. }
                 | Op::OpenByHandle { .. }
+                | Op::Openat2 { .. }
                 | Op::Pipe2(_)
                 | Op::Socketpair { .. }
                 | Op::Socket { .. }
@@ -659,6 +667,13 @@ pub fn apply<P: ProcessApi>(p: &P, op: &Op, fds: &mut FdMap) -> Outcome {
             flags,
             mode,
         } => match p.openat(fd(dirfd), &path.0, *flags, *mode) {
+            Ok(n) => {
+                fds.opened(n);
+                O::Fd(n)
+            }
+            Err(e) => O::Err(e),
+        },
+        Op::Openat2 { dirfd, path, how } => match p.openat2(fd(dirfd), &path.0, how) {
             Ok(n) => {
                 fds.opened(n);
                 O::Fd(n)
@@ -1284,6 +1299,42 @@ pub fn path_strategy() -> impl Strategy<Value = Bytes> {
             Bytes(p)
         }),
     ]
+}
+
+/// Relative paths that climb, stay or pass a symlink (`/l` and `/a/l`
+/// are made by the sequences' prelude or by their own steps).
+fn relative_path() -> impl Strategy<Value = Bytes> {
+    prop::sample::select(vec![
+        &b"c"[..],
+        b"..",
+        b"../a",
+        b"a/../..",
+        b"./a/c",
+        b"l",
+        b"l/c",
+        b"../../a/c",
+        b"a/c/..",
+        b"a/l",
+    ])
+    .prop_map(Bytes::from)
+}
+
+/// openat2's resolve flags: each alone, pairs, and what is refused
+/// (BENEATH with IN_ROOT, an unknown bit).
+fn resolve_flags() -> impl Strategy<Value = u64> {
+    prop::sample::select(vec![
+        0,
+        RESOLVE_BENEATH,
+        RESOLVE_IN_ROOT,
+        RESOLVE_NO_XDEV,
+        RESOLVE_NO_SYMLINKS,
+        RESOLVE_NO_MAGICLINKS,
+        RESOLVE_CACHED,
+        RESOLVE_BENEATH | RESOLVE_NO_XDEV,
+        RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS,
+        RESOLVE_BENEATH | RESOLVE_IN_ROOT,
+        0x40,
+    ])
 }
 
 fn fd_arg() -> impl Strategy<Value = FdArg> {
@@ -1971,6 +2022,24 @@ fn leaf_op() -> BoxedStrategy<Op> {
                 path: Bytes([dir, name].concat()),
                 flags: O_CREAT | O_RDWR,
                 mode: 0o644
+            })
+            .boxed(),
+        // openat2: a mode where it does not belong now and then (EINVAL),
+        // relative paths more often than open's (a scoped walk refuses
+        // absolute ones).
+        3 => (
+            dirfd_arg(),
+            prop_oneof![path_strategy(), relative_path()],
+            open_flags(),
+            mode(),
+            prop::bool::weighted(0.9),
+            resolve_flags()
+        )
+            .prop_map(|(dirfd, path, flags, mode, fitting, resolve)| {
+                let creates = flags & (O_CREAT | __O_TMPFILE) != 0;
+                let mode = if creates || !fitting { u64::from(mode) } else { 0 };
+                let flags = flags as u32 as u64;
+                Op::Openat2 { dirfd, path, how: OpenHow { flags, mode, resolve } }
             })
             .boxed(),
         1 => fd_arg().prop_map(Op::Close).boxed(),

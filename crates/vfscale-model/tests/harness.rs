@@ -115,6 +115,7 @@ fn strategy_reaches_successes_of_every_call() {
         "CopyFileRange",
         "Syncfs",
         "NameToHandle",
+        "Openat2",
         "Pipe2",
         "Socketpair",
         "Socket",

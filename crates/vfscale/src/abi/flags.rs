@@ -50,6 +50,36 @@ pub const O_VALID: i32 = O_ACCMODE
     | O_PATH
     | O_TMPFILE;
 
+// openat2(2): `struct open_how` and its resolve flags (not in `libc`'s
+// Linux module for every target; values from `uapi/linux/openat2.h`).
+pub const RESOLVE_NO_XDEV: u64 = 0x01;
+pub const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+pub const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+pub const RESOLVE_BENEATH: u64 = 0x08;
+pub const RESOLVE_IN_ROOT: u64 = 0x10;
+pub const RESOLVE_CACHED: u64 = 0x20;
+pub const RESOLVE_VALID: u64 = RESOLVE_NO_XDEV
+    | RESOLVE_NO_MAGICLINKS
+    | RESOLVE_NO_SYMLINKS
+    | RESOLVE_BENEATH
+    | RESOLVE_IN_ROOT
+    | RESOLVE_CACHED;
+/// What openat2 may combine with O_PATH (Linux's O_PATH_FLAGS).
+pub const O_PATH_FLAGS: i32 = O_DIRECTORY | O_NOFOLLOW | O_PATH | O_CLOEXEC;
+
+/// openat2's `struct open_how` (its first version, 24 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OpenHow {
+    /// O_* flags: every bit must be a known one (EINVAL otherwise).
+    pub flags: u64,
+    /// The new file's mode: with O_CREAT or O_TMPFILE only, else 0.
+    pub mode: u64,
+    /// RESOLVE_* flags.
+    pub resolve: u64,
+}
+const _: () = assert!(core::mem::size_of::<OpenHow>() == 24);
+
 // *at(2) flags.
 pub const AT_FDCWD: i32 = -100;
 pub const AT_SYMLINK_NOFOLLOW: i32 = 0x100;

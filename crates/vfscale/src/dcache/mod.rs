@@ -1001,6 +1001,18 @@ pub(crate) fn monotonic_ns() -> u64 {
 }
 
 impl VfsInner {
+    /// When `d`'s answer needs its backend's word again: (now, when it
+    /// was answered); None if it may be used as it is (its instance
+    /// revalidates nothing, or the answer is within the TTL).
+    pub(crate) fn stale_answer_stamps(d: &Dentry) -> Option<(u64, u64)> {
+        // SAFETY: a dentry's superblock outlives it.
+        let ttl = unsafe { &*d.sb }.revalidate_ttl_ns?;
+        let now = precise_monotonic_ns();
+        // Relaxed: see `cache_lookup_answer`.
+        let answered_at = d.cookie.load(Ordering::Relaxed);
+        (now.saturating_sub(answered_at) >= ttl).then_some((now, answered_at))
+    }
+
     /// Revalidates a cached dentry of a backend that asked for it, found by
     /// a walk in `parent` (inode `dir`) under `key`: Ok(true) if it may be
     /// used; Ok(false) if it was dropped (the walk retries and misses);
@@ -1013,17 +1025,11 @@ impl VfsInner {
         d: &Dentry,
         key: &NameKey<'_>,
     ) -> crate::abi::SysResult<bool> {
-        // SAFETY: a dentry's superblock outlives it.
-        let sb = unsafe { &*d.sb };
-        let Some(ttl) = sb.revalidate_ttl_ns else {
+        let Some((now, answered_at)) = Self::stale_answer_stamps(d) else {
             return Ok(true);
         };
-        let now = precise_monotonic_ns();
-        // Relaxed: see `cache_lookup_answer`.
-        let answered_at = d.cookie.load(Ordering::Relaxed);
-        if now.saturating_sub(answered_at) < ttl {
-            return Ok(true);
-        }
+        // SAFETY: a dentry's superblock outlives it.
+        let sb = unsafe { &*d.sb };
         let index = dir.dir_index().ok_or(crate::abi::Errno::ENOTDIR)?;
         let valid_at = {
             let _shared = index.read();

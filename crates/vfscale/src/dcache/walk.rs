@@ -43,6 +43,25 @@ pub const WALK_FOLLOW: u32 = 1;
 pub const WALK_DIRECTORY: u32 = 2;
 /// A negative final component is returned instead of ENOENT.
 pub const WALK_ALLOW_NEGATIVE: u32 = 4;
+/// openat2's RESOLVE_BENEATH: the walk may not leave its root (the
+/// caller passes the dirfd's directory as the root): an absolute path or
+/// symlink, or ".." at the root, is EXDEV.
+pub const WALK_BENEATH: u32 = 8;
+/// RESOLVE_IN_ROOT: the caller passes the dirfd's directory as the root;
+/// the walk itself is an ordinary one.
+pub const WALK_IN_ROOT: u32 = 16;
+/// RESOLVE_NO_XDEV: crossing a mount, down or up (or by an absolute
+/// symlink from another mount than the root's), is EXDEV.
+pub const WALK_NO_XDEV: u32 = 32;
+/// RESOLVE_NO_SYMLINKS: a symlink the walk would follow is ELOOP.
+pub const WALK_NO_SYMLINKS: u32 = 64;
+/// RESOLVE_CACHED: EAGAIN wherever the walk would ask the backend (a miss,
+/// a stale answer) or meets a cached miss (Linux's tmpfs keeps none, so
+/// its RCU walk cannot answer ENOENT there either).
+pub const WALK_CACHED: u32 = 128;
+/// Any of openat2's resolve flags: the fast walk declines such walks.
+pub const WALK_RESOLVE: u32 =
+    WALK_BENEATH | WALK_IN_ROOT | WALK_NO_XDEV | WALK_NO_SYMLINKS | WALK_CACHED;
 
 /// What a walk resolved.
 #[derive(Clone, Copy, Debug)]
@@ -259,9 +278,11 @@ impl VfsInner {
         }
         // The fast path checks for NUL bytes in its own scan (one pass over
         // the path); it declines any path that holds one, and the full walk
-        // below reports it.
-        if let Some(r) = self.walk_fast(cred, root, start, path, flags) {
-            return r;
+        // below reports it. It knows none of openat2's resolve flags.
+        if flags & WALK_RESOLVE == 0 {
+            if let Some(r) = self.walk_fast(cred, root, start, path, flags) {
+                return r;
+            }
         }
         self.walk_slow(cred, root, start, path, flags)
     }
@@ -525,15 +546,25 @@ impl VfsInner {
         root: PathPtr,
         start: PathPtr,
         path: &'p [u8],
+        resolve: u32,
     ) -> SysResult<Parent<'p>> {
         check_path(path)?;
         if path.is_empty() {
             return Err(Errno::ENOENT);
         }
+        if resolve & WALK_BENEATH != 0 && path[0] == b'/' {
+            return Err(Errno::EXDEV);
+        }
         let trimmed_len = path.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1);
         let trailing_slash = trimmed_len < path.len();
         if trimmed_len == 0 {
-            let dir = self.walk(cred, root, start, b"/", WALK_FOLLOW | WALK_DIRECTORY)?;
+            let dir = self.walk(
+                cred,
+                root,
+                start,
+                b"/",
+                WALK_FOLLOW | WALK_DIRECTORY | resolve,
+            )?;
             return Ok(Parent {
                 dir,
                 last: Last::Root,
@@ -563,7 +594,7 @@ impl VfsInner {
                 root,
                 start,
                 &dir_part[..dir_len],
-                WALK_FOLLOW | WALK_DIRECTORY,
+                WALK_FOLLOW | WALK_DIRECTORY | resolve,
             )?
         };
         // Like link_path_walk, search permission on the directory holding
@@ -623,7 +654,13 @@ impl VfsInner {
         let sample = |g: &mut Option<(u32, u32)>| {
             g.get_or_insert_with(|| (self.rename_seq.read_begin(), self.mounts.seq.read_begin()));
         };
-        let mut cur = if path[0] == b'/' { root } else { start };
+        let mut cur = if path[0] != b'/' {
+            start
+        } else if flags & WALK_BENEATH != 0 {
+            return Err(Errno::EXDEV.into());
+        } else {
+            root
+        };
         // SAFETY (all dentry/inode derefs below): the caller holds an epoch
         // guard; everything reached from `root`/`start` is freed only
         // through the collector.
@@ -637,6 +674,9 @@ impl VfsInner {
             return Err(Errno::ENOENT.into());
         }
         let mut links = 0u32;
+        // Whether Linux's walk would have set its root by now
+        // (`symlink_jump_allowed`); only RESOLVE_NO_XDEV asks.
+        let mut root_known = path[0] == b'/' || flags & (WALK_BENEATH | WALK_IN_ROOT) != 0;
         let mut segs = Segments::new(path);
         let mut must_be_dir = false;
         loop {
@@ -694,10 +734,11 @@ impl VfsInner {
                 continue;
             }
             if comp == b".." {
+                root_known = true;
                 sample(&mut global);
                 // Like Linux's step_into after "..": descend into whatever is
                 // mounted where ".." landed (even at the process root).
-                cur = match self.follow_dotdot(root, cur) {
+                cur = match self.follow_dotdot(root, cur, flags) {
                     Ok(c) => c,
                     // Not connected: believed only if no rename or mount
                     // change raced the climb (Linux's RCU walk says ECHILD
@@ -714,7 +755,11 @@ impl VfsInner {
                 };
                 // SAFETY: as above.
                 if unsafe { &*cur.dentry }.flags() & D_MOUNTED != 0 {
+                    let below = cur;
                     cur = self.follow_mounts(cur);
+                    if flags & WALK_NO_XDEV != 0 && cur != below {
+                        return Err(Errno::EXDEV.into());
+                    }
                 }
                 cur_d = unsafe { &*cur.dentry };
                 cur_seq = cur_d.seq.read_begin();
@@ -738,6 +783,9 @@ impl VfsInner {
                     }
                     (d, seq)
                 }
+                RcuLookup::Miss if flags & WALK_CACHED != 0 => {
+                    return Err(Errno::EAGAIN.into());
+                }
                 RcuLookup::Miss => match self.lookup_slow(cur.dentry, dir, &key)? {
                     Some(found) => found,
                     // The directory's entry was reclaimed: walk again.
@@ -751,12 +799,18 @@ impl VfsInner {
             if child_d.seq.read_retry(child_seq) {
                 return Err(WalkError::Retry);
             }
-            if child_flags & D_REVALIDATE != 0
-                && !self.revalidate_dentry(cur.dentry, dir, child_d, &key)?
-            {
-                return Err(WalkError::Retry);
+            if child_flags & D_REVALIDATE != 0 {
+                if flags & WALK_CACHED != 0 && Self::stale_answer_stamps(child_d).is_some() {
+                    return Err(Errno::EAGAIN.into());
+                }
+                if !self.revalidate_dentry(cur.dentry, dir, child_d, &key)? {
+                    return Err(WalkError::Retry);
+                }
             }
             if child_inode.is_null() {
+                if flags & WALK_CACHED != 0 {
+                    return Err(Errno::EAGAIN.into());
+                }
                 if is_last && flags & WALK_ALLOW_NEGATIVE != 0 {
                     let f = Found {
                         path: PathPtr {
@@ -777,14 +831,21 @@ impl VfsInner {
                 links += 1;
                 // pick_link: a nosymfollow mount follows no link.
                 // SAFETY: the guard keeps the walk's mount allocated.
-                if links > MAXSYMLINKS || unsafe { &*cur.mnt }.flags.get() & MNT_NOSYMFOLLOW != 0 {
+                let mnt_flags = unsafe { &*cur.mnt }.flags.get();
+                if links > MAXSYMLINKS
+                    || flags & WALK_NO_SYMLINKS != 0
+                    || mnt_flags & MNT_NOSYMFOLLOW != 0
+                {
                     return Err(Errno::ELOOP.into());
                 }
+                follow_accessed(ci, mnt_flags, flags)?;
                 let target = ci.symlink_target().unwrap_or(&[]);
                 if target.is_empty() {
                     return Err(Errno::ENOENT.into());
                 }
                 if target[0] == b'/' {
+                    symlink_jump_allowed(flags, cur, root, root_known)?;
+                    root_known = true;
                     sample(&mut global);
                     cur = root;
                     // SAFETY: as above.
@@ -804,6 +865,9 @@ impl VfsInner {
             if child_flags & D_MOUNTED != 0 {
                 sample(&mut global);
                 next = self.follow_mounts(next);
+                if flags & WALK_NO_XDEV != 0 && next.mnt != cur.mnt {
+                    return Err(Errno::EXDEV.into());
+                }
                 if next.dentry != child {
                     // SAFETY: a mount's root dentry, under the guard.
                     let nd = unsafe { &*next.dentry };
@@ -857,46 +921,72 @@ impl VfsInner {
         Ok(f)
     }
 
-    /// One ".." step: never above `root`; at a mount's root, continue from
-    /// the mountpoint in the parent mount. ENOENT where the step would
-    /// leave the subtree of a bind mount's root (Linux's path_connected: a
-    /// directory renamed out of a bind's subtree must not become a way out
-    /// of it).
-    fn follow_dotdot(&self, root: PathPtr, mut cur: PathPtr) -> Result<PathPtr, Errno> {
-        loop {
-            if cur == root {
-                return Ok(cur);
+    /// One ".." step (Linux's follow_dotdot): never above `root`; at a
+    /// mount's root, up through the mounts it is stacked on to its
+    /// mountpoint in the parent mount, and on to that directory's parent.
+    /// Reaching the root (or the namespace's top) that way stays where the
+    /// walk is (choose_mountpoint finds no mountpoint), and the caller then
+    /// descends into whatever is mounted there. ENOENT where the step
+    /// would leave the subtree of a bind mount's root (Linux's
+    /// path_connected: a directory renamed out of a bind's subtree must not
+    /// become a way out of it).
+    ///
+    /// With openat2's flags (`resolve`): staying at the root is EXDEV for
+    /// BENEATH, and leaving a mount for its parent is EXDEV for NO_XDEV.
+    fn follow_dotdot(&self, root: PathPtr, cur: PathPtr, resolve: u32) -> Result<PathPtr, Errno> {
+        let in_root = |at: PathPtr| {
+            if resolve & WALK_BENEATH != 0 {
+                Err(Errno::EXDEV)
+            } else {
+                Ok(at)
             }
-            // SAFETY: mounts reached by a walk are freed only through the
-            // collector; the caller holds a guard.
-            let m = unsafe { &*cur.mnt };
-            if cur.dentry == m.root {
+        };
+        if cur == root {
+            return in_root(cur);
+        }
+        let mut at = cur;
+        // SAFETY (all mount derefs): mounts reached by a walk are freed
+        // only through the collector; the caller holds a guard.
+        let mut m = unsafe { &*cur.mnt };
+        if cur.dentry == m.root {
+            loop {
                 let (parent, mountpoint) = (m.parent_ptr(), m.mountpoint_ptr());
                 // Both null at the top; one of them only while a detach
                 // races this read, which the walk's mount seqcount check
                 // then retries.
                 if parent.is_null() || mountpoint.is_null() {
-                    return Ok(cur);
+                    return in_root(cur);
                 }
-                cur = PathPtr {
+                let up = PathPtr {
                     mnt: parent,
                     dentry: mountpoint,
                 };
-                continue;
+                if up == root {
+                    return in_root(cur);
+                }
+                m = unsafe { &*parent };
+                at = up;
+                // A mount stacked on another's root: climb on.
+                if mountpoint != m.root {
+                    break;
+                }
             }
-            // SAFETY: as in `walk_once`.
-            let parent = unsafe { &*cur.dentry }.parent_ptr();
-            if parent.is_null() {
-                return Ok(cur);
+            if resolve & WALK_NO_XDEV != 0 {
+                return Err(Errno::EXDEV);
             }
-            if !connected(m, parent) {
-                return Err(Errno::ENOENT);
-            }
-            return Ok(PathPtr {
-                mnt: cur.mnt,
-                dentry: parent,
-            });
         }
+        // SAFETY: as in `walk_once`.
+        let parent = unsafe { &*at.dentry }.parent_ptr();
+        if parent.is_null() {
+            return Ok(at);
+        }
+        if !connected(m, parent) {
+            return Err(Errno::ENOENT);
+        }
+        Ok(PathPtr {
+            mnt: at.mnt,
+            dentry: parent,
+        })
     }
 
     /// Descends through every mount stacked on `p`.
@@ -913,6 +1003,49 @@ impl VfsInner {
             };
         }
     }
+}
+
+/// pick_link's atime: a symlink followed is accessed through the mount
+/// the link is on (`mnt_flags`). Linux's RCU walk cannot write the time,
+/// so under RESOLVE_CACHED (`resolve`) a due update is EAGAIN.
+pub(crate) fn follow_accessed(link: &Inode, mnt_flags: u32, resolve: u32) -> SysResult<()> {
+    if let Some(t) = link.atime_update_due(mnt_flags) {
+        if resolve & WALK_CACHED != 0 {
+            return Err(Errno::EAGAIN);
+        }
+        link.update_attr(|w| w.set_atime(t));
+    }
+    Ok(())
+}
+
+/// Whether a walk at `cur` may jump to `root` for an absolute symlink
+/// under openat2's flags (Linux's nd_jump_root): never beneath a dirfd,
+/// and without crossing mounts only from the root's mount, once the walk
+/// knows its root. Linux's walk learns the root lazily (set_root: at an
+/// absolute path, a "..", a jump, or from the start when scoped); before
+/// that, its RESOLVE_NO_XDEV check compares the walk's mount with none and
+/// refuses every jump. `root_known` says whether that happened.
+pub(crate) fn symlink_jump_allowed(
+    resolve: u32,
+    cur: PathPtr,
+    root: PathPtr,
+    root_known: bool,
+) -> SysResult<()> {
+    if resolve & WALK_BENEATH != 0
+        || (resolve & WALK_NO_XDEV != 0 && (!root_known || cur.mnt != root.mnt))
+    {
+        return Err(Errno::EXDEV);
+    }
+    Ok(())
+}
+
+/// Whether a walk of `path` learns its root on the way (see
+/// `symlink_jump_allowed`): an absolute path, a ".." component, or a
+/// scoped walk. Symlinks the walk follows on the way are not looked into.
+pub(crate) fn path_sets_root(path: &[u8], resolve: u32) -> bool {
+    path.first() == Some(&b'/')
+        || resolve & (WALK_BENEATH | WALK_IN_ROOT) != 0
+        || path.split(|&b| b == b'/').any(|c| c == b"..")
 }
 
 /// path_connected: `dentry` is within the subtree `m` shows. Always, for

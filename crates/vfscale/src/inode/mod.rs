@@ -373,6 +373,39 @@ impl Inode {
         self.write_hint.store(hint as u8, Ordering::Relaxed);
     }
 
+    /// atime_needs_update and touch_atime for a read-like access through a
+    /// mount with flags `mnt_flags` (a read, a listing, a readlink, a
+    /// symlink followed): noatime (and nodiratime for a directory) never
+    /// writes; relatime writes only if atime is not newer than mtime or
+    /// ctime or is more than a day old, so repeated reads do not dirty the
+    /// inode; strictatime writes whenever the time has moved.
+    pub(crate) fn touch_atime(&self, mnt_flags: u32) {
+        if let Some(t) = self.atime_update_due(mnt_flags) {
+            self.update_attr(|w| w.set_atime(t));
+        }
+    }
+
+    /// atime_needs_update: the time `touch_atime` would write, or None if
+    /// nothing is due.
+    pub(crate) fn atime_update_due(&self, mnt_flags: u32) -> Option<Timespec> {
+        use crate::mount::flags::{allows_atime, MNT_RELATIME};
+        // SAFETY: an inode's superblock outlives it.
+        if !allows_atime(mnt_flags, self.is_dir()) || unsafe { &*self.sb }.is_readonly() {
+            return None;
+        }
+        let a = self.attr();
+        let t = now();
+        // Nothing to write if atime already reads now.
+        if a.atime == t {
+            return None;
+        }
+        (mnt_flags & MNT_RELATIME == 0
+            || a.atime <= a.mtime
+            || a.atime <= a.ctime
+            || t.sec - a.atime.sec >= 24 * 3600)
+            .then_some(t)
+    }
+
     /// The file type bits, which never change.
     pub fn file_type(&self) -> u32 {
         // Relaxed: the type bits are immutable after construction.

@@ -19,6 +19,12 @@ pub use crate::abi::Fd;
 pub trait ProcessApi: Send {
     // ---- open files ----
     fn openat(&self, dirfd: Fd, path: &[u8], flags: i32, mode: u32) -> SysResult<Fd>;
+    /// openat2(2): every argument checked strictly, and the walk scoped by
+    /// `how.resolve` (RESOLVE_BENEATH, RESOLVE_IN_ROOT, RESOLVE_NO_XDEV,
+    /// RESOLVE_NO_SYMLINKS, RESOLVE_NO_MAGICLINKS, RESOLVE_CACHED).
+    fn openat2(&self, _dirfd: Fd, _path: &[u8], _how: &OpenHow) -> SysResult<Fd> {
+        Err(Errno::ENOSYS)
+    }
     fn close(&self, fd: Fd) -> SysResult<()>;
     fn close_range(&self, first: u32, last: u32, flags: u32) -> SysResult<()>;
     fn dup(&self, fd: Fd) -> SysResult<Fd>;

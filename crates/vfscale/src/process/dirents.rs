@@ -4,7 +4,6 @@
 //! each other and with lookups, and write no per-directory state per entry
 //! (only the file's own position, once per call).
 
-use super::io::touch_atime;
 use super::Process;
 use crate::abi::*;
 use crate::dir::index::FIRST_CHILD_COOKIE;
@@ -132,7 +131,7 @@ impl VfsInner {
         };
         drop(locked);
         // SAFETY: an open file holds its mount.
-        touch_atime(unsafe { &*file.mnt }.flags.get(), inode);
+        inode.touch_atime(unsafe { &*file.mnt }.flags.get());
         Ok((pos, refused))
     }
 }

@@ -107,7 +107,7 @@ impl Process {
         }
         if total > 0 && file.status() & O_NOATIME == 0 {
             // SAFETY: an open file holds its mount.
-            touch_atime(unsafe { &*file.mnt }.flags.get(), inode);
+            inode.touch_atime(unsafe { &*file.mnt }.flags.get());
         }
         Ok(total)
     }
@@ -559,30 +559,4 @@ fn begin_transfer(
         pos: pos as u64,
         data,
     }))
-}
-
-/// atime_needs_update and touch_atime for a read-like access through a
-/// mount with flags `mnt_flags`: noatime (and nodiratime for a directory)
-/// never writes; relatime writes only if atime is not newer than mtime or
-/// ctime or is more than a day old, so repeated reads do not dirty the
-/// inode; strictatime writes whenever the time has moved.
-pub(crate) fn touch_atime(mnt_flags: u32, inode: &Inode) {
-    use crate::mount::flags::{allows_atime, MNT_RELATIME};
-    // SAFETY: an inode's superblock outlives it.
-    if !allows_atime(mnt_flags, inode.is_dir()) || unsafe { &*inode.sb }.is_readonly() {
-        return;
-    }
-    let a = inode.attr();
-    let t = now();
-    // As atime_needs_update: nothing to write if atime already reads now.
-    if a.atime == t {
-        return;
-    }
-    if mnt_flags & MNT_RELATIME == 0
-        || a.atime <= a.mtime
-        || a.atime <= a.ctime
-        || t.sec - a.atime.sec >= 24 * 3600
-    {
-        inode.update_attr(|w| w.set_atime(t));
-    }
 }

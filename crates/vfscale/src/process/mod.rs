@@ -50,7 +50,7 @@ pub use handles::{Entry, Fh, Handle, Namespace, SetAttr};
 use crate::abi::*;
 use crate::cred::perm::{MAY_EXEC, MAY_WRITE};
 use crate::cred::Cred;
-use crate::dcache::walk::{Found, Parent, PathPtr, WALK_FOLLOW};
+use crate::dcache::walk::{Found, Parent, PathPtr, WALK_BENEATH, WALK_FOLLOW, WALK_IN_ROOT};
 use crate::file::{FdTable, FileRef};
 use crate::inode::Inode;
 use crate::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
@@ -339,15 +339,55 @@ impl Process {
     /// Splits `path` into its parent directory and last component.
     #[inline(always)]
     fn parent_at<'p>(&self, dirfd: Fd, path: &'p [u8]) -> SysResult<Parent<'p>> {
+        self.parent_resolving(dirfd, path, 0)
+    }
+
+    /// `parent_at` under openat2's resolve flags (`WALK_RESOLVE` bits).
+    #[inline(always)]
+    fn parent_resolving<'p>(
+        &self,
+        dirfd: Fd,
+        path: &'p [u8],
+        resolve: u32,
+    ) -> SysResult<Parent<'p>> {
+        let (root, start) = self.walk_ends(dirfd, path, resolve)?;
+        // A parent walk precedes creating names: charge them to our group.
+        self.charge_here();
+        self.vfs.walk_parent(&self.cred, root, start, path, resolve)
+    }
+
+    /// The root and the start of a walk of `path` from `dirfd`. Under
+    /// openat2's RESOLVE_BENEATH or RESOLVE_IN_ROOT the dirfd's directory
+    /// is both (Linux's path_init for scoped lookups; an absolute path
+    /// beneath a dirfd is EXDEV before the dirfd is even looked at).
+    #[inline(always)]
+    fn walk_ends(&self, dirfd: Fd, path: &[u8], resolve: u32) -> SysResult<(PathPtr, PathPtr)> {
         let (root, cwd) = self.fs.get();
-        let start = if path.first() == Some(&b'/') || path.is_empty() {
+        let absolute = path.first() == Some(&b'/');
+        if resolve & (WALK_BENEATH | WALK_IN_ROOT) != 0 {
+            if absolute && resolve & WALK_BENEATH != 0 {
+                return Err(Errno::EXDEV);
+            }
+            let dir = self.start_dir(dirfd, cwd)?;
+            return Ok((dir, dir));
+        }
+        let start = if absolute || path.is_empty() {
             cwd
         } else {
             self.start_dir(dirfd, cwd)?
         };
-        // A parent walk precedes creating names: charge them to our group.
+        Ok((root, start))
+    }
+
+    /// A walk of `path` from `dirfd` under openat2's resolve flags (in
+    /// `flags`, with the walk's own). Caller holds a guard.
+    fn lookup_resolving(&self, dirfd: Fd, path: &[u8], flags: u32) -> SysResult<Found> {
+        if path.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        let (root, start) = self.walk_ends(dirfd, path, flags)?;
         self.charge_here();
-        self.vfs.walk_parent(&self.cred, root, start, path)
+        self.vfs.walk(&self.cred, root, start, path, flags)
     }
 
     /// Write and search permission on a directory (to add or remove names)

@@ -921,7 +921,9 @@ impl Process {
         let n = target.len().min(buf.len());
         buf[..n].copy_from_slice(&target[..n]);
         // SAFETY: the guard keeps the walk's mount allocated.
-        super::io::touch_atime(unsafe { &*found.path.mnt }.flags.get(), found.inode());
+        found
+            .inode()
+            .touch_atime(unsafe { &*found.path.mnt }.flags.get());
         Ok(n)
     }
 

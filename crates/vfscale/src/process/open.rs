@@ -6,7 +6,11 @@ use crate::anon::pipe::PartnerWait;
 use crate::cred::perm::{may_open_existing_in_sticky, MAY_READ, MAY_WRITE};
 use crate::dcache::dentry::D_MOUNTED;
 use crate::dcache::name::NameKey;
-use crate::dcache::walk::{Found, Last, Parent, PathPtr, WALK_DIRECTORY, WALK_FOLLOW};
+use crate::dcache::walk::{
+    check_path, follow_accessed, path_sets_root, symlink_jump_allowed, Found, Last, Parent,
+    PathPtr, WALK_BENEATH, WALK_CACHED, WALK_DIRECTORY, WALK_FOLLOW, WALK_IN_ROOT,
+    WALK_NO_SYMLINKS, WALK_NO_XDEV,
+};
 use crate::file::{
     FMODE_BACKEND, FMODE_CREATED, FMODE_PATH, FMODE_PIPE, FMODE_READ, FMODE_WRITE, FMODE_WRITER,
 };
@@ -66,6 +70,25 @@ pub(super) fn backend_open(inode: &Inode, fmode: u32) -> u32 {
     held(sb, inode, fmode)
 }
 
+/// Where an O_CREAT open's trailing symlinks resolve: the walk's root
+/// (the process root, or the dirfd's directory under RESOLVE_BENEATH or
+/// RESOLVE_IN_ROOT) and openat2's resolve flags (`WALK_RESOLVE` bits).
+#[derive(Clone, Copy)]
+struct Scope {
+    /// None: the process root, read when a link needs it.
+    root: Option<PathPtr>,
+    resolve: u32,
+    /// Whether Linux's walk would know its root by now
+    /// (`symlink_jump_allowed`), as far as the paths walked show.
+    root_known: bool,
+}
+
+impl Scope {
+    fn root(&self, p: &Process) -> PathPtr {
+        self.root.unwrap_or_else(|| p.fs.get().0)
+    }
+}
+
 impl Process {
     #[inline(always)]
     pub(crate) fn sys_openat(
@@ -74,6 +97,72 @@ impl Process {
         path: &[u8],
         flags: i32,
         mode: u32,
+    ) -> SysResult<Fd> {
+        self.sys_open_resolving(dirfd, path, flags, mode, 0)
+    }
+
+    /// openat2(2): openat with strict checks of every argument (unknown
+    /// flag bits, a mode without O_CREAT or O_TMPFILE, contradictory
+    /// resolve flags are EINVAL, in build_open_flags's order) and
+    /// RESOLVE_* flags that scope the walk (`dcache/walk.rs`, `WALK_*`).
+    /// RESOLVE_NO_MAGICLINKS has nothing to refuse: vfscale has no
+    /// magic links.
+    pub(crate) fn sys_openat2(&self, dirfd: Fd, path: &[u8], how: &OpenHow) -> SysResult<Fd> {
+        let flags = how.flags & !(O_CLOEXEC as u64);
+        if flags & !(O_VALID as u32 as u64) != 0 || how.resolve & !RESOLVE_VALID != 0 {
+            return Err(Errno::EINVAL);
+        }
+        if how.resolve & (RESOLVE_BENEATH | RESOLVE_IN_ROOT) == RESOLVE_BENEATH | RESOLVE_IN_ROOT {
+            return Err(Errno::EINVAL);
+        }
+        let flags = how.flags as i32;
+        let creates = flags & (O_CREAT | __O_TMPFILE) != 0;
+        if (creates && how.mode & !u64::from(S_IALLUGO) != 0) || (!creates && how.mode != 0) {
+            return Err(Errno::EINVAL);
+        }
+        if flags & (O_DIRECTORY | O_CREAT) == O_DIRECTORY | O_CREAT {
+            return Err(Errno::EINVAL);
+        }
+        if flags & __O_TMPFILE != 0 && (flags & O_DIRECTORY == 0 || flags & O_ACCMODE == O_RDONLY) {
+            return Err(Errno::EINVAL);
+        }
+        if flags & O_PATH != 0 && flags & !O_PATH_FLAGS != 0 {
+            return Err(Errno::EINVAL);
+        }
+        if how.resolve & RESOLVE_CACHED != 0 && flags & (O_TRUNC | O_CREAT | __O_TMPFILE) != 0 {
+            return Err(Errno::EAGAIN);
+        }
+        // getname's checks come before the walk's.
+        check_path(path)?;
+        if path.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        if path.len() >= PATH_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        let resolve = [
+            (RESOLVE_BENEATH, WALK_BENEATH),
+            (RESOLVE_IN_ROOT, WALK_IN_ROOT),
+            (RESOLVE_NO_XDEV, WALK_NO_XDEV),
+            (RESOLVE_NO_SYMLINKS, WALK_NO_SYMLINKS),
+            (RESOLVE_CACHED, WALK_CACHED),
+        ]
+        .iter()
+        .filter(|(r, _)| how.resolve & r != 0)
+        .fold(0, |acc, (_, w)| acc | w);
+        self.sys_open_resolving(dirfd, path, flags, how.mode as u32, resolve)
+    }
+
+    /// openat under openat2's resolve flags (`WALK_RESOLVE` bits; 0 for
+    /// openat itself).
+    #[inline(always)]
+    fn sys_open_resolving(
+        &self,
+        dirfd: Fd,
+        path: &[u8],
+        flags: i32,
+        mode: u32,
+        resolve: u32,
     ) -> SysResult<Fd> {
         // The open file (and any name it creates) is charged to our group.
         self.charge_here();
@@ -85,7 +174,7 @@ impl Process {
             flags
         };
         if flags & __O_TMPFILE != 0 {
-            return self.open_tmpfile(dirfd, path, flags, mode);
+            return self.open_tmpfile(dirfd, path, flags, mode, resolve);
         }
         // O_DIRECTORY | O_CREAT is nonsense, after O_PATH's masking (EINVAL since Linux 6.4).
         if flags & (O_DIRECTORY | O_CREAT) == O_DIRECTORY | O_CREAT {
@@ -103,7 +192,7 @@ impl Process {
         let _guard = self.vfs.collector.enter();
         let (file, created) = loop {
             let (found, created) = if flags & O_CREAT != 0 && flags & O_PATH == 0 {
-                self.open_create(dirfd, path, flags, mode)?
+                self.open_create(dirfd, path, flags, mode, resolve)?
             } else {
                 let walk_flags = if flags & O_NOFOLLOW != 0 {
                     0
@@ -114,10 +203,12 @@ impl Process {
                 } else {
                     0
                 };
-                (
-                    self.lookup_at(&self.cred, dirfd, path, AT_SYMLINK_NOFOLLOW, walk_flags)?,
-                    false,
-                )
+                let found = if resolve == 0 {
+                    self.lookup_at(&self.cred, dirfd, path, AT_SYMLINK_NOFOLLOW, walk_flags)?
+                } else {
+                    self.lookup_resolving(dirfd, path, walk_flags | resolve)?
+                };
+                (found, false)
             };
             if let Some(f) = self.open_found(&found, flags, created)? {
                 break (f, created);
@@ -186,14 +277,28 @@ impl Process {
         path: &[u8],
         flags: i32,
         mode: u32,
+        resolve: u32,
     ) -> SysResult<(Found, bool)> {
-        let parent = self.parent_at(dirfd, path)?;
-        self.open_create_parent(parent, flags, mode, 0)
+        let parent = self.parent_resolving(dirfd, path, resolve)?;
+        let root = if resolve & (WALK_BENEATH | WALK_IN_ROOT) != 0 {
+            // The scoped walk's root: the directory it started from.
+            let (_, cwd) = self.fs.get();
+            Some(self.start_dir(dirfd, cwd)?)
+        } else {
+            None
+        };
+        let scope = Scope {
+            root,
+            resolve,
+            root_known: path_sets_root(path, resolve),
+        };
+        self.open_create_parent(parent, flags, mode, 0, scope)
     }
 
     /// Finds or creates `parent.last` in `parent.dir`. A symlink there is
     /// followed (unless O_EXCL/O_NOFOLLOW) by resolving its target's parent
-    /// the same way, up to MAXSYMLINKS times.
+    /// the same way, up to MAXSYMLINKS times, from `scope`'s root when
+    /// absolute and under its resolve flags.
     #[inline(always)]
     fn open_create_parent(
         &self,
@@ -201,7 +306,21 @@ impl Process {
         flags: i32,
         mode: u32,
         depth: u32,
+        scope: Scope,
     ) -> SysResult<(Found, bool)> {
+        // A ".." last component is stepped (and refused) under
+        // RESOLVE_BENEATH and RESOLVE_NO_XDEV before its EISDIR
+        // (open_last_lookups's handle_dots, then do_open).
+        if matches!(parent.last, Last::DotDot) && scope.resolve & (WALK_BENEATH | WALK_NO_XDEV) != 0
+        {
+            self.vfs.walk(
+                &self.cred,
+                scope.root(self),
+                parent.dir.path,
+                b"..",
+                scope.resolve,
+            )?;
+        }
         let name = match parent.last {
             Last::Name(n) => n,
             // ".", ".." and "/" exist and are directories.
@@ -260,6 +379,17 @@ impl Process {
             unsafe { &*existing }.inode_ptr()
         };
         if !existing_inode.is_null() {
+            // step_into's mount crossing comes before do_open's EEXIST.
+            // SAFETY: live under the directory lock.
+            if scope.resolve & WALK_NO_XDEV != 0 && unsafe { &*existing }.flags() & D_MOUNTED != 0 {
+                let below = PathPtr {
+                    mnt: parent.dir.path.mnt,
+                    dentry: existing,
+                };
+                if self.vfs.follow_mounts(below).mnt != below.mnt {
+                    return Err(Errno::EXDEV);
+                }
+            }
             if flags & O_EXCL != 0 {
                 return Err(Errno::EEXIST);
             }
@@ -277,23 +407,37 @@ impl Process {
                     return Err(Errno::ELOOP);
                 }
                 // SAFETY: the parent's walk keeps its mount allocated.
+                let mnt_flags = unsafe { &*parent.dir.path.mnt }.flags.get();
                 if depth >= MAXSYMLINKS
-                    || unsafe { &*parent.dir.path.mnt }.flags.get() & MNT_NOSYMFOLLOW != 0
+                    || scope.resolve & WALK_NO_SYMLINKS != 0
+                    || mnt_flags & MNT_NOSYMFOLLOW != 0
                 {
                     return Err(Errno::ELOOP);
                 }
+                follow_accessed(ei, mnt_flags, scope.resolve)?;
                 let target = ei.symlink_target().unwrap_or(&[]).to_vec();
                 drop(locked);
                 if target.is_empty() {
                     return Err(Errno::ENOENT);
                 }
                 // The target resolves from the link's directory (or the
-                // process root when absolute).
-                let (root, _) = self.fs.get();
-                let next = self
-                    .vfs
-                    .walk_parent(&self.cred, root, parent.dir.path, &target)?;
-                return self.open_create_parent(next, flags, mode, depth + 1);
+                // walk's root when absolute).
+                let root = scope.root(self);
+                if target[0] == b'/' {
+                    symlink_jump_allowed(scope.resolve, parent.dir.path, root, scope.root_known)?;
+                }
+                let scope = Scope {
+                    root_known: scope.root_known || path_sets_root(&target, scope.resolve),
+                    ..scope
+                };
+                let next = self.vfs.walk_parent(
+                    &self.cred,
+                    root,
+                    parent.dir.path,
+                    &target,
+                    scope.resolve,
+                )?;
+                return self.open_create_parent(next, flags, mode, depth + 1, scope);
             }
             // A mountpoint (a file bind-mounted over the name): the open is
             // of what is mounted there, checks included (step_into's

@@ -18,6 +18,9 @@ impl ProcessApi for Process {
     fn openat(&self, dirfd: Fd, path: &[u8], flags: i32, mode: u32) -> SysResult<Fd> {
         self.done(self.sys_openat(dirfd, path, flags, mode))
     }
+    fn openat2(&self, dirfd: Fd, path: &[u8], how: &OpenHow) -> SysResult<Fd> {
+        self.done(self.sys_openat2(dirfd, path, how))
+    }
     fn close(&self, fd: Fd) -> SysResult<()> {
         self.done(self.sys_close(fd))
     }

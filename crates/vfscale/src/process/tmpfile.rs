@@ -50,6 +50,7 @@ impl Process {
         path: &[u8],
         flags: i32,
         mode: u32,
+        resolve: u32,
     ) -> SysResult<Fd> {
         // O_TMPFILE carries O_DIRECTORY, excludes O_CREAT, and the access
         // mode must ask for writing (ACC_MODE: O_RDONLY alone does not).
@@ -70,7 +71,11 @@ impl Process {
                 WALK_FOLLOW
             };
         let (dir_path, dir) = loop {
-            let found = self.lookup_at(&self.cred, dirfd, path, AT_SYMLINK_NOFOLLOW, walk_flags)?;
+            let found = if resolve == 0 {
+                self.lookup_at(&self.cred, dirfd, path, AT_SYMLINK_NOFOLLOW, walk_flags)?
+            } else {
+                self.lookup_resolving(dirfd, path, walk_flags | resolve)?
+            };
             if found.inode.is_null() {
                 return Err(Errno::ENOENT);
             }

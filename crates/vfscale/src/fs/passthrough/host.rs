@@ -43,7 +43,9 @@
 //! - Every host call that resolves a name or reads attributes is counted
 //!   in `HostStats` (tests count what revalidation costs).
 
-use crate::abi::{Errno, SysResult};
+use crate::abi::{
+    Errno, OpenHow, SysResult, RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, RESOLVE_NO_SYMLINKS,
+};
 use crate::fs::XattrCall;
 use crate::sync::counter::ShardedCounter;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -167,17 +169,6 @@ impl CName {
     fn as_ptr(&self) -> *const libc::c_char {
         self.buf.as_ptr().cast()
     }
-}
-
-const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
-const RESOLVE_NO_SYMLINKS: u64 = 0x04;
-const RESOLVE_BENEATH: u64 = 0x08;
-
-#[repr(C)]
-struct OpenHow {
-    flags: u64,
-    mode: u64,
-    resolve: u64,
 }
 
 fn last_errno() -> Errno {
