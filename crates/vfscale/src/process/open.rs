@@ -290,7 +290,8 @@ impl Process {
         let scope = Scope {
             root,
             resolve,
-            root_known: path_sets_root(path, resolve),
+            // Only RESOLVE_NO_XDEV reads it: openat does not scan.
+            root_known: resolve & WALK_NO_XDEV != 0 && path_sets_root(path, resolve),
         };
         self.open_create_parent(parent, flags, mode, 0, scope)
     }
@@ -427,7 +428,9 @@ impl Process {
                     symlink_jump_allowed(scope.resolve, parent.dir.path, root, scope.root_known)?;
                 }
                 let scope = Scope {
-                    root_known: scope.root_known || path_sets_root(&target, scope.resolve),
+                    root_known: scope.root_known
+                        || (scope.resolve & WALK_NO_XDEV != 0
+                            && path_sets_root(&target, scope.resolve)),
                     ..scope
                 };
                 let next = self.vfs.walk_parent(
