@@ -3,8 +3,13 @@
 //! thousands of cases is `vfscale-difftest/tests/openat2_kernel.rs`, which
 //! needs root).
 
+mod common_host;
+
+use common_host::HostDir;
+use std::time::Duration;
 use vfscale::abi::*;
-use vfscale::{ProcessApi, Vfs};
+use vfscale::fs::passthrough::PassthroughConfig;
+use vfscale::{ProcessApi, Vfs, VfsConfig};
 
 fn how(flags: i32, mode: u64, resolve: u64) -> OpenHow {
     OpenHow {
@@ -138,4 +143,40 @@ fn arguments_are_checked_strictly() {
     let fd = p.openat(d, b"f", O_PATH | O_RDWR, 0o644).unwrap();
     p.close(fd).unwrap();
     assert_eq!(p.openat2(d, b"", &how(O_RDONLY, 0, 0)), Err(Errno::ENOENT));
+}
+
+/// On a passthrough instance a cached walk uses what the cache holds
+/// within its TTL and asks the host for nothing: a name looked up is
+/// found, one never looked up (or past the TTL) is EAGAIN.
+#[test]
+fn cached_walks_on_a_passthrough_instance() {
+    let host = HostDir::new("openat2-cached");
+    host.write("seen", b"1");
+    host.write("unseen", b"22");
+    for (ttl, seen) in [
+        (Duration::from_secs(600), Ok(1)),
+        (Duration::ZERO, Err(Errno::EAGAIN)),
+    ] {
+        let vfs = Vfs::with_passthrough_root(
+            VfsConfig::default(),
+            host.path(),
+            PassthroughConfig {
+                ttl,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let p = vfs.root_process();
+        assert_eq!(size(&p, AT_FDCWD, b"/seen", 0), Ok(1));
+        assert_eq!(
+            size(&p, AT_FDCWD, b"/seen", RESOLVE_CACHED),
+            seen,
+            "{ttl:?}"
+        );
+        assert_eq!(
+            size(&p, AT_FDCWD, b"/unseen", RESOLVE_CACHED),
+            Err(Errno::EAGAIN)
+        );
+        assert_eq!(size(&p, AT_FDCWD, b"/unseen", 0), Ok(2));
+    }
 }
