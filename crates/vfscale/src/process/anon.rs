@@ -577,7 +577,7 @@ impl Process {
             F_GET_RW_HINT => self.with_file(fd, false, |f| Ok(f.inode().write_hint() as i64)),
             F_SET_RW_HINT => self.with_file(fd, false, |f| {
                 let inode = f.inode();
-                self.may_keep_atime(inode)?;
+                self.owner_or_capable(inode)?;
                 if arg as u64 > RWH_WRITE_LIFE_EXTREME {
                     return Err(Errno::EINVAL);
                 }
@@ -600,7 +600,7 @@ impl Process {
                 // Linux's setfl: O_NOATIME only for the owner.
                 let inode = f.inode();
                 if arg & O_NOATIME != 0 && f.status() & O_NOATIME == 0 {
-                    self.may_keep_atime(inode)?;
+                    self.owner_or_capable(inode)?;
                 }
                 // O_DIRECT where direct I/O is possible: tmpfs regular files
                 // opened by name (shmem_file_open sets FMODE_CAN_ODIRECT; a

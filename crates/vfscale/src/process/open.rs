@@ -618,7 +618,7 @@ impl Process {
                 inode.permission(&self.cred, want)?;
             }
             if flags & O_NOATIME != 0 {
-                self.may_keep_atime(inode)?;
+                self.owner_or_capable(inode)?;
             }
             if matches!(ty, S_IFCHR | S_IFBLK | S_IFSOCK) {
                 return Err(Errno::ENXIO);
@@ -719,10 +719,10 @@ impl Process {
         Ok(Some((file, wait)))
     }
 
-    /// O_NOATIME (at open or by F_SETFL) for the file's owner only, or
-    /// CAP_FOWNER (root here): may_open's and setfl's
-    /// inode_owner_or_capable.
-    pub(super) fn may_keep_atime(&self, inode: &Inode) -> SysResult<()> {
+    /// Linux's inode_owner_or_capable: the file's owner, or CAP_FOWNER
+    /// (root here), else EPERM. What O_NOATIME (at open or by F_SETFL)
+    /// and F_SET_RW_HINT ask.
+    pub(super) fn owner_or_capable(&self, inode: &Inode) -> SysResult<()> {
         if self.cred.is_root() || inode.attr().uid == self.cred.fsuid {
             Ok(())
         } else {
