@@ -73,6 +73,8 @@ fn build<P: ProcessApi>(p: &P) {
         (b"/made_abs", b"/d/dangling_abs"),
         (b"made_rel", b"/d/dangling_rel"),
         (b"/f", b"/d/abs_in_root"),
+        (b"../d/sub", b"/d/via"),
+        (b"/d/made_via", b"/d/sub/dangling_abs"),
     ] {
         p.symlinkat(target, AT_FDCWD, link).unwrap();
     }
@@ -99,6 +101,8 @@ fn build<P: ProcessApi>(p: &P) {
         b"/d/dangling_abs",
         b"/d/dangling_rel",
         b"/d/abs_in_root",
+        b"/d/via",
+        b"/d/sub/dangling_abs",
         b"/d/mnt/out",
         b"/d/mnt/abs",
     ] {
@@ -238,7 +242,7 @@ fn script<P: ProcessApi>(p: &P) -> Log {
     // on both sides).
     for (i, (rname, resolve)) in RESOLVES.iter().enumerate() {
         let fresh = format!("new{i}");
-        let cases: [(&str, Vec<u8>, i32); 10] = [
+        let cases: [(&str, Vec<u8>, i32); 11] = [
             ("plain", fresh.clone().into_bytes(), O_CREAT | O_WRONLY),
             (
                 "excl",
@@ -258,6 +262,13 @@ fn script<P: ProcessApi>(p: &P) -> Log {
             ("dangling up", b"dangling_up".to_vec(), O_CREAT | O_WRONLY),
             ("dangling abs", b"dangling_abs".to_vec(), O_CREAT | O_WRONLY),
             ("dangling rel", b"dangling_rel".to_vec(), O_CREAT | O_WRONLY),
+            // The link to the parent holds "..": under NO_XDEV Linux's
+            // walk knows its root by the dangling absolute link.
+            (
+                "via .., dangling abs",
+                b"via/dangling_abs".to_vec(),
+                O_CREAT | O_WRONLY,
+            ),
             ("dotdot", b"..".to_vec(), O_CREAT | O_WRONLY),
             ("mountpoint", b"mnt".to_vec(), O_CREAT | O_WRONLY),
             (
@@ -278,6 +289,7 @@ fn script<P: ProcessApi>(p: &P) -> Log {
         &b"/made_outside"[..],
         b"/made_abs",
         b"/d/made_rel",
+        b"/d/made_via",
         b"/new1up",
         b"/d/new2x",
     ] {

@@ -133,6 +133,10 @@ pub struct Parent<'p> {
     pub last: Last<'p>,
     /// The path ended in a slash.
     pub trailing_slash: bool,
+    /// Whether Linux's walk would know its root by the last component
+    /// (`symlink_jump_allowed`): an absolute path, a scoped walk, or a
+    /// `..` or absolute link on the way to the directory.
+    pub root_known: bool,
 }
 
 enum WalkError {
@@ -320,11 +324,26 @@ impl VfsInner {
         path: &[u8],
         flags: u32,
     ) -> SysResult<Found> {
+        self.walk_slow_learning_root(cred, root, start, path, flags)
+            .map(|(found, _)| found)
+    }
+
+    /// `walk_slow`, saying also whether the walk learnt its root on the
+    /// way (`symlink_jump_allowed`).
+    fn walk_slow_learning_root(
+        &self,
+        cred: &Cred,
+        root: PathPtr,
+        start: PathPtr,
+        path: &[u8],
+        flags: u32,
+    ) -> SysResult<(Found, bool)> {
         check_path(path)?;
         let mut attempts = 0u32;
         loop {
-            match self.walk_once(cred, root, start, path, flags) {
-                Ok(f) => return Ok(f),
+            let mut root_known = false;
+            match self.walk_once(cred, root, start, path, flags, &mut root_known) {
+                Ok(f) => return Ok((f, root_known)),
                 Err(WalkError::Errno(e)) => return Err(e),
                 Err(WalkError::Retry) => {
                     attempts += 1;
@@ -557,6 +576,7 @@ impl VfsInner {
         }
         let trimmed_len = path.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1);
         let trailing_slash = trimmed_len < path.len();
+        let mut root_known = path[0] == b'/' || resolve & (WALK_BENEATH | WALK_IN_ROOT) != 0;
         if trimmed_len == 0 {
             let dir = self.walk(
                 cred,
@@ -569,6 +589,7 @@ impl VfsInner {
                 dir,
                 last: Last::Root,
                 trailing_slash: false,
+                root_known,
             });
         }
         let trimmed = &path[..trimmed_len];
@@ -588,6 +609,18 @@ impl VfsInner {
         } else if dir_len == 0 {
             // "/name": the process root, as a walk of "/" gives it.
             self.walk_start(root)?
+        } else if resolve & WALK_NO_XDEV != 0 {
+            // Only RESOLVE_NO_XDEV asks what the walk learnt (and only the
+            // full walk knows openat2's flags).
+            let (dir, learnt) = self.walk_slow_learning_root(
+                cred,
+                root,
+                start,
+                &dir_part[..dir_len],
+                WALK_FOLLOW | WALK_DIRECTORY | resolve,
+            )?;
+            root_known |= learnt;
+            dir
         } else {
             self.walk(
                 cred,
@@ -614,6 +647,7 @@ impl VfsInner {
             dir,
             last,
             trailing_slash,
+            root_known,
         })
     }
 
@@ -646,6 +680,7 @@ impl VfsInner {
         start: PathPtr,
         path: &[u8],
         flags: u32,
+        root_known: &mut bool,
     ) -> Result<Found, WalkError> {
         // The global rename and mount seqcounts, sampled only when the walk
         // first goes up, crosses a mount or jumps to the root: plain walks
@@ -676,7 +711,7 @@ impl VfsInner {
         let mut links = 0u32;
         // Whether Linux's walk would have set its root by now
         // (`symlink_jump_allowed`); only RESOLVE_NO_XDEV asks.
-        let mut root_known = path[0] == b'/' || flags & (WALK_BENEATH | WALK_IN_ROOT) != 0;
+        *root_known = path[0] == b'/' || flags & (WALK_BENEATH | WALK_IN_ROOT) != 0;
         let mut segs = Segments::new(path);
         let mut must_be_dir = false;
         loop {
@@ -734,7 +769,7 @@ impl VfsInner {
                 continue;
             }
             if comp == b".." {
-                root_known = true;
+                *root_known = true;
                 sample(&mut global);
                 // Like Linux's step_into after "..": descend into whatever is
                 // mounted where ".." landed (even at the process root).
@@ -844,8 +879,8 @@ impl VfsInner {
                     return Err(Errno::ENOENT.into());
                 }
                 if target[0] == b'/' {
-                    symlink_jump_allowed(flags, cur, root, root_known)?;
-                    root_known = true;
+                    symlink_jump_allowed(flags, cur, root, *root_known)?;
+                    *root_known = true;
                     sample(&mut global);
                     cur = root;
                     // SAFETY: as above.
@@ -1037,15 +1072,6 @@ pub(crate) fn symlink_jump_allowed(
         return Err(Errno::EXDEV);
     }
     Ok(())
-}
-
-/// Whether a walk of `path` learns its root on the way (see
-/// `symlink_jump_allowed`): an absolute path, a ".." component, or a
-/// scoped walk. Symlinks the walk follows on the way are not looked into.
-pub(crate) fn path_sets_root(path: &[u8], resolve: u32) -> bool {
-    path.first() == Some(&b'/')
-        || resolve & (WALK_BENEATH | WALK_IN_ROOT) != 0
-        || path.split(|&b| b == b'/').any(|c| c == b"..")
 }
 
 /// path_connected: `dentry` is within the subtree `m` shows. Always, for

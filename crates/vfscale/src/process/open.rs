@@ -7,9 +7,8 @@ use crate::cred::perm::{may_open_existing_in_sticky, MAY_READ, MAY_WRITE};
 use crate::dcache::dentry::D_MOUNTED;
 use crate::dcache::name::NameKey;
 use crate::dcache::walk::{
-    check_path, follow_accessed, path_sets_root, symlink_jump_allowed, Found, Last, Parent,
-    PathPtr, WALK_BENEATH, WALK_CACHED, WALK_DIRECTORY, WALK_FOLLOW, WALK_IN_ROOT,
-    WALK_NO_SYMLINKS, WALK_NO_XDEV,
+    check_path, follow_accessed, symlink_jump_allowed, Found, Last, Parent, PathPtr, WALK_BENEATH,
+    WALK_CACHED, WALK_DIRECTORY, WALK_FOLLOW, WALK_IN_ROOT, WALK_NO_SYMLINKS, WALK_NO_XDEV,
 };
 use crate::file::{
     FMODE_BACKEND, FMODE_CREATED, FMODE_PATH, FMODE_PIPE, FMODE_READ, FMODE_WRITE, FMODE_WRITER,
@@ -78,9 +77,6 @@ struct Scope {
     /// None: the process root, read when a link needs it.
     root: Option<PathPtr>,
     resolve: u32,
-    /// Whether Linux's walk would know its root by now
-    /// (`symlink_jump_allowed`), as far as the paths walked show.
-    root_known: bool,
 }
 
 impl Scope {
@@ -287,12 +283,7 @@ impl Process {
         } else {
             None
         };
-        let scope = Scope {
-            root,
-            resolve,
-            // Only RESOLVE_NO_XDEV reads it: openat does not scan.
-            root_known: resolve & WALK_NO_XDEV != 0 && path_sets_root(path, resolve),
-        };
+        let scope = Scope { root, resolve };
         self.open_create_parent(parent, flags, mode, 0, scope)
     }
 
@@ -425,21 +416,17 @@ impl Process {
                 // walk's root when absolute).
                 let root = scope.root(self);
                 if target[0] == b'/' {
-                    symlink_jump_allowed(scope.resolve, parent.dir.path, root, scope.root_known)?;
+                    symlink_jump_allowed(scope.resolve, parent.dir.path, root, parent.root_known)?;
                 }
-                let scope = Scope {
-                    root_known: scope.root_known
-                        || (scope.resolve & WALK_NO_XDEV != 0
-                            && path_sets_root(&target, scope.resolve)),
-                    ..scope
-                };
-                let next = self.vfs.walk_parent(
+                let mut next = self.vfs.walk_parent(
                     &self.cred,
                     root,
                     parent.dir.path,
                     &target,
                     scope.resolve,
                 )?;
+                // What the walk knew before the link, it still knows.
+                next.root_known |= parent.root_known;
                 return self.open_create_parent(next, flags, mode, depth + 1, scope);
             }
             // A mountpoint (a file bind-mounted over the name): the open is
