@@ -135,7 +135,8 @@ pub struct Parent<'p> {
     pub trailing_slash: bool,
     /// Whether Linux's walk would know its root by the last component
     /// (`symlink_jump_allowed`): an absolute path, a scoped walk, or a
-    /// `..` or absolute link on the way to the directory.
+    /// `..` or absolute link on the way to the directory. Worked out under
+    /// RESOLVE_NO_XDEV only (false otherwise), the one flag that asks.
     pub root_known: bool,
 }
 
@@ -576,7 +577,10 @@ impl VfsInner {
         }
         let trimmed_len = path.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1);
         let trailing_slash = trimmed_len < path.len();
-        let mut root_known = path[0] == b'/' || resolve & (WALK_BENEATH | WALK_IN_ROOT) != 0;
+        // Worked out only for RESOLVE_NO_XDEV, which alone reads it (a
+        // parent walk of openat or unlink pays nothing).
+        let mut root_known = resolve & WALK_NO_XDEV != 0
+            && (path[0] == b'/' || resolve & (WALK_BENEATH | WALK_IN_ROOT) != 0);
         if trimmed_len == 0 {
             let dir = self.walk(
                 cred,
