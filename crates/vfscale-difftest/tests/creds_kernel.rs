@@ -23,7 +23,12 @@ fn name_shape(n: &[u8]) -> String {
 /// data, the credentials (pid given?, uid, gid), the descriptor count
 /// (each closed) and the flags.
 fn recv<P: ProcessApi>(p: &P, fd: Fd, control: usize, flags: i32) -> String {
-    let mut buf = [0u8; 100];
+    recv_up_to(p, fd, 100, control, flags)
+}
+
+/// `recv` of up to `len` bytes.
+fn recv_up_to<P: ProcessApi>(p: &P, fd: Fd, len: usize, control: usize, flags: i32) -> String {
+    let mut buf = vec![0u8; len];
     match p.recvmsg(fd, &mut [&mut buf], flags | MSG_DONTWAIT, control) {
         Ok(m) => {
             for &f in &m.fds {
@@ -31,32 +36,11 @@ fn recv<P: ProcessApi>(p: &P, fd: Fd, control: usize, flags: i32) -> String {
             }
             format!(
                 "{:?} creds {:?} fds {} flags {:#x} from {}",
-                String::from_utf8_lossy(&buf[..m.len.min(100)]),
+                String::from_utf8_lossy(&buf[..m.len.min(len)]),
                 m.creds.map(|c| (c.pid != 0, c.uid, c.gid)),
                 m.fds.len(),
                 m.flags,
                 name_shape(&m.name)
-            )
-        }
-        Err(e) => format!("{e}"),
-    }
-}
-
-/// recvmsg(MSG_PEEK) of one byte: the byte, the credentials' uid and the
-/// descriptor count (each closed).
-fn peek_one<P: ProcessApi>(p: &P, fd: Fd, control: usize) -> String {
-    let mut buf = [0u8; 1];
-    match p.recvmsg(fd, &mut [&mut buf], MSG_PEEK | MSG_DONTWAIT, control) {
-        Ok(m) => {
-            for &f in &m.fds {
-                p.close(f).unwrap();
-            }
-            format!(
-                "{:?} uid {:?} fds {} flags {:#x}",
-                String::from_utf8_lossy(&buf[..m.len.min(1)]),
-                m.creds.map(|c| c.uid),
-                m.fds.len(),
-                m.flags
             )
         }
         Err(e) => format!("{e}"),
@@ -129,12 +113,15 @@ fn script<P: ProcessApi>(p: &P) -> Log {
             let other = Some(Ucred { uid: 1000, ..own });
             put(t("w1"), send(p, a, b"w1", &[], None));
             put(t("w2 by uid 1000, files"), send(p, a, b"w2", &[r], other));
-            put(t("peek 1 before them"), peek_one(p, b, both));
+            put(t("peek 1 before them"), recv_up_to(p, b, 1, both, MSG_PEEK));
             put(t("read w1"), recv(p, b, both, 0));
             put(t("read w2"), recv(p, b, both, 0));
             put(t("w3 by uid 1000"), send(p, a, b"w3", &[], other));
             put(t("w4 by uid 1000, files"), send(p, a, b"w4", &[w], other));
-            put(t("peek 1 before the same writer's"), peek_one(p, b, both));
+            put(
+                t("peek 1 before the same writer's"),
+                recv_up_to(p, b, 1, both, MSG_PEEK),
+            );
             for i in 0..2 {
                 put(t(&format!("read w {i}")), recv(p, b, both, 0));
             }
