@@ -1048,12 +1048,10 @@ impl VfsInner {
 /// the link is on (`mnt_flags`). Linux's RCU walk cannot write the time,
 /// so under RESOLVE_CACHED (`resolve`) a due update is EAGAIN.
 pub(crate) fn follow_accessed(link: &Inode, mnt_flags: u32, resolve: u32) -> SysResult<()> {
-    if let Some(t) = link.atime_update_due(mnt_flags) {
-        if resolve & WALK_CACHED != 0 {
-            return Err(Errno::EAGAIN);
-        }
-        link.update_attr(|w| w.set_atime(t));
+    if resolve & WALK_CACHED != 0 && link.atime_update_due(mnt_flags).is_some() {
+        return Err(Errno::EAGAIN);
     }
+    link.touch_atime(mnt_flags);
     Ok(())
 }
 
