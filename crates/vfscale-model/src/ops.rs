@@ -1301,8 +1301,8 @@ pub fn path_strategy() -> impl Strategy<Value = Bytes> {
     ]
 }
 
-/// Relative paths that climb, stay or pass a symlink (`/l` and `/a/l`
-/// are made by the sequences' prelude or by their own steps).
+/// Relative paths that climb, stay or pass a symlink (`l` and `a/l` from
+/// the root: the sequences' own symlink steps make `/l` and `/a/l`).
 fn relative_path() -> impl Strategy<Value = Bytes> {
     prop::sample::select(vec![
         &b"c"[..],
