@@ -43,25 +43,39 @@ pub const WALK_FOLLOW: u32 = 1;
 pub const WALK_DIRECTORY: u32 = 2;
 /// A negative final component is returned instead of ENOENT.
 pub const WALK_ALLOW_NEGATIVE: u32 = 4;
+/// openat2's resolve flags are walk flags at their RESOLVE_* bits shifted
+/// past the walk's own three, so that `walk_resolve_flags` is a shift.
+const RESOLVE_SHIFT: u32 = 3;
 /// openat2's RESOLVE_BENEATH: the walk may not leave its root (the
 /// caller passes the dirfd's directory as the root): an absolute path or
 /// symlink, or ".." at the root, is EXDEV.
-pub const WALK_BENEATH: u32 = 8;
+pub const WALK_BENEATH: u32 = (RESOLVE_BENEATH as u32) << RESOLVE_SHIFT;
 /// RESOLVE_IN_ROOT: the caller passes the dirfd's directory as the root;
 /// the walk itself is an ordinary one.
-pub const WALK_IN_ROOT: u32 = 16;
+pub const WALK_IN_ROOT: u32 = (RESOLVE_IN_ROOT as u32) << RESOLVE_SHIFT;
 /// RESOLVE_NO_XDEV: crossing a mount, down or up (or by an absolute
 /// symlink from another mount than the root's), is EXDEV.
-pub const WALK_NO_XDEV: u32 = 32;
+pub const WALK_NO_XDEV: u32 = (RESOLVE_NO_XDEV as u32) << RESOLVE_SHIFT;
 /// RESOLVE_NO_SYMLINKS: a symlink the walk would follow is ELOOP.
-pub const WALK_NO_SYMLINKS: u32 = 64;
+pub const WALK_NO_SYMLINKS: u32 = (RESOLVE_NO_SYMLINKS as u32) << RESOLVE_SHIFT;
 /// RESOLVE_CACHED: EAGAIN wherever the walk would ask the backend (a miss,
 /// a stale answer) or meets a cached miss (Linux's tmpfs keeps none, so
 /// its RCU walk cannot answer ENOENT there either).
-pub const WALK_CACHED: u32 = 128;
+pub const WALK_CACHED: u32 = (RESOLVE_CACHED as u32) << RESOLVE_SHIFT;
 /// Any of openat2's resolve flags: the fast walk declines such walks.
+/// (RESOLVE_NO_MAGICLINKS has no walk flag: vfscale has no magic links.)
 pub const WALK_RESOLVE: u32 =
     WALK_BENEATH | WALK_IN_ROOT | WALK_NO_XDEV | WALK_NO_SYMLINKS | WALK_CACHED;
+const _: () = assert!(
+    WALK_RESOLVE & (WALK_FOLLOW | WALK_DIRECTORY | WALK_ALLOW_NEGATIVE) == 0,
+    "the resolve flags sit above the walk's own"
+);
+
+/// The walk flags for openat2's `resolve` (checked: no unknown bit).
+pub fn walk_resolve_flags(resolve: u64) -> u32 {
+    debug_assert_eq!(resolve & !RESOLVE_VALID, 0);
+    ((resolve as u32) << RESOLVE_SHIFT) & WALK_RESOLVE
+}
 
 /// What a walk resolved.
 #[derive(Clone, Copy, Debug)]

@@ -7,8 +7,9 @@ use crate::cred::perm::{may_open_existing_in_sticky, MAY_READ, MAY_WRITE};
 use crate::dcache::dentry::D_MOUNTED;
 use crate::dcache::name::NameKey;
 use crate::dcache::walk::{
-    check_path, follow_accessed, symlink_jump_allowed, Found, Last, Parent, PathPtr, WALK_BENEATH,
-    WALK_CACHED, WALK_DIRECTORY, WALK_FOLLOW, WALK_IN_ROOT, WALK_NO_SYMLINKS, WALK_NO_XDEV,
+    check_path, follow_accessed, symlink_jump_allowed, walk_resolve_flags, Found, Last, Parent,
+    PathPtr, WALK_BENEATH, WALK_DIRECTORY, WALK_FOLLOW, WALK_IN_ROOT, WALK_NO_SYMLINKS,
+    WALK_NO_XDEV,
 };
 use crate::file::{
     FMODE_BACKEND, FMODE_CREATED, FMODE_PATH, FMODE_PIPE, FMODE_READ, FMODE_WRITE, FMODE_WRITER,
@@ -136,16 +137,7 @@ impl Process {
         if path.len() >= PATH_MAX {
             return Err(Errno::ENAMETOOLONG);
         }
-        let resolve = [
-            (RESOLVE_BENEATH, WALK_BENEATH),
-            (RESOLVE_IN_ROOT, WALK_IN_ROOT),
-            (RESOLVE_NO_XDEV, WALK_NO_XDEV),
-            (RESOLVE_NO_SYMLINKS, WALK_NO_SYMLINKS),
-            (RESOLVE_CACHED, WALK_CACHED),
-        ]
-        .iter()
-        .filter(|(r, _)| how.resolve & r != 0)
-        .fold(0, |acc, (_, w)| acc | w);
+        let resolve = walk_resolve_flags(how.resolve);
         self.sys_open_resolving(dirfd, path, flags, how.mode as u32, resolve)
     }
 
