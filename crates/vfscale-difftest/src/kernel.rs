@@ -1497,6 +1497,50 @@ impl ProcessApi for KernelProcess {
         fds.copy_from_slice(&owned);
         r.map(|n| n as usize)
     }
+    fn epoll_create1(&self, flags: i32) -> SysResult<Fd> {
+        // SAFETY: epoll_create1 takes an integer.
+        self.call(move || {
+            sys(unsafe { libc::syscall(libc::SYS_epoll_create1, flags) }).map(|n| n as Fd)
+        })
+    }
+    fn epoll_ctl(&self, epfd: Fd, op: i32, fd: Fd, event: Option<EpollEvent>) -> SysResult<()> {
+        self.call(move || {
+            let mut e = event.map(|e| libc::epoll_event {
+                events: e.events,
+                u64: e.data,
+            });
+            let p = e
+                .as_mut()
+                .map_or(core::ptr::null_mut(), |e| e as *mut libc::epoll_event);
+            // SAFETY: `p` is null or points at an event that outlives the call.
+            unit(unsafe { libc::syscall(libc::SYS_epoll_ctl, epfd, op, fd, p) })
+        })
+    }
+    fn epoll_wait(&self, epfd: Fd, events: &mut [EpollEvent], timeout_ms: i32) -> SysResult<usize> {
+        let max = events.len();
+        let (r, got) = self.call(move || {
+            let mut buf = vec![libc::epoll_event { events: 0, u64: 0 }; max];
+            // SAFETY: `buf` has room for `max` events.
+            let r = sys(unsafe {
+                libc::syscall(
+                    libc::SYS_epoll_wait,
+                    epfd,
+                    buf.as_mut_ptr(),
+                    max as i32,
+                    timeout_ms,
+                )
+            });
+            (r, buf)
+        });
+        let n = r? as usize;
+        for (out, e) in events.iter_mut().zip(&got[..n]) {
+            *out = EpollEvent {
+                events: e.events,
+                data: e.u64,
+            };
+        }
+        Ok(n)
+    }
     fn flock(&self, fd: Fd, operation: i32) -> SysResult<()> {
         // SAFETY: flock takes two integers.
         self.call(move || unit(unsafe { libc::syscall(libc::SYS_flock, fd, operation) }))

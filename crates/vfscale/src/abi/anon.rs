@@ -172,8 +172,6 @@ pub const POLLRDNORM: i16 = 0x40;
 pub const POLLWRNORM: i16 = 0x100;
 pub const POLLRDHUP: i16 = 0x2000;
 
-/// One entry of poll(2)'s array (`struct pollfd`).
-#[repr(C)]
 /// What recvmsg(2) took: the byte count (the whole message's with
 /// MSG_TRUNC), the sender's sun_path bytes (empty if it has none), the
 /// sender's credentials (SCM_CREDENTIALS: when the receiver has
@@ -224,6 +222,8 @@ impl Ucred {
     }
 }
 
+/// One entry of poll(2)'s array (`struct pollfd`).
+#[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PollFd {
     pub fd: i32,
@@ -232,6 +232,43 @@ pub struct PollFd {
 }
 
 const _: () = assert!(core::mem::size_of::<PollFd>() == 8);
+
+// epoll(7).
+pub const EPOLL_CLOEXEC: i32 = 0o2000000;
+pub const EPOLL_CTL_ADD: i32 = 1;
+pub const EPOLL_CTL_DEL: i32 = 2;
+pub const EPOLL_CTL_MOD: i32 = 3;
+pub const EPOLLIN: u32 = 0x1;
+pub const EPOLLPRI: u32 = 0x2;
+pub const EPOLLOUT: u32 = 0x4;
+pub const EPOLLERR: u32 = 0x8;
+pub const EPOLLHUP: u32 = 0x10;
+pub const EPOLLRDNORM: u32 = 0x40;
+pub const EPOLLRDBAND: u32 = 0x80;
+pub const EPOLLWRNORM: u32 = 0x100;
+pub const EPOLLWRBAND: u32 = 0x200;
+pub const EPOLLMSG: u32 = 0x400;
+pub const EPOLLRDHUP: u32 = 0x2000;
+/// Wake one of the epolls that watch the file, not all (accepted; every
+/// waiter is woken here, which the flag allows).
+pub const EPOLLEXCLUSIVE: u32 = 1 << 28;
+/// Keeps the system awake (needs CAP_BLOCK_SUSPEND, else silently
+/// dropped, as Linux; there is nothing to keep awake here).
+pub const EPOLLWAKEUP: u32 = 1 << 29;
+/// Reports the file once, then disables it until EPOLL_CTL_MOD.
+pub const EPOLLONESHOT: u32 = 1 << 30;
+/// Edge-triggered: reported once per wake-up of the file, not while ready.
+pub const EPOLLET: u32 = 1 << 31;
+/// Most events one epoll_wait may ask for (Linux's EP_MAX_EVENTS:
+/// INT_MAX over the 12-byte packed `struct epoll_event`).
+pub const EP_MAX_EVENTS: usize = i32::MAX as usize / 12;
+
+/// One `struct epoll_event`: the events and the caller's data word.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EpollEvent {
+    pub events: u32,
+    pub data: u64,
+}
 
 #[cfg(test)]
 mod tests {
@@ -287,6 +324,30 @@ mod tests {
         assert_eq!(POLLRDNORM, libc::POLLRDNORM);
         assert_eq!(POLLWRNORM, libc::POLLWRNORM);
         assert_eq!(POLLRDHUP, libc::POLLRDHUP);
+        assert_eq!(EPOLL_CLOEXEC, libc::EPOLL_CLOEXEC);
+        assert_eq!(EPOLL_CTL_ADD, libc::EPOLL_CTL_ADD);
+        assert_eq!(EPOLL_CTL_DEL, libc::EPOLL_CTL_DEL);
+        assert_eq!(EPOLL_CTL_MOD, libc::EPOLL_CTL_MOD);
+        for (ours, host) in [
+            (EPOLLIN, libc::EPOLLIN),
+            (EPOLLPRI, libc::EPOLLPRI),
+            (EPOLLOUT, libc::EPOLLOUT),
+            (EPOLLERR, libc::EPOLLERR),
+            (EPOLLHUP, libc::EPOLLHUP),
+            (EPOLLRDNORM, libc::EPOLLRDNORM),
+            (EPOLLRDBAND, libc::EPOLLRDBAND),
+            (EPOLLWRNORM, libc::EPOLLWRNORM),
+            (EPOLLWRBAND, libc::EPOLLWRBAND),
+            (EPOLLMSG, libc::EPOLLMSG),
+            (EPOLLRDHUP, libc::EPOLLRDHUP),
+            (EPOLLEXCLUSIVE, libc::EPOLLEXCLUSIVE),
+            (EPOLLWAKEUP, libc::EPOLLWAKEUP),
+            (EPOLLONESHOT, libc::EPOLLONESHOT),
+            (EPOLLET, libc::EPOLLET),
+        ] {
+            assert_eq!(ours, host as u32);
+        }
+        assert_eq!(core::mem::size_of::<libc::epoll_event>(), 12);
         assert_eq!(
             core::mem::size_of::<PollFd>(),
             core::mem::size_of::<libc::pollfd>()

@@ -38,6 +38,13 @@ use crate::abi::*;
 use crate::file::FileRef;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU8, Ordering};
+
+/// A datagram socket's wait queues (`WaitCell::register_on`): its own
+/// (Linux's sk_wq: its readers, and its writers waiting for their own
+/// budget) and its senders' (peer_wait: other sockets' writers waiting
+/// for room in its queue).
+const OWN: usize = 0;
+const SENDERS: usize = 1;
 use std::sync::Arc;
 
 struct Datagram {
@@ -145,7 +152,14 @@ impl Dgram {
     fn uncharge(&self, size: usize) {
         let mut g = self.cell.lock();
         g.wmem -= size;
-        self.cell.wake_all(&mut g);
+        // sock_wfree's unix_write_space: this socket's own queue, told of
+        // room once it is writable.
+        if has_write_room(g.wmem, self.socket.opts.sndbuf()) {
+            self.cell
+                .wake_keyed(&mut g, super::socket::ROOM_OUT, Some(OWN));
+        } else {
+            self.cell.notify_blocked(&mut g);
+        }
     }
 
     /// connect(2) to `target` (found by name): it becomes the default peer
@@ -311,7 +325,7 @@ impl Dgram {
                     peeked: false,
                 });
             }
-            target.cell.wake_all(g);
+            target.cell.wake_keyed(g, super::socket::DATA_IN, Some(OWN));
             Step::Done(Ok(()))
         });
         if !found_dead {
@@ -378,7 +392,10 @@ impl Dgram {
                     // Not a peek: the front datagram, whole (`rest`).
                     let d = g.queue.pop_front().expect("the front message");
                     self.socket.opts.move_peek_offset(rest as i64);
-                    self.cell.wake_all(g);
+                    // The senders waiting for room in this queue
+                    // (Linux's peer_wait), not this socket's own.
+                    self.cell
+                        .wake_keyed(g, super::socket::ROOM_OUT, Some(SENDERS));
                     d.files
                         .map(|f| f.leave(&self.socket.flight))
                         .unwrap_or_default()
@@ -457,7 +474,7 @@ impl Dgram {
         let (mut m, writable, peer) = {
             let mut g = me.cell.lock();
             if let Some(p) = p {
-                me.cell.register(&mut g, p);
+                me.cell.register_on(&mut g, p, 1 << OWN);
             }
             let shut = me.shut();
             let mut m = 0;
@@ -486,7 +503,7 @@ impl Dgram {
             if !Arc::ptr_eq(&peer, me) && !connected_back && g.queue.len() > MAX_DGRAM_QLEN {
                 writable = false;
                 if let Some(p) = p {
-                    peer.cell.register(&mut g, p);
+                    peer.cell.register_on(&mut g, p, 1 << SENDERS);
                 }
             }
         }

@@ -48,7 +48,8 @@ impl EventFd {
         }
         let v = if self.semaphore { 1 } else { *g };
         *g -= v;
-        self.cell.wake_all(&mut g);
+        // eventfd_read wakes with EPOLLOUT.
+        self.cell.wake_keyed(&mut g, EPOLLOUT, None);
         buf[..8].copy_from_slice(&v.to_ne_bytes());
         Ok(8)
     }
@@ -68,9 +69,9 @@ impl EventFd {
             self.cell.wait(&mut g);
         }
         *g += v;
-        if v > 0 {
-            self.cell.wake_all(&mut g);
-        }
+        // eventfd_write wakes with EPOLLIN, even for 0 (an edge-triggered
+        // watcher sees it).
+        self.cell.wake_keyed(&mut g, EPOLLIN, None);
         Ok(8)
     }
 

@@ -26,6 +26,7 @@
 
 pub(crate) mod creds;
 pub(crate) mod dgram;
+pub(crate) mod epoll;
 pub mod eventfd;
 pub mod memfd;
 pub mod pipe;
@@ -38,14 +39,94 @@ pub(crate) mod wait;
 use crate::abi::*;
 use crate::dcache::dentry::Dentry;
 use crate::dcache::name::NameKey;
-use crate::file::{FileRef, FMODE_ANON, FMODE_EVENTFD, FMODE_PIPE, FMODE_SOCKET};
+use crate::file::{
+    FileRef, OpenFile, FMODE_ANON, FMODE_EPOLL, FMODE_EVENTFD, FMODE_PIPE, FMODE_SOCKET,
+    FMODE_STREAMS,
+};
 use crate::fs::tmpfs::Tmpfs;
 use crate::inode::{Inode, InodeBody};
 use crate::mount::Mount;
 use crate::sync::atomic::Ordering;
 use crate::vfs::VfsInner;
+use epoll::Epoll;
+use eventfd::EventFd;
 use pipe::Pipe;
 use socket::Socket;
+use std::sync::Arc;
+use wait::Poller;
+
+/// The object behind a `FMODE_STREAMS` file.
+pub(crate) enum Stream<'a> {
+    Pipe(&'a Pipe),
+    Socket(&'a Socket),
+    EventFd(&'a EventFd),
+    Epoll(&'a Epoll),
+}
+
+pub(crate) fn stream(file: &OpenFile) -> Option<Stream<'_>> {
+    let p = file.private;
+    // SAFETY (all arms): the FMODE bit says what `private` points to, and
+    // the file's reference keeps it alive.
+    if file.fmode & FMODE_PIPE != 0 {
+        Some(Stream::Pipe(unsafe { &*(p as *const Pipe) }))
+    } else if file.fmode & FMODE_SOCKET != 0 {
+        Some(Stream::Socket(unsafe { &*(p as *const Socket) }))
+    } else if file.fmode & FMODE_EVENTFD != 0 {
+        Some(Stream::EventFd(unsafe { &*(p as *const EventFd) }))
+    } else if file.fmode & FMODE_EPOLL != 0 {
+        Some(Stream::Epoll(unsafe { &*(p as *const Epoll) }))
+    } else {
+        None
+    }
+}
+
+/// Whether epoll may watch the file (Linux's file_can_poll: the objects
+/// with a poll operation; regular files and directories have none).
+pub(crate) fn pollable(file: &OpenFile) -> bool {
+    file.fmode & FMODE_STREAMS != 0
+}
+
+/// The epoll behind an epoll file, as a new reference.
+pub(crate) fn epoll_of(file: &OpenFile) -> Option<Arc<Epoll>> {
+    if file.fmode & FMODE_EPOLL == 0 {
+        return None;
+    }
+    let p = file.private as *const Epoll;
+    // SAFETY: an epoll file's private pointer is its `Arc::into_raw`
+    // reference, alive while the file is; we add one of our own.
+    unsafe {
+        Arc::increment_strong_count(p);
+        Some(Arc::from_raw(p))
+    }
+}
+
+/// The readiness of one open file, as poll(2) reports it; registers `p`
+/// with it if given.
+pub(crate) fn file_poll(file: &OpenFile, p: Option<&Arc<Poller>>) -> i16 {
+    match stream(file) {
+        Some(Stream::Pipe(pipe)) => pipe.poll(
+            file.fmode & crate::file::FMODE_READ != 0,
+            file.fmode & crate::file::FMODE_WRITE != 0,
+            p,
+        ),
+        Some(Stream::Socket(s)) => s.poll(p),
+        Some(Stream::EventFd(e)) => e.poll(p),
+        Some(Stream::Epoll(e)) => e.poll(p),
+        // Regular files and directories are always ready.
+        None => POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM,
+    }
+}
+
+/// Takes `p`'s registration off the file's object.
+pub(crate) fn file_unregister(file: &OpenFile, p: &Arc<Poller>) {
+    match stream(file) {
+        Some(Stream::Pipe(pipe)) => pipe.unregister(p),
+        Some(Stream::Socket(s)) => s.unregister(p),
+        Some(Stream::EventFd(e)) => e.unregister(p),
+        Some(Stream::Epoll(e)) => e.unregister(p),
+        None => {}
+    }
+}
 
 /// What an anonymous inode carries besides its inode body.
 pub(crate) enum AnonObj {
@@ -238,6 +319,14 @@ impl VfsInner {
     pub(crate) fn release_special_uncounted(&self, f: FileRef, in_guard: bool) {
         let file = f.file();
         let fmode = file.fmode;
+        // Epoll items watching the file go first, while it is whole.
+        epoll::release_watched(file);
+        if fmode & FMODE_EPOLL != 0 {
+            // SAFETY: the file owns one reference (`Arc::into_raw`), given
+            // back once, here.
+            let ep = unsafe { Arc::from_raw(file.private as *const Epoll) };
+            ep.release();
+        }
         if fmode & FMODE_PIPE != 0 {
             // SAFETY: a pipe file's private pointer is its pipe, kept by the
             // node or FIFO inode the file references.
@@ -264,6 +353,8 @@ impl VfsInner {
         if fmode & FMODE_EVENTFD != 0 {
             // SAFETY: the file owned its eventfd (`slab::alloc`), freed once.
             unsafe { crate::mem::slab::free(private as *mut eventfd::EventFd) };
+        } else if fmode & FMODE_EPOLL != 0 {
+            // On the shared inode, unreferenced; the epoll went above.
         } else if fmode & FMODE_ANON != 0 {
             self.anon_put(d as *const AnonInode, in_guard);
         } else {
@@ -277,6 +368,9 @@ impl VfsInner {
 pub(crate) fn anon_fd_path(fmode: u32, inode: &Inode, dentry: &Dentry) -> Vec<u8> {
     if fmode & FMODE_EVENTFD != 0 {
         return b"anon_inode:[eventfd]".to_vec();
+    }
+    if fmode & FMODE_EPOLL != 0 {
+        return b"anon_inode:[eventpoll]".to_vec();
     }
     match inode.file_type() {
         S_IFIFO => format!("pipe:[{}]", inode.ino()).into_bytes(),

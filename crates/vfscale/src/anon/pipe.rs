@@ -90,6 +90,11 @@ pub struct Pipe {
 
 const PAGE: usize = 4096;
 
+/// The pipe's wait queues, as Linux's rd_wait and wr_wait (`Poller`'s
+/// queue bits).
+const READERS: usize = 0;
+const WRITERS: usize = 1;
+
 /// Linux's round_pipe_size: at least a page, a power of two; 0 if too big.
 pub(crate) fn round_pipe_size(size: u64) -> usize {
     if size > 1 << 31 {
@@ -198,6 +203,9 @@ impl Pipe {
         self.cell.block_on(Patience::of(nonblock), |g| {
             if !g.bufs.is_empty() {
                 let mut total = 0;
+                // pipe_read wakes the writers' pollers only if a buffer it
+                // emptied had left the pipe full.
+                let mut was_full = false;
                 while let Some(b) = g.bufs.front_mut() {
                     let n = b.unread().min(want - total);
                     out.put(&b.data[b.start..b.start + n]);
@@ -205,13 +213,19 @@ impl Pipe {
                     total += n;
                     let packet = b.packet;
                     if packet || b.unread() == 0 {
+                        was_full |= g.full();
                         g.bufs.pop_front();
                     }
                     if packet || total == want {
                         break;
                     }
                 }
-                self.cell.wake_all(g);
+                if was_full {
+                    self.cell
+                        .wake_keyed(g, EPOLLOUT | EPOLLWRNORM, Some(WRITERS));
+                } else {
+                    self.cell.notify_blocked(g);
+                }
                 return Step::Done(Ok(total));
             }
             if g.writers == 0 {
@@ -261,7 +275,10 @@ impl Pipe {
                 done += n;
             }
             if done > before || done == len {
-                self.cell.wake_all(g);
+                // pipe_write wakes readers with EPOLLIN (every write, once
+                // anyone has polled the pipe: Linux's poll_usage).
+                self.cell
+                    .wake_keyed(g, EPOLLIN | EPOLLRDNORM, Some(READERS));
             }
             if done == len {
                 return Step::Done(Ok(done));
@@ -274,7 +291,13 @@ impl Pipe {
     pub(crate) fn poll(&self, read: bool, write: bool, p: Option<&Arc<Poller>>) -> i16 {
         let mut g = self.cell.lock();
         if let Some(p) = p {
-            self.cell.register(&mut g, p);
+            // pipe_poll waits on the readers' queue for a reading file,
+            // on the writers' for a writing one.
+            self.cell.register_on(
+                &mut g,
+                p,
+                u8::from(read) << READERS | u8::from(write) << WRITERS,
+            );
         }
         let mut m = 0;
         if read {

@@ -182,7 +182,24 @@ pub(crate) struct Conn {
     sides: [SockCell; 2],
 }
 
+/// The poll key of sock_def_readable (data for a reader).
+pub(crate) const DATA_IN: u32 = EPOLLIN | EPOLLPRI | EPOLLRDNORM | EPOLLRDBAND;
+/// The poll key of unix_write_space (room for a writer).
+pub(crate) const ROOM_OUT: u32 = EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND;
+
 impl Conn {
+    /// After side `reader` took data: its peer's blocked sends look
+    /// again; the peer's pollers are woken if it is now writable (Linux's
+    /// unix_write_space, as the read frees the writer's skbs).
+    fn wake_writer(&self, g: &mut super::wait::Locked<'_, ConnState>, reader: usize) {
+        let writer = 1 - reader;
+        if has_write_room(g.dirs[reader].queued, self.sides[writer].opts.sndbuf()) {
+            self.cell.wake_keyed(g, ROOM_OUT, Some(writer));
+        } else {
+            self.cell.notify_blocked(g);
+        }
+    }
+
     fn new(sides: [SockCell; 2]) -> Arc<Conn> {
         Arc::new(Conn {
             cell: WaitCell::new(ConnState::default()),
@@ -398,6 +415,10 @@ pub struct Socket {
     /// (Linux keeps them on the socket): a connection or a listener made
     /// later starts with them.
     unlinked_shut: std::sync::atomic::AtomicU8,
+    /// Epoll registrations made while the socket had no connection or
+    /// listener to register with: they move there when it gets one
+    /// (`adopt_standing`), as Linux's stay on the socket's own queue.
+    standing: parking_lot::Mutex<Vec<Arc<Poller>>>,
 }
 
 impl ConnState {
@@ -437,6 +458,16 @@ impl Socket {
             peer_cred: OnceLock::new(),
             bind_lock: Mutex::new(()),
             unlinked_shut: std::sync::atomic::AtomicU8::new(0),
+            standing: parking_lot::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Registers the epoll registrations made before the socket had a
+    /// connection or listener with the one it has now (`register`); the
+    /// link is set, so no later poll adds to the list.
+    fn adopt_standing(&self, register: impl Fn(&Arc<Poller>)) {
+        for p in std::mem::take(&mut *self.standing.lock()) {
+            register(&p);
         }
     }
 
@@ -655,6 +686,10 @@ impl Socket {
         let Link::Listening(l) = link else {
             return Err(Errno::EINVAL);
         };
+        self.adopt_standing(|p| {
+            let mut g = l.cell.lock();
+            l.cell.register(&mut g, p);
+        });
         let mut g = l.cell.lock();
         g.backlog = backlog;
         g.cred = cred;
@@ -724,6 +759,10 @@ impl Socket {
                 // Another thread connected or listened on it meanwhile.
                 return Step::Done(Err(Errno::EISCONN));
             }
+            self.adopt_standing(|p| {
+                let mut c = conn.cell.lock();
+                conn.cell.register_on(&mut c, p, 1);
+            });
             let _ = self.peer_cred.set(g.cred.clone());
             g.pending.push_back((conn, cred.clone()));
             l.cell.wake_all(g);
@@ -848,7 +887,9 @@ impl Socket {
         } else if let Some((c, s)) = self.conn() {
             let mut g = c.cell.lock();
             g.own[s] |= bits;
-            c.cell.wake_all(&mut g);
+            // unix_shutdown wakes this socket's queue, then its peer's.
+            c.cell.wake_keyed(&mut g, 0, Some(s));
+            c.cell.wake_keyed(&mut g, 0, Some(1 - s));
         } else if let Some(l) = self.listener() {
             let mut g = l.cell.lock();
             g.shut |= bits;
@@ -1030,7 +1071,7 @@ impl Socket {
                             d.segs.pop_front();
                             d.queued -= cost;
                         }
-                        c.cell.wake_all(g);
+                        c.wake_writer(g, s);
                     }
                     if reached || at_writer_change || got >= target || got == want {
                         return Step::Done(Ok((got, false)));
@@ -1058,7 +1099,7 @@ impl Socket {
                     d.queued -= message_truesize(rest);
                     self.cell.opts.move_peek_offset(rest as i64);
                     files = m.files.map(|f| f.leave(flight)).unwrap_or_default();
-                    c.cell.wake_all(g);
+                    c.wake_writer(g, s);
                 }
                 return Step::Done(Ok((if trunc { rest } else { at }, at < rest)));
             }
@@ -1228,7 +1269,7 @@ impl Socket {
                         creds: creds.attach(&c.sides[s], &c.sides[p]),
                         peeked: false,
                     });
-                    c.cell.wake_all(g);
+                    c.cell.wake_keyed(g, DATA_IN, Some(p));
                     return Step::Done(Ok(len));
                 }
                 Step::Wait(Err(Errno::EAGAIN))
@@ -1323,8 +1364,8 @@ impl Socket {
                 d.queued += cost;
                 *done += n;
             }
-            c.cell.wake_all(g);
             if *done > before {
+                c.cell.wake_keyed(g, DATA_IN, Some(p));
                 return Step::Done(Ok(*done));
             }
             Step::Wait(partial(*done, Errno::EAGAIN))
@@ -1355,6 +1396,17 @@ impl Socket {
             return m;
         }
         let Some((c, s)) = self.conn() else {
+            if let Some(p) = p.filter(|p| p.is_standing()) {
+                let mut standing = self.standing.lock();
+                if self.link.get().is_some() {
+                    // Connected or listening meanwhile: register there.
+                    drop(standing);
+                    return self.poll(Some(p));
+                }
+                if !standing.iter().any(|q| Arc::ptr_eq(q, p)) {
+                    standing.push(p.clone());
+                }
+            }
             // Nothing queued is always writable; an unconnected stream or
             // seqpacket socket is "closed" (POLLHUP), as unix_poll says.
             // Relaxed: as in `shutdown`.
@@ -1369,7 +1421,8 @@ impl Socket {
         };
         let mut g = c.cell.lock();
         if let Some(p) = p {
-            c.cell.register(&mut g, p);
+            // Each socket of the pair has its own queue in Linux.
+            c.cell.register_on(&mut g, p, 1 << s);
         }
         let mut m = 0;
         if g.err[s].is_some() {
@@ -1392,6 +1445,7 @@ impl Socket {
     }
 
     pub(crate) fn unregister(&self, p: &Arc<Poller>) {
+        self.standing.lock().retain(|q| !Arc::ptr_eq(q, p));
         if let Some(d) = &self.dgram {
             d.unregister(p);
         } else if let Some((c, _)) = self.conn() {

@@ -10,23 +10,67 @@
 //! - A poller is registered under the object's mutex *before* the poller
 //!   checks readiness there, so a change after the check sees it and sets
 //!   its flag; `Poller::wait` then returns at once.
+//! - A poller is an epoll item's standing registration when it names the
+//!   item: it stays registered until the item is removed, and a wake
+//!   queues the item on its epoll (under the epoll's ready lock, taken
+//!   inside this object's mutex: objects come before epolls in the lock
+//!   order, ARCHITECTURE.md).
 //! - Nothing here spins: sleepers park on condition variables. There is no
 //!   lock-free part, so no loom model is needed (docs/TESTING.md).
 
 use crate::abi::{Errno, SysResult};
 use parking_lot::{Condvar, Mutex, MutexGuard};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Instant;
 
-/// A `poll` caller waiting on several objects at once.
-#[derive(Default)]
+/// A `poll` caller waiting on several objects at once, or an epoll
+/// item's standing registration (anon/epoll.rs), whose wakes go to its
+/// epoll instead of a sleeping thread.
 pub(crate) struct Poller {
     woken: Mutex<bool>,
     cond: Condvar,
+    item: Option<Weak<super::epoll::Item>>,
+}
+
+/// A registration on every one of an object's wait queues.
+pub(crate) const ALL_QUEUES: u8 = u8::MAX;
+
+impl Default for Poller {
+    fn default() -> Self {
+        Poller {
+            woken: Mutex::new(false),
+            cond: Condvar::new(),
+            item: None,
+        }
+    }
 }
 
 impl Poller {
-    pub(crate) fn wake(&self) {
+    /// An epoll item's registration.
+    pub(crate) fn for_item(item: Weak<super::epoll::Item>) -> Poller {
+        Poller {
+            item: Some(item),
+            ..Poller::default()
+        }
+    }
+
+    /// Whether this is an epoll item's standing registration (kept until
+    /// the item goes, not dropped at the end of one call).
+    pub(crate) fn is_standing(&self) -> bool {
+        self.item.is_some()
+    }
+
+    /// A wake with Linux's poll key (`key`: the events the change may
+    /// have made ready; 0: any). A sleeping `poll` caller looks again
+    /// whatever the key; an epoll item is queued only if the key meets its
+    /// events (ep_poll_callback), which is what edge-triggered items see.
+    pub(crate) fn wake_keyed(&self, key: u32) {
+        if let Some(item) = &self.item {
+            if let Some(item) = item.upgrade() {
+                item.callback(key);
+            }
+            return;
+        }
         *self.woken.lock() = true;
         self.cond.notify_all();
     }
@@ -98,7 +142,8 @@ pub(crate) fn partial(done: usize, err: Errno) -> SysResult<usize> {
 
 struct Inner<S> {
     state: S,
-    pollers: Vec<Arc<Poller>>,
+    /// Each with the queues it waits on (bit `q` for queue `q`).
+    pollers: Vec<(Arc<Poller>, u8)>,
 }
 
 /// An object's state `S` with blocking and poll support.
@@ -143,6 +188,17 @@ impl<S> WaitCell<S> {
         self.cond.wait(&mut g.0);
     }
 
+    /// `wait` until `deadline` at the latest; true if the time is up.
+    pub(crate) fn wait_until(&self, g: &mut Locked<'_, S>, deadline: Instant) -> bool {
+        Instant::now() >= deadline || self.cond.wait_until(&mut g.0, deadline).timed_out()
+    }
+
+    /// Wakes the blocked callers only, not the pollers (a change no
+    /// poller's readiness depends on).
+    pub(crate) fn notify_blocked(&self, _g: &mut Locked<'_, S>) {
+        self.cond.notify_all();
+    }
+
     /// The loop of a blocking read or write (pipes and sockets): looks at
     /// the state under the lock with `step` until it decides; a `Wait`
     /// sleeps (without spinning; the lock is released while asleep) as
@@ -173,19 +229,43 @@ impl<S> WaitCell<S> {
     /// Wakes every blocked caller and every registered poller. Call with
     /// the lock held, after changing the state.
     pub(crate) fn wake_all(&self, g: &mut Locked<'_, S>) {
+        self.wake_keyed(g, 0, None);
+    }
+
+    /// `wake_all` with a poll key for the epoll items among the pollers
+    /// (`Poller::wake_keyed`), aimed at one of the object's wait queues
+    /// (`queue`; None: all of them), as Linux keeps several for one
+    /// object (a pipe's readers and writers, a connection's two sockets,
+    /// a datagram socket's own and its senders'): an item registered on
+    /// other queues only is passed by. Blocked callers and `poll` callers
+    /// are all woken: each looks at the state itself.
+    pub(crate) fn wake_keyed(&self, g: &mut Locked<'_, S>, key: u32, queue: Option<usize>) {
         self.cond.notify_all();
-        for p in &g.0.pollers {
-            p.wake();
+        for (p, queues) in &g.0.pollers {
+            if p.is_standing() && queue.is_some_and(|q| queues & (1 << q) == 0) {
+                continue;
+            }
+            p.wake_keyed(key);
         }
     }
 
+    /// Registers `p` on every queue.
     pub(crate) fn register(&self, g: &mut Locked<'_, S>, p: &Arc<Poller>) {
-        g.0.pollers.push(p.clone());
+        self.register_on(g, p, ALL_QUEUES);
+    }
+
+    /// Registers `p` on the queues of `mask`, once: an epoll item's
+    /// registration is renewed by each of its polls.
+    pub(crate) fn register_on(&self, g: &mut Locked<'_, S>, p: &Arc<Poller>, mask: u8) {
+        match g.0.pollers.iter_mut().find(|(q, _)| Arc::ptr_eq(q, p)) {
+            Some((_, m)) => *m = mask,
+            None => g.0.pollers.push((p.clone(), mask)),
+        }
     }
 
     pub(crate) fn unregister(&self, p: &Arc<Poller>) {
         let mut g = self.inner.lock();
-        if let Some(i) = g.pollers.iter().position(|q| Arc::ptr_eq(q, p)) {
+        if let Some(i) = g.pollers.iter().position(|(q, _)| Arc::ptr_eq(q, p)) {
             g.pollers.swap_remove(i);
         }
     }

@@ -15,7 +15,7 @@
 use crate::dcache::dentry::Dentry;
 use crate::inode::Inode;
 use crate::mount::Mount;
-use crate::sync::atomic::{AtomicU32, Ordering};
+use crate::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 use crate::sync::lock::Mutex;
 use crate::sync::refcount::RefCount;
 use crate::vfs::VfsInner;
@@ -51,10 +51,16 @@ pub const FMODE_WRITER: u32 = 256;
 /// The open that made the description created its file (Linux's
 /// FMODE_CREATED, read by F_CREATED_QUERY).
 pub const FMODE_CREATED: u32 = 512;
+/// `private` is an `Epoll` the file owns a reference on (`Arc::into_raw`);
+/// `dentry`/`inode` are the namespace's shared anonymous inode, as for an
+/// eventfd (Linux's `anon_inode:[eventpoll]`).
+pub const FMODE_EPOLL: u32 = 1024;
 /// Reads and writes go to the private object, not to file data.
-pub const FMODE_STREAMS: u32 = FMODE_PIPE | FMODE_SOCKET | FMODE_EVENTFD;
+pub const FMODE_STREAMS: u32 = FMODE_PIPE | FMODE_SOCKET | FMODE_EVENTFD | FMODE_EPOLL;
+/// On the namespace's one shared anonymous inode, unreferenced.
+pub const FMODE_SHARED_ANON: u32 = FMODE_EVENTFD | FMODE_EPOLL;
 /// Any of these: the final put takes `release_special`.
-pub const FMODE_SPECIAL: u32 = FMODE_PIPE | FMODE_SOCKET | FMODE_EVENTFD | FMODE_ANON;
+pub const FMODE_SPECIAL: u32 = FMODE_STREAMS | FMODE_ANON;
 
 #[repr(C, align(64))]
 pub struct OpenFile {
@@ -73,7 +79,10 @@ pub struct OpenFile {
     pub(crate) private: *const (),
     /// The memory group charged for this open file.
     pub(crate) group: u32,
-    _line0_end: [u8; 12],
+    /// The epoll items that watch this file (anon/epoll.rs), allocated at
+    /// the first EPOLL_CTL_ADD of it and freed by its final put; null for
+    /// a file no epoll ever watched. Only stream files can be watched.
+    pub(crate) watchers: AtomicPtr<crate::anon::epoll::Watchers>,
     // ---- line 1: write-hot ----
     pub(crate) refcount: RefCount,
     pub(crate) pos: Mutex<u64>,
@@ -176,7 +185,7 @@ impl VfsInner {
             ptr::addr_of_mut!((*f).opener).write(opener);
             ptr::addr_of_mut!((*f).private).write(private);
             ptr::addr_of_mut!((*f).group).write(group);
-            ptr::addr_of_mut!((*f)._line0_end).write([0; 12]);
+            ptr::addr_of_mut!((*f).watchers).write(AtomicPtr::new(ptr::null_mut()));
             ptr::addr_of_mut!((*f).pos).write(Mutex::new(0));
             // The pool's memory only ever holds open files (or zeros), so
             // the count is a valid `RefCount` to store into.

@@ -9,12 +9,13 @@
 
 use super::Process;
 use crate::abi::*;
+use crate::anon::epoll::Epoll;
 use crate::anon::eventfd::EventFd;
 use crate::anon::pipe::Pipe;
 use crate::anon::scatter::Scatter;
 use crate::anon::socket::Socket;
-use crate::anon::wait::Poller;
-use crate::anon::{anon_fd_path, AnonInode, AnonObj};
+use crate::anon::wait::{Patience, Poller};
+use crate::anon::{anon_fd_path, stream, AnonInode, AnonObj, Stream};
 use crate::dcache::walk::PathPtr;
 use crate::file::*;
 use crate::fs::tmpfs::data::FileData;
@@ -23,13 +24,6 @@ use crate::sync::atomic::Ordering;
 use crate::sync::lock::RwLock;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// The pipe, socket or eventfd behind a `FMODE_STREAMS` file.
-pub(super) enum Stream<'a> {
-    Pipe(&'a Pipe),
-    Socket(&'a Socket),
-    EventFd(&'a EventFd),
-}
 
 /// What an anonymous object charges at most: its node (a dentry and an
 /// inode) and two open files (a pipe's ends).
@@ -41,21 +35,6 @@ const ANON_BYTES: u64 = (crate::reclaim::KIND_BYTES[0]
 pub(super) const SOCKET_BYTES: u64 = (crate::reclaim::KIND_BYTES[0]
     + crate::reclaim::KIND_BYTES[1]
     + crate::reclaim::KIND_BYTES[2]) as u64;
-
-pub(super) fn stream(file: &OpenFile) -> Option<Stream<'_>> {
-    let p = file.private;
-    // SAFETY (all arms): the FMODE bit says what `private` points to, and
-    // the file's reference keeps it alive (anon/mod.rs).
-    if file.fmode & FMODE_PIPE != 0 {
-        Some(Stream::Pipe(unsafe { &*(p as *const Pipe) }))
-    } else if file.fmode & FMODE_SOCKET != 0 {
-        Some(Stream::Socket(unsafe { &*(p as *const Socket) }))
-    } else if file.fmode & FMODE_EVENTFD != 0 {
-        Some(Stream::EventFd(unsafe { &*(p as *const EventFd) }))
-    } else {
-        None
-    }
-}
 
 pub(super) fn nonblock(file: &OpenFile) -> bool {
     file.status() & O_NONBLOCK != 0
@@ -106,7 +85,8 @@ impl Process {
                 Scatter::new(bufs).put(&value[..n]);
                 Ok(n)
             }
-            None => Err(Errno::EINVAL),
+            // An epoll file has no read operation.
+            Some(Stream::Epoll(_)) | None => Err(Errno::EINVAL),
         }
     }
 
@@ -150,7 +130,7 @@ impl Process {
                 }
                 Ok(done)
             }
-            None => Err(Errno::EINVAL),
+            Some(Stream::Epoll(_)) | None => Err(Errno::EINVAL),
         }
     }
 
@@ -326,6 +306,8 @@ impl Process {
             Some(Stream::Pipe(p)) => Ok(p.queued() as i32),
             Some(Stream::Socket(s)) => s.inq().map(|n| n as i32),
             Some(Stream::EventFd(_)) => Err(Errno::ENOTTY),
+            // ep_eventpoll_ioctl answers EINVAL to what it does not know.
+            Some(Stream::Epoll(_)) => Err(Errno::EINVAL),
             None if f.inode().file_type() == S_IFREG => {
                 let size = f.inode().attr().size as i64;
                 Ok((size - *f.pos.lock() as i64) as i32)
@@ -367,6 +349,94 @@ impl Process {
             e as *const (),
         );
         Ok(self.install_all([f], flags & EFD_CLOEXEC != 0)?[0])
+    }
+
+    /// epoll_create1(2): EPOLL_CLOEXEC. The file is on the shared
+    /// anonymous inode, as an eventfd's (`anon_inode:[eventpoll]`).
+    pub fn epoll_create1(&self, flags: i32) -> SysResult<Fd> {
+        let _end = self.vfs.call_end();
+        self.charge_here();
+        if flags & !EPOLL_CLOEXEC != 0 {
+            return Err(Errno::EINVAL);
+        }
+        self.vfs.admit(ANON_BYTES, Errno::ENOMEM)?;
+        let v = &self.vfs;
+        let a = v.anon();
+        // SAFETY: the shared anonymous node lives as long as the namespace.
+        let n = unsafe { &*a.eventfd_node };
+        let ep = Epoll::new();
+        let raw = Arc::into_raw(ep.clone());
+        let f = v.alloc_file(
+            a.mnt,
+            &n.dentry,
+            &n.inode,
+            FMODE_READ | FMODE_WRITE | FMODE_EPOLL,
+            O_RDWR,
+            Arc::as_ptr(&self.cred) as usize,
+            raw as *const (),
+        );
+        ep.set_file(f.0);
+        Ok(self.install_all([f], flags & EPOLL_CLOEXEC != 0)?[0])
+    }
+
+    /// epoll_ctl(2): EPOLL_CTL_ADD, EPOLL_CTL_MOD (with `event`) and
+    /// EPOLL_CTL_DEL. `event` None for ADD or MOD is EFAULT (a null
+    /// pointer). Only pipes, sockets, eventfds and epolls can be watched
+    /// (EPERM for regular files and directories, as Linux's tmpfs).
+    pub fn epoll_ctl(&self, epfd: Fd, op: i32, fd: Fd, event: Option<EpollEvent>) -> SysResult<()> {
+        let _end = self.vfs.call_end();
+        if op != EPOLL_CTL_DEL && event.is_none() {
+            return Err(Errno::EFAULT);
+        }
+        let ef = self.fd_file_nopath(epfd)?;
+        let tf = match self.fd_file_nopath(fd) {
+            Ok(t) => t,
+            Err(e) => {
+                self.vfs.fput(ef);
+                return Err(e);
+            }
+        };
+        let event = if op == EPOLL_CTL_DEL { None } else { event };
+        let r = if !crate::anon::pollable(tf.file()) {
+            Err(Errno::EPERM)
+        } else {
+            match crate::anon::epoll_of(ef.file()) {
+                // CAP_BLOCK_SUSPEND for EPOLLWAKEUP: root here.
+                Some(ep) => ep.ctl(ef.file(), op, tf.file(), fd, event, self.cred.is_root()),
+                None => Err(Errno::EINVAL),
+            }
+        };
+        self.vfs.fput(tf);
+        self.vfs.fput(ef);
+        r
+    }
+
+    /// epoll_wait(2): up to `events.len()` ready items (EBADF for a bad
+    /// descriptor, then EINVAL for no room, more than EP_MAX_EVENTS or
+    /// not an epoll); `timeout_ms` < 0 waits for one, 0 not at all.
+    pub fn epoll_wait(
+        &self,
+        epfd: Fd,
+        events: &mut [EpollEvent],
+        timeout_ms: i32,
+    ) -> SysResult<usize> {
+        let _end = self.vfs.call_end();
+        // 6.18's order: the descriptor, then the count and the kind.
+        let f = self.fd_file_nopath(epfd)?;
+        let r = match crate::anon::epoll_of(f.file()) {
+            _ if events.is_empty() || events.len() > EP_MAX_EVENTS => Err(Errno::EINVAL),
+            Some(ep) => {
+                let patience = match timeout_ms {
+                    0 => Patience::Never,
+                    t if t < 0 => Patience::Forever,
+                    t => Patience::Until(Instant::now() + Duration::from_millis(t as u64)),
+                };
+                Ok(ep.wait(events, patience))
+            }
+            None => Err(Errno::EINVAL),
+        };
+        self.vfs.fput(f);
+        r
     }
 
     /// memfd_create(2): an anonymous regular file (tmpfs file data).
@@ -430,30 +500,6 @@ impl Process {
         Ok(self.install_all([f], flags & MFD_CLOEXEC != 0)?[0])
     }
 
-    /// The readiness of one open file; registers `p` with it if given.
-    fn poll_file(&self, file: &OpenFile, p: Option<&Arc<Poller>>) -> i16 {
-        match stream(file) {
-            Some(Stream::Pipe(pipe)) => pipe.poll(
-                file.fmode & FMODE_READ != 0,
-                file.fmode & FMODE_WRITE != 0,
-                p,
-            ),
-            Some(Stream::Socket(s)) => s.poll(p),
-            Some(Stream::EventFd(e)) => e.poll(p),
-            // Regular files and directories are always ready.
-            None => POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM,
-        }
-    }
-
-    fn unregister_file(file: &OpenFile, p: &Arc<Poller>) {
-        match stream(file) {
-            Some(Stream::Pipe(pipe)) => pipe.unregister(p),
-            Some(Stream::Socket(s)) => s.unregister(p),
-            Some(Stream::EventFd(e)) => e.unregister(p),
-            None => {}
-        }
-    }
-
     /// poll(2): fills each entry's `revents` and returns how many are
     /// non-zero. `timeout_ms` < 0 waits forever, 0 not at all. Sleeps on a
     /// condition variable woken by any watched object's change.
@@ -485,7 +531,7 @@ impl Process {
                     None if pfd.fd < 0 => 0,
                     None => POLLNVAL,
                     Some(f) => {
-                        let m = self.poll_file(f.file(), register.then_some(&poller));
+                        let m = crate::anon::file_poll(f.file(), register.then_some(&poller));
                         m & (pfd.events | POLLERR | POLLHUP)
                     }
                 };
@@ -495,7 +541,7 @@ impl Process {
             if ready > 0 || expired || !register {
                 if register {
                     for f in files.iter().flatten() {
-                        Self::unregister_file(f.file(), &poller);
+                        crate::anon::file_unregister(f.file(), &poller);
                     }
                 }
                 if ready > 0 || expired {
@@ -509,7 +555,7 @@ impl Process {
             // (a timed-out wait gets one last look without registering).
             let woken = poller.wait(deadline);
             for f in files.iter().flatten() {
-                Self::unregister_file(f.file(), &poller);
+                crate::anon::file_unregister(f.file(), &poller);
             }
             register = woken || deadline.is_none();
         };
@@ -609,7 +655,7 @@ impl Process {
                 let ty = inode.file_type();
                 if arg & O_DIRECT != 0
                     && ty != S_IFIFO
-                    && (ty != S_IFREG || f.fmode & (FMODE_ANON | FMODE_EVENTFD) != 0)
+                    && (ty != S_IFREG || f.fmode & (FMODE_ANON | FMODE_SHARED_ANON) != 0)
                 {
                     return Err(Errno::EINVAL);
                 }
@@ -674,7 +720,7 @@ impl Process {
         let _g = self.vfs.collector.enter();
         let f = self.fd_file(fd)?;
         let file = f.file();
-        let r = if file.fmode & (FMODE_ANON | FMODE_EVENTFD) != 0 {
+        let r = if file.fmode & (FMODE_ANON | FMODE_SHARED_ANON) != 0 {
             // SAFETY: the file references its dentry (or the namespace pins
             // the shared eventfd one).
             anon_fd_path(file.fmode, file.inode(), unsafe { &*file.dentry })

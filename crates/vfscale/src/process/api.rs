@@ -307,6 +307,26 @@ pub trait ProcessApi: Send {
     fn poll(&self, _fds: &mut [PollFd], _timeout_ms: i32) -> SysResult<usize> {
         Err(Errno::ENOSYS)
     }
+    /// epoll_create1(2): EPOLL_CLOEXEC.
+    fn epoll_create1(&self, _flags: i32) -> SysResult<Fd> {
+        Err(Errno::ENOSYS)
+    }
+    /// epoll_ctl(2): EPOLL_CTL_ADD, EPOLL_CTL_MOD, EPOLL_CTL_DEL; `event`
+    /// None is a null pointer (EFAULT unless EPOLL_CTL_DEL).
+    fn epoll_ctl(&self, _epfd: Fd, _op: i32, _fd: Fd, _event: Option<EpollEvent>) -> SysResult<()> {
+        Err(Errno::ENOSYS)
+    }
+    /// epoll_wait(2): fills `events` (its length is maxevents) with ready
+    /// items, returns how many; `timeout_ms` < 0 waits for one, 0 not at
+    /// all.
+    fn epoll_wait(
+        &self,
+        _epfd: Fd,
+        _events: &mut [EpollEvent],
+        _timeout_ms: i32,
+    ) -> SysResult<usize> {
+        Err(Errno::ENOSYS)
+    }
     /// flock(2): LOCK_SH, LOCK_EX or LOCK_UN, with LOCK_NB to fail with
     /// EWOULDBLOCK instead of waiting. The lock belongs to the open file
     /// description. Default: ENOSYS.

@@ -431,12 +431,12 @@ fn refuse_anon_inode_setattr(inode: &Inode) -> SysResult<()> {
 /// The pseudo filesystem Linux keeps pipes, sockets and eventfds on, by
 /// its statfs magic (memfds are on tmpfs there too).
 fn pseudo_fs_magic(fmode: u32) -> Option<i64> {
-    use crate::file::{FMODE_EVENTFD, FMODE_PIPE, FMODE_SOCKET};
+    use crate::file::{FMODE_PIPE, FMODE_SHARED_ANON, FMODE_SOCKET};
     if fmode & FMODE_PIPE != 0 {
         Some(PIPEFS_MAGIC)
     } else if fmode & FMODE_SOCKET != 0 {
         Some(SOCKFS_MAGIC)
-    } else if fmode & FMODE_EVENTFD != 0 {
+    } else if fmode & FMODE_SHARED_ANON != 0 {
         Some(ANON_INODE_FS_MAGIC)
     } else {
         None

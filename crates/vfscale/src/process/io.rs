@@ -431,8 +431,8 @@ impl Process {
             if !(SEEK_SET..=SEEK_HOLE).contains(&whence) {
                 return Err(Errno::EINVAL);
             }
-            if file.fmode & crate::file::FMODE_EVENTFD != 0 {
-                // eventfd's llseek is noop_llseek: the position, unchanged.
+            if file.fmode & crate::file::FMODE_SHARED_ANON != 0 {
+                // eventfd's and epoll's llseek is noop_llseek: the position, unchanged.
                 return Ok(*file.pos.lock() as i64);
             }
             if file.fmode & FMODE_STREAMS != 0 || inode.file_type() == S_IFIFO {

@@ -45,12 +45,13 @@
 //! `abi::SO_*` (others ENOPROTOOPT; any other level EOPNOTSUPP, as for
 //! AF_UNIX, which has no protocol options).
 
-use super::anon::{nonblock, stream, Stream, SOCKET_BYTES};
+use super::anon::{nonblock, SOCKET_BYTES};
 use super::Process;
 use crate::abi::*;
 use crate::anon::creds::{PeerCred, SendCreds};
 use crate::anon::rights::{InFlight, SCM_MAX_FD};
 use crate::anon::socket::{Binding, NameKey, SockName, Socket};
+use crate::anon::{stream, Stream};
 use crate::cred::perm::MAY_WRITE;
 use crate::file::FileRef;
 use crate::vfs::VfsInner;

@@ -324,6 +324,15 @@ impl ProcessApi for Process {
     fn poll(&self, fds: &mut [PollFd], timeout_ms: i32) -> SysResult<usize> {
         Process::poll(self, fds, timeout_ms)
     }
+    fn epoll_create1(&self, flags: i32) -> SysResult<Fd> {
+        Process::epoll_create1(self, flags)
+    }
+    fn epoll_ctl(&self, epfd: Fd, op: i32, fd: Fd, event: Option<EpollEvent>) -> SysResult<()> {
+        Process::epoll_ctl(self, epfd, op, fd, event)
+    }
+    fn epoll_wait(&self, epfd: Fd, events: &mut [EpollEvent], timeout_ms: i32) -> SysResult<usize> {
+        Process::epoll_wait(self, epfd, events, timeout_ms)
+    }
     fn flock(&self, fd: Fd, operation: i32) -> SysResult<()> {
         self.done(self.sys_flock(fd, operation))
     }

@@ -94,7 +94,7 @@ pub(crate) enum Store {
 const SOCKPROTONAME: &[u8] = b"system.sockprotoname";
 
 fn store_of(file: &crate::file::OpenFile) -> Store {
-    use crate::file::{FMODE_EVENTFD, FMODE_PIPE, FMODE_SOCKET};
+    use crate::file::{FMODE_PIPE, FMODE_SHARED_ANON, FMODE_SOCKET};
     if file.fmode & FMODE_SOCKET != 0 {
         // SAFETY: FMODE_SOCKET says `private` is the file's socket, which
         // its reference keeps alive (anon/mod.rs).
@@ -106,7 +106,7 @@ fn store_of(file: &crate::file::OpenFile) -> Store {
         } else {
             b"UNIX\0"
         })
-    } else if file.fmode & (FMODE_PIPE | FMODE_EVENTFD) != 0 {
+    } else if file.fmode & (FMODE_PIPE | FMODE_SHARED_ANON) != 0 {
         Store::Nothing
     } else {
         Store::Tmpfs
