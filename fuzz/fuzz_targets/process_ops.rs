@@ -130,7 +130,7 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
         30 => drop(p.chroot(a)),
         // File locks, never a waiting form (one thread would wait forever);
         // sockets by name, all non-blocking for the same reason.
-        _ => match arg % 9 {
+        _ => match arg % 10 {
             0 => drop(p.fchmod(fd(), u32::from(arg))),
             1 => drop(p.flock(fd(), i32::from(bytes.byte()?) | LOCK_NB)),
             // POSIX ACLs: set (an entry list from the next bytes: tags,
@@ -180,7 +180,7 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
                     1 => [b"\0".as_slice(), a].concat(),
                     _ => Vec::new(),
                 };
-                let _ = if arg % 9 == 5 {
+                let _ = if arg % 10 == 5 {
                     p.bind(fd(), &name)
                 } else {
                     p.connect(fd(), &name)
@@ -237,6 +237,31 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
                     fds.push(s);
                 }
             }
+            // epoll: a new instance, an interest-list change with any
+            // events (nested epolls included), a wait that does not block.
+            8 => match bytes.byte()? % 3 {
+                0 => {
+                    if let Ok(e) = p.epoll_create1(0) {
+                        fds.push(e);
+                    }
+                }
+                1 => {
+                    let op = i32::from(bytes.byte()? % 5);
+                    let events = u32::from_le_bytes([
+                        bytes.byte()?,
+                        bytes.byte()?,
+                        0,
+                        bytes.byte()?,
+                    ]);
+                    let event = (arg & 1 == 0).then_some(EpollEvent { events, data: 0 });
+                    let _ = p.epoll_ctl(fd(), op, fd(), event);
+                }
+                _ => {
+                    let mut out = [EpollEvent::default(); 4];
+                    let n = usize::from(arg) % 5;
+                    let _ = p.epoll_wait(fd(), &mut out[..n], 0);
+                }
+            },
             _ => {
                 let cmds = [F_GETLK, F_SETLK, F_OFD_GETLK, F_OFD_SETLK, 99];
                 let cmd = cmds[usize::from(bytes.byte()?) % cmds.len()];

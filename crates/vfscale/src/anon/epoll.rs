@@ -108,6 +108,10 @@ impl Item {
         u32::from(m as u16) & self.events.load(SeqCst)
     }
 
+    pub(crate) fn is_exclusive(&self) -> bool {
+        self.events.load(SeqCst) & EPOLLEXCLUSIVE != 0
+    }
+
     /// ep_poll_callback: a watched object changed (`key`: what may have
     /// become ready, 0 for anything).
     pub(crate) fn callback(self: &Arc<Self>, key: u32) {
@@ -497,17 +501,19 @@ impl Epoll {
         }
     }
 
-    /// After an insert or a change (under `items`): polls the file,
-    /// registering the item, and queues it if it has something to report.
+    /// After an insert or a change (under `items`, so no scan runs):
+    /// polls the file, registering the item, and queues it if it has
+    /// something to report and is not queued yet — only then are the
+    /// epoll's waiters and watchers woken (ep_insert, ep_modify).
     fn queue_if_ready(&self, item: &Arc<Item>) {
         if item.poll_now() == 0 {
             return;
         }
         let mut g = self.ready.lock();
-        if !g.scanning && !item.linked.swap(true, SeqCst) {
+        if !item.linked.swap(true, SeqCst) {
             g.list.push_back(item.clone());
+            self.ready.wake_keyed(&mut g, EPOLLIN | EPOLLRDNORM, None);
         }
-        self.ready.wake_keyed(&mut g, EPOLLIN | EPOLLRDNORM, None);
     }
 
     /// ep_loop_check: adding `to` to this epoll would close a loop, or

@@ -246,8 +246,17 @@ impl Pipe {
         let mut src = bufs.iter().flat_map(|b| b.iter().copied());
         let mut done = 0;
         let mut first = true;
+        // pipe_write wakes the readers' queue with EPOLLIN at its end
+        // whatever it wrote, EPIPE and EAGAIN included ("Epoll
+        // nonsensically wants a wakeup": once anyone polled the pipe,
+        // Linux's poll_usage), and whenever it made progress.
+        let wake_readers = |g: &mut super::wait::Locked<'_, PipeState>| {
+            self.cell
+                .wake_keyed(g, EPOLLIN | EPOLLRDNORM, Some(READERS));
+        };
         self.cell.block_on(Patience::of(nonblock), |g| {
             if g.readers == 0 {
+                wake_readers(g);
                 return Step::Done(partial(done, Errno::EPIPE));
             }
             if std::mem::take(&mut first) {
@@ -274,11 +283,8 @@ impl Pipe {
                 });
                 done += n;
             }
-            if done > before || done == len {
-                // pipe_write wakes readers with EPOLLIN (every write, once
-                // anyone has polled the pipe: Linux's poll_usage).
-                self.cell
-                    .wake_keyed(g, EPOLLIN | EPOLLRDNORM, Some(READERS));
+            if done > before || done == len || nonblock {
+                wake_readers(g);
             }
             if done == len {
                 return Step::Done(Ok(done));

@@ -1063,15 +1063,22 @@ impl Socket {
                         d.bytes.drain(..n);
                         d.taken += n as u64;
                         d.creds.forget_before(d.taken);
-                        // Segments read to their end free their cost.
+                        // Segments read to their end free their cost (and
+                        // only a freed skb tells the writer, sock_wfree).
+                        let mut freed = false;
                         while let Some(&(end, cost)) = d.segs.front() {
                             if end > d.taken {
                                 break;
                             }
                             d.segs.pop_front();
                             d.queued -= cost;
+                            freed = true;
                         }
-                        c.wake_writer(g, s);
+                        if freed {
+                            c.wake_writer(g, s);
+                        } else {
+                            c.cell.notify_blocked(g);
+                        }
                     }
                     if reached || at_writer_change || got >= target || got == want {
                         return Step::Done(Ok((got, false)));

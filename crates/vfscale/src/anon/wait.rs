@@ -54,6 +54,14 @@ impl Poller {
         }
     }
 
+    /// Whether this is an EPOLLEXCLUSIVE item's registration.
+    fn is_exclusive(&self) -> bool {
+        self.item
+            .as_ref()
+            .and_then(Weak::upgrade)
+            .is_some_and(|i| i.is_exclusive())
+    }
+
     /// Whether this is an epoll item's standing registration (kept until
     /// the item goes, not dropped at the end of one call).
     pub(crate) fn is_standing(&self) -> bool {
@@ -255,18 +263,22 @@ impl<S> WaitCell<S> {
     }
 
     /// Registers `p` on the queues of `mask`, once: an epoll item's
-    /// registration is renewed by each of its polls.
+    /// registration is renewed by each of its polls. Wakes go in Linux's
+    /// wait-queue order: the newest registration first (add_wait_queue
+    /// adds at the head), exclusive ones last in the order they came.
     pub(crate) fn register_on(&self, g: &mut Locked<'_, S>, p: &Arc<Poller>, mask: u8) {
         match g.0.pollers.iter_mut().find(|(q, _)| Arc::ptr_eq(q, p)) {
             Some((_, m)) => *m = mask,
-            None => g.0.pollers.push((p.clone(), mask)),
+            None if p.is_exclusive() => g.0.pollers.push((p.clone(), mask)),
+            None => g.0.pollers.insert(0, (p.clone(), mask)),
         }
     }
 
     pub(crate) fn unregister(&self, p: &Arc<Poller>) {
         let mut g = self.inner.lock();
         if let Some(i) = g.pollers.iter().position(|(q, _)| Arc::ptr_eq(q, p)) {
-            g.pollers.swap_remove(i);
+            // In order: wakes follow the registrations' order.
+            g.pollers.remove(i);
         }
     }
 }
