@@ -214,14 +214,16 @@ impl Dgram {
                 return Vec::new();
             }
             let q = std::mem::take(&mut g.queue);
-            self.cell.wake_all(&mut g);
+            // unix_dgram_disconnected wakes the senders' queue.
+            self.cell.wake_keyed(&mut g, 0, Some(SENDERS));
             q
         };
         let files = uncharge_all(purged, &self.socket.flight);
         let mut o = old.cell.lock();
         if !o.dead && o.peer.as_ref().is_some_and(|p| Arc::ptr_eq(p, self)) {
             o.err = Some(Errno::ECONNRESET);
-            old.cell.wake_all(&mut o);
+            // sk_error_report: its own queue, with EPOLLERR.
+            old.cell.wake_keyed(&mut o, EPOLLERR, Some(OWN));
         }
         files
     }
@@ -443,10 +445,16 @@ impl Dgram {
         f();
     }
 
-    /// Wakes its blocked callers and pollers to look again.
+    /// sk_write_space after its SO_SNDBUF changed: its blocked writers
+    /// look again, its pollers are told of room if it is writable.
     pub(crate) fn wake(&self) {
         let mut g = self.cell.lock();
-        self.cell.wake_all(&mut g);
+        if has_write_room(g.wmem, self.socket.opts.sndbuf()) {
+            self.cell
+                .wake_keyed(&mut g, super::socket::ROOM_OUT, Some(OWN));
+        } else {
+            self.cell.notify_blocked(&mut g);
+        }
     }
 
     /// The pending error, taken (getsockopt SO_ERROR).
@@ -464,7 +472,8 @@ impl Dgram {
         // Relaxed: see `shut`; the lock below orders it for the waiters.
         self.shut.fetch_or(bits, Ordering::Relaxed);
         let mut g = self.cell.lock();
-        self.cell.wake_all(&mut g);
+        // unix_shutdown: the socket's own queue (its state changed).
+        self.cell.wake_keyed(&mut g, 0, Some(OWN));
     }
 
     /// unix_dgram_poll. Writable while this socket's budget is at most a
@@ -534,7 +543,9 @@ impl Dgram {
             g.dead = true;
             g.peer = None;
             let q = std::mem::take(&mut g.queue);
-            self.cell.wake_all(&mut g);
+            // unix_release_sock wakes the senders' queue (its own
+            // watchers went with its file).
+            self.cell.wake_keyed(&mut g, 0, Some(SENDERS));
             q
         };
         uncharge_all(purged, &self.socket.flight)

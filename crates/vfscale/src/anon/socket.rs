@@ -216,7 +216,8 @@ impl Conn {
         g.closed[1] = true;
         g.listener = None;
         let files = g.dirs[1].purge(&self.sides[1].flight);
-        self.cell.wake_all(&mut g);
+        // The embryo's release: its peer's state changed.
+        self.cell.wake_keyed(&mut g, 0, Some(0));
         files
     }
 }
@@ -521,9 +522,9 @@ impl Socket {
     pub(crate) fn wake_writers(&self) {
         if let Some(d) = &self.dgram {
             d.wake();
-        } else if let Some((c, _)) = self.conn() {
-            let mut g = c.cell.lock();
-            c.cell.wake_all(&mut g);
+        } else if let Some((c, s)) = self.conn() {
+            // unix_write_space for this side, the writer to side 1 - s.
+            c.wake_writer(&mut c.cell.lock(), 1 - s);
         }
     }
 
@@ -871,7 +872,9 @@ impl Socket {
         }
         g.closed[s] = true;
         let files = g.dirs[s].purge(&c.sides[s].flight);
-        c.cell.wake_all(&mut g);
+        // unix_release_sock: the peer's state changed (this side's
+        // watchers went with its file).
+        c.cell.wake_keyed(&mut g, 0, Some(1 - s));
         files
     }
 
