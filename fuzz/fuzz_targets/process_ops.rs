@@ -130,7 +130,7 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
         30 => drop(p.chroot(a)),
         // File locks, never a waiting form (one thread would wait forever);
         // sockets by name, all non-blocking for the same reason.
-        _ => match arg % 10 {
+        _ => match arg % 11 {
             0 => drop(p.fchmod(fd(), u32::from(arg))),
             1 => drop(p.flock(fd(), i32::from(bytes.byte()?) | LOCK_NB)),
             // POSIX ACLs: set (an entry list from the next bytes: tags,
@@ -180,7 +180,7 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
                     1 => [b"\0".as_slice(), a].concat(),
                     _ => Vec::new(),
                 };
-                let _ = if arg % 10 == 5 {
+                let _ = if arg % 11 == 5 {
                     p.bind(fd(), &name)
                 } else {
                     p.connect(fd(), &name)
@@ -262,6 +262,20 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
                     let _ = p.epoll_wait(fd(), &mut out[..n], 0);
                 }
             },
+            // Vectored positional I/O with any RWF_* flags, at an offset
+            // or at the file position (-1); never waits (RWF_NOWAIT is
+            // forced on, which only streams accept).
+            9 => {
+                let flags = i32::from(bytes.byte()?) << 1 | RWF_NOWAIT;
+                let offset = i64::from(bytes.byte()? as i8);
+                if arg & 1 == 0 {
+                    let mut a = [0u8; 3];
+                    let mut b = [0u8; 5];
+                    let _ = p.preadv2(fd(), &mut [&mut a, &mut b], offset, flags);
+                } else {
+                    let _ = p.pwritev2(fd(), &[b"ab", b"cde"], offset, flags);
+                }
+            }
             _ => {
                 let cmds = [F_GETLK, F_SETLK, F_OFD_GETLK, F_OFD_SETLK, 99];
                 let cmd = cmds[usize::from(bytes.byte()?) % cmds.len()];

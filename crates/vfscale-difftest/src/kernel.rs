@@ -257,6 +257,55 @@ fn set_thread_creds(cred: &Cred) -> Result<(), String> {
 }
 
 impl KernelProcess {
+    /// A vectored read on the kernel's thread: `call` gets the iovecs of
+    /// buffers as long as `bufs` and returns the syscall's result; what it
+    /// read is copied back.
+    fn read_vectored(
+        &self,
+        bufs: &mut [&mut [u8]],
+        call: impl FnOnce(*const libc::iovec, usize) -> i64 + Send + 'static,
+    ) -> SysResult<usize> {
+        let lens: Vec<usize> = bufs.iter().map(|b| b.len()).collect();
+        let (r, data) = self.call(move || {
+            let mut owned: Vec<Vec<u8>> = lens.iter().map(|&l| vec![0u8; l]).collect();
+            let iov: Vec<libc::iovec> = owned
+                .iter_mut()
+                .map(|b| libc::iovec {
+                    iov_base: b.as_mut_ptr().cast(),
+                    iov_len: b.len(),
+                })
+                .collect();
+            (sys(call(iov.as_ptr(), iov.len())), owned)
+        });
+        let n = r? as usize;
+        let mut left = n;
+        for (dst, src) in bufs.iter_mut().zip(&data) {
+            let k = left.min(dst.len());
+            dst[..k].copy_from_slice(&src[..k]);
+            left -= k;
+        }
+        Ok(n)
+    }
+
+    /// A vectored write on the kernel's thread (as `read_vectored`).
+    fn write_vectored(
+        &self,
+        bufs: &[&[u8]],
+        call: impl FnOnce(*const libc::iovec, usize) -> i64 + Send + 'static,
+    ) -> SysResult<usize> {
+        let owned: Vec<Vec<u8>> = bufs.iter().map(|b| b.to_vec()).collect();
+        self.call(move || {
+            let iov: Vec<libc::iovec> = owned
+                .iter()
+                .map(|b| libc::iovec {
+                    iov_base: b.as_ptr() as *mut _,
+                    iov_len: b.len(),
+                })
+                .collect();
+            sys(call(iov.as_ptr(), iov.len())).map(|n| n as usize)
+        })
+    }
+
     /// One process per credential of the random sequences' scenario
     /// (`vfscale_model::ops::scenario_creds`), as `new` makes them.
     pub fn scenario() -> Result<Vec<KernelProcess>, String> {
@@ -661,42 +710,39 @@ impl ProcessApi for KernelProcess {
         })
     }
     fn readv(&self, fd: Fd, bufs: &mut [&mut [u8]]) -> SysResult<usize> {
-        let lens: Vec<usize> = bufs.iter().map(|b| b.len()).collect();
-        let (r, data) = self.call(move || {
-            let mut owned: Vec<Vec<u8>> = lens.iter().map(|&l| vec![0u8; l]).collect();
-            let iov: Vec<libc::iovec> = owned
-                .iter_mut()
-                .map(|b| libc::iovec {
-                    iov_base: b.as_mut_ptr().cast(),
-                    iov_len: b.len(),
-                })
-                .collect();
-            // SAFETY: every iovec points at a live, writable buffer.
-            let r = sys(unsafe { libc::syscall(libc::SYS_readv, fd, iov.as_ptr(), iov.len()) });
-            (r, owned)
-        });
-        let n = r? as usize;
-        let mut left = n;
-        for (dst, src) in bufs.iter_mut().zip(&data) {
-            let k = left.min(dst.len());
-            dst[..k].copy_from_slice(&src[..k]);
-            left -= k;
-        }
-        Ok(n)
+        // SAFETY: `iov` holds `n` iovecs of live, writable buffers.
+        self.read_vectored(bufs, move |iov, n| unsafe {
+            libc::syscall(libc::SYS_readv, fd, iov, n)
+        })
     }
     fn writev(&self, fd: Fd, bufs: &[&[u8]]) -> SysResult<usize> {
-        let owned: Vec<Vec<u8>> = bufs.iter().map(|b| b.to_vec()).collect();
-        self.call(move || {
-            let iov: Vec<libc::iovec> = owned
-                .iter()
-                .map(|b| libc::iovec {
-                    iov_base: b.as_ptr() as *mut _,
-                    iov_len: b.len(),
-                })
-                .collect();
-            // SAFETY: every iovec points at a live buffer (read only).
-            sys(unsafe { libc::syscall(libc::SYS_writev, fd, iov.as_ptr(), iov.len()) })
-                .map(|n| n as usize)
+        // SAFETY: `iov` holds `n` iovecs of live buffers.
+        self.write_vectored(bufs, move |iov, n| unsafe {
+            libc::syscall(libc::SYS_writev, fd, iov, n)
+        })
+    }
+    fn preadv(&self, fd: Fd, bufs: &mut [&mut [u8]], offset: i64) -> SysResult<usize> {
+        // SAFETY: as in `readv`.
+        self.read_vectored(bufs, move |iov, n| unsafe {
+            libc::preadv(fd, iov, n as i32, offset) as i64
+        })
+    }
+    fn pwritev(&self, fd: Fd, bufs: &[&[u8]], offset: i64) -> SysResult<usize> {
+        // SAFETY: as in `writev`.
+        self.write_vectored(bufs, move |iov, n| unsafe {
+            libc::pwritev(fd, iov, n as i32, offset) as i64
+        })
+    }
+    fn preadv2(&self, fd: Fd, bufs: &mut [&mut [u8]], offset: i64, flags: i32) -> SysResult<usize> {
+        // SAFETY: as in `readv`.
+        self.read_vectored(bufs, move |iov, n| unsafe {
+            libc::preadv2(fd, iov, n as i32, offset, flags) as i64
+        })
+    }
+    fn pwritev2(&self, fd: Fd, bufs: &[&[u8]], offset: i64, flags: i32) -> SysResult<usize> {
+        // SAFETY: as in `writev`.
+        self.write_vectored(bufs, move |iov, n| unsafe {
+            libc::pwritev2(fd, iov, n as i32, offset, flags) as i64
         })
     }
     fn lseek(&self, fd: Fd, offset: i64, whence: i32) -> SysResult<i64> {

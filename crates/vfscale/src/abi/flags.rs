@@ -13,6 +13,20 @@ pub const O_EXCL: i32 = 0o200;
 pub const O_NOCTTY: i32 = 0o400;
 pub const O_TRUNC: i32 = 0o1000;
 pub const O_APPEND: i32 = 0o2000;
+
+// preadv2/pwritev2 flags (RWF_*).
+pub const RWF_HIPRI: i32 = 0x1;
+pub const RWF_DSYNC: i32 = 0x2;
+pub const RWF_SYNC: i32 = 0x4;
+pub const RWF_NOWAIT: i32 = 0x8;
+pub const RWF_APPEND: i32 = 0x10;
+pub const RWF_NOAPPEND: i32 = 0x20;
+pub const RWF_ATOMIC: i32 = 0x40;
+pub const RWF_DONTCACHE: i32 = 0x80;
+/// No SIGPIPE for this write (6.16; there are no signals here anyway).
+pub const RWF_NOSIGNAL: i32 = 0x100;
+/// Every flag Linux 6.18 knows (RWF_SUPPORTED).
+pub const RWF_SUPPORTED: i32 = 0x1ff;
 pub const O_NONBLOCK: i32 = 0o4000;
 pub const O_DSYNC: i32 = 0o10000;
 pub const O_ASYNC: i32 = 0o20000;
@@ -273,6 +287,18 @@ mod tests {
     #[test]
     fn flags_match_the_host_abi() {
         assert_eq!(O_CREAT, libc::O_CREAT);
+        for (ours, host) in [
+            (RWF_HIPRI, libc::RWF_HIPRI),
+            (RWF_DSYNC, libc::RWF_DSYNC),
+            (RWF_SYNC, libc::RWF_SYNC),
+            (RWF_NOWAIT, libc::RWF_NOWAIT),
+            (RWF_APPEND, libc::RWF_APPEND),
+            (RWF_NOAPPEND, libc::RWF_NOAPPEND),
+            (RWF_ATOMIC, libc::RWF_ATOMIC),
+            (RWF_DONTCACHE, libc::RWF_DONTCACHE),
+        ] {
+            assert_eq!(ours, host);
+        }
         assert_eq!(O_DIRECTORY, libc::O_DIRECTORY);
         assert_eq!(O_NOFOLLOW, libc::O_NOFOLLOW);
         assert_eq!(O_CLOEXEC, libc::O_CLOEXEC);

@@ -61,8 +61,15 @@ fn socket_args(domain: i32, ty: i32, protocol: i32) -> SysResult<(i32, bool, boo
 }
 
 impl Process {
-    pub(crate) fn read_special(&self, file: &OpenFile, bufs: &mut [&mut [u8]]) -> SysResult<usize> {
-        let nb = nonblock(file);
+    /// A read of a pipe, socket or eventfd; `nowait` (RWF_NOWAIT) makes
+    /// it non-blocking whatever the file's status.
+    pub(crate) fn read_special(
+        &self,
+        file: &OpenFile,
+        bufs: &mut [&mut [u8]],
+        nowait: bool,
+    ) -> SysResult<usize> {
+        let nb = nonblock(file) || nowait;
         match stream(file) {
             Some(Stream::Pipe(p)) => p.read(bufs, nb),
             // sock_read_iter: a zero-length read is 0 ("SYS5 behaviour"),
@@ -90,8 +97,14 @@ impl Process {
         }
     }
 
-    pub(crate) fn write_special(&self, file: &OpenFile, bufs: &[&[u8]]) -> SysResult<usize> {
-        let nb = nonblock(file);
+    /// A write to a pipe, socket or eventfd; `nowait` as for reads.
+    pub(crate) fn write_special(
+        &self,
+        file: &OpenFile,
+        bufs: &[&[u8]],
+        nowait: bool,
+    ) -> SysResult<usize> {
+        let nb = nonblock(file) || nowait;
         match stream(file) {
             Some(Stream::Pipe(p)) => p.write(bufs, nb, file.status() & O_DIRECT != 0),
             Some(Stream::Socket(s)) => {

@@ -38,6 +38,39 @@ pub trait ProcessApi: Send {
     fn pwrite(&self, fd: Fd, buf: &[u8], offset: i64) -> SysResult<usize>;
     fn readv(&self, fd: Fd, bufs: &mut [&mut [u8]]) -> SysResult<usize>;
     fn writev(&self, fd: Fd, bufs: &[&[u8]]) -> SysResult<usize>;
+    /// preadv(2): readv at `offset` (EINVAL below 0; the file position is
+    /// not used or moved).
+    fn preadv(&self, fd: Fd, bufs: &mut [&mut [u8]], offset: i64) -> SysResult<usize> {
+        if offset < 0 {
+            return Err(Errno::EINVAL);
+        }
+        self.preadv2(fd, bufs, offset, 0)
+    }
+    /// pwritev(2): writev at `offset`, as preadv.
+    fn pwritev(&self, fd: Fd, bufs: &[&[u8]], offset: i64) -> SysResult<usize> {
+        if offset < 0 {
+            return Err(Errno::EINVAL);
+        }
+        self.pwritev2(fd, bufs, offset, 0)
+    }
+    /// preadv2(2): preadv, or readv when `offset` is -1, with RWF_* flags
+    /// (RWF_NOWAIT: a pipe or socket does not wait; RWF_HIPRI, RWF_DSYNC
+    /// and RWF_SYNC are accepted; RWF_ATOMIC and RWF_DONTCACHE are
+    /// EOPNOTSUPP, as on tmpfs).
+    fn preadv2(
+        &self,
+        _fd: Fd,
+        _bufs: &mut [&mut [u8]],
+        _offset: i64,
+        _flags: i32,
+    ) -> SysResult<usize> {
+        Err(Errno::ENOSYS)
+    }
+    /// pwritev2(2): as preadv2, for writing; RWF_APPEND appends this
+    /// write, RWF_NOAPPEND does not (on an O_APPEND file).
+    fn pwritev2(&self, _fd: Fd, _bufs: &[&[u8]], _offset: i64, _flags: i32) -> SysResult<usize> {
+        Err(Errno::ENOSYS)
+    }
     fn lseek(&self, fd: Fd, offset: i64, whence: i32) -> SysResult<i64>;
     fn ftruncate(&self, fd: Fd, length: i64) -> SysResult<()>;
     fn truncate(&self, path: &[u8], length: i64) -> SysResult<()>;

@@ -38,16 +38,30 @@ impl Process {
 
     /// Reads at `offset` (None: the file position, advanced).
     fn do_read(&self, fd: Fd, bufs: &mut [&mut [u8]], offset: Option<i64>) -> SysResult<usize> {
+        self.do_read_flags(fd, bufs, offset, 0)
+    }
+
+    /// `do_read` with preadv2's RWF_* flags, checked as Linux's
+    /// kiocb_set_rw_flags checks them once the call has bytes to move.
+    fn do_read_flags(
+        &self,
+        fd: Fd,
+        bufs: &mut [&mut [u8]],
+        offset: Option<i64>,
+        flags: i32,
+    ) -> SysResult<usize> {
         // Argument checks come before the descriptor's, as in Linux.
         if offset.is_some_and(|o| o < 0) {
             return Err(Errno::EINVAL);
         }
         let f = self.readable(fd)?;
-        let r = if f.file().fmode & FMODE_STREAMS != 0 {
-            self.read_special(f.file(), bufs)
-        } else {
-            self.read_file(f.file(), bufs, offset)
-        };
+        let r = rw_flags(f.file(), flags, false).and_then(|rw| {
+            if f.file().fmode & FMODE_STREAMS != 0 {
+                self.read_special(f.file(), bufs, rw.nowait)
+            } else {
+                self.read_file(f.file(), bufs, offset)
+            }
+        });
         self.vfs.fput(f);
         r
     }
@@ -121,15 +135,39 @@ impl Process {
         offset: Option<i64>,
         append: Option<bool>,
     ) -> SysResult<usize> {
+        self.do_write_flags(fd, bufs, offset, append, 0)
+    }
+
+    /// `do_write` with pwritev2's RWF_* flags (RWF_APPEND and
+    /// RWF_NOAPPEND decide the append for this call; RWF_DSYNC and
+    /// RWF_SYNC sync a backend's file after the write).
+    fn do_write_flags(
+        &self,
+        fd: Fd,
+        bufs: &[&[u8]],
+        offset: Option<i64>,
+        append: Option<bool>,
+        flags: i32,
+    ) -> SysResult<usize> {
         if offset.is_some_and(|o| o < 0) {
             return Err(Errno::EINVAL);
         }
         let f = self.writable(fd)?;
-        let r = if f.file().fmode & FMODE_STREAMS != 0 {
-            self.write_special(f.file(), bufs)
-        } else {
-            self.write_file(f.file(), bufs, offset, append)
-        };
+        let r = rw_flags(f.file(), flags, true).and_then(|rw| {
+            if f.file().fmode & FMODE_STREAMS != 0 {
+                self.write_special(f.file(), bufs, rw.nowait)
+            } else {
+                let append = rw.append.or(append);
+                let n = self.write_file(f.file(), bufs, offset, append)?;
+                if rw.sync {
+                    let inode = f.file().inode();
+                    if let Some(sb) = super::backend_names::backend_of(inode) {
+                        sb.fs.fsync(sb, inode, flags & RWF_SYNC == 0)?;
+                    }
+                }
+                Ok(n)
+            }
+        });
         self.vfs.fput(f);
         r
     }
@@ -414,6 +452,63 @@ impl Process {
         self.do_write(fd, &[buf], Some(offset), Some(append))
     }
 
+    /// preadv2: at `offset`, or at the file position when it is -1 (as
+    /// readv); preadv is this with flags 0 and no -1.
+    pub(crate) fn sys_preadv2(
+        &self,
+        fd: Fd,
+        bufs: &mut [&mut [u8]],
+        offset: i64,
+        flags: i32,
+    ) -> SysResult<usize> {
+        let at = self.vector_position(fd, offset)?;
+        if bufs.len() > UIO_MAXIOV {
+            // import_iovec, after the descriptor's checks.
+            self.vfs.fput(self.readable(fd)?);
+            return Err(Errno::EINVAL);
+        }
+        if bufs.iter().all(|b| b.is_empty()) {
+            // Nothing to move: 0 before the flags are looked at.
+            self.vfs.fput(self.readable(fd)?);
+            return Ok(0);
+        }
+        self.do_read_flags(fd, bufs, at, flags)
+    }
+
+    /// pwritev2: as `sys_preadv2`, for writing.
+    pub(crate) fn sys_pwritev2(
+        &self,
+        fd: Fd,
+        bufs: &[&[u8]],
+        offset: i64,
+        flags: i32,
+    ) -> SysResult<usize> {
+        let at = self.vector_position(fd, offset)?;
+        if bufs.len() > UIO_MAXIOV {
+            self.vfs.fput(self.writable(fd)?);
+            return Err(Errno::EINVAL);
+        }
+        if bufs.iter().all(|b| b.is_empty()) {
+            self.vfs.fput(self.writable(fd)?);
+            return Ok(0);
+        }
+        self.do_write_flags(fd, bufs, at, None, flags)
+    }
+
+    /// The position a vectored call with `offset` uses: None (the file
+    /// position) for -1, else the offset, checked as do_preadv checks it
+    /// (EINVAL below 0, then ESPIPE for a file without positions).
+    fn vector_position(&self, fd: Fd, offset: i64) -> SysResult<Option<i64>> {
+        if offset == -1 {
+            return Ok(None);
+        }
+        if offset < 0 {
+            return Err(Errno::EINVAL);
+        }
+        self.no_fifo_positional(fd)?;
+        Ok(Some(offset))
+    }
+
     pub(crate) fn sys_writev(&self, fd: Fd, bufs: &[&[u8]]) -> SysResult<usize> {
         if bufs.len() > UIO_MAXIOV {
             return Err(Errno::EINVAL);
@@ -559,4 +654,56 @@ fn begin_transfer(
         pos: pos as u64,
         data,
     }))
+}
+
+/// What a call's RWF_* flags ask (kiocb_set_rw_flags).
+#[derive(Default)]
+struct RwFlags {
+    /// RWF_NOWAIT: a pipe or socket does not wait.
+    nowait: bool,
+    /// RWF_APPEND / RWF_NOAPPEND: this call appends, or does not.
+    append: Option<bool>,
+    /// RWF_DSYNC / RWF_SYNC.
+    sync: bool,
+}
+
+/// kiocb_set_rw_flags' checks, in its order: flags Linux does not know
+/// (EOPNOTSUPP), RWF_APPEND with RWF_NOAPPEND (EINVAL), RWF_NOWAIT on a
+/// file that cannot honour it (EOPNOTSUPP), RWF_ATOMIC (no file here can write
+/// atomically: EOPNOTSUPP, as tmpfs), RWF_DONTCACHE (tmpfs has no such
+/// support: EOPNOTSUPP). An eventfd's write is a plain `write`
+/// (do_loop_readv_writev), which takes no flag but RWF_HIPRI.
+fn rw_flags(file: &OpenFile, flags: i32, write: bool) -> SysResult<RwFlags> {
+    if flags == 0 {
+        return Ok(RwFlags::default());
+    }
+    if write && file.fmode & crate::file::FMODE_EVENTFD != 0 && flags & !RWF_HIPRI != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    if flags & !RWF_SUPPORTED != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    if flags & RWF_APPEND != 0 && flags & RWF_NOAPPEND != 0 {
+        return Err(Errno::EINVAL);
+    }
+    // FMODE_NOWAIT: pipes, sockets and eventfds have it; tmpfs files and
+    // directories do not.
+    if flags & RWF_NOWAIT != 0 && file.fmode & FMODE_STREAMS == 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    if flags & RWF_ATOMIC != 0 || flags & RWF_DONTCACHE != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let append = if flags & RWF_APPEND != 0 {
+        Some(true)
+    } else if flags & RWF_NOAPPEND != 0 {
+        Some(false)
+    } else {
+        None
+    };
+    Ok(RwFlags {
+        nowait: flags & RWF_NOWAIT != 0,
+        append,
+        sync: flags & (RWF_DSYNC | RWF_SYNC) != 0,
+    })
 }

@@ -324,6 +324,12 @@ impl ProcessApi for Process {
     fn poll(&self, fds: &mut [PollFd], timeout_ms: i32) -> SysResult<usize> {
         Process::poll(self, fds, timeout_ms)
     }
+    fn preadv2(&self, fd: Fd, bufs: &mut [&mut [u8]], offset: i64, flags: i32) -> SysResult<usize> {
+        self.done(self.sys_preadv2(fd, bufs, offset, flags))
+    }
+    fn pwritev2(&self, fd: Fd, bufs: &[&[u8]], offset: i64, flags: i32) -> SysResult<usize> {
+        self.done(self.sys_pwritev2(fd, bufs, offset, flags))
+    }
     fn epoll_create1(&self, flags: i32) -> SysResult<Fd> {
         Process::epoll_create1(self, flags)
     }
