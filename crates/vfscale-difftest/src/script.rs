@@ -3,6 +3,7 @@
 //! result's shape), and the two logs compared line by line.
 
 use vfscale::abi::SysResult;
+use vfscale::{ProcessApi, Vfs};
 
 /// A script's steps: what was done, and the shape of its result.
 pub type Log = Vec<(String, String)>;
@@ -37,4 +38,31 @@ pub fn assert_logs_match(kernel: &Log, ours: &Log) {
         diffs.len(),
         diffs.join("\n")
     );
+}
+
+/// Runs `on_kernel` on the host kernel (as root, in a private tmpfs root:
+/// `on_kernel_as_root`) and `on_vfscale` on the root process of a fresh
+/// namespace, asserts that their logs match, then that the namespace's
+/// invariants hold once the process has exited and its puts are flushed.
+/// Prints why and does nothing more when the kernel side cannot run.
+/// (Pass the same generic script twice: each side gets its own instance.)
+pub fn compare_with_kernel(
+    what: &str,
+    on_kernel: impl FnOnce(&crate::KernelProcess) -> Log + Send + 'static,
+    on_vfscale: impl FnOnce(&vfscale::Process) -> Log,
+) {
+    let kernel = match crate::on_kernel_as_root(on_kernel) {
+        Ok(k) => k,
+        Err(e) => {
+            println!("{what} kernel comparison skipped: {e}");
+            return;
+        }
+    };
+    let vfs = Vfs::new();
+    let root = vfs.root_process();
+    let ours = on_vfscale(&root);
+    assert_logs_match(&kernel, &ours);
+    root.exit();
+    vfs.flush();
+    vfs.check_invariants().unwrap();
 }

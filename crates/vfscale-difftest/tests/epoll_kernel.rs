@@ -11,20 +11,19 @@
 //! of writes, reads, shutdowns, dups, closes and epoll calls over a small
 //! set of objects on both sides, step by step (`VFSCALE_EPOLL_CASES`,
 //! default 150, of 40 steps; `VFSCALE_SEED` replays a run, and with
-//! `VFSCALE_EPOLL_ONLY=N` only its case N; `VFSCALE_EPOLL_SHOW=N` prints
-//! vfscale's results for case N).
+//! `VFSCALE_EPOLL_ONLY=N` only its case N, which `VFSCALE_SHOW_LOG`
+//! prints).
 
 use vfscale::abi::*;
-use vfscale::{ProcessApi, Vfs};
-use vfscale_difftest::on_kernel_as_root;
-use vfscale_difftest::script::{assert_logs_match, show, Log};
+use vfscale::ProcessApi;
+use vfscale_difftest::script::{compare_with_kernel, show, Log};
 
 fn ev(events: u32, data: u64) -> Option<EpollEvent> {
     Some(EpollEvent { events, data })
 }
 
 /// What a wait of at most `max` events with no timeout returns.
-fn wait<P: ProcessApi>(p: &P, ep: Fd, max: usize) -> String {
+fn wait<P: ProcessApi + ?Sized>(p: &P, ep: Fd, max: usize) -> String {
     let mut out = vec![EpollEvent::default(); max];
     match p.epoll_wait(ep, &mut out, 0) {
         Ok(n) => out[..n]
@@ -452,20 +451,7 @@ fn script<P: ProcessApi>(p: &P) -> Log {
 
 #[test]
 fn epoll_matches_the_kernel() {
-    let kernel = match on_kernel_as_root(script) {
-        Ok(k) => k,
-        Err(e) => {
-            println!("epoll kernel comparison skipped: {e}");
-            return;
-        }
-    };
-    let vfs = Vfs::new();
-    let root = vfs.root_process();
-    let ours = script(&root);
-    assert_logs_match(&kernel, &ours);
-    root.exit();
-    vfs.flush();
-    vfs.check_invariants().unwrap();
+    compare_with_kernel("epoll", script, script);
 }
 
 /// One step of a random sequence; every operand is a slot (an object
@@ -483,7 +469,7 @@ enum Step {
 
 /// The objects of a case: two epolls, a pipe's ends, an eventfd, a
 /// stream, a seqpacket and a datagram pair.
-fn objects<P: ProcessApi>(p: &P) -> Vec<Option<Fd>> {
+fn objects<P: ProcessApi + ?Sized>(p: &P) -> Vec<Option<Fd>> {
     let ep0 = p.epoll_create1(0).unwrap();
     let ep1 = p.epoll_create1(0).unwrap();
     let [r, w] = p.pipe2(O_NONBLOCK).unwrap();
@@ -552,7 +538,7 @@ fn random_steps(rnd: &mut impl FnMut(u64) -> u64, n: usize) -> Vec<Step> {
 }
 
 /// Runs `steps` on `p`, logging each result (events by slot).
-fn run_steps<P: ProcessApi>(p: &P, case: usize, steps: &[Step], log: &mut Log) {
+fn run_steps<P: ProcessApi + ?Sized>(p: &P, case: usize, steps: &[Step], log: &mut Log) {
     let mut fds = objects(p);
     for (i, step) in steps.iter().enumerate() {
         let fd = |s: usize, fds: &[Option<Fd>]| fds.get(s).copied().flatten();
@@ -580,17 +566,7 @@ fn run_steps<P: ProcessApi>(p: &P, case: usize, steps: &[Step], log: &mut Log) {
                 _ => continue,
             },
             Step::Wait(ep, max) => match fd(ep, &fds) {
-                Some(e) => {
-                    let mut out = vec![EpollEvent::default(); max];
-                    match p.epoll_wait(e, &mut out, 0) {
-                        Ok(n) => out[..n]
-                            .iter()
-                            .map(|e| format!("{:#x}@{}", e.events, e.data))
-                            .collect::<Vec<_>>()
-                            .join(" "),
-                        Err(e) => format!("{e:?}"),
-                    }
-                }
+                Some(e) => wait(p, e, max),
                 None => continue,
             },
             Step::Shutdown(s, how) => match fd(s, &fds) {
@@ -654,38 +630,20 @@ fn random_sequences_match_the_kernel() {
         Err(_) => sequences,
     };
     let theirs = sequences.clone();
-    let kernel = match on_kernel_as_root(move |k| {
-        let mut log = Log::new();
-        for (case, steps) in theirs.iter().enumerate() {
-            run_steps(k, case, steps, &mut log);
-        }
-        log
-    }) {
-        Ok(k) => k,
-        Err(e) => {
-            println!("epoll kernel comparison skipped: {e}");
-            return;
+    let run_all = |steps: Vec<Vec<Step>>| {
+        move |p: &dyn ProcessApi| {
+            let mut log = Log::new();
+            for (case, steps) in steps.iter().enumerate() {
+                run_steps(p, case, steps, &mut log);
+            }
+            log
         }
     };
-    let vfs = Vfs::new();
-    let root = vfs.root_process();
-    let mut ours = Log::new();
-    for (case, steps) in sequences.iter().enumerate() {
-        run_steps(&root, case, steps, &mut ours);
-    }
-    if let Ok(c) = std::env::var("VFSCALE_EPOLL_SHOW") {
-        for (k, v) in ours
-            .iter()
-            .filter(|(k, _)| k.starts_with(&format!("case {c} ")))
-        {
-            println!("{k}: {v}");
-        }
-    }
-    if kernel != ours {
-        println!("seed {seed}: a sequence differs");
-    }
-    assert_logs_match(&kernel, &ours);
-    root.exit();
-    vfs.flush();
-    vfs.check_invariants().unwrap();
+    let on_kernel = run_all(theirs);
+    let on_vfscale = run_all(sequences);
+    compare_with_kernel(
+        "epoll (random)",
+        move |k| on_kernel(k),
+        move |p| on_vfscale(p),
+    );
 }

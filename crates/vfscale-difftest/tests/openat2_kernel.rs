@@ -10,9 +10,8 @@
 //! answers a transient EAGAIN (`KernelProcess::openat2`).
 
 use vfscale::abi::*;
-use vfscale::{ProcessApi, Vfs};
-use vfscale_difftest::on_kernel_as_root;
-use vfscale_difftest::script::{assert_logs_match, show, Log};
+use vfscale::ProcessApi;
+use vfscale_difftest::script::{compare_with_kernel, show, Log};
 
 fn how(flags: i32, mode: u64, resolve: u64) -> OpenHow {
     OpenHow {
@@ -379,17 +378,5 @@ fn script<P: ProcessApi>(p: &P) -> Log {
 
 #[test]
 fn openat2_matches_the_kernel() {
-    let kernel = match on_kernel_as_root(script) {
-        Ok(k) => k,
-        Err(e) => {
-            println!("openat2 kernel comparison skipped: {e}");
-            return;
-        }
-    };
-    let vfs = Vfs::new();
-    let root = vfs.root_process();
-    let ours = script(&root);
-    assert_logs_match(&kernel, &ours);
-    root.exit();
-    vfs.check_invariants().unwrap();
+    compare_with_kernel("openat2", script, script);
 }

@@ -6,9 +6,8 @@
 //! to the file position, and the file's bytes after.
 
 use vfscale::abi::*;
-use vfscale::{ProcessApi, Vfs};
-use vfscale_difftest::on_kernel_as_root;
-use vfscale_difftest::script::{assert_logs_match, show, Log};
+use vfscale::ProcessApi;
+use vfscale_difftest::script::{compare_with_kernel, show, Log};
 
 const FLAGS: [(&str, i32); 13] = [
     ("0", 0),
@@ -193,18 +192,5 @@ fn read2_plain<P: ProcessApi>(p: &P, fd: Fd, len: usize, offset: i64) -> String 
 
 #[test]
 fn vectored_positional_io_matches_the_kernel() {
-    let kernel = match on_kernel_as_root(script) {
-        Ok(k) => k,
-        Err(e) => {
-            println!("preadv2/pwritev2 kernel comparison skipped: {e}");
-            return;
-        }
-    };
-    let vfs = Vfs::new();
-    let root = vfs.root_process();
-    let ours = script(&root);
-    assert_logs_match(&kernel, &ours);
-    root.exit();
-    vfs.flush();
-    vfs.check_invariants().unwrap();
+    compare_with_kernel("preadv2/pwritev2", script, script);
 }
