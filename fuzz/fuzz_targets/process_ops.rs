@@ -264,16 +264,19 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
             },
             // Vectored positional I/O with any RWF_* flags, at an offset
             // or at the file position (-1); never waits (RWF_NOWAIT is
-            // forced on, which only streams accept).
+            // forced on, which only streams accept); advice.
             9 => {
                 let flags = i32::from(bytes.byte()?) << 1 | RWF_NOWAIT;
                 let offset = i64::from(bytes.byte()? as i8);
-                if arg & 1 == 0 {
-                    let mut a = [0u8; 3];
-                    let mut b = [0u8; 5];
-                    let _ = p.preadv2(fd(), &mut [&mut a, &mut b], offset, flags);
-                } else {
-                    let _ = p.pwritev2(fd(), &[b"ab", b"cde"], offset, flags);
+                match arg % 4 {
+                    0 => {
+                        let mut a = [0u8; 3];
+                        let mut b = [0u8; 5];
+                        let _ = p.preadv2(fd(), &mut [&mut a, &mut b], offset, flags);
+                    }
+                    1 => drop(p.pwritev2(fd(), &[b"ab", b"cde"], offset, flags)),
+                    2 => drop(p.posix_fadvise(fd(), offset, offset * 3, flags & 7)),
+                    _ => drop(p.readahead(fd(), offset, flags as usize)),
                 }
             }
             _ => {

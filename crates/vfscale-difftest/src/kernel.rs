@@ -721,6 +721,16 @@ impl ProcessApi for KernelProcess {
             libc::syscall(libc::SYS_writev, fd, iov, n)
         })
     }
+    fn posix_fadvise(&self, fd: Fd, offset: i64, len: i64, advice: i32) -> SysResult<()> {
+        // SAFETY: plain integer arguments.
+        self.call(move || {
+            unit(unsafe { libc::syscall(libc::SYS_fadvise64, fd, offset, len, advice) })
+        })
+    }
+    fn readahead(&self, fd: Fd, offset: i64, count: usize) -> SysResult<()> {
+        // SAFETY: plain integer arguments.
+        self.call(move || unit(unsafe { libc::syscall(libc::SYS_readahead, fd, offset, count) }))
+    }
     fn preadv(&self, fd: Fd, bufs: &mut [&mut [u8]], offset: i64) -> SysResult<usize> {
         // SAFETY: as in `readv`.
         self.read_vectored(bufs, move |iov, n| unsafe {

@@ -1,4 +1,5 @@
-//! preadv, pwritev, preadv2 and pwritev2 (with every RWF_* flag) on
+//! preadv, pwritev, preadv2 and pwritev2 (with every RWF_* flag), and
+//! posix_fadvise and readahead, on
 //! regular files, O_APPEND files, pipes, sockets, eventfds, directories and
 //! epolls: one script on the kernel (a private tmpfs root,
 //! `on_kernel_as_root`) and on vfscale, every result compared — the
@@ -175,6 +176,47 @@ fn script<P: ProcessApi>(p: &P) -> Log {
         );
     }
     note("eventfd preadv", show(p.preadv(e, &mut [&mut [0u8; 8]], 0)));
+    // posix_fadvise and readahead on every kind of descriptor.
+    let wo = p.open(b"/f", O_WRONLY, 0).unwrap();
+    let path = p.open(b"/f", O_PATH, 0).unwrap();
+    let kinds = [
+        ("file", f),
+        ("write-only file", wo),
+        ("O_PATH", path),
+        ("directory", d),
+        ("pipe", r),
+        ("socket", s1),
+        ("eventfd", e),
+        ("epoll", ep),
+        ("closed", 99),
+    ];
+    for (name, fd) in kinds {
+        for advice in [-1, 0, 1, 2, 3, 4, 5, 6, 7] {
+            note(
+                &format!("fadvise {name} {advice}"),
+                show(p.posix_fadvise(fd, 0, 100, advice)),
+            );
+        }
+        note(
+            &format!("fadvise {name}, negative length"),
+            show(p.posix_fadvise(fd, 0, -1, 0)),
+        );
+        note(
+            &format!("fadvise {name}, negative offset"),
+            show(p.posix_fadvise(fd, -5, 10, 0)),
+        );
+        note(&format!("readahead {name}"), show(p.readahead(fd, 0, 4096)));
+        note(
+            &format!("readahead {name}, huge"),
+            show(p.readahead(fd, 0, usize::MAX)),
+        );
+        note(
+            &format!("readahead {name}, negative offset"),
+            show(p.readahead(fd, -1, 10)),
+        );
+    }
+    p.close(wo).unwrap();
+    p.close(path).unwrap();
     for fd in [f, a, ro, d, r, w, s1, s2, e, ep] {
         p.close(fd).unwrap();
     }

@@ -14,6 +14,14 @@ pub const O_NOCTTY: i32 = 0o400;
 pub const O_TRUNC: i32 = 0o1000;
 pub const O_APPEND: i32 = 0o2000;
 
+// posix_fadvise(2) advice (x86_64's values).
+pub const POSIX_FADV_NORMAL: i32 = 0;
+pub const POSIX_FADV_RANDOM: i32 = 1;
+pub const POSIX_FADV_SEQUENTIAL: i32 = 2;
+pub const POSIX_FADV_WILLNEED: i32 = 3;
+pub const POSIX_FADV_DONTNEED: i32 = 4;
+pub const POSIX_FADV_NOREUSE: i32 = 5;
+
 // preadv2/pwritev2 flags (RWF_*).
 pub const RWF_HIPRI: i32 = 0x1;
 pub const RWF_DSYNC: i32 = 0x2;
@@ -288,6 +296,12 @@ mod tests {
     fn flags_match_the_host_abi() {
         assert_eq!(O_CREAT, libc::O_CREAT);
         for (ours, host) in [
+            (POSIX_FADV_NORMAL, libc::POSIX_FADV_NORMAL),
+            (POSIX_FADV_RANDOM, libc::POSIX_FADV_RANDOM),
+            (POSIX_FADV_SEQUENTIAL, libc::POSIX_FADV_SEQUENTIAL),
+            (POSIX_FADV_WILLNEED, libc::POSIX_FADV_WILLNEED),
+            (POSIX_FADV_DONTNEED, libc::POSIX_FADV_DONTNEED),
+            (POSIX_FADV_NOREUSE, libc::POSIX_FADV_NOREUSE),
             (RWF_HIPRI, libc::RWF_HIPRI),
             (RWF_DSYNC, libc::RWF_DSYNC),
             (RWF_SYNC, libc::RWF_SYNC),

@@ -38,6 +38,15 @@ pub trait ProcessApi: Send {
     fn pwrite(&self, fd: Fd, buf: &[u8], offset: i64) -> SysResult<usize>;
     fn readv(&self, fd: Fd, bufs: &mut [&mut [u8]]) -> SysResult<usize>;
     fn writev(&self, fd: Fd, bufs: &[&[u8]]) -> SysResult<usize>;
+    /// posix_fadvise(2) (the fadvise64 syscall: the error as an errno):
+    /// advice is checked and taken as read.
+    fn posix_fadvise(&self, _fd: Fd, _offset: i64, _len: i64, _advice: i32) -> SysResult<()> {
+        Err(Errno::ENOSYS)
+    }
+    /// readahead(2): a regular file open for reading.
+    fn readahead(&self, _fd: Fd, _offset: i64, _count: usize) -> SysResult<()> {
+        Err(Errno::ENOSYS)
+    }
     /// preadv(2): readv at `offset` (EINVAL below 0; the file position is
     /// not used or moved).
     fn preadv(&self, fd: Fd, bufs: &mut [&mut [u8]], offset: i64) -> SysResult<usize> {

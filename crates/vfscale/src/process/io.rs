@@ -592,6 +592,37 @@ impl Process {
         })
     }
 
+    /// posix_fadvise (fadvise64): generic_fadvise's answers for a
+    /// filesystem with no backing device, where advice changes nothing
+    /// (tmpfs; vfscale's page cache is the file data itself): ESPIPE for a
+    /// pipe or FIFO, EINVAL for a negative length or unknown advice, else
+    /// 0. A passthrough file's advice is not passed to the host.
+    pub(crate) fn sys_fadvise(&self, fd: Fd, _offset: i64, len: i64, advice: i32) -> SysResult<()> {
+        self.with_file(fd, false, |f| {
+            if f.fmode & crate::file::FMODE_PIPE != 0 || f.inode().file_type() == S_IFIFO {
+                return Err(Errno::ESPIPE);
+            }
+            if len < 0 || !(POSIX_FADV_NORMAL..=POSIX_FADV_NOREUSE).contains(&advice) {
+                return Err(Errno::EINVAL);
+            }
+            Ok(())
+        })
+    }
+
+    /// readahead(2): EBADF unless open for reading, EINVAL unless a
+    /// regular file, then posix_fadvise(POSIX_FADV_WILLNEED).
+    pub(crate) fn sys_readahead(&self, fd: Fd, offset: i64, count: usize) -> SysResult<()> {
+        let f = self.readable(fd)?;
+        let regular = f.file().inode().file_type() == S_IFREG
+            && f.file().fmode & crate::file::FMODE_STREAMS == 0;
+        self.vfs.fput(f);
+        if !regular {
+            return Err(Errno::EINVAL);
+        }
+        // The count is a loff_t there: past i64::MAX it is negative.
+        self.sys_fadvise(fd, offset, count as i64, POSIX_FADV_WILLNEED)
+    }
+
     /// fsync, or fdatasync (`datasync`): nothing to write back in memory;
     /// a backend's file is synced on the backend.
     pub(crate) fn sys_fsync(&self, fd: Fd, datasync: bool) -> SysResult<()> {

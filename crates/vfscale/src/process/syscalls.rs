@@ -324,6 +324,12 @@ impl ProcessApi for Process {
     fn poll(&self, fds: &mut [PollFd], timeout_ms: i32) -> SysResult<usize> {
         Process::poll(self, fds, timeout_ms)
     }
+    fn posix_fadvise(&self, fd: Fd, offset: i64, len: i64, advice: i32) -> SysResult<()> {
+        self.done(self.sys_fadvise(fd, offset, len, advice))
+    }
+    fn readahead(&self, fd: Fd, offset: i64, count: usize) -> SysResult<()> {
+        self.done(self.sys_readahead(fd, offset, count))
+    }
     fn preadv2(&self, fd: Fd, bufs: &mut [&mut [u8]], offset: i64, flags: i32) -> SysResult<usize> {
         self.done(self.sys_preadv2(fd, bufs, offset, flags))
     }
