@@ -127,6 +127,14 @@ fn script<P: ProcessApi>(p: &P) -> Log {
     note("read a directory at -1", read2(p, d, 4, -1, 0));
     note("read a directory, NOWAIT", read2(p, d, 4, -1, RWF_NOWAIT));
     note("read an epoll", read2(p, ep, 4, -1, 0));
+    note("read an epoll, empty", show(p.preadv2(ep, &mut [], -1, 0)));
+    note("readv an epoll, empty", show(p.readv(ep, &mut [])));
+    note("writev an epoll, empty", show(p.writev(ep, &[b""])));
+    note(
+        "write an epoll, empty vector, bad flags",
+        show(p.pwritev2(ep, &[], -1, 0x200)),
+    );
+    note("readv a directory, empty", show(p.readv(d, &mut [])));
     note("preadv on a pipe", read2_plain(p, r, 4, 0));
     note("preadv2 on a pipe at 0", read2(p, r, 4, 0, 0));
     note(

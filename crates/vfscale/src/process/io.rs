@@ -416,9 +416,7 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         if bufs.iter().all(|b| b.is_empty()) {
-            // Linux returns 0 for an empty vector before looking at the type.
-            self.vfs.fput(self.readable(fd)?);
-            return Ok(0);
+            return self.empty_vector(fd, false);
         }
         self.do_read(fd, bufs, None)
     }
@@ -468,9 +466,7 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         if bufs.iter().all(|b| b.is_empty()) {
-            // Nothing to move: 0 before the flags are looked at.
-            self.vfs.fput(self.readable(fd)?);
-            return Ok(0);
+            return self.empty_vector(fd, false);
         }
         self.do_read_flags(fd, bufs, at, flags)
     }
@@ -489,10 +485,28 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         if bufs.iter().all(|b| b.is_empty()) {
-            self.vfs.fput(self.writable(fd)?);
-            return Ok(0);
+            return self.empty_vector(fd, true);
         }
         self.do_write_flags(fd, bufs, at, None, flags)
+    }
+
+    /// A vectored call with nothing to move (vfs_readv/vfs_writev): the
+    /// access mode's EBADF, then EINVAL for a file that cannot be read or
+    /// written at all (an epoll: no FMODE_CAN_READ), else 0 — before the
+    /// file's type or the call's flags are looked at.
+    fn empty_vector(&self, fd: Fd, write: bool) -> SysResult<usize> {
+        let f = if write {
+            self.writable(fd)?
+        } else {
+            self.readable(fd)?
+        };
+        let epoll = f.file().fmode & crate::file::FMODE_EPOLL != 0;
+        self.vfs.fput(f);
+        if epoll {
+            Err(Errno::EINVAL)
+        } else {
+            Ok(0)
+        }
     }
 
     /// The position a vectored call with `offset` uses: None (the file
@@ -514,8 +528,7 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         if bufs.iter().all(|b| b.is_empty()) {
-            self.vfs.fput(self.writable(fd)?);
-            return Ok(0);
+            return self.empty_vector(fd, true);
         }
         self.do_write(fd, bufs, None, None)
     }
