@@ -1,5 +1,5 @@
-//! Anonymous objects: pipes, sockets, eventfds and memfds — files with no
-//! name in any directory (seed 000).
+//! Anonymous objects: pipes, sockets, eventfds, epolls and memfds — files
+//! with no name in any directory (seed 000).
 //!
 //! Each is built so that creating and closing one writes no memory shared
 //! with other threads:
@@ -17,8 +17,12 @@
 //!   sharded counters (`sync::counter`);
 //! - the internal mount is never referenced by anonymous files (no
 //!   `mntget`/`mntput`): the namespace keeps it until it is dropped;
-//! - eventfds have no inode of their own: every eventfd file points at the
-//!   namespace's one `anon_inode:[eventfd]` inode without a reference.
+//! - eventfds and epolls have no inode of their own: every eventfd or
+//!   epoll file points at the namespace's one anonymous inode without a
+//!   reference (Linux's anon_inode, named `anon_inode:[eventfd]` or
+//!   `anon_inode:[eventpoll]` by the file's kind);
+//! - a file's final put first takes it out of every epoll that watches it
+//!   (`epoll::release_watched`), while its object is still whole.
 //!
 //! Names (`pipe:[N]`, `socket:[N]`, `anon_inode:[eventfd]`,
 //! `/memfd:NAME (deleted)`) are formatted on demand from the kind and the
