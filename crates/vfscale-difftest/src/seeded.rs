@@ -9,15 +9,20 @@ pub fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
 
+/// `VFSCALE_SEED`, or else a seed from the clock.
+pub fn seed_from_env() -> u64 {
+    env_u64("VFSCALE_SEED").unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64)
+    })
+}
+
 /// A runner of `cases_var` cases (default `default_cases`), seeded from
 /// `VFSCALE_SEED` or else the clock; prints the seed, which the caller
 /// repeats in its failure message.
 pub fn seeded_runner(what: &str, cases_var: &str, default_cases: u64) -> (TestRunner, u64) {
-    let seed = env_u64("VFSCALE_SEED").unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(1, |d| d.as_nanos() as u64)
-    });
+    let seed = seed_from_env();
     let cases = env_u64(cases_var).unwrap_or(default_cases) as u32;
     println!("{what}: seed {seed} (replay with VFSCALE_SEED={seed}), {cases} cases");
     let mut seed_bytes = [0u8; 32];

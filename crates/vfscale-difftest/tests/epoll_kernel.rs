@@ -17,6 +17,7 @@
 use vfscale::abi::*;
 use vfscale::ProcessApi;
 use vfscale_difftest::script::{compare_with_kernel, show, Log};
+use vfscale_difftest::seeded::{env_u64, seed_from_env};
 
 fn ev(events: u32, data: u64) -> Option<EpollEvent> {
     Some(EpollEvent { events, data })
@@ -601,19 +602,8 @@ fn run_steps<P: ProcessApi + ?Sized>(p: &P, case: usize, steps: &[Step], log: &m
 
 #[test]
 fn random_sequences_match_the_kernel() {
-    let seed: u64 = std::env::var("VFSCALE_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        });
-    let cases: usize = std::env::var("VFSCALE_EPOLL_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(150);
+    let seed = seed_from_env();
+    let cases = env_u64("VFSCALE_EPOLL_CASES").unwrap_or(150) as usize;
     println!("seed {seed} (replay with VFSCALE_SEED={seed})");
     let mut rnd = {
         let mut x = seed | 1;

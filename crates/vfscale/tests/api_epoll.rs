@@ -214,15 +214,7 @@ fn closes_in_any_order_leave_nothing_behind() {
 /// woke. Seeded (`VFSCALE_SEED` replays a run).
 #[test]
 fn waits_writes_and_interest_changes_lose_no_wake_up() {
-    let seed: u64 = std::env::var("VFSCALE_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        });
+    let seed = seed_from_env();
     eprintln!("seed {seed} (replay with VFSCALE_SEED={seed})");
     for edge in [false, true] {
         let (vfs, p) = setup();

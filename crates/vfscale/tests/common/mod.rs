@@ -118,6 +118,19 @@ pub fn assert_baseline(vfs: &Vfs) {
     );
 }
 
+/// `VFSCALE_SEED`, or else a seed from the clock (odd, for `xorshift`).
+pub fn seed_from_env() -> u64 {
+    std::env::var("VFSCALE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64)
+                | 1
+        })
+}
+
 /// A seeded xorshift64 generator for stress tests: `rnd(n)` is in
 /// `0..n` (a zero seed is made odd, since xorshift stays at zero).
 pub fn xorshift(seed: u64) -> impl FnMut(u64) -> u64 {
