@@ -466,10 +466,23 @@ enum Step {
     Shutdown(usize, i32),
     Dup(usize),
     Close(usize),
+    /// A datagram socket (slot 9, 10 or 11) connects to another by its
+    /// name, or (None) disconnects.
+    Connect(usize, Option<usize>),
+    /// poll(2) with no timeout.
+    Poll(usize),
 }
 
+/// The abstract names of the datagram sockets in slots 9, 10 and 11.
+const DGRAM_NAMES: [&[u8]; 3] = [
+    b"\0vfscale-epoll-g",
+    b"\0vfscale-epoll-h",
+    b"\0vfscale-epoll-k",
+];
+
 /// The objects of a case: two epolls, a pipe's ends, an eventfd, a
-/// stream, a seqpacket and a datagram pair.
+/// stream, a seqpacket and a datagram pair, and a third datagram socket;
+/// the datagram sockets are named (`DGRAM_NAMES`).
 fn objects<P: ProcessApi + ?Sized>(p: &P) -> Vec<Option<Fd>> {
     let ep0 = p.epoll_create1(0).unwrap();
     let ep1 = p.epoll_create1(0).unwrap();
@@ -484,10 +497,14 @@ fn objects<P: ProcessApi + ?Sized>(p: &P) -> Vec<Option<Fd>> {
     let [g, h] = p
         .socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0)
         .unwrap();
-    [ep0, ep1, r, w, e, a, b, c, d, g, h].map(Some).to_vec()
+    let k = p.socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0).unwrap();
+    for (fd, name) in [g, h, k].into_iter().zip(DGRAM_NAMES) {
+        p.bind(fd, name).unwrap();
+    }
+    [ep0, ep1, r, w, e, a, b, c, d, g, h, k].map(Some).to_vec()
 }
 
-const OBJECTS: usize = 11;
+const OBJECTS: usize = 12;
 
 fn random_steps(rnd: &mut impl FnMut(u64) -> u64, n: usize) -> Vec<Step> {
     let bits = [
@@ -528,10 +545,17 @@ fn random_steps(rnd: &mut impl FnMut(u64) -> u64, n: usize) -> Vec<Step> {
                 }
                 9..=12 => Step::Wait(rnd(2) as usize, 1 + rnd(4) as usize),
                 13 => Step::Shutdown(slot(rnd), [SHUT_RD, SHUT_WR, SHUT_RDWR][rnd(3) as usize]),
-                14 => {
-                    slots += 1;
-                    Step::Dup(rnd(slots as u64 - 1) as usize)
-                }
+                14 => match rnd(4) {
+                    0 => {
+                        slots += 1;
+                        Step::Dup(rnd(slots as u64 - 1) as usize)
+                    }
+                    1 => Step::Poll(slot(rnd)),
+                    _ => Step::Connect(
+                        9 + rnd(3) as usize,
+                        (rnd(4) != 0).then(|| 9 + rnd(3) as usize),
+                    ),
+                },
                 _ => Step::Close(slot(rnd)),
             }
         })
@@ -584,6 +608,24 @@ fn run_steps<P: ProcessApi + ?Sized>(p: &P, case: usize, steps: &[Step], log: &m
                     fds.push(None);
                     continue;
                 }
+            },
+            Step::Connect(s, to) => match fd(s, &fds) {
+                Some(f) => show(match to {
+                    Some(t) => p.connect(f, DGRAM_NAMES[t - 9]),
+                    None => p.disconnect(f),
+                }),
+                None => continue,
+            },
+            Step::Poll(s) => match fd(s, &fds) {
+                Some(f) => {
+                    let mut pfd = [PollFd {
+                        fd: f,
+                        events: POLLIN | POLLOUT | POLLRDHUP,
+                        revents: 0,
+                    }];
+                    show(p.poll(&mut pfd, 0).map(|n| (n, pfd[0].revents)))
+                }
+                None => continue,
             },
             Step::Close(s) => match fd(s, &fds) {
                 Some(f) => {

@@ -187,7 +187,11 @@ impl Dgram {
             if g.dead {
                 return Err(Errno::EBADF);
             }
-            g.peer.replace(target.clone())
+            let old = g.peer.replace(target.clone());
+            if old.is_some() {
+                me.reconnected(&mut g);
+            }
+            old
         };
         if let Some(old) = old {
             if !Arc::ptr_eq(&old, target) {
@@ -200,8 +204,24 @@ impl Dgram {
     /// connect(2) to AF_UNSPEC: no default peer any more (what the old one
     /// sent us is dropped, as for a reconnect; returns its files).
     pub(crate) fn disconnect(me: &Arc<Dgram>) -> Vec<FileRef> {
-        let old = me.cell.lock().peer.take();
+        let old = {
+            let mut g = me.cell.lock();
+            let old = g.peer.take();
+            if old.is_some() {
+                me.reconnected(&mut g);
+            }
+            old
+        };
         old.map(|old| me.disconnected(&old)).unwrap_or_default()
+    }
+
+    /// A socket that had a peer left it (a reconnect, to it again or to
+    /// another, or a disconnect): its own queue is told of room, as the
+    /// host does (unix_dgram_connect's reconnect branch; seen on 6.18 by
+    /// `epoll_kernel.rs`: an edge-triggered EPOLLOUT item is reported
+    /// again, an EPOLLIN-only one is not).
+    fn reconnected(&self, g: &mut super::wait::Locked<'_, DgramState>) {
+        self.cell.wake_keyed(g, super::socket::ROOM_OUT, Some(OWN));
     }
 
     /// This socket stopped being connected to `old`: its queued messages
