@@ -26,13 +26,22 @@ const FLAGS: [(&str, i32); 13] = [
     ("DSYNC|NOWAIT|HIPRI", RWF_DSYNC | RWF_NOWAIT | RWF_HIPRI),
 ];
 
-fn read2<P: ProcessApi>(p: &P, fd: Fd, len: usize, offset: i64, flags: i32) -> String {
+/// A two-segment read of `len` bytes by `call`: its count and the bytes.
+fn read_split(len: usize, call: impl FnOnce(&mut [&mut [u8]]) -> SysResult<usize>) -> String {
     let mut a = vec![0u8; len / 2];
     let mut b = vec![0u8; len - len / 2];
     show(
-        p.preadv2(fd, &mut [&mut a, &mut b], offset, flags)
+        call(&mut [&mut a, &mut b])
             .map(|n| String::from_utf8_lossy(&[a, b].concat()[..n]).into_owned()),
     )
+}
+
+fn read2<P: ProcessApi>(p: &P, fd: Fd, len: usize, offset: i64, flags: i32) -> String {
+    read_split(len, |bufs| p.preadv2(fd, bufs, offset, flags))
+}
+
+fn read2_plain<P: ProcessApi>(p: &P, fd: Fd, len: usize, offset: i64) -> String {
+    read_split(len, |bufs| p.preadv(fd, bufs, offset))
 }
 
 fn contents<P: ProcessApi>(p: &P, path: &[u8]) -> String {
@@ -229,15 +238,6 @@ fn script<P: ProcessApi>(p: &P) -> Log {
         p.close(fd).unwrap();
     }
     log
-}
-
-fn read2_plain<P: ProcessApi>(p: &P, fd: Fd, len: usize, offset: i64) -> String {
-    let mut a = vec![0u8; len / 2];
-    let mut b = vec![0u8; len - len / 2];
-    show(
-        p.preadv(fd, &mut [&mut a, &mut b], offset)
-            .map(|n| String::from_utf8_lossy(&[a, b].concat()[..n]).into_owned()),
-    )
 }
 
 #[test]
