@@ -1553,6 +1553,12 @@ impl ProcessApi for KernelProcess {
         fds.copy_from_slice(&owned);
         r.map(|n| n as usize)
     }
+    fn epoll_create(&self, size: i32) -> SysResult<Fd> {
+        // SAFETY: epoll_create takes an integer.
+        self.call(move || {
+            sys(unsafe { libc::syscall(libc::SYS_epoll_create, size) }).map(|n| n as Fd)
+        })
+    }
     fn epoll_create1(&self, flags: i32) -> SysResult<Fd> {
         // SAFETY: epoll_create1 takes an integer.
         self.call(move || {

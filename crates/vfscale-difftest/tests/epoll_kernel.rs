@@ -44,6 +44,13 @@ fn errors<P: ProcessApi>(p: &P, log: &mut Log) {
     note("status flags", show(p.fcntl(ep, F_GETFL, 0)));
     note("create1 1", show(p.epoll_create1(1)));
     note("create1 O_NONBLOCK", show(p.epoll_create1(O_NONBLOCK)));
+    for size in [0, -1, i32::MIN] {
+        note(&format!("create {size}"), show(p.epoll_create(size)));
+    }
+    let old = p.epoll_create(1).unwrap();
+    note("create 1: close-on-exec", show(p.fcntl(old, F_GETFD, 0)));
+    note("create 1: an epoll", wait(p, old, 1));
+    p.close(old).unwrap();
     note(
         "fd path",
         show(

@@ -349,6 +349,14 @@ pub trait ProcessApi: Send {
     fn poll(&self, _fds: &mut [PollFd], _timeout_ms: i32) -> SysResult<usize> {
         Err(Errno::ENOSYS)
     }
+    /// epoll_create(2): `size` is only checked (EINVAL unless positive),
+    /// as Linux does since 2.6.8.
+    fn epoll_create(&self, size: i32) -> SysResult<Fd> {
+        if size <= 0 {
+            return Err(Errno::EINVAL);
+        }
+        self.epoll_create1(0)
+    }
     /// epoll_create1(2): EPOLL_CLOEXEC.
     fn epoll_create1(&self, _flags: i32) -> SysResult<Fd> {
         Err(Errno::ENOSYS)
