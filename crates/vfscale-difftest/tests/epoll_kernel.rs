@@ -191,8 +191,10 @@ fn level_and_edge<P: ProcessApi>(p: &P, log: &mut Log) {
         show(p.epoll_ctl(ep, EPOLL_CTL_MOD, r, ev(EPOLLIN | EPOLLET, 3))),
     );
     note("edge: after modify", wait(p, ep, 4));
-    // The write end, edge-triggered: woken when a read frees room in a
-    // full pipe, not by reads before that.
+    // The write end, edge-triggered: woken when a read frees a slot of a
+    // full pipe, not by a read that frees none, nor once it is not full.
+    let mut drain = [0u8; 64];
+    while p.read(r, &mut drain).is_ok() {}
     note("add write end", show(add(w, EPOLLOUT | EPOLLET, 4)));
     note("write end: room", wait(p, ep, 4));
     note("write end: not again", wait(p, ep, 4));
@@ -205,10 +207,12 @@ fn level_and_edge<P: ProcessApi>(p: &P, log: &mut Log) {
     note("full", wait(p, ep, 4));
     let mut small = [0u8; 100];
     p.read(r, &mut small).unwrap();
-    note("a read that frees no page", wait(p, ep, 4));
+    note("a read that frees no slot", wait(p, ep, 4));
     let mut big = vec![0u8; 8192];
     p.read(r, &mut big).unwrap();
-    note("a read that frees pages", wait(p, ep, 4));
+    note("a read that frees slots of the full pipe", wait(p, ep, 4));
+    p.read(r, &mut big).unwrap();
+    note("a read that frees slots of a pipe not full", wait(p, ep, 4));
     note(
         "level write end",
         show(p.epoll_ctl(ep, EPOLL_CTL_MOD, w, ev(EPOLLOUT, 5))),
