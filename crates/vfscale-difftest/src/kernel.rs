@@ -1132,6 +1132,75 @@ impl ProcessApi for KernelProcess {
         r.map(|n| n as usize)
     }
 
+    fn sendfile(
+        &self,
+        out_fd: Fd,
+        in_fd: Fd,
+        offset: Option<&mut i64>,
+        count: usize,
+    ) -> SysResult<usize> {
+        let given = offset.as_deref().copied();
+        let (r, after) = self.call(move || {
+            let mut at = given.unwrap_or(0);
+            let p: *mut i64 = if given.is_some() {
+                &mut at
+            } else {
+                core::ptr::null_mut()
+            };
+            // SAFETY: the offset pointer is NULL or a live i64.
+            let r = sys(unsafe { libc::syscall(libc::SYS_sendfile, out_fd, in_fd, p, count) });
+            (r, at)
+        });
+        if let Some(o) = offset {
+            *o = after;
+        }
+        r.map(|n| n as usize)
+    }
+
+    fn splice(
+        &self,
+        fd_in: Fd,
+        off_in: Option<&mut i64>,
+        fd_out: Fd,
+        off_out: Option<&mut i64>,
+        len: usize,
+        flags: u32,
+    ) -> SysResult<usize> {
+        let (oi, oo) = (off_in.as_deref().copied(), off_out.as_deref().copied());
+        let (r, oi2, oo2) = self.call(move || {
+            let (mut a, mut b) = (oi.unwrap_or(0), oo.unwrap_or(0));
+            let pa: *mut i64 = if oi.is_some() {
+                &mut a
+            } else {
+                core::ptr::null_mut()
+            };
+            let pb: *mut i64 = if oo.is_some() {
+                &mut b
+            } else {
+                core::ptr::null_mut()
+            };
+            // SAFETY: each offset pointer is NULL or a live i64.
+            let r =
+                sys(unsafe { libc::syscall(libc::SYS_splice, fd_in, pa, fd_out, pb, len, flags) });
+            (r, a, b)
+        });
+        if let Some(o) = off_in {
+            *o = oi2;
+        }
+        if let Some(o) = off_out {
+            *o = oo2;
+        }
+        r.map(|n| n as usize)
+    }
+
+    fn tee(&self, fd_in: Fd, fd_out: Fd, len: usize, flags: u32) -> SysResult<usize> {
+        self.call(move || {
+            // SAFETY: plain integer arguments.
+            sys(unsafe { libc::syscall(libc::SYS_tee, fd_in, fd_out, len, flags) })
+        })
+        .map(|n| n as usize)
+    }
+
     fn name_to_handle_at(
         &self,
         dirfd: Fd,

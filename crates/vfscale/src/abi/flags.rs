@@ -35,6 +35,18 @@ pub const RWF_DONTCACHE: i32 = 0x80;
 pub const RWF_NOSIGNAL: i32 = 0x100;
 /// Every flag Linux 6.18 knows (RWF_SUPPORTED).
 pub const RWF_SUPPORTED: i32 = 0x1ff;
+
+// splice(2), tee(2) and vmsplice(2) flags.
+/// A hint to move pages (ignored by Linux since 2.6.21).
+pub const SPLICE_F_MOVE: u32 = 1;
+/// The pipe end does not wait (the other file keeps its own mode).
+pub const SPLICE_F_NONBLOCK: u32 = 2;
+/// More data follows (a socket may hold back a partial packet).
+pub const SPLICE_F_MORE: u32 = 4;
+/// vmsplice's gift of pages.
+pub const SPLICE_F_GIFT: u32 = 8;
+/// Every flag Linux knows (SPLICE_F_ALL).
+pub const SPLICE_F_ALL: u32 = SPLICE_F_MOVE | SPLICE_F_NONBLOCK | SPLICE_F_MORE | SPLICE_F_GIFT;
 pub const O_NONBLOCK: i32 = 0o4000;
 pub const O_DSYNC: i32 = 0o10000;
 pub const O_ASYNC: i32 = 0o20000;

@@ -38,6 +38,7 @@ pub(crate) mod rights;
 pub(crate) mod scatter;
 pub mod socket;
 pub(crate) mod sockopt;
+pub(crate) mod splice;
 pub(crate) mod wait;
 
 use crate::abi::*;

@@ -6,8 +6,9 @@
 //! - `bufs.len() <= slots`, and `slots * PAGE` is the pipe's size
 //!   (F_GETPIPE_SZ), a power-of-two number of pages; a buffer holds at
 //!   most a page and is never empty while queued;
-//! - a write first tops up the last buffer, if that one is an ordinary
-//!   buffer and the write's last partial page fits behind its data (how
+//! - a write first tops up the last buffer, if that one can be merged
+//!   into (written, not a packet, not spliced: `PipeBuf::can_merge`) and
+//!   the write's last partial page fits behind its data (how
 //!   Linux's pipe_write merges small writes), then takes whole new slots;
 //!   so a write of at most a page (PIPE_BUF) is all-or-nothing;
 //! - packet mode (Linux's PIPE_BUF_FLAG_PACKET, asked for by a writing
@@ -34,22 +35,26 @@ use std::sync::Arc;
 
 /// One slot's buffer: `data[start..]` is unread. `data.len()` is where in
 /// its page the written bytes end (a merge must fit within the page).
-struct PipeBuf {
-    data: Vec<u8>,
-    start: usize,
-    packet: bool,
+pub(super) struct PipeBuf {
+    pub(super) data: Vec<u8>,
+    pub(super) start: usize,
+    pub(super) packet: bool,
+    /// Linux's PIPE_BUF_FLAG_CAN_MERGE: a write may top this buffer up.
+    /// Written buffers have it unless they are packets; spliced ones
+    /// (`anon/splice.rs`) never do.
+    pub(super) can_merge: bool,
 }
 
 impl PipeBuf {
-    fn unread(&self) -> usize {
+    pub(super) fn unread(&self) -> usize {
         self.data.len() - self.start
     }
 }
 
 pub(crate) struct PipeState {
-    bufs: VecDeque<PipeBuf>,
+    pub(super) bufs: VecDeque<PipeBuf>,
     /// The ring's size in pages (Linux's max_usage).
-    slots: usize,
+    pub(super) slots: usize,
     pub(crate) readers: u32,
     pub(crate) writers: u32,
     /// Ever had a writer (a FIFO reports POLLHUP only after one came and went).
@@ -71,7 +76,7 @@ impl PipeState {
         }
     }
 
-    fn full(&self) -> bool {
+    pub(super) fn full(&self) -> bool {
         self.bufs.len() >= self.slots
     }
 }
@@ -85,15 +90,15 @@ pub(crate) struct PartnerWait {
 }
 
 pub struct Pipe {
-    cell: WaitCell<PipeState>,
+    pub(super) cell: WaitCell<PipeState>,
 }
 
-const PAGE: usize = 4096;
+pub(super) const PAGE: usize = 4096;
 
 /// The pipe's wait queues, as Linux's rd_wait and wr_wait (`Poller`'s
 /// queue bits).
-const READERS: usize = 0;
-const WRITERS: usize = 1;
+pub(super) const READERS: usize = 0;
+pub(super) const WRITERS: usize = 1;
 
 /// Linux's round_pipe_size: at least a page, a power of two; 0 if too big.
 pub(crate) fn round_pipe_size(size: u64) -> usize {
@@ -265,7 +270,7 @@ impl Pipe {
                 // it); only tried before the first wait.
                 let tail = len % PAGE;
                 if let Some(last) = g.bufs.back_mut() {
-                    if tail > 0 && !last.packet && last.data.len() + tail <= PAGE {
+                    if tail > 0 && last.can_merge && last.data.len() + tail <= PAGE {
                         last.data.extend(src.by_ref().take(tail));
                         done = tail;
                     }
@@ -280,6 +285,7 @@ impl Pipe {
                     data,
                     start: 0,
                     packet,
+                    can_merge: !packet,
                 });
                 done += n;
             }

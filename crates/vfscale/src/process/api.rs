@@ -203,6 +203,39 @@ pub trait ProcessApi: Send {
         Err(Errno::ENOSYS)
     }
 
+    /// sendfile(2): up to `count` bytes of `in_fd` (a regular file, or a
+    /// socket when `out_fd` is a pipe) to `out_fd` (a regular file not
+    /// O_APPEND, a socket or a pipe), from `offset` (which is advanced) or
+    /// from and advancing `in_fd`'s position when None.
+    fn sendfile(
+        &self,
+        _out_fd: Fd,
+        _in_fd: Fd,
+        _offset: Option<&mut i64>,
+        _count: usize,
+    ) -> SysResult<usize> {
+        Err(Errno::ENOSYS)
+    }
+    /// splice(2): moves up to `len` bytes between two files of which one at
+    /// least is a pipe; an offset (advanced) may be given for the other
+    /// when it is a regular file. Flags: SPLICE_F_*.
+    fn splice(
+        &self,
+        _fd_in: Fd,
+        _off_in: Option<&mut i64>,
+        _fd_out: Fd,
+        _off_out: Option<&mut i64>,
+        _len: usize,
+        _flags: u32,
+    ) -> SysResult<usize> {
+        Err(Errno::ENOSYS)
+    }
+    /// tee(2): copies up to `len` bytes from the front of pipe `fd_in` to
+    /// pipe `fd_out`, leaving them in `fd_in`. Flags: SPLICE_F_*.
+    fn tee(&self, _fd_in: Fd, _fd_out: Fd, _len: usize, _flags: u32) -> SysResult<usize> {
+        Err(Errno::ENOSYS)
+    }
+
     // ---- file handles (default: ENOSYS) ----
     /// name_to_handle_at(2): fills `handle` (whose `handle_bytes` is the
     /// buffer size; EOVERFLOW with the needed size stored there when it is

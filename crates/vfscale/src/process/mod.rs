@@ -38,6 +38,7 @@ mod names;
 mod open;
 mod sockets;
 mod space;
+mod splice;
 mod stamp;
 mod syscalls;
 mod tmpfile;

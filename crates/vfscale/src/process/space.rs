@@ -9,7 +9,7 @@
 
 use super::Process;
 use crate::abi::*;
-use crate::file::{FileRef, OpenFile, FMODE_READ, FMODE_WRITE};
+use crate::file::{OpenFile, FMODE_READ, FMODE_WRITE};
 use crate::inode::now;
 
 /// tmpfs's page, the unit fallocate allocates.
@@ -155,34 +155,23 @@ impl Process {
         flags: u32,
     ) -> SysResult<usize> {
         // Linux's order: both descriptors (EBADF), then the flags.
-        let fin = self.fd_file_nopath(fd_in)?;
-        let fout = match self.fd_file_nopath(fd_out) {
-            Ok(f) => f,
-            Err(e) => {
-                self.vfs.fput(fin);
-                return Err(e);
+        self.with_two_files(fd_in, fd_out, |fin, fout| {
+            if flags != 0 {
+                return Err(Errno::EINVAL);
             }
-        };
-        let r = if flags != 0 {
-            Err(Errno::EINVAL)
-        } else {
-            self.copy_range(&fin, off_in, &fout, off_out, len)
-        };
-        self.vfs.fput(fin);
-        self.vfs.fput(fout);
-        r
+            self.copy_range(fin, off_in, fout, off_out, len)
+        })
     }
 
     /// vfs_copy_file_range's checks in Linux's order, then the copy.
     fn copy_range(
         &self,
-        fin: &FileRef,
+        i: &OpenFile,
         off_in: Option<&mut i64>,
-        fout: &FileRef,
+        o: &OpenFile,
         off_out: Option<&mut i64>,
         len: usize,
     ) -> SysResult<usize> {
-        let (i, o) = (fin.file(), fout.file());
         // generic_file_rw_checks: types, then access modes.
         let (ti, to) = (i.inode().file_type(), o.inode().file_type());
         if ti == S_IFDIR || to == S_IFDIR {

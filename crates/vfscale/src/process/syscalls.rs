@@ -211,6 +211,29 @@ impl ProcessApi for Process {
     ) -> SysResult<usize> {
         self.done(self.sys_copy_file_range(fd_in, off_in, fd_out, off_out, len, flags))
     }
+    fn sendfile(
+        &self,
+        out_fd: Fd,
+        in_fd: Fd,
+        offset: Option<&mut i64>,
+        count: usize,
+    ) -> SysResult<usize> {
+        self.done(self.sys_sendfile(out_fd, in_fd, offset, count))
+    }
+    fn splice(
+        &self,
+        fd_in: Fd,
+        off_in: Option<&mut i64>,
+        fd_out: Fd,
+        off_out: Option<&mut i64>,
+        len: usize,
+        flags: u32,
+    ) -> SysResult<usize> {
+        self.done(self.sys_splice(fd_in, off_in, fd_out, off_out, len, flags))
+    }
+    fn tee(&self, fd_in: Fd, fd_out: Fd, len: usize, flags: u32) -> SysResult<usize> {
+        self.done(self.sys_tee(fd_in, fd_out, len, flags))
+    }
     fn chdir(&self, path: &[u8]) -> SysResult<()> {
         self.done(self.sys_chdir(path))
     }
