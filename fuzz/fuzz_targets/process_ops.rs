@@ -130,7 +130,7 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
         30 => drop(p.chroot(a)),
         // File locks, never a waiting form (one thread would wait forever);
         // sockets by name, all non-blocking for the same reason.
-        _ => match arg % 11 {
+        _ => match arg % 12 {
             0 => drop(p.fchmod(fd(), u32::from(arg))),
             1 => drop(p.flock(fd(), i32::from(bytes.byte()?) | LOCK_NB)),
             // POSIX ACLs: set (an entry list from the next bytes: tags,
@@ -180,7 +180,7 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
                     1 => [b"\0".as_slice(), a].concat(),
                     _ => Vec::new(),
                 };
-                let _ = if arg % 11 == 5 {
+                let _ = if arg % 12 == 5 {
                     p.bind(fd(), &name)
                 } else {
                     p.connect(fd(), &name)
@@ -277,6 +277,40 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
                     1 => drop(p.pwritev2(fd(), &[b"ab", b"cde"], offset, flags)),
                     2 => drop(p.posix_fadvise(fd(), offset, offset * 3, flags & 7)),
                     _ => drop(p.readahead(fd(), offset, flags as usize)),
+                }
+            }
+            // splice, tee and sendfile with any flags but SPLICE_F_NONBLOCK
+            // forced on; a splice or sendfile only into a file that never
+            // waits by itself (a regular file, one with O_NONBLOCK, or a
+            // bad descriptor), since a socket or sendfile's pipe waits by
+            // its own mode.
+            10 => {
+                let out = fds
+                    .get(usize::from(bytes.byte()?) % fds.len().max(1))
+                    .copied()
+                    .unwrap_or(-1);
+                let flags = u32::from(bytes.byte()?) | SPLICE_F_NONBLOCK;
+                let offset = i64::from(bytes.byte()? as i8);
+                let len = usize::from(bytes.byte()?) * 97;
+                let never_waits = p
+                    .fcntl(out, F_GETFL, 0)
+                    .map_or(true, |fl| fl & i64::from(O_NONBLOCK) != 0)
+                    || p.fstat(out).is_ok_and(|st| st.mode & S_IFMT == S_IFREG);
+                let mut at = offset;
+                let given = (flags & 0x20 != 0).then_some(&mut at);
+                match arg % 3 {
+                    0 if never_waits => {
+                        let mut at2 = offset;
+                        let given2 = (flags & 0x40 != 0).then_some(&mut at2);
+                        let _ = p.splice(fd(), given, out, given2, len, flags & 0x1f | 2);
+                    }
+                    1 => {
+                        let _ = p.tee(fd(), out, len, flags & 0x1f | 2);
+                    }
+                    2 if never_waits => {
+                        let _ = p.sendfile(out, fd(), given, len);
+                    }
+                    _ => {}
                 }
             }
             _ => {
