@@ -247,12 +247,8 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
                 }
                 1 => {
                     let op = i32::from(bytes.byte()? % 5);
-                    let events = u32::from_le_bytes([
-                        bytes.byte()?,
-                        bytes.byte()?,
-                        0,
-                        bytes.byte()?,
-                    ]);
+                    let events =
+                        u32::from_le_bytes([bytes.byte()?, bytes.byte()?, 0, bytes.byte()?]);
                     let event = (arg & 1 == 0).then_some(EpollEvent { events, data: 0 });
                     let _ = p.epoll_ctl(fd(), op, fd(), event);
                 }
@@ -279,11 +275,11 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
                     _ => drop(p.readahead(fd(), offset, flags as usize)),
                 }
             }
-            // splice, tee and sendfile with any flags but SPLICE_F_NONBLOCK
-            // forced on; a splice or sendfile only into a file that never
-            // waits by itself (a regular file, one with O_NONBLOCK, or a
-            // bad descriptor), since a socket or sendfile's pipe waits by
-            // its own mode.
+            // splice, tee, vmsplice and sendfile with any flags but
+            // SPLICE_F_NONBLOCK forced on; a splice or sendfile only into a
+            // file that never waits by itself (a regular file, one with
+            // O_NONBLOCK, or a bad descriptor), since a socket or
+            // sendfile's pipe waits by its own mode.
             10 => {
                 let out = fds
                     .get(usize::from(bytes.byte()?) % fds.len().max(1))
@@ -298,7 +294,12 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
                     || p.fstat(out).is_ok_and(|st| st.mode & S_IFMT == S_IFREG);
                 let mut at = offset;
                 let given = (flags & 0x20 != 0).then_some(&mut at);
-                match arg % 3 {
+                match arg % 4 {
+                    3 => {
+                        let mut a = [b'v'; 5];
+                        let mut b = [b'w'; 3];
+                        let _ = p.vmsplice(out, &mut [&mut a, &mut b], flags & 0x1f | 2);
+                    }
                     0 if never_waits => {
                         let mut at2 = offset;
                         let given2 = (flags & 0x40 != 0).then_some(&mut at2);

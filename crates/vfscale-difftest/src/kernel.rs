@@ -1193,6 +1193,37 @@ impl ProcessApi for KernelProcess {
         r.map(|n| n as usize)
     }
 
+    fn vmsplice(&self, fd: Fd, bufs: &mut [&mut [u8]], flags: u32) -> SysResult<usize> {
+        let data: Vec<Vec<u8>> = bufs.iter().map(|b| b.to_vec()).collect();
+        let (r, data) = self.call(move || {
+            // The pipe keeps references to these pages until they are
+            // read: leaked, so nothing reuses (and rewrites) them.
+            let owned: &'static mut [Vec<u8>] = Vec::leak(data);
+            let iov: Vec<libc::iovec> = owned
+                .iter_mut()
+                .map(|b| libc::iovec {
+                    iov_base: b.as_mut_ptr().cast(),
+                    iov_len: b.len(),
+                })
+                .collect();
+            // SAFETY: `iov` holds iovecs of live (leaked) buffers.
+            let r = sys(unsafe {
+                libc::syscall(libc::SYS_vmsplice, fd, iov.as_ptr(), iov.len(), flags)
+            });
+            (r, owned.to_vec())
+        });
+        let n = r? as usize;
+        // Reading from a pipe filled the buffers; writing left them as they
+        // were, so copying back is the same either way.
+        let mut left = n;
+        for (dst, src) in bufs.iter_mut().zip(&data) {
+            let k = left.min(dst.len());
+            dst[..k].copy_from_slice(&src[..k]);
+            left -= k;
+        }
+        Ok(n)
+    }
+
     fn tee(&self, fd_in: Fd, fd_out: Fd, len: usize, flags: u32) -> SysResult<usize> {
         self.call(move || {
             // SAFETY: plain integer arguments.

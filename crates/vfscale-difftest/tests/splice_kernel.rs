@@ -1,4 +1,4 @@
-//! splice(2), tee(2) and sendfile(2) between regular files, pipes,
+//! splice(2), tee(2), vmsplice(2) and sendfile(2) between regular files, pipes,
 //! sockets (stream and datagram), eventfds, epolls and directories: one
 //! script on the kernel (a private tmpfs root, `on_kernel_as_root`) and on
 //! vfscale, every result compared — the errors in Linux's order, the
@@ -358,6 +358,68 @@ fn script<P: ProcessApi>(p: &P) -> Log {
     );
     note("pipe kept z", drain(p, r));
     p.close(x1).unwrap();
+
+    // vmsplice: the direction is the file's.
+    let vm = |fd: Fd, data: &[&[u8]], flags: u32| {
+        let mut owned: Vec<Vec<u8>> = data.iter().map(|d| d.to_vec()).collect();
+        let mut refs: Vec<&mut [u8]> = owned.iter_mut().map(|b| b.as_mut_slice()).collect();
+        show(p.vmsplice(fd, &mut refs, flags))
+    };
+    let [vr, vw] = p.pipe2(O_NONBLOCK).unwrap();
+    note("vmsplice, bad flags", vm(vw, &[b"x"], 0x10));
+    note("vmsplice, bad fd", vm(99, &[b"x"], 0));
+    note("vmsplice, O_PATH", vm(path, &[b"x"], 0));
+    note("vmsplice, a file", vm(f, &[b"x"], 0));
+    note("vmsplice, a file, nothing", vm(f, &[], 0));
+    note("vmsplice, a socket", vm(s1, &[b"x"], 0));
+    let many: Vec<&[u8]> = vec![b"x"; 1025];
+    note("vmsplice, 1025 iovecs", vm(vw, &many, 0));
+    note(
+        "vmsplice into the pipe",
+        vm(vw, &[b"vm", b"", b"splice"], 0),
+    );
+    note("vmspliced", drain(p, vr));
+    note(
+        "vmsplice one-page pipe",
+        show(p.fcntl(vw, F_SETPIPE_SZ, 4096)),
+    );
+    note("vmsplice a byte", vm(vw, &[b"1"], 0));
+    note("room after a vmsplice", room(p, vw).to_string());
+    note(
+        "vmsplice into the full pipe",
+        vm(vw, &[b"2"], SPLICE_F_NONBLOCK),
+    );
+    let mut a3 = [0u8; 3];
+    let mut a10 = [0u8; 10];
+    note(
+        "vmsplice out of the pipe",
+        show(
+            p.vmsplice(vr, &mut [&mut a3, &mut a10], 0)
+                .map(|n| String::from_utf8_lossy(&[&a3[..], &a10[..]].concat()[..n]).into_owned()),
+        ),
+    );
+    note(
+        "vmsplice out of the empty pipe",
+        show(p.vmsplice(vr, &mut [&mut a3], SPLICE_F_NONBLOCK)),
+    );
+    p.write(vw, b"hello").unwrap();
+    p.close(vw).unwrap();
+    note(
+        "vmsplice out, the writer gone",
+        show(
+            p.vmsplice(vr, &mut [&mut a3, &mut a10], 0)
+                .map(|n| String::from_utf8_lossy(&[&a3[..], &a10[..]].concat()[..n]).into_owned()),
+        ),
+    );
+    note(
+        "vmsplice out at the end",
+        show(p.vmsplice(vr, &mut [&mut a3], 0)),
+    );
+    let [vr2, vw2] = p.pipe2(0).unwrap();
+    p.close(vr2).unwrap();
+    note("vmsplice with no reader", vm(vw2, &[b"x"], 0));
+    p.close(vw2).unwrap();
+    p.close(vr).unwrap();
 
     // sendfile.
     note("sendfile, bad in", sendfile_at(p, w, 99, None, 8));

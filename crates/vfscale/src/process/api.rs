@@ -230,6 +230,15 @@ pub trait ProcessApi: Send {
     ) -> SysResult<usize> {
         Err(Errno::ENOSYS)
     }
+    /// vmsplice(2): on a pipe's write end, queues the bytes of `bufs`
+    /// (split into buffers at the pages of their addresses, as Linux maps
+    /// the caller's pages; copied here, so later changes to `bufs` do not
+    /// show through); on its read end, moves queued bytes into `bufs`.
+    /// Waits unless SPLICE_F_NONBLOCK (the file's O_NONBLOCK does not
+    /// count, as in Linux).
+    fn vmsplice(&self, _fd: Fd, _bufs: &mut [&mut [u8]], _flags: u32) -> SysResult<usize> {
+        Err(Errno::ENOSYS)
+    }
     /// tee(2): copies up to `len` bytes from the front of pipe `fd_in` to
     /// pipe `fd_out`, leaving them in `fd_in`. Flags: SPLICE_F_*.
     fn tee(&self, _fd_in: Fd, _fd_out: Fd, _len: usize, _flags: u32) -> SysResult<usize> {

@@ -15,7 +15,7 @@ use crate::inode::{now, Inode};
 use crate::sync::lock::{MutexGuard, RwLock};
 
 /// Most iovecs one readv/writev accepts (Linux UIO_MAXIOV).
-const UIO_MAXIOV: usize = 1024;
+pub(super) const UIO_MAXIOV: usize = 1024;
 
 impl Process {
     pub(super) fn readable(&self, fd: Fd) -> SysResult<crate::file::FileRef> {

@@ -1,7 +1,7 @@
-//! splice(2), tee(2) and sendfile(2): Linux's checks in its order
-//! (fs/splice.c's do_splice and do_tee, fs/read_write.c's do_sendfile),
-//! and the transfers between a pipe and a regular file or a socket (the
-//! pipe side is `anon/splice.rs`).
+//! splice(2), tee(2), vmsplice(2) and sendfile(2): Linux's checks in its
+//! order (fs/splice.c's do_splice, do_tee and vmsplice, fs/read_write.c's
+//! do_sendfile), and the transfers between a pipe and a regular file, a
+//! socket or the caller's memory (the pipe side is `anon/splice.rs`).
 //!
 //! Which files take part, as Linux's splice_read and splice_write methods
 //! decide: regular files (tmpfs, memfd, passthrough) and sockets both
@@ -26,6 +26,7 @@
 use super::Process;
 use crate::abi::*;
 use crate::anon::pipe::Pipe;
+use crate::anon::scatter::Scatter;
 use crate::anon::splice::{page_chunks, slots_bytes, SEND_BUFS};
 use crate::anon::wait::{Patience, Poller};
 use crate::anon::{file_poll, file_unregister, stream, Stream};
@@ -113,6 +114,28 @@ fn store_end(file: &OpenFile, given: Option<&mut i64>, end: i64) {
         None if has_offset(file) => *file.pos.lock() = end as u64,
         None => {}
     }
+}
+
+/// vmsplice's iter_to_pipe: at most `slots` buffers of the first `total`
+/// bytes of `bufs`, each segment split at the pages of its addresses (a
+/// buffer per page of the caller's memory it covers).
+fn user_pages(bufs: &[&mut [u8]], total: usize, slots: usize) -> Vec<Vec<u8>> {
+    let mut chunks = Vec::new();
+    let mut left = total;
+    for b in bufs {
+        let mut seg = &b[..b.len().min(left)];
+        left -= seg.len();
+        while !seg.is_empty() {
+            if chunks.len() == slots {
+                return chunks;
+            }
+            let in_page = 4096 - seg.as_ptr() as usize % 4096;
+            let (c, rest) = seg.split_at(in_page.min(seg.len()));
+            chunks.push(c.to_vec());
+            seg = rest;
+        }
+    }
+    chunks
 }
 
 impl Process {
@@ -311,6 +334,47 @@ impl Process {
             }
             End::Pipe(_) | End::Unsupported => Err(Errno::EINVAL),
         }
+    }
+
+    pub(crate) fn sys_vmsplice(
+        &self,
+        fd: Fd,
+        bufs: &mut [&mut [u8]],
+        flags: u32,
+    ) -> SysResult<usize> {
+        if flags & !SPLICE_F_ALL != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let f = self.fd_file_nopath(fd)?;
+        let r = (|| {
+            let file = f.file();
+            // The direction is the file's: writable means into the pipe.
+            let into_pipe = file.fmode & FMODE_WRITE != 0;
+            if !into_pipe && file.fmode & FMODE_READ == 0 {
+                return Err(Errno::EBADF);
+            }
+            if bufs.len() > super::io::UIO_MAXIOV {
+                return Err(Errno::EINVAL);
+            }
+            let total = bufs
+                .iter()
+                .map(|b| b.len())
+                .sum::<usize>()
+                .min(MAX_RW_COUNT);
+            if total == 0 {
+                return Ok(0);
+            }
+            let pipe = pipe_of(file).ok_or(Errno::EBADF)?;
+            let patience = Patience::of(flags & SPLICE_F_NONBLOCK != 0);
+            if into_pipe {
+                pipe.splice_in(patience, |slots| Ok(user_pages(bufs, total, slots)))
+            } else {
+                let mut out = Scatter::new(bufs);
+                pipe.splice_out(patience, total, usize::MAX, |bytes| Ok(out.put(bytes)))
+            }
+        })();
+        self.vfs.fput(f);
+        r
     }
 
     pub(crate) fn sys_tee(

@@ -231,6 +231,9 @@ impl ProcessApi for Process {
     ) -> SysResult<usize> {
         self.done(self.sys_splice(fd_in, off_in, fd_out, off_out, len, flags))
     }
+    fn vmsplice(&self, fd: Fd, bufs: &mut [&mut [u8]], flags: u32) -> SysResult<usize> {
+        self.done(self.sys_vmsplice(fd, bufs, flags))
+    }
     fn tee(&self, fd_in: Fd, fd_out: Fd, len: usize, flags: u32) -> SysResult<usize> {
         self.done(self.sys_tee(fd_in, fd_out, len, flags))
     }
