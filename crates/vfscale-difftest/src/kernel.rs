@@ -1194,23 +1194,68 @@ impl ProcessApi for KernelProcess {
     }
 
     fn vmsplice(&self, fd: Fd, bufs: &mut [&mut [u8]], flags: u32) -> SysResult<usize> {
-        let data: Vec<Vec<u8>> = bufs.iter().map(|b| b.to_vec()).collect();
+        // Each buffer with its offset in its page: Linux splits the bytes
+        // into pipe buffers at page boundaries, so the kernel's copies
+        // start at the same offsets.
+        let data: Vec<(Vec<u8>, usize)> = bufs
+            .iter()
+            .map(|b| (b.to_vec(), b.as_ptr() as usize % 4096))
+            .collect();
         let (r, data) = self.call(move || {
-            // The pipe keeps references to these pages until they are
-            // read: leaked, so nothing reuses (and rewrites) them.
-            let owned: &'static mut [Vec<u8>] = Vec::leak(data);
-            let iov: Vec<libc::iovec> = owned
-                .iter_mut()
-                .map(|b| libc::iovec {
-                    iov_base: b.as_mut_ptr().cast(),
-                    iov_len: b.len(),
+            // Each segment in fresh pages of its own mapping, unmapped
+            // after the call: the pipe keeps references to the pages it
+            // took until they are read, and nothing can write them once
+            // they are unmapped (a reused heap buffer would change the
+            // bytes the pipe still holds).
+            let maps: Vec<(*mut u8, usize, usize)> = data
+                .iter()
+                .map(|(bytes, skew)| {
+                    let size = bytes.len() + skew + 4096;
+                    // SAFETY: a fresh private anonymous mapping.
+                    let at = unsafe {
+                        libc::mmap(
+                            core::ptr::null_mut(),
+                            size,
+                            libc::PROT_READ | libc::PROT_WRITE,
+                            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                            -1,
+                            0,
+                        )
+                    };
+                    assert_ne!(at, libc::MAP_FAILED, "mmap for vmsplice");
+                    let start = at.cast::<u8>().wrapping_add(*skew);
+                    // SAFETY: `start..start + len` lies inside the mapping.
+                    unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), start, bytes.len()) };
+                    (at.cast::<u8>(), size, *skew)
                 })
                 .collect();
-            // SAFETY: `iov` holds iovecs of live (leaked) buffers.
+            let iov: Vec<libc::iovec> = maps
+                .iter()
+                .zip(&data)
+                .map(|(&(at, _, skew), (bytes, _))| libc::iovec {
+                    iov_base: at.wrapping_add(skew).cast(),
+                    iov_len: bytes.len(),
+                })
+                .collect();
+            // SAFETY: `iov` holds iovecs inside live mappings.
             let r = sys(unsafe {
                 libc::syscall(libc::SYS_vmsplice, fd, iov.as_ptr(), iov.len(), flags)
             });
-            (r, owned.to_vec())
+            let back: Vec<Vec<u8>> = maps
+                .iter()
+                .zip(&data)
+                .map(|(&(at, size, skew), (bytes, _))| {
+                    let mut out = vec![0u8; bytes.len()];
+                    // SAFETY: the bytes lie inside the live mapping, which
+                    // is then unmapped once.
+                    unsafe {
+                        core::ptr::copy_nonoverlapping(at.add(skew), out.as_mut_ptr(), out.len());
+                        libc::munmap(at.cast(), size);
+                    }
+                    out
+                })
+                .collect();
+            (r, back)
         });
         let n = r? as usize;
         // Reading from a pipe filled the buffers; writing left them as they

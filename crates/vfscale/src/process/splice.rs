@@ -70,10 +70,16 @@ fn nonblock(file: &OpenFile) -> bool {
     file.status() & O_NONBLOCK != 0
 }
 
-/// FMODE_PREAD / FMODE_PWRITE / FMODE_LSEEK: files opened by path that
-/// are not pipes (a FIFO is `stream_open`ed).
+/// FMODE_PREAD / FMODE_PWRITE: files opened by path that are not pipes
+/// (a FIFO is `stream_open`ed).
 fn has_offset(file: &OpenFile) -> bool {
     file.fmode & FMODE_STREAMS == 0
+}
+
+/// FMODE_LSEEK (an llseek method, even a no-op one): all but pipes and
+/// sockets. sendfile to a file that is not a pipe asks it of its input.
+fn has_lseek(file: &OpenFile) -> bool {
+    file.fmode & (crate::file::FMODE_PIPE | crate::file::FMODE_SOCKET) == 0
 }
 
 /// rw_verify_area's range checks: a count that is negative as ssize_t, a
@@ -244,6 +250,10 @@ impl Process {
     ) -> SysResult<usize> {
         let len = len.min(MAX_RW_COUNT);
         let patience = Patience::of(nonblock);
+        if len == 0 {
+            // do_splice_read answers 0 before it asks for a splice_read.
+            return pipe.splice_in(patience, |_| Ok(Vec::new()));
+        }
         match end_of(src) {
             End::Regular => {
                 // Page-cache reads split at the file's pages; an O_DIRECT
@@ -451,7 +461,7 @@ impl Process {
     ) -> SysResult<usize> {
         let mut out_pos = start_of(o, &None);
         verify_area(out_pos, count)?;
-        if o.status() & O_APPEND != 0 || !has_offset(i) {
+        if o.status() & O_APPEND != 0 || !has_lseek(i) {
             return Err(Errno::EINVAL);
         }
         let aligned = i.status() & O_DIRECT == 0;
