@@ -442,6 +442,26 @@ fn script<P: ProcessApi>(p: &P) -> Log {
     note("sendfile, pipe in", sendfile_at(p, s2, r, None, 8));
     note("sendfile, directory in", sendfile_at(p, w, d, Some(0), 8));
     note("sendfile, eventfd in", sendfile_at(p, w, e, None, 8));
+    // A count of 0 answers 0 before the input's splice_read is looked
+    // for, and sendfile to a non-pipe asks only for an llseek method
+    // (eventfds and epolls have one, sockets and pipes do not).
+    note(
+        "sendfile 0, eventfd to a pipe",
+        sendfile_at(p, w, e, None, 0),
+    );
+    note(
+        "sendfile 0, eventfd to a socket",
+        sendfile_at(p, s2, e, None, 0),
+    );
+    note(
+        "sendfile 0, epoll to a file",
+        sendfile_at(p, f, ep, None, 0),
+    );
+    note(
+        "sendfile 0, socket to a socket",
+        sendfile_at(p, s2, s1, None, 0),
+    );
+    note("sendfile 0, pipe to a file", sendfile_at(p, f, r, None, 0));
     note("sendfile to a pipe", sendfile_at(p, w, f, Some(5), 8));
     note("sent", drain(p, r));
     p.lseek(f, 10, SEEK_SET).unwrap();
