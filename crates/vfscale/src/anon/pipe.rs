@@ -45,6 +45,10 @@ pub(super) struct PipeBuf {
     pub(super) can_merge: bool,
 }
 
+// The merge flag sits in the padding the packet flag left: a buffer's
+// record stays five words.
+const _: () = assert!(core::mem::size_of::<PipeBuf>() == 40);
+
 impl PipeBuf {
     pub(super) fn unread(&self) -> usize {
         self.data.len() - self.start
