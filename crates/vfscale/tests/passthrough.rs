@@ -2,8 +2,9 @@
 //! host directory. Attributes and identity match the host's, listings come
 //! from the host (with resumable positions), data reads and writes reach the
 //! host files, host-side changes become visible after revalidation (and
-//! not before the TTL), namespace changes are EROFS, and injected host
-//! errors surface unchanged and leave the cache consistent.
+//! not before the TTL), splice and sendfile move host files' data,
+//! namespace changes are EROFS, and injected host errors surface unchanged
+//! and leave the cache consistent.
 
 mod common_host;
 
@@ -181,6 +182,38 @@ fn reads_and_writes_reach_host_files() {
     let fd = p.open(b"/dir", O_RDONLY, 0).unwrap();
     assert_eq!(p.read(fd, &mut buf), Err(Errno::EISDIR));
     p.close(fd).unwrap();
+}
+
+#[test]
+fn splice_and_sendfile_move_host_file_data() {
+    let host = HostDir::new("splice");
+    let text: Vec<u8> = (0..10_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+    host.write("src", &text);
+    host.write("dst", b"");
+    let vfs = mirror(&host, Duration::from_secs(3600));
+    let p = vfs.root_process();
+    let src = p.open(b"/src", O_RDONLY, 0).unwrap();
+    let dst = p.open(b"/dst", O_RDWR, 0).unwrap();
+    let [r, w] = p.pipe2(O_NONBLOCK).unwrap();
+    // Host file -> pipe -> host file, at offsets and positions.
+    let mut off = 4000i64;
+    assert_eq!(p.splice(src, Some(&mut off), w, None, 5000, 0), Ok(5000));
+    assert_eq!(off, 9000);
+    assert_eq!(p.splice(r, None, dst, None, 5000, 0), Ok(5000));
+    assert_eq!(p.lseek(dst, 0, SEEK_CUR), Ok(5000));
+    assert_eq!(host.read("dst"), &text[4000..9000]);
+    // sendfile from the host file's position to another host file.
+    assert_eq!(p.lseek(src, 9500, SEEK_SET), Ok(9500));
+    assert_eq!(p.sendfile(dst, src, None, 1000), Ok(500));
+    assert_eq!(p.lseek(src, 0, SEEK_CUR), Ok(10_000));
+    assert_eq!(
+        host.read("dst"),
+        [&text[4000..9000], &text[9500..]].concat()
+    );
+    assert_eq!(p.stat(b"/dst").unwrap().size, 5500);
+    for fd in [src, dst, r, w] {
+        p.close(fd).unwrap();
+    }
 }
 
 #[test]
