@@ -482,6 +482,8 @@ enum Step {
     Connect(usize, Option<usize>),
     /// poll(2) with no timeout.
     Poll(usize),
+    /// splice(2) between two slots, SPLICE_F_NONBLOCK.
+    Splice(usize, usize, usize),
 }
 
 /// The abstract names of the datagram sockets in slots 9, 10 and 11.
@@ -512,10 +514,26 @@ fn objects<P: ProcessApi + ?Sized>(p: &P) -> Vec<Option<Fd>> {
     for (fd, name) in [g, h, k].into_iter().zip(DGRAM_NAMES) {
         p.bind(fd, name).unwrap();
     }
-    [ep0, ep1, r, w, e, a, b, c, d, g, h, k].map(Some).to_vec()
+    // A FIFO's two ends, and a second FIFO opened for both.
+    p.mknodat(AT_FDCWD, b"/epoll-fifo", S_IFIFO | 0o644, 0)
+        .unwrap();
+    p.mknodat(AT_FDCWD, b"/epoll-fifo2", S_IFIFO | 0o644, 0)
+        .unwrap();
+    let fr = p.open(b"/epoll-fifo", O_RDONLY | O_NONBLOCK, 0).unwrap();
+    let fw = p.open(b"/epoll-fifo", O_WRONLY | O_NONBLOCK, 0).unwrap();
+    let frw = p.open(b"/epoll-fifo2", O_RDWR | O_NONBLOCK, 0).unwrap();
+    [ep0, ep1, r, w, e, a, b, c, d, g, h, k, fr, fw, frw]
+        .map(Some)
+        .to_vec()
 }
 
-const OBJECTS: usize = 12;
+const OBJECTS: usize = 15;
+
+/// Slots of pipes and FIFOs, and of the stream socket pair (whose bytes
+/// enter a pipe by skbs, which vfscale does not copy: not spliced into
+/// pipes here).
+const PIPE_SLOTS: [usize; 5] = [2, 3, 12, 13, 14];
+const STREAM_SLOTS: [usize; 2] = [5, 6];
 
 fn random_steps(rnd: &mut impl FnMut(u64) -> u64, n: usize) -> Vec<Step> {
     let bits = [
@@ -532,7 +550,7 @@ fn random_steps(rnd: &mut impl FnMut(u64) -> u64, n: usize) -> Vec<Step> {
     (0..n)
         .map(|_| {
             let slot = |rnd: &mut dyn FnMut(u64) -> u64| rnd(slots as u64) as usize;
-            match rnd(16) {
+            match rnd(19) {
                 0..=2 => Step::Write(slot(rnd), [1, 8, 100, 70_000][rnd(4) as usize]),
                 3..=4 => Step::Read(slot(rnd), [1, 8, 4096, 200_000][rnd(4) as usize]),
                 5..=8 => {
@@ -567,6 +585,30 @@ fn random_steps(rnd: &mut impl FnMut(u64) -> u64, n: usize) -> Vec<Step> {
                         (rnd(4) != 0).then(|| 9 + rnd(3) as usize),
                     ),
                 },
+                16..=18 => {
+                    // Mostly between a pipe and a socket or another pipe
+                    // (one end must be a pipe).
+                    const PIPE_IN: [usize; 3] = [2, 12, 14];
+                    const PIPE_OUT: [usize; 3] = [3, 13, 14];
+                    const OTHERS: [usize; 7] = [5, 6, 7, 8, 9, 10, 11];
+                    let other = |rnd: &mut dyn FnMut(u64) -> u64| {
+                        if rnd(3) == 0 {
+                            PIPE_OUT[rnd(3) as usize]
+                        } else {
+                            OTHERS[rnd(7) as usize]
+                        }
+                    };
+                    let (from, to) = match rnd(4) {
+                        0 => (slot(rnd), slot(rnd)),
+                        1 => (other(rnd), PIPE_OUT[rnd(3) as usize]),
+                        _ => (PIPE_IN[rnd(3) as usize], other(rnd)),
+                    };
+                    if STREAM_SLOTS.contains(&from) && PIPE_SLOTS.contains(&to) {
+                        Step::Poll(from)
+                    } else {
+                        Step::Splice(from, to, [1, 100, 5000][rnd(3) as usize])
+                    }
+                }
                 _ => Step::Close(slot(rnd)),
             }
         })
@@ -645,12 +687,18 @@ fn run_steps<P: ProcessApi + ?Sized>(p: &P, case: usize, steps: &[Step], log: &m
                 }
                 None => continue,
             },
+            Step::Splice(from, to, len) => match (fd(from, &fds), fd(to, &fds)) {
+                (Some(a), Some(b)) => show(p.splice(a, None, b, None, len, SPLICE_F_NONBLOCK)),
+                _ => continue,
+            },
         };
         log.push((format!("case {case} step {i}: {step:?}"), r));
     }
     for f in fds.into_iter().flatten() {
         p.close(f).unwrap();
     }
+    p.unlink(b"/epoll-fifo").unwrap();
+    p.unlink(b"/epoll-fifo2").unwrap();
 }
 
 #[test]
