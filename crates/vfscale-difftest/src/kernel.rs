@@ -287,6 +287,39 @@ impl KernelProcess {
         Ok(n)
     }
 
+    /// A call that takes up to two loff_t pointers (copy_file_range,
+    /// splice, sendfile): a given offset is passed by pointer (NULL when
+    /// absent) and what the kernel left there is written back.
+    fn with_offsets(
+        &self,
+        first: Option<&mut i64>,
+        second: Option<&mut i64>,
+        call: impl FnOnce(*mut i64, *mut i64) -> libc::c_long + Send + 'static,
+    ) -> SysResult<usize> {
+        let (given_a, given_b) = (first.as_deref().copied(), second.as_deref().copied());
+        let (r, a, b) = self.call(move || {
+            let (mut a, mut b) = (given_a.unwrap_or(0), given_b.unwrap_or(0));
+            let pa: *mut i64 = if given_a.is_some() {
+                &mut a
+            } else {
+                core::ptr::null_mut()
+            };
+            let pb: *mut i64 = if given_b.is_some() {
+                &mut b
+            } else {
+                core::ptr::null_mut()
+            };
+            (sys(call(pa, pb)), a, b)
+        });
+        if let Some(o) = first {
+            *o = a;
+        }
+        if let Some(o) = second {
+            *o = b;
+        }
+        r.map(|n| n as usize)
+    }
+
     /// A vectored write on the kernel's thread (as `read_vectored`).
     fn write_vectored(
         &self,
@@ -1104,32 +1137,10 @@ impl ProcessApi for KernelProcess {
         len: usize,
         flags: u32,
     ) -> SysResult<usize> {
-        let (oi, oo) = (off_in.as_deref().copied(), off_out.as_deref().copied());
-        let (r, oi2, oo2) = self.call(move || {
-            let (mut a, mut b) = (oi.unwrap_or(0), oo.unwrap_or(0));
-            let pa: *mut i64 = if oi.is_some() {
-                &mut a
-            } else {
-                core::ptr::null_mut()
-            };
-            let pb: *mut i64 = if oo.is_some() {
-                &mut b
-            } else {
-                core::ptr::null_mut()
-            };
-            // SAFETY: each offset pointer is NULL or a live i64.
-            let r = sys(unsafe {
-                libc::syscall(libc::SYS_copy_file_range, fd_in, pa, fd_out, pb, len, flags)
-            });
-            (r, a, b)
-        });
-        if let Some(o) = off_in {
-            *o = oi2;
-        }
-        if let Some(o) = off_out {
-            *o = oo2;
-        }
-        r.map(|n| n as usize)
+        // SAFETY: each offset pointer is NULL or a live i64.
+        self.with_offsets(off_in, off_out, move |pa, pb| unsafe {
+            libc::syscall(libc::SYS_copy_file_range, fd_in, pa, fd_out, pb, len, flags)
+        })
     }
 
     fn sendfile(
@@ -1139,22 +1150,10 @@ impl ProcessApi for KernelProcess {
         offset: Option<&mut i64>,
         count: usize,
     ) -> SysResult<usize> {
-        let given = offset.as_deref().copied();
-        let (r, after) = self.call(move || {
-            let mut at = given.unwrap_or(0);
-            let p: *mut i64 = if given.is_some() {
-                &mut at
-            } else {
-                core::ptr::null_mut()
-            };
-            // SAFETY: the offset pointer is NULL or a live i64.
-            let r = sys(unsafe { libc::syscall(libc::SYS_sendfile, out_fd, in_fd, p, count) });
-            (r, at)
-        });
-        if let Some(o) = offset {
-            *o = after;
-        }
-        r.map(|n| n as usize)
+        // SAFETY: the offset pointer is NULL or a live i64.
+        self.with_offsets(offset, None, move |p, _| unsafe {
+            libc::syscall(libc::SYS_sendfile, out_fd, in_fd, p, count)
+        })
     }
 
     fn splice(
@@ -1166,31 +1165,10 @@ impl ProcessApi for KernelProcess {
         len: usize,
         flags: u32,
     ) -> SysResult<usize> {
-        let (oi, oo) = (off_in.as_deref().copied(), off_out.as_deref().copied());
-        let (r, oi2, oo2) = self.call(move || {
-            let (mut a, mut b) = (oi.unwrap_or(0), oo.unwrap_or(0));
-            let pa: *mut i64 = if oi.is_some() {
-                &mut a
-            } else {
-                core::ptr::null_mut()
-            };
-            let pb: *mut i64 = if oo.is_some() {
-                &mut b
-            } else {
-                core::ptr::null_mut()
-            };
-            // SAFETY: each offset pointer is NULL or a live i64.
-            let r =
-                sys(unsafe { libc::syscall(libc::SYS_splice, fd_in, pa, fd_out, pb, len, flags) });
-            (r, a, b)
-        });
-        if let Some(o) = off_in {
-            *o = oi2;
-        }
-        if let Some(o) = off_out {
-            *o = oo2;
-        }
-        r.map(|n| n as usize)
+        // SAFETY: each offset pointer is NULL or a live i64.
+        self.with_offsets(off_in, off_out, move |pa, pb| unsafe {
+            libc::syscall(libc::SYS_splice, fd_in, pa, fd_out, pb, len, flags)
+        })
     }
 
     fn vmsplice(&self, fd: Fd, bufs: &mut [&mut [u8]], flags: u32) -> SysResult<usize> {

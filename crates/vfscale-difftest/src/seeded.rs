@@ -18,6 +18,18 @@ pub fn seed_from_env() -> u64 {
     })
 }
 
+/// A xorshift generator from `seed`: each call gives a number below its
+/// argument (the random sequences of the scripted kernel comparisons).
+pub fn xorshift(seed: u64) -> impl FnMut(u64) -> u64 {
+    let mut x = seed | 1;
+    move |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    }
+}
+
 /// A runner of `cases_var` cases (default `default_cases`), seeded from
 /// `VFSCALE_SEED` or else the clock; prints the seed, which the caller
 /// repeats in its failure message.

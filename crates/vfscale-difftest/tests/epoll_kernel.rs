@@ -17,7 +17,7 @@
 use vfscale::abi::*;
 use vfscale::ProcessApi;
 use vfscale_difftest::script::{compare_with_kernel, show, Log};
-use vfscale_difftest::seeded::{env_u64, seed_from_env};
+use vfscale_difftest::seeded::{env_u64, seed_from_env, xorshift};
 
 fn ev(events: u32, data: u64) -> Option<EpollEvent> {
     Some(EpollEvent { events, data })
@@ -706,15 +706,7 @@ fn random_sequences_match_the_kernel() {
     let seed = seed_from_env();
     let cases = env_u64("VFSCALE_EPOLL_CASES").unwrap_or(150) as usize;
     println!("seed {seed} (replay with VFSCALE_SEED={seed})");
-    let mut rnd = {
-        let mut x = seed | 1;
-        move |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        }
-    };
+    let mut rnd = xorshift(seed);
     let sequences: Vec<Vec<Step>> = (0..cases).map(|_| random_steps(&mut rnd, 40)).collect();
     let sequences: Vec<Vec<Step>> = match std::env::var("VFSCALE_EPOLL_ONLY") {
         Ok(c) => vec![sequences[c.parse::<usize>().unwrap()].clone()],

@@ -11,7 +11,7 @@
 use vfscale::abi::*;
 use vfscale::ProcessApi;
 use vfscale_difftest::script::{compare_with_kernel, show, Log};
-use vfscale_difftest::seeded::{env_u64, seed_from_env};
+use vfscale_difftest::seeded::{env_u64, seed_from_env, xorshift};
 
 /// Everything queued in a pipe or socket, without waiting.
 fn drain<P: ProcessApi>(p: &P, fd: Fd) -> String {
@@ -810,15 +810,7 @@ fn random_sequences_match_the_kernel() {
     let seed = seed_from_env();
     let cases = env_u64("VFSCALE_SPLICE_CASES").unwrap_or(120) as usize;
     println!("seed {seed} (replay with VFSCALE_SEED={seed})");
-    let mut rnd = {
-        let mut x = seed | 1;
-        move |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        }
-    };
+    let mut rnd = xorshift(seed);
     let sequences: Vec<Vec<Step>> = (0..cases).map(|_| random_steps(&mut rnd, 30)).collect();
     let sequences: Vec<(usize, Vec<Step>)> = match env_u64("VFSCALE_SPLICE_ONLY") {
         Some(c) => vec![(c as usize, sequences[c as usize].clone())],
