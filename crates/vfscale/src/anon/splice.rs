@@ -1,6 +1,7 @@
-//! The pipe side of splice(2), tee(2) and sendfile(2), after Linux's
-//! fs/splice.c: bytes move between a pipe and another file, or between two
-//! pipes, as whole pipe buffers where Linux moves them whole.
+//! The pipe side of splice(2), tee(2), vmsplice(2) and sendfile(2), after
+//! Linux's fs/splice.c: bytes move between a pipe and another file, the
+//! caller's memory or another pipe, as whole pipe buffers where Linux
+//! moves them whole.
 //!
 //! Rules this module keeps:
 //! - a buffer spliced in from a file or a socket, and tee's copy of a
@@ -13,7 +14,8 @@
 //!   splice_write), so the bytes leave the pipe in order and exactly once;
 //!   but it is never held across a wait for the other file: a socket
 //!   there is read or written without waiting, and a caller that must
-//!   wait for it does so with no lock held (`Patience`), then retries;
+//!   wait for it does so with no lock held (`process/splice.rs`,
+//!   `wait_ready`), then retries;
 //! - two pipes are locked in address order (Linux's pipe_double_lock), and
 //!   each is waited on alone (ipipe_prep, opipe_prep) before both are
 //!   locked;
@@ -29,7 +31,7 @@ use crate::abi::{Errno, SysResult};
 pub(crate) const SEND_BUFS: usize = 16;
 
 impl Pipe {
-    /// Free slots, as splice_read sees them: waits for one
+    /// Bytes in from a file, a socket or memory: waits for a free slot
     /// (wait_for_space: EPIPE without a reader, EAGAIN when full and not
     /// waiting), then calls `fill(free)` under the pipe's lock. `fill`
     /// returns at most `free` chunks of at most a page each, queued as
