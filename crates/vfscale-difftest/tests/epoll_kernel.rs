@@ -484,6 +484,11 @@ enum Step {
     Poll(usize),
     /// splice(2) between two slots, SPLICE_F_NONBLOCK.
     Splice(usize, usize, usize),
+    /// A new non-blocking stream socket connects to the listener (a new
+    /// slot).
+    Dial,
+    /// accept4 on the listener (a new slot: the connection, or none).
+    Accept,
 }
 
 /// The abstract names of the datagram sockets in slots 9, 10 and 11.
@@ -522,12 +527,18 @@ fn objects<P: ProcessApi + ?Sized>(p: &P) -> Vec<Option<Fd>> {
     let fr = p.open(b"/epoll-fifo", O_RDONLY | O_NONBLOCK, 0).unwrap();
     let fw = p.open(b"/epoll-fifo", O_WRONLY | O_NONBLOCK, 0).unwrap();
     let frw = p.open(b"/epoll-fifo2", O_RDWR | O_NONBLOCK, 0).unwrap();
-    [ep0, ep1, r, w, e, a, b, c, d, g, h, k, fr, fw, frw]
+    // A listening stream socket (slot 15) that `Dial` connects to.
+    let l = p.socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0).unwrap();
+    p.bind(l, LISTENER_NAME).unwrap();
+    p.listen(l, 2).unwrap();
+    [ep0, ep1, r, w, e, a, b, c, d, g, h, k, fr, fw, frw, l]
         .map(Some)
         .to_vec()
 }
 
-const OBJECTS: usize = 15;
+const OBJECTS: usize = 16;
+const LISTENER: usize = 15;
+const LISTENER_NAME: &[u8] = b"\0vfscale-epoll-l";
 
 /// Slots of pipes and FIFOs, and of the stream socket pair (whose bytes
 /// enter a pipe by skbs, which vfscale does not copy: not spliced into
@@ -550,7 +561,7 @@ fn random_steps(rnd: &mut impl FnMut(u64) -> u64, n: usize) -> Vec<Step> {
     (0..n)
         .map(|_| {
             let slot = |rnd: &mut dyn FnMut(u64) -> u64| rnd(slots as u64) as usize;
-            match rnd(19) {
+            match rnd(21) {
                 0..=2 => Step::Write(slot(rnd), [1, 8, 100, 70_000][rnd(4) as usize]),
                 3..=4 => Step::Read(slot(rnd), [1, 8, 4096, 200_000][rnd(4) as usize]),
                 5..=8 => {
@@ -608,6 +619,14 @@ fn random_steps(rnd: &mut impl FnMut(u64) -> u64, n: usize) -> Vec<Step> {
                     } else {
                         Step::Splice(from, to, [1, 100, 5000][rnd(3) as usize])
                     }
+                }
+                19 => {
+                    slots += 1;
+                    Step::Dial
+                }
+                20 => {
+                    slots += 1;
+                    Step::Accept
                 }
                 _ => Step::Close(slot(rnd)),
             }
@@ -686,6 +705,22 @@ fn run_steps<P: ProcessApi + ?Sized>(p: &P, case: usize, steps: &[Step], log: &m
                     show(p.close(f))
                 }
                 None => continue,
+            },
+            Step::Dial => {
+                let c = p.socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0).unwrap();
+                fds.push(Some(c));
+                show(p.connect(c, LISTENER_NAME))
+            }
+            Step::Accept => match fd(LISTENER, &fds) {
+                Some(l) => {
+                    let r = p.accept4(l, SOCK_NONBLOCK);
+                    fds.push(r.ok());
+                    show(r.map(|_| "a connection"))
+                }
+                None => {
+                    fds.push(None);
+                    continue;
+                }
             },
             Step::Splice(from, to, len) => match (fd(from, &fds), fd(to, &fds)) {
                 (Some(a), Some(b)) => show(p.splice(a, None, b, None, len, SPLICE_F_NONBLOCK)),

@@ -334,3 +334,50 @@ fn waits_writes_and_interest_changes_lose_no_wake_up() {
         vfs.check_invariants().unwrap();
     }
 }
+
+#[test]
+fn an_accept_releases_a_blocked_connector_but_wakes_no_epoll_item() {
+    const NAME: &[u8] = b"\0api-epoll-accept";
+    let (vfs, p) = setup();
+    let l = p.socket(AF_UNIX, SOCK_STREAM, 0).unwrap();
+    p.bind(l, NAME).unwrap();
+    // A backlog of 1 holds two connections.
+    p.listen(l, 1).unwrap();
+    let ep = p.epoll_create1(0).unwrap();
+    p.epoll_ctl(ep, EPOLL_CTL_ADD, l, ev(EPOLLIN | EPOLLET, 1))
+        .unwrap();
+    let dial = |p: &Process| {
+        let c = p.socket(AF_UNIX, SOCK_STREAM, 0).unwrap();
+        (c, p.connect(c, NAME))
+    };
+    let (c1, r1) = dial(&p);
+    let (c2, r2) = dial(&p);
+    assert_eq!((r1, r2), (Ok(()), Ok(())));
+    assert_eq!(wait(&p, ep, 0).len(), 1);
+    // An accept leaves the listener readable but tells its edge-triggered
+    // item nothing (unix_accept wakes only the connectors waiting for
+    // room, peer_wait): no report until a connection arrives.
+    let a1 = p.accept4(l, 0).unwrap();
+    assert_eq!(wait(&p, ep, 0), vec![]);
+    // A full backlog: a third connection after c3 waits for room, which
+    // an accept makes.
+    let (c3, r3) = dial(&p);
+    assert_eq!(r3, Ok(()));
+    assert_eq!(wait(&p, ep, 0).len(), 1);
+    let t = p.clone_thread();
+    let connector = thread::spawn(move || dial(&t));
+    thread::sleep(Duration::from_millis(20));
+    let a2 = p.accept4(l, 0).unwrap();
+    let (c4, r4) = with_timeout(10, move || connector.join().unwrap());
+    assert_eq!(r4, Ok(()));
+    // The waiting connection's arrival is the one new event.
+    assert_eq!(wait(&p, ep, 0).len(), 1);
+    let a3 = p.accept4(l, 0).unwrap();
+    let a4 = p.accept4(l, 0).unwrap();
+    assert_eq!(wait(&p, ep, 0), vec![]);
+    for fd in [l, ep, c1, c2, c3, c4, a1, a2, a3, a4] {
+        p.close(fd).unwrap();
+    }
+    p.exit();
+    assert_baseline(&vfs);
+}

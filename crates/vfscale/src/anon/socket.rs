@@ -817,7 +817,10 @@ impl Socket {
         let patience = self.cell.opts.rcv_patience(nonblock);
         let (conn, cred) = l.cell.block_on(patience, |g| {
             if let Some(next) = g.pending.pop_front() {
-                l.cell.wake_all(g);
+                // unix_accept wakes only the connectors waiting for room
+                // in the backlog (peer_wait), not the listener's pollers:
+                // an accept makes it no more ready.
+                l.cell.notify_blocked(g);
                 return Step::Done(Ok(next));
             }
             // A shut-down listener's wait ends with nothing: EINVAL (a
