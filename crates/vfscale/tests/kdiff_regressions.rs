@@ -621,3 +621,23 @@ fn rename_checks_the_old_name_before_a_removed_new_directory() {
         Err(Errno::ENAMETOOLONG)
     );
 }
+
+/// Found by `epoll_kernel.rs`'s random sequences once they set SO_SNDBUF
+/// (session 33): unix_seqpacket_sendmsg reports a pending error before
+/// unix_dgram_sendmsg looks at the message's size.
+#[test]
+fn a_seqpacket_send_reports_a_pending_reset_before_emsgsize() {
+    let (_vfs, p) = setup();
+    let [a, b] = p
+        .socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0)
+        .unwrap();
+    p.write(a, b"unread").unwrap();
+    // b closes with a message unread: a's next send says ECONNRESET.
+    p.close(b).unwrap();
+    p.setsockopt(a, SOL_SOCKET, SO_SNDBUF, &2048i32.to_ne_bytes())
+        .unwrap();
+    assert_eq!(p.write(a, &[0u8; 70_000]), Err(Errno::ECONNRESET));
+    // The error was cleared: now the size.
+    assert_eq!(p.write(a, &[0u8; 70_000]), Err(Errno::EMSGSIZE));
+    p.close(a).unwrap();
+}

@@ -767,7 +767,10 @@ impl Socket {
             });
             let _ = self.peer_cred.set(g.cred.clone());
             g.pending.push_back((conn, cred.clone()));
-            l.cell.wake_all(g);
+            // unix_stream_connect tells the listener by sk_data_ready
+            // (sock_def_readable's key): an item watching only for
+            // errors or hang-ups is not queued.
+            l.cell.wake_keyed(g, DATA_IN, None);
             Step::Done(Ok(()))
         })
     }
@@ -1255,6 +1258,11 @@ impl Socket {
         };
         let p = 1 - s;
         if self.ty == SOCK_SEQPACKET {
+            // unix_seqpacket_sendmsg reports (and clears) a pending error
+            // before unix_dgram_sendmsg looks at the size.
+            if let Some(e) = c.cell.lock().err[s].take() {
+                return Err(e);
+            }
             if len > self.cell.opts.sndbuf() - 32 {
                 return Err(Errno::EMSGSIZE);
             }
