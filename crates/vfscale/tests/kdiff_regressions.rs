@@ -641,3 +641,32 @@ fn a_seqpacket_send_reports_a_pending_reset_before_emsgsize() {
     assert_eq!(p.write(a, &[0u8; 70_000]), Err(Errno::EMSGSIZE));
     p.close(a).unwrap();
 }
+
+/// Checked on the host with the previous test (session 33): MSG_OOB is
+/// unix_dgram_sendmsg's check, after unix_seqpacket_sendmsg's pending
+/// error and connection state.
+#[test]
+fn a_seqpacket_send_reports_a_pending_reset_and_enotconn_before_msg_oob() {
+    let (_vfs, p) = setup();
+    let [a, b] = p
+        .socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0)
+        .unwrap();
+    p.write(a, b"unread").unwrap();
+    p.close(b).unwrap();
+    assert_eq!(
+        p.sendmsg(a, &[b"x"], MSG_OOB, None, &[], None),
+        Err(Errno::ECONNRESET)
+    );
+    assert_eq!(
+        p.sendmsg(a, &[b"x"], MSG_OOB, None, &[], None),
+        Err(Errno::EOPNOTSUPP)
+    );
+    let s = p.socket(AF_UNIX, SOCK_SEQPACKET, 0).unwrap();
+    assert_eq!(
+        p.sendmsg(s, &[b"x"], MSG_OOB, None, &[], None),
+        Err(Errno::ENOTCONN)
+    );
+    for fd in [a, s] {
+        p.close(fd).unwrap();
+    }
+}

@@ -1225,6 +1225,9 @@ impl Socket {
             .cell
             .opts
             .snd_patience(nonblock || flags & MSG_DONTWAIT != 0);
+        // unix_seqpacket_sendmsg: a pending error, then the state, before
+        // unix_dgram_sendmsg's checks (MSG_OOB, the size).
+        self.seqpacket_send_precheck()?;
         if flags & MSG_OOB != 0 {
             return Err(Errno::EOPNOTSUPP);
         }
@@ -1258,11 +1261,6 @@ impl Socket {
         };
         let p = 1 - s;
         if self.ty == SOCK_SEQPACKET {
-            // unix_seqpacket_sendmsg reports (and clears) a pending error
-            // before unix_dgram_sendmsg looks at the size.
-            if let Some(e) = c.cell.lock().err[s].take() {
-                return Err(e);
-            }
             if len > self.cell.opts.sndbuf() - 32 {
                 return Err(Errno::EMSGSIZE);
             }
