@@ -1225,9 +1225,15 @@ impl Socket {
             .cell
             .opts
             .snd_patience(nonblock || flags & MSG_DONTWAIT != 0);
+        let len: usize = bufs.iter().map(|b| b.len()).sum();
         // unix_seqpacket_sendmsg: a pending error, then the state, before
-        // unix_dgram_sendmsg's checks (MSG_OOB, the size).
-        self.seqpacket_send_precheck()?;
+        // unix_dgram_sendmsg's checks (MSG_OOB, the size); looked at here
+        // only when one of those would fail (a send that goes on takes
+        // the error under the connection's lock below).
+        if self.ty == SOCK_SEQPACKET && (flags & MSG_OOB != 0 || len > self.cell.opts.sndbuf() - 32)
+        {
+            self.seqpacket_send_precheck()?;
+        }
         if flags & MSG_OOB != 0 {
             return Err(Errno::EOPNOTSUPP);
         }
@@ -1255,7 +1261,6 @@ impl Socket {
                 _ => Errno::EOPNOTSUPP,
             });
         }
-        let len: usize = bufs.iter().map(|b| b.len()).sum();
         let Some((c, s)) = self.conn() else {
             return Err(Errno::ENOTCONN);
         };
