@@ -250,6 +250,17 @@ fn script<P: ProcessApi>(p: &P) -> Log {
         splice_at(p, cr, None, f, None, 5, 0),
     );
     note("tee from it", show(p.tee(cr, w, 5, 0)));
+    let [dr, dw] = p.pipe2(O_NONBLOCK).unwrap();
+    p.close(dr).unwrap();
+    note(
+        "tee from it to a pipe with no reader",
+        show(p.tee(cr, dw, 5, 0)),
+    );
+    note(
+        "pipe to pipe from it to a pipe with no reader",
+        splice_at(p, cr, None, dw, None, 5, 0),
+    );
+    p.close(dw).unwrap();
     note(
         "pipe to pipe from it",
         splice_at(p, cr, None, w, None, 5, 0),

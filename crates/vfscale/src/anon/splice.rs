@@ -237,14 +237,14 @@ impl Pipe {
         self.wait_for_data(patience)?;
         out.wait_for_room(patience)?;
         let (gi, mut go) = lock_both(self, out);
+        // link_pipe asks for a reader first, even of an empty input (whose
+        // writers are gone: the waits let it through); the count cannot
+        // change while the lock is held.
+        if go.readers == 0 {
+            return Err(Errno::EPIPE);
+        }
         let mut copied = 0;
         for b in gi.bufs.iter() {
-            if go.readers == 0 {
-                if copied == 0 {
-                    return Err(Errno::EPIPE);
-                }
-                break;
-            }
             if go.full() || copied == len {
                 break;
             }
