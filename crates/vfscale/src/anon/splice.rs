@@ -319,6 +319,28 @@ pub(crate) fn page_chunks(data: Vec<u8>, pos: u64, aligned: bool) -> Vec<Vec<u8>
     chunks
 }
 
+/// vmsplice's iter_to_pipe: at most `slots` buffers of the first `total`
+/// bytes of `bufs`, each segment split at the pages of its addresses (a
+/// buffer per page of the caller's memory it covers).
+pub(crate) fn user_pages(bufs: &[&mut [u8]], total: usize, slots: usize) -> Vec<Vec<u8>> {
+    let mut chunks = Vec::new();
+    let mut left = total;
+    for b in bufs {
+        let mut seg = &b[..b.len().min(left)];
+        left -= seg.len();
+        while !seg.is_empty() {
+            if chunks.len() == slots {
+                return chunks;
+            }
+            let in_page = PAGE - seg.as_ptr() as usize % PAGE;
+            let (c, rest) = seg.split_at(in_page.min(seg.len()));
+            chunks.push(c.to_vec());
+            seg = rest;
+        }
+    }
+    chunks
+}
+
 /// The most bytes `slots` buffers hold from `pos` (see `page_chunks`).
 pub(crate) fn slots_bytes(slots: usize, pos: u64, aligned: bool) -> usize {
     let skew = if aligned {
@@ -348,5 +370,18 @@ mod tests {
         assert!(page_chunks(Vec::new(), 0, true).is_empty());
         assert_eq!(slots_bytes(16, 100, true), 16 * 4096 - 100);
         assert_eq!(slots_bytes(16, 100, false), 16 * 4096);
+    }
+
+    #[test]
+    fn user_pages_follow_the_callers_page_boundaries() {
+        let mut mem = vec![0u8; 3 * PAGE];
+        let base = (PAGE - mem.as_ptr() as usize % PAGE) % PAGE;
+        let sizes = |v: Vec<Vec<u8>>| v.iter().map(Vec::len).collect::<Vec<_>>();
+        let (a, b) = mem[base..].split_at_mut(PAGE - 6);
+        let bufs = [&mut a[PAGE - 16..], &mut b[..10]];
+        // Ten bytes before a page boundary, then six before and four after.
+        assert_eq!(sizes(user_pages(&bufs, 20, 16)), [10, 6, 4]);
+        assert_eq!(sizes(user_pages(&bufs, 20, 2)), [10, 6]);
+        assert_eq!(sizes(user_pages(&bufs, 13, 16)), [10, 3]);
     }
 }

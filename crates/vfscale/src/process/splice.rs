@@ -27,7 +27,7 @@ use super::Process;
 use crate::abi::*;
 use crate::anon::pipe::Pipe;
 use crate::anon::scatter::Scatter;
-use crate::anon::splice::{page_chunks, slots_bytes, SEND_BUFS};
+use crate::anon::splice::{page_chunks, slots_bytes, user_pages, SEND_BUFS};
 use crate::anon::wait::{Patience, Poller};
 use crate::anon::{file_poll, file_unregister, stream, Stream};
 use crate::file::{OpenFile, FMODE_READ, FMODE_STREAMS, FMODE_WRITE};
@@ -120,28 +120,6 @@ fn store_end(file: &OpenFile, given: Option<&mut i64>, end: i64) {
         None if has_offset(file) => *file.pos.lock() = end as u64,
         None => {}
     }
-}
-
-/// vmsplice's iter_to_pipe: at most `slots` buffers of the first `total`
-/// bytes of `bufs`, each segment split at the pages of its addresses (a
-/// buffer per page of the caller's memory it covers).
-fn user_pages(bufs: &[&mut [u8]], total: usize, slots: usize) -> Vec<Vec<u8>> {
-    let mut chunks = Vec::new();
-    let mut left = total;
-    for b in bufs {
-        let mut seg = &b[..b.len().min(left)];
-        left -= seg.len();
-        while !seg.is_empty() {
-            if chunks.len() == slots {
-                return chunks;
-            }
-            let in_page = 4096 - seg.as_ptr() as usize % 4096;
-            let (c, rest) = seg.split_at(in_page.min(seg.len()));
-            chunks.push(c.to_vec());
-            seg = rest;
-        }
-    }
-    chunks
 }
 
 impl Process {
@@ -269,7 +247,7 @@ impl Process {
             End::Socket => loop {
                 let mut empty = false;
                 let r = pipe.splice_in(patience, |slots| {
-                    let mut buf = vec![0u8; len.min(slots * 4096)];
+                    let mut buf = vec![0u8; len.min(slots_bytes(slots, 0, false))];
                     match self.read_special(src, &mut [&mut buf], true) {
                         Ok(n) => {
                             buf.truncate(n);
