@@ -1663,6 +1663,24 @@ impl ProcessApi for KernelProcess {
                 .map(|n| n as Fd)
         })
     }
+    fn inotify_init1(&self, flags: i32) -> SysResult<Fd> {
+        self.call(move || {
+            // SAFETY: an integer argument.
+            sys(unsafe { libc::syscall(libc::SYS_inotify_init1, flags) }).map(|n| n as Fd)
+        })
+    }
+    fn inotify_add_watch(&self, fd: Fd, path: &[u8], mask: u32) -> SysResult<i32> {
+        let p = cpath(path)?;
+        self.call(move || {
+            // SAFETY: `p` is a valid C string.
+            sys(unsafe { libc::syscall(libc::SYS_inotify_add_watch, fd, p.as_ptr(), mask) })
+                .map(|n| n as i32)
+        })
+    }
+    fn inotify_rm_watch(&self, fd: Fd, wd: i32) -> SysResult<()> {
+        // SAFETY: integer arguments.
+        self.call(move || unit(unsafe { libc::syscall(libc::SYS_inotify_rm_watch, fd, wd) }))
+    }
     fn poll(&self, fds: &mut [PollFd], timeout_ms: i32) -> SysResult<usize> {
         let mut owned = fds.to_vec();
         let (r, owned) = self.call(move || {

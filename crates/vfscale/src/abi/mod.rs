@@ -8,6 +8,7 @@ pub mod errno;
 pub mod fhandle;
 pub mod flags;
 pub mod lock;
+pub mod notify;
 pub mod stat;
 
 pub use anon::*;
@@ -15,6 +16,7 @@ pub use errno::{Errno, SysResult};
 pub use fhandle::*;
 pub use flags::*;
 pub use lock::*;
+pub use notify::*;
 pub use stat::*;
 
 /// A file descriptor number.

@@ -387,6 +387,22 @@ pub trait ProcessApi: Send {
     fn memfd_create(&self, _name: &[u8], _flags: u32) -> SysResult<Fd> {
         Err(Errno::ENOSYS)
     }
+    /// inotify_init1(2): IN_NONBLOCK, IN_CLOEXEC; reads return whole
+    /// `struct inotify_event` records (`abi::InotifyEvent`).
+    fn inotify_init1(&self, _flags: i32) -> SysResult<Fd> {
+        Err(Errno::ENOSYS)
+    }
+    /// inotify_add_watch(2): watches the object `path` names (following a
+    /// trailing symlink unless IN_DONT_FOLLOW) for the events in `mask`;
+    /// returns the watch descriptor (the same one for an object already
+    /// watched by this instance).
+    fn inotify_add_watch(&self, _fd: Fd, _path: &[u8], _mask: u32) -> SysResult<i32> {
+        Err(Errno::ENOSYS)
+    }
+    /// inotify_rm_watch(2): removes a watch (queueing its IN_IGNORED).
+    fn inotify_rm_watch(&self, _fd: Fd, _wd: i32) -> SysResult<()> {
+        Err(Errno::ENOSYS)
+    }
     /// poll(2): fills each `revents`, returns how many are non-zero.
     fn poll(&self, _fds: &mut [PollFd], _timeout_ms: i32) -> SysResult<usize> {
         Err(Errno::ENOSYS)
