@@ -25,6 +25,7 @@ pub mod fs;
 pub mod inode;
 pub mod mem;
 pub mod mount;
+pub(crate) mod notify;
 pub mod process;
 pub mod reclaim;
 pub mod sync;

@@ -155,6 +155,8 @@ pub struct VfsInner {
     pub(crate) anon: std::sync::OnceLock<crate::anon::AnonMount>,
     /// Name-change observers (watch.rs).
     pub(crate) watchers: crate::watch::Watchers,
+    /// inotify marks (notify/mod.rs).
+    pub(crate) notify: crate::notify::Registry,
     /// AF_UNIX sockets bound to paths (process/sockets.rs).
     pub(crate) bound_sockets: crate::anon::socket::BoundSockets,
     /// Each user's files in flight in AF_UNIX messages (anon/rights.rs).
@@ -209,6 +211,7 @@ impl Vfs {
             next_dev: AtomicU64::new(1),
             anon: std::sync::OnceLock::new(),
             watchers: Default::default(),
+            notify: Default::default(),
             bound_sockets: Default::default(),
             unix_inflight: Default::default(),
             file_locks: Default::default(),
@@ -404,6 +407,7 @@ impl VfsInner {
     /// dentry (named or negative) and inode, through the collector.
     pub(crate) fn kill_superblock(&self, sb: &SuperBlock) {
         let _guard = self.collector.enter();
+        self.notify_unmount(sb);
         self.unregister_sb_shrinker(sb);
         for list in sb.lru.lists() {
             while self.shrink_dentry_list(list, 4096, true) > 0 {}

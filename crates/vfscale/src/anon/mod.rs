@@ -45,12 +45,13 @@ use crate::abi::*;
 use crate::dcache::dentry::Dentry;
 use crate::dcache::name::NameKey;
 use crate::file::{
-    FileRef, OpenFile, FMODE_ANON, FMODE_EPOLL, FMODE_EVENTFD, FMODE_PIPE, FMODE_SOCKET,
-    FMODE_STREAMS,
+    FileRef, OpenFile, FMODE_ANON, FMODE_EPOLL, FMODE_EVENTFD, FMODE_INOTIFY, FMODE_PIPE,
+    FMODE_SOCKET, FMODE_STREAMS,
 };
 use crate::fs::tmpfs::Tmpfs;
 use crate::inode::{Inode, InodeBody};
 use crate::mount::Mount;
+use crate::notify::inotify::Inotify;
 use crate::sync::atomic::Ordering;
 use crate::vfs::VfsInner;
 use epoll::Epoll;
@@ -66,6 +67,7 @@ pub(crate) enum Stream<'a> {
     Socket(&'a Socket),
     EventFd(&'a EventFd),
     Epoll(&'a Epoll),
+    Inotify(&'a Inotify),
 }
 
 pub(crate) fn stream(file: &OpenFile) -> Option<Stream<'_>> {
@@ -80,6 +82,8 @@ pub(crate) fn stream(file: &OpenFile) -> Option<Stream<'_>> {
         Some(Stream::EventFd(unsafe { &*(p as *const EventFd) }))
     } else if file.fmode & FMODE_EPOLL != 0 {
         Some(Stream::Epoll(unsafe { &*(p as *const Epoll) }))
+    } else if file.fmode & FMODE_INOTIFY != 0 {
+        Some(Stream::Inotify(unsafe { &*(p as *const Inotify) }))
     } else {
         None
     }
@@ -117,6 +121,7 @@ pub(crate) fn file_poll(file: &OpenFile, p: Option<&Arc<Poller>>) -> i16 {
         Some(Stream::Socket(s)) => s.poll(p),
         Some(Stream::EventFd(e)) => e.poll(p),
         Some(Stream::Epoll(e)) => e.poll(p),
+        Some(Stream::Inotify(i)) => i.poll(p),
         // Regular files and directories are always ready.
         None => POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM,
     }
@@ -129,6 +134,7 @@ pub(crate) fn file_unregister(file: &OpenFile, p: &Arc<Poller>) {
         Some(Stream::Socket(s)) => s.unregister(p),
         Some(Stream::EventFd(e)) => e.unregister(p),
         Some(Stream::Epoll(e)) => e.unregister(p),
+        Some(Stream::Inotify(i)) => i.unregister(p),
         None => {}
     }
 }
@@ -332,6 +338,12 @@ impl VfsInner {
             let ep = unsafe { Arc::from_raw(file.private as *const Epoll) };
             ep.release();
         }
+        if fmode & FMODE_INOTIFY != 0 {
+            // SAFETY: as for the epoll: the file's one reference, given
+            // back once, here.
+            let group = unsafe { Arc::from_raw(file.private as *const Inotify) };
+            self.notify_release(&group);
+        }
         if fmode & FMODE_PIPE != 0 {
             // SAFETY: a pipe file's private pointer is its pipe, kept by the
             // node or FIFO inode the file references.
@@ -358,8 +370,9 @@ impl VfsInner {
         if fmode & FMODE_EVENTFD != 0 {
             // SAFETY: the file owned its eventfd (`slab::alloc`), freed once.
             unsafe { crate::mem::slab::free(private as *mut eventfd::EventFd) };
-        } else if fmode & FMODE_EPOLL != 0 {
-            // On the shared inode, unreferenced; the epoll went above.
+        } else if fmode & (FMODE_EPOLL | FMODE_INOTIFY) != 0 {
+            // On the shared inode, unreferenced; the epoll or inotify
+            // instance went above.
         } else if fmode & FMODE_ANON != 0 {
             self.anon_put(d as *const AnonInode, in_guard);
         } else {
@@ -376,6 +389,9 @@ pub(crate) fn anon_fd_path(fmode: u32, inode: &Inode, dentry: &Dentry) -> Vec<u8
     }
     if fmode & FMODE_EPOLL != 0 {
         return b"anon_inode:[eventpoll]".to_vec();
+    }
+    if fmode & FMODE_INOTIFY != 0 {
+        return b"anon_inode:inotify".to_vec();
     }
     match inode.file_type() {
         S_IFIFO => format!("pipe:[{}]", inode.ino()).into_bytes(),

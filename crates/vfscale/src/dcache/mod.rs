@@ -731,7 +731,14 @@ impl VfsInner {
             unsafe { &*dr.sb }.exports.remove_alias(ino, dr);
         }
         self.uncharge(dr.group, crate::reclaim::ObjKind::Dentry);
-        (dr.inode_ptr(), dr.parent_ptr())
+        let inode = dr.inode_ptr();
+        // dentry_unlink_inode's fsnotify_inoderemove: the last dentry of
+        // an inode with no name left.
+        // SAFETY: a positive dentry keeps its inode.
+        if !inode.is_null() && self.notify_active() && unsafe { &*inode }.nlink_at_rest() == 0 {
+            self.notify_removed(inode);
+        }
+        (inode, dr.parent_ptr())
     }
 
     /// Puts an unused hashed dentry on its superblock's list for its group

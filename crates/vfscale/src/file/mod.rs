@@ -55,10 +55,15 @@ pub const FMODE_CREATED: u32 = 512;
 /// `dentry`/`inode` are the namespace's shared anonymous inode, as for an
 /// eventfd (Linux's `anon_inode:[eventpoll]`).
 pub const FMODE_EPOLL: u32 = 1024;
+/// `private` is an `Inotify` the file owns a reference on
+/// (`Arc::into_raw`), on the shared anonymous inode as an epoll (Linux's
+/// `anon_inode:inotify`).
+pub const FMODE_INOTIFY: u32 = 2048;
 /// Reads and writes go to the private object, not to file data.
-pub const FMODE_STREAMS: u32 = FMODE_PIPE | FMODE_SOCKET | FMODE_EVENTFD | FMODE_EPOLL;
+pub const FMODE_STREAMS: u32 =
+    FMODE_PIPE | FMODE_SOCKET | FMODE_EVENTFD | FMODE_EPOLL | FMODE_INOTIFY;
 /// On the namespace's one shared anonymous inode, unreferenced.
-pub const FMODE_SHARED_ANON: u32 = FMODE_EVENTFD | FMODE_EPOLL;
+pub const FMODE_SHARED_ANON: u32 = FMODE_EVENTFD | FMODE_EPOLL | FMODE_INOTIFY;
 /// Any of these: the final put takes `release_special`.
 pub const FMODE_SPECIAL: u32 = FMODE_STREAMS | FMODE_ANON;
 
@@ -280,6 +285,15 @@ impl VfsInner {
         // SAFETY: the caller won the kill, so the file is still ours to read
         // (and its dentry reference, put after this, keeps the inode).
         let file = unsafe { &*f };
+        // __fput's fsnotify_close, first.
+        if file.fmode & FMODE_PATH == 0 {
+            let event = if file.fmode & FMODE_WRITE != 0 {
+                crate::abi::IN_CLOSE_WRITE
+            } else {
+                crate::abi::IN_CLOSE_NOWRITE
+            };
+            self.notify_file(file, event);
+        }
         // Its flock and OFD locks die with it (filelock/).
         self.file_locks.on_release(file);
         if file.fmode & FMODE_WRITER != 0 {

@@ -38,7 +38,9 @@ use crate::cred::acl::MODE_ACL_BITS;
 use crate::dir::index::DirIndex;
 use crate::fs::tmpfs::data::FileData;
 use crate::fs::SuperBlock;
-use crate::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use crate::sync::atomic::{
+    AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering,
+};
 use crate::sync::lock::RwLock;
 use crate::sync::refcount::RefCount;
 use crate::sync::seqcount::SeqCount;
@@ -138,6 +140,10 @@ pub struct Inode {
     btime_sec: i64,
     btime_nsec: u32,
     write_hint: AtomicU8,
+    /// Some inotify mark watches this inode (notify/mod.rs: changed under
+    /// its registry's lock, read by the hooks as a hint; in the padding
+    /// before `sb`).
+    pub(crate) watched: AtomicBool,
     pub(crate) sb: *const SuperBlock,
     // ---- line 2: write-hot ----
     pub(crate) refcount: RefCount,
@@ -225,6 +231,7 @@ impl Inode {
             btime_sec: t.sec,
             btime_nsec: t.nsec as u32,
             write_hint: AtomicU8::new(0),
+            watched: AtomicBool::new(false),
             sb,
             refcount: RefCount::new(0),
             group: 0,

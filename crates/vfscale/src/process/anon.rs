@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 /// What an anonymous object charges at most: its node (a dentry and an
 /// inode) and two open files (a pipe's ends).
-const ANON_BYTES: u64 = (crate::reclaim::KIND_BYTES[0]
+pub(super) const ANON_BYTES: u64 = (crate::reclaim::KIND_BYTES[0]
     + crate::reclaim::KIND_BYTES[1]
     + 2 * crate::reclaim::KIND_BYTES[2]) as u64;
 
@@ -92,6 +92,7 @@ impl Process {
                 Scatter::new(bufs).put(&value[..n]);
                 Ok(n)
             }
+            Some(Stream::Inotify(i)) => i.read(bufs, nb),
             // An epoll file has no read operation.
             Some(Stream::Epoll(_)) | None => Err(Errno::EINVAL),
         }
@@ -143,7 +144,7 @@ impl Process {
                 }
                 Ok(done)
             }
-            Some(Stream::Epoll(_)) | None => Err(Errno::EINVAL),
+            Some(Stream::Epoll(_) | Stream::Inotify(_)) | None => Err(Errno::EINVAL),
         }
     }
 
@@ -321,6 +322,7 @@ impl Process {
             Some(Stream::EventFd(_)) => Err(Errno::ENOTTY),
             // ep_eventpoll_ioctl answers EINVAL to what it does not know.
             Some(Stream::Epoll(_)) => Err(Errno::EINVAL),
+            Some(Stream::Inotify(i)) => Ok(i.queued_bytes() as i32),
             None if f.inode().file_type() == S_IFREG => {
                 let size = f.inode().attr().size as i64;
                 Ok((size - *f.pos.lock() as i64) as i32)

@@ -9,6 +9,7 @@ use crate::abi::*;
 use crate::cred::acl::MODE_ACL_BITS;
 use crate::cred::perm::{check_chown, chmod_mode, may_chmod, may_set_times, MAY_WRITE};
 use crate::cred::Cred;
+use crate::dcache::dentry::Dentry;
 use crate::dcache::walk::Found;
 use crate::fs::BLOCK_SIZE;
 use crate::inode::{now, Inode};
@@ -225,11 +226,19 @@ impl Process {
             // write access.
             return found.mount().write_access().and(Err(Errno::EOPNOTSUPP));
         }
-        self.chmod_inode(found.mount(), found.inode(), mode)
+        self.chmod_inode(found.mount(), found.inode(), mode)?;
+        self.vfs
+            .notify_object(found.path.dentry, found.inode(), IN_ATTRIB, false);
+        Ok(())
     }
 
     pub(crate) fn sys_fchmod(&self, fd: Fd, mode: u32) -> SysResult<()> {
-        self.with_file(fd, false, |f| self.chmod_inode(f.mount(), f.inode(), mode))
+        self.with_file(fd, false, |f| {
+            self.chmod_inode(f.mount(), f.inode(), mode)?;
+            self.vfs
+                .notify_object(f.dentry, f.inode(), IN_ATTRIB, false);
+            Ok(())
+        })
     }
 
     pub(super) fn chown_inode(
@@ -288,13 +297,35 @@ impl Process {
         }
         let _g = self.vfs.collector.enter();
         let found = self.lookup_setattr(dirfd, path, flags)?;
-        self.chown_inode(found.mount(), found.inode(), uid, gid)
+        self.chown_inode(found.mount(), found.inode(), uid, gid)?;
+        self.notify_chown(found.path.dentry, found.inode(), uid, gid);
+        Ok(())
     }
 
     pub(crate) fn sys_fchown(&self, fd: Fd, uid: u32, gid: u32) -> SysResult<()> {
         self.with_file(fd, false, |f| {
-            self.chown_inode(f.mount(), f.inode(), uid, gid)
+            self.chown_inode(f.mount(), f.inode(), uid, gid)?;
+            self.notify_chown(f.dentry, f.inode(), uid, gid);
+            Ok(())
         })
+    }
+
+    /// fsnotify_change of a chown: IN_ATTRIB when an owner was given.
+    fn notify_chown(&self, d: *const Dentry, inode: &Inode, uid: u32, gid: u32) {
+        if uid != u32::MAX || gid != u32::MAX {
+            self.vfs.notify_object(d, inode, IN_ATTRIB, false);
+        }
+    }
+
+    /// fsnotify_change of a utimes: both times set is IN_ATTRIB, the
+    /// modification time alone IN_MODIFY, the access time alone IN_ACCESS.
+    fn notify_utimes(&self, d: *const Dentry, inode: &Inode, times: Option<[Timespec; 2]>) {
+        let event = match times {
+            Some([a, _]) if a.nsec == UTIME_OMIT => IN_MODIFY,
+            Some([_, m]) if m.nsec == UTIME_OMIT => IN_ACCESS,
+            _ => IN_ATTRIB,
+        };
+        self.vfs.notify_object(d, inode, event, false);
     }
 
     pub(super) fn utimes_inode(
@@ -371,7 +402,9 @@ impl Process {
         }
         let _g = self.vfs.collector.enter();
         let found = self.lookup_setattr(dirfd, path, flags)?;
-        self.utimes_inode(found.mount(), found.inode(), times)
+        self.utimes_inode(found.mount(), found.inode(), times)?;
+        self.notify_utimes(found.path.dentry, found.inode(), times);
+        Ok(())
     }
 
     pub(crate) fn sys_futimens(&self, fd: Fd, times: Option<[Timespec; 2]>) -> SysResult<()> {
@@ -386,7 +419,9 @@ impl Process {
             }
         }
         self.with_file(fd, false, |f| {
-            self.utimes_inode(f.mount(), f.inode(), times)
+            self.utimes_inode(f.mount(), f.inode(), times)?;
+            self.notify_utimes(f.dentry, f.inode(), times);
+            Ok(())
         })
     }
 

@@ -129,6 +129,8 @@ impl Process {
         }
         self.vfs.forget_name(dir_d, dir, &key);
         let _ = sb.fs.refresh(sb, dir);
+        let isdir = if creates_dir { IN_ISDIR } else { 0 };
+        self.vfs.notify_name(dir, name, IN_CREATE | isdir, 0);
         Ok(write)
     }
 
@@ -202,6 +204,10 @@ impl Process {
         removed(vi);
         self.vfs.forget_name(dir_d, dir, &key);
         let _ = sb.fs.refresh(sb, dir);
+        if self.vfs.notify_active() {
+            let last = rmdir || vi.attr().nlink == 0;
+            self.notify_unlinked(dir, name, vi, rmdir, last && vd.refcount.count() <= 1);
+        }
         Ok(())
     }
 
@@ -273,6 +279,7 @@ impl Process {
         if !core::ptr::eq(odir, ndir) {
             let _ = sb.fs.refresh(sb, ndir);
         }
+        self.notify_renamed((odir, old_name), (ndir, new_name), oi, victim, exchanged);
         Ok(())
     }
 }

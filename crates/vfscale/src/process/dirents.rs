@@ -152,6 +152,8 @@ impl Process {
                     None => false,
                 }
             })?;
+            // iterate_dir reports the access whatever the buffer took.
+            self.vfs.notify_file(file, IN_ACCESS);
             // The buffer cannot hold even the first entry.
             if refused && used == 0 {
                 return Err(Errno::EINVAL);

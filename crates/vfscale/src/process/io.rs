@@ -62,6 +62,9 @@ impl Process {
                 self.read_file(f.file(), bufs, offset)
             }
         });
+        if r.as_ref().is_ok_and(|&n| n > 0) {
+            self.vfs.notify_file(f.file(), IN_ACCESS);
+        }
         self.vfs.fput(f);
         r
     }
@@ -168,6 +171,9 @@ impl Process {
                 Ok(n)
             }
         });
+        if r.as_ref().is_ok_and(|&n| n > 0) {
+            self.vfs.notify_file(f.file(), IN_MODIFY);
+        }
         self.vfs.fput(f);
         r
     }
@@ -601,7 +607,10 @@ impl Process {
             if file.inode().file_type() != S_IFREG || file.fmode & FMODE_WRITE == 0 {
                 return Err(Errno::EINVAL);
             }
-            self.truncate_inode(file.inode(), length as u64)
+            self.truncate_inode(file.inode(), length as u64)?;
+            self.vfs
+                .notify_object(file.dentry, file.inode(), IN_MODIFY, false);
+            Ok(())
         })
     }
 

@@ -35,6 +35,7 @@ mod io;
 mod locks;
 mod mounts;
 mod names;
+mod notify;
 mod open;
 mod sockets;
 mod space;

@@ -338,7 +338,23 @@ impl Process {
         let _write = parent.dir.mount().write_access()?;
         before_permission()?;
         self.may_modify_dir(dir)?;
-        op(&mut locked, dir, &key, existing)
+        let r = op(&mut locked, dir, &key, existing)?;
+        if self.vfs.notify_active() {
+            self.notify_created(parent.dir.path.dentry, dir, &key);
+        }
+        Ok(r)
+    }
+
+    /// IN_CREATE for the name `key` just made in `dir` (whose lock the
+    /// caller holds), with IN_ISDIR for a directory.
+    pub(super) fn notify_created(&self, dir_d: *const Dentry, dir: &Inode, key: &NameKey<'_>) {
+        let d = self.vfs.lookup_exact(dir_d, key);
+        // SAFETY: found under the bucket lock with the directory locked.
+        let is_dir = unsafe { d.as_ref() }
+            .and_then(|d| unsafe { d.inode_ptr().as_ref() })
+            .is_some_and(Inode::is_dir);
+        let isdir = if is_dir { IN_ISDIR } else { 0 };
+        self.vfs.notify_name(dir, key.bytes, IN_CREATE | isdir, 0);
     }
 
     /// Owner, group and mode of a new inode of `mode` in directory `dir`
@@ -657,6 +673,7 @@ impl Process {
                     // The source's link count and ctime changed: what an open
                     // descriptor's fstat reads (a walk would revalidate).
                     let _ = sb.fs.refresh(sb, inode);
+                    self.vfs.notify_inode(inode, IN_ATTRIB);
                     Ok(())
                 })
                 .map(drop);
@@ -713,6 +730,9 @@ impl Process {
             // SAFETY: `d` is hashed and our directory lock keeps it so.
             sb.exports.note_link(inode.ino, unsafe { &*d });
             self.index_child(idx, dir, d, false).apply();
+            // fsnotify_link: the link count's IN_ATTRIB, then the name's
+            // IN_CREATE (create_prologue's).
+            self.vfs.notify_inode(inode, IN_ATTRIB);
             Ok(())
         })
     }
@@ -794,7 +814,15 @@ impl Process {
             }
             victim_index = Some(vidx);
         }
+        let last_link = rmdir || vi.attr().nlink <= 1;
         let stamp = self.remove_name(&mut locked, dir, vd, vi, victim_index, bucket);
+        if self.vfs.notify_active() {
+            // d_delete turns a dentry nobody else holds negative at once
+            // (its inode's IN_DELETE_SELF before the name's IN_DELETE);
+            // one still in use reports at its final put.
+            let sole = last_link && vd.refcount.count() <= 1;
+            self.notify_unlinked(dir, name, vi, rmdir, sole);
+        }
         if stamp.may_defer(&self.vfs) {
             drop(locked);
             stamp.apply();
@@ -805,6 +833,63 @@ impl Process {
         self.vfs
             .ending_call(|| self.vfs.release_name_refs(&[victim], _g));
         Ok(())
+    }
+
+    /// vfs_unlink's and vfs_rmdir's events: the victim's link count
+    /// (IN_ATTRIB, files), its IN_DELETE_SELF if `removed` now, then the
+    /// name's IN_DELETE.
+    pub(super) fn notify_unlinked(
+        &self,
+        dir: &Inode,
+        name: &[u8],
+        victim: &Inode,
+        rmdir: bool,
+        removed: bool,
+    ) {
+        if !rmdir {
+            self.vfs.notify_inode(victim, IN_ATTRIB);
+        }
+        if removed {
+            self.vfs.notify_removed(victim);
+        }
+        let isdir = if rmdir { IN_ISDIR } else { 0 };
+        self.vfs.notify_name(dir, name, IN_DELETE | isdir, 0);
+    }
+
+    /// vfs_rename's events (fsnotify_move): IN_MOVED_FROM and IN_MOVED_TO
+    /// with one cookie, a replaced target's link count (IN_ATTRIB), the
+    /// moved inode's IN_MOVE_SELF; an exchange reports the other direction
+    /// the same way.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn notify_renamed(
+        &self,
+        (odir, old_name): (&Inode, &[u8]),
+        (ndir, new_name): (&Inode, &[u8]),
+        source: &Inode,
+        target: Option<&Inode>,
+        exchange: bool,
+    ) {
+        if !self.vfs.notify_active() {
+            return;
+        }
+        let isdir = |i: &Inode| if i.is_dir() { IN_ISDIR } else { 0 };
+        let cookie = self.vfs.notify_cookie();
+        self.vfs
+            .notify_name(odir, old_name, IN_MOVED_FROM | isdir(source), cookie);
+        self.vfs
+            .notify_name(ndir, new_name, IN_MOVED_TO | isdir(source), cookie);
+        if let (Some(t), false) = (target, exchange) {
+            self.vfs.notify_inode(t, IN_ATTRIB);
+        }
+        self.vfs.notify_inode(source, IN_MOVE_SELF);
+        if let (Some(t), true) = (target, exchange) {
+            let cookie = self.vfs.notify_cookie();
+            self.vfs
+                .notify_name(ndir, new_name, IN_MOVED_FROM | isdir(t), cookie);
+            self.vfs
+                .notify_name(odir, old_name, IN_MOVED_TO | isdir(t), cookie);
+            self.vfs.notify_inode(t, IN_MOVE_SELF);
+        }
     }
 
     /// The positive child `key` of directory `dir_d` (ENOENT if absent or
@@ -1112,6 +1197,7 @@ impl Process {
         if let (true, Some(di)) = (exchange, di) {
             di.update_attr(|a| a.set_ctime(t));
         }
+        self.notify_renamed((odir, old_name), (ndir, new_name), si, di, exchange);
         drop(nidx);
         drop(oidx);
         // No lock may be held while a hot victim's count waits for a grace
@@ -1159,6 +1245,10 @@ impl Process {
             }
         };
         let r = self.truncate_at(found.mount(), found.inode(), length as u64);
+        if r.is_ok() {
+            self.vfs
+                .notify_object(found.path.dentry, found.inode(), IN_MODIFY, false);
+        }
         self.vfs.dput(found.path.dentry);
         r
     }

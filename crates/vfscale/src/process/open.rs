@@ -205,6 +205,10 @@ impl Process {
             // walk again.
         };
         let (file, _guard) = Self::finish_open(file, _guard);
+        // vfs_open's fsnotify_open, before O_TRUNC's change.
+        if flags & O_PATH == 0 {
+            self.vfs.notify_file(file.file(), IN_OPEN);
+        }
         // A file this call created is not truncated (Linux drops O_TRUNC
         // for FMODE_CREATED), so its fresh set-id bits survive.
         let file = if created {
@@ -236,7 +240,12 @@ impl Process {
                 .and_then(|_write| self.truncate_inode(f.inode(), 0))
         };
         match r {
-            Ok(()) => Ok(file),
+            Ok(()) => {
+                let f = file.file();
+                self.vfs
+                    .notify_object(f.dentry, f.inode(), IN_MODIFY, false);
+                Ok(file)
+            }
             Err(e) => {
                 self.vfs.fput(file);
                 Err(e)
@@ -523,6 +532,7 @@ impl Process {
                 InodeBody::Regular(RwLock::new(Default::default())),
             )?
         };
+        self.vfs.notify_name(dir, key.bytes, IN_CREATE, 0);
         // SAFETY: the new dentry is pinned by the namespace reference.
         let dr = unsafe { &*d };
         // Read under the lock, as before the stamp moved out: the state

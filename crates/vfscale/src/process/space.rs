@@ -141,6 +141,9 @@ impl Process {
             self.vfs.watchers.inode_changed(inode, true);
             Ok(())
         })();
+        if r.is_ok() {
+            self.vfs.notify_file(f.file(), IN_MODIFY);
+        }
         self.vfs.fput(f);
         r
     }
@@ -159,7 +162,11 @@ impl Process {
             if flags != 0 {
                 return Err(Errno::EINVAL);
             }
-            self.copy_range(fin, off_in, fout, off_out, len)
+            let r = self.copy_range(fin, off_in, fout, off_out, len);
+            if r.as_ref().is_ok_and(|&n| n > 0) {
+                self.notify_moved(fin, fout);
+            }
+            r
         })
     }
 

@@ -160,7 +160,11 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         self.with_two_files(fd_in, fd_out, |i, o| {
-            self.splice_files(i, off_in, o, off_out, len, flags)
+            let r = self.splice_files(i, off_in, o, off_out, len, flags);
+            if r.as_ref().is_ok_and(|&n| n > 0) {
+                self.notify_moved(i, o);
+            }
+            r
         })
     }
 
@@ -416,14 +420,22 @@ impl Process {
                 Some(pipe) => self.fill_pipe(i, pipe, start, count, nonblock(o)),
                 None => self.send_direct(i, start, o, count),
             };
-            self.vfs.fput(fout);
             if let Ok(n @ 1..) = r {
                 store_end(i, offset, start + n as i64);
+                self.notify_moved(i, o);
             }
+            self.vfs.fput(fout);
             r
         })();
         self.vfs.fput(fin);
         r
+    }
+
+    /// The events of bytes moved from `i` to `o`: IN_ACCESS, then
+    /// IN_MODIFY.
+    pub(super) fn notify_moved(&self, i: &OpenFile, o: &OpenFile) {
+        self.vfs.notify_file(i, IN_ACCESS);
+        self.vfs.notify_file(o, IN_MODIFY);
     }
 
     /// do_splice_direct: from a regular file at `pos` to a file that is not

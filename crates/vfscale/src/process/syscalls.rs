@@ -362,6 +362,15 @@ impl ProcessApi for Process {
     fn pwritev2(&self, fd: Fd, bufs: &[&[u8]], offset: i64, flags: i32) -> SysResult<usize> {
         self.done(self.sys_pwritev2(fd, bufs, offset, flags))
     }
+    fn inotify_init1(&self, flags: i32) -> SysResult<Fd> {
+        Process::inotify_init1(self, flags)
+    }
+    fn inotify_add_watch(&self, fd: Fd, path: &[u8], mask: u32) -> SysResult<i32> {
+        Process::inotify_add_watch(self, fd, path, mask)
+    }
+    fn inotify_rm_watch(&self, fd: Fd, wd: i32) -> SysResult<()> {
+        Process::inotify_rm_watch(self, fd, wd)
+    }
     fn epoll_create1(&self, flags: i32) -> SysResult<Fd> {
         Process::epoll_create1(self, flags)
     }

@@ -21,6 +21,7 @@ use crate::abi::*;
 use crate::cred::acl::{self, AclKind};
 use crate::cred::perm::{MAY_READ, MAY_WRITE};
 use crate::cred::Cred;
+use crate::dcache::dentry::Dentry;
 use crate::fs::XattrCall;
 use crate::inode::{now, Inode};
 use crate::mount::Mount;
@@ -462,7 +463,7 @@ impl Process {
         &self,
         at: XattrAt<'_>,
         fd_only: bool,
-        op: impl FnOnce(&Mount, &Inode, Store) -> SysResult<R>,
+        op: impl FnOnce(&Mount, &Inode, Store, *const Dentry) -> SysResult<R>,
     ) -> SysResult<R> {
         match at {
             // Linux 6.13+ (path_setxattrat and path_getxattrat, which
@@ -474,9 +475,16 @@ impl Process {
             XattrAt::Fd(AT_FDCWD) if !fd_only => {
                 let _g = self.vfs.collector.enter();
                 let found = self.lookup_at(&self.cred, AT_FDCWD, b"", AT_EMPTY_PATH, 0)?;
-                op(found.mount(), found.inode(), Store::Tmpfs)
+                op(
+                    found.mount(),
+                    found.inode(),
+                    Store::Tmpfs,
+                    found.path.dentry,
+                )
             }
-            XattrAt::Fd(fd) => self.with_file(fd, false, |f| op(f.mount(), f.inode(), store_of(f))),
+            XattrAt::Fd(fd) => self.with_file(fd, false, |f| {
+                op(f.mount(), f.inode(), store_of(f), f.dentry)
+            }),
             XattrAt::Path(path, follow) => {
                 let _g = self.vfs.collector.enter();
                 let flags = if follow { 0 } else { AT_SYMLINK_NOFOLLOW };
@@ -492,7 +500,12 @@ impl Process {
                     },
                 )?;
                 // A path never reaches an anonymous object.
-                op(found.mount(), found.inode(), Store::Tmpfs)
+                op(
+                    found.mount(),
+                    found.inode(),
+                    Store::Tmpfs,
+                    found.path.dentry,
+                )
             }
         }
     }
@@ -513,14 +526,17 @@ impl Process {
         if value.len() > XATTR_SIZE_MAX {
             return Err(Errno::E2BIG);
         }
-        self.with_xattr_inode(at, false, |mnt, i, store| {
+        self.with_xattr_inode(at, false, |mnt, i, store, d| {
             // filename_setxattr / file_setxattr: write access first.
             let _write = mnt.write_access()?;
             match store {
                 Store::Tmpfs => set_inode(&self.cred, i, name, value, flags),
                 _ => change_without_store(&self.cred, i, store, name, Some(value)),
             }
-            .inspect(|()| acl_changed(&self.vfs.watchers, i, name))
+            .inspect(|()| {
+                acl_changed(&self.vfs.watchers, i, name);
+                self.vfs.notify_object(d, i, IN_ATTRIB, false);
+            })
         })
     }
 
@@ -532,7 +548,7 @@ impl Process {
     ) -> SysResult<usize> {
         // The name is imported before the walk (import_xattr_name).
         check_name(name)?;
-        self.with_xattr_inode(at, false, |_, i, store| match store {
+        self.with_xattr_inode(at, false, |_, i, store, _| match store {
             Store::Tmpfs => get_inode(&self.cred, i, name, buf),
             _ => get_without_store(&self.cred, i, store, name, buf),
         })
@@ -541,7 +557,7 @@ impl Process {
     pub(crate) fn sys_listxattr(&self, at: XattrAt<'_>, buf: &mut [u8]) -> SysResult<usize> {
         // flistxattr looks any fd up as a file (AT_FDCWD: EBADF).
         let fd_only = matches!(at, XattrAt::Fd(_));
-        self.with_xattr_inode(at, fd_only, |_, i, store| match store {
+        self.with_xattr_inode(at, fd_only, |_, i, store, _| match store {
             Store::Tmpfs => list_inode(&self.cred, i, buf),
             _ => list_without_store(store, buf),
         })
@@ -553,14 +569,17 @@ impl Process {
         // AT_FDCWD is EBADF there).
         check_name(name)?;
         let fd_only = matches!(at, XattrAt::Fd(_));
-        self.with_xattr_inode(at, fd_only, |mnt, i, store| {
+        self.with_xattr_inode(at, fd_only, |mnt, i, store, d| {
             // As setxattr.
             let _write = mnt.write_access()?;
             match store {
                 Store::Tmpfs => remove_inode(&self.cred, i, name),
                 _ => change_without_store(&self.cred, i, store, name, None),
             }
-            .inspect(|()| acl_changed(&self.vfs.watchers, i, name))
+            .inspect(|()| {
+                acl_changed(&self.vfs.watchers, i, name);
+                self.vfs.notify_object(d, i, IN_ATTRIB, false);
+            })
         })
     }
 }
