@@ -44,6 +44,13 @@ impl Inotify {
     /// equal to the last queued one — mask, wd and name; the cookie is not
     /// compared — is dropped), waking readers and pollers.
     pub(super) fn queue(&self, wd: i32, mask: u32, cookie: u32, name: &[u8]) {
+        // inotify never reported IN_ISDIR with these two (fsnotify does
+        // since 5.x; inotify masks it out to keep its programs working).
+        let mask = if mask & (IN_MOVE_SELF | IN_DELETE_SELF) != 0 {
+            mask & !IN_ISDIR
+        } else {
+            mask
+        };
         let mut g = self.cell.lock();
         if g.released {
             return;

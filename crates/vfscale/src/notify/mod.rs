@@ -170,7 +170,9 @@ impl VfsInner {
         // SAFETY: the caller holds a reference on `d` (or, for a null one,
         // there is no name); its parent and name are read under the guard.
         let dentry = unsafe { d.as_ref() };
-        let parent = dentry.map(|d| d.parent_ptr()).filter(|p| *p != d);
+        let parent = dentry
+            .map(|d| d.parent_ptr())
+            .filter(|p| !p.is_null() && *p != d);
         // SAFETY: a dentry's parent is live while the guard is held.
         let parent_inode = parent.and_then(|p| unsafe { (*p).inode_ptr().as_ref() });
         let parent_watched = parent_inode.is_some_and(watched);

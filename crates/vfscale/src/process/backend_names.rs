@@ -206,7 +206,9 @@ impl Process {
         let _ = sb.fs.refresh(sb, dir);
         if self.vfs.notify_active() {
             let last = rmdir || vi.attr().nlink == 0;
-            self.notify_unlinked(dir, name, vi, rmdir, last && vd.refcount.count() <= 1);
+            // As the tmpfs unlink's (names.rs).
+            let sole = rmdir || (last && vd.refcount.count_at_rest() <= 1);
+            self.notify_unlinked(dir, name, vi, rmdir, sole);
         }
         Ok(())
     }

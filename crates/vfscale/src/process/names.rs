@@ -819,8 +819,11 @@ impl Process {
         if self.vfs.notify_active() {
             // d_delete turns a dentry nobody else holds negative at once
             // (its inode's IN_DELETE_SELF before the name's IN_DELETE);
-            // one still in use reports at its final put.
-            let sole = last_link && vd.refcount.count() <= 1;
+            // one still in use reports at its final put. A directory
+            // reports at once: its cached negative children hold it too,
+            // and nothing here can tell them from its users
+            // (COMPATIBILITY.md).
+            let sole = rmdir || (last_link && vd.refcount.count_at_rest() <= 1);
             self.notify_unlinked(dir, name, vi, rmdir, sole);
         }
         if stamp.may_defer(&self.vfs) {
@@ -882,6 +885,13 @@ impl Process {
             self.vfs.notify_inode(t, IN_ATTRIB);
         }
         self.vfs.notify_inode(source, IN_MOVE_SELF);
+        // A replaced directory reports its removal now, as rmdir does
+        // (a file at its dentry's final put, right after).
+        if let (Some(t), false) = (target, exchange) {
+            if t.is_dir() {
+                self.vfs.notify_removed(t);
+            }
+        }
         if let (Some(t), true) = (target, exchange) {
             let cookie = self.vfs.notify_cookie();
             self.vfs

@@ -55,13 +55,13 @@ impl Process {
     /// permission on the object, then the watch's own EEXIST.
     pub fn inotify_add_watch(&self, fd: Fd, path: &[u8], mask: u32) -> SysResult<i32> {
         let _end = self.vfs.call_end();
-        if mask & IN_MASK_ADD != 0 && mask & IN_MASK_CREATE != 0 {
-            return Err(Errno::EINVAL);
-        }
         if mask & !ALL_INOTIFY_BITS != 0 || mask & ALL_INOTIFY_BITS == 0 {
             return Err(Errno::EINVAL);
         }
         let group = self.inotify_of(fd)?;
+        if mask & IN_MASK_ADD != 0 && mask & IN_MASK_CREATE != 0 {
+            return Err(Errno::EINVAL);
+        }
         let _g = self.vfs.collector.enter();
         let at = if mask & IN_DONT_FOLLOW != 0 {
             AT_SYMLINK_NOFOLLOW
