@@ -62,7 +62,7 @@ impl Process {
                 self.read_file(f.file(), bufs, offset)
             }
         });
-        if r.as_ref().is_ok_and(|&n| n > 0) {
+        if self.vfs.notify_active() && r.as_ref().is_ok_and(|&n| n > 0) {
             self.vfs.notify_file(f.file(), IN_ACCESS);
         }
         self.vfs.fput(f);
@@ -171,7 +171,7 @@ impl Process {
                 Ok(n)
             }
         });
-        if r.as_ref().is_ok_and(|&n| n > 0) {
+        if self.vfs.notify_active() && r.as_ref().is_ok_and(|&n| n > 0) {
             self.vfs.notify_file(f.file(), IN_MODIFY);
         }
         self.vfs.fput(f);

@@ -814,7 +814,9 @@ impl Process {
             }
             victim_index = Some(vidx);
         }
-        let last_link = rmdir || vi.attr().nlink <= 1;
+        // The victim's link count before the stamp drops it (read only
+        // when something is watched).
+        let last_link = self.vfs.notify_active() && (rmdir || vi.attr().nlink <= 1);
         let stamp = self.remove_name(&mut locked, dir, vd, vi, victim_index, bucket);
         if self.vfs.notify_active() {
             // d_delete turns a dentry nobody else holds negative at once
