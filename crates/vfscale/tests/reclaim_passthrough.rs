@@ -145,3 +145,47 @@ fn pressure(threads: usize, entries: u64) {
     let now = vfs.object_counts();
     assert_eq!((now.dentries, now.inodes), (base.dentries, base.inodes));
 }
+
+/// Dropping the caches of a passthrough tree where many removed
+/// directories are kept by cached misses below them: freeing a miss puts
+/// its removed (unhashed) directory, which queues (reclaim runs in a batch
+/// scope); the queue reached its bound while the shrinker held an LRU
+/// list's lock, and the drain, freeing those directories, put their
+/// parents onto that same list and waited for its lock forever (found by
+/// the inotify comparison on passthrough, session 34; this test hung on
+/// the code before the fix). Now drains wait until the list is unlocked
+/// (`hold_drains`).
+#[test]
+fn dropping_caches_that_free_removed_directories_finishes() {
+    const N: usize = 1500;
+    let host = HostDir::new("reclaim-removed-dirs");
+    for i in 0..N {
+        host.mkdir(&format!("p{i}"));
+        host.mkdir(&format!("p{i}/d"));
+    }
+    let vfs = Vfs::with_passthrough_root(
+        VfsConfig::default(),
+        host.path(),
+        PassthroughConfig::default(),
+    )
+    .unwrap();
+    let p = vfs.root_process();
+    for i in 0..N {
+        assert_eq!(
+            p.stat(format!("/p{i}/d/missing").as_bytes()).err(),
+            Some(Errno::ENOENT)
+        );
+        p.rmdir(format!("/p{i}/d").as_bytes()).unwrap();
+    }
+    let before = vfs.object_counts();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let v = vfs.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(v.drop_caches());
+    });
+    let freed = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("drop_caches returned (no self-deadlock)");
+    assert!(freed >= N, "freed {freed} of {before:?}");
+    assert!(vfs.object_counts().dentries < before.dentries);
+}

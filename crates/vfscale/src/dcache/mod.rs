@@ -786,6 +786,9 @@ impl VfsInner {
         let mut parents = Vec::new();
         let mut freed = 0;
         {
+            // A freed dentry's inode put may queue: no drain (which puts
+            // dentries onto lists) while this list is locked.
+            let _hold = self.hold_drains();
             let mut l = list.lock();
             for _ in 0..nr {
                 let p = l.oldest();
@@ -899,6 +902,8 @@ impl VfsInner {
             let Some(list) = (unsafe { list.as_ref() }) else {
                 return freed;
             };
+            // As in `shrink_dentry_list`.
+            let _hold = self.hold_drains();
             let mut l = list.lock();
             if !l.holds(dr) {
                 return freed;

@@ -196,6 +196,9 @@ thread_local! {
     static DRAINING: Cell<bool> = const { Cell::new(false) };
     /// Batch scopes open on this thread (`VfsInner::batch_scope`).
     static SCOPES: Cell<u32> = const { Cell::new(0) };
+    /// Drains at a queue's bound are held off (`VfsInner::hold_drains`):
+    /// the thread holds a lock a drain may take (an LRU list's).
+    static HELD: Cell<u32> = const { Cell::new(0) };
     /// The thread runs a call's last puts (`VfsInner::ending_call`).
     static ENDING: Cell<bool> = const { Cell::new(false) };
     static MINE: RefCell<ThreadSlots> = const { RefCell::new(ThreadSlots(Vec::new())) };
@@ -384,6 +387,15 @@ impl DeferQueues {
     }
 }
 
+/// See `VfsInner::hold_drains`.
+pub(crate) struct DrainHold;
+
+impl Drop for DrainHold {
+    fn drop(&mut self) {
+        HELD.with(|h| h.set(h.get() - 1));
+    }
+}
+
 /// An open batch scope: final puts queue until it closes, then drain
 /// (operations that drop many references at once: close_range, umount,
 /// reclaim). Scopes nest; the outermost one drains.
@@ -425,6 +437,16 @@ impl VfsInner {
         CallEnd { vfs: self }
     }
 
+    /// Holds off drains at a queue's bound while the guard lives: for
+    /// code that holds a lock a drain's puts may take (a dentry LRU
+    /// list's: a freed dentry's inode put may queue, and a drain then puts
+    /// dentries onto that list). Puts made meanwhile go to the slot's
+    /// locked queue (never the fixed owner-only buffer).
+    pub(crate) fn hold_drains(&self) -> DrainHold {
+        HELD.with(|h| h.set(h.get() + 1));
+        DrainHold
+    }
+
     /// Opens a batch scope (see [`BatchScope`]).
     pub(crate) fn batch_scope(&self) -> BatchScope<'_> {
         SCOPES.with(|s| s.set(s.get() + 1));
@@ -435,7 +457,7 @@ impl VfsInner {
     /// when the queue reaches its bound. Call only when `defer.active()`.
     #[inline]
     pub(crate) fn defer_put(&self, item: Deferred) {
-        if SCOPES.with(Cell::get) == 0 {
+        if SCOPES.with(Cell::get) == 0 && HELD.with(Cell::get) == 0 {
             self.defer_lone_put(item)
         } else {
             self.defer_batched_put(item)
@@ -513,7 +535,9 @@ impl VfsInner {
             d.note_len(len);
             len >= d.max_entries || q.bytes >= d.max_bytes
         };
-        if over {
+        // Held: the queue grows past its bound until the holder's call
+        // ends (`op_end`) or a later put drains it.
+        if over && HELD.with(Cell::get) == 0 {
             self.drain_mine();
         }
     }
