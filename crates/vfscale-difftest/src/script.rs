@@ -67,8 +67,29 @@ pub fn compare_with_kernel_reclaimed(
     compare_then_check(what, on_kernel, on_vfscale, true)
 }
 
+/// `compare_with_kernel_reclaimed` with vfscale's side in the namespace
+/// `vfs` (a passthrough root, say) instead of a fresh tmpfs one.
+pub fn compare_with_kernel_in(
+    what: &str,
+    vfs: Vfs,
+    on_kernel: impl FnOnce(&crate::KernelProcess) -> Log + Send + 'static,
+    on_vfscale: impl FnOnce(&vfscale::Process) -> Log,
+) {
+    compare_in(what, Some(vfs), on_kernel, on_vfscale, true)
+}
+
 fn compare_then_check(
     what: &str,
+    on_kernel: impl FnOnce(&crate::KernelProcess) -> Log + Send + 'static,
+    on_vfscale: impl FnOnce(&vfscale::Process) -> Log,
+    reclaim: bool,
+) {
+    compare_in(what, None, on_kernel, on_vfscale, reclaim)
+}
+
+fn compare_in(
+    what: &str,
+    vfs: Option<Vfs>,
     on_kernel: impl FnOnce(&crate::KernelProcess) -> Log + Send + 'static,
     on_vfscale: impl FnOnce(&vfscale::Process) -> Log,
     reclaim: bool,
@@ -80,7 +101,7 @@ fn compare_then_check(
             return;
         }
     };
-    let vfs = Vfs::new();
+    let vfs = vfs.unwrap_or_else(Vfs::new);
     let root = vfs.root_process();
     let ours = on_vfscale(&root);
     assert_logs_match(&kernel, &ours);

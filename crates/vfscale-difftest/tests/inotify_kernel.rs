@@ -34,7 +34,9 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use vfscale::abi::*;
 use vfscale::{Cred, ProcessApi};
-use vfscale_difftest::script::{compare_with_kernel, compare_with_kernel_reclaimed, show, Log};
+use vfscale_difftest::script::{
+    compare_with_kernel, compare_with_kernel_in, compare_with_kernel_reclaimed, show, Log,
+};
 use vfscale_difftest::seeded::{env_u64, seed_from_env, xorshift};
 use vfscale_difftest::KernelProcess;
 
@@ -1583,4 +1585,59 @@ fn random_sequences_match_the_kernel() {
         move |k| on_kernel(k),
         move |p| on_vfscale(p),
     );
+}
+
+/// The random sequences with vfscale's side on a passthrough root over a
+/// fresh host directory (on /dev/shm, a tmpfs as the kernel side's): the
+/// backend's own create, unlink and rename paths report the same events
+/// (`VFSCALE_INOTIFY_PT_CASES`, default 40; the seed as above).
+#[test]
+fn random_sequences_on_passthrough_match_the_kernel() {
+    use vfscale::fs::passthrough::PassthroughConfig;
+    use vfscale::{Vfs, VfsConfig};
+    let seed = seed_from_env();
+    let cases = env_u64("VFSCALE_INOTIFY_PT_CASES").unwrap_or(40) as usize;
+    println!("seed {seed} (replay with VFSCALE_SEED={seed})");
+    let host = std::path::PathBuf::from(format!(
+        "/dev/shm/vfscale-inotify-{}-{seed}",
+        std::process::id()
+    ));
+    if std::fs::create_dir(&host).is_err() {
+        println!("passthrough inotify comparison skipped: cannot make {host:?}");
+        return;
+    }
+    let vfs = Vfs::with_passthrough_root(
+        VfsConfig::default(),
+        &host,
+        PassthroughConfig {
+            ttl: std::time::Duration::ZERO,
+            ..PassthroughConfig::default()
+        },
+    )
+    .expect("a passthrough root over a fresh directory");
+    let mut rnd = xorshift(seed);
+    let only = env_u64("VFSCALE_INOTIFY_ONLY").map(|c| c as usize);
+    let sequences: Vec<(usize, Vec<(Step, bool)>)> = (0..cases)
+        .map(|c| (c, random_steps(&mut rnd, 60)))
+        .filter(|(c, _)| only.is_none_or(|o| o == *c))
+        .collect();
+    let theirs = sequences.clone();
+    let run_all = |cases: Vec<(usize, Vec<(Step, bool)>)>| {
+        move |p: &dyn ProcessApi| {
+            let mut log = Log::new();
+            for (case, steps) in &cases {
+                run_steps(p, *case, steps, &mut log);
+            }
+            log
+        }
+    };
+    let on_kernel = run_all(theirs);
+    let on_vfscale = run_all(sequences);
+    compare_with_kernel_in(
+        "inotify (random, passthrough)",
+        vfs,
+        move |k| on_kernel(k),
+        move |p| on_vfscale(p),
+    );
+    let _ = std::fs::remove_dir_all(&host);
 }

@@ -111,6 +111,13 @@ pub trait Filesystem: Send + Sync {
 
     /// The core is freeing `inode` (backend-served instances only).
     fn evict(&self, _inode: &Inode) {}
+
+    /// An inotify watch now holds `inode` (backend-served instances
+    /// only): a later lookup of any of the backend object's names should
+    /// find this inode rather than make another, or the watch would miss
+    /// the events of changes made through that name (Linux's icache finds
+    /// the watched inode by number).
+    fn keep_identity(&self, _inode: &Inode) {}
     /// An open file description of regular file `inode` is being made
     /// (`fmode`: its `FMODE_READ` / `FMODE_WRITE` bits). True: the backend
     /// now holds the backend's file open for it until `release`, so the

@@ -364,6 +364,11 @@ impl VfsInner {
             // Relaxed: see the module comment.
             inode.watched.store(true, Ordering::Relaxed);
             self.notify.active.store(true, Ordering::Relaxed);
+            // SAFETY: an inode's superblock outlives it.
+            let sb = unsafe { &*inode.sb };
+            if sb.backend_served {
+                sb.fs.keep_identity(inode);
+            }
         }
         marks.entry(addr).or_default().push(Mark {
             group: group.clone(),

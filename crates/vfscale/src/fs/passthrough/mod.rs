@@ -1683,6 +1683,12 @@ impl Filesystem for Passthrough {
         Ok(inode)
     }
 
+    fn keep_identity(&self, inode: &Inode) {
+        // Directories are not in the map (one name each: their cached
+        // entry keeps their inode; COMPATIBILITY.md).
+        self.map_identity(inode);
+    }
+
     fn link(&self, _sb: &SuperBlock, inode: &Inode, dir: &Inode, name: &[u8]) -> SysResult<()> {
         let fd = self.dir_fd(dir)?;
         let c = cstr(name)?;
@@ -1718,8 +1724,14 @@ impl Filesystem for Passthrough {
         };
         self.names_changed(dir);
         if linked.is_ok() {
-            // The new name's lookup finds this inode.
+            // The new name's lookup finds this inode, and the node knows
+            // the name: removing the old one through vfscale leaves the
+            // file named (an inotify watch on it stays with it).
             self.map_identity(inode);
+            let path = self.path_of(dir).and_then(|d| host::join(&d, name));
+            if let (Some(mut node), Ok(path)) = (self.locked(inode), path) {
+                node.learn_path(&path);
+            }
         }
         linked
     }
