@@ -101,7 +101,7 @@ fn compare_in(
             return;
         }
     };
-    let vfs = vfs.unwrap_or_else(Vfs::new);
+    let vfs = vfs.unwrap_or_default();
     let root = vfs.root_process();
     let ours = on_vfscale(&root);
     assert_logs_match(&kernel, &ours);
