@@ -1634,3 +1634,40 @@ fn fsync_of_a_removed_directory_succeeds() {
     assert_eq!(p.fdatasync(fd), Ok(()));
     p.close(fd).unwrap();
 }
+
+/// A file with a second name inside a directory, exchanged with that
+/// directory: the file's name moves to the directory's and its other name
+/// moves with the directory. Both names must keep reaching the host file
+/// (session 34: once a link through vfscale taught the node its new name,
+/// the exchange moved the one and left the other stale, and a setattr by
+/// the first went to the stale path: ENOTDIR).
+#[test]
+fn a_file_exchanged_with_a_directory_holding_its_other_name_keeps_both() {
+    let host = HostDir::new("exchange-linked");
+    let vfs = vfscale::Vfs::with_passthrough_root(
+        vfscale::VfsConfig::default(),
+        host.path(),
+        vfscale::fs::passthrough::PassthroughConfig {
+            ttl: Duration::ZERO,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let p = vfs.root_process();
+    p.mkdir(b"/a", 0o755).unwrap();
+    p.mkdir(b"/b", 0o755).unwrap();
+    let f = p.open(b"/a/x", O_CREAT | O_WRONLY, 0o644).unwrap();
+    p.close(f).unwrap();
+    p.link(b"/a/x", b"/b/x").unwrap();
+    p.renameat2(AT_FDCWD, b"/b", AT_FDCWD, b"/a/x", RENAME_EXCHANGE)
+        .unwrap();
+    assert_eq!(p.utimensat(AT_FDCWD, b"/b", None, 0), Ok(()));
+    assert_eq!(p.chmod(b"/b", 0o600), Ok(()));
+    assert_eq!(p.stat(b"/a/x/x").unwrap().mode & 0o7777, 0o600);
+    assert_eq!(p.stat(b"/a/x").unwrap().mode & S_IFMT, S_IFDIR);
+    let fd = p.open(b"/a/x/x", O_WRONLY, 0).unwrap();
+    assert_eq!(p.write(fd, b"both"), Ok(4));
+    p.close(fd).unwrap();
+    assert_eq!(std::fs::read(host.path().join("b")).unwrap(), b"both");
+    assert_eq!(host.path().join("a/x/x").metadata().unwrap().nlink(), 2);
+}

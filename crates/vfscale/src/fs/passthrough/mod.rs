@@ -1232,10 +1232,9 @@ impl Filesystem for Passthrough {
             for cell in shard.lock().live.iter().flatten() {
                 let mut node = cell.lock();
                 let here = Arc::as_ptr(cell).cast::<()>();
-                if let Some(m) = plan.iter().find(|m| m.inode.private() == here) {
-                    node.move_path(&m.old, m.new.as_deref());
-                    continue;
-                }
+                // Its names under a moved directory first (a file moved by
+                // an exchange with a directory may have another name
+                // inside it), then its own move: no name is both.
                 for p in node.paths_mut() {
                     let moved = plan.iter().find(|m| m.is_dir && under(p, &m.old));
                     if let Some(PlannedMove {
@@ -1244,6 +1243,9 @@ impl Filesystem for Passthrough {
                     {
                         *p = [&n[..], &p[old.len()..]].concat().into();
                     }
+                }
+                if let Some(m) = plan.iter().find(|m| m.inode.private() == here) {
+                    node.move_path(&m.old, m.new.as_deref());
                 }
             }
         }
