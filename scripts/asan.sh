@@ -18,5 +18,5 @@ exec cargo +nightly test -p vfscale --target x86_64-unknown-linux-gnu \
     --test in_lookup --test api_fhandle --test passthrough --test passthrough_containment \
     --test passthrough_stress --test passthrough_dirs --test defer --test reclaim \
     --test reclaim_passthrough --test api_read_only --test passthrough_read_only \
-    --test api_openat2 --test api_mount_move --test api_epoll --test api_splice \
+    --test api_openat2 --test api_mount_move --test api_epoll --test api_splice --test api_inotify \
     --test hot_dentry -- "$@"

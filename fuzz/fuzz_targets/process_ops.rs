@@ -130,7 +130,7 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
         30 => drop(p.chroot(a)),
         // File locks, never a waiting form (one thread would wait forever);
         // sockets by name, all non-blocking for the same reason.
-        _ => match arg % 12 {
+        _ => match arg % 13 {
             0 => drop(p.fchmod(fd(), u32::from(arg))),
             1 => drop(p.flock(fd(), i32::from(bytes.byte()?) | LOCK_NB)),
             // POSIX ACLs: set (an entry list from the next bytes: tags,
@@ -180,7 +180,7 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
                     1 => [b"\0".as_slice(), a].concat(),
                     _ => Vec::new(),
                 };
-                let _ = if arg % 12 == 5 {
+                let _ = if arg % 13 == 5 {
                     p.bind(fd(), &name)
                 } else {
                     p.connect(fd(), &name)
@@ -314,6 +314,31 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
                     _ => {}
                 }
             }
+            // inotify: an instance (always non-blocking), a watch on a
+            // name with any mask bits, a removal of any watch descriptor,
+            // a read of any descriptor that cannot wait.
+            11 => match bytes.byte()? % 4 {
+                0 => {
+                    if let Ok(i) = p.inotify_init1(IN_NONBLOCK | i32::from(arg & 0x40) << 13) {
+                        fds.push(i);
+                    }
+                }
+                1 => {
+                    let m = u32::from_le_bytes([bytes.byte()?, bytes.byte()?, 0, bytes.byte()?]);
+                    let _ = p.inotify_add_watch(fd(), a, m | u32::from(arg & 7) << 24);
+                }
+                2 => drop(p.inotify_rm_watch(fd(), i32::from(bytes.byte()? as i8))),
+                _ => {
+                    let f = fd();
+                    let never_waits = p
+                        .fcntl(f, F_GETFL, 0)
+                        .is_ok_and(|fl| fl & i64::from(O_NONBLOCK) != 0);
+                    if never_waits {
+                        let n = usize::from(bytes.byte()?) % buf.len();
+                        let _ = p.read(f, &mut buf[..n]);
+                    }
+                }
+            },
             _ => {
                 let cmds = [F_GETLK, F_SETLK, F_OFD_GETLK, F_OFD_SETLK, 99];
                 let cmd = cmds[usize::from(bytes.byte()?) % cmds.len()];

@@ -1235,18 +1235,24 @@ enum Step {
     Rename(&'static str, &'static str, u32),
 }
 
-/// Whether one of `fds` may hold the directory `at` names: it is that
-/// directory, or an open object with no name left, which may have been
-/// in it (its dentry keeps its parent's).
-fn holds_open<P: ProcessApi + ?Sized>(p: &P, at: &str, fds: &[Fd]) -> bool {
-    let Ok(st) = p.lstat(at.as_bytes()) else {
+/// Whether one of `fds` holds the directory `at` names (in case `case`'s
+/// directory): it is that directory or something below it, unlinked ones
+/// included (an open file's name keeps its directory, as Linux's
+/// d_parent), by the descriptor's `/proc`-style path.
+fn holds_open<P: ProcessApi + ?Sized>(p: &P, case: usize, at: &str, fds: &[Fd]) -> bool {
+    if !p
+        .lstat(at.as_bytes())
+        .is_ok_and(|st| st.mode & S_IFMT == S_IFDIR)
+    {
         return false;
-    };
-    st.mode & S_IFMT == S_IFDIR
-        && fds.iter().any(|&f| {
-            p.fstat(f)
-                .is_ok_and(|o| (o.dev, o.ino) == (st.dev, st.ino) || o.nlink == 0)
+    }
+    let dir = format!("/c{case}/{at}");
+    fds.iter().any(|&f| {
+        p.fd_path(f).is_ok_and(|path| {
+            let rest = path.strip_prefix(dir.as_bytes());
+            rest.is_some_and(|r| r.is_empty() || r.starts_with(b"/") || r.starts_with(b" "))
         })
+    })
 }
 
 /// A sequence's steps, each with whether the events are read after it
@@ -1508,11 +1514,11 @@ fn run_steps(p: &dyn ProcessApi, case: usize, steps: &[(Step, bool)], log: &mut 
             // reports its IN_DELETE_SELF at the rmdir, Linux at the last
             // close (COMPATIBILITY.md). Each side decides from its own
             // descriptors, so both skip the same steps.
-            Step::Rmdir(at) if holds_open(p, at, &fds) => "(skipped: open)".to_string(),
+            Step::Rmdir(at) if holds_open(p, case, at, &fds) => "(skipped: open)".to_string(),
             Step::Rmdir(at) => show(p.rmdir(at.as_bytes())),
             // The same for a directory a rename would replace.
             Step::Rename(_, to, flags)
-                if flags & RENAME_EXCHANGE == 0 && holds_open(p, to, &fds) =>
+                if flags & RENAME_EXCHANGE == 0 && holds_open(p, case, to, &fds) =>
             {
                 "(skipped: open)".to_string()
             }
