@@ -216,3 +216,35 @@ fn concurrent_changes_and_watch_churn_keep_every_event_and_no_pin() {
     drop(p);
     vfs.check_invariants().unwrap();
 }
+
+/// The instance under the watches goes away: IN_UNMOUNT (with IN_ISDIR for
+/// a directory) and IN_IGNORED for each watched inode, newest first — what
+/// Linux 6.18 sent for the same tree on a host tmpfs (a watch on the
+/// mount's root, a file and a directory; checked with a probe).
+#[test]
+fn an_unmount_ends_every_watch_on_the_instance() {
+    let (vfs, p) = setup();
+    tmpfs_at(&p, b"/m", 0).unwrap();
+    p.mkdir(b"/m/sub", 0o755).unwrap();
+    mkfile(&p, b"/m/f", b"");
+    let i = p.inotify_init1(IN_NONBLOCK).unwrap();
+    let root = p.inotify_add_watch(i, b"/m", IN_ALL_EVENTS).unwrap();
+    let f = p.inotify_add_watch(i, b"/m/f", IN_ALL_EVENTS).unwrap();
+    let sub = p.inotify_add_watch(i, b"/m/sub", IN_ALL_EVENTS).unwrap();
+    // Watches pin inodes, not the mount.
+    p.umount2(b"/m", 0).unwrap();
+    assert_eq!(
+        plain(events(&p, i)),
+        vec![
+            ev(f, IN_UNMOUNT, ""),
+            ev(f, IN_IGNORED, ""),
+            ev(sub, IN_UNMOUNT | IN_ISDIR, ""),
+            ev(sub, IN_IGNORED, ""),
+            ev(root, IN_UNMOUNT | IN_ISDIR, ""),
+            ev(root, IN_IGNORED, ""),
+        ]
+    );
+    p.close(i).unwrap();
+    drop(p);
+    vfs.check_invariants().unwrap();
+}

@@ -288,15 +288,18 @@ impl VfsInner {
         if !self.notify_active() {
             return;
         }
-        let doomed: Vec<usize> = self
+        // SAFETY (both): a key is a pinned (so live) inode.
+        let inode = |a: usize| unsafe { &*(a as *const Inode) };
+        let mut doomed: Vec<usize> = self
             .notify
             .marks
             .lock()
             .keys()
             .copied()
-            // SAFETY: a key is a pinned (so live) inode.
-            .filter(|&a| core::ptr::eq(unsafe { &*(a as *const Inode) }.sb, sb))
+            .filter(|&a| core::ptr::eq(inode(a).sb, sb))
             .collect();
+        // Linux walks the superblock's inode list, newest first.
+        doomed.sort_by_key(|&a| core::cmp::Reverse(inode(a).ino()));
         for a in doomed {
             self.notify_removed_slow(a as *const Inode, IN_UNMOUNT);
         }
