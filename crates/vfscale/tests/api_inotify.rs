@@ -248,3 +248,51 @@ fn an_unmount_ends_every_watch_on_the_instance() {
     drop(p);
     vfs.check_invariants().unwrap();
 }
+
+/// Changes through the namespace-level (handle) API — what the FUSE
+/// server makes of the kernel's requests — report as the syscalls do.
+#[test]
+fn changes_through_handles_report_as_syscalls() {
+    let (vfs, p) = setup();
+    let ns = vfscale::Namespace::new(&vfs);
+    let root = std::sync::Arc::new(vfscale::Cred::root());
+    p.mkdir(b"/d", 0o755).unwrap();
+    let i = p.inotify_init1(IN_NONBLOCK).unwrap();
+    let wd = p.inotify_add_watch(i, b"/d", IN_ALL_EVENTS).unwrap();
+    let d = ns.lookup(&root, ns.root(), b"d").unwrap();
+    let (f, fh) = ns.create(&root, &d.handle, b"f", O_RDWR, 0o644, 0).unwrap();
+    ns.write(&root, fh, 0, b"data", false).unwrap();
+    let set = |s: vfscale::SetAttr| ns.setattr(&root, &f.handle, &s).map(drop);
+    set(vfscale::SetAttr {
+        mode: Some(0o600),
+        ..Default::default()
+    })
+    .unwrap();
+    set(vfscale::SetAttr {
+        size: Some(1),
+        ..Default::default()
+    })
+    .unwrap();
+    set(vfscale::SetAttr {
+        atime: Some(Timespec::NOW),
+        mtime: Some(Timespec::NOW),
+        ..Default::default()
+    })
+    .unwrap();
+    ns.setxattr(&root, &f.handle, b"user.k", b"v", 0).unwrap();
+    ns.release(fh).unwrap();
+    ns.unlink(&root, &d.handle, b"f").unwrap();
+    assert_eq!(
+        plain(events(&p, i)),
+        vec![
+            ev(wd, IN_CREATE, "f"),
+            ev(wd, IN_OPEN, "f"),
+            ev(wd, IN_MODIFY, "f"),
+            ev(wd, IN_ATTRIB, "f"),
+            ev(wd, IN_MODIFY, "f"),
+            ev(wd, IN_ATTRIB, "f"),
+            ev(wd, IN_CLOSE_WRITE, "f"),
+            ev(wd, IN_DELETE, "f"),
+        ]
+    );
+}

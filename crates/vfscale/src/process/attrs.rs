@@ -311,7 +311,7 @@ impl Process {
     }
 
     /// fsnotify_change of a chown: IN_ATTRIB when an owner was given.
-    fn notify_chown(&self, d: *const Dentry, inode: &Inode, uid: u32, gid: u32) {
+    pub(super) fn notify_chown(&self, d: *const Dentry, inode: &Inode, uid: u32, gid: u32) {
         if uid != u32::MAX || gid != u32::MAX {
             self.vfs.notify_object(d, inode, IN_ATTRIB, false);
         }
@@ -319,7 +319,12 @@ impl Process {
 
     /// fsnotify_change of a utimes: both times set is IN_ATTRIB, the
     /// modification time alone IN_MODIFY, the access time alone IN_ACCESS.
-    fn notify_utimes(&self, d: *const Dentry, inode: &Inode, times: Option<[Timespec; 2]>) {
+    pub(super) fn notify_utimes(
+        &self,
+        d: *const Dentry,
+        inode: &Inode,
+        times: Option<[Timespec; 2]>,
+    ) {
         let event = match times {
             Some([a, _]) if a.nsec == UTIME_OMIT => IN_MODIFY,
             Some([_, m]) if m.nsec == UTIME_OMIT => IN_ACCESS,

@@ -230,28 +230,34 @@ impl Namespace {
         let inode = h.inode();
         // SAFETY: the handle references its mount.
         let mnt = unsafe { &*h.path.mnt };
+        // Each change reports its inotify event as the syscall's would.
+        let d = h.path.dentry;
         if set.uid.is_some() || set.gid.is_some() {
-            v.chown_inode(
-                mnt,
-                inode,
-                set.uid.unwrap_or(u32::MAX),
-                set.gid.unwrap_or(u32::MAX),
-            )?;
+            let (uid, gid) = (set.uid.unwrap_or(u32::MAX), set.gid.unwrap_or(u32::MAX));
+            v.chown_inode(mnt, inode, uid, gid)?;
+            v.notify_chown(d, inode, uid, gid);
         }
         if let Some(mode) = set.mode {
             v.chmod_inode(mnt, inode, mode & S_IALLUGO)?;
+            self.vfs.notify_object(d, inode, IN_ATTRIB, false);
         }
         if let Some(size) = set.size {
             let size = i64::try_from(size).map_err(|_| Errno::EINVAL)?;
             match set.fh {
                 Some(fh) => v.sys_ftruncate(fh_fd(fh)?, size)?,
-                None => v.truncate_at(mnt, inode, size as u64)?,
+                None => {
+                    v.truncate_at(mnt, inode, size as u64)?;
+                    self.vfs.notify_object(d, inode, IN_MODIFY, false);
+                }
             }
         }
         if set.atime.is_some() || set.mtime.is_some() {
-            let at = set.atime.unwrap_or(Timespec::OMIT);
-            let mt = set.mtime.unwrap_or(Timespec::OMIT);
-            v.utimes_inode(mnt, inode, Some([at, mt]))?;
+            let times = [
+                set.atime.unwrap_or(Timespec::OMIT),
+                set.mtime.unwrap_or(Timespec::OMIT),
+            ];
+            v.utimes_inode(mnt, inode, Some(times))?;
+            v.notify_utimes(d, inode, Some(times));
         }
         Ok(h.stat())
     }
@@ -509,7 +515,7 @@ impl Namespace {
         flags: i32,
     ) -> SysResult<()> {
         super::xattr::set_inode(cred, h.inode(), name, value, flags)
-            .inspect(|()| super::xattr::acl_changed(&self.vfs.watchers, h.inode(), name))
+            .inspect(|()| super::xattr::xattr_changed(&self.vfs, h.path.dentry, h.inode(), name))
     }
 
     /// getxattr: the value's size when `buf` is empty.
@@ -530,7 +536,7 @@ impl Namespace {
 
     pub fn removexattr(&self, cred: &Arc<Cred>, h: &Handle, name: &[u8]) -> SysResult<()> {
         super::xattr::remove_inode(cred, h.inode(), name)
-            .inspect(|()| super::xattr::acl_changed(&self.vfs.watchers, h.inode(), name))
+            .inspect(|()| super::xattr::xattr_changed(&self.vfs, h.path.dentry, h.inode(), name))
     }
 
     /// fallocate on an open file by `cred` (whose capabilities decide

@@ -426,13 +426,20 @@ pub(crate) fn remove_inode(cred: &Cred, inode: &Inode, name: &[u8]) -> SysResult
     Ok(())
 }
 
-/// After a successful change of attribute `name` of `inode`: an ACL
+/// After a successful change of attribute `name` of `inode` (reached
+/// through dentry `d`): inotify's IN_ATTRIB (fsnotify_xattr); and an ACL
 /// change may change the mode, so observers (the FUSE server's kernel
 /// invalidation) hear of it as of a chmod. Other attribute changes touch
-/// only ctime and are not reported (COMPATIBILITY.md).
-pub(crate) fn acl_changed(watchers: &crate::watch::Watchers, inode: &Inode, name: &[u8]) {
+/// only ctime and are not reported to them (COMPATIBILITY.md).
+pub(crate) fn xattr_changed(
+    vfs: &crate::vfs::VfsInner,
+    d: *const Dentry,
+    inode: &Inode,
+    name: &[u8],
+) {
+    vfs.notify_object(d, inode, IN_ATTRIB, false);
     if AclKind::of_name(check_name(name).unwrap_or_default()).is_some() {
-        watchers.inode_changed(inode, false);
+        vfs.watchers.inode_changed(inode, false);
     }
 }
 
@@ -533,10 +540,7 @@ impl Process {
                 Store::Tmpfs => set_inode(&self.cred, i, name, value, flags),
                 _ => change_without_store(&self.cred, i, store, name, Some(value)),
             }
-            .inspect(|()| {
-                acl_changed(&self.vfs.watchers, i, name);
-                self.vfs.notify_object(d, i, IN_ATTRIB, false);
-            })
+            .inspect(|()| xattr_changed(&self.vfs, d, i, name))
         })
     }
 
@@ -576,10 +580,7 @@ impl Process {
                 Store::Tmpfs => remove_inode(&self.cred, i, name),
                 _ => change_without_store(&self.cred, i, store, name, None),
             }
-            .inspect(|()| {
-                acl_changed(&self.vfs.watchers, i, name);
-                self.vfs.notify_object(d, i, IN_ATTRIB, false);
-            })
+            .inspect(|()| xattr_changed(&self.vfs, d, i, name))
         })
     }
 }
