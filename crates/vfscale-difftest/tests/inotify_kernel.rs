@@ -1554,19 +1554,56 @@ fn run_steps(p: &dyn ProcessApi, case: usize, steps: &[(Step, bool)], log: &mut 
 /// and name changes, compared with the kernel step by step with the
 /// events of every instance (`VFSCALE_INOTIFY_CASES`, default 120, of 60
 /// steps; `VFSCALE_SEED` replays; `VFSCALE_INOTIFY_ONLY=N` runs case N
-/// alone).
+/// alone, `VFSCALE_INOTIFY_STEPS=K` only its first K steps).
 #[test]
 fn random_sequences_match_the_kernel() {
-    let seed = seed_from_env();
     let cases = env_u64("VFSCALE_INOTIFY_CASES").unwrap_or(120) as usize;
+    compare_random("inotify (random)", cases, None);
+}
+
+/// The random sequences with vfscale's side on a passthrough root over a
+/// fresh host directory (on /dev/shm, a tmpfs as the kernel side's): the
+/// backend's own create, unlink and rename paths report the same events
+/// (`VFSCALE_INOTIFY_PT_CASES`, default 40; the other variables as above).
+#[test]
+fn random_sequences_on_passthrough_match_the_kernel() {
+    use vfscale::fs::passthrough::PassthroughConfig;
+    use vfscale::{Vfs, VfsConfig};
+    let cases = env_u64("VFSCALE_INOTIFY_PT_CASES").unwrap_or(40) as usize;
+    let host = std::path::PathBuf::from(format!(
+        "/dev/shm/vfscale-inotify-{}-{}",
+        std::process::id(),
+        seed_from_env()
+    ));
+    if std::fs::create_dir(&host).is_err() {
+        println!("passthrough inotify comparison skipped: cannot make {host:?}");
+        return;
+    }
+    let vfs = Vfs::with_passthrough_root(
+        VfsConfig::default(),
+        &host,
+        PassthroughConfig {
+            ttl: std::time::Duration::ZERO,
+            ..PassthroughConfig::default()
+        },
+    )
+    .expect("a passthrough root over a fresh directory");
+    compare_random("inotify (random, passthrough)", cases, Some(vfs));
+    let _ = std::fs::remove_dir_all(&host);
+}
+
+/// `cases` random sequences (or the one `VFSCALE_INOTIFY_ONLY` names, cut
+/// to `VFSCALE_INOTIFY_STEPS`) on the kernel and on vfscale (`vfs`, else a
+/// fresh tmpfs namespace). The sequences remove directories they looked
+/// up missing names in, so the caches are dropped before the check.
+fn compare_random(what: &str, cases: usize, vfs: Option<vfscale::Vfs>) {
+    let seed = seed_from_env();
     println!("seed {seed} (replay with VFSCALE_SEED={seed})");
     let mut rnd = xorshift(seed);
     let sequences: Vec<Vec<(Step, bool)>> =
         (0..cases).map(|_| random_steps(&mut rnd, 60)).collect();
     let sequences: Vec<(usize, Vec<(Step, bool)>)> = match env_u64("VFSCALE_INOTIFY_ONLY") {
         Some(c) => {
-            // `VFSCALE_INOTIFY_STEPS=K` keeps its first K steps (to narrow
-            // down a failure).
             let mut steps = sequences[c as usize].clone();
             steps.truncate(env_u64("VFSCALE_INOTIFY_STEPS").map_or(steps.len(), |k| k as usize));
             vec![(c as usize, steps)]
@@ -1585,65 +1622,10 @@ fn random_sequences_match_the_kernel() {
     };
     let on_kernel = run_all(theirs);
     let on_vfscale = run_all(sequences);
-    // The sequences remove directories they looked up missing names in.
-    compare_with_kernel_reclaimed(
-        "inotify (random)",
-        move |k| on_kernel(k),
-        move |p| on_vfscale(p),
-    );
-}
-
-/// The random sequences with vfscale's side on a passthrough root over a
-/// fresh host directory (on /dev/shm, a tmpfs as the kernel side's): the
-/// backend's own create, unlink and rename paths report the same events
-/// (`VFSCALE_INOTIFY_PT_CASES`, default 40; the seed as above).
-#[test]
-fn random_sequences_on_passthrough_match_the_kernel() {
-    use vfscale::fs::passthrough::PassthroughConfig;
-    use vfscale::{Vfs, VfsConfig};
-    let seed = seed_from_env();
-    let cases = env_u64("VFSCALE_INOTIFY_PT_CASES").unwrap_or(40) as usize;
-    println!("seed {seed} (replay with VFSCALE_SEED={seed})");
-    let host = std::path::PathBuf::from(format!(
-        "/dev/shm/vfscale-inotify-{}-{seed}",
-        std::process::id()
-    ));
-    if std::fs::create_dir(&host).is_err() {
-        println!("passthrough inotify comparison skipped: cannot make {host:?}");
-        return;
-    }
-    let vfs = Vfs::with_passthrough_root(
-        VfsConfig::default(),
-        &host,
-        PassthroughConfig {
-            ttl: std::time::Duration::ZERO,
-            ..PassthroughConfig::default()
-        },
-    )
-    .expect("a passthrough root over a fresh directory");
-    let mut rnd = xorshift(seed);
-    let only = env_u64("VFSCALE_INOTIFY_ONLY").map(|c| c as usize);
-    let sequences: Vec<(usize, Vec<(Step, bool)>)> = (0..cases)
-        .map(|c| (c, random_steps(&mut rnd, 60)))
-        .filter(|(c, _)| only.is_none_or(|o| o == *c))
-        .collect();
-    let theirs = sequences.clone();
-    let run_all = |cases: Vec<(usize, Vec<(Step, bool)>)>| {
-        move |p: &dyn ProcessApi| {
-            let mut log = Log::new();
-            for (case, steps) in &cases {
-                run_steps(p, *case, steps, &mut log);
-            }
-            log
+    match vfs {
+        Some(vfs) => {
+            compare_with_kernel_in(what, vfs, move |k| on_kernel(k), move |p| on_vfscale(p))
         }
-    };
-    let on_kernel = run_all(theirs);
-    let on_vfscale = run_all(sequences);
-    compare_with_kernel_in(
-        "inotify (random, passthrough)",
-        vfs,
-        move |k| on_kernel(k),
-        move |p| on_vfscale(p),
-    );
-    let _ = std::fs::remove_dir_all(&host);
+        None => compare_with_kernel_reclaimed(what, move |k| on_kernel(k), move |p| on_vfscale(p)),
+    }
 }
