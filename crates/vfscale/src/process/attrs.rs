@@ -176,7 +176,13 @@ impl Process {
         self.lookup_at(&self.cred, dirfd, path, flags, 0)
     }
 
-    pub(super) fn chmod_inode(&self, mnt: &Mount, inode: &Inode, mode: u32) -> SysResult<()> {
+    pub(super) fn chmod_inode(
+        &self,
+        mnt: &Mount,
+        d: *const Dentry,
+        inode: &Inode,
+        mode: u32,
+    ) -> SysResult<()> {
         // chmod_common: write access first.
         let _write = mnt.write_access()?;
         refuse_anon_inode_setattr(inode)?;
@@ -191,7 +197,7 @@ impl Process {
             return sb
                 .fs
                 .setattr(sb, inode, &change)
-                .inspect(|()| self.vfs.watchers.inode_changed(inode, false));
+                .inspect(|()| self.attr_changed(d, inode, IN_ATTRIB));
         }
         // A memfd sealed against exec changes: tested and changed under
         // its data lock, as its seals change (anon/memfd.rs).
@@ -205,7 +211,7 @@ impl Process {
             _ => None,
         };
         inode.chmod_with_acl(new, now());
-        self.vfs.watchers.inode_changed(inode, false);
+        self.attr_changed(d, inode, IN_ATTRIB);
         Ok(())
     }
 
@@ -226,28 +232,29 @@ impl Process {
             // write access.
             return found.mount().write_access().and(Err(Errno::EOPNOTSUPP));
         }
-        self.chmod_inode(found.mount(), found.inode(), mode)?;
-        self.vfs
-            .notify_object(found.path.dentry, found.inode(), IN_ATTRIB, false);
-        Ok(())
+        self.chmod_inode(found.mount(), found.path.dentry, found.inode(), mode)
     }
 
     pub(crate) fn sys_fchmod(&self, fd: Fd, mode: u32) -> SysResult<()> {
         self.with_file(fd, false, |f| {
-            self.chmod_inode(f.mount(), f.inode(), mode)?;
-            self.vfs
-                .notify_object(f.dentry, f.inode(), IN_ATTRIB, false);
-            Ok(())
+            self.chmod_inode(f.mount(), f.dentry, f.inode(), mode)
         })
     }
 
     pub(super) fn chown_inode(
         &self,
         mnt: &Mount,
+        d: *const Dentry,
         inode: &Inode,
         uid: u32,
         gid: u32,
     ) -> SysResult<()> {
+        // fsnotify_change: IN_ATTRIB when an owner was given.
+        let event = if uid != u32::MAX || gid != u32::MAX {
+            IN_ATTRIB
+        } else {
+            0
+        };
         // do_fchownat / vfs_fchown: write access first.
         let _write = mnt.write_access()?;
         let new_uid = (uid != u32::MAX).then_some(uid);
@@ -267,7 +274,7 @@ impl Process {
             return sb
                 .fs
                 .setattr(sb, inode, &change)
-                .inspect(|()| self.vfs.watchers.inode_changed(inode, false));
+                .inspect(|()| self.attr_changed(d, inode, event));
         }
         let t = now();
         inode.update_attr(|w| {
@@ -280,7 +287,7 @@ impl Process {
             w.set_mode(new_mode);
             w.set_ctime(t);
         });
-        self.vfs.watchers.inode_changed(inode, false);
+        self.attr_changed(d, inode, event);
         Ok(())
     }
 
@@ -297,49 +304,48 @@ impl Process {
         }
         let _g = self.vfs.collector.enter();
         let found = self.lookup_setattr(dirfd, path, flags)?;
-        self.chown_inode(found.mount(), found.inode(), uid, gid)?;
-        self.notify_chown(found.path.dentry, found.inode(), uid, gid);
-        Ok(())
+        self.chown_inode(found.mount(), found.path.dentry, found.inode(), uid, gid)
     }
 
     pub(crate) fn sys_fchown(&self, fd: Fd, uid: u32, gid: u32) -> SysResult<()> {
         self.with_file(fd, false, |f| {
-            self.chown_inode(f.mount(), f.inode(), uid, gid)?;
-            self.notify_chown(f.dentry, f.inode(), uid, gid);
-            Ok(())
+            self.chown_inode(f.mount(), f.dentry, f.inode(), uid, gid)
         })
     }
 
-    /// fsnotify_change of a chown: IN_ATTRIB when an owner was given.
-    pub(super) fn notify_chown(&self, d: *const Dentry, inode: &Inode, uid: u32, gid: u32) {
-        if uid != u32::MAX || gid != u32::MAX {
-            self.vfs.notify_object(d, inode, IN_ATTRIB, false);
+    /// An attribute change of `inode` (reached through `d`) is visible:
+    /// the name observers hear of it (watch.rs), and inotify's watches of
+    /// `event` (0: none, as a chown that gave no owner).
+    pub(super) fn attr_changed(&self, d: *const Dentry, inode: &Inode, event: u32) {
+        self.vfs.watchers.inode_changed(inode, false);
+        if event != 0 {
+            self.vfs.notify_object(d, inode, event, false);
         }
     }
 
-    /// fsnotify_change of a utimes: both times set is IN_ATTRIB, the
-    /// modification time alone IN_MODIFY, the access time alone IN_ACCESS.
-    pub(super) fn notify_utimes(
-        &self,
-        d: *const Dentry,
-        inode: &Inode,
-        times: Option<[Timespec; 2]>,
-    ) {
-        let event = match times {
-            Some([a, _]) if a.nsec == UTIME_OMIT => IN_MODIFY,
-            Some([_, m]) if m.nsec == UTIME_OMIT => IN_ACCESS,
-            _ => IN_ATTRIB,
-        };
-        self.vfs.notify_object(d, inode, event, false);
+    /// A truncation of `inode` (reached through `d`) is visible: the
+    /// observers hear of changed contents, inotify's watches of IN_MODIFY
+    /// (fsnotify_change of ATTR_SIZE).
+    pub(super) fn data_changed(&self, d: *const Dentry, inode: &Inode) {
+        self.vfs.watchers.inode_changed(inode, true);
+        self.vfs.notify_object(d, inode, IN_MODIFY, false);
     }
 
     pub(super) fn utimes_inode(
         &self,
         mnt: &Mount,
+        d: *const Dentry,
         inode: &Inode,
         times: Option<[Timespec; 2]>,
     ) -> SysResult<()> {
         let [at, mt] = times.unwrap_or([Timespec::NOW, Timespec::NOW]);
+        // fsnotify_change: both times set is IN_ATTRIB, the modification
+        // time alone IN_MODIFY, the access time alone IN_ACCESS.
+        let event = match (at.nsec == UTIME_OMIT, mt.nsec == UTIME_OMIT) {
+            (true, _) => IN_MODIFY,
+            (_, true) => IN_ACCESS,
+            _ => IN_ATTRIB,
+        };
         for t in [at, mt] {
             if t.nsec != UTIME_NOW && t.nsec != UTIME_OMIT && !(0..1_000_000_000).contains(&t.nsec)
             {
@@ -372,7 +378,7 @@ impl Process {
             return sb
                 .fs
                 .setattr(sb, inode, &change)
-                .inspect(|()| self.vfs.watchers.inode_changed(inode, false));
+                .inspect(|()| self.attr_changed(d, inode, event));
         }
         let t = now();
         let pick = |x: Timespec| if x.nsec == UTIME_NOW { t } else { x };
@@ -385,7 +391,7 @@ impl Process {
             }
             w.set_ctime(t);
         });
-        self.vfs.watchers.inode_changed(inode, false);
+        self.attr_changed(d, inode, event);
         Ok(())
     }
 
@@ -407,9 +413,7 @@ impl Process {
         }
         let _g = self.vfs.collector.enter();
         let found = self.lookup_setattr(dirfd, path, flags)?;
-        self.utimes_inode(found.mount(), found.inode(), times)?;
-        self.notify_utimes(found.path.dentry, found.inode(), times);
-        Ok(())
+        self.utimes_inode(found.mount(), found.path.dentry, found.inode(), times)
     }
 
     pub(crate) fn sys_futimens(&self, fd: Fd, times: Option<[Timespec; 2]>) -> SysResult<()> {
@@ -424,9 +428,7 @@ impl Process {
             }
         }
         self.with_file(fd, false, |f| {
-            self.utimes_inode(f.mount(), f.inode(), times)?;
-            self.notify_utimes(f.dentry, f.inode(), times);
-            Ok(())
+            self.utimes_inode(f.mount(), f.dentry, f.inode(), times)
         })
     }
 

@@ -230,34 +230,30 @@ impl Namespace {
         let inode = h.inode();
         // SAFETY: the handle references its mount.
         let mnt = unsafe { &*h.path.mnt };
-        // Each change reports its inotify event as the syscall's would.
         let d = h.path.dentry;
         if set.uid.is_some() || set.gid.is_some() {
-            let (uid, gid) = (set.uid.unwrap_or(u32::MAX), set.gid.unwrap_or(u32::MAX));
-            v.chown_inode(mnt, inode, uid, gid)?;
-            v.notify_chown(d, inode, uid, gid);
+            v.chown_inode(
+                mnt,
+                d,
+                inode,
+                set.uid.unwrap_or(u32::MAX),
+                set.gid.unwrap_or(u32::MAX),
+            )?;
         }
         if let Some(mode) = set.mode {
-            v.chmod_inode(mnt, inode, mode & S_IALLUGO)?;
-            self.vfs.notify_object(d, inode, IN_ATTRIB, false);
+            v.chmod_inode(mnt, d, inode, mode & S_IALLUGO)?;
         }
         if let Some(size) = set.size {
             let size = i64::try_from(size).map_err(|_| Errno::EINVAL)?;
             match set.fh {
                 Some(fh) => v.sys_ftruncate(fh_fd(fh)?, size)?,
-                None => {
-                    v.truncate_at(mnt, inode, size as u64)?;
-                    self.vfs.notify_object(d, inode, IN_MODIFY, false);
-                }
+                None => v.truncate_at(mnt, d, inode, size as u64)?,
             }
         }
         if set.atime.is_some() || set.mtime.is_some() {
-            let times = [
-                set.atime.unwrap_or(Timespec::OMIT),
-                set.mtime.unwrap_or(Timespec::OMIT),
-            ];
-            v.utimes_inode(mnt, inode, Some(times))?;
-            v.notify_utimes(d, inode, Some(times));
+            let at = set.atime.unwrap_or(Timespec::OMIT);
+            let mt = set.mtime.unwrap_or(Timespec::OMIT);
+            v.utimes_inode(mnt, d, inode, Some([at, mt]))?;
         }
         Ok(h.stat())
     }

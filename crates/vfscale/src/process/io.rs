@@ -367,7 +367,12 @@ impl Process {
     }
 
     /// Sets a regular file's length (truncate, ftruncate, O_TRUNC).
-    pub(crate) fn truncate_inode(&self, inode: &Inode, length: u64) -> SysResult<()> {
+    pub(crate) fn truncate_inode(
+        &self,
+        d: *const crate::dcache::dentry::Dentry,
+        inode: &Inode,
+        length: u64,
+    ) -> SysResult<()> {
         // SAFETY: an inode's superblock outlives it.
         let sb = unsafe { &*inode.sb };
         if sb.backend_served {
@@ -375,17 +380,21 @@ impl Process {
             return sb
                 .fs
                 .truncate(sb, inode, length)
-                .inspect(|()| self.vfs.watchers.inode_changed(inode, true));
+                .inspect(|()| self.data_changed(d, inode));
         }
         let data = inode.file_data().ok_or(Errno::EINVAL)?;
         let seals = crate::anon::memfd::seals_of(&self.vfs, inode);
-        let mut d = data.write();
+        let mut data_guard = data.write();
         if let Some(sealed) = seals {
-            crate::anon::memfd::may_resize(crate::anon::memfd::get(sealed), d.len(), length)?;
+            crate::anon::memfd::may_resize(
+                crate::anon::memfd::get(sealed),
+                data_guard.len(),
+                length,
+            )?;
         }
-        let before = d.blocks_512();
-        d.set_len(length);
-        let after = d.blocks_512();
+        let before = data_guard.blocks_512();
+        data_guard.set_len(length);
+        let after = data_guard.blocks_512();
         self.vfs.charge_data(inode, after as i64 - before as i64)?;
         let t = now();
         let cred = &self.cred;
@@ -400,8 +409,8 @@ impl Process {
                 a.set_mode(m);
             }
         });
-        drop(d);
-        self.vfs.watchers.inode_changed(inode, true);
+        drop(data_guard);
+        self.data_changed(d, inode);
         Ok(())
     }
 
@@ -607,10 +616,7 @@ impl Process {
             if file.inode().file_type() != S_IFREG || file.fmode & FMODE_WRITE == 0 {
                 return Err(Errno::EINVAL);
             }
-            self.truncate_inode(file.inode(), length as u64)?;
-            self.vfs
-                .notify_object(file.dentry, file.inode(), IN_MODIFY, false);
-            Ok(())
+            self.truncate_inode(file.dentry, file.inode(), length as u64)
         })
     }
 

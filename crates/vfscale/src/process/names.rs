@@ -1256,11 +1256,12 @@ impl Process {
                 break found;
             }
         };
-        let r = self.truncate_at(found.mount(), found.inode(), length as u64);
-        if r.is_ok() {
-            self.vfs
-                .notify_object(found.path.dentry, found.inode(), IN_MODIFY, false);
-        }
+        let r = self.truncate_at(
+            found.mount(),
+            found.path.dentry,
+            found.inode(),
+            length as u64,
+        );
         self.vfs.dput(found.path.dentry);
         r
     }
@@ -1269,7 +1270,13 @@ impl Process {
     /// EISDIR, anything else not regular EINVAL, then write permission,
     /// then write access to the mount (EROFS: after the permission since
     /// Linux 6.13, whose fsnotify pre-content hook sits between them).
-    pub(super) fn truncate_at(&self, mnt: &Mount, inode: &Inode, length: u64) -> SysResult<()> {
+    pub(super) fn truncate_at(
+        &self,
+        mnt: &Mount,
+        d: *const Dentry,
+        inode: &Inode,
+        length: u64,
+    ) -> SysResult<()> {
         if inode.is_dir() {
             return Err(Errno::EISDIR);
         }
@@ -1278,7 +1285,7 @@ impl Process {
         }
         inode.permission(&self.cred, MAY_WRITE)?;
         let _write = mnt.write_access()?;
-        self.truncate_inode(inode, length)
+        self.truncate_inode(d, inode, length)
     }
 }
 

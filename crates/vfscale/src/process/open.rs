@@ -232,20 +232,15 @@ impl Process {
             return Ok(file);
         }
         let r = if f.fmode & FMODE_WRITER != 0 {
-            self.truncate_inode(f.inode(), 0)
+            self.truncate_inode(f.dentry, f.inode(), 0)
         } else {
             // O_RDONLY | O_TRUNC.
             f.mount()
                 .write_access()
-                .and_then(|_write| self.truncate_inode(f.inode(), 0))
+                .and_then(|_write| self.truncate_inode(f.dentry, f.inode(), 0))
         };
         match r {
-            Ok(()) => {
-                let f = file.file();
-                self.vfs
-                    .notify_object(f.dentry, f.inode(), IN_MODIFY, false);
-                Ok(file)
-            }
+            Ok(()) => Ok(file),
             Err(e) => {
                 self.vfs.fput(file);
                 Err(e)
