@@ -296,3 +296,38 @@ fn changes_through_handles_report_as_syscalls() {
         ]
     );
 }
+
+/// Calls that move bytes between files report IN_ACCESS on the source,
+/// then IN_MODIFY on the destination — the events and order a host tmpfs
+/// gave for the same calls (copy_file_range, sendfile, splice both ways;
+/// probed with Python's os module, session 34).
+#[test]
+fn calls_that_move_bytes_report_access_then_modify() {
+    let (_vfs, p) = setup();
+    p.mkdir(b"/d", 0o755).unwrap();
+    mkfile(&p, b"/d/a", b"hello world");
+    mkfile(&p, b"/d/b", b"");
+    let i = p.inotify_init1(IN_NONBLOCK).unwrap();
+    let d = p.inotify_add_watch(i, b"/d", IN_ALL_EVENTS).unwrap();
+    let a = p.inotify_add_watch(i, b"/d/a", IN_ALL_EVENTS).unwrap();
+    let b = p.inotify_add_watch(i, b"/d/b", IN_ALL_EVENTS).unwrap();
+    let fa = p.open(b"/d/a", O_RDONLY, 0).unwrap();
+    let fb = p.open(b"/d/b", O_WRONLY, 0).unwrap();
+    let _ = events(&p, i);
+    let moved = vec![
+        ev(d, IN_ACCESS, "a"),
+        ev(a, IN_ACCESS, ""),
+        ev(d, IN_MODIFY, "b"),
+        ev(b, IN_MODIFY, ""),
+    ];
+    assert_eq!(p.copy_file_range(fa, None, fb, None, 5, 0), Ok(5));
+    assert_eq!(plain(events(&p, i)), moved, "copy_file_range");
+    let mut at = 0;
+    assert_eq!(p.sendfile(fb, fa, Some(&mut at), 5), Ok(5));
+    assert_eq!(plain(events(&p, i)), moved, "sendfile");
+    let [r, w] = p.pipe2(0).unwrap();
+    assert_eq!(p.splice(fa, None, w, None, 3, 0), Ok(3));
+    assert_eq!(plain(events(&p, i)), moved[..2].to_vec(), "splice in");
+    assert_eq!(p.splice(r, None, fb, None, 3, 0), Ok(3));
+    assert_eq!(plain(events(&p, i)), moved[2..].to_vec(), "splice out");
+}

@@ -162,11 +162,7 @@ impl Process {
             if flags != 0 {
                 return Err(Errno::EINVAL);
             }
-            let r = self.copy_range(fin, off_in, fout, off_out, len);
-            if r.as_ref().is_ok_and(|&n| n > 0) {
-                self.notify_moved(fin, fout);
-            }
-            r
+            self.notify_moved(self.copy_range(fin, off_in, fout, off_out, len), fin, fout)
         })
     }
 

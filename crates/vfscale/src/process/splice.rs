@@ -160,11 +160,7 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         self.with_two_files(fd_in, fd_out, |i, o| {
-            let r = self.splice_files(i, off_in, o, off_out, len, flags);
-            if r.as_ref().is_ok_and(|&n| n > 0) {
-                self.notify_moved(i, o);
-            }
-            r
+            self.notify_moved(self.splice_files(i, off_in, o, off_out, len, flags), i, o)
         })
     }
 
@@ -422,8 +418,8 @@ impl Process {
             };
             if let Ok(n @ 1..) = r {
                 store_end(i, offset, start + n as i64);
-                self.notify_moved(i, o);
             }
+            let r = self.notify_moved(r, i, o);
             self.vfs.fput(fout);
             r
         })();
@@ -431,11 +427,19 @@ impl Process {
         r
     }
 
-    /// The events of bytes moved from `i` to `o`: IN_ACCESS, then
-    /// IN_MODIFY.
-    pub(super) fn notify_moved(&self, i: &OpenFile, o: &OpenFile) {
-        self.vfs.notify_file(i, IN_ACCESS);
-        self.vfs.notify_file(o, IN_MODIFY);
+    /// The events of a call that moved bytes from `i` to `o` (its result
+    /// `r`, passed on): IN_ACCESS, then IN_MODIFY, if any moved.
+    pub(super) fn notify_moved(
+        &self,
+        r: SysResult<usize>,
+        i: &OpenFile,
+        o: &OpenFile,
+    ) -> SysResult<usize> {
+        if r.as_ref().is_ok_and(|&n| n > 0) {
+            self.vfs.notify_file(i, IN_ACCESS);
+            self.vfs.notify_file(o, IN_MODIFY);
+        }
+        r
     }
 
     /// do_splice_direct: from a regular file at `pos` to a file that is not
