@@ -69,9 +69,9 @@ pub(crate) struct Registry {
 /// Inodes whose last mark went, to put once the registry is unlocked.
 type Unpinned = Vec<*const Inode>;
 
-/// One delivery: `marks` of an inode, the name the event carries for them
-/// (a child's, for its directory's marks), whether those marks are the
-/// directory's of the event's subject.
+/// One delivery: the inode whose marks hear the event, the name it
+/// carries for them (the child's, when they watch the subject's
+/// directory: `on_child`).
 struct Target<'a> {
     inode: usize,
     name: &'a [u8],

@@ -865,7 +865,6 @@ impl Process {
     /// with one cookie, a replaced target's link count (IN_ATTRIB), the
     /// moved inode's IN_MOVE_SELF; an exchange reports the other direction
     /// the same way.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn notify_renamed(
         &self,
         (odir, old_name): (&Inode, &[u8]),
@@ -883,18 +882,17 @@ impl Process {
             .notify_name(odir, old_name, IN_MOVED_FROM | isdir(source), cookie);
         self.vfs
             .notify_name(ndir, new_name, IN_MOVED_TO | isdir(source), cookie);
-        if let (Some(t), false) = (target, exchange) {
+        let replaced = target.filter(|_| !exchange);
+        if let Some(t) = replaced {
             self.vfs.notify_inode(t, IN_ATTRIB);
         }
         self.vfs.notify_inode(source, IN_MOVE_SELF);
         // A replaced directory reports its removal now, as rmdir does
         // (a file at its dentry's final put, right after).
-        if let (Some(t), false) = (target, exchange) {
-            if t.is_dir() {
-                self.vfs.notify_removed(t);
-            }
+        if let Some(t) = replaced.filter(|t| t.is_dir()) {
+            self.vfs.notify_removed(t);
         }
-        if let (Some(t), true) = (target, exchange) {
+        if let Some(t) = target.filter(|_| exchange) {
             let cookie = self.vfs.notify_cookie();
             self.vfs
                 .notify_name(ndir, new_name, IN_MOVED_FROM | isdir(t), cookie);
