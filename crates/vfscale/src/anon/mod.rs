@@ -97,12 +97,28 @@ pub(crate) fn pollable(file: &OpenFile) -> bool {
 
 /// The epoll behind an epoll file, as a new reference.
 pub(crate) fn epoll_of(file: &OpenFile) -> Option<Arc<Epoll>> {
-    if file.fmode & FMODE_EPOLL == 0 {
+    // SAFETY: an epoll file's private pointer is an `Epoll`'s.
+    unsafe { owned_private(file, FMODE_EPOLL) }
+}
+
+/// The inotify instance behind an inotify file, as a new reference.
+pub(crate) fn inotify_of(file: &OpenFile) -> Option<Arc<Inotify>> {
+    // SAFETY: an inotify file's private pointer is an `Inotify`'s.
+    unsafe { owned_private(file, FMODE_INOTIFY) }
+}
+
+/// A new reference on the object a file of kind `fmode` owns (its private
+/// pointer is an `Arc::into_raw` reference, alive while the file is).
+///
+/// # Safety
+/// A file with the `fmode` bit must own an `Arc<T>` through `private`.
+unsafe fn owned_private<T>(file: &OpenFile, fmode: u32) -> Option<Arc<T>> {
+    if file.fmode & fmode == 0 {
         return None;
     }
-    let p = file.private as *const Epoll;
-    // SAFETY: an epoll file's private pointer is its `Arc::into_raw`
-    // reference, alive while the file is; we add one of our own.
+    let p = file.private as *const T;
+    // SAFETY: per the caller, `p` is the file's `Arc<T>` reference, alive
+    // while the file is; we add one of our own.
     unsafe {
         Arc::increment_strong_count(p);
         Some(Arc::from_raw(p))

@@ -340,6 +340,24 @@ impl Process {
         })
     }
 
+    /// A file on the namespace's one shared anonymous inode (an eventfd,
+    /// epoll or inotify instance: `fmode`'s kind bit), whose object is
+    /// `private`. The caller admitted its charge (`ANON_BYTES`).
+    pub(super) fn shared_anon_file(&self, fmode: u32, status: i32, private: *const ()) -> FileRef {
+        let a = self.vfs.anon();
+        // SAFETY: the shared anonymous node lives as long as the namespace.
+        let n = unsafe { &*a.eventfd_node };
+        self.vfs.alloc_file(
+            a.mnt,
+            &n.dentry,
+            &n.inode,
+            fmode,
+            status,
+            Arc::as_ptr(&self.cred) as usize,
+            private,
+        )
+    }
+
     /// eventfd2(2). Flags: EFD_SEMAPHORE, EFD_NONBLOCK, EFD_CLOEXEC.
     pub fn eventfd(&self, initval: u32, flags: i32) -> SysResult<Fd> {
         let _end = self.vfs.call_end();
@@ -349,18 +367,10 @@ impl Process {
         }
         // Its node and files are charged to our group: make room first.
         self.vfs.admit(ANON_BYTES, Errno::ENOMEM)?;
-        let v = &self.vfs;
-        let a = v.anon();
-        // SAFETY: the shared eventfd node lives as long as the namespace.
-        let n = unsafe { &*a.eventfd_node };
         let e = crate::mem::slab::alloc(EventFd::new(initval, flags & EFD_SEMAPHORE != 0));
-        let f = v.alloc_file(
-            a.mnt,
-            &n.dentry,
-            &n.inode,
+        let f = self.shared_anon_file(
             FMODE_READ | FMODE_WRITE | FMODE_EVENTFD,
             O_RDWR | (flags & EFD_NONBLOCK),
-            Arc::as_ptr(&self.cred) as usize,
             e as *const (),
         );
         Ok(self.install_all([f], flags & EFD_CLOEXEC != 0)?[0])
@@ -375,19 +385,11 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         self.vfs.admit(ANON_BYTES, Errno::ENOMEM)?;
-        let v = &self.vfs;
-        let a = v.anon();
-        // SAFETY: the shared anonymous node lives as long as the namespace.
-        let n = unsafe { &*a.eventfd_node };
         let ep = Epoll::new();
         let raw = Arc::into_raw(ep.clone());
-        let f = v.alloc_file(
-            a.mnt,
-            &n.dentry,
-            &n.inode,
+        let f = self.shared_anon_file(
             FMODE_READ | FMODE_WRITE | FMODE_EPOLL,
             O_RDWR,
-            Arc::as_ptr(&self.cred) as usize,
             raw as *const (),
         );
         ep.set_file(f.0);

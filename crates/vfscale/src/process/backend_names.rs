@@ -205,10 +205,9 @@ impl Process {
         self.vfs.forget_name(dir_d, dir, &key);
         let _ = sb.fs.refresh(sb, dir);
         if self.vfs.notify_active() {
-            let last = rmdir || vi.attr().nlink == 0;
             // As the tmpfs unlink's (names.rs), but a backend's cached
             // name does not pin its dentry: unused, it is at 0.
-            let sole = rmdir || (last && vd.refcount.count_at_rest() <= 0);
+            let sole = rmdir || (vi.attr().nlink == 0 && vd.refcount.count_at_rest() <= 0);
             self.notify_unlinked(dir, name, vi, rmdir, sole);
         }
         Ok(())

@@ -4,7 +4,6 @@
 
 use super::Process;
 use crate::abi::*;
-use crate::anon::{stream, Stream};
 use crate::cred::perm::MAY_READ;
 use crate::dcache::walk::WALK_DIRECTORY;
 use crate::file::{FMODE_INOTIFY, FMODE_READ};
@@ -33,18 +32,10 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         self.vfs.admit(super::anon::ANON_BYTES, Errno::ENOMEM)?;
-        let v = &self.vfs;
-        let a = v.anon();
-        // SAFETY: the shared anonymous node lives as long as the namespace.
-        let n = unsafe { &*a.eventfd_node };
         let raw = Arc::into_raw(Inotify::new());
-        let f = v.alloc_file(
-            a.mnt,
-            &n.dentry,
-            &n.inode,
+        let f = self.shared_anon_file(
             FMODE_READ | FMODE_INOTIFY,
             O_RDONLY | (flags & IN_NONBLOCK),
-            Arc::as_ptr(&self.cred) as usize,
             raw as *const (),
         );
         Ok(self.install_all([f], flags & IN_CLOEXEC != 0)?[0])
@@ -89,18 +80,8 @@ impl Process {
     /// The instance behind `fd`: EBADF for no descriptor, EINVAL for one
     /// that is not an inotify file.
     fn inotify_of(&self, fd: Fd) -> SysResult<Arc<Inotify>> {
-        self.with_file(fd, false, |f| match stream(f) {
-            Some(Stream::Inotify(i)) => {
-                let p = i as *const Inotify;
-                // SAFETY: an inotify file's private pointer is its
-                // `Arc::into_raw` reference, alive while the file is; we
-                // add one of our own.
-                unsafe {
-                    Arc::increment_strong_count(p);
-                    Ok(Arc::from_raw(p))
-                }
-            }
-            _ => Err(Errno::EINVAL),
+        self.with_file(fd, false, |f| {
+            crate::anon::inotify_of(f).ok_or(Errno::EINVAL)
         })
     }
 }
