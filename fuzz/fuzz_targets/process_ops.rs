@@ -130,7 +130,7 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
         30 => drop(p.chroot(a)),
         // File locks, never a waiting form (one thread would wait forever);
         // sockets by name, all non-blocking for the same reason.
-        _ => match arg % 13 {
+        _ => match arg % 14 {
             0 => drop(p.fchmod(fd(), u32::from(arg))),
             1 => drop(p.flock(fd(), i32::from(bytes.byte()?) | LOCK_NB)),
             // POSIX ACLs: set (an entry list from the next bytes: tags,
@@ -180,7 +180,7 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
                     1 => [b"\0".as_slice(), a].concat(),
                     _ => Vec::new(),
                 };
-                let _ = if arg % 13 == 5 {
+                let _ = if arg % 14 == 5 {
                     p.bind(fd(), &name)
                 } else {
                     p.connect(fd(), &name)
@@ -339,6 +339,25 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
                     }
                 }
             },
+            // Inode flags: set (mostly the four tmpfs keeps, sometimes
+            // others), as flags or as an fsxattr record, or read.
+            12 => {
+                let b = bytes.byte()?;
+                let flags = u32::from(b & 0xf8) | u32::from(b & 7) << 27;
+                let _ = match arg & 0x30 {
+                    0x00 => p.fs_ioc_setflags(fd(), flags).map(drop),
+                    0x10 => {
+                        let x = FsXattr {
+                            xflags: xflags_of(flags) | u32::from(b & 3) << 11,
+                            extsize: u32::from(b & 4),
+                            ..FsXattr::default()
+                        };
+                        p.fs_ioc_fssetxattr(fd(), &x)
+                    }
+                    0x20 => p.fs_ioc_getflags(fd()).map(drop),
+                    _ => p.fs_ioc_fsgetxattr(fd()).map(drop),
+                };
+            }
             _ => {
                 let cmds = [F_GETLK, F_SETLK, F_OFD_GETLK, F_OFD_SETLK, 99];
                 let cmd = cmds[usize::from(bytes.byte()?) % cmds.len()];

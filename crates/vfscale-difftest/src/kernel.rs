@@ -487,6 +487,8 @@ fn statx_from(s: &libc::statx) -> Statx {
         rdev_minor: s.stx_rdev_minor,
         dev_major: s.stx_dev_major,
         dev_minor: s.stx_dev_minor,
+        attributes: s.stx_attributes,
+        attributes_mask: s.stx_attributes_mask,
     }
 }
 
@@ -1647,6 +1649,73 @@ impl ProcessApi for KernelProcess {
             // SAFETY: FIONREAD writes one int.
             unit(unsafe { libc::syscall(libc::SYS_ioctl, fd, libc::FIONREAD, &mut n) })?;
             Ok(n)
+        })
+    }
+    fn fs_ioc_getflags(&self, fd: Fd) -> SysResult<u32> {
+        self.call(move || {
+            let mut flags: libc::c_uint = 0;
+            // SAFETY: FS_IOC_GETFLAGS writes one int (despite its `long`).
+            unit(unsafe { libc::syscall(libc::SYS_ioctl, fd, FS_IOC_GETFLAGS, &mut flags) })?;
+            Ok(flags)
+        })
+    }
+    fn fs_ioc_setflags(&self, fd: Fd, flags: u32) -> SysResult<()> {
+        self.call(move || {
+            let flags: libc::c_uint = flags;
+            // SAFETY: FS_IOC_SETFLAGS reads one int.
+            unit(unsafe { libc::syscall(libc::SYS_ioctl, fd, FS_IOC_SETFLAGS, &flags) })
+        })
+    }
+    fn fs_ioc_fsgetxattr(&self, fd: Fd) -> SysResult<FsXattr> {
+        self.call(move || {
+            let mut raw = [0u32; 7];
+            // SAFETY: FS_IOC_FSGETXATTR writes a 28-byte struct fsxattr.
+            unit(unsafe {
+                libc::syscall(libc::SYS_ioctl, fd, FS_IOC_FSGETXATTR, raw.as_mut_ptr())
+            })?;
+            Ok(FsXattr {
+                xflags: raw[0],
+                extsize: raw[1],
+                nextents: raw[2],
+                projid: raw[3],
+                cowextsize: raw[4],
+            })
+        })
+    }
+    fn fs_ioc_fssetxattr(&self, fd: Fd, attr: &FsXattr) -> SysResult<()> {
+        let raw = [
+            attr.xflags,
+            attr.extsize,
+            attr.nextents,
+            attr.projid,
+            attr.cowextsize,
+            0,
+            0,
+        ];
+        self.call(move || {
+            // SAFETY: FS_IOC_FSSETXATTR reads a 28-byte struct fsxattr.
+            unit(unsafe { libc::syscall(libc::SYS_ioctl, fd, FS_IOC_FSSETXATTR, raw.as_ptr()) })
+        })
+    }
+    fn file_getattr(&self, dirfd: Fd, path: &[u8], attr: &mut [u8], flags: i32) -> SysResult<()> {
+        let p = cpath(path)?;
+        let mut buf = vec![0u8; attr.len()];
+        let r = self.call(move || {
+            // SAFETY: file_getattr writes at most `buf.len()` bytes.
+            unit(unsafe {
+                libc::syscall(468, dirfd, p.as_ptr(), buf.as_mut_ptr(), buf.len(), flags)
+            })
+            .map(|()| buf)
+        })?;
+        attr.copy_from_slice(&r);
+        Ok(())
+    }
+    fn file_setattr(&self, dirfd: Fd, path: &[u8], attr: &[u8], flags: i32) -> SysResult<()> {
+        let p = cpath(path)?;
+        let buf = attr.to_vec();
+        self.call(move || {
+            // SAFETY: file_setattr reads at most `buf.len()` bytes.
+            unit(unsafe { libc::syscall(469, dirfd, p.as_ptr(), buf.as_ptr(), buf.len(), flags) })
         })
     }
     fn eventfd(&self, initval: u32, flags: i32) -> SysResult<Fd> {

@@ -449,6 +449,8 @@ fn passthrough_deviation(op: &Op) -> bool {
         // openat2's RESOLVE_CACHED: with a TTL of 0 no cached answer is
         // fresh, so a cached walk below the root is EAGAIN.
         Op::Openat2 { how, .. } => how.resolve & RESOLVE_CACHED != 0,
+        // Inode flags are tmpfs's: a passthrough inode answers ENOTTY.
+        op if op.inode_flags_call() => true,
         Op::Fork(ops) => ops.iter().any(passthrough_deviation),
         _ => false,
     }

@@ -167,6 +167,12 @@ fn left_out(op: &Op) -> bool {
         // Seals are shmem's: every tmpfs file answers them, a FUSE file
         // EINVAL (the kernel's fcntl, before any request).
         Op::Fcntl { cmd, .. } => *cmd == F_ADD_SEALS || *cmd == F_GET_SEALS,
+        // Inode flags through the mount (COMPATIBILITY.md, "inode flags"
+        // and the FUSE table): the kernel forwards the ioctls on a file it
+        // opens as the caller, and it knows no flags of its own, so its
+        // own checks (permission, type, empty copies) answer first where
+        // tmpfs says EPERM. No flag is ever set here.
+        op if op.inode_flags_call() => true,
         // A forced unmount of the FUSE mount aborts its connection
         // (fuse_umount_begin), whatever do_umount answers after.
         Op::Umount2 { flags, .. } => flags & MNT_FORCE != 0,

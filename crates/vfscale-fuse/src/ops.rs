@@ -22,7 +22,8 @@
 //! back to O_WRONLY when reading is not permitted: partial-page writes to
 //! such a file then fail as they would in Linux's own FUSE client), and
 //! O_APPEND is dropped because the kernel already places appends at its
-//! cached end of file.
+//! cached end of file (kept for an append-only file, which opens for
+//! writing in no other mode).
 //!
 //! Invariants: a reply that carries a node id (lookup, mknod, mkdir,
 //! symlink, link, create, readdirplus entries other than "." and "..")
@@ -96,6 +97,8 @@ pub enum Reply {
     /// The size an xattr value or list would need (a size-0 query).
     XattrSize(u32),
     Offset(i64),
+    /// A successful ioctl (result 0) and the bytes it hands back.
+    Ioctl(Vec<u8>),
 }
 
 impl Reply {
@@ -399,6 +402,12 @@ impl Ops {
         if let (Err(Errno::EACCES), Some(flags)) = (r, fallback) {
             r = self.ns.open(&cred, &n.handle, flags);
         }
+        // An append-only file (chattr +a) opens for writing in append mode
+        // only: then the kernel's O_APPEND stays (its writes land at the
+        // end of the file either way).
+        if r == Err(Errno::EPERM) && flags & O_APPEND != 0 && wanted & O_APPEND == 0 {
+            r = self.ns.open(&cred, &n.handle, wanted | O_APPEND);
+        }
         match r {
             Ok(fh) => Reply::Open { fh, flags: 0 },
             Err(e) => Reply::Err(e),
@@ -672,6 +681,65 @@ impl Ops {
     pub fn fallocate(&self, c: Caller, fh: u64, offset: u64, length: u64, mode: i32) -> Reply {
         let _own = OwnChange::begin(&self.nodes);
         Reply::from_empty(self.ns.fallocate(&c.cred(), fh, mode, offset, length))
+    }
+
+    /// FUSE_IOCTL: the inode-flag ioctls the kernel forwards for lsattr
+    /// and chattr (fuse_fileattr_get and _set open the file and pass its
+    /// handle; on a 64-bit kernel with compat support FS_IOC_GETFLAGS and
+    /// _SETFLAGS arrive as their 32-bit twins, which carry the same int).
+    /// Any other command is ENOTTY, as an ioctl no filesystem knows.
+    pub fn ioctl(&self, c: Caller, fh: u64, cmd: u32, input: &[u8], out_size: u32) -> Reply {
+        const GETFLAGS32: u32 = 0x8004_6601;
+        const SETFLAGS32: u32 = 0x4004_6602;
+        let cred = c.cred();
+        let ns = &self.ns;
+        let word = |i: usize| -> Result<u32, Errno> {
+            let b = input.get(i * 4..i * 4 + 4).ok_or(Errno::EINVAL)?;
+            Ok(u32::from_ne_bytes(b.try_into().expect("four bytes")))
+        };
+        let cmd = match cmd {
+            GETFLAGS32 => FS_IOC_GETFLAGS,
+            SETFLAGS32 => FS_IOC_SETFLAGS,
+            c => u64::from(c),
+        };
+        let r = match cmd {
+            FS_IOC_GETFLAGS => ns.getflags(&cred, fh).map(|f| f.to_ne_bytes().to_vec()),
+            FS_IOC_SETFLAGS => word(0)
+                .and_then(|f| ns.setflags(&cred, fh, f))
+                .map(|()| Vec::new()),
+            FS_IOC_FSGETXATTR => ns.fsgetxattr(&cred, fh).map(|x| {
+                [
+                    x.xflags,
+                    x.extsize,
+                    x.nextents,
+                    x.projid,
+                    x.cowextsize,
+                    0,
+                    0,
+                ]
+                .iter()
+                .flat_map(|w| w.to_ne_bytes())
+                .collect()
+            }),
+            FS_IOC_FSSETXATTR => (|| {
+                let x = FsXattr {
+                    xflags: word(0)?,
+                    extsize: word(1)?,
+                    nextents: word(2)?,
+                    projid: word(3)?,
+                    cowextsize: word(4)?,
+                };
+                ns.fssetxattr(&cred, fh, &x).map(|()| Vec::new())
+            })(),
+            _ => Err(Errno::ENOTTY),
+        };
+        match r {
+            Ok(mut out) => {
+                out.truncate(out_size as usize);
+                Reply::Ioctl(out)
+            }
+            Err(e) => Reply::Err(e),
+        }
     }
 
     pub fn copy_file_range(

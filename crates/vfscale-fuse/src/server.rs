@@ -14,9 +14,9 @@ pub use crate::ops::Ttls;
 use crate::ops::{Caller, DirPlusSink, DirSink, Ops, Reply};
 use fuser::{
     AccessFlags, CopyFileRangeFlags, FileHandle, Filesystem, FopenFlags, Generation, INodeNo,
-    InitFlags, KernelConfig, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
-    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs,
-    ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
+    InitFlags, IoctlFlags, KernelConfig, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
+    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyIoctl, ReplyLseek, ReplyOpen,
+    ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -197,6 +197,16 @@ impl Deliver for ReplyLseek {
     fn deliver(self, r: Reply, _: &Ttls) {
         match r {
             Reply::Offset(o) => self.offset(o),
+            Reply::Err(e) => self.error(errno(e)),
+            r => self.error(mismatch(&r)),
+        }
+    }
+}
+
+impl Deliver for ReplyIoctl {
+    fn deliver(self, r: Reply, _: &Ttls) {
+        match r {
+            Reply::Ioctl(d) => self.ioctl(0, &d),
             Reply::Err(e) => self.error(errno(e)),
             r => self.error(mismatch(&r)),
         }
@@ -658,6 +668,21 @@ impl Filesystem for VfsFs {
         reply: ReplyEmpty,
     ) {
         let r = self.ops.fallocate(caller(req), fh.0, offset, length, mode);
+        self.send(r, reply);
+    }
+
+    fn ioctl(
+        &self,
+        req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: IoctlFlags,
+        cmd: u32,
+        in_data: &[u8],
+        out_size: u32,
+        reply: ReplyIoctl,
+    ) {
+        let r = self.ops.ioctl(caller(req), fh.0, cmd, in_data, out_size);
         self.send(r, reply);
     }
 

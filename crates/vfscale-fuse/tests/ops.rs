@@ -532,6 +532,67 @@ fn writeback_cache_partial_writes_appends_and_write_only_opens() {
 }
 
 /// True if `p` does not exist (ENOENT).
+/// FS_IOC_GETFLAGS through a mount: `(ioctl's result, flags)`.
+fn getflags(fd: i32) -> (i32, i32) {
+    let mut flags: libc::c_int = -1;
+    // SAFETY: FS_IOC_GETFLAGS writes one int.
+    let r = unsafe { libc::ioctl(fd, libc::FS_IOC_GETFLAGS, &mut flags) };
+    (r, flags)
+}
+
+fn setflags(fd: i32, flags: u32) -> i32 {
+    let flags = flags as libc::c_int;
+    // SAFETY: FS_IOC_SETFLAGS reads one int.
+    match unsafe { libc::ioctl(fd, libc::FS_IOC_SETFLAGS, &flags) } {
+        0 => 0,
+        _ => last_errno(),
+    }
+}
+
+/// chattr and lsattr through the mount (the kernel forwards them as
+/// FUSE_IOCTL on a file it opens for the purpose): the core keeps and
+/// enforces the flags, and an append-only file still opens for appending
+/// with the writeback cache on, where the server otherwise drops O_APPEND.
+#[test]
+fn inode_flags_through_the_mount() {
+    use std::os::fd::AsRawFd;
+    use vfscale::abi::{FS_APPEND_FL, FS_NODUMP_FL};
+    for writeback_cache in [false, true] {
+        let Some(m) = mount_config(vfscale_fuse::MountConfig {
+            writeback_cache,
+            ..vfscale_fuse::MountConfig::default()
+        }) else {
+            return;
+        };
+        let f = m.p("flagged");
+        fs::write(&f, b"x").unwrap();
+        let h = fs::File::open(&f).unwrap();
+        assert_eq!(getflags(h.as_raw_fd()), (0, 0));
+        assert_eq!(setflags(h.as_raw_fd(), FS_APPEND_FL | FS_NODUMP_FL), 0);
+        let want = (FS_APPEND_FL | FS_NODUMP_FL) as i32;
+        assert_eq!(getflags(h.as_raw_fd()), (0, want));
+        // The core has them, and refuses what they forbid.
+        let core = m.core();
+        let cfd = core.open(b"/flagged", O_RDONLY, 0).unwrap();
+        assert_eq!(core.fs_ioc_getflags(cfd), Ok(want as u32));
+        core.close(cfd).unwrap();
+        assert_eq!(
+            errno(fs::OpenOptions::new().write(true).open(&f)),
+            libc::EPERM
+        );
+        assert_eq!(errno(fs::remove_file(&f)), libc::EPERM);
+        let mut a = fs::OpenOptions::new().append(true).open(&f).unwrap();
+        a.write_all(b"y").unwrap();
+        drop(a);
+        assert_eq!(fs::read(&f).unwrap(), b"xy");
+        // Only the file's owner or root; unsupported flags refused.
+        assert_eq!(setflags(h.as_raw_fd(), 0x8), libc::EOPNOTSUPP);
+        assert_eq!(setflags(h.as_raw_fd(), 0), 0);
+        drop(h);
+        fs::remove_file(&f).unwrap();
+    }
+}
+
 fn gone(p: &std::path::Path) -> bool {
     fs::metadata(p).err().and_then(|e| e.raw_os_error()) == Some(libc::ENOENT)
 }

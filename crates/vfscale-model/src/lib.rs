@@ -15,11 +15,13 @@
 //!   (no pipes/devices behind FIFOs and device nodes, no move mounts, no
 //!   shared subtrees, umount of the caller's root mount EBUSY instead of a
 //!   read-only remount) it says so where it departs; read-only mounts and
-//!   instances are modelled (state.rs);
+//!   instances are modelled (state.rs), and so are tmpfs's inode flags
+//!   (fileattr.rs);
 //! - a `ModelProcess` is a process until `exit` (or drop), which closes its
 //!   descriptors and releases its root and cwd.
 
 mod acl;
+mod fileattr;
 mod node;
 #[cfg(feature = "proptest")]
 pub mod ops;
@@ -210,6 +212,18 @@ impl ProcessApi for ModelProcess {
     }
     fn fremovexattr(&self, fd: Fd, name: &[u8]) -> SysResult<()> {
         self.with(|st, pid| st.sys_removexattr(pid, Target::Fd(fd, false), name))
+    }
+    fn fs_ioc_getflags(&self, fd: Fd) -> SysResult<u32> {
+        self.with(|st, pid| st.sys_fs_ioc_getflags(pid, fd))
+    }
+    fn fs_ioc_setflags(&self, fd: Fd, flags: u32) -> SysResult<()> {
+        self.with(|st, pid| st.sys_fs_ioc_setflags(pid, fd, flags))
+    }
+    fn fs_ioc_fsgetxattr(&self, fd: Fd) -> SysResult<FsXattr> {
+        self.with(|st, pid| st.sys_fs_ioc_fsgetxattr(pid, fd))
+    }
+    fn fs_ioc_fssetxattr(&self, fd: Fd, attr: &FsXattr) -> SysResult<()> {
+        self.with(|st, pid| st.sys_fs_ioc_fssetxattr(pid, fd, *attr))
     }
     fn write(&self, fd: Fd, buf: &[u8]) -> SysResult<usize> {
         self.with(|st, pid| st.sys_write(pid, fd, buf))

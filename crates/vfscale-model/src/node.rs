@@ -284,6 +284,11 @@ pub(crate) struct Node {
     /// POSIX ACLs (acl.rs): the access ACL, and a directory's default.
     pub access_acl: Option<crate::acl::Acl>,
     pub default_acl: Option<crate::acl::Acl>,
+    /// Inode flags (chattr's letters, FS_*_FL; fileattr.rs): only
+    /// `TMPFS_FL_MODIFIABLE` bits. Any inode type may carry them (a new
+    /// inode takes `TMPFS_FL_INHERITED` from its directory), but only
+    /// regular files and directories can have them changed.
+    pub flags: u32,
 }
 
 impl Node {
@@ -305,6 +310,7 @@ impl Node {
             xattrs: BTreeMap::new(),
             access_acl: None,
             default_acl: None,
+            flags: 0,
         }
     }
 
@@ -352,6 +358,20 @@ impl Node {
             Kind::Symlink(t) => t,
             _ => panic!("model: {:?} is not a symlink", self.id),
         }
+    }
+
+    /// IS_IMMUTABLE: no writes, names, attribute or xattr changes.
+    pub fn is_immutable(&self) -> bool {
+        self.flags & FS_IMMUTABLE_FL != 0
+    }
+    /// IS_APPEND: writes at the end only; names, attributes and xattrs
+    /// stay.
+    pub fn is_append(&self) -> bool {
+        self.flags & FS_APPEND_FL != 0
+    }
+    /// IS_IMMUTABLE || IS_APPEND.
+    pub fn is_protected(&self) -> bool {
+        self.is_immutable() || self.is_append()
     }
 
     /// True for a directory removed by rmdir or rename.
@@ -417,6 +437,10 @@ impl Node {
             rdev_minor: (rdev & 0xff) | ((rdev >> 12) & 0xfff00),
             dev_major: 0,
             dev_minor: self.id.dev,
+            // shmem_getattr: the flags it reports, for any inode type;
+            // STATX_ATTR_MOUNT_ROOT is the path's (sys_statx).
+            attributes: crate::fileattr::statx_attributes(self.flags),
+            attributes_mask: STATX_ATTR_MASK_TMPFS,
         }
     }
 }

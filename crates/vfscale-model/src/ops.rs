@@ -8,9 +8,9 @@
 //!   `FdMap`): two implementations with the same semantics produce equal
 //!   outcome sequences and equal `FdMap`s;
 //! - an `Outcome` keeps only what both sides must agree on: errno, counts,
-//!   bytes, offsets, and stat's mode, nlink, uid, gid, size, rdev (and
-//!   blocks for regular files); inode and device numbers and timestamps are
-//!   dropped;
+//!   bytes, offsets, inode flags, and stat's mode, nlink, uid, gid, size,
+//!   rdev (and blocks for regular files, and statx's attributes); inode and
+//!   device numbers, timestamps and statx's attributes_mask are dropped;
 //! - descriptors are named symbolically (`FdArg::Slot`) by their position
 //!   among the descriptors the sequence itself has seen opened, so a
 //!   generated op usually hits an open descriptor; both sides allocate the
@@ -326,6 +326,29 @@ pub enum Op {
         flags: u32,
     },
     Syncfs(FdArg),
+    /// ioctl(FS_IOC_GETFLAGS): the inode flags (chattr's letters).
+    FsGetflags(FdArg),
+    /// ioctl(FS_IOC_SETFLAGS).
+    FsSetflags {
+        fd: FdArg,
+        flags: u32,
+    },
+    /// chattr(1)'s way, in one step (as `Listener`): open `path`
+    /// O_RDONLY|O_NONBLOCK|O_NOFOLLOW, FS_IOC_SETFLAGS, close; the open's
+    /// Fd, then the ioctl's outcome. It reaches the sequences' busy files
+    /// and directories more often than a descriptor drawn from the `FdMap`
+    /// (mostly sockets, pipes and others' files).
+    Chattr {
+        path: Bytes,
+        flags: u32,
+    },
+    /// ioctl(FS_IOC_FSGETXATTR): the flags as a `struct fsxattr`.
+    FsGetxattr(FdArg),
+    /// ioctl(FS_IOC_FSSETXATTR).
+    FsSetxattr {
+        fd: FdArg,
+        attr: FsXattr,
+    },
     /// name_to_handle_at with room for `size` handle bytes; a handle made
     /// is kept in the `FdMap` for `OpenByHandle` and, with `open`, opened
     /// at once (open_by_handle_at(mount_fd, handle, flags)).
@@ -497,6 +520,14 @@ pub struct StatSummary {
     pub rdev: u64,
     /// st_blocks, for regular files only.
     pub blocks: Option<i64>,
+    /// statx's `attributes` (STATX_ATTR_*: the inode flags immutable,
+    /// append-only and nodump, and the path's mount-root bit); 0 for
+    /// stat. `attributes_mask` is not kept: it says which filesystem
+    /// answered (tmpfs's 0x203070, the generic 0x203000 of pipes, sockets,
+    /// FUSE and vfscale's passthrough inodes), which the tests that
+    /// compare a tmpfs with those may not share; vfscale-difftest's
+    /// fileflags_kernel.rs compares it.
+    pub attributes: u64,
 }
 
 impl From<&Stat> for StatSummary {
@@ -509,6 +540,7 @@ impl From<&Stat> for StatSummary {
             size: s.size,
             rdev: s.rdev,
             blocks: s_isreg(s.mode).then_some(s.blocks),
+            attributes: 0,
         }
     }
 }
@@ -526,6 +558,7 @@ impl From<&Statx> for StatSummary {
                 | (s.rdev_minor as u64 & 0xff)
                 | ((s.rdev_minor as u64 & !0xff) << 12),
             blocks: s_isreg(mode).then_some(s.blocks as i64),
+            attributes: s.attributes,
         }
     }
 }
@@ -542,6 +575,8 @@ pub enum Outcome {
     Stat(StatSummary),
     /// statx: the summary and the STATX_BASIC_STATS part of the mask.
     Statx(StatSummary, u32),
+    /// FS_IOC_FSGETXATTR's record.
+    Fsxattr(FsXattr),
     Statfs {
         f_type: i64,
         f_bsize: i64,
@@ -595,6 +630,19 @@ impl Op {
                 | Op::Poll(_)
                 | Op::Fcntl { .. }
                 | Op::FdPath(_)
+        )
+    }
+
+    /// One of the four inode-flag ioctls (tmpfs's: an implementation whose
+    /// files are another filesystem's may answer them its own way).
+    pub fn inode_flags_call(&self) -> bool {
+        matches!(
+            self,
+            Op::FsGetflags(_)
+                | Op::FsSetflags { .. }
+                | Op::Chattr { .. }
+                | Op::FsGetxattr(_)
+                | Op::FsSetxattr { .. }
         )
     }
 
@@ -921,6 +969,20 @@ pub fn apply<P: ProcessApi>(p: &P, op: &Op, fds: &mut FdMap) -> Outcome {
             }
         }
         Op::Syncfs(a) => unit(p.syncfs(fd(a))),
+        Op::FsGetflags(a) => p.fs_ioc_getflags(fd(a)).map_or_else(O::Err, O::Mask),
+        Op::FsSetflags { fd: a, flags } => unit(p.fs_ioc_setflags(fd(a), *flags)),
+        Op::Chattr { path, flags } => {
+            match p.openat(AT_FDCWD, &path.0, O_RDONLY | O_NONBLOCK | O_NOFOLLOW, 0) {
+                Ok(n) => {
+                    let r = unit(p.fs_ioc_setflags(n, *flags));
+                    let closed = unit(p.close(n));
+                    O::Seq(vec![O::Fd(n), r, closed])
+                }
+                Err(e) => O::Err(e),
+            }
+        }
+        Op::FsGetxattr(a) => p.fs_ioc_fsgetxattr(fd(a)).map_or_else(O::Err, O::Fsxattr),
+        Op::FsSetxattr { fd: a, attr } => unit(p.fs_ioc_fssetxattr(fd(a), attr)),
         Op::NameToHandle {
             dirfd,
             path,
@@ -1619,6 +1681,96 @@ fn space_op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// The inode-flag ioctls (chattr and lsattr). Sets are most of them (half
+/// of them on a busy path, `Op::Chattr`), so
+/// that immutable and append-only files and directories turn up in
+/// sequences regularly (and make later calls fail with EPERM), and a set
+/// often clears or lowers the flags again. Flags are drawn bit by bit from
+/// the four tmpfs keeps (the two that only root may change less often),
+/// sometimes with one it does not (EOPNOTSUPP); records mostly carry the
+/// same four as xflags, sometimes the read-only FS_XFLAG_HASATTR, an
+/// extent size flag, an xflag tmpfs refuses or one Linux does not know,
+/// an extent size, a project or an extent count.
+fn fileattr_op() -> impl Strategy<Value = Op> {
+    let bit = |p: f64, b: u32| prop::bool::weighted(p).prop_map(move |on| if on { b } else { 0 });
+    let kept = (
+        bit(0.3, FS_IMMUTABLE_FL),
+        bit(0.3, FS_APPEND_FL),
+        bit(0.4, FS_NODUMP_FL),
+        bit(0.4, FS_NOATIME_FL),
+    )
+        .prop_map(|(i, a, d, n)| i | a | d | n);
+    let flags = prop_oneof![
+        2 => Just(0u32),
+        8 => kept.clone(),
+        // Flags tmpfs does not keep: sync, secure deletion, DAX, project
+        // inheritance, casefold (no encoding), an unknown high bit.
+        1 => (
+            prop::sample::select(vec![
+                FS_SYNC_FL,
+                0x1,
+                FS_DAX_FL,
+                FS_PROJINHERIT_FL,
+                0x4000_0000,
+                0x8000_0000,
+            ]),
+            kept.clone()
+        )
+            .prop_map(|(odd, f)| odd | f),
+    ];
+    let xkept = (
+        bit(0.3, FS_XFLAG_IMMUTABLE),
+        bit(0.3, FS_XFLAG_APPEND),
+        bit(0.4, FS_XFLAG_NODUMP),
+        bit(0.4, FS_XFLAG_NOATIME),
+    )
+        .prop_map(|(i, a, d, n)| i | a | d | n);
+    let xflags = prop_oneof![
+        6 => xkept.clone(),
+        1 => xkept.clone().prop_map(|x| x | FS_XFLAG_HASATTR),
+        // Extent size flags (cleared by a zero size, EINVAL on the wrong
+        // type), xflags tmpfs refuses, bits Linux does not know.
+        2 => (
+            prop::sample::select(vec![
+                FS_XFLAG_EXTSIZE,
+                FS_XFLAG_EXTSZINHERIT,
+                FS_XFLAG_COWEXTSIZE,
+                FS_XFLAG_SYNC,
+                FS_XFLAG_REALTIME,
+                FS_XFLAG_DAX,
+                FS_XFLAG_PROJINHERIT,
+                FS_XFLAG_NODEFRAG,
+                0x4,
+                0x2_0000,
+            ]),
+            xkept
+        )
+            .prop_map(|(odd, x)| odd | x),
+    ];
+    let rare = |v: Vec<u32>| prop_oneof![8 => Just(0u32), 1 => prop::sample::select(v)];
+    let attr = (
+        xflags,
+        rare(vec![4096, 1]),
+        rare(vec![3]),
+        rare(vec![1, u32::MAX]),
+        rare(vec![4096]),
+    )
+        .prop_map(|(xflags, extsize, nextents, projid, cowextsize)| FsXattr {
+            xflags,
+            extsize,
+            nextents,
+            projid,
+            cowextsize,
+        });
+    prop_oneof![
+        2 => (fd_arg(), flags.clone()).prop_map(|(fd, flags)| Op::FsSetflags { fd, flags }),
+        2 => (busy_path(), flags).prop_map(|(path, flags)| Op::Chattr { path, flags }),
+        1 => (fd_arg(), attr).prop_map(|(fd, attr)| Op::FsSetxattr { fd, attr }),
+        1 => fd_arg().prop_map(Op::FsGetflags),
+        1 => fd_arg().prop_map(Op::FsGetxattr),
+    ]
+}
+
 /// AF_UNIX socket calls by name: sockets, binds, listens, connects,
 /// accepts, datagrams by name (their own group, so that a listener and a
 /// client of the same name meet in one sequence often enough).
@@ -2293,6 +2445,7 @@ fn leaf_op() -> BoxedStrategy<Op> {
         2 => xattr_op().boxed(),
         1 => acl_op().boxed(),
         3 => space_op().boxed(),
+        2 => fileattr_op().boxed(),
         3 => anon_op().boxed(),
         3 => socket_op().boxed(),
     ]

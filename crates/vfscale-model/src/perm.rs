@@ -2,11 +2,11 @@
 //! them, with a node's access ACL (acl.rs) when it has one.
 //!
 //! Invariants: every function here is pure (a `Cred` and an inode's mode,
-//! uid and gid — and for `inode_permission` its instance's read-only bit —
-//! in, a verdict out). "Root" means `Cred::is_root()` (fsuid 0),
-//! which the model treats as holding CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH,
-//! CAP_FOWNER, CAP_FSETID, CAP_CHOWN, CAP_MKNOD, CAP_SYS_CHROOT and
-//! CAP_SYS_ADMIN.
+//! uid, gid and flags — and for `inode_permission` its instance's
+//! read-only bit — in, a verdict out). "Root" means `Cred::is_root()`
+//! (fsuid 0), which the model treats as holding CAP_DAC_OVERRIDE,
+//! CAP_DAC_READ_SEARCH, CAP_FOWNER, CAP_FSETID, CAP_CHOWN, CAP_MKNOD,
+//! CAP_SYS_CHROOT, CAP_SYS_ADMIN and CAP_LINUX_IMMUTABLE.
 
 use crate::node::Node;
 use vfscale::abi::*;
@@ -16,12 +16,16 @@ pub(crate) const MAY_EXEC: u32 = 1;
 pub(crate) const MAY_WRITE: u32 = 2;
 pub(crate) const MAY_READ: u32 = 4;
 
-/// `inode_permission(mask)` for MAY_READ/WRITE/EXEC bits: the owner class if
-/// fsuid owns the file; else the access ACL if there is one and the group
-/// class (its mask) is not empty; else the group class if the cred is in
-/// its group, else other; root passes everything on directories and
-/// everything but exec of a file with no exec bit at all.
+/// `inode_permission(mask)` for MAY_READ/WRITE/EXEC bits: MAY_WRITE on an
+/// immutable inode is EPERM, for everyone (before the bits); then the
+/// owner class if fsuid owns the file; else the access ACL if there is one
+/// and the group class (its mask) is not empty; else the group class if
+/// the cred is in its group, else other; root passes everything on
+/// directories and everything but exec of a file with no exec bit at all.
 pub(crate) fn permission(cred: &Cred, node: &Node, mask: u32) -> SysResult<()> {
+    if mask & MAY_WRITE != 0 && node.is_immutable() {
+        return Err(Errno::EPERM);
+    }
     let mode = node.mode;
     let by_acl = match &node.access_acl {
         Some(acl) if cred.fsuid != node.uid && mode & 0o070 != 0 => {
@@ -53,7 +57,8 @@ pub(crate) fn permission(cred: &Cred, node: &Node, mask: u32) -> SysResult<()> {
 
 /// `inode_permission` with `sb_permission` in front: on a read-only
 /// instance (`fs_readonly`) nobody gets MAY_WRITE to a regular file,
-/// directory or symlink (EROFS, before the mode bits); then `permission`.
+/// directory or symlink (EROFS, before the immutable test and the mode
+/// bits); then `permission`.
 pub(crate) fn inode_permission(
     cred: &Cred,
     node: &Node,

@@ -602,10 +602,11 @@ impl State {
 
     /// touch_atime: updates atime after a read-like access under the mount's
     /// atime policy (relatime: only if atime <= mtime, atime <= ctime, or
-    /// atime is a day old); never through an effectively read-only mount
-    /// (IS_NOATIME for SB_RDONLY, then mnt_get_write_access failing).
+    /// atime is a day old); never for an inode with FS_NOATIME_FL
+    /// (S_NOATIME), nor through an effectively read-only mount (IS_NOATIME
+    /// for SB_RDONLY, then mnt_get_write_access failing).
     pub fn touch_atime(&mut self, mnt: MountId, id: NodeId) {
-        if self.mnt_is_readonly(mnt) {
+        if self.node(id).flags & FS_NOATIME_FL != 0 || self.mnt_is_readonly(mnt) {
             return;
         }
         let flags = self.mount(mnt).flags;

@@ -89,7 +89,8 @@ impl State {
     }
 
     /// Creates an inode named `name` in `dir` (inode_init_owner + the tmpfs
-    /// mknod bookkeeping). `mode` includes the type.
+    /// mknod bookkeeping, with the flags a new inode inherits). `mode`
+    /// includes the type.
     fn create_node(
         &mut self,
         ctx: &Ctx,
@@ -104,6 +105,7 @@ impl State {
         let t = now();
         let mut n = Node::new(id, mode, uid, gid, kind, t);
         self.inherit_acls(dir, &mut n);
+        n.flags = self.node(dir).flags & crate::fileattr::INHERITED;
         n.rdev = rdev;
         if n.is_dir() {
             n.nlink = 2;
@@ -157,12 +159,17 @@ impl State {
         permission(&ctx.cred, self.node(dir), MAY_WRITE | MAY_EXEC)
     }
 
-    /// may_delete.
+    /// may_delete: write and search permission on the directory (EPERM for
+    /// an immutable one), then EPERM for an append-only directory, for the
+    /// sticky rule, and for an append-only or immutable victim.
     fn may_delete(&self, ctx: &Ctx, dir: NodeId, victim: NodeId, isdir: bool) -> SysResult<()> {
         let d = self.node(dir);
         let v = self.node(victim);
         permission(&ctx.cred, d, MAY_WRITE | MAY_EXEC)?;
-        if sticky_denies(&ctx.cred, d, v) {
+        if d.is_append() {
+            return Err(Errno::EPERM);
+        }
+        if sticky_denies(&ctx.cred, d, v) || v.is_protected() {
             return Err(Errno::EPERM);
         }
         if isdir {
@@ -369,6 +376,7 @@ impl State {
             let id = self.alloc_ino(dir.node.dev);
             let mut n = Node::new(id, mode, uid, gid, Kind::Reg(FileData::default()), now());
             self.inherit_acls(dir.node, &mut n);
+            n.flags = self.node(dir.node).flags & crate::fileattr::INHERITED;
             n.nlink = 0;
             n.linkable = flags & O_EXCL == 0;
             self.nodes.insert(id, n);
@@ -504,6 +512,14 @@ impl State {
             _ => {}
         }
         inode_permission(&ctx.cred, n, acc, self.fs_is_readonly(loc.node.dev))?;
+        // An append-only file opens for writing only in append mode, and
+        // is never truncated (a file this open made has no flags to keep).
+        if !created
+            && n.is_append()
+            && ((flags & O_ACCMODE != O_RDONLY && flags & O_APPEND == 0) || flags & O_TRUNC != 0)
+        {
+            return Err(Errno::EPERM);
+        }
         if flags & O_NOATIME != 0 && !owner_or_root(&ctx.cred, n) {
             return Err(Errno::EPERM);
         }
@@ -682,6 +698,12 @@ impl State {
             return Err(Errno::EBADF);
         }
         let id = self.file(f).loc.node;
+        // Only a plain allocation on an append-only file, nothing on an
+        // immutable one.
+        let n = self.node(id);
+        if (mode & !FALLOC_FL_KEEP_SIZE != 0 && n.is_append()) || n.is_immutable() {
+            return Err(Errno::EPERM);
+        }
         match self.node(id).kind {
             Kind::Reg(_) => {}
             Kind::Fifo => return Err(Errno::ESPIPE),
@@ -748,6 +770,11 @@ impl State {
         }
         if ni.dev != no.dev {
             return Err(Errno::EXDEV);
+        }
+        // generic_copy_file_checks: never into an immutable file (after
+        // the cross-instance test: checked on Linux 6.18).
+        if self.node(no).is_immutable() {
+            return Err(Errno::EPERM);
         }
         let start_in = off_in.as_deref().copied().unwrap_or(self.file(fi).pos);
         let start_out = off_out.as_deref().copied().unwrap_or(self.file(fo).pos);
@@ -957,6 +984,11 @@ impl State {
         if !self.node(id).is_reg() || !file.writable {
             return Err(Errno::EINVAL);
         }
+        // do_ftruncate: never an append-only file; an immutable one opened
+        // for writing before it became immutable is truncated.
+        if self.node(id).is_append() {
+            return Err(Errno::EPERM);
+        }
         self.do_truncate(&ctx.cred, id, length as u64, true);
         Ok(())
     }
@@ -980,6 +1012,9 @@ impl State {
         // mount of a writable instance only after EACCES).
         inode_permission(&ctx.cred, n, MAY_WRITE, self.fs_is_readonly(loc.node.dev))?;
         self.want_write(loc.mnt)?;
+        if self.node(loc.node).is_append() {
+            return Err(Errno::EPERM);
+        }
         self.do_truncate(&ctx.cred, loc.node, length as u64, false);
         Ok(())
     }
@@ -1045,6 +1080,9 @@ impl State {
         let follow = flags & AT_SYMLINK_NOFOLLOW == 0;
         let loc = self.resolve_at(&ctx, dirfd, path, follow, flags & AT_EMPTY_PATH != 0)?;
         let mut sx = self.node(loc.node).statx();
+        if self.mount(loc.mnt).root == loc.node {
+            sx.attributes |= STATX_ATTR_MOUNT_ROOT;
+        }
         // shmem_getattr: the birth time only on request.
         if mask & STATX_BTIME == 0 {
             sx.mask &= !STATX_BTIME;
@@ -1092,11 +1130,15 @@ impl State {
         Ok(())
     }
 
-    /// chmod_common: write access to the mount first, then notify_change.
+    /// chmod_common: write access to the mount first, then notify_change
+    /// (may_setattr: no mode change for an immutable or append-only inode).
     fn chmod(&mut self, ctx: &Ctx, loc: Loc, mode: u32) -> SysResult<()> {
         self.want_write(loc.mnt)?;
         let id = loc.node;
         let n = self.node(id);
+        if n.is_protected() {
+            return Err(Errno::EPERM);
+        }
         if n.is_symlink() {
             return Err(Errno::EOPNOTSUPP);
         }
@@ -1149,6 +1191,11 @@ impl State {
         let n = self.node(id);
         let new_uid = (uid != u32::MAX).then_some(uid);
         let new_gid = (gid != u32::MAX).then_some(gid);
+        // may_setattr: no owner change for an immutable or append-only
+        // inode (chown(-1, -1) changes no owner and passes).
+        if (new_uid.is_some() || new_gid.is_some()) && n.is_protected() {
+            return Err(Errno::EPERM);
+        }
         // ATTR_KILL_SUID / ATTR_KILL_SGID on non-directories.
         let mut new_mode = None;
         if !n.is_dir() {
@@ -1232,15 +1279,20 @@ impl State {
         self.want_write(loc.mnt)?;
         let n = self.node(id);
         match times {
-            // ATTR_TOUCH: owner, root, or write permission.
+            // ATTR_TOUCH: not an immutable inode; then owner, root, or
+            // write permission.
             None => {
+                if n.is_immutable() {
+                    return Err(Errno::EPERM);
+                }
                 if !owner_or_root(&ctx.cred, n) {
                     permission(&ctx.cred, n, MAY_WRITE)?;
                 }
             }
-            // ATTR_TIMES_SET: owner or root only.
+            // ATTR_TIMES_SET: not an immutable or append-only inode; then
+            // owner or root only.
             Some(_) => {
-                if !owner_or_root(&ctx.cred, n) {
+                if n.is_protected() || !owner_or_root(&ctx.cred, n) {
                     return Err(Errno::EPERM);
                 }
             }
@@ -1661,7 +1713,9 @@ impl State {
         // vfs_link
         self.may_create(&ctx, dir.node)?;
         let n = self.node(old.node);
-        if n.is_dir() {
+        // No new name for an append-only or immutable file, nor for a
+        // directory.
+        if n.is_protected() || n.is_dir() {
             return Err(Errno::EPERM);
         }
         if n.nlink == 0 && !n.linkable {

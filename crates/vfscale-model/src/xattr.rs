@@ -5,7 +5,8 @@
 //! - checks fail in Linux's order: the syscall entry's flags, name (ERANGE)
 //!   and size (E2BIG); the target (walk or descriptor); for a change, a
 //!   read-only mount (EROFS, mnt_want_write); xattr_permission
-//!   (EPERM/ENODATA for the namespace rules, EACCES from the mode bits, no
+//!   (for a change, EPERM first on an immutable or append-only inode; then
+//!   EPERM/ENODATA for the namespace rules, EACCES from the mode bits, no
 //!   check at all for `system.*`); then the handler lookup (EINVAL for a
 //!   bare prefix, EOPNOTSUPP for `system.*` and unknown prefixes), except
 //!   for the two POSIX ACL names, which go to the node's ACLs (`set_acl`:
@@ -83,8 +84,13 @@ fn stored_space(name: &[u8], space: Space) -> SysResult<()> {
     }
 }
 
-/// Linux's xattr_permission, with cap_inode_setxattr for `security.*`.
+/// Linux's xattr_permission, with cap_inode_setxattr for `security.*`:
+/// first (may_write_xattr) no change at all to an immutable or
+/// append-only inode's attributes, in any namespace, ACLs included.
 fn xattr_permission(cred: &Cred, node: &Node, space: Space, write: bool) -> SysResult<()> {
+    if write && node.is_protected() {
+        return Err(Errno::EPERM);
+    }
     match space {
         Space::Security => {
             return if write && !cred.is_root() {
@@ -161,10 +167,17 @@ impl State {
         self.want_write(loc.mnt)?;
         let id = loc.node;
         let space = space_of(name);
-        xattr_permission(&ctx.cred, self.node(id), space, true)?;
         if name == acl::ACCESS || name == acl::DEFAULT {
-            return self.set_acl(&ctx.cred, id, name, Some(value).filter(|v| !v.is_empty()));
+            // do_set_acl reads the value before vfs_set_acl checks
+            // anything (an empty one removes the ACL).
+            let new = match value {
+                [] => None,
+                v => acl::decode(v)?,
+            };
+            xattr_permission(&ctx.cred, self.node(id), space, true)?;
+            return self.set_acl(&ctx.cred, id, name, new);
         }
+        xattr_permission(&ctx.cred, self.node(id), space, true)?;
         stored_space(name, space)?;
         let n = self.node_mut(id);
         let exists = n.xattrs.contains_key(name);
@@ -255,24 +268,20 @@ impl State {
         Ok(())
     }
 
-    /// Sets (Some) or removes (None) the ACL `name` names: the value is
-    /// decoded first; a symlink has none (EOPNOTSUPP); a default ACL on a
-    /// non-directory is EACCES to set and nothing to remove; the owner or
-    /// root only (EPERM); then it must be well-formed (EINVAL). An access
-    /// ACL sets the mode's rwx bits and is dropped when they say it all;
-    /// either change of an access ACL drops S_ISGID for a caller outside
-    /// the group, and any change sets ctime.
+    /// Sets (Some) or removes (None) the ACL `name` names (the value
+    /// decoded by the caller): a symlink has none (EOPNOTSUPP); a default
+    /// ACL on a non-directory is EACCES to set and nothing to remove; the
+    /// owner or root only (EPERM); then it must be well-formed (EINVAL).
+    /// An access ACL sets the mode's rwx bits and is dropped when they say
+    /// it all; either change of an access ACL drops S_ISGID for a caller
+    /// outside the group, and any change sets ctime.
     fn set_acl(
         &mut self,
         cred: &Cred,
         id: crate::node::NodeId,
         name: &[u8],
-        value: Option<&[u8]>,
+        new: Option<acl::Acl>,
     ) -> SysResult<()> {
-        let new = match value {
-            Some(v) => acl::decode(v)?,
-            None => None,
-        };
         let n = self.node(id);
         if n.is_symlink() {
             return Err(Errno::EOPNOTSUPP);

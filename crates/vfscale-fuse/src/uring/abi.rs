@@ -79,6 +79,7 @@ pub const FSYNCDIR: u32 = 30;
 pub const ACCESS: u32 = 34;
 pub const CREATE: u32 = 35;
 pub const DESTROY: u32 = 38;
+pub const IOCTL: u32 = 39;
 pub const FALLOCATE: u32 = 43;
 pub const READDIRPLUS: u32 = 44;
 pub const RENAME2: u32 = 45;
@@ -97,13 +98,15 @@ pub const FATTR_ATIME_NOW: u32 = 1 << 7;
 pub const FATTR_MTIME_NOW: u32 = 1 << 8;
 
 /// Reply sizes: `fuse_attr`, `fuse_entry_out`, `fuse_attr_out`,
-/// `fuse_open_out`, `fuse_kstatfs`, `fuse_dirent` (fixed part).
+/// `fuse_open_out`, `fuse_kstatfs`, `fuse_dirent` (fixed part),
+/// `fuse_ioctl_out`.
 pub const ATTR_SIZE: usize = 88;
 pub const ENTRY_OUT_SIZE: usize = 40 + ATTR_SIZE;
 pub const ATTR_OUT_SIZE: usize = 16 + ATTR_SIZE;
 pub const OPEN_OUT_SIZE: usize = 16;
 pub const STATFS_OUT_SIZE: usize = 80;
 pub const DIRENT_SIZE: usize = 24;
+pub const IOCTL_OUT_SIZE: usize = 16;
 const _: () = assert!(ENTRY_OUT_SIZE == 128 && ATTR_OUT_SIZE == 104);
 
 fn field<const N: usize>(b: &[u8], off: usize) -> [u8; N] {

@@ -205,6 +205,12 @@ fn decode_and_call(
             u64_at(op, 32),
             u64_at(op, 40),
         ),
+        // fuse_ioctl_in: fh u64, flags u32, cmd u32, arg u64, in_size u32,
+        // out_size u32; the input bytes follow.
+        IOCTL => {
+            let size = (u32_at(op, 24) as usize).min(p.len());
+            ops.ioctl(c, u64_at(op, 0), u32_at(op, 12), &p[..size], u32_at(op, 28))
+        }
         _ => Reply::Err(Errno::ENOSYS),
     }
 }
@@ -306,6 +312,13 @@ fn encode(ops: &Ops, r: Reply, out: &mut [u8]) -> (i32, usize) {
         Reply::Offset(o) => {
             put_u64(out, 0, o as u64);
             (0, 8)
+        }
+        // fuse_ioctl_out (result 0, no retry, no iovecs), then the bytes.
+        Reply::Ioctl(d) => {
+            let n = d.len().min(out.len() - IOCTL_OUT_SIZE);
+            fixed(out, IOCTL_OUT_SIZE);
+            out[IOCTL_OUT_SIZE..IOCTL_OUT_SIZE + n].copy_from_slice(&d[..n]);
+            (0, IOCTL_OUT_SIZE + n)
         }
     }
 }

@@ -30,7 +30,7 @@ pub struct EntryServer {
 }
 
 /// Opcodes the kernel sends over a ring, which a script picks from.
-const RING_OPCODES: [u32; 34] = [
+const RING_OPCODES: [u32; 35] = [
     LOOKUP,
     GETATTR,
     SETATTR,
@@ -64,6 +64,7 @@ const RING_OPCODES: [u32; 34] = [
     RENAME2,
     LSEEK,
     COPY_FILE_RANGE,
+    IOCTL,
     DESTROY,
 ];
 
@@ -80,6 +81,7 @@ fn takes_fh(opcode: u32) -> bool {
             | FALLOCATE
             | LSEEK
             | COPY_FILE_RANGE
+            | IOCTL
     )
 }
 

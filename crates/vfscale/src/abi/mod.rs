@@ -6,6 +6,7 @@
 pub mod anon;
 pub mod errno;
 pub mod fhandle;
+pub mod fileattr;
 pub mod flags;
 pub mod lock;
 pub mod notify;
@@ -14,6 +15,7 @@ pub mod stat;
 pub use anon::*;
 pub use errno::{Errno, SysResult};
 pub use fhandle::*;
+pub use fileattr::*;
 pub use flags::*;
 pub use lock::*;
 pub use notify::*;

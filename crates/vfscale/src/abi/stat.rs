@@ -66,6 +66,10 @@ pub struct Statx {
     pub rdev_minor: u32,
     pub dev_major: u32,
     pub dev_minor: u32,
+    /// STATX_ATTR_* bits that hold (`abi::fileattr`).
+    pub attributes: u64,
+    /// The STATX_ATTR_* bits `attributes` answers for.
+    pub attributes_mask: u64,
 }
 
 /// `struct statfs`.

@@ -36,7 +36,7 @@ fn in_group_or_root(cred: &Cred, gid: u32) -> bool {
 }
 
 /// Linux `inode_owner_or_capable`: owner, or CAP_FOWNER.
-fn owner_or_root(cred: &Cred, inode_uid: u32) -> bool {
+pub fn owner_or_root(cred: &Cred, inode_uid: u32) -> bool {
     cred.fsuid == inode_uid || cred.is_root()
 }
 

@@ -177,6 +177,10 @@ impl<F: Filesystem> Filesystem for FaultyFs<F> {
         self.inner.fs_type()
     }
 
+    fn has_inode_flags(&self) -> bool {
+        self.inner.has_inode_flags()
+    }
+
     fn dcache_is_authoritative(&self) -> bool {
         // Every miss goes to `lookup`, where faults can be injected.
         false

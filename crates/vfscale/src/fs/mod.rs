@@ -42,6 +42,12 @@ pub trait Filesystem: Send + Sync {
     /// The type name given to mount(2) ("tmpfs").
     fn fs_type(&self) -> &'static str;
 
+    /// True if regular files and directories carry inode flags
+    /// (FS_IOC_GETFLAGS and kin; inode/flags.rs): tmpfs.
+    fn has_inode_flags(&self) -> bool {
+        false
+    }
+
     /// True if every existing name is always in the dcache, so a miss is a
     /// definite ENOENT and needs no backend call (tmpfs).
     fn dcache_is_authoritative(&self) -> bool;

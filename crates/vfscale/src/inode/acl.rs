@@ -29,6 +29,7 @@
 //! - An inode's entries go when it is freed (`forget`, called only for an
 //!   inode with bits); inode numbers are not reused within a superblock.
 
+use super::flags::MODE_IMMUTABLE;
 use super::Inode;
 use crate::abi::*;
 use crate::cred::acl::{self, AclEntry, AclKind, MODE_ACCESS_ACL, MODE_ACL_BITS, MODE_DEFAULT_ACL};
@@ -112,22 +113,38 @@ impl Inode {
     /// Linux's generic_permission from a (mode, uid, gid) copy of this
     /// inode's `perm_attr` that the caller read (see `may_write_dir_as`):
     /// the mode bits, or the access ACL when the mode says there is one.
-    #[inline]
+    /// Always inlined: out of line, the call costs an open more than the
+    /// check (session 35: 23 instructions a call against 14 inline).
+    #[inline(always)]
     pub fn permission_as(
         &self,
         cred: &Cred,
         (mode, uid, gid): (u32, u32, u32),
         mask: u32,
     ) -> Result<(), Errno> {
-        // inode_permission's sb_permission: writing a regular file, a
-        // directory or a symlink of a read-only instance, before the bits.
-        if mask & MAY_WRITE != 0 && self.on_readonly_instance() {
-            return Err(Errno::EROFS);
+        // inode_permission's sb_permission (writing a regular file, a
+        // directory or a symlink of a read-only instance), then
+        // IS_IMMUTABLE, both before the bits.
+        if mask & MAY_WRITE != 0 && (mode & MODE_IMMUTABLE != 0 || self.on_readonly_instance()) {
+            return Err(self.write_refused());
         }
         if mode & MODE_ACCESS_ACL == 0 {
             return may_access(cred, mode, uid, gid, mask);
         }
         self.permission_with_acl(cred, mode, uid, gid, mask)
+    }
+
+    /// Why a write to an inode that is immutable or on a read-only
+    /// instance is refused: the instance first (out of line, so the
+    /// permission check stays small enough to inline).
+    #[cold]
+    #[inline(never)]
+    fn write_refused(&self) -> Errno {
+        if self.on_readonly_instance() {
+            Errno::EROFS
+        } else {
+            Errno::EPERM
+        }
     }
 
     /// The instance is read-only and this is a regular file, a directory

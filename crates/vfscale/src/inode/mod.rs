@@ -21,7 +21,8 @@
 //!   shows them (permission checks and creates branch on them); `attr`,
 //!   `stat` and `AttrWriter::get` mask them out, `set_mode` keeps them,
 //!   and only inode/acl.rs changes them, holding the inode's ACL writer
-//!   lock.
+//!   lock. Above them it carries the inode flags (inode/flags.rs:
+//!   immutable, append-only, nodump, noatime), hidden and kept alike.
 //! - The refcount counts dentries bound to the inode plus transient holders;
 //!   the inode is retired through the epoch collector when it drops to zero,
 //!   so a lock-free reader that loaded the pointer under a guard may still
@@ -31,6 +32,7 @@
 //!   for changes to the directory's names.
 
 pub mod acl;
+pub mod flags;
 pub mod xattr;
 
 use crate::abi::*;
@@ -44,6 +46,7 @@ use crate::sync::atomic::{
 use crate::sync::lock::RwLock;
 use crate::sync::refcount::RefCount;
 use crate::sync::seqcount::SeqCount;
+use flags::MODE_HIDDEN_BITS;
 
 /// A plain copy of an inode's attributes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -257,7 +260,7 @@ impl Inode {
             // Relaxed loads: ordered by the seqcount's acquire and retry fence.
             let a = InodeAttr {
                 ino: self.ino,
-                mode: self.mode.load(Ordering::Relaxed) & !MODE_ACL_BITS,
+                mode: self.mode.load(Ordering::Relaxed) & !MODE_HIDDEN_BITS,
                 uid: self.uid.load(Ordering::Relaxed),
                 gid: self.gid.load(Ordering::Relaxed),
                 nlink: self.nlink.load(Ordering::Relaxed),
@@ -312,7 +315,7 @@ impl Inode {
         let rdev = self.rdev(st.mode);
         Stat {
             dev: self.dev(),
-            mode: st.mode & !MODE_ACL_BITS,
+            mode: st.mode & !MODE_HIDDEN_BITS,
             rdev,
             ..st
         }
@@ -383,7 +386,7 @@ impl Inode {
     /// atime_needs_update and touch_atime for a read-like access through a
     /// mount with flags `mnt_flags` (a read, a listing, a readlink, a
     /// symlink followed): noatime (and nodiratime for a directory) never
-    /// writes; relatime writes only if atime is not newer than mtime or
+    /// writes, nor does a file with FS_NOATIME_FL; relatime writes only if atime is not newer than mtime or
     /// ctime or is more than a day old, so repeated reads do not dirty the
     /// inode; strictatime writes whenever the time has moved.
     pub(crate) fn touch_atime(&self, mnt_flags: u32) {
@@ -398,6 +401,10 @@ impl Inode {
         use crate::mount::flags::{allows_atime, MNT_RELATIME};
         // SAFETY: an inode's superblock outlives it.
         if !allows_atime(mnt_flags, self.is_dir()) || unsafe { &*self.sb }.is_readonly() {
+            return None;
+        }
+        // Relaxed: a hint, as Linux's unlocked test of S_NOATIME.
+        if self.mode.load(Ordering::Relaxed) & flags::MODE_NOATIME != 0 {
             return None;
         }
         let a = self.attr();
@@ -528,7 +535,7 @@ impl AttrWriter<'_> {
         let mode = i.mode.load(Ordering::Relaxed);
         InodeAttr {
             ino: i.ino,
-            mode: mode & !MODE_ACL_BITS,
+            mode: mode & !MODE_HIDDEN_BITS,
             uid: i.uid.load(Ordering::Relaxed),
             gid: i.gid.load(Ordering::Relaxed),
             nlink: i.nlink.load(Ordering::Relaxed),
@@ -541,12 +548,13 @@ impl AttrWriter<'_> {
             btime: i.btime(),
         }
     }
-    /// Sets the permission bits; the type and the ACL bits stay.
+    /// Sets the permission bits; the type, the ACL bits and the flags stay.
     pub fn set_mode(&mut self, mode: u32) {
-        let kept = self.inode.mode.load(Ordering::Relaxed) & (S_IFMT | MODE_ACL_BITS);
-        self.inode
-            .mode
-            .store(kept | (mode & !(S_IFMT | MODE_ACL_BITS)), Ordering::Relaxed);
+        let kept = self.inode.mode.load(Ordering::Relaxed) & (S_IFMT | MODE_HIDDEN_BITS);
+        self.inode.mode.store(
+            kept | (mode & !(S_IFMT | MODE_HIDDEN_BITS)),
+            Ordering::Relaxed,
+        );
     }
     /// The `MODE_ACL_BITS` now (inode/acl.rs: chmod's test, inside its
     /// write section, of whether an access ACL must follow the mode).

@@ -19,6 +19,7 @@ use crate::anon::{anon_fd_path, stream, AnonInode, AnonObj, Stream};
 use crate::dcache::walk::PathPtr;
 use crate::file::*;
 use crate::fs::tmpfs::data::FileData;
+use crate::inode::flags::MODE_APPEND;
 use crate::inode::InodeBody;
 use crate::sync::atomic::Ordering;
 use crate::sync::lock::RwLock;
@@ -660,8 +661,12 @@ impl Process {
             F_SETFL => self.with_file(fd, false, |f| {
                 const SETTABLE: i32 = O_APPEND | O_NONBLOCK | O_DIRECT | O_NOATIME;
                 let arg = arg as i32;
-                // Linux's setfl: O_NOATIME only for the owner.
                 let inode = f.inode();
+                // Linux's setfl: O_APPEND stays as it is on an append-only
+                // file, either way; O_NOATIME only for the owner.
+                if (arg ^ f.status()) & O_APPEND != 0 && inode.perm_attr().0 & MODE_APPEND != 0 {
+                    return Err(Errno::EPERM);
+                }
                 if arg & O_NOATIME != 0 && f.status() & O_NOATIME == 0 {
                     self.owner_or_capable(inode)?;
                 }

@@ -379,6 +379,44 @@ pub trait ProcessApi: Send {
     fn fionread(&self, _fd: Fd) -> SysResult<i32> {
         Err(Errno::ENOSYS)
     }
+    /// ioctl(FS_IOC_GETFLAGS): the inode flags (FS_*_FL, chattr's letters)
+    /// of the file open on `fd`; ENOTTY where the filesystem has none.
+    fn fs_ioc_getflags(&self, _fd: Fd) -> SysResult<u32> {
+        Err(Errno::ENOSYS)
+    }
+    /// ioctl(FS_IOC_SETFLAGS): replaces the inode flags (owner or root;
+    /// FS_IMMUTABLE_FL and FS_APPEND_FL change for root only).
+    fn fs_ioc_setflags(&self, _fd: Fd, _flags: u32) -> SysResult<()> {
+        Err(Errno::ENOSYS)
+    }
+    /// ioctl(FS_IOC_FSGETXATTR): the flags as a `struct fsxattr`.
+    fn fs_ioc_fsgetxattr(&self, _fd: Fd) -> SysResult<FsXattr> {
+        Err(Errno::ENOSYS)
+    }
+    /// ioctl(FS_IOC_FSSETXATTR): sets the flags from a `struct fsxattr`.
+    fn fs_ioc_fssetxattr(&self, _fd: Fd, _attr: &FsXattr) -> SysResult<()> {
+        Err(Errno::ENOSYS)
+    }
+    /// file_getattr(2): the flags of the inode `path` names (relative to
+    /// `dirfd`; AT_SYMLINK_NOFOLLOW, AT_EMPTY_PATH) as a `struct
+    /// file_attr` (`FileAttr::to_bytes`) written into `attr`, whose length
+    /// is the size the caller passes (24 up to a page; past the record,
+    /// zeros).
+    fn file_getattr(
+        &self,
+        _dirfd: Fd,
+        _path: &[u8],
+        _attr: &mut [u8],
+        _flags: i32,
+    ) -> SysResult<()> {
+        Err(Errno::ENOSYS)
+    }
+    /// file_setattr(2): sets the flags from the `struct file_attr` in
+    /// `attr` (its length is the size passed; bytes past the record must
+    /// be zero).
+    fn file_setattr(&self, _dirfd: Fd, _path: &[u8], _attr: &[u8], _flags: i32) -> SysResult<()> {
+        Err(Errno::ENOSYS)
+    }
     /// eventfd2(2): EFD_SEMAPHORE, EFD_NONBLOCK, EFD_CLOEXEC.
     fn eventfd(&self, _initval: u32, _flags: i32) -> SysResult<Fd> {
         Err(Errno::ENOSYS)

@@ -6,12 +6,12 @@
 
 use super::Process;
 use crate::abi::*;
-use crate::cred::acl::MODE_ACL_BITS;
 use crate::cred::perm::{check_chown, chmod_mode, may_chmod, may_set_times, MAY_WRITE};
 use crate::cred::Cred;
 use crate::dcache::dentry::Dentry;
 use crate::dcache::walk::Found;
 use crate::fs::BLOCK_SIZE;
+use crate::inode::flags::{MODE_HIDDEN_BITS, MODE_IMMUTABLE, MODE_PROTECTED};
 use crate::inode::{now, Inode};
 use crate::mount::Mount;
 
@@ -76,10 +76,23 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         let _g = self.vfs.collector.enter();
-        // SAFETY: the guard keeps the inode allocated.
-        let inode = unsafe { &*self.lookup_inode(dirfd, path, flags)? };
+        let found = self.lookup_at(&self.cred, dirfd, path, flags, 0)?;
+        let inode = found.inode();
         let a = inode.attr();
         let dev = inode.dev();
+        // SAFETY: the anonymous mount lives as long as the namespace.
+        let anon_sb = unsafe { &*self.vfs.anon().mnt }.sb();
+        let (mut attributes, attributes_mask) =
+            if core::ptr::eq(inode.sb, anon_sb) && inode.file_type() != S_IFREG {
+                // Linux's pipefs, sockfs and anon_inodefs answer for the
+                // generic bits only; a memfd is tmpfs's.
+                (0, STATX_ATTR_MASK_GENERIC)
+            } else {
+                inode.statx_attributes(inode.perm_attr().0)
+            };
+        if core::ptr::eq(found.path.dentry, found.mount().root) {
+            attributes |= STATX_ATTR_MOUNT_ROOT;
+        }
         let mut sx = Statx {
             mask: STATX_BASIC_STATS | STATX_BTIME,
             blksize: BLOCK_SIZE as u32,
@@ -98,6 +111,8 @@ impl Process {
             rdev_minor: (a.rdev & 0xff) as u32,
             dev_major: 0,
             dev_minor: dev as u32,
+            attributes,
+            attributes_mask,
         };
         // What Linux 6.18 leaves out unless asked (checked on the host's
         // tmpfs and ext4): the birth time (shmem_getattr, ext4_getattr
@@ -185,10 +200,11 @@ impl Process {
     ) -> SysResult<()> {
         // chmod_common: write access first.
         let _write = mnt.write_access()?;
-        refuse_anon_inode_setattr(inode)?;
         let (cur_mode, uid, gid) = inode.perm_attr();
+        refuse_protected_setattr(cur_mode)?;
+        refuse_anon_inode_setattr(inode)?;
         may_chmod(&self.cred, uid)?;
-        let new = chmod_mode(&self.cred, cur_mode & !MODE_ACL_BITS, gid, mode);
+        let new = chmod_mode(&self.cred, cur_mode & !MODE_HIDDEN_BITS, gid, mode);
         if let Some(sb) = super::backend_names::backend_of(inode) {
             let change = crate::fs::AttrChange {
                 mode: Some(new),
@@ -259,6 +275,9 @@ impl Process {
         let _write = mnt.write_access()?;
         let new_uid = (uid != u32::MAX).then_some(uid);
         let new_gid = (gid != u32::MAX).then_some(gid);
+        if event != 0 {
+            refuse_protected_setattr(inode.perm_attr().0)?;
+        }
         refuse_anon_inode_setattr(inode)?;
         let a = inode.attr();
         let new_mode = check_chown(&self.cred, a.mode, a.uid, a.gid, new_uid, new_gid)?;
@@ -359,6 +378,13 @@ impl Process {
         let _write = mnt.write_access()?;
         let explicit = !(at.nsec == UTIME_NOW && mt.nsec == UTIME_NOW);
         let perm = inode.perm_attr();
+        // notify_change: explicit times as any attribute; a touch only
+        // where the file is immutable.
+        if explicit {
+            refuse_protected_setattr(perm.0)?;
+        } else if perm.0 & MODE_IMMUTABLE != 0 {
+            return Err(Errno::EPERM);
+        }
         let u = perm.1;
         let can_write = inode.permission_as(&self.cred, perm, MAY_WRITE).is_ok();
         if inode.file_type() == 0 {
@@ -458,6 +484,15 @@ impl Process {
             })
         })
     }
+}
+
+/// notify_change's first check: no mode, owner or explicit time changes
+/// for an immutable or append-only inode (`mode_word` from `perm_attr`).
+fn refuse_protected_setattr(mode_word: u32) -> SysResult<()> {
+    if mode_word & MODE_PROTECTED != 0 {
+        return Err(Errno::EPERM);
+    }
+    Ok(())
 }
 
 /// The eventfd inode (the one inode without type bits) stands for Linux's

@@ -574,6 +574,27 @@ impl Namespace {
         )
     }
 
+    /// FS_IOC_GETFLAGS on an open file.
+    pub fn getflags(&self, cred: &Arc<Cred>, fh: Fh) -> SysResult<u32> {
+        self.at(cred, &self.root).fs_ioc_getflags(fh_fd(fh)?)
+    }
+
+    /// FS_IOC_SETFLAGS on an open file, with `cred`'s rights.
+    pub fn setflags(&self, cred: &Arc<Cred>, fh: Fh, flags: u32) -> SysResult<()> {
+        self.at(cred, &self.root).fs_ioc_setflags(fh_fd(fh)?, flags)
+    }
+
+    /// FS_IOC_FSGETXATTR on an open file.
+    pub fn fsgetxattr(&self, cred: &Arc<Cred>, fh: Fh) -> SysResult<FsXattr> {
+        self.at(cred, &self.root).fs_ioc_fsgetxattr(fh_fd(fh)?)
+    }
+
+    /// FS_IOC_FSSETXATTR on an open file, with `cred`'s rights.
+    pub fn fssetxattr(&self, cred: &Arc<Cred>, fh: Fh, attr: &FsXattr) -> SysResult<()> {
+        self.at(cred, &self.root)
+            .fs_ioc_fssetxattr(fh_fd(fh)?, attr)
+    }
+
     /// True if every change to `h`'s object goes through this VFS, so a
     /// cache of it kept elsewhere stays exact by listening to the
     /// observers of `watch.rs`; false for a backend-served instance

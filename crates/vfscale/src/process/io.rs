@@ -616,6 +616,7 @@ impl Process {
             if file.inode().file_type() != S_IFREG || file.fmode & FMODE_WRITE == 0 {
                 return Err(Errno::EINVAL);
             }
+            super::names::refuse_append_only(file.inode())?;
             self.truncate_inode(file.dentry, file.inode(), length as u64)
         })
     }

@@ -30,6 +30,7 @@ mod backend_names;
 mod context;
 mod dirents;
 mod fhandle;
+mod fileattr;
 pub mod handles;
 mod io;
 mod locks;

@@ -16,6 +16,7 @@ use crate::dcache::name::NameKey;
 use crate::dcache::walk::{Last, Parent, WALK_FOLLOW};
 use crate::dir::index::DirIndex;
 use crate::inode::acl::InheritedAcls;
+use crate::inode::flags::{inherited_flags, MODE_APPEND, MODE_PROTECTED};
 use crate::inode::{now, Inode, InodeBody};
 use crate::mount::Mount;
 use crate::sync::atomic::Ordering;
@@ -372,7 +373,8 @@ impl Process {
         dir_mode: u32,
         mode: u32,
     ) -> (u32, InheritedAcls) {
-        InheritedAcls::for_new(dir, dir_mode, mode, self.umask_bits())
+        let (mode, acls) = InheritedAcls::for_new(dir, dir_mode, mode, self.umask_bits());
+        (mode | inherited_flags(dir_mode), acls)
     }
 
     /// The mode of a new object on a backend-served instance: `mode` (type
@@ -569,7 +571,8 @@ impl Process {
             false,
             || Ok(()),
             |idx, dir, key, neg| {
-                let (uid, gid, _) = self.owner_in(dir, S_IFLNK | 0o777);
+                let dir_perm = dir.perm_attr();
+                let (uid, gid, _) = self.owner_in_as(dir_perm, S_IFLNK | 0o777);
                 // tmpfs keeps targets under 128 bytes inline, longer ones in
                 // a page: charged to the instance (ENOSPC when full) and to
                 // our group (with the inode and dentry: ENOMEM over `max`)
@@ -589,7 +592,10 @@ impl Process {
                         dir,
                         key,
                         neg,
-                        (S_IFLNK | 0o777, InheritedAcls::default()),
+                        (
+                            S_IFLNK | 0o777 | inherited_flags(dir_perm.0),
+                            InheritedAcls::default(),
+                        ),
                         uid,
                         gid,
                         InodeBody::Symlink(target.into()),
@@ -679,7 +685,9 @@ impl Process {
                 .map(drop);
         }
         self.create_prologue(&parent, false, same_mount, |idx, dir, key, neg| {
-            if inode.is_dir() {
+            // vfs_link: no new name for an append-only or immutable file,
+            // nor for a directory.
+            if inode.is_dir() || inode.perm_attr().0 & MODE_PROTECTED != 0 {
                 return Err(Errno::EPERM);
             }
             // The new name's dentry (unless a negative one is reused) is
@@ -926,7 +934,8 @@ impl Process {
         Ok((d, inode))
     }
 
-    /// Write+search on the directory and the sticky rule (EPERM).
+    /// Write+search on the directory, then (EPERM) an append-only
+    /// directory, the sticky rule, an append-only or immutable victim.
     pub(super) fn may_delete(&self, dir: &Inode, victim: &Inode) -> SysResult<()> {
         let dir_perm = dir.perm_attr();
         self.may_delete_as(dir_perm, self.may_write_dir_as(dir, dir_perm), victim)
@@ -946,7 +955,13 @@ impl Process {
         // backend_names.rs before any in-memory change, and call this there.
         may_write?;
         let (dmode, duid, _) = dir_perm;
-        if !sticky_may_delete(&self.cred, dmode, duid, victim.perm_attr().1) {
+        // An append-only directory keeps its names; an append-only or
+        // immutable victim keeps its own.
+        if dmode & MODE_APPEND != 0 {
+            return Err(Errno::EPERM);
+        }
+        let (vmode, vuid, _) = victim.perm_attr();
+        if !sticky_may_delete(&self.cred, dmode, duid, vuid) || vmode & MODE_PROTECTED != 0 {
             return Err(Errno::EPERM);
         }
         Ok(())
@@ -1267,7 +1282,8 @@ impl Process {
     /// vfs_truncate of `inode`, found through `mnt`: a directory is
     /// EISDIR, anything else not regular EINVAL, then write permission,
     /// then write access to the mount (EROFS: after the permission since
-    /// Linux 6.13, whose fsnotify pre-content hook sits between them).
+    /// Linux 6.13, whose fsnotify pre-content hook sits between them), then
+    /// EPERM for an append-only file.
     pub(super) fn truncate_at(
         &self,
         mnt: &Mount,
@@ -1283,12 +1299,20 @@ impl Process {
         }
         inode.permission(&self.cred, MAY_WRITE)?;
         let _write = mnt.write_access()?;
+        refuse_append_only(inode)?;
         self.truncate_inode(d, inode, length)
     }
 }
 
-/// True if `a` is a proper ancestor of `b` (walks `b`'s parents; stable
-/// while the superblock's rename lock is held).
+/// EPERM for an append-only inode (IS_APPEND): no truncation, whether
+/// by path or through a descriptor.
+pub(super) fn refuse_append_only(inode: &Inode) -> SysResult<()> {
+    if inode.perm_attr().0 & MODE_APPEND != 0 {
+        return Err(Errno::EPERM);
+    }
+    Ok(())
+}
+
 /// The old and (when another directory) the new directory's lock.
 pub(super) type RenameDirLocks<'a> = (
     RwLockWriteGuard<'a, DirIndex>,
@@ -1327,7 +1351,8 @@ pub(super) fn lock_rename_dirs<'a>(
     })
 }
 
-/// True if `a` is a proper ancestor of `b`.
+/// True if `a` is a proper ancestor of `b` (walks `b`'s parents; stable
+/// while the superblock's rename lock is held).
 pub(super) fn is_ancestor(a: *const Dentry, b: *const Dentry) -> bool {
     let mut p = b;
     while !p.is_null() {

@@ -600,6 +600,13 @@ impl Process {
             }
             if !created {
                 inode.permission(&self.cred, want)?;
+                // An append-only file opens for writing in append mode
+                // only, and is never truncated.
+                if inode.fs_flags() & FS_APPEND_FL != 0
+                    && ((acc != O_RDONLY && flags & O_APPEND == 0) || flags & O_TRUNC != 0)
+                {
+                    return Err(Errno::EPERM);
+                }
             }
             if flags & O_NOATIME != 0 {
                 self.owner_or_capable(inode)?;

@@ -10,6 +10,7 @@
 use super::Process;
 use crate::abi::*;
 use crate::file::{OpenFile, FMODE_READ, FMODE_WRITE};
+use crate::inode::flags::{MODE_APPEND, MODE_IMMUTABLE};
 use crate::inode::now;
 
 /// tmpfs's page, the unit fallocate allocates.
@@ -26,7 +27,8 @@ const FALLOC_MODE_MASK: i32 = 0x02 | 0x08 | 0x10 | 0x20 | 0x40 | 0x80;
 /// vfs_fallocate's argument and access checks, in its order: arguments
 /// (EINVAL), the mode (EOPNOTSUPP: one mode at a time, PUNCH_HOLE only
 /// with KEEP_SIZE, the range shifters never with it), then a writable
-/// descriptor (EBADF). The file type and tmpfs's own mode limit come after.
+/// descriptor (EBADF), then the inode's flags (EPERM). The file type and
+/// tmpfs's own mode limit come after.
 fn fallocate_mode_checks(file: &OpenFile, mode: i32, offset: i64, len: i64) -> SysResult<()> {
     if offset < 0 || len <= 0 {
         return Err(Errno::EINVAL);
@@ -43,6 +45,13 @@ fn fallocate_mode_checks(file: &OpenFile, mode: i32, offset: i64, len: i64) -> S
     }
     if file.fmode & FMODE_WRITE == 0 {
         return Err(Errno::EBADF);
+    }
+    // Only a plain allocation on an append-only file; nothing on an
+    // immutable one.
+    let flags = file.inode().perm_attr().0;
+    if (mode & !FALLOC_FL_KEEP_SIZE != 0 && flags & MODE_APPEND != 0) || flags & MODE_IMMUTABLE != 0
+    {
+        return Err(Errno::EPERM);
     }
     Ok(())
 }
@@ -196,6 +205,10 @@ impl Process {
         let (sb_in, sb_out) = unsafe { (&*i.inode().sb, &*o.inode().sb) };
         if !std::ptr::eq(sb_in, sb_out) {
             return Err(Errno::EXDEV);
+        }
+        // generic_copy_file_checks: never into an immutable file.
+        if o.inode().perm_attr().0 & MODE_IMMUTABLE != 0 {
+            return Err(Errno::EPERM);
         }
         if sb_in.backend_served {
             super::attrs::refresh_past_ttl(i);

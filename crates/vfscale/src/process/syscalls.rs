@@ -341,6 +341,24 @@ impl ProcessApi for Process {
     fn fionread(&self, fd: Fd) -> SysResult<i32> {
         Process::fionread(self, fd)
     }
+    fn fs_ioc_getflags(&self, fd: Fd) -> SysResult<u32> {
+        Process::fs_ioc_getflags(self, fd)
+    }
+    fn fs_ioc_setflags(&self, fd: Fd, flags: u32) -> SysResult<()> {
+        Process::fs_ioc_setflags(self, fd, flags)
+    }
+    fn fs_ioc_fsgetxattr(&self, fd: Fd) -> SysResult<FsXattr> {
+        Process::fs_ioc_fsgetxattr(self, fd)
+    }
+    fn fs_ioc_fssetxattr(&self, fd: Fd, attr: &FsXattr) -> SysResult<()> {
+        Process::fs_ioc_fssetxattr(self, fd, attr)
+    }
+    fn file_getattr(&self, dirfd: Fd, path: &[u8], attr: &mut [u8], flags: i32) -> SysResult<()> {
+        Process::file_getattr(self, dirfd, path, attr, flags)
+    }
+    fn file_setattr(&self, dirfd: Fd, path: &[u8], attr: &[u8], flags: i32) -> SysResult<()> {
+        Process::file_setattr(self, dirfd, path, attr, flags)
+    }
     fn eventfd(&self, initval: u32, flags: i32) -> SysResult<Fd> {
         Process::eventfd(self, initval, flags)
     }

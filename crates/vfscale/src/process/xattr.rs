@@ -23,6 +23,7 @@ use crate::cred::perm::{MAY_READ, MAY_WRITE};
 use crate::cred::Cred;
 use crate::dcache::dentry::Dentry;
 use crate::fs::XattrCall;
+use crate::inode::flags::MODE_PROTECTED;
 use crate::inode::{now, Inode};
 use crate::mount::Mount;
 
@@ -210,9 +211,13 @@ fn check_name(name: &[u8]) -> SysResult<&[u8]> {
     Ok(name)
 }
 
-/// Linux's xattr_permission.
+/// Linux's xattr_permission (and, for ACLs, may_write_xattr): no change
+/// to an immutable or append-only inode's attributes, in any namespace.
 fn xattr_permission(cred: &Cred, inode: &Inode, space: Space, write: bool) -> SysResult<()> {
     let (mode, uid, gid) = inode.perm_attr();
+    if write && mode & MODE_PROTECTED != 0 {
+        return Err(Errno::EPERM);
+    }
     match space {
         Space::Security => {
             // No LSM: reads are free; writes need CAP_SYS_ADMIN
@@ -292,8 +297,13 @@ pub(crate) fn set_inode(
         return Err(Errno::E2BIG);
     }
     let space = space_of(name);
+    let acl_kind = AclKind::of_name(name);
+    // do_set_acl parses a value before vfs_set_acl's checks.
+    if acl_kind.is_some() && !value.is_empty() {
+        acl::parse(value)?;
+    }
     xattr_permission(cred, inode, space, true)?;
-    if let Some(kind) = AclKind::of_name(name) {
+    if let Some(kind) = acl_kind {
         // XATTR_CREATE and XATTR_REPLACE mean nothing to an ACL (do_set_acl).
         return change_acl(cred, inode, Store::Tmpfs, kind, Some(value));
     }

@@ -15,6 +15,10 @@ impl Filesystem for Tmpfs {
         "tmpfs"
     }
 
+    fn has_inode_flags(&self) -> bool {
+        true
+    }
+
     fn dcache_is_authoritative(&self) -> bool {
         true
     }
