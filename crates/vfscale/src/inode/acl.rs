@@ -126,7 +126,7 @@ impl Inode {
         // directory or a symlink of a read-only instance), then
         // IS_IMMUTABLE, both before the bits.
         if mask & MAY_WRITE != 0 && (mode & MODE_IMMUTABLE != 0 || self.on_readonly_instance()) {
-            return Err(self.write_refused());
+            return Err(self.write_refused(mode));
         }
         if mode & MODE_ACCESS_ACL == 0 {
             return may_access(cred, mode, uid, gid, mask);
@@ -134,13 +134,16 @@ impl Inode {
         self.permission_with_acl(cred, mode, uid, gid, mask)
     }
 
-    /// Why a write to an inode that is immutable or on a read-only
-    /// instance is refused: the instance first (out of line, so the
-    /// permission check stays small enough to inline).
+    /// Why a write to an inode that is immutable (by `mode`) or on a
+    /// read-only instance is refused: the instance first (out of line, so
+    /// the permission check stays small enough to inline). Only an
+    /// immutable inode may be EPERM: the instance may have turned
+    /// writable again since the caller saw it read-only, and that refusal
+    /// stays EROFS.
     #[cold]
     #[inline(never)]
-    fn write_refused(&self) -> Errno {
-        if self.on_readonly_instance() {
+    fn write_refused(&self, mode: u32) -> Errno {
+        if mode & MODE_IMMUTABLE == 0 || self.on_readonly_instance() {
             Errno::EROFS
         } else {
             Errno::EPERM
