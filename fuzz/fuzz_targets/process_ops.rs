@@ -340,22 +340,32 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
                 }
             },
             // Inode flags: set (mostly the four tmpfs keeps, sometimes
-            // others), as flags or as an fsxattr record, or read.
+            // others), as flags, as an fsxattr record or by path
+            // (file_setattr, a record of fuzzed size and tail), or read.
             12 => {
                 let b = bytes.byte()?;
                 let flags = u32::from(b & 0xf8) | u32::from(b & 7) << 27;
-                let _ = match arg & 0x30 {
-                    0x00 => p.fs_ioc_setflags(fd(), flags).map(drop),
-                    0x10 => {
-                        let x = FsXattr {
-                            xflags: xflags_of(flags) | u32::from(b & 3) << 11,
-                            extsize: u32::from(b & 4),
-                            ..FsXattr::default()
-                        };
-                        p.fs_ioc_fssetxattr(fd(), &x)
-                    }
-                    0x20 => p.fs_ioc_getflags(fd()).map(drop),
-                    _ => p.fs_ioc_fsgetxattr(fd()).map(drop),
+                let x = FsXattr {
+                    xflags: xflags_of(flags) | u32::from(b & 3) << 11,
+                    extsize: u32::from(b & 4),
+                    ..FsXattr::default()
+                };
+                let mut rec = vec![0u8; 20 + usize::from(bytes.byte()? % 16)];
+                let n = rec.len().min(FILE_ATTR_SIZE_VER0);
+                let attr = FileAttr {
+                    xflags: u64::from(x.xflags),
+                    extsize: x.extsize,
+                    ..FileAttr::default()
+                };
+                rec[..n].copy_from_slice(&attr.to_bytes()[..n]);
+                let at = i32::from(arg & 0x40) << 2; // AT_SYMLINK_NOFOLLOW
+                let _ = match bytes.byte()? % 6 {
+                    0 => p.fs_ioc_setflags(fd(), flags).map(drop),
+                    1 => p.fs_ioc_fssetxattr(fd(), &x),
+                    2 => p.fs_ioc_getflags(fd()).map(drop),
+                    3 => p.fs_ioc_fsgetxattr(fd()).map(drop),
+                    4 => p.file_setattr(AT_FDCWD, a, &rec, at),
+                    _ => p.file_getattr(AT_FDCWD, a, &mut rec, at),
                 };
             }
             _ => {

@@ -135,8 +135,9 @@ impl Inode {
 /// old record of a tmpfs inode has no extent sizes and project 0), then
 /// shmem's refusal of anything but the flags (fileattr_has_fsx).
 fn xattr_prepare(x: FsXattr, is_reg: bool, is_dir: bool) -> SysResult<()> {
-    // A project id changes only to a valid one: (u32)-1 is not.
-    if x.projid != 0 && x.projid == u32::MAX {
+    // A project id changes (from tmpfs's 0) only to a valid one:
+    // (u32)-1 is not.
+    if x.projid == u32::MAX {
         return Err(Errno::EINVAL);
     }
     if x.xflags & FS_XFLAG_EXTSIZE != 0 && !is_reg {
