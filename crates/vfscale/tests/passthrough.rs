@@ -1671,3 +1671,59 @@ fn a_file_exchanged_with_a_directory_holding_its_other_name_keeps_both() {
     assert_eq!(std::fs::read(host.path().join("b")).unwrap(), b"both");
     assert_eq!(host.path().join("a/x/x").metadata().unwrap().nlink(), 2);
 }
+
+/// A watched passthrough directory keeps hearing changes after the caches
+/// are dropped: its watch holds the cached entry, so the lookups that
+/// follow find the watched inode instead of making a second one (before,
+/// the entry was reclaimed and the watch went deaf). The file inside,
+/// watched too, is found again by its host identity. Closing the instance
+/// lets the entry go: a later drop frees it.
+#[test]
+fn a_watched_directory_keeps_its_events_across_dropped_caches() {
+    let host = HostDir::new("watched-dir");
+    host.mkdir("w");
+    host.write("w/f", b"");
+    let vfs = Vfs::with_passthrough_root(
+        VfsConfig::default(),
+        host.path(),
+        PassthroughConfig::default(),
+    )
+    .unwrap();
+    let p = vfs.root_process();
+    let i = p.inotify_init1(IN_NONBLOCK).unwrap();
+    let wd = p
+        .inotify_add_watch(i, b"/w", IN_CREATE | IN_DELETE)
+        .unwrap();
+    let fwd = p.inotify_add_watch(i, b"/w/f", IN_ATTRIB).unwrap();
+    let events = |p: &vfscale::Process| {
+        let mut buf = vec![0u8; 4096];
+        match p.read(i, &mut buf) {
+            Ok(n) => InotifyEvent::parse_all(&buf[..n])
+                .unwrap()
+                .into_iter()
+                .map(|e| (e.wd, e.mask, String::from_utf8(e.name).unwrap()))
+                .collect(),
+            Err(Errno::EAGAIN) => Vec::new(),
+            Err(e) => panic!("read: {e}"),
+        }
+    };
+    vfs.drop_caches();
+    let fd = p.open(b"/w/new", O_CREAT | O_WRONLY, 0o644).unwrap();
+    p.close(fd).unwrap();
+    p.chmod(b"/w/f", 0o600).unwrap();
+    p.unlink(b"/w/new").unwrap();
+    assert_eq!(
+        events(&p),
+        vec![
+            (wd, IN_CREATE, "new".to_string()),
+            (fwd, IN_ATTRIB, String::new()),
+            (wd, IN_DELETE, "new".to_string()),
+        ]
+    );
+    let held = vfs.object_counts().dentries;
+    p.close(i).unwrap();
+    vfs.drop_caches();
+    assert!(vfs.object_counts().dentries < held, "the held entry went");
+    drop(p);
+    vfs.check_invariants().unwrap();
+}

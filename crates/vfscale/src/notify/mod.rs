@@ -22,9 +22,14 @@
 //! - `active` and every inode's `watched` flag change only under the
 //!   registry's lock, and say whether marks exist: `watched` is set while
 //!   the inode has at least one mark (and holds the inode reference).
-//! - Lock order: directory locks → the registry → an instance's queue
-//!   (`Inotify`'s mutex). Inode references are dropped after the registry
-//!   is unlocked (a final put may free the inode).
+//! - Lock order: directory locks → the registry → its held dentries'
+//!   map, or an instance's queue (`Inotify`'s mutex). Inode and dentry
+//!   references are dropped after the registry is unlocked (a final put
+//!   may free them).
+//! - A watched directory of a backend-served instance also holds the
+//!   dentry its first watch came through, until its last mark goes, so
+//!   reclaim keeps its name and the lookups that follow find the watched
+//!   inode (`held_dentries`).
 //! - An instance's watch descriptors and its marks change together under
 //!   the registry lock; a mark's removal queues the instance's IN_IGNORED.
 
@@ -63,11 +68,23 @@ pub(crate) struct Registry {
     /// Some inode has a mark.
     active: AtomicBool,
     marks: Mutex<HashMap<usize, Vec<Mark>>>,
+    /// Watched directories of backend-served instances, by inode address:
+    /// the dentry their first watch was added through, held so that
+    /// reclaim cannot forget it (a later lookup of the name would make a
+    /// second inode, which the marks would not hear: backends find files
+    /// again by identity, directories by their cached entry only). Changed
+    /// inside the `marks` lock.
+    held_dentries: Mutex<HashMap<usize, usize>>,
     cookies: AtomicU32,
 }
 
-/// Inodes whose last mark went, to put once the registry is unlocked.
-type Unpinned = Vec<*const Inode>;
+/// What a change of the registry let go, to put once it is unlocked:
+/// inodes whose last mark went, and the dentries held for them.
+#[derive(Default)]
+struct Unpinned {
+    inodes: Vec<*const Inode>,
+    dentries: Vec<*const Dentry>,
+}
 
 /// One delivery: the inode whose marks hear the event, the name it
 /// carries for them (the child's, when they watch the subject's
@@ -132,7 +149,10 @@ impl Registry {
         let inode = addr as *const Inode;
         // SAFETY: the registry's pin kept the inode alive until now.
         unsafe { &*inode }.watched.store(false, Ordering::Relaxed);
-        unpinned.push(inode);
+        unpinned.inodes.push(inode);
+        if let Some(d) = self.held_dentries.lock().remove(&addr) {
+            unpinned.dentries.push(d as *const Dentry);
+        }
         // Relaxed: see the module comment (a hint, exact under the lock).
         self.active.store(!marks.is_empty(), Ordering::Relaxed);
     }
@@ -263,7 +283,7 @@ impl VfsInner {
         // SAFETY: as in `notify_removed`.
         let i = unsafe { &*inode };
         let mask = event | if i.is_dir() { IN_ISDIR } else { 0 };
-        let mut unpinned = Unpinned::new();
+        let mut unpinned = Unpinned::default();
         {
             let mut marks = self.notify.marks.lock();
             let Some(list) = marks.get_mut(&(inode as usize)) else {
@@ -306,7 +326,7 @@ impl VfsInner {
     }
 
     fn notify_deliver(&self, targets: &[Target<'_>], mask: u32, cookie: u32, unlinked: bool) {
-        let mut unpinned = Unpinned::new();
+        let mut unpinned = Unpinned::default();
         {
             let mut marks = self.notify.marks.lock();
             self.notify
@@ -316,7 +336,10 @@ impl VfsInner {
     }
 
     fn notify_unpin(&self, unpinned: Unpinned) {
-        for inode in unpinned {
+        for d in unpinned.dentries {
+            self.dput(d);
+        }
+        for inode in unpinned.inodes {
             self.iput(inode);
         }
     }
@@ -327,8 +350,34 @@ impl VfsInner {
     pub(crate) fn notify_add_watch(
         &self,
         group: &Arc<Inotify>,
+        found: &crate::dcache::walk::Found,
+        mask: u32,
+    ) -> SysResult<i32> {
+        let inode = found.inode();
+        // SAFETY: an inode's superblock outlives it.
+        let sb = unsafe { &*inode.sb };
+        // A backend's directory: its dentry, for the registry to hold if
+        // this is its first mark. Taken before the registry's lock, as a
+        // failed validation puts it again (a directory whose name changed
+        // since the walk is watched unheld, as before).
+        let mut hold = (sb.backend_served
+            && inode.is_dir()
+            && self.dget_validated(found.path.dentry, found.seq))
+        .then_some(found.path.dentry);
+        let r = self.add_watch(group, inode, mask, &mut hold);
+        if let Some(d) = hold {
+            self.dput(d);
+        }
+        r
+    }
+
+    /// `notify_add_watch` of `inode`; a first mark takes `hold`.
+    fn add_watch(
+        &self,
+        group: &Arc<Inotify>,
         inode: &Inode,
         mask: u32,
+        hold: &mut Option<*const Dentry>,
     ) -> SysResult<i32> {
         let addr = inode as *const Inode as usize;
         let keep = mask & (WATCH_EVENTS | MARK_FLAGS);
@@ -372,6 +421,9 @@ impl VfsInner {
             if sb.backend_served {
                 sb.fs.keep_identity(inode);
             }
+            if let Some(d) = hold.take() {
+                self.notify.held_dentries.lock().insert(addr, d as usize);
+            }
         }
         marks.entry(addr).or_default().push(Mark {
             group: group.clone(),
@@ -384,7 +436,7 @@ impl VfsInner {
     /// inotify_rm_watch: EINVAL for a descriptor the instance does not
     /// have; the mark goes with its IN_IGNORED.
     pub(crate) fn notify_rm_watch(&self, group: &Arc<Inotify>, wd: i32) -> SysResult<()> {
-        let mut unpinned = Unpinned::new();
+        let mut unpinned = Unpinned::default();
         {
             let mut marks = self.notify.marks.lock();
             let addr = group.inode_of(wd).ok_or(Errno::EINVAL)?;
@@ -406,7 +458,7 @@ impl VfsInner {
     /// The instance's file had its final put: its marks go (nobody can
     /// read their IN_IGNORED).
     pub(crate) fn notify_release(&self, group: &Arc<Inotify>) {
-        let mut unpinned = Unpinned::new();
+        let mut unpinned = Unpinned::default();
         {
             let mut marks = self.notify.marks.lock();
             for (_, addr) in group.release() {

@@ -65,9 +65,8 @@ impl Process {
             0
         };
         let found = self.lookup_at(&self.cred, AT_FDCWD, path, at, walk)?;
-        let inode = found.inode();
-        inode.permission(&self.cred, MAY_READ)?;
-        self.vfs.notify_add_watch(&group, inode, mask)
+        found.inode().permission(&self.cred, MAY_READ)?;
+        self.vfs.notify_add_watch(&group, &found, mask)
     }
 
     /// inotify_rm_watch(2).

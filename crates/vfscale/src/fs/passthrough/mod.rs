@@ -1687,7 +1687,8 @@ impl Filesystem for Passthrough {
 
     fn keep_identity(&self, inode: &Inode) {
         // Directories are not in the map (one name each: their cached
-        // entry keeps their inode; COMPATIBILITY.md).
+        // entry keeps their inode, and a watch holds that entry:
+        // notify/mod.rs).
         self.map_identity(inode);
     }
 
