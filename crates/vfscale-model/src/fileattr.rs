@@ -9,8 +9,9 @@
 //!   and sets ctime;
 //! - checks fail in Linux's order: the descriptor (EBADF, O_PATH
 //!   included); for FSSETXATTR, xflags Linux does not know (EOPNOTSUPP),
-//!   then FS_XFLAG_HASATTR is dropped; for a change, a read-only mount or
-//!   instance (EROFS, whatever the file is); an inode without flags
+//!   then the read-only xflags (PREALLOC, HASATTR) are dropped; for a
+//!   change, a read-only mount or instance (EROFS, whatever the file
+//!   is); an inode without flags
 //!   (ENOTTY: everything but a regular file or directory); the owner or
 //!   root (EPERM); immutable or append-only changed by anyone but root
 //!   (EPERM); the FSSETXATTR record's own rules (EINVAL, then EOPNOTSUPP
@@ -52,8 +53,9 @@ const XFLAG_COMMON: u32 = 0x20 | 0x08 | 0x10 | 0x80 | 0x40 | 0x8000 | 0x200;
 const XFLAG_EXTSIZE: u32 = 0x0800;
 const XFLAG_EXTSZINHERIT: u32 = 0x1000;
 const XFLAG_COWEXTSIZE: u32 = 0x1_0000;
-/// Read-only: dropped from a request.
-const XFLAG_HASATTR: u32 = 0x8000_0000;
+/// Read-only (FS_XFLAG_PREALLOC | FS_XFLAG_HASATTR): dropped from a
+/// request.
+const XFLAG_READ_ONLY: u32 = 0x8000_0002;
 /// Every xflag Linux 6.18 knows (FS_XFLAGS_MASK).
 const XFLAGS_KNOWN: u32 = 0x8001_fffb;
 
@@ -140,7 +142,7 @@ impl State {
                     return Err(Errno::EOPNOTSUPP);
                 }
                 Change::Xattr(FsXattr {
-                    xflags: x.xflags & !XFLAG_HASATTR,
+                    xflags: x.xflags & !XFLAG_READ_ONLY,
                     ..x
                 })
             }

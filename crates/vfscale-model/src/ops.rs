@@ -1688,8 +1688,9 @@ fn space_op() -> impl Strategy<Value = Op> {
 /// often clears or lowers the flags again. Flags are drawn bit by bit from
 /// the four tmpfs keeps (the two that only root may change less often),
 /// sometimes with one it does not (EOPNOTSUPP); records mostly carry the
-/// same four as xflags, sometimes the read-only FS_XFLAG_HASATTR, an
-/// extent size flag, an xflag tmpfs refuses or one Linux does not know,
+/// same four as xflags, sometimes the read-only FS_XFLAG_HASATTR or
+/// FS_XFLAG_PREALLOC, an extent size flag, an xflag tmpfs refuses or one
+/// Linux does not know,
 /// an extent size, a project or an extent count.
 fn fileattr_op() -> impl Strategy<Value = Op> {
     let bit = |p: f64, b: u32| prop::bool::weighted(p).prop_map(move |on| if on { b } else { 0 });
@@ -1740,6 +1741,7 @@ fn fileattr_op() -> impl Strategy<Value = Op> {
                 FS_XFLAG_DAX,
                 FS_XFLAG_PROJINHERIT,
                 FS_XFLAG_NODEFRAG,
+                FS_XFLAG_PREALLOC,
                 0x4,
                 0x2_0000,
             ]),

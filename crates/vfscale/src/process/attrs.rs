@@ -82,14 +82,14 @@ impl Process {
         let dev = inode.dev();
         // SAFETY: the anonymous mount lives as long as the namespace.
         let anon_sb = unsafe { &*self.vfs.anon().mnt }.sb();
-        let (mut attributes, attributes_mask) =
-            if core::ptr::eq(inode.sb, anon_sb) && inode.file_type() != S_IFREG {
-                // Linux's pipefs, sockfs and anon_inodefs answer for the
-                // generic bits only; a memfd is tmpfs's.
-                (0, STATX_ATTR_MASK_GENERIC)
-            } else {
-                inode.statx_attributes(inode.perm_attr().0)
-            };
+        // Linux's pipefs, sockfs and anon_inodefs (a memfd is tmpfs's).
+        let pseudo = core::ptr::eq(inode.sb, anon_sb) && inode.file_type() != S_IFREG;
+        let (mut attributes, attributes_mask) = if pseudo {
+            // The generic attribute bits only.
+            (0, STATX_ATTR_MASK_GENERIC)
+        } else {
+            inode.statx_attributes(inode.perm_attr().0)
+        };
         if core::ptr::eq(found.path.dentry, found.mount().root) {
             attributes |= STATX_ATTR_MOUNT_ROOT;
         }
@@ -118,12 +118,14 @@ impl Process {
         // tmpfs and ext4): the birth time (shmem_getattr, ext4_getattr
         // fill it only on request), and, for filesystems with multigrain
         // timestamps (tmpfs, ext4 since 6.13), mtime and ctime when neither
-        // is asked for (fill_mg_cmtime: their fields stay zero).
-        if mask & STATX_BTIME == 0 {
+        // is asked for (fill_mg_cmtime: their fields stay zero). The
+        // pseudo filesystems keep no birth time and have no multigrain
+        // timestamps: the basic fields always, never the birth time.
+        if mask & STATX_BTIME == 0 || pseudo {
             sx.mask &= !STATX_BTIME;
             sx.btime = Timespec::default();
         }
-        if mask & (STATX_MTIME | STATX_CTIME) == 0 {
+        if mask & (STATX_MTIME | STATX_CTIME) == 0 && !pseudo {
             sx.mask &= !(STATX_MTIME | STATX_CTIME);
             sx.mtime = Timespec::default();
             sx.ctime = Timespec::default();
