@@ -1694,13 +1694,12 @@ fn space_op() -> impl Strategy<Value = Op> {
 /// an extent size, a project or an extent count.
 fn fileattr_op() -> impl Strategy<Value = Op> {
     let bit = |p: f64, b: u32| prop::bool::weighted(p).prop_map(move |on| if on { b } else { 0 });
-    let kept = (
-        bit(0.3, FS_IMMUTABLE_FL),
-        bit(0.3, FS_APPEND_FL),
-        bit(0.4, FS_NODUMP_FL),
-        bit(0.4, FS_NOATIME_FL),
-    )
-        .prop_map(|(i, a, d, n)| i | a | d | n);
+    // The four flags tmpfs keeps, in either spelling: the two only root
+    // may change less often.
+    let four = move |[i, a, d, n]: [u32; 4]| {
+        (bit(0.3, i), bit(0.3, a), bit(0.4, d), bit(0.4, n)).prop_map(|(i, a, d, n)| i | a | d | n)
+    };
+    let kept = four([FS_IMMUTABLE_FL, FS_APPEND_FL, FS_NODUMP_FL, FS_NOATIME_FL]);
     let flags = prop_oneof![
         2 => Just(0u32),
         8 => kept.clone(),
@@ -1719,13 +1718,12 @@ fn fileattr_op() -> impl Strategy<Value = Op> {
         )
             .prop_map(|(odd, f)| odd | f),
     ];
-    let xkept = (
-        bit(0.3, FS_XFLAG_IMMUTABLE),
-        bit(0.3, FS_XFLAG_APPEND),
-        bit(0.4, FS_XFLAG_NODUMP),
-        bit(0.4, FS_XFLAG_NOATIME),
-    )
-        .prop_map(|(i, a, d, n)| i | a | d | n);
+    let xkept = four([
+        FS_XFLAG_IMMUTABLE,
+        FS_XFLAG_APPEND,
+        FS_XFLAG_NODUMP,
+        FS_XFLAG_NOATIME,
+    ]);
     let xflags = prop_oneof![
         6 => xkept.clone(),
         1 => xkept.clone().prop_map(|x| x | FS_XFLAG_HASATTR),
