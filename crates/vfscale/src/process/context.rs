@@ -4,7 +4,7 @@ use super::{FsContext, Process};
 use crate::abi::*;
 use crate::cred::perm::MAY_EXEC;
 use crate::dcache::walk::{Found, PathPtr, WALK_DIRECTORY, WALK_FOLLOW};
-use crate::sync::atomic::Ordering;
+use crate::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 impl Process {
@@ -195,6 +195,7 @@ impl Process {
             files: Arc::new(self.files.duplicate()),
             // A child starts in its parent's group (cgroup inheritance).
             group: self.group.fork(),
+            live_threads: Arc::new(AtomicUsize::new(1)),
             exited: false,
         })
     }
@@ -209,6 +210,12 @@ impl Process {
             fs: self.fs.clone(),
             files: self.files.clone(),
             group: self.group.clone(),
+            live_threads: {
+                // Relaxed: the count only has to reach zero once, after
+                // every sibling's decrement (see `release_everything`).
+                self.live_threads.fetch_add(1, Ordering::Relaxed);
+                self.live_threads.clone()
+            },
             exited: false,
         }
     }

@@ -31,6 +31,7 @@ use crate::abi::*;
 use crate::cred::Cred;
 use crate::dcache::walk::{Found, PathPtr};
 use crate::file::FdTable;
+use crate::sync::atomic::AtomicUsize;
 use crate::vfs::VfsInner;
 use std::sync::Arc;
 
@@ -191,6 +192,7 @@ impl Namespace {
             fs: Arc::new(FsContext::new(root.path, cwd.path, umask & 0o777)),
             files: self.files.clone(),
             group: self.group.clone(),
+            live_threads: Arc::new(AtomicUsize::new(0)),
             exited: true,
         }
     }

@@ -56,7 +56,7 @@ use crate::cred::Cred;
 use crate::dcache::walk::{Found, Parent, PathPtr, WALK_BENEATH, WALK_FOLLOW, WALK_IN_ROOT};
 use crate::file::{FdTable, FileRef};
 use crate::inode::Inode;
-use crate::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use crate::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use crate::sync::lock::Mutex;
 use crate::sync::seqcount::SeqCount;
 use crate::vfs::VfsInner;
@@ -154,6 +154,13 @@ pub struct Process {
     /// The memory group charged for what this process creates; shared
     /// with `clone_thread` siblings, copied by fork (`reclaim/`).
     pub(crate) group: Arc<crate::reclaim::GroupCell>,
+    /// How many of the threads sharing `fs` and `files` (this process and
+    /// its `clone_thread` siblings) have not exited: the one that brings
+    /// it to zero releases them. The Arcs' strong counts cannot say who is
+    /// last: two siblings exiting at once both saw the other's reference
+    /// and neither released (races.rs `link_vs_last_put` caught the
+    /// leaked root and cwd).
+    live_threads: Arc<AtomicUsize>,
     exited: bool,
 }
 
@@ -177,6 +184,7 @@ impl Process {
             files,
             vfs,
             group,
+            live_threads: Arc::new(AtomicUsize::new(1)),
             exited: false,
         }
     }
@@ -456,12 +464,15 @@ impl Process {
         }
         self.exited = true;
         let _batch = self.vfs.batch_scope();
-        let files = self.files_if_last();
-        for f in &files {
-            self.forget_posix_locks(f);
-        }
-        self.vfs.fput_many(files);
-        if Arc::strong_count(&self.fs) == 1 {
+        // AcqRel: the last thread's release reads the tables after every
+        // sibling's last use of them (each sibling's decrement releases
+        // its uses; the last one's acquires them all).
+        if self.live_threads.fetch_sub(1, Ordering::AcqRel) == 1 {
+            let files = self.files.take_all();
+            for f in &files {
+                self.forget_posix_locks(f);
+            }
+            self.vfs.fput_many(files);
             let (root, cwd) = self.fs.get();
             for p in [root, cwd] {
                 self.vfs.dput(p.dentry);
@@ -487,14 +498,6 @@ impl Process {
         };
         self.vfs.fput(f);
         r
-    }
-
-    fn files_if_last(&self) -> Vec<FileRef> {
-        if Arc::strong_count(&self.files) == 1 {
-            self.files.take_all()
-        } else {
-            Vec::new()
-        }
     }
 }
 
