@@ -183,6 +183,30 @@ impl<'a> Run<'a> {
         self.set_by(self.p, what, path, flags)
     }
 
+    /// A protected file's section start: `path` opened for writing, for
+    /// reading and writing, for appending and for reading before `flag`
+    /// (named `flag_name`) is set through the read-only descriptor, then
+    /// the flags read back and every open of `OPENS` tried. The four
+    /// descriptors, in that order.
+    fn protect(&self, label: &str, path: &[u8], flag: u32, flag_name: &str) -> [Fd; 4] {
+        let w = self.open(&format!("{label}: open O_WRONLY before"), path, O_WRONLY);
+        let rw = self.open(&format!("{label}: open O_RDWR before"), path, O_RDWR);
+        let ap = self.open(
+            &format!("{label}: open O_WRONLY|O_APPEND before"),
+            path,
+            O_WRONLY | O_APPEND,
+        );
+        let ro = self.open(&format!("{label}: open O_RDONLY before"), path, O_RDONLY);
+        self.times(&format!("{label}: SETFLAGS {flag_name}"), path, || {
+            unit(self.p.fs_ioc_setflags(ro, flag))
+        });
+        self.state(label, path);
+        for (name, flags) in OPENS {
+            self.try_open(&format!("{label}: open {name}"), path, flags);
+        }
+        [w, rw, ap, ro]
+    }
+
     /// `op`'s result, and whether it changed `path`'s ctime and mtime
     /// (read by lstat before and after, the clock given time to move).
     fn times(&self, what: &str, path: &[u8], op: impl FnOnce() -> String) {
@@ -1055,21 +1079,7 @@ fn immutable_file(r: &Run) {
         Ok(())
     })();
     r.log("immutable: setup", unit(prep));
-    let w = r.open("immutable: open O_WRONLY before", path, O_WRONLY);
-    let rw = r.open("immutable: open O_RDWR before", path, O_RDWR);
-    let ap = r.open(
-        "immutable: open O_WRONLY|O_APPEND before",
-        path,
-        O_WRONLY | O_APPEND,
-    );
-    let ro = r.open("immutable: open O_RDONLY before", path, O_RDONLY);
-    r.times("immutable: SETFLAGS IMMUTABLE", path, || {
-        unit(p.fs_ioc_setflags(ro, FS_IMMUTABLE_FL))
-    });
-    r.state("immutable", path);
-    for (name, flags) in OPENS {
-        r.try_open(&format!("immutable: open {name}"), path, flags);
-    }
+    let [w, rw, ap, ro] = r.protect("immutable", path, FS_IMMUTABLE_FL, "IMMUTABLE");
     r.try_open(
         "immutable: open O_RDONLY|O_NOATIME",
         path,
@@ -1245,21 +1255,7 @@ fn append_file(r: &Run) {
         Ok(())
     })();
     r.log("append: setup", unit(prep));
-    let w = r.open("append: open O_WRONLY before", path, O_WRONLY);
-    let rw = r.open("append: open O_RDWR before", path, O_RDWR);
-    let ap = r.open(
-        "append: open O_WRONLY|O_APPEND before",
-        path,
-        O_WRONLY | O_APPEND,
-    );
-    let ro = r.open("append: open O_RDONLY before", path, O_RDONLY);
-    r.times("append: SETFLAGS APPEND", path, || {
-        unit(p.fs_ioc_setflags(ro, FS_APPEND_FL))
-    });
-    r.state("append", path);
-    for (name, flags) in OPENS {
-        r.try_open(&format!("append: open {name}"), path, flags);
-    }
+    let [w, rw, ap, ro] = r.protect("append", path, FS_APPEND_FL, "APPEND");
     let ap2 = r.open(
         "append: open O_WRONLY|O_APPEND after",
         path,
