@@ -1668,30 +1668,16 @@ impl ProcessApi for KernelProcess {
     }
     fn fs_ioc_fsgetxattr(&self, fd: Fd) -> SysResult<FsXattr> {
         self.call(move || {
-            let mut raw = [0u32; 7];
+            let mut raw = [0u8; FSXATTR_SIZE];
             // SAFETY: FS_IOC_FSGETXATTR writes a 28-byte struct fsxattr.
             unit(unsafe {
                 libc::syscall(libc::SYS_ioctl, fd, FS_IOC_FSGETXATTR, raw.as_mut_ptr())
             })?;
-            Ok(FsXattr {
-                xflags: raw[0],
-                extsize: raw[1],
-                nextents: raw[2],
-                projid: raw[3],
-                cowextsize: raw[4],
-            })
+            Ok(FsXattr::from_bytes(&raw).expect("a whole record"))
         })
     }
     fn fs_ioc_fssetxattr(&self, fd: Fd, attr: &FsXattr) -> SysResult<()> {
-        let raw = [
-            attr.xflags,
-            attr.extsize,
-            attr.nextents,
-            attr.projid,
-            attr.cowextsize,
-            0,
-            0,
-        ];
+        let raw = attr.to_bytes();
         self.call(move || {
             // SAFETY: FS_IOC_FSSETXATTR reads a 28-byte struct fsxattr.
             unit(unsafe { libc::syscall(libc::SYS_ioctl, fd, FS_IOC_FSSETXATTR, raw.as_ptr()) })

@@ -693,9 +693,9 @@ impl Ops {
         const SETFLAGS32: u32 = 0x4004_6602;
         let cred = c.cred();
         let ns = &self.ns;
-        let word = |i: usize| -> Result<u32, Errno> {
-            let b = input.get(i * 4..i * 4 + 4).ok_or(Errno::EINVAL)?;
-            Ok(u32::from_ne_bytes(b.try_into().expect("four bytes")))
+        let word = || -> Result<u32, Errno> {
+            let b = input.get(..4).ok_or(Errno::EINVAL)?;
+            Ok(u32::from_ne_bytes(b.try_into().map_err(|_| Errno::EINVAL)?))
         };
         let cmd = match cmd {
             GETFLAGS32 => FS_IOC_GETFLAGS,
@@ -704,33 +704,14 @@ impl Ops {
         };
         let r = match cmd {
             FS_IOC_GETFLAGS => ns.getflags(&cred, fh).map(|f| f.to_ne_bytes().to_vec()),
-            FS_IOC_SETFLAGS => word(0)
+            FS_IOC_SETFLAGS => word()
                 .and_then(|f| ns.setflags(&cred, fh, f))
                 .map(|()| Vec::new()),
-            FS_IOC_FSGETXATTR => ns.fsgetxattr(&cred, fh).map(|x| {
-                [
-                    x.xflags,
-                    x.extsize,
-                    x.nextents,
-                    x.projid,
-                    x.cowextsize,
-                    0,
-                    0,
-                ]
-                .iter()
-                .flat_map(|w| w.to_ne_bytes())
-                .collect()
-            }),
-            FS_IOC_FSSETXATTR => (|| {
-                let x = FsXattr {
-                    xflags: word(0)?,
-                    extsize: word(1)?,
-                    nextents: word(2)?,
-                    projid: word(3)?,
-                    cowextsize: word(4)?,
-                };
-                ns.fssetxattr(&cred, fh, &x).map(|()| Vec::new())
-            })(),
+            FS_IOC_FSGETXATTR => ns.fsgetxattr(&cred, fh).map(|x| x.to_bytes().to_vec()),
+            FS_IOC_FSSETXATTR => FsXattr::from_bytes(input)
+                .ok_or(Errno::EINVAL)
+                .and_then(|x| ns.fssetxattr(&cred, fh, &x))
+                .map(|()| Vec::new()),
             _ => Err(Errno::ENOTTY),
         };
         match r {

@@ -556,7 +556,10 @@ fn setflags(fd: i32, flags: u32) -> i32 {
 #[test]
 fn inode_flags_through_the_mount() {
     use std::os::fd::AsRawFd;
-    use vfscale::abi::{FS_APPEND_FL, FS_NODUMP_FL};
+    use vfscale::abi::{
+        FsXattr, FSXATTR_SIZE, FS_APPEND_FL, FS_IOC_FSGETXATTR, FS_IOC_FSSETXATTR, FS_NODUMP_FL,
+        FS_XFLAG_APPEND, FS_XFLAG_NODUMP,
+    };
     for writeback_cache in [false, true] {
         let Some(m) = mount_config(vfscale_fuse::MountConfig {
             writeback_cache,
@@ -571,6 +574,13 @@ fn inode_flags_through_the_mount() {
         assert_eq!(setflags(h.as_raw_fd(), FS_APPEND_FL | FS_NODUMP_FL), 0);
         let want = (FS_APPEND_FL | FS_NODUMP_FL) as i32;
         assert_eq!(getflags(h.as_raw_fd()), (0, want));
+        // The same flags as an fsxattr record.
+        let mut rec = [0u8; FSXATTR_SIZE];
+        // SAFETY: FS_IOC_FSGETXATTR writes a 28-byte record.
+        let r = unsafe { libc::ioctl(h.as_raw_fd(), FS_IOC_FSGETXATTR as _, rec.as_mut_ptr()) };
+        assert_eq!(r, 0);
+        let x = FsXattr::from_bytes(&rec).unwrap();
+        assert_eq!(x.xflags, FS_XFLAG_APPEND | FS_XFLAG_NODUMP);
         // The core has them, and refuses what they forbid.
         let core = m.core();
         let cfd = core.open(b"/flagged", O_RDONLY, 0).unwrap();
@@ -587,7 +597,12 @@ fn inode_flags_through_the_mount() {
         assert_eq!(fs::read(&f).unwrap(), b"xy");
         // Only the file's owner or root; unsupported flags refused.
         assert_eq!(setflags(h.as_raw_fd(), 0x8), libc::EOPNOTSUPP);
-        assert_eq!(setflags(h.as_raw_fd(), 0), 0);
+        // Cleared through an fsxattr record.
+        let none = FsXattr::default().to_bytes();
+        // SAFETY: FS_IOC_FSSETXATTR reads a 28-byte record.
+        let r = unsafe { libc::ioctl(h.as_raw_fd(), FS_IOC_FSSETXATTR as _, none.as_ptr()) };
+        assert_eq!(r, 0);
+        assert_eq!(getflags(h.as_raw_fd()), (0, 0));
         drop(h);
         fs::remove_file(&f).unwrap();
     }

@@ -142,6 +142,44 @@ impl FileAttr {
     }
 }
 
+/// The size of `struct fsxattr` (with its 8 padding bytes).
+pub const FSXATTR_SIZE: usize = 28;
+
+impl FsXattr {
+    /// The kernel's byte layout (native endian, padding zeroed).
+    pub fn to_bytes(&self) -> [u8; FSXATTR_SIZE] {
+        let mut b = [0u8; FSXATTR_SIZE];
+        let words = [
+            self.xflags,
+            self.extsize,
+            self.nextents,
+            self.projid,
+            self.cowextsize,
+        ];
+        for (i, w) in words.iter().enumerate() {
+            b[4 * i..4 * i + 4].copy_from_slice(&w.to_ne_bytes());
+        }
+        b
+    }
+
+    /// The record at the start of `b`; None if `b` is shorter than its
+    /// five fields.
+    pub fn from_bytes(b: &[u8]) -> Option<FsXattr> {
+        let w = |i: usize| -> Option<u32> {
+            Some(u32::from_ne_bytes(
+                b.get(4 * i..4 * i + 4)?.try_into().ok()?,
+            ))
+        };
+        Some(FsXattr {
+            xflags: w(0)?,
+            extsize: w(1)?,
+            nextents: w(2)?,
+            projid: w(3)?,
+            cowextsize: w(4)?,
+        })
+    }
+}
+
 /// ioctl request numbers (64-bit Linux).
 pub const FS_IOC_GETFLAGS: u64 = 0x8008_6601;
 pub const FS_IOC_SETFLAGS: u64 = 0x4008_6602;
@@ -186,8 +224,8 @@ mod tests {
         // libc has no FS_*_FL; the ioctl numbers carry the record sizes.
         assert_eq!(FS_IOC_GETFLAGS, libc::FS_IOC_GETFLAGS);
         assert_eq!(FS_IOC_SETFLAGS, libc::FS_IOC_SETFLAGS);
-        assert_eq!(FS_IOC_FSGETXATTR >> 16 & 0x3fff, 28);
-        assert_eq!(FS_IOC_FSSETXATTR >> 16 & 0x3fff, 28);
+        assert_eq!(FS_IOC_FSGETXATTR >> 16 & 0x3fff, FSXATTR_SIZE as u64);
+        assert_eq!(FS_IOC_FSSETXATTR >> 16 & 0x3fff, FSXATTR_SIZE as u64);
         assert_eq!(STATX_ATTR_IMMUTABLE, libc::STATX_ATTR_IMMUTABLE as u64);
         assert_eq!(STATX_ATTR_APPEND, libc::STATX_ATTR_APPEND as u64);
         assert_eq!(STATX_ATTR_NODUMP, libc::STATX_ATTR_NODUMP as u64);
@@ -218,5 +256,15 @@ mod tests {
         };
         assert_eq!(FileAttr::from_bytes(&a.to_bytes()), a);
         assert_eq!(a.to_bytes()[8..12], 1u32.to_ne_bytes());
+        let x = FsXattr {
+            xflags: 8,
+            extsize: 1,
+            nextents: 2,
+            projid: 3,
+            cowextsize: 4,
+        };
+        assert_eq!(FsXattr::from_bytes(&x.to_bytes()), Some(x));
+        assert_eq!(FsXattr::from_bytes(&x.to_bytes()[..19]), None);
+        assert_eq!(x.to_bytes()[20..], [0; 8]);
     }
 }
