@@ -548,18 +548,7 @@ fn fsxattr_cases(r: &Run) {
     ];
     mkfile(p, b"/d/x", b"x").unwrap_or(());
     let f = r.open("open /d/x", b"/d/x", O_RDONLY);
-    for (what, a) in &file_cases {
-        let res = unit(p.fs_ioc_fssetxattr(f, a));
-        let back = format!(
-            "{}; {}",
-            hex(p.fs_ioc_getflags(f)),
-            fsx(p.fs_ioc_fsgetxattr(f))
-        );
-        r.log(
-            &format!("file FSSETXATTR {what}"),
-            format!("{res} => {back}"),
-        );
-    }
+    fssetxattr_each(r, "file", f, &file_cases);
     p.close(f).unwrap_or(());
     let dir_cases: Vec<(&str, FsXattr)> = vec![
         ("NODUMP", xf(FS_XFLAG_NODUMP)),
@@ -591,19 +580,26 @@ fn fsxattr_cases(r: &Run) {
     ];
     p.mkdir(b"/d/xd", 0o755).unwrap_or(());
     let d = r.open("open /d/xd", b"/d/xd", O_RDONLY | O_DIRECTORY);
-    for (what, a) in &dir_cases {
-        let res = unit(p.fs_ioc_fssetxattr(d, a));
+    fssetxattr_each(r, "directory", d, &dir_cases);
+    p.close(d).unwrap_or(());
+}
+
+/// FSSETXATTR of each case on `fd` (a `kind`), each followed by what
+/// GETFLAGS and FSGETXATTR read back.
+fn fssetxattr_each(r: &Run, kind: &str, fd: Fd, cases: &[(&str, FsXattr)]) {
+    let p = r.p;
+    for (what, a) in cases {
+        let res = unit(p.fs_ioc_fssetxattr(fd, a));
         let back = format!(
             "{}; {}",
-            hex(p.fs_ioc_getflags(d)),
-            fsx(p.fs_ioc_fsgetxattr(d))
+            hex(p.fs_ioc_getflags(fd)),
+            fsx(p.fs_ioc_fsgetxattr(fd))
         );
         r.log(
-            &format!("directory FSSETXATTR {what}"),
+            &format!("{kind} FSSETXATTR {what}"),
             format!("{res} => {back}"),
         );
     }
-    p.close(d).unwrap_or(());
 }
 
 /// SETFLAGS's cases on a file and a directory, each followed by what
