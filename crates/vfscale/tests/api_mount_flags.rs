@@ -242,19 +242,23 @@ fn refused_and_accepted_requests() {
     p.mkdir(b"/m", 0o755).unwrap();
     p.mount(b"none", b"/m", b"tmpfs", 0).unwrap();
     assert_eq!(p.statfs(b"/m").unwrap().f_flags, ST_VALID | ST_RELATIME);
-    // Propagation: one type at a mount's root. Private and slave (no
-    // master: private) are what every mount is; shared and unbindable are
-    // not built.
-    p.mount(b"", b"/m", b"", MS_PRIVATE).unwrap();
-    p.mount(b"", b"/m", b"", MS_PRIVATE | MS_REC).unwrap();
-    p.mount(b"", b"/m", b"", MS_SLAVE).unwrap();
+    // Propagation: one type at a mount's root (api_propagation.rs tells
+    // what each does).
+    for t in [
+        MS_PRIVATE,
+        MS_PRIVATE | MS_REC,
+        MS_SLAVE,
+        MS_SHARED,
+        MS_UNBINDABLE,
+    ] {
+        p.mount(b"", b"/m", b"", t).unwrap();
+    }
     p.mkdir(b"/m/d", 0o755).unwrap();
     for (path, flags) in [
         (&b"/m/d"[..], MS_PRIVATE),
         (b"/m", MS_PRIVATE | MS_SHARED),
         (b"/m", MS_PRIVATE | MS_NOEXEC),
-        (b"/m", MS_SHARED),
-        (b"/m", MS_UNBINDABLE),
+        (b"/m", MS_SHARED | MS_UNBINDABLE),
         // Kernel-internal.
         (b"/m", MS_NOUSER),
     ] {

@@ -24,6 +24,7 @@
 //!   all (`write.rs`); the last one to leave tears the tree down.
 
 pub mod flags;
+pub(crate) mod propagation;
 pub mod write;
 
 use crate::dcache::dentry::{Dentry, D_MOUNTED};
@@ -47,6 +48,8 @@ pub struct Mount {
     pub flags: flags::MountFlags,
     /// Units of write access held through this mount (`write.rs`).
     pub(crate) writers: write::Writers,
+    /// Peers, master, unbindable (`propagation.rs`; under the table lock).
+    pub(crate) propagation: propagation::Propagation,
 }
 
 // SAFETY: the raw pointers are references the mount owns (see invariants);
@@ -213,6 +216,7 @@ impl VfsInner {
             id: self.mounts.next_id.fetch_add(1, Ordering::Relaxed),
             flags: flags::MountFlags::new(flags),
             writers: write::Writers::new(),
+            propagation: propagation::Propagation::new(),
         }));
         // SAFETY: just made; the mount owns a strong count of `sb`.
         unsafe { &*m }.sb().mounts.lock().push(m as usize);
@@ -242,6 +246,7 @@ impl VfsInner {
         // SAFETY: attached mounts are live; the caller holds the table lock.
         let c = unsafe { &*child };
         debug_assert!(!c.refcount.is_sharded(), "detach of a sharded mount");
+        self.make_private(list, child);
         self.mounts.seq.write_begin();
         let (parent, mp) = self.unhook(list, child);
         // Release: pairs with the Acquire in `parent_ptr`/`mountpoint_ptr`.
@@ -252,6 +257,35 @@ impl VfsInner {
         self.dput(mp);
         self.mntput(parent);
         self.mntput(child);
+    }
+
+    /// Attaches `child` on (parent, mountpoint) beneath `above`, the mount
+    /// there now, which moves onto `top`'s root (`top`: the topmost mount
+    /// stacked on `child`'s root, or `child`), in one write section of
+    /// `seq`, so no walk finds the place empty. `child` takes over the
+    /// references `above` held on the place. Caller holds the table lock
+    /// (passes its list).
+    pub(crate) fn attach_beneath(
+        &self,
+        list: &mut Vec<usize>,
+        child: *const Mount,
+        parent: *const Mount,
+        mountpoint: *const Dentry,
+        above: *const Mount,
+        top: *const Mount,
+    ) {
+        // SAFETY: the caller keeps `top` alive (a mount of the tree it
+        // attaches).
+        let top_root = unsafe { &*top }.root;
+        self.mntget(top);
+        self.dget(top_root);
+        self.mounts.seq.write_begin();
+        self.hook(child, parent, mountpoint);
+        self.hook(above, top, top_root);
+        self.mounts.seq.write_end();
+        list.push(child as usize);
+        // SAFETY: the caller keeps the child alive.
+        unsafe { &*child }.refcount.make_sharded();
     }
 
     /// MS_MOVE's attach_recursive_mnt: the attached `child` (with the

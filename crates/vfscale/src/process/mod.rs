@@ -36,6 +36,7 @@ mod io;
 mod locks;
 mod mounts;
 mod names;
+pub(crate) use names::is_ancestor;
 mod notify;
 mod open;
 mod sockets;

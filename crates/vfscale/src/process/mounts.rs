@@ -82,22 +82,31 @@ impl Process {
             return self.bind_mount(&mut list, &tgt, source, flags & MS_REC != 0);
         }
         if flags & (MS_SHARED | MS_PRIVATE | MS_SLAVE | MS_UNBINDABLE) != 0 {
-            // do_change_type: one propagation type (with MS_REC) at a
-            // mount's root. vfscale's mounts have no peers and no master,
-            // so private and slave (which without a master is private) are
-            // what they are already; shared and unbindable are not built.
-            let kind = flags & !(MS_REC | MS_SILENT);
-            if !attached || !at_mount_root || !kind.is_power_of_two() {
+            // do_change_type: one propagation type at a mount's root, with
+            // MS_REC to every mount beneath it too (mount/propagation.rs).
+            use crate::mount::propagation::PropagationType as T;
+            let t = match flags & !(MS_REC | MS_SILENT) {
+                MS_SHARED => T::Shared,
+                MS_SLAVE => T::Slave,
+                MS_PRIVATE => T::Private,
+                MS_UNBINDABLE => T::Unbindable,
+                _ => return Err(Errno::EINVAL),
+            };
+            if !attached || !at_mount_root {
                 return Err(Errno::EINVAL);
             }
-            return if kind == MS_PRIVATE || kind == MS_SLAVE {
-                Ok(())
+            let mounts = if flags & MS_REC != 0 {
+                self.vfs.subtree(&list, tgt.path.mnt)
             } else {
-                Err(Errno::EINVAL)
+                vec![tgt.path.mnt]
             };
+            for m in mounts {
+                self.vfs.change_propagation(&list, m, t);
+            }
+            return Ok(());
         }
         if flags & MS_MOVE != 0 {
-            return self.move_mount(&list, &tgt, source);
+            return self.move_mount(&mut list, &tgt, source);
         }
         self.new_instance(&mut list, &tgt, source, fstype, flags)
     }
@@ -144,7 +153,7 @@ impl Process {
     /// do_move_mount: the mount whose root `source` names moves, with the
     /// mounts beneath it, onto `tgt`. Caller holds the table lock (passes
     /// its list) and has checked the caller's capability.
-    fn move_mount(&self, list: &[usize], tgt: &Found, source: &[u8]) -> SysResult<()> {
+    fn move_mount(&self, list: &mut Vec<usize>, tgt: &Found, source: &[u8]) -> SysResult<()> {
         let (src, tgt) = self.mount_source_and_target(list, tgt, source)?;
         let old = src.path.mnt;
         // SAFETY: the walk's guard keeps the mount allocated.
@@ -160,6 +169,16 @@ impl Process {
         {
             return Err(Errno::EINVAL);
         }
+        // Not out of a shared parent (its peers would keep copies), and
+        // no unbindable mount onto a shared one (it would be copied).
+        // SAFETY: attached mounts are live under the table lock.
+        let (parent, dest) = unsafe { (&*om.parent_ptr(), &*tgt.path.mnt) };
+        if parent.is_shared()
+            || (dest.is_shared()
+                && crate::mount::propagation::any_unbindable(&self.vfs.subtree(list, old)))
+        {
+            return Err(Errno::EINVAL);
+        }
         // Not onto itself or beneath itself.
         let mut p = tgt.path.mnt;
         while !p.is_null() {
@@ -170,8 +189,7 @@ impl Process {
             // the table lock.
             p = unsafe { &*p }.parent_ptr();
         }
-        self.vfs
-            .move_mount(list, old, tgt.path.mnt, tgt.path.dentry);
+        self.vfs.move_tree(list, old, tgt.path.mnt, tgt.path.dentry);
         Ok(())
     }
 
@@ -224,7 +242,14 @@ impl Process {
         );
         let root = sb.root();
         self.vfs.dget(root);
-        self.graft(list, tgt, sb, root, bits);
+        let m = self.vfs.new_mount(sb, root, bits);
+        let tree = [crate::mount::propagation::TreeMount {
+            mount: m,
+            parent: None,
+            mountpoint: tgt.path.dentry,
+        }];
+        self.vfs
+            .attach_tree(list, &tree, tgt.path.mnt, tgt.path.dentry);
         Ok(())
     }
 
@@ -273,8 +298,10 @@ impl Process {
         recursive: bool,
     ) -> SysResult<()> {
         let (src, tgt) = &self.mount_source_and_target(list, tgt, source)?;
-        // do_loopback's check_mnt of the source: EINVAL as well.
-        if !list.contains(&(src.path.mnt as usize)) {
+        // __do_loopback: an unbindable source, or one outside the
+        // namespace (check_mnt), is EINVAL.
+        // SAFETY: the walk's guard keeps the mount allocated.
+        if unsafe { &*src.path.mnt }.is_unbindable() || !list.contains(&(src.path.mnt as usize)) {
             return Err(Errno::EINVAL);
         }
         if src.inode().is_dir() != tgt.inode().is_dir() {
@@ -293,26 +320,37 @@ impl Process {
         if recursive {
             self.plan_submounts(list, src.path.mnt, src.path.dentry, 0, &mut plan);
         }
-        // clone_mnt: each copy starts with its source's flags.
-        let top = self.graft(list, tgt, smnt.sb_arc(), src.path.dentry, smnt.flags.get());
-        let mut copies = vec![top];
+        // clone_mnt: each copy starts with its source's flags and joins
+        // its propagation (a peer of a shared source, a slave of its
+        // master). Each takes a reference on `root` the caller holds.
+        use crate::mount::propagation::{CloneKind, TreeMount};
+        let clone = |from: &crate::mount::Mount, root, parent, mountpoint| {
+            let copy = self.vfs.new_mount(from.sb_arc(), root, from.flags.get());
+            self.vfs.clone_propagation(from, copy, CloneKind::Bind);
+            TreeMount {
+                mount: copy,
+                parent,
+                mountpoint,
+            }
+        };
+        let mut tree = vec![clone(smnt, src.path.dentry, None, tgt.path.dentry)];
         for (parent, from) in plan {
             // SAFETY: attached mounts are live under the table lock.
             let f = unsafe { &*from };
             self.vfs.dget(f.root);
-            let copy = self.vfs.new_mount(f.sb_arc(), f.root, f.flags.get());
-            self.vfs
-                .attach_mount(list, copy, copies[parent], f.mountpoint_ptr());
-            copies.push(copy);
+            tree.push(clone(f, f.root, Some(parent), f.mountpoint_ptr()));
         }
+        self.vfs
+            .attach_tree(list, &tree, tgt.path.mnt, tgt.path.dentry);
         Ok(())
     }
 
     /// copy_tree's plan: every mount on `from` whose mountpoint is `top` or
     /// beneath it, and recursively the mounts on those, in an order where a
     /// mount comes after its parent; each with the index of its parent's
-    /// copy (0: `from`'s copy; i: the copy of `plan[i - 1]`). Caller holds
-    /// the table lock.
+    /// copy (0: `from`'s copy; i: the copy of `plan[i - 1]`). An unbindable
+    /// mount is left out with everything on it. Caller holds the table
+    /// lock.
     fn plan_submounts(
         &self,
         list: &[usize],
@@ -325,29 +363,13 @@ impl Process {
             // SAFETY: attached mounts are live under the table lock.
             let c = unsafe { &*child };
             let mp = c.mountpoint_ptr();
-            if mp != top && !super::names::is_ancestor(top, mp) {
+            if (mp != top && !super::names::is_ancestor(top, mp)) || c.is_unbindable() {
                 continue;
             }
             plan.push((from_copy, child));
             let copy = plan.len();
             self.plan_submounts(list, child, c.root, copy, plan);
         }
-    }
-
-    /// Attaches a new mount of `root` (referenced by the caller and handed
-    /// over) in `sb` on the target (`mount_target`'s), as graft_tree.
-    fn graft(
-        &self,
-        list: &mut Vec<usize>,
-        tgt: &Found,
-        sb: std::sync::Arc<crate::fs::SuperBlock>,
-        root: *const Dentry,
-        bits: u32,
-    ) -> *const Mount {
-        let m = self.vfs.new_mount(sb, root, bits);
-        self.vfs
-            .attach_mount(list, m, tgt.path.mnt, tgt.path.dentry);
-        m
     }
 
     pub(crate) fn sys_umount2(&self, target: &[u8], flags: i32) -> SysResult<()> {
@@ -425,21 +447,29 @@ impl Process {
             // The namespace root has no parent to fall back to.
             return Err(Errno::EINVAL);
         }
-        let children = self.vfs.mounts.children_of(&list, m);
-        if flags & MNT_DETACH == 0 && !children.is_empty() {
+        let lazy = flags & MNT_DETACH != 0;
+        if !lazy && !self.vfs.mounts.children_of(&list, m).is_empty() {
             return Err(Errno::EBUSY);
         }
-        // Lazy: the whole subtree goes, deepest last in `order`.
-        let mut order = vec![m];
-        if flags & MNT_DETACH != 0 {
-            let mut i = 0;
-            while i < order.len() {
-                let kids = self.vfs.mounts.children_of(&list, order[i]);
-                order.extend(kids);
-                i += 1;
-            }
-        }
-        let sharded: Vec<*const Mount> = order
+        // umount_tree's set: the mount, and for a lazy umount everything
+        // beneath it; propagation takes copies along (`taken`), after
+        // propagate_mount_busy read the counts of `copies` (non-lazy).
+        let set = if lazy {
+            self.vfs.subtree(&list, m)
+        } else {
+            vec![m]
+        };
+        let copies = if lazy {
+            Vec::new()
+        } else {
+            self.vfs.umount_copies(&list, m)
+        };
+        let (taken, moves) = self.vfs.umount_set(&list, &set);
+        let mut read: Vec<*const Mount> =
+            set.iter().chain(&copies).chain(&taken).copied().collect();
+        read.sort_unstable();
+        read.dedup();
+        let sharded: Vec<*const Mount> = read
             .iter()
             .copied()
             // SAFETY: attached mounts are live under the table lock.
@@ -451,21 +481,38 @@ impl Process {
             }
             return Ok(Some(sharded));
         }
-        if flags & MNT_DETACH == 0 {
-            // Busy: anything but the attachment's own reference (exact now).
-            if mr.refcount.count_at_rest() > 1 {
-                // Back to the fast mode while it stays attached (unless
-                // another umount is switching it: `make_sharded` never
-                // waits, so this is safe inside our guard).
-                let _ = mr.refcount.make_sharded();
-                return Err(Errno::EBUSY);
+        // Back to the fast mode for what stays attached (unless another
+        // umount is switching it: `make_sharded` never waits, so this is
+        // safe inside our guard).
+        let reshard = |list: &[usize]| {
+            for &x in read.iter().filter(|&&x| list.contains(&(x as usize))) {
+                // SAFETY: attached, so live under the table lock.
+                let _ = unsafe { &*x }.refcount.make_sharded();
             }
-            self.vfs.detach_mount(&mut list, m);
-            return Ok(None);
+        };
+        // Busy: anything but the attachment's own reference (exact now),
+        // on the mount or on a copy propagation would take.
+        // SAFETY: attached mounts are live under the table lock.
+        let busy = |x: &*const Mount| unsafe { &**x }.refcount.count_at_rest() > 1;
+        if !lazy && (busy(&m) || copies.iter().any(busy)) {
+            reshard(&list);
+            return Err(Errno::EBUSY);
         }
-        for mnt in order.into_iter().rev() {
-            self.vfs.detach_mount(&mut list, mnt);
+        // Children before their parents.
+        let mut pending: Vec<*const Mount> = set.into_iter().chain(taken).collect();
+        while let Some(i) = pending.iter().position(|&x| {
+            !pending
+                .iter()
+                // SAFETY: as above.
+                .any(|&y| unsafe { &*y }.parent_ptr() == x)
+        }) {
+            let x = pending.swap_remove(i);
+            self.vfs.detach_mount(&mut list, x);
         }
+        for (over, parent, mountpoint) in moves {
+            self.vfs.move_mount(&list, over, parent, mountpoint);
+        }
+        reshard(&list);
         Ok(None)
     }
 }

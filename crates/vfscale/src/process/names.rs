@@ -1353,7 +1353,7 @@ pub(super) fn lock_rename_dirs<'a>(
 
 /// True if `a` is a proper ancestor of `b` (walks `b`'s parents; stable
 /// while the superblock's rename lock is held).
-pub(super) fn is_ancestor(a: *const Dentry, b: *const Dentry) -> bool {
+pub(crate) fn is_ancestor(a: *const Dentry, b: *const Dentry) -> bool {
     let mut p = b;
     while !p.is_null() {
         // SAFETY: parents of a live dentry are referenced by it.

@@ -1,0 +1,589 @@
+//! Mount propagation: peer groups, masters and slaves, unbindable mounts
+//! (Linux's fs/pnode.c and the propagating half of fs/namespace.c), in
+//! the one mount table.
+//!
+//! Invariants:
+//! - Every field here is written and read only under the mount table's
+//!   lock; the lock orders every access, so each is Relaxed.
+//! - A mount with a peer group (`group != 0`) is shared; its peers are the
+//!   attached mounts with the same group. A mount with a master is that
+//!   mount's slave: it receives what its master receives. Peers have the
+//!   same master.
+//! - Only attached mounts take part. A mount leaves propagation when it is
+//!   detached (`make_private`, as umount_tree's change_mnt_propagation):
+//!   its slaves go to a peer or to its own master, so no attached mount
+//!   names a detached master.
+//! - What propagates (`attach_tree`): a tree attached on a shared mount D
+//!   is copied onto the same mountpoint dentry in every mount that
+//!   receives from D and sees that dentry (`propagation_groups`); a copy
+//!   goes beneath a mount already there. An umount takes the copies on
+//!   the same place that have nothing else mounted on them
+//!   (`umount_set`, after 6.16's propagate_umount).
+
+use super::Mount;
+use crate::dcache::dentry::Dentry;
+use crate::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering::Relaxed};
+use crate::vfs::VfsInner;
+use std::collections::HashSet;
+
+/// A mount's place in propagation (see the module's invariants).
+pub(crate) struct Propagation {
+    /// The peer group; 0 when private.
+    group: AtomicU64,
+    /// The mount this one receives from; null when none.
+    master: AtomicPtr<Mount>,
+    unbindable: AtomicBool,
+}
+
+impl Propagation {
+    pub(crate) fn new() -> Propagation {
+        Propagation {
+            group: AtomicU64::new(0),
+            master: AtomicPtr::new(core::ptr::null_mut()),
+            unbindable: AtomicBool::new(false),
+        }
+    }
+}
+
+/// What a mount's copy shares with its original (clone_mnt's CL_ flags).
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum CloneKind {
+    /// A bind: a peer of a shared original, a slave of its master.
+    Bind,
+    /// CL_MAKE_SHARED: a peer of the original, shared.
+    Peer,
+    /// CL_SLAVE: the original's slave.
+    Slave,
+    /// CL_SLAVE | CL_MAKE_SHARED: the original's slave, in a group of its own.
+    SharedSlave,
+}
+
+/// A type change (do_change_type's single MS_* bit).
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum PropagationType {
+    Shared,
+    Slave,
+    Private,
+    Unbindable,
+}
+
+/// One mount of a tree being attached: its parent's index in the tree
+/// (`None` for the tree's root) and the dentry it sits on.
+#[derive(Clone, Copy)]
+pub(crate) struct TreeMount {
+    pub mount: *const Mount,
+    pub parent: Option<usize>,
+    pub mountpoint: *const Dentry,
+}
+
+/// A group of peers receiving propagation, and the index of the group it
+/// receives from (`None` for the origin's own group).
+struct Group {
+    members: Vec<*const Mount>,
+    from: Option<usize>,
+}
+
+/// The mount behind a pointer the table lock keeps valid.
+fn mnt<'a>(m: *const Mount) -> &'a Mount {
+    // SAFETY: callers pass attached mounts (live while the table lock is
+    // held) or mounts they hold a reference on.
+    unsafe { &*m }
+}
+
+impl Mount {
+    pub(crate) fn is_shared(&self) -> bool {
+        self.propagation.group.load(Relaxed) != 0
+    }
+
+    pub(crate) fn is_unbindable(&self) -> bool {
+        self.propagation.unbindable.load(Relaxed)
+    }
+
+    fn group(&self) -> u64 {
+        self.propagation.group.load(Relaxed)
+    }
+
+    fn master(&self) -> *const Mount {
+        self.propagation.master.load(Relaxed)
+    }
+
+    fn set_master(&self, m: *const Mount) {
+        self.propagation.master.store(m as *mut Mount, Relaxed);
+    }
+
+    fn set_group(&self, g: u64) {
+        self.propagation.group.store(g, Relaxed);
+    }
+}
+
+impl VfsInner {
+    /// A fresh peer group number (unique; ids and groups share a counter).
+    fn new_group(&self) -> u64 {
+        // Relaxed: a unique number; nothing is published through it.
+        self.mounts.next_id.fetch_add(1, Relaxed)
+    }
+
+    /// set_mnt_shared: `m` gets a group of its own unless it has one, and
+    /// stops being unbindable.
+    fn make_shared(&self, m: &Mount) {
+        if !m.is_shared() {
+            m.set_group(self.new_group());
+        }
+        m.propagation.unbindable.store(false, Relaxed);
+    }
+
+    /// The attached peers of `m`, itself excluded, in table order.
+    fn peers(list: &[usize], m: *const Mount) -> Vec<*const Mount> {
+        let g = mnt(m).group();
+        if g == 0 {
+            return Vec::new();
+        }
+        list.iter()
+            .map(|&x| x as *const Mount)
+            .filter(|&x| x != m && mnt(x).group() == g)
+            .collect()
+    }
+
+    /// The attached slaves of `m`, in table order.
+    fn slaves(list: &[usize], m: *const Mount) -> Vec<*const Mount> {
+        list.iter()
+            .map(|&x| x as *const Mount)
+            .filter(|&x| mnt(x).master() == m)
+            .collect()
+    }
+
+    /// Every group that receives propagation from `origin`: its own group
+    /// first (`origin` its first member), then the groups of its members'
+    /// slaves, and of theirs, each with the group it receives from.
+    fn propagation_groups(list: &[usize], origin: *const Mount) -> Vec<Group> {
+        let mut members = vec![origin];
+        members.extend(Self::peers(list, origin));
+        let mut seen: HashSet<*const Mount> = members.iter().copied().collect();
+        let mut groups = vec![Group {
+            members,
+            from: None,
+        }];
+        let mut i = 0;
+        while i < groups.len() {
+            for m in groups[i].members.clone() {
+                for s in Self::slaves(list, m) {
+                    if !seen.insert(s) {
+                        continue;
+                    }
+                    let mut members = vec![s];
+                    members.extend(Self::peers(list, s).into_iter().filter(|&p| seen.insert(p)));
+                    groups.push(Group {
+                        members,
+                        from: Some(i),
+                    });
+                }
+            }
+            i += 1;
+        }
+        groups
+    }
+
+    /// The mounts receiving propagation from `origin` (propagation_next's
+    /// walk), `origin` excluded.
+    fn receivers(list: &[usize], origin: *const Mount) -> Vec<*const Mount> {
+        Self::propagation_groups(list, origin)
+            .into_iter()
+            .flat_map(|g| g.members)
+            .filter(|&m| m != origin)
+            .collect()
+    }
+
+    /// change_mnt_propagation for one mount. Under the table lock.
+    pub(crate) fn change_propagation(&self, list: &[usize], m: *const Mount, t: PropagationType) {
+        let mr = mnt(m);
+        if t == PropagationType::Shared {
+            return self.make_shared(mr);
+        }
+        self.make_slave(list, m);
+        if t != PropagationType::Slave {
+            mr.set_master(core::ptr::null());
+            mr.propagation
+                .unbindable
+                .store(t == PropagationType::Unbindable, Relaxed);
+        }
+    }
+
+    /// do_make_slave: `m` leaves its group for a slave's place under a
+    /// peer (one with its root if any) or, without peers, keeps its
+    /// master; its slaves go to that new master (masterless: private).
+    fn make_slave(&self, list: &[usize], m: *const Mount) {
+        let mr = mnt(m);
+        let peers = Self::peers(list, m);
+        let master = if let Some(&first) = peers.first() {
+            *peers
+                .iter()
+                .find(|&&p| mnt(p).root == mr.root)
+                .unwrap_or(&first)
+        } else {
+            mr.master()
+        };
+        mr.set_group(0);
+        for s in Self::slaves(list, m) {
+            mnt(s).set_master(master);
+        }
+        mr.set_master(master);
+    }
+
+    /// umount_tree's change to private, for a mount leaving the table (its
+    /// slaves are handed on first). Under the table lock.
+    pub(crate) fn make_private(&self, list: &[usize], m: *const Mount) {
+        self.change_propagation(list, m, PropagationType::Private);
+    }
+
+    /// clone_mnt's propagation for `copy`, a new copy of `old`.
+    pub(crate) fn clone_propagation(&self, old: *const Mount, copy: *const Mount, kind: CloneKind) {
+        let (o, c) = (mnt(old), mnt(copy));
+        match kind {
+            CloneKind::Bind | CloneKind::Peer => {
+                c.set_master(o.master());
+                c.set_group(o.group());
+                if kind == CloneKind::Peer {
+                    self.make_shared(c);
+                }
+            }
+            CloneKind::Slave | CloneKind::SharedSlave => {
+                c.set_master(old);
+                c.set_group(0);
+                if kind == CloneKind::SharedSlave {
+                    self.make_shared(c);
+                }
+            }
+        }
+    }
+
+    /// `m` and every mount beneath it, parents before children. Under the
+    /// table lock.
+    pub(crate) fn subtree(&self, list: &[usize], m: *const Mount) -> Vec<*const Mount> {
+        let mut order = vec![m];
+        let mut i = 0;
+        while i < order.len() {
+            order.extend(self.mounts.children_of(list, order[i]));
+            i += 1;
+        }
+        order
+    }
+
+    /// A copy of `tree` (new mounts of the same roots and flags, each a
+    /// `kind` copy of its original), to be attached on `mountpoint`.
+    fn copy_tree(&self, tree: &[TreeMount], kind: CloneKind) -> Vec<TreeMount> {
+        tree.iter()
+            .map(|t| {
+                let o = mnt(t.mount);
+                self.dget(o.root);
+                let copy = self.new_mount(o.sb_arc(), o.root, o.flags.get());
+                self.clone_propagation(t.mount, copy, kind);
+                TreeMount {
+                    mount: copy,
+                    parent: t.parent,
+                    mountpoint: t.mountpoint,
+                }
+            })
+            .collect()
+    }
+
+    /// attach_recursive_mnt: `tree` (new mounts, parents first; its root
+    /// not attached) goes on (dest, mountpoint), the top of that place's
+    /// stack. When `dest` is shared, the tree becomes shared and a copy
+    /// goes on the same dentry in every mount receiving from `dest` that
+    /// sees it (propagate_mnt), beneath a mount already there. Under the
+    /// table lock (passes its list).
+    pub(crate) fn attach_tree(
+        &self,
+        list: &mut Vec<usize>,
+        tree: &[TreeMount],
+        dest: *const Mount,
+        mountpoint: *const Dentry,
+    ) {
+        let copies = self.propagate(list, tree, dest, mountpoint);
+        self.attach_copy(list, tree, dest, mountpoint);
+        for (target, copy) in copies {
+            self.attach_copy(list, &copy, target, mountpoint);
+        }
+    }
+
+    /// MS_MOVE's attach_recursive_mnt: the attached `old` (with the
+    /// mounts beneath it) moves onto (dest, mountpoint), propagating as
+    /// `attach_tree`. Under the table lock.
+    pub(crate) fn move_tree(
+        &self,
+        list: &mut Vec<usize>,
+        old: *const Mount,
+        dest: *const Mount,
+        mountpoint: *const Dentry,
+    ) {
+        let order = self.subtree(list, old);
+        let tree: Vec<TreeMount> = order
+            .iter()
+            .enumerate()
+            .map(|(i, &m)| TreeMount {
+                mount: m,
+                parent: (i > 0).then(|| {
+                    let p = mnt(m).parent_ptr();
+                    order
+                        .iter()
+                        .position(|&x| x == p)
+                        .expect("a subtree's parent")
+                }),
+                mountpoint: if i == 0 {
+                    mountpoint
+                } else {
+                    mnt(m).mountpoint_ptr()
+                },
+            })
+            .collect();
+        let copies = self.propagate(list, &tree, dest, mountpoint);
+        self.move_mount(list, old, dest, mountpoint);
+        for (target, copy) in copies {
+            self.attach_copy(list, &copy, target, mountpoint);
+        }
+    }
+
+    /// propagate_mnt: when `dest` is shared, makes `tree` shared and
+    /// returns a copy of it for each receiving mount that sees
+    /// `mountpoint` (need_secondary), with its place.
+    fn propagate(
+        &self,
+        list: &[usize],
+        tree: &[TreeMount],
+        dest: *const Mount,
+        mountpoint: *const Dentry,
+    ) -> Vec<(*const Mount, Vec<TreeMount>)> {
+        if !mnt(dest).is_shared() {
+            return Vec::new();
+        }
+        for t in tree {
+            self.make_shared(mnt(t.mount));
+        }
+        let groups = Self::propagation_groups(list, dest);
+        // The copy each group received first (the source tree for dest's).
+        let mut first: Vec<Option<Vec<TreeMount>>> = vec![None; groups.len()];
+        first[0] = Some(tree.to_vec());
+        let mut out = Vec::new();
+        for (i, g) in groups.iter().enumerate() {
+            for &n in &g.members {
+                if n == dest || !sees(mnt(n), mountpoint) {
+                    continue;
+                }
+                let copy = match &first[i] {
+                    Some(peer) => self.copy_tree(peer, CloneKind::Peer),
+                    None => {
+                        // A slave of the copy in the nearest group up the
+                        // chain that got one (find_master).
+                        let mut up = g.from;
+                        while let Some(u) = up {
+                            if first[u].is_some() {
+                                break;
+                            }
+                            up = groups[u].from;
+                        }
+                        let master = first[up.expect("dest's group has the source")]
+                            .as_ref()
+                            .expect("a group with a copy");
+                        let kind = if mnt(n).is_shared() {
+                            CloneKind::SharedSlave
+                        } else {
+                            CloneKind::Slave
+                        };
+                        let copy = self.copy_tree(master, kind);
+                        first[i] = Some(copy.clone());
+                        copy
+                    }
+                };
+                out.push((n, copy));
+            }
+        }
+        out
+    }
+
+    /// Attaches a tree of new mounts on (target, mountpoint): the mounts
+    /// beneath its root first, then the root, so the tree appears at once;
+    /// beneath the mount already on that place, if any, which moves onto
+    /// the topmost mount stacked on the tree's root.
+    fn attach_copy(
+        &self,
+        list: &mut Vec<usize>,
+        tree: &[TreeMount],
+        target: *const Mount,
+        mountpoint: *const Dentry,
+    ) {
+        for t in &tree[1..] {
+            let parent = tree[t.parent.expect("a submount's parent")].mount;
+            self.attach_mount(list, t.mount, parent, t.mountpoint);
+        }
+        let root = tree[0].mount;
+        let above = self.mounts.lookup(target, mountpoint);
+        if above.is_null() {
+            self.attach_mount(list, root, target, mountpoint);
+        } else {
+            let mut top = root;
+            loop {
+                let next = self.mounts.lookup(top, mnt(top).root);
+                if next.is_null() {
+                    break;
+                }
+                top = next;
+            }
+            self.attach_beneath(list, root, target, mountpoint, above, top);
+        }
+    }
+
+    /// The copies whose counts propagate_mount_busy reads before `m` is
+    /// unmounted: for each mount receiving from `m`'s parent, the one on
+    /// `m`'s mountpoint, unless it has submounts other than one covering
+    /// it. Under the table lock.
+    pub(crate) fn umount_copies(&self, list: &[usize], m: *const Mount) -> Vec<*const Mount> {
+        let mr = mnt(m);
+        let parent = mr.parent_ptr();
+        if parent.is_null() {
+            return Vec::new();
+        }
+        Self::receivers(list, parent)
+            .into_iter()
+            .map(|q| self.mounts.lookup(q, mr.mountpoint_ptr()))
+            .filter(|&c| !c.is_null())
+            .filter(|&c| {
+                let kids = self.mounts.children_of(list, c);
+                kids.is_empty() || (kids.len() == 1 && kids[0] == self.overmount(c))
+            })
+            .collect()
+    }
+
+    /// The mount on `m`'s own root, or null.
+    fn overmount(&self, m: *const Mount) -> *const Mount {
+        self.mounts.lookup(m, mnt(m).root)
+    }
+
+    /// propagate_umount: the mounts an umount of `set` (a mount and, for a
+    /// lazy one, everything beneath it) takes with it — the copies on the
+    /// same places in the mounts receiving from their parents that have
+    /// nothing left on them but such copies and one mount covering them —
+    /// and, for each mount covering a copy taken, the place it moves to
+    /// (where the bottom of the taken stack was). Under the table lock.
+    pub(crate) fn umount_set(
+        &self,
+        list: &[usize],
+        set: &[*const Mount],
+    ) -> (
+        Vec<*const Mount>,
+        Vec<(*const Mount, *const Mount, *const Dentry)>,
+    ) {
+        let mut gone: HashSet<*const Mount> = set.iter().copied().collect();
+        // gather_candidates (Linux adds each at the head of its list).
+        let mut candidates: Vec<*const Mount> = Vec::new();
+        let mut is_candidate: HashSet<*const Mount> = HashSet::new();
+        for &m in set {
+            let mr = mnt(m);
+            let parent = mr.parent_ptr();
+            if parent.is_null() {
+                continue;
+            }
+            for q in Self::receivers(list, parent) {
+                let c = self.mounts.lookup(q, mr.mountpoint_ptr());
+                if !c.is_null() && !gone.contains(&c) && is_candidate.insert(c) {
+                    candidates.insert(0, c);
+                }
+            }
+        }
+        // Taken mounts leave their parents' child lists (umount_one); the
+        // set's own stay on them until umount_tree detaches them.
+        let mut taken: Vec<*const Mount> = Vec::new();
+        let children = |c: *const Mount, taken: &[*const Mount]| -> Vec<*const Mount> {
+            self.mounts
+                .children_of(list, c)
+                .into_iter()
+                .filter(|k| !taken.contains(k))
+                .collect()
+        };
+        // trim_one: a candidate with a submount that stays (but one
+        // covering it) stays, and so do its candidate ancestors it does
+        // not cover (trim_ancestors); one with nothing on it goes now.
+        let mut marked: HashSet<*const Mount> = HashSet::new();
+        let mut undecided = Vec::new();
+        for &c in &candidates {
+            if !is_candidate.contains(&c) {
+                continue;
+            }
+            let kids = children(c, &taken);
+            let over = self.overmount(c);
+            let staying: Vec<_> = kids.iter().filter(|k| !is_candidate.contains(k)).collect();
+            if staying.iter().any(|&&k| k != over) {
+                is_candidate.remove(&c);
+                self.trim_ancestors(c, &mut is_candidate, &mut marked);
+            } else if !staying.is_empty() {
+                self.trim_ancestors(c, &mut is_candidate, &mut marked);
+                undecided.push(c);
+            } else if kids.is_empty() {
+                is_candidate.remove(&c);
+                gone.insert(c);
+                taken.push(c);
+            } else {
+                undecided.push(c);
+            }
+        }
+        // handle_locked (no mount is locked here): a candidate left goes
+        // with its candidate ancestors.
+        for c in undecided {
+            let mut m = c;
+            while is_candidate.remove(&m) {
+                gone.insert(m);
+                taken.push(m);
+                m = mnt(m).parent_ptr();
+            }
+        }
+        // reparent: a mount covering a taken copy, itself staying, moves
+        // to where the bottom of the taken stack was.
+        let mut moves = Vec::new();
+        for &m in &taken {
+            let over = self.overmount(m);
+            if over.is_null() || gone.contains(&over) {
+                continue;
+            }
+            let mut p = over;
+            let mp = loop {
+                let mp = mnt(p).mountpoint_ptr();
+                p = mnt(p).parent_ptr();
+                if !gone.contains(&p) {
+                    break mp;
+                }
+            };
+            moves.push((over, p, mp));
+        }
+        (taken, moves)
+    }
+
+    /// trim_ancestors: above `m`, each candidate ancestor that `m`'s line
+    /// does not cover completely stops being a candidate.
+    fn trim_ancestors(
+        &self,
+        mut m: *const Mount,
+        is_candidate: &mut HashSet<*const Mount>,
+        marked: &mut HashSet<*const Mount>,
+    ) {
+        let mut p = mnt(m).parent_ptr();
+        while !p.is_null() && is_candidate.contains(&p) {
+            if !marked.insert(m) {
+                return;
+            }
+            if m != self.overmount(p) {
+                is_candidate.remove(&p);
+            }
+            m = p;
+            p = mnt(p).parent_ptr();
+        }
+    }
+}
+
+/// need_secondary's test: `m` shows `mountpoint` (is_subdir of its root).
+fn sees(m: &Mount, mountpoint: *const Dentry) -> bool {
+    mountpoint == m.root || crate::process::is_ancestor(m.root, mountpoint)
+}
+
+/// tree_contains_unbindable, for MS_MOVE onto a shared mount.
+pub(crate) fn any_unbindable(mounts: &[*const Mount]) -> bool {
+    mounts.iter().any(|&m| mnt(m).is_unbindable())
+}
