@@ -19,7 +19,7 @@ use vfscale::fs::passthrough::PassthroughConfig;
 use vfscale::{Cred, Errno, ProcessApi, Vfs, VfsConfig};
 use vfscale_difftest::compare::{
     directory_seek, eventfd_write_hint, kernel_cannot_compare, memfd_flood, protected_link_by_fd,
-    root_mount_op, same_modulo_readdir_order, step_by_step, unbuilt_mount,
+    root_mount_op, same_modulo_readdir_order, step_by_step,
 };
 use vfscale_difftest::seeded::{on_fresh_thread, seeded_runner};
 use vfscale_difftest::snapshot::{same_trees, snapshot};
@@ -41,9 +41,6 @@ fn documented_deviation(op: &Op) -> bool {
         // the first call (docs/COMPATIBILITY.md; found by a 20,000-case
         // run in session 14).
         Op::Umount2 { flags, .. } if flags & MNT_EXPIRE != 0 => true,
-        // Shared and unbindable mounts are not built
-        // (`unbuilt_mount`).
-        op if unbuilt_mount(op) => true,
         // A child's descriptors are not known here: no seeks but rewinds
         // (see `directory_seek`).
         // A child's fd_path is read against its parent's root (kernel.rs),

@@ -490,10 +490,14 @@ impl Process {
                 let _ = unsafe { &*x }.refcount.make_sharded();
             }
         };
-        // Busy: anything but the attachment's own reference (exact now),
-        // on the mount or on a copy propagation would take.
-        // SAFETY: attached mounts are live under the table lock.
-        let busy = |x: &*const Mount| unsafe { &**x }.refcount.count_at_rest() > 1;
+        // Busy: anything but the attachment's own reference (exact now)
+        // and, on a copy propagation would take, the one of the mount
+        // covering it (which moves down in its place).
+        let busy = |x: &*const Mount| {
+            let children = self.vfs.mounts.children_of(&list, *x).len() as i64;
+            // SAFETY: attached mounts are live under the table lock.
+            unsafe { &**x }.refcount.count_at_rest() > 1 + children
+        };
         if !lazy && (busy(&m) || copies.iter().any(busy)) {
             reshard(&list);
             return Err(Errno::EBUSY);
