@@ -346,9 +346,11 @@ impl VfsInner {
         mp.set_flag(D_MOUNTED);
     }
 
-    /// Takes the attached `child` off its place: the table's entry, and
-    /// the mountpoint's flag unless another mount in `list` sits on the
-    /// same dentry (through another mount of its filesystem: a bind).
+    /// Takes the attached `child` off its place: the table's entry (unless
+    /// another mount took the place over: a mount covering an unmounted
+    /// copy moves down first, `umount_set`), and the mountpoint's flag
+    /// unless another mount in `list` sits on the same dentry (through
+    /// another mount of its filesystem: a bind, or the one that took over).
     /// Returns its parent and mountpoint, whose references the caller
     /// drops after the write section. Inside a `seq` write section, under
     /// the table lock.
@@ -357,10 +359,13 @@ impl VfsInner {
         let c = unsafe { &*child };
         let parent = c.parent_ptr();
         let mp = c.mountpoint_ptr();
-        self.mounts
+        // Only writers change the table, all under its lock: the test and
+        // the removal see the same entry.
+        let _ = self
+            .mounts
             .hash
             .pin()
-            .remove(&(parent as usize, mp as usize));
+            .remove_if(&(parent as usize, mp as usize), |_, &m| m == child as usize);
         let still_mounted = list.iter().any(|&m| {
             m != child as usize && {
                 // SAFETY: attached mounts are live.

@@ -502,7 +502,12 @@ impl Process {
             reshard(&list);
             return Err(Errno::EBUSY);
         }
-        // Children before their parents.
+        // A mount covering a taken copy takes its place first, so no walk
+        // finds the place empty; then the taken mounts go, children before
+        // their parents.
+        for (over, parent, mountpoint) in moves {
+            self.vfs.move_mount(&list, over, parent, mountpoint);
+        }
         let mut pending: Vec<*const Mount> = set.into_iter().chain(taken).collect();
         while let Some(i) = pending.iter().position(|&x| {
             !pending
@@ -512,9 +517,6 @@ impl Process {
         }) {
             let x = pending.swap_remove(i);
             self.vfs.detach_mount(&mut list, x);
-        }
-        for (over, parent, mountpoint) in moves {
-            self.vfs.move_mount(&list, over, parent, mountpoint);
         }
         reshard(&list);
         Ok(None)
