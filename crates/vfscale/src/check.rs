@@ -18,6 +18,10 @@
 //!   mount's removed source); an inode holds one per dentry bound to it;
 //! - counters: live dentry, inode, file and mount counts equal what the scan
 //!   finds; no mount holds a unit of write access (`mount/write.rs`);
+//! - mounts: the table finds each attached mount on its place (one mount
+//!   per place), whose dentry is flagged mounted; a master is an attached
+//!   mount, the same for all of a group's peers, and a shared mount is not
+//!   unbindable (`mount/propagation.rs`);
 //! - reclaim: every unused negative dentry is on an LRU list; every list's
 //!   links, flags and count agree; a group with a non-empty list has its
 //!   shrinker bit and populated bit set (`reclaim/`);
@@ -87,6 +91,7 @@ impl Vfs {
                 }
                 v.check_reclaim(mr.sb())?;
             }
+            v.check_mount_place(&mounts, mr)?;
             let expected_mnt_refs = 1 + mounts
                 .iter()
                 .filter(|&&c| unsafe { &*c }.parent_ptr() == m)
@@ -371,5 +376,39 @@ fn tally_inode(tally: &mut GroupTally, inode: &Inode) {
     // SAFETY: an inode's superblock outlives it.
     if !unsafe { &*inode.sb }.backend_served {
         tally.add(inode.group, ObjKind::Page, inode.attr().blocks as i64 / 8);
+    }
+}
+
+impl crate::vfs::VfsInner {
+    /// The mount part of the checker (see the module's list): `m` is one of
+    /// the attached `mounts`.
+    fn check_mount_place(&self, mounts: &[*const Mount], m: &Mount) -> Result<(), String> {
+        let parent = m.parent_ptr();
+        if !parent.is_null() {
+            let mp = m.mountpoint_ptr();
+            if !core::ptr::eq(self.mounts.lookup(parent, mp), m) {
+                return Err(format!("mount {} is not what its place finds", m.id()));
+            }
+            // SAFETY: an attached mount holds its mountpoint.
+            if unsafe { &*mp }.flags() & crate::dcache::dentry::D_MOUNTED == 0 {
+                return Err(format!("mount {}'s mountpoint is not flagged", m.id()));
+            }
+        }
+        let master = m.master();
+        if !master.is_null() && !mounts.contains(&master) {
+            return Err(format!("mount {} has a detached master", m.id()));
+        }
+        if m.is_shared() && m.is_unbindable() {
+            return Err(format!("mount {} is shared and unbindable", m.id()));
+        }
+        for &o in mounts {
+            // SAFETY: attached mounts are live (the checker's caller keeps
+            // the VFS quiescent).
+            let or = unsafe { &*o };
+            if m.is_shared() && or.group() == m.group() && or.master() != master {
+                return Err(format!("peers {} and {} have two masters", m.id(), or.id()));
+            }
+        }
+        Ok(())
     }
 }

@@ -99,11 +99,11 @@ impl Mount {
         self.propagation.unbindable.load(Relaxed)
     }
 
-    fn group(&self) -> u64 {
+    pub(crate) fn group(&self) -> u64 {
         self.propagation.group.load(Relaxed)
     }
 
-    fn master(&self) -> *const Mount {
+    pub(crate) fn master(&self) -> *const Mount {
         self.propagation.master.load(Relaxed)
     }
 
