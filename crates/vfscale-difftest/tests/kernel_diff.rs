@@ -28,7 +28,7 @@ use vfscale_difftest::{
     SandboxError,
 };
 use vfscale_model::ops::{
-    apply, prelude, scenario_creds, steps_strategy, FdMap, Op, Outcome, Step,
+    apply, prelude, scenario_creds, steps_strategy, FdMap, Op, Outcome, Step, MOUNT_CAP,
 };
 
 /// Operations whose difference from Linux is documented in
@@ -214,6 +214,7 @@ fn compare_on_this_thread(steps: &[Step], backend: Backend) -> Result<(), TestCa
             || protected_link_by_fd(&vprocs[p], &vmaps[p], p, &step.op)
             || forked_file_send(&step.op)
             || cached_openat2_in_fork(&step.op)
+            || (step.op.adds_mounts() && vfs.object_counts().mounts >= MOUNT_CAP as i64)
         {
             continue;
         }
@@ -318,6 +319,26 @@ fn run_cases_after(backend: Backend, what: &str, first: impl Strategy<Value = Ve
 #[test]
 fn core_matches_kernel() {
     run_cases(Backend::Tmpfs, "kernel differential test");
+}
+
+/// Mount-heavy random sequences (`ops::propagation_steps`: shared, slave,
+/// private and unbindable mounts; binds, new mounts, moves and umounts
+/// that propagate or not), where the plain test rarely finds a mount's
+/// root to change.
+#[test]
+fn propagation_matches_kernel() {
+    if !kernel_side_available() {
+        return;
+    }
+    let (mut runner, seed) = seeded_runner(
+        "kernel differential test (propagation)",
+        "VFSCALE_KDIFF_CASES",
+        48,
+    );
+    let steps = vfscale_model::ops::propagation_steps();
+    if let Err(e) = runner.run(&steps, |steps| compare(steps, Backend::Tmpfs)) {
+        panic!("seed {seed}: {e}");
+    }
 }
 
 /// The random sequences on a namespace where `/a` is a tmpfs mounted with

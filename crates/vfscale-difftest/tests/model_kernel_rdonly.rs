@@ -12,7 +12,9 @@
 //! It checks the model's restatement of Linux's read-only rules (EROFS at
 //! each write site, EBUSY of the remounts, statfs's ST_RDONLY, no atime
 //! through a read-only mount) against Linux itself, independently of
-//! vfscale.
+//! vfscale; `model_matches_kernel_on_propagation` does the same for mount
+//! propagation (shared, slave, private and unbindable mounts) with
+//! mount-heavy sequences.
 //!
 //! Skips (with a printed reason) when not root or when the private tmpfs
 //! cannot be mounted. Bounded for CI: `VFSCALE_KDIFF_CASES` (default 48)
@@ -25,12 +27,14 @@ use vfscale::abi::*;
 use vfscale::{Cred, ProcessApi};
 use vfscale_difftest::compare::{
     directory_seek, kernel_cannot_compare, protected_link_by_fd, root_mount_op,
-    same_modulo_readdir_order, step_by_step, unbuilt_mount,
+    same_modulo_readdir_order, step_by_step,
 };
 use vfscale_difftest::seeded::{on_fresh_thread, seeded_runner};
 use vfscale_difftest::snapshot::{same_trees, snapshot};
 use vfscale_difftest::{enter_private_tmpfs_root, KernelProcess, SandboxError};
-use vfscale_model::ops::{apply, prelude, scenario_creds, steps_strategy, FdArg, FdMap, Op, Step};
+use vfscale_model::ops::{
+    apply, prelude, scenario_creds, steps_strategy, FdArg, FdMap, Op, Step, MOUNT_CAP,
+};
 use vfscale_model::ModelFs;
 
 /// Operations the two sides cannot compare: calls the model lacks
@@ -46,7 +50,7 @@ fn not_comparable(op: &Op) -> bool {
                 || matches!(o, Op::Umount2 { .. })
                 || matches!(o, Op::Lseek { off, whence, .. } if (*off, *whence) != (0, SEEK_SET))
         }),
-        op => op.not_in_model() || kernel_cannot_compare(op) || unbuilt_mount(op),
+        op => op.not_in_model() || kernel_cannot_compare(op),
     }
 }
 
@@ -78,6 +82,7 @@ fn compare_on_this_thread(steps: &[Step]) -> Result<(), TestCaseError> {
         if directory_seek(&mprocs[p], &mmaps[p], &step.op)
             || root_mount_op(&mprocs[p], namespace_root, &step.op)
             || protected_link_by_fd(&mprocs[p], &mmaps[p], p, &step.op)
+            || (step.op.adds_mounts() && model.mount_count() >= MOUNT_CAP)
         {
             continue;
         }
@@ -223,6 +228,25 @@ fn model_matches_kernel_on_readonly_mounts() {
         all
     });
     if let Err(e) = runner.run(&strategy, compare) {
+        panic!("seed {seed}: {e}");
+    }
+}
+
+/// Random mount propagation sequences (shared, slave, private and
+/// unbindable mounts; binds, new mounts, moves and umounts that propagate
+/// or not), model against kernel: every step's result and the final
+/// visible trees.
+#[test]
+fn model_matches_kernel_on_propagation() {
+    if !kernel_side_available() {
+        return;
+    }
+    let (mut runner, seed) = seeded_runner(
+        "model-vs-kernel propagation test",
+        "VFSCALE_KDIFF_CASES",
+        48,
+    );
+    if let Err(e) = runner.run(&vfscale_model::ops::propagation_steps(), compare) {
         panic!("seed {seed}: {e}");
     }
 }

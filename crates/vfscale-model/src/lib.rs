@@ -12,11 +12,12 @@
 //!   under it, so calls are linearizable in lock order;
 //! - semantics follow Linux (6.12+) with tmpfs: errno values and the order
 //!   in which checks fail are Linux's; where the model departs from Linux
-//!   (no pipes/devices behind FIFOs and device nodes, no move mounts, no
-//!   shared subtrees, umount of the caller's root mount EBUSY instead of a
-//!   read-only remount) it says so where it departs; read-only mounts and
-//!   instances are modelled (state.rs), and so are tmpfs's inode flags
-//!   (fileattr.rs);
+//!   (no pipes/devices behind FIFOs and device nodes, umount of the
+//!   caller's root mount EBUSY instead of a read-only remount) it says so
+//!   where it departs; read-only mounts and instances are modelled
+//!   (state.rs), and so are tmpfs's inode flags (fileattr.rs) and mount
+//!   propagation within the one namespace — shared, slave, private and
+//!   unbindable mounts (pnode.rs);
 //! - a `ModelProcess` is a process until `exit` (or drop), which closes its
 //!   descriptors and releases its root and cwd.
 
@@ -26,6 +27,7 @@ mod node;
 #[cfg(feature = "proptest")]
 pub mod ops;
 mod perm;
+mod pnode;
 mod state;
 mod sys;
 mod walk;

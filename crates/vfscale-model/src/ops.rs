@@ -594,7 +594,21 @@ pub enum Outcome {
     Err(Errno),
 }
 
+/// The differential tests stop adding mounts to a namespace that holds
+/// this many (`Op::adds_mounts`): a shared mount bound into itself doubles
+/// its peer group with every bind, and a few such steps make the trees
+/// (and a walk of them) too large for a test, long before the kernel's
+/// own limit (fs.mount-max, 100,000, ENOSPC) is met.
+pub const MOUNT_CAP: usize = 64;
+
 impl Op {
+    /// A mount(2) that may attach mounts (a new instance, a bind, a move
+    /// onto a shared mount): what `MOUNT_CAP` holds back.
+    pub fn adds_mounts(&self) -> bool {
+        matches!(self, Op::Mount { flags, .. }
+            if flags & (MS_REMOUNT | MS_SHARED | MS_SLAVE | MS_PRIVATE | MS_UNBINDABLE) == 0)
+    }
+
     /// A call the model does not implement (its `ProcessApi` answers
     /// ENOSYS): file handles, the anonymous objects, poll, fcntl and
     /// fd_path. They are compared with the real kernel instead
@@ -2362,7 +2376,12 @@ fn leaf_op() -> BoxedStrategy<Op> {
         1 => prop::sample::select(vec![0o022u32, 0o077, 0, 0o7777]).prop_map(Op::Umask).boxed(),
         1 => (
             prop::sample::select(vec![&b""[..], b"/a", b"/b/c", b"none"]),
-            path_strategy(),
+            // Often a mount's root (or a directory that may become one):
+            // propagation changes, remounts and umounts need one.
+            prop_oneof![
+                2 => path_strategy(),
+                1 => prop::sample::select(vec![&b"/a"[..], b"/b", b"/b/c", b"/a/c", b"/"]).prop_map(Bytes::from),
+            ],
             prop::sample::select(vec![&b"tmpfs"[..], b"tmpfs", b"ext4"]),
             prop_oneof![
             5 => prop::sample::select(vec![
@@ -2387,11 +2406,17 @@ fn leaf_op() -> BoxedStrategy<Op> {
                 MS_REMOUNT | MS_RDONLY,
                 MS_REMOUNT,
                 MS_BIND | MS_RDONLY,
+                // Propagation: shared binds, then mounts and umounts under
+                // them (pnode.rs).
+                MS_SHARED,
+                MS_SHARED | MS_REC,
+                MS_SLAVE,
+                MS_UNBINDABLE,
+                MS_PRIVATE,
             ]),
-            // Rarer: the old magic number, MS_NOUSER (EINVAL), the other
-            // propagation types (slave; shared and unbindable are refused,
-            // docs/COMPATIBILITY.md) alone, with MS_SILENT or two
-            // at once (EINVAL), the superblock flags (MS_SYNCHRONOUS, MS_MANDLOCK) and
+            // Rarer: the old magic number, MS_NOUSER (EINVAL), the
+            // propagation types with MS_REC or MS_SILENT, or two at once
+            // (EINVAL), the superblock flags (MS_SYNCHRONOUS, MS_MANDLOCK) and
             // MS_LAZYTIME, the other atime flags, a remount that names an
             // atime flag.
             2 => prop::sample::select(vec![
@@ -2459,6 +2484,89 @@ pub fn op_strategy() -> BoxedStrategy<Op> {
         1 => prop::collection::vec(leaf_op(), 0..4).prop_map(Op::Fork).boxed(),
     ]
     .boxed()
+}
+
+/// Mount-heavy steps for the propagation comparisons (model and kernel,
+/// core and kernel, core and model): type
+/// changes (each type, with and without MS_REC), binds, new mounts, moves
+/// and umounts (plain and lazy) over a few directories, with directories
+/// made, files created (left open: busy mounts) and cwds moved (busy
+/// too) in between.
+pub fn propagation_steps() -> impl Strategy<Value = Vec<Step>> {
+    let dirs = || {
+        prop::sample::select(vec![
+            &b"/"[..],
+            b"/a",
+            b"/b",
+            b"/a/c",
+            b"/b/c",
+            b"/a/d",
+            b"/b/d",
+            b"/a/c/d",
+            b"/b/c/d",
+            b"/b/c/c",
+        ])
+        .prop_map(Bytes::from)
+    };
+    let mount = |source: Bytes, target, fstype: &[u8], flags| Op::Mount {
+        source,
+        target,
+        fstype: fstype.into(),
+        flags,
+    };
+    let root_op = prop_oneof![
+        3 => dirs().prop_map(|path| Op::Mkdirat { dirfd: FdArg::Cwd, path, mode: 0o777 }),
+        5 => (dirs(), prop::sample::select(vec![
+            MS_SHARED,
+            MS_SHARED | MS_REC,
+            MS_SLAVE,
+            MS_SLAVE | MS_REC,
+            MS_PRIVATE,
+            MS_PRIVATE | MS_REC,
+            MS_UNBINDABLE,
+            MS_UNBINDABLE | MS_REC,
+        ]))
+            .prop_map(move |(target, flags)| mount(b""[..].into(), target, b"", flags)),
+        4 => (dirs(), dirs(), prop::sample::select(vec![MS_BIND, MS_BIND | MS_REC]))
+            .prop_map(move |(source, target, flags)| mount(source, target, b"", flags)),
+        3 => dirs().prop_map(move |target| mount(b"none"[..].into(), target, b"tmpfs", 0)),
+        1 => (dirs(), dirs()).prop_map(move |(source, target)| mount(source, target, b"", MS_MOVE)),
+        3 => (dirs(), prop::sample::select(vec![0, 0, MNT_DETACH]))
+            .prop_map(|(target, flags)| Op::Umount2 { target, flags }),
+        1 => dirs().prop_map(|d| Op::Open {
+            dirfd: FdArg::Cwd,
+            path: Bytes([&d.0[..], b"/f"].concat()),
+            flags: O_CREAT | O_RDWR,
+            mode: 0o666,
+        }),
+        1 => (0..4u8).prop_map(|k| Op::Close(FdArg::Slot(k))),
+    ];
+    let step = prop_oneof![
+        12 => root_op.prop_map(|op| Step { proc: 0, op }),
+        // Another process's cwd keeps a mount busy.
+        1 => (1..3usize, dirs()).prop_map(|(proc, d)| Step { proc, op: Op::Chdir(d) }),
+    ];
+    // A tmpfs at /a and directories to mount on, /a often shared.
+    let setup = prop::bool::ANY.prop_map(move |shared| {
+        let mut ops = vec![mount(b"none"[..].into(), b"/a"[..].into(), b"tmpfs", 0)];
+        for d in [&b"/a/c"[..], b"/a/d", b"/a/c/d", b"/b/c", b"/b/d"] {
+            ops.push(Op::Mkdirat {
+                dirfd: FdArg::Cwd,
+                path: d.into(),
+                mode: 0o777,
+            });
+        }
+        if shared {
+            ops.push(mount(b""[..].into(), b"/a"[..].into(), b"", MS_SHARED));
+        }
+        ops.into_iter()
+            .map(|op| Step { proc: 0, op })
+            .collect::<Vec<_>>()
+    });
+    (setup, prop::collection::vec(step, 1..40)).prop_map(|(mut all, steps)| {
+        all.extend(steps);
+        all
+    })
 }
 
 /// A scenario of `len` steps spread over `procs` processes.

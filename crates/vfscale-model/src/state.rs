@@ -24,6 +24,7 @@
 //!   them refuse (EBUSY), and opens for writing refuse (EROFS) after.
 
 use crate::node::*;
+use crate::pnode::GroupId;
 use std::collections::HashMap;
 use std::sync::Arc;
 use vfscale::abi::*;
@@ -99,6 +100,11 @@ pub(crate) struct Mount {
     /// MNT_EXPIRE's mark: set by a first umount2(MNT_EXPIRE), cleared by any
     /// later use of the mount.
     pub expiry_mark: bool,
+    /// Propagation (pnode.rs): the peer group (shared), the group it
+    /// receives from (slave), and T_UNBINDABLE.
+    pub group: Option<GroupId>,
+    pub master: Option<GroupId>,
+    pub unbindable: bool,
 }
 
 pub(crate) struct Fs {
@@ -161,6 +167,8 @@ pub(crate) struct State {
     pub ns_root: MountId,
     pub next_dev: u32,
     pub next_mount: MountId,
+    /// The last peer group id handed out (pnode.rs).
+    pub next_group: GroupId,
     pub next_file: FileId,
     pub next_pid: Pid,
     pub next_cred: u64,
@@ -192,6 +200,7 @@ impl State {
             ns_root: 0,
             next_dev: 1,
             next_mount: 1,
+            next_group: 0,
             next_file: 1,
             next_pid: 1,
             next_cred: 1,
@@ -311,6 +320,9 @@ impl State {
                 flags,
                 attached: at.is_some(),
                 expiry_mark: false,
+                group: None,
+                master: None,
+                unbindable: false,
             },
         );
         if let Some((parent, key)) = at {
@@ -336,7 +348,7 @@ impl State {
     }
 
     /// Detaches mount `id` from its parent (not its children).
-    fn detach_one(&mut self, id: MountId) {
+    pub fn detach_one(&mut self, id: MountId) {
         let m = self.mount_mut(id);
         m.attached = false;
         if let Some((parent, key)) = m.parent.take() {
@@ -350,19 +362,14 @@ impl State {
         }
     }
 
-    /// Detaches `id` and every mount below it (umount_tree: each becomes a
-    /// parentless detached mount) and frees those nobody references.
-    pub fn detach_tree(&mut self, id: MountId) {
-        let mut all = vec![id];
-        let mut i = 0;
-        while i < all.len() {
-            all.extend(self.mount(all[i]).children.iter().copied());
-            i += 1;
-        }
-        for &m in all.iter().rev() {
+    /// Detaches the mounts of `ids` (umount_tree's end: each becomes a
+    /// parentless detached mount; `ids` holds every attached mount below
+    /// each of them) and frees those nobody references.
+    pub fn detach_mounts(&mut self, ids: &[MountId]) {
+        for &m in ids.iter().rev() {
             self.detach_one(m);
         }
-        for m in all {
+        for &m in ids {
             self.maybe_free_mount(m);
         }
     }

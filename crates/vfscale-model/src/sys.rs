@@ -8,6 +8,7 @@
 
 use crate::node::*;
 use crate::perm::*;
+use crate::pnode::PropType;
 use crate::state::*;
 use crate::walk::*;
 use std::sync::Arc;
@@ -1945,47 +1946,6 @@ impl State {
         Ok((src, self.lock_mount(tloc, tkey)?))
     }
 
-    /// copy_tree / clone_mnt: a copy of mount `src` rooted at `root`, with
-    /// (if `recurse`) copies of the mounts below it whose mountpoints lie
-    /// inside the copied subtree. Returns the new (unattached) mount.
-    fn clone_tree(
-        &mut self,
-        src: MountId,
-        root: NodeId,
-        root_key: MpKey,
-        recurse: bool,
-    ) -> MountId {
-        let (dev, flags) = {
-            let m = self.mount(src);
-            (m.dev, m.flags)
-        };
-        let id = self.next_mount;
-        self.next_mount += 1;
-        self.new_mount_keyed(id, dev, root, root_key.clone(), None, flags);
-        if recurse {
-            let children = self.mount(src).children.clone();
-            for c in children {
-                let (pkey, croot, ckey) = {
-                    let cm = self.mount(c);
-                    (
-                        cm.parent.clone().expect("model: child").1,
-                        cm.root,
-                        cm.root_key.clone(),
-                    )
-                };
-                let inside = match &pkey {
-                    MpKey::Dir(d) => self.is_subdir(*d, root),
-                    MpKey::Name(p, _) => pkey == root_key || self.is_subdir(*p, root),
-                };
-                if inside {
-                    let copy = self.clone_tree(c, croot, ckey, true);
-                    self.attach(copy, id, pkey);
-                }
-            }
-        }
-        id
-    }
-
     pub fn sys_mount(
         &mut self,
         pid: Pid,
@@ -2053,29 +2013,49 @@ impl State {
             // do_loopback
             let ((sloc, skey), (tloc, tkey)) =
                 self.mount_source_and_target(&ctx, source, tloc, tkey)?;
-            if !self.mount(sloc.mnt).attached {
+            // __do_loopback: an unbindable source, or one not in the
+            // namespace, is EINVAL.
+            let src = self.mount(sloc.mnt);
+            if src.unbindable || !src.attached {
                 return Err(Errno::EINVAL);
             }
             if self.is_dir(tloc.node) != self.is_dir(sloc.node) {
                 return Err(Errno::ENOTDIR);
             }
-            let m = self.clone_tree(sloc.mnt, sloc.node, skey, flags & MS_REC != 0);
-            self.attach(m, tloc.mnt, tkey);
+            // clone_mnt(old, 0): a copy is a peer of its original if that
+            // is shared, and a slave of its master.
+            let m = self.clone_tree(sloc.mnt, sloc.node, skey, flags & MS_REC != 0, &|st, o| {
+                (st.mount(o).group, st.mount(o).master)
+            });
+            self.attach_recursive(m, tloc.mnt, tkey, false);
             return Ok(());
         }
         if flags & MS_PROPAGATION != 0 {
-            // do_change_type: every model mount is private; making one
-            // private again is all that is modelled.
+            // do_change_type: a mount's root, exactly one type, a mount in
+            // the namespace (may_change_propagation); MS_REC applies it to
+            // every mount beneath too.
             if tloc.node != self.mount(tloc.mnt).root {
                 return Err(Errno::EINVAL);
             }
-            // A slave with no master is private; shared and unbindable
-            // are not modelled.
-            let kind = flags & !(MS_REC | MS_SILENT);
-            if kind == MS_PRIVATE || kind == MS_SLAVE {
-                return Ok(());
+            let t = match flags & !(MS_REC | MS_SILENT) {
+                MS_SHARED => PropType::Shared,
+                MS_SLAVE => PropType::Slave,
+                MS_PRIVATE => PropType::Private,
+                MS_UNBINDABLE => PropType::Unbindable,
+                _ => return Err(Errno::EINVAL),
+            };
+            if !self.mount(tloc.mnt).attached {
+                return Err(Errno::EINVAL);
             }
-            return Err(Errno::EINVAL);
+            let targets = if flags & MS_REC != 0 {
+                self.subtree(tloc.mnt)
+            } else {
+                vec![tloc.mnt]
+            };
+            for m in targets {
+                self.change_mnt_propagation(m, t);
+            }
+            return Ok(());
         }
         if flags & MS_MOVE != 0 {
             // do_move_mount_old
@@ -2091,6 +2071,20 @@ impl State {
             {
                 return Err(Errno::EINVAL);
             }
+            // Not from a shared parent; not a tree holding an unbindable
+            // mount onto a shared mount.
+            let (parent, _) = old.parent.clone().expect("model: checked");
+            if self.mount(parent).group.is_some() {
+                return Err(Errno::EINVAL);
+            }
+            if self.mount(tloc.mnt).group.is_some()
+                && self
+                    .subtree(sloc.mnt)
+                    .iter()
+                    .any(|&m| self.mount(m).unbindable)
+            {
+                return Err(Errno::EINVAL);
+            }
             // Not onto itself or beneath itself.
             let mut p = Some(tloc.mnt);
             while let Some(m) = p {
@@ -2099,7 +2093,7 @@ impl State {
                 }
                 p = self.mount(m).parent.as_ref().map(|(pm, _)| *pm);
             }
-            self.move_mount(sloc.mnt, tloc.mnt, tkey);
+            self.attach_recursive(sloc.mnt, tloc.mnt, tkey, true);
             return Ok(());
         }
         // do_new_mount
@@ -2119,7 +2113,8 @@ impl State {
         fs.readonly = mf.readonly;
         fs.st_flags = sb_st_flags(flags);
         let root = self.fses[&dev].root;
-        self.new_mount(dev, root, Some((tloc.mnt, tkey)), mf);
+        let m = self.new_mount(dev, root, None, mf);
+        self.attach_recursive(m, tloc.mnt, tkey, false);
         Ok(())
     }
 
@@ -2194,13 +2189,15 @@ impl State {
             }
         }
         if flags & MNT_DETACH != 0 {
-            self.detach_tree(id);
+            self.umount_tree(id);
             return Ok(());
         }
-        if !m.children.is_empty() || m.refs != 0 {
+        // propagate_mount_busy: `id` itself, then the mounts the umount
+        // would propagate to.
+        if !m.children.is_empty() || m.refs != 0 || self.propagate_mount_busy(id) {
             return Err(Errno::EBUSY);
         }
-        self.detach_tree(id);
+        self.umount_tree(id);
         Ok(())
     }
 
