@@ -64,6 +64,10 @@ pub struct VfsConfig {
     pub max_files: u64,
     /// Per-process descriptor limit (EMFILE) for new processes.
     pub fd_limit: usize,
+    /// Most mounts the namespace holds (Linux's fs.mount-max): a mount,
+    /// bind or move that would attach more, counting what propagation
+    /// copies, is ENOSPC.
+    pub max_mounts: usize,
     /// Limits of each new tmpfs instance.
     pub tmpfs_limits: FsLimits,
     /// Batch final puts (defer/): process exit, close_range, umount,
@@ -91,6 +95,7 @@ impl Default for VfsConfig {
             hash_max_bits: 26,
             max_unused_dentries: DEFAULT_MAX_UNUSED_DENTRIES,
             max_files: 1 << 24,
+            max_mounts: 100_000,
             fd_limit: 1024,
             tmpfs_limits: FsLimits {
                 max_bytes: 1 << 40,

@@ -9,6 +9,7 @@ mod common;
 use common::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use vfscale::VfsConfig;
 
 /// /a a tmpfs holding x/ and y/, made shared and bound at /b (its peer);
 /// /c a plain directory.
@@ -353,5 +354,41 @@ fn a_shared_bind_of_a_plain_directory_leaves_nothing_behind() {
     assert!(names(&p, b"/e/sub").is_empty());
     p.umount2(b"/e", 0).unwrap();
     p.umount2(b"/d", 0).unwrap();
+    done(vfs, p);
+}
+
+/// A shared mount bound into itself doubles its peer group with each bind;
+/// the namespace stops at `max_mounts` (Linux's fs.mount-max), counting
+/// the copies propagation would make, with ENOSPC and nothing attached.
+#[test]
+fn propagation_stops_at_the_mount_limit() {
+    let vfs = Vfs::with_config(VfsConfig {
+        max_mounts: 9,
+        ..VfsConfig::default()
+    });
+    let p = vfs.root_process();
+    p.mkdir(b"/a", 0o755).unwrap();
+    tmpfs_on(&p, b"/a");
+    p.mkdir(b"/a/c", 0o755).unwrap();
+    p.mount(b"", b"/a", b"", MS_SHARED).unwrap();
+    // The root and /a, then as on the host kernel (`mount --bind a a/c`
+    // over and over under `unshare -m`): 3, 5, 9, 17, ... mounts.
+    for expected in [3, 5, 9] {
+        p.mount(b"/a", b"/a/c", b"", MS_BIND).unwrap();
+        assert_eq!(vfs.object_counts().mounts, expected);
+    }
+    // 8 more would pass the limit; so would one new mount.
+    assert_eq!(p.mount(b"/a", b"/a/c", b"", MS_BIND), Err(Errno::ENOSPC));
+    p.mkdir(b"/t", 0o755).unwrap();
+    assert_eq!(p.mount(b"none", b"/t", b"tmpfs", 0), Err(Errno::ENOSPC));
+    assert_eq!(vfs.object_counts().mounts, 9);
+    // The second bind's copy covers /a itself (a peer's root was the
+    // mountpoint): a lazy umount of /a takes that top first, then /a, as
+    // on the host.
+    p.umount2(b"/a", MNT_DETACH).unwrap();
+    assert_eq!(vfs.object_counts().mounts, 2);
+    p.umount2(b"/a", MNT_DETACH).unwrap();
+    p.mount(b"none", b"/t", b"tmpfs", 0).unwrap();
+    p.umount2(b"/t", 0).unwrap();
     done(vfs, p);
 }

@@ -24,7 +24,7 @@ use super::Mount;
 use crate::dcache::dentry::Dentry;
 use crate::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering::Relaxed};
 use crate::vfs::VfsInner;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// A mount's place in propagation (see the module's invariants).
 pub(crate) struct Propagation {
@@ -83,6 +83,75 @@ struct Group {
     from: Option<usize>,
 }
 
+/// The table's relations, indexed once per decision (the table keeps
+/// only its list of attached mounts): each group's members, each mount's
+/// slaves and children, in table order. A snapshot: rebuilt after the
+/// table changes.
+pub(crate) struct Links {
+    members: HashMap<u64, Vec<*const Mount>>,
+    slaves: HashMap<*const Mount, Vec<*const Mount>>,
+    children: HashMap<*const Mount, Vec<*const Mount>>,
+}
+
+impl Links {
+    /// Indexes the attached mounts in `list`. Under the table lock.
+    pub(crate) fn of(list: &[usize]) -> Links {
+        let mut links = Links {
+            members: HashMap::new(),
+            slaves: HashMap::new(),
+            children: HashMap::new(),
+        };
+        for &x in list {
+            let m = x as *const Mount;
+            let mr = mnt(m);
+            if mr.is_shared() {
+                links.members.entry(mr.group()).or_default().push(m);
+            }
+            if !mr.master().is_null() {
+                links.slaves.entry(mr.master()).or_default().push(m);
+            }
+            let parent = mr.parent_ptr();
+            if !parent.is_null() {
+                links.children.entry(parent).or_default().push(m);
+            }
+        }
+        links
+    }
+
+    /// `m`'s peers, itself excluded.
+    fn peers(&self, m: *const Mount) -> impl Iterator<Item = *const Mount> + '_ {
+        let group = self
+            .members
+            .get(&mnt(m).group())
+            .filter(|_| mnt(m).is_shared());
+        group
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(move |&p| p != m)
+    }
+
+    fn slaves(&self, m: *const Mount) -> &[*const Mount] {
+        self.slaves.get(&m).map_or(&[], Vec::as_slice)
+    }
+
+    /// The mounts directly on `m`.
+    pub(crate) fn children(&self, m: *const Mount) -> &[*const Mount] {
+        self.children.get(&m).map_or(&[], Vec::as_slice)
+    }
+
+    /// `m` and every mount beneath it, parents before children.
+    pub(crate) fn subtree(&self, m: *const Mount) -> Vec<*const Mount> {
+        let mut order = vec![m];
+        let mut i = 0;
+        while i < order.len() {
+            order.extend_from_slice(self.children(order[i]));
+            i += 1;
+        }
+        order
+    }
+}
+
 /// The mount behind a pointer the table lock keeps valid.
 fn mnt<'a>(m: *const Mount) -> &'a Mount {
     // SAFETY: callers pass attached mounts (live while the table lock is
@@ -132,32 +201,12 @@ impl VfsInner {
         m.propagation.unbindable.store(false, Relaxed);
     }
 
-    /// The attached peers of `m`, itself excluded, in table order.
-    fn peers(list: &[usize], m: *const Mount) -> Vec<*const Mount> {
-        let g = mnt(m).group();
-        if g == 0 {
-            return Vec::new();
-        }
-        list.iter()
-            .map(|&x| x as *const Mount)
-            .filter(|&x| x != m && mnt(x).group() == g)
-            .collect()
-    }
-
-    /// The attached slaves of `m`, in table order.
-    fn slaves(list: &[usize], m: *const Mount) -> Vec<*const Mount> {
-        list.iter()
-            .map(|&x| x as *const Mount)
-            .filter(|&x| mnt(x).master() == m)
-            .collect()
-    }
-
     /// Every group that receives propagation from `origin`: its own group
     /// first (`origin` its first member), then the groups of its members'
     /// slaves, and of theirs, each with the group it receives from.
-    fn propagation_groups(list: &[usize], origin: *const Mount) -> Vec<Group> {
+    fn propagation_groups(links: &Links, origin: *const Mount) -> Vec<Group> {
         let mut members = vec![origin];
-        members.extend(Self::peers(list, origin));
+        members.extend(links.peers(origin));
         let mut seen: HashSet<*const Mount> = members.iter().copied().collect();
         let mut groups = vec![Group {
             members,
@@ -166,12 +215,12 @@ impl VfsInner {
         let mut i = 0;
         while i < groups.len() {
             for m in groups[i].members.clone() {
-                for s in Self::slaves(list, m) {
+                for &s in links.slaves(m) {
                     if !seen.insert(s) {
                         continue;
                     }
                     let mut members = vec![s];
-                    members.extend(Self::peers(list, s).into_iter().filter(|&p| seen.insert(p)));
+                    members.extend(links.peers(s).filter(|&p| seen.insert(p)));
                     groups.push(Group {
                         members,
                         from: Some(i),
@@ -185,8 +234,8 @@ impl VfsInner {
 
     /// The mounts receiving propagation from `origin` (propagation_next's
     /// walk), `origin` excluded.
-    fn receivers(list: &[usize], origin: *const Mount) -> Vec<*const Mount> {
-        Self::propagation_groups(list, origin)
+    fn receivers(links: &Links, origin: *const Mount) -> Vec<*const Mount> {
+        Self::propagation_groups(links, origin)
             .into_iter()
             .flat_map(|g| g.members)
             .filter(|&m| m != origin)
@@ -213,7 +262,8 @@ impl VfsInner {
     /// master; its slaves go to that new master (masterless: private).
     fn make_slave(&self, list: &[usize], m: *const Mount) {
         let mr = mnt(m);
-        let peers = Self::peers(list, m);
+        let links = Links::of(list);
+        let peers: Vec<*const Mount> = links.peers(m).collect();
         let master = if let Some(&first) = peers.first() {
             *peers
                 .iter()
@@ -223,7 +273,7 @@ impl VfsInner {
             mr.master()
         };
         mr.set_group(0);
-        for s in Self::slaves(list, m) {
+        for &s in links.slaves(m) {
             mnt(s).set_master(master);
         }
         mr.set_master(master);
@@ -259,13 +309,7 @@ impl VfsInner {
     /// `m` and every mount beneath it, parents before children. Under the
     /// table lock.
     pub(crate) fn subtree(&self, list: &[usize], m: *const Mount) -> Vec<*const Mount> {
-        let mut order = vec![m];
-        let mut i = 0;
-        while i < order.len() {
-            order.extend(self.mounts.children_of(list, order[i]));
-            i += 1;
-        }
-        order
+        Links::of(list).subtree(m)
     }
 
     /// A copy of `tree` (new mounts of the same roots and flags, each a
@@ -290,32 +334,42 @@ impl VfsInner {
     /// not attached) goes on (dest, mountpoint), the top of that place's
     /// stack. When `dest` is shared, the tree becomes shared and a copy
     /// goes on the same dentry in every mount receiving from `dest` that
-    /// sees it (propagate_mnt), beneath a mount already there. Under the
-    /// table lock (passes its list).
+    /// sees it (propagate_mnt), beneath a mount already there. ENOSPC
+    /// (count_mounts) when the table would hold more than `max_mounts`;
+    /// the tree is then freed. Under the table lock (passes its list).
     pub(crate) fn attach_tree(
         &self,
         list: &mut Vec<usize>,
         tree: &[TreeMount],
         dest: *const Mount,
         mountpoint: *const Dentry,
-    ) {
-        let copies = self.propagate(list, tree, dest, mountpoint);
+    ) -> crate::abi::SysResult<()> {
+        let copies = match self.propagate(list, tree, dest, mountpoint, tree.len()) {
+            Ok(copies) => copies,
+            Err(e) => {
+                for t in tree {
+                    self.mntput(t.mount);
+                }
+                return Err(e);
+            }
+        };
         self.attach_copy(list, tree, dest, mountpoint);
         for (target, copy) in copies {
             self.attach_copy(list, &copy, target, mountpoint);
         }
+        Ok(())
     }
 
     /// MS_MOVE's attach_recursive_mnt: the attached `old` (with the
     /// mounts beneath it) moves onto (dest, mountpoint), propagating as
-    /// `attach_tree`. Under the table lock.
+    /// `attach_tree` (ENOSPC for the copies alone). Under the table lock.
     pub(crate) fn move_tree(
         &self,
         list: &mut Vec<usize>,
         old: *const Mount,
         dest: *const Mount,
         mountpoint: *const Dentry,
-    ) {
+    ) -> crate::abi::SysResult<()> {
         let order = self.subtree(list, old);
         let tree: Vec<TreeMount> = order
             .iter()
@@ -336,68 +390,81 @@ impl VfsInner {
                 },
             })
             .collect();
-        let copies = self.propagate(list, &tree, dest, mountpoint);
+        let copies = self.propagate(list, &tree, dest, mountpoint, 0)?;
         self.move_mount(list, old, dest, mountpoint);
         for (target, copy) in copies {
             self.attach_copy(list, &copy, target, mountpoint);
         }
+        Ok(())
     }
 
     /// propagate_mnt: when `dest` is shared, makes `tree` shared and
     /// returns a copy of it for each receiving mount that sees
-    /// `mountpoint` (need_secondary), with its place.
+    /// `mountpoint` (need_secondary), with its place — or ENOSPC, changing
+    /// nothing, when those copies and `new` more mounts would take the
+    /// table past `max_mounts`.
     fn propagate(
         &self,
         list: &[usize],
         tree: &[TreeMount],
         dest: *const Mount,
         mountpoint: *const Dentry,
-    ) -> Vec<(*const Mount, Vec<TreeMount>)> {
-        if !mnt(dest).is_shared() {
-            return Vec::new();
+        new: usize,
+    ) -> crate::abi::SysResult<Vec<(*const Mount, Vec<TreeMount>)>> {
+        let shared = mnt(dest).is_shared();
+        let groups = if shared {
+            Self::propagation_groups(&Links::of(list), dest)
+        } else {
+            Vec::new()
+        };
+        let targets: Vec<(usize, *const Mount)> = groups
+            .iter()
+            .enumerate()
+            .flat_map(|(i, g)| g.members.iter().map(move |&n| (i, n)))
+            .filter(|&(_, n)| n != dest && sees(mnt(n), mountpoint))
+            .collect();
+        if list.len() + new + targets.len() * tree.len() > self.config.max_mounts {
+            return Err(crate::abi::Errno::ENOSPC);
+        }
+        if !shared {
+            return Ok(Vec::new());
         }
         for t in tree {
             self.make_shared(mnt(t.mount));
         }
-        let groups = Self::propagation_groups(list, dest);
         // The copy each group received first (the source tree for dest's).
         let mut first: Vec<Option<Vec<TreeMount>>> = vec![None; groups.len()];
         first[0] = Some(tree.to_vec());
         let mut out = Vec::new();
-        for (i, g) in groups.iter().enumerate() {
-            for &n in &g.members {
-                if n == dest || !sees(mnt(n), mountpoint) {
-                    continue;
-                }
-                let copy = match &first[i] {
-                    Some(peer) => self.copy_tree(peer, CloneKind::Peer),
-                    None => {
-                        // A slave of the copy in the nearest group up the
-                        // chain that got one (find_master).
-                        let mut up = g.from;
-                        while let Some(u) = up {
-                            if first[u].is_some() {
-                                break;
-                            }
-                            up = groups[u].from;
+        for (i, n) in targets {
+            let copy = match &first[i] {
+                Some(peer) => self.copy_tree(peer, CloneKind::Peer),
+                None => {
+                    // A slave of the copy in the nearest group up the
+                    // chain that got one (find_master).
+                    let mut up = groups[i].from;
+                    while let Some(u) = up {
+                        if first[u].is_some() {
+                            break;
                         }
-                        let master = first[up.expect("dest's group has the source")]
-                            .as_ref()
-                            .expect("a group with a copy");
-                        let kind = if mnt(n).is_shared() {
-                            CloneKind::SharedSlave
-                        } else {
-                            CloneKind::Slave
-                        };
-                        let copy = self.copy_tree(master, kind);
-                        first[i] = Some(copy.clone());
-                        copy
+                        up = groups[u].from;
                     }
-                };
-                out.push((n, copy));
-            }
+                    let master = first[up.expect("dest's group has the source")]
+                        .as_ref()
+                        .expect("a group with a copy");
+                    let kind = if mnt(n).is_shared() {
+                        CloneKind::SharedSlave
+                    } else {
+                        CloneKind::Slave
+                    };
+                    let copy = self.copy_tree(master, kind);
+                    first[i] = Some(copy.clone());
+                    copy
+                }
+            };
+            out.push((n, copy));
         }
-        out
+        Ok(out)
     }
 
     /// Attaches a tree of new mounts on (target, mountpoint): the mounts
@@ -436,19 +503,20 @@ impl VfsInner {
     /// unmounted: for each mount receiving from `m`'s parent, the one on
     /// `m`'s mountpoint, unless it has submounts other than one covering
     /// it. Under the table lock.
-    pub(crate) fn umount_copies(&self, list: &[usize], m: *const Mount) -> Vec<*const Mount> {
+    pub(crate) fn umount_copies(&self, links: &Links, m: *const Mount) -> Vec<*const Mount> {
         let mr = mnt(m);
         let parent = mr.parent_ptr();
         if parent.is_null() {
             return Vec::new();
         }
-        Self::receivers(list, parent)
+        Self::receivers(links, parent)
             .into_iter()
             .map(|q| self.mounts.lookup(q, mr.mountpoint_ptr()))
             .filter(|&c| !c.is_null())
-            .filter(|&c| {
-                let kids = self.mounts.children_of(list, c);
-                kids.is_empty() || (kids.len() == 1 && kids[0] == self.overmount(c))
+            .filter(|&c| match links.children(c) {
+                [] => true,
+                [only] => *only == self.overmount(c),
+                _ => false,
             })
             .collect()
     }
@@ -466,7 +534,7 @@ impl VfsInner {
     /// (where the bottom of the taken stack was). Under the table lock.
     pub(crate) fn umount_set(
         &self,
-        list: &[usize],
+        links: &Links,
         set: &[*const Mount],
     ) -> (
         Vec<*const Mount>,
@@ -482,21 +550,23 @@ impl VfsInner {
             if parent.is_null() {
                 continue;
             }
-            for q in Self::receivers(list, parent) {
+            for q in Self::receivers(links, parent) {
                 let c = self.mounts.lookup(q, mr.mountpoint_ptr());
                 if !c.is_null() && !gone.contains(&c) && is_candidate.insert(c) {
                     candidates.insert(0, c);
                 }
             }
         }
-        // Taken mounts leave their parents' child lists (umount_one); the
-        // set's own stay on them until umount_tree detaches them.
+        // The set's mounts and taken ones have left their parents' child
+        // lists (umount_tree unhooks the set before propagate_umount,
+        // umount_one each taken copy).
         let mut taken: Vec<*const Mount> = Vec::new();
-        let children = |c: *const Mount, taken: &[*const Mount]| -> Vec<*const Mount> {
-            self.mounts
-                .children_of(list, c)
-                .into_iter()
-                .filter(|k| !taken.contains(k))
+        let children = |c: *const Mount, gone: &HashSet<*const Mount>| -> Vec<*const Mount> {
+            links
+                .children(c)
+                .iter()
+                .copied()
+                .filter(|k| !gone.contains(k))
                 .collect()
         };
         // trim_one: a candidate with a submount that stays (but one
@@ -508,7 +578,7 @@ impl VfsInner {
             if !is_candidate.contains(&c) {
                 continue;
             }
-            let kids = children(c, &taken);
+            let kids = children(c, &gone);
             let over = self.overmount(c);
             let staying: Vec<_> = kids.iter().filter(|k| !is_candidate.contains(k)).collect();
             if staying.iter().any(|&&k| k != over) {

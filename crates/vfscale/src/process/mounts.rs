@@ -189,8 +189,7 @@ impl Process {
             // the table lock.
             p = unsafe { &*p }.parent_ptr();
         }
-        self.vfs.move_tree(list, old, tgt.path.mnt, tgt.path.dentry);
-        Ok(())
+        self.vfs.move_tree(list, old, tgt.path.mnt, tgt.path.dentry)
     }
 
     /// do_new_mount: a new instance of `fstype` on `tgt`. Caller holds the
@@ -249,8 +248,7 @@ impl Process {
             mountpoint: tgt.path.dentry,
         }];
         self.vfs
-            .attach_tree(list, &tree, tgt.path.mnt, tgt.path.dentry);
-        Ok(())
+            .attach_tree(list, &tree, tgt.path.mnt, tgt.path.dentry)
     }
 
     /// reconfigure_super's read-only part: the instance of `m` becomes
@@ -341,8 +339,7 @@ impl Process {
             tree.push(clone(f, f.root, Some(parent), f.mountpoint_ptr()));
         }
         self.vfs
-            .attach_tree(list, &tree, tgt.path.mnt, tgt.path.dentry);
-        Ok(())
+            .attach_tree(list, &tree, tgt.path.mnt, tgt.path.dentry)
     }
 
     /// copy_tree's plan: every mount on `from` whose mountpoint is `top` or
@@ -448,23 +445,20 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         let lazy = flags & MNT_DETACH != 0;
-        if !lazy && !self.vfs.mounts.children_of(&list, m).is_empty() {
+        let links = crate::mount::propagation::Links::of(&list);
+        if !lazy && !links.children(m).is_empty() {
             return Err(Errno::EBUSY);
         }
         // umount_tree's set: the mount, and for a lazy umount everything
         // beneath it; propagation takes copies along (`taken`), after
         // propagate_mount_busy read the counts of `copies` (non-lazy).
-        let set = if lazy {
-            self.vfs.subtree(&list, m)
-        } else {
-            vec![m]
-        };
+        let set = if lazy { links.subtree(m) } else { vec![m] };
         let copies = if lazy {
             Vec::new()
         } else {
-            self.vfs.umount_copies(&list, m)
+            self.vfs.umount_copies(&links, m)
         };
-        let (taken, moves) = self.vfs.umount_set(&list, &set);
+        let (taken, moves) = self.vfs.umount_set(&links, &set);
         let mut read: Vec<*const Mount> =
             set.iter().chain(&copies).chain(&taken).copied().collect();
         read.sort_unstable();
