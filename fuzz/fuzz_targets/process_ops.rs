@@ -125,7 +125,22 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
                 procs.pop().unwrap().exit();
             }
         }
-        28 => drop(p.mount(b"none", a, b"tmpfs", 0)),
+        // A new tmpfs, a bind or a move from another name, or a
+        // propagation type; the high bit adds MS_REC.
+        28 => {
+            let rec = if arg & 0x80 != 0 { MS_REC } else { 0 };
+            let (source, fstype, flags) = match arg % 8 {
+                0 => (&b"none"[..], &b"tmpfs"[..], 0),
+                1 => (bytes.name()?, &b""[..], MS_BIND | rec),
+                2 => (bytes.name()?, &b""[..], MS_MOVE),
+                3 => (&b""[..], &b""[..], MS_SHARED | rec),
+                4 => (&b""[..], &b""[..], MS_SLAVE | rec),
+                5 => (&b""[..], &b""[..], MS_PRIVATE | rec),
+                6 => (&b""[..], &b""[..], MS_UNBINDABLE | rec),
+                _ => (&b""[..], &b""[..], MS_SHARED | MS_SLAVE),
+            };
+            drop(p.mount(source, a, fstype, flags))
+        }
         29 => drop(p.umount2(a, i32::from(arg & 2))),
         30 => drop(p.chroot(a)),
         // File locks, never a waiting form (one thread would wait forever);
