@@ -541,7 +541,8 @@ impl VfsInner {
         Vec<(*const Mount, *const Mount, *const Dentry)>,
     ) {
         let mut gone: HashSet<*const Mount> = set.iter().copied().collect();
-        // gather_candidates (Linux adds each at the head of its list).
+        // gather_candidates (Linux adds each at the head of its list: the
+        // list is read backwards below).
         let mut candidates: Vec<*const Mount> = Vec::new();
         let mut is_candidate: HashSet<*const Mount> = HashSet::new();
         for &m in set {
@@ -553,7 +554,7 @@ impl VfsInner {
             for q in Self::receivers(links, parent) {
                 let c = self.mounts.lookup(q, mr.mountpoint_ptr());
                 if !c.is_null() && !gone.contains(&c) && is_candidate.insert(c) {
-                    candidates.insert(0, c);
+                    candidates.push(c);
                 }
             }
         }
@@ -574,7 +575,7 @@ impl VfsInner {
         // not cover (trim_ancestors); one with nothing on it goes now.
         let mut marked: HashSet<*const Mount> = HashSet::new();
         let mut undecided = Vec::new();
-        for &c in &candidates {
+        for &c in candidates.iter().rev() {
             if !is_candidate.contains(&c) {
                 continue;
             }
