@@ -30,6 +30,27 @@ pub fn xorshift(seed: u64) -> impl FnMut(u64) -> u64 {
     }
 }
 
+/// The random cases of a scripted kernel comparison, each with its
+/// number: `cases_var` (default `default_cases`) values of `make`, fed a
+/// generator seeded from `VFSCALE_SEED` or the clock (printed, for a
+/// replay); `only_var=N` keeps case N alone.
+pub fn seeded_cases<T>(
+    cases_var: &str,
+    default_cases: u64,
+    only_var: &str,
+    mut make: impl FnMut(&mut dyn FnMut(u64) -> u64) -> T,
+) -> Vec<(usize, T)> {
+    let seed = seed_from_env();
+    println!("seed {seed} (replay with VFSCALE_SEED={seed})");
+    let mut rnd = xorshift(seed);
+    let cases = env_u64(cases_var).unwrap_or(default_cases) as usize;
+    let mut all: Vec<(usize, T)> = (0..cases).map(|i| (i, make(&mut rnd))).collect();
+    if let Some(only) = env_u64(only_var) {
+        all.retain(|&(i, _)| i as u64 == only);
+    }
+    all
+}
+
 /// A runner of `cases_var` cases (default `default_cases`), seeded from
 /// `VFSCALE_SEED` or else the clock; prints the seed, which the caller
 /// repeats in its failure message.

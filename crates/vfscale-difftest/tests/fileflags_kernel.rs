@@ -45,7 +45,7 @@ use vfscale::cred::acl::{
 };
 use vfscale::{Cred, ProcessApi};
 use vfscale_difftest::script::{compare_with_kernel, compare_with_kernel_reclaimed, Log};
-use vfscale_difftest::seeded::{env_u64, seed_from_env, xorshift};
+use vfscale_difftest::seeded::seeded_cases;
 use vfscale_difftest::KernelProcess;
 
 /// An old time: under relatime a read updates an access time this old.
@@ -3131,15 +3131,12 @@ fn s_(r: SysResult<i64>) -> String {
 /// runs case N alone).
 #[test]
 fn random_sequences_match_the_kernel() {
-    let cases = env_u64("VFSCALE_FLAGS_CASES").unwrap_or(100) as usize;
-    let seed = seed_from_env();
-    println!("seed {seed} (replay with VFSCALE_SEED={seed})");
-    let mut rnd = xorshift(seed);
-    let sequences: Vec<Vec<Step>> = (0..cases).map(|_| random_steps(&mut rnd, 40)).collect();
-    let sequences: Vec<(usize, Vec<Step>)> = match env_u64("VFSCALE_FLAGS_ONLY") {
-        Some(c) => vec![(c as usize, sequences[c as usize].clone())],
-        None => sequences.into_iter().enumerate().collect(),
-    };
+    let sequences = seeded_cases(
+        "VFSCALE_FLAGS_CASES",
+        100,
+        "VFSCALE_FLAGS_ONLY",
+        |mut rnd| random_steps(&mut rnd, 40),
+    );
     let theirs = sequences.clone();
     let run_all = |cases: Vec<(usize, Vec<Step>)>| {
         move |p: &dyn ProcessApi, u: &dyn ProcessApi| {

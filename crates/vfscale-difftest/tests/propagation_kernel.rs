@@ -44,7 +44,7 @@ use std::cell::{Cell, RefCell};
 use vfscale::abi::*;
 use vfscale::ProcessApi;
 use vfscale_difftest::script::{compare_with_kernel, compare_with_kernel_reclaimed, Log};
-use vfscale_difftest::seeded::{env_u64, seed_from_env, xorshift};
+use vfscale_difftest::seeded::seeded_cases;
 
 /// The scenarios' top directories, made by the setup.
 const TOPS: [&str; 4] = ["a", "b", "c", "s"];
@@ -1058,15 +1058,9 @@ fn run_case(p: &dyn ProcessApi, case: usize, steps: &[Step], log: &mut Log) {
 /// steps; `VFSCALE_SEED` replays; `VFSCALE_PROP_ONLY=N` runs case N alone).
 #[test]
 fn random_sequences_match_the_kernel() {
-    let cases = env_u64("VFSCALE_PROP_CASES").unwrap_or(100) as usize;
-    let seed = seed_from_env();
-    println!("seed {seed} (replay with VFSCALE_SEED={seed})");
-    let mut rnd = xorshift(seed);
-    let sequences: Vec<Vec<Step>> = (0..cases).map(|_| random_steps(&mut rnd, 30)).collect();
-    let sequences: Vec<(usize, Vec<Step>)> = match env_u64("VFSCALE_PROP_ONLY") {
-        Some(c) => vec![(c as usize, sequences[c as usize].clone())],
-        None => sequences.into_iter().enumerate().collect(),
-    };
+    let sequences = seeded_cases("VFSCALE_PROP_CASES", 100, "VFSCALE_PROP_ONLY", |mut rnd| {
+        random_steps(&mut rnd, 30)
+    });
     let theirs = sequences.clone();
     let run_all = |cases: Vec<(usize, Vec<Step>)>| {
         move |p: &dyn ProcessApi| {

@@ -11,7 +11,7 @@
 use vfscale::abi::*;
 use vfscale::ProcessApi;
 use vfscale_difftest::script::{compare_with_kernel, show, Log};
-use vfscale_difftest::seeded::{env_u64, seed_from_env, xorshift};
+use vfscale_difftest::seeded::seeded_cases;
 
 /// Everything queued in a pipe or socket, without waiting.
 fn drain<P: ProcessApi>(p: &P, fd: Fd) -> String {
@@ -813,15 +813,12 @@ fn run_steps<P: ProcessApi + ?Sized>(p: &P, case: usize, steps: &[Step], log: &m
 /// `VFSCALE_SEED` replays; `VFSCALE_SPLICE_ONLY=N` runs case N alone).
 #[test]
 fn random_sequences_match_the_kernel() {
-    let seed = seed_from_env();
-    let cases = env_u64("VFSCALE_SPLICE_CASES").unwrap_or(120) as usize;
-    println!("seed {seed} (replay with VFSCALE_SEED={seed})");
-    let mut rnd = xorshift(seed);
-    let sequences: Vec<Vec<Step>> = (0..cases).map(|_| random_steps(&mut rnd, 30)).collect();
-    let sequences: Vec<(usize, Vec<Step>)> = match env_u64("VFSCALE_SPLICE_ONLY") {
-        Some(c) => vec![(c as usize, sequences[c as usize].clone())],
-        None => sequences.into_iter().enumerate().collect(),
-    };
+    let sequences = seeded_cases(
+        "VFSCALE_SPLICE_CASES",
+        120,
+        "VFSCALE_SPLICE_ONLY",
+        |mut rnd| random_steps(&mut rnd, 30),
+    );
     let theirs = sequences.clone();
     let run_all = |cases: Vec<(usize, Vec<Step>)>| {
         move |p: &dyn ProcessApi| {
