@@ -485,6 +485,18 @@ impl Drop for VfsInner {
             unsafe { &*root }.refcount.make_exact();
         }
         // Detach every mount, children first, then the root's attachment.
+        {
+            let mut list = self.mounts.lock.lock();
+            let root = self.mounts.root();
+            if !root.is_null() {
+                let order = crate::mount::propagation::Links::of(&list).subtree(root);
+                self.make_private_all(&list, &order[1..]);
+                for &m in order[1..].iter().rev() {
+                    self.detach_mount(&mut list, m);
+                }
+            }
+        }
+        // (Nothing is left but the root: every attached mount is beneath it.)
         loop {
             let mut list = self.mounts.lock.lock();
             let root = self.mounts.root() as usize;

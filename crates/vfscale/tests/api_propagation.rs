@@ -392,3 +392,43 @@ fn propagation_stops_at_the_mount_limit() {
     p.umount2(b"/t", 0).unwrap();
     done(vfs, p);
 }
+
+/// A large propagated tree (a shared mount bound into itself ten times:
+/// 1,025 mounts) goes with lazy umounts of its top, every mount private and
+/// detached, and a namespace dropped with such a tree up frees it all.
+#[test]
+fn a_large_propagated_tree_unmounts_and_drops_whole() {
+    let grow = |p: &Process| {
+        p.mount(b"", b"/a", b"", MS_SHARED).unwrap();
+        for _ in 0..10 {
+            p.mount(b"/a", b"/a/c", b"", MS_BIND).unwrap();
+        }
+    };
+    let (vfs, p) = setup();
+    p.mkdir(b"/a", 0o755).unwrap();
+    tmpfs_on(&p, b"/a");
+    p.mkdir(b"/a/c", 0o755).unwrap();
+    grow(&p);
+    assert_eq!(vfs.object_counts().mounts, 1025);
+    let p = checked(&vfs, p);
+    // Copies cover /a itself (a peer's root was a mountpoint): each lazy
+    // umount of /a takes the top of its stack, until none is left.
+    let mut umounts = 0;
+    while p.umount2(b"/a", MNT_DETACH).is_ok() {
+        umounts += 1;
+    }
+    // Three, as on the host (`umount -l a` until it fails, under
+    // `unshare -m`).
+    assert_eq!(umounts, 3);
+    assert_eq!(p.umount2(b"/a", MNT_DETACH), Err(Errno::EINVAL));
+    assert_eq!(vfs.object_counts().mounts, 1);
+    done(vfs, p);
+    // Dropped with the tree up.
+    let (vfs, p) = setup();
+    p.mkdir(b"/a", 0o755).unwrap();
+    tmpfs_on(&p, b"/a");
+    p.mkdir(b"/a/c", 0o755).unwrap();
+    grow(&p);
+    drop(p);
+    drop(vfs);
+}

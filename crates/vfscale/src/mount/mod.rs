@@ -241,12 +241,16 @@ impl VfsInner {
     }
 
     /// Detaches `child` from the tree (it stays alive while referenced).
-    /// Caller holds the table lock.
+    /// Caller holds the table lock and has made it private
+    /// (`make_private_all`).
     pub(crate) fn detach_mount(&self, list: &mut Vec<usize>, child: *const Mount) {
         // SAFETY: attached mounts are live; the caller holds the table lock.
         let c = unsafe { &*child };
         debug_assert!(!c.refcount.is_sharded(), "detach of a sharded mount");
-        self.make_private(list, child);
+        debug_assert!(
+            !c.is_shared() && c.master().is_null(),
+            "detach of a mount in propagation"
+        );
         self.mounts.seq.write_begin();
         let (parent, mp) = self.unhook(list, child);
         // Release: pairs with the Acquire in `parent_ptr`/`mountpoint_ptr`.

@@ -9,8 +9,8 @@
 //!   attached mounts with the same group. A mount with a master is that
 //!   mount's slave: it receives what its master receives. Peers have the
 //!   same master.
-//! - Only attached mounts take part. A mount leaves propagation when it is
-//!   detached (`make_private`, as umount_tree's change_mnt_propagation):
+//! - Only attached mounts take part. A mount leaves propagation before it
+//!   is detached (`make_private_all`, umount_tree's change_mnt_propagation):
 //!   its slaves go to a peer or to its own master, so no attached mount
 //!   names a detached master.
 //! - What propagates (`attach_tree`): a tree attached on a shared mount D
@@ -261,28 +261,56 @@ impl VfsInner {
     /// peer (one with its root if any) or, without peers, keeps its
     /// master; its slaves go to that new master (masterless: private).
     fn make_slave(&self, list: &[usize], m: *const Mount) {
-        let mr = mnt(m);
-        let links = Links::of(list);
-        let peers: Vec<*const Mount> = links.peers(m).collect();
-        let master = if let Some(&first) = peers.first() {
-            *peers
-                .iter()
-                .find(|&&p| mnt(p).root == mr.root)
-                .unwrap_or(&first)
-        } else {
-            mr.master()
-        };
-        mr.set_group(0);
-        for &s in links.slaves(m) {
-            mnt(s).set_master(master);
-        }
-        mr.set_master(master);
+        let master = self.leave_group(&mut Links::of(list), m);
+        mnt(m).set_master(master);
     }
 
-    /// umount_tree's change to private, for a mount leaving the table (its
-    /// slaves are handed on first). Under the table lock.
-    pub(crate) fn make_private(&self, list: &[usize], m: *const Mount) {
-        self.change_propagation(list, m, PropagationType::Private);
+    /// do_make_slave's hand-over, with `links` kept up to date: `m` leaves
+    /// its group and its master's slaves; its slaves go to a peer (one
+    /// with its root if any) or, without peers, to its own master, which
+    /// it returns (null: its slaves are private now).
+    fn leave_group(&self, links: &mut Links, m: *const Mount) -> *const Mount {
+        let mr = mnt(m);
+        let mut master = mr.master();
+        if mr.is_shared() {
+            if let Some(members) = links.members.get_mut(&mr.group()) {
+                members.retain(|&p| p != m);
+                if let Some(&first) = members.first() {
+                    master = *members
+                        .iter()
+                        .find(|&&p| mnt(p).root == mr.root)
+                        .unwrap_or(&first);
+                }
+            }
+            mr.set_group(0);
+        }
+        if let Some(siblings) = links.slaves.get_mut(&mr.master()) {
+            siblings.retain(|&s| s != m);
+        }
+        let slaves = links.slaves.remove(&m).unwrap_or_default();
+        for &s in &slaves {
+            mnt(s).set_master(master);
+        }
+        if !master.is_null() {
+            links.slaves.entry(master).or_default().extend(slaves);
+        }
+        master
+    }
+
+    /// umount_tree's change to private of every mount in `leaving`, in
+    /// order, before they are detached: each hands its slaves on as
+    /// do_make_slave does, with the table indexed once (a mount costs its
+    /// group and its slaves, not a scan of the table). Under the table
+    /// lock.
+    pub(crate) fn make_private_all(&self, list: &[usize], leaving: &[*const Mount]) {
+        let mut links = Links::of(list);
+        for &m in leaving {
+            if mnt(m).is_shared() || !mnt(m).master().is_null() || !links.slaves(m).is_empty() {
+                self.leave_group(&mut links, m);
+                mnt(m).set_master(core::ptr::null());
+            }
+            mnt(m).propagation.unbindable.store(false, Relaxed);
+        }
     }
 
     /// clone_mnt's propagation for `copy`, a new copy of `old`.

@@ -503,13 +503,19 @@ impl Process {
             self.vfs.move_mount(&list, over, parent, mountpoint);
         }
         let mut pending: Vec<*const Mount> = set.into_iter().chain(taken).collect();
-        while let Some(i) = pending.iter().position(|&x| {
-            !pending
-                .iter()
-                // SAFETY: as above.
-                .any(|&y| unsafe { &*y }.parent_ptr() == x)
-        }) {
-            let x = pending.swap_remove(i);
+        self.vfs.make_private_all(&list, &pending);
+        let depth = |mut x: *const Mount| {
+            let mut d = 0usize;
+            while !x.is_null() {
+                // SAFETY: attached mounts and their parents are live
+                // under the table lock.
+                x = unsafe { &*x }.parent_ptr();
+                d += 1;
+            }
+            d
+        };
+        pending.sort_by_cached_key(|&x| core::cmp::Reverse(depth(x)));
+        for x in pending {
             self.vfs.detach_mount(&mut list, x);
         }
         reshard(&list);
