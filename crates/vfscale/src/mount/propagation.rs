@@ -314,7 +314,7 @@ impl VfsInner {
     }
 
     /// clone_mnt's propagation for `copy`, a new copy of `old`.
-    pub(crate) fn clone_propagation(&self, old: *const Mount, copy: *const Mount, kind: CloneKind) {
+    fn clone_propagation(&self, old: *const Mount, copy: *const Mount, kind: CloneKind) {
         let (o, c) = (mnt(old), mnt(copy));
         match kind {
             CloneKind::Bind | CloneKind::Peer => {
@@ -340,15 +340,29 @@ impl VfsInner {
         Links::of(list).subtree(m)
     }
 
+    /// clone_mnt: a new, unattached mount of `root` (a dentry of `from`'s
+    /// instance, referenced by the caller and handed over) with `from`'s
+    /// flags, joining its propagation as `kind` says.
+    pub(crate) fn clone_mount(
+        &self,
+        from: *const Mount,
+        root: *const Dentry,
+        kind: CloneKind,
+    ) -> *const Mount {
+        let f = mnt(from);
+        let copy = self.new_mount(f.sb_arc(), root, f.flags.get());
+        self.clone_propagation(from, copy, kind);
+        copy
+    }
+
     /// A copy of `tree` (new mounts of the same roots and flags, each a
     /// `kind` copy of its original), to be attached on `mountpoint`.
     fn copy_tree(&self, tree: &[TreeMount], kind: CloneKind) -> Vec<TreeMount> {
         tree.iter()
             .map(|t| {
-                let o = mnt(t.mount);
-                self.dget(o.root);
-                let copy = self.new_mount(o.sb_arc(), o.root, o.flags.get());
-                self.clone_propagation(t.mount, copy, kind);
+                let root = mnt(t.mount).root;
+                self.dget(root);
+                let copy = self.clone_mount(t.mount, root, kind);
                 TreeMount {
                     mount: copy,
                     parent: t.parent,

@@ -320,23 +320,22 @@ impl Process {
         }
         // clone_mnt: each copy starts with its source's flags and joins
         // its propagation (a peer of a shared source, a slave of its
-        // master). Each takes a reference on `root` the caller holds.
-        use crate::mount::propagation::{CloneKind, TreeMount};
-        let clone = |from: &crate::mount::Mount, root, parent, mountpoint| {
-            let copy = self.vfs.new_mount(from.sb_arc(), root, from.flags.get());
-            self.vfs.clone_propagation(from, copy, CloneKind::Bind);
-            TreeMount {
-                mount: copy,
-                parent,
-                mountpoint,
-            }
-        };
-        let mut tree = vec![clone(smnt, src.path.dentry, None, tgt.path.dentry)];
+        // master). The top's root reference is the one taken above.
+        use crate::mount::propagation::{CloneKind::Bind, TreeMount};
+        let mut tree = vec![TreeMount {
+            mount: self.vfs.clone_mount(smnt, src.path.dentry, Bind),
+            parent: None,
+            mountpoint: tgt.path.dentry,
+        }];
         for (parent, from) in plan {
             // SAFETY: attached mounts are live under the table lock.
             let f = unsafe { &*from };
             self.vfs.dget(f.root);
-            tree.push(clone(f, f.root, Some(parent), f.mountpoint_ptr()));
+            tree.push(TreeMount {
+                mount: self.vfs.clone_mount(from, f.root, Bind),
+                parent: Some(parent),
+                mountpoint: f.mountpoint_ptr(),
+            });
         }
         self.vfs
             .attach_tree(list, &tree, tgt.path.mnt, tgt.path.dentry)
