@@ -2487,11 +2487,10 @@ pub fn op_strategy() -> BoxedStrategy<Op> {
 }
 
 /// Mount-heavy steps for the propagation comparisons (model and kernel,
-/// core and kernel, core and model): type
-/// changes (each type, with and without MS_REC), binds, new mounts, moves
-/// and umounts (plain and lazy) over a few directories, with directories
-/// made, files created (left open: busy mounts) and cwds moved (busy
-/// too) in between.
+/// core and kernel, core and model): type changes (each type, with and
+/// without MS_REC), binds, new mounts, moves and umounts (plain and lazy)
+/// over a few directories, with directories made, files created (left
+/// open: busy mounts) and cwds moved (busy too) in between.
 pub fn propagation_steps() -> impl Strategy<Value = Vec<Step>> {
     let dirs = || {
         prop::sample::select(vec![
