@@ -484,33 +484,19 @@ impl Drop for VfsInner {
             // SAFETY: as above.
             unsafe { &*root }.refcount.make_exact();
         }
-        // Detach every mount, children first, then the root's attachment.
-        {
-            let mut list = self.mounts.lock.lock();
-            let root = self.mounts.root();
-            if !root.is_null() {
-                let order = crate::mount::propagation::Links::of(&list).subtree(root);
-                self.make_private_all(&list, &order[1..]);
-                for &m in order[1..].iter().rev() {
-                    self.detach_mount(&mut list, m);
-                }
-            }
-        }
-        // (Nothing is left but the root: every attached mount is beneath it.)
-        loop {
-            let mut list = self.mounts.lock.lock();
-            let root = self.mounts.root() as usize;
-            let Some(&leaf) = list
-                .iter()
-                .find(|&&m| m != root && self.mounts.children_of(&list, m as *const _).is_empty())
-            else {
-                break;
-            };
-            self.detach_mount(&mut list, leaf as *const _);
-        }
+        // Detach every mount, children first (every attached mount is
+        // beneath the root), then the root's attachment.
         let root = self.mounts.root();
         if !root.is_null() {
-            self.mounts.lock.lock().clear();
+            let mut list = self.mounts.lock.lock();
+            let order = crate::mount::propagation::Links::of(&list).subtree(root);
+            self.make_private_all(&list, &order[1..]);
+            for &m in order[1..].iter().rev() {
+                self.detach_mount(&mut list, m);
+            }
+            debug_assert_eq!(*list, [root as usize], "an attached mount outside the tree");
+            list.clear();
+            drop(list);
             self.mntput(root);
         }
         // SAFETY: we hold the last reference to the VFS: no thread is inside

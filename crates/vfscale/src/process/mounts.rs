@@ -487,7 +487,7 @@ impl Process {
         // and, on a copy propagation would take, the one of the mount
         // covering it (which moves down in its place).
         let busy = |x: &*const Mount| {
-            let children = self.vfs.mounts.children_of(&list, *x).len() as i64;
+            let children = links.children(*x).len() as i64;
             // SAFETY: attached mounts are live under the table lock.
             unsafe { &**x }.refcount.count_at_rest() > 1 + children
         };
