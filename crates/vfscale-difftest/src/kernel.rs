@@ -1883,6 +1883,49 @@ impl ProcessApi for KernelProcess {
         })
     }
 
+    fn unshare(&mut self, flags: i32) -> SysResult<()> {
+        // SAFETY: unshare affects this worker thread alone (a shared
+        // fs_struct, the `fd_path` reader's, is copied, not changed).
+        self.call(move || unit(unsafe { libc::syscall(libc::SYS_unshare, flags) }))
+    }
+    fn setns_mount(&mut self, other: &Self) -> SysResult<()> {
+        let tid = other.tid;
+        self.call(move || {
+            // setns refuses a shared fs_struct (the `fd_path` reader's):
+            // the worker takes its own copy first, as a process has.
+            // SAFETY: affects this worker thread alone.
+            unit(unsafe { libc::syscall(libc::SYS_unshare, libc::CLONE_FS) })?;
+            // PIDFD_THREAD (O_EXCL): a pidfd of the other worker thread.
+            // SAFETY: plain integer arguments.
+            let pidfd = sys(unsafe { libc::syscall(libc::SYS_pidfd_open, tid, libc::O_EXCL) })?;
+            // SAFETY: `pidfd` is ours; closed right after.
+            let r = unit(unsafe { libc::syscall(libc::SYS_setns, pidfd, libc::CLONE_NEWNS) });
+            // SAFETY: as above.
+            unsafe { libc::close(pidfd as i32) };
+            r
+        })
+    }
+    fn mountinfo(&self) -> SysResult<Vec<u8>> {
+        // /proc/PID/task/TID/mountinfo: the worker's namespace, its paths
+        // from the worker's root, read by the reader (which has /proc).
+        let Some(reader) = &self.proc_reader else {
+            return Err(Errno::ENOSYS);
+        };
+        let (Some(&proc_fd), tid) = (HOST_PROC.get(), self.tid) else {
+            return Err(Errno::ENOSYS);
+        };
+        // SAFETY: getpid has no preconditions.
+        let file = format!("{}/task/{tid}/mountinfo", unsafe { libc::getpid() });
+        let file = CString::new(file).expect("no NUL in a number path");
+        let (tx, rx) = mpsc::sync_channel(1);
+        reader
+            .send(Box::new(move || {
+                let _ = tx.send(read_at(proc_fd, &file));
+            }))
+            .map_err(|_| Errno::ENOSYS)?;
+        rx.recv().map_err(|_| Errno::ENOSYS)?
+    }
+
     fn fork(&self) -> SysResult<Self> {
         // The child's fd_path goes to the parent's reader, which shares the
         // parent's root: the child's root until it calls chroot (tests do
@@ -1904,6 +1947,32 @@ impl ProcessApi for KernelProcess {
     fn exit(self) {
         drop(self);
     }
+}
+
+/// The whole of file `name` beneath directory descriptor `dir`.
+fn read_at(dir: i32, name: &std::ffi::CStr) -> SysResult<Vec<u8>> {
+    // SAFETY: a valid C string; the descriptor is closed below.
+    let fd = sys(unsafe {
+        libc::syscall(
+            libc::SYS_openat,
+            dir,
+            name.as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        )
+    })? as i32;
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    let r = loop {
+        // SAFETY: `buf` is writable for its length.
+        match sys(unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) as libc::c_long }) {
+            Ok(0) => break Ok(out),
+            Ok(n) => out.extend_from_slice(&buf[..n as usize]),
+            Err(e) => break Err(e),
+        }
+    };
+    // SAFETY: ours, opened above.
+    unsafe { libc::close(fd) };
+    r
 }
 
 /// A sockaddr_un for `name` (sun_path's bytes, no terminator added: the

@@ -384,7 +384,26 @@ impl crate::vfs::VfsInner {
     /// the attached `mounts`.
     fn check_mount_place(&self, mounts: &[*const Mount], m: &Mount) -> Result<(), String> {
         let parent = m.parent_ptr();
-        if !parent.is_null() {
+        if m.ns_id() == 0 {
+            return Err(format!("attached mount {} is in no namespace", m.id()));
+        }
+        if parent.is_null() {
+            // A namespace's root: the only one of its namespace.
+            if mounts.iter().any(|&o| {
+                // SAFETY: attached mounts are live (quiescent VFS).
+                let or = unsafe { &*o };
+                !core::ptr::eq(or, m) && or.parent_ptr().is_null() && or.ns_id() == m.ns_id()
+            }) {
+                return Err(format!("namespace of mount {} has two roots", m.id()));
+            }
+        } else {
+            // SAFETY: an attached mount holds its parent.
+            if unsafe { &*parent }.ns_id() != m.ns_id() {
+                return Err(format!(
+                    "mount {} is in another namespace than its parent",
+                    m.id()
+                ));
+            }
             let mp = m.mountpoint_ptr();
             if !core::ptr::eq(self.mounts.lookup(parent, mp), m) {
                 return Err(format!("mount {} is not what its place finds", m.id()));

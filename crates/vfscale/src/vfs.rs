@@ -233,7 +233,15 @@ impl Vfs {
         let sb = inner.new_superblock(fs, S_IFDIR | 0o755);
         let root = sb.root();
         inner.dget(root);
-        let m = inner.new_mount(sb, root, crate::mount::flags::MNT_DEFAULT);
+        let source = sb.fs.fs_type().as_bytes();
+        let m = inner.new_mount(sb.clone(), root, crate::mount::flags::MNT_DEFAULT, source);
+        let ns_id = inner.next_namespace_id();
+        // SAFETY: just created; freed only by the VFS's drop.
+        unsafe { &*m }.set_ns_id(ns_id);
+        let _ = inner
+            .mounts
+            .init_ns
+            .set(crate::mount::namespace::MntNamespace::new(ns_id, m));
         inner.mounts.lock.lock().push(m as usize);
         // Release: pairs with the acquire in `MountTable::root`.
         inner.mounts.root.store(m as *mut _, Ordering::Release);
@@ -470,34 +478,15 @@ impl Drop for VfsInner {
         if let Some(anon) = self.anon.take() {
             self.drop_anon(&anon);
         }
-        // Every count exact first (the last puts must be seen), with no
-        // lock held across the grace periods.
-        let all: Vec<usize> = self.mounts.lock.lock().clone();
-        for m in all {
-            // SAFETY: attached mounts are live; nobody else uses this VFS.
-            unsafe { &*(m as *const crate::mount::Mount) }
-                .refcount
-                .make_exact();
-        }
-        let root = self.mounts.root();
-        if !root.is_null() {
-            // SAFETY: as above.
-            unsafe { &*root }.refcount.make_exact();
-        }
-        // Detach every mount, children first (every attached mount is
-        // beneath the root), then the root's attachment.
-        let root = self.mounts.root();
-        if !root.is_null() {
-            let mut list = self.mounts.lock.lock();
-            let order = crate::mount::propagation::Links::of(&list).subtree(root);
-            self.make_private_all(&list, &order[1..]);
-            for &m in order[1..].iter().rev() {
-                self.detach_mount(&mut list, m);
-            }
-            debug_assert_eq!(*list, [root as usize], "an attached mount outside the tree");
-            list.clear();
-            drop(list);
-            self.mntput(root);
+        // The first namespace's tree (every other one went with its last
+        // process, and each process holds the VFS): counts made exact, then
+        // every mount detached, children first (mount/namespace.rs).
+        if let Some(ns) = self.mounts.init_ns.get() {
+            self.dissolve(ns);
+            debug_assert!(
+                self.mounts.lock.lock().is_empty(),
+                "an attached mount outside the first namespace"
+            );
         }
         // SAFETY: we hold the last reference to the VFS: no thread is inside
         // a guard of this collector.

@@ -199,6 +199,10 @@ pub const MS_RELATIME: u64 = 1 << 21;
 pub const MS_STRICTATIME: u64 = 1 << 24;
 pub const MS_LAZYTIME: u64 = 1 << 25;
 pub const MS_NOUSER: u64 = 1 << 31;
+// unshare(2) and setns(2) flags (sched.h).
+pub const CLONE_FS: i32 = 0x200;
+pub const CLONE_FILES: i32 = 0x400;
+pub const CLONE_NEWNS: i32 = 0x2_0000;
 /// The magic number old callers put in the top half (MS_MGC_VAL).
 pub const MS_MGC_VAL: u64 = 0xC0ED_0000;
 pub const MS_MGC_MSK: u64 = 0xffff_0000;

@@ -201,7 +201,7 @@ impl VfsInner {
         self.dget(root);
         // A kernel-internal mount (Linux's kern_mount) has no per-mount flags:
         // statfs reports none, and a memfd's atime is strict, as Linux's.
-        let mnt = self.new_mount(sb, root, 0);
+        let mnt = self.new_mount(sb, root, 0, b"anon_inodefs");
         self.stats.mounts.dec();
         self.stats.dentries.dec();
         self.stats.inodes.dec();

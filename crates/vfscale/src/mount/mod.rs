@@ -24,6 +24,7 @@
 //!   all (`write.rs`); the last one to leave tears the tree down.
 
 pub mod flags;
+pub(crate) mod namespace;
 pub(crate) mod propagation;
 pub mod write;
 
@@ -50,6 +51,11 @@ pub struct Mount {
     pub(crate) writers: write::Writers,
     /// Peers, master, unbindable (`propagation.rs`; under the table lock).
     pub(crate) propagation: propagation::Propagation,
+    /// The namespace it is attached in, 0 when detached (`namespace.rs`).
+    ns: AtomicU64,
+    /// mount(2)'s source, as given (mountinfo's; a copy keeps its
+    /// original's).
+    pub(crate) source: Box<[u8]>,
 }
 
 // SAFETY: the raw pointers are references the mount owns (see invariants);
@@ -157,6 +163,9 @@ pub struct MountTable {
     hash: papaya::HashMap<(usize, usize), usize>,
     pub(crate) root: AtomicPtr<Mount>,
     next_id: AtomicU64,
+    next_ns_id: AtomicU64,
+    /// The first namespace (the root mount's), set once the VFS is built.
+    pub(crate) init_ns: std::sync::OnceLock<Arc<namespace::MntNamespace>>,
 }
 
 impl Default for MountTable {
@@ -167,6 +176,8 @@ impl Default for MountTable {
             hash: papaya::HashMap::new(),
             root: AtomicPtr::new(core::ptr::null_mut()),
             next_id: AtomicU64::new(1),
+            next_ns_id: AtomicU64::new(1),
+            init_ns: std::sync::OnceLock::new(),
         }
     }
 }
@@ -197,13 +208,14 @@ impl MountTable {
 
 impl VfsInner {
     /// A new, unattached mount of `root` (a dentry of `sb`, referenced by the
-    /// caller and handed over) with refcount 1 (the attachment's) and the
-    /// per-mount flags `flags` (`flags.rs`).
+    /// caller and handed over) with refcount 1 (the attachment's), the
+    /// per-mount flags `flags` (`flags.rs`) and mount(2)'s `source`.
     pub(crate) fn new_mount(
         &self,
         sb: Arc<SuperBlock>,
         root: *const Dentry,
         flags: u32,
+        source: &[u8],
     ) -> *const Mount {
         self.stats.mounts.inc();
         let m = Box::into_raw(Box::new(Mount {
@@ -217,6 +229,8 @@ impl VfsInner {
             flags: flags::MountFlags::new(flags),
             writers: write::Writers::new(),
             propagation: propagation::Propagation::new(),
+            ns: AtomicU64::new(0),
+            source: source.into(),
         }));
         // SAFETY: just made; the mount owns a strong count of `sb`.
         unsafe { &*m }.sb().mounts.lock().push(m as usize);
@@ -337,8 +351,11 @@ impl VfsInner {
     /// entry and the mountpoint's flag. Inside a `seq` write section, under
     /// the table lock.
     fn hook(&self, child: *const Mount, parent: *const Mount, mountpoint: *const Dentry) {
-        // SAFETY: the caller keeps both alive.
-        let (c, mp) = unsafe { (&*child, &*mountpoint) };
+        // SAFETY: the caller keeps all three alive.
+        let (c, p, mp) = unsafe { (&*child, &*parent, &*mountpoint) };
+        // A tree's inner mounts are hooked before its root: `attach_copy`
+        // sets them all once the root is in (namespace.rs).
+        c.set_ns_id(p.ns_id());
         // Release: pairs with the Acquire in `parent_ptr`/`mountpoint_ptr`.
         c.parent.store(parent as *mut Mount, Ordering::Release);
         c.mountpoint
@@ -363,6 +380,7 @@ impl VfsInner {
         let c = unsafe { &*child };
         let parent = c.parent_ptr();
         let mp = c.mountpoint_ptr();
+        c.set_ns_id(0);
         // Only writers change the table, all under its lock: the test and
         // the removal see the same entry.
         let _ = self

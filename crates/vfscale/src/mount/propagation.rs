@@ -119,7 +119,7 @@ impl Links {
     }
 
     /// `m`'s peers, itself excluded.
-    fn peers(&self, m: *const Mount) -> impl Iterator<Item = *const Mount> + '_ {
+    pub(crate) fn peers(&self, m: *const Mount) -> impl Iterator<Item = *const Mount> + '_ {
         let group = self
             .members
             .get(&mnt(m).group())
@@ -160,6 +160,14 @@ fn mnt<'a>(m: *const Mount) -> &'a Mount {
 }
 
 impl Mount {
+    /// copy_mnt_ns's copy keeps its original's unbindable bit (a bind's
+    /// copy cannot have one: an unbindable source is refused).
+    pub(crate) fn copy_unbindable(&self, from: &Mount) {
+        self.propagation
+            .unbindable
+            .store(from.is_unbindable(), Relaxed);
+    }
+
     pub(crate) fn is_shared(&self) -> bool {
         self.propagation.group.load(Relaxed) != 0
     }
@@ -350,7 +358,7 @@ impl VfsInner {
         kind: CloneKind,
     ) -> *const Mount {
         let f = mnt(from);
-        let copy = self.new_mount(f.sb_arc(), root, f.flags.get());
+        let copy = self.new_mount(f.sb_arc(), root, f.flags.get(), &f.source);
         self.clone_propagation(from, copy, kind);
         copy
     }
@@ -538,6 +546,15 @@ impl VfsInner {
                 top = next;
             }
             self.attach_beneath(list, root, target, mountpoint, above, top);
+        }
+        // The namespace is the target's: the tree's inner mounts were hooked
+        // before its root was, and the mount moved onto it by its top.
+        let ns = mnt(target).ns_id();
+        for t in tree {
+            mnt(t.mount).set_ns_id(ns);
+        }
+        if !above.is_null() {
+            mnt(above).set_ns_id(ns);
         }
     }
 

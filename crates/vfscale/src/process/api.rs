@@ -512,10 +512,34 @@ pub trait ProcessApi: Send {
     /// alone its instance's read-only bit too (EBUSY while a file is open
     /// for writing, or an unlinked file is still open); MS_MOVE moves the
     /// mount whose root `source` names, with the mounts beneath it.
-    /// MS_SHARED and MS_UNBINDABLE are EINVAL (not built:
-    /// docs/COMPATIBILITY.md).
+    /// MS_SHARED, MS_SLAVE, MS_PRIVATE and MS_UNBINDABLE (with MS_REC)
+    /// change propagation (docs/COMPATIBILITY.md).
     fn mount(&self, source: &[u8], target: &[u8], fstype: &[u8], flags: u64) -> SysResult<()>;
     fn umount2(&self, target: &[u8], flags: i32) -> SysResult<()>;
+    /// unshare(2) for this process alone (a thread, not its
+    /// `clone_thread` siblings): CLONE_NEWNS moves it into a copy of its
+    /// mount namespace (every mount copied, a shared one as a peer of its
+    /// original; root and cwd moved onto the copies), CLONE_FS gives it its
+    /// own root, cwd and umask. CLONE_NEWNS needs root (EPERM); any other
+    /// bit is EINVAL (not built).
+    fn unshare(&mut self, _flags: i32) -> SysResult<()> {
+        Err(Errno::ENOSYS)
+    }
+    /// setns(2) with CLONE_NEWNS: this process moves into `other`'s mount
+    /// namespace, rooted (root and cwd) at the top of that namespace's
+    /// root. Root only (EPERM).
+    fn setns_mount(&mut self, _other: &Self) -> SysResult<()>
+    where
+        Self: Sized,
+    {
+        Err(Errno::ENOSYS)
+    }
+    /// The text of /proc/self/mountinfo: one line per mount of this
+    /// process's namespace that its root reaches, in the order they were
+    /// made.
+    fn mountinfo(&self) -> SysResult<Vec<u8>> {
+        Err(Errno::ENOSYS)
+    }
 
     // ---- lifetime ----
     /// A child process: a copy of the fd table, the same root, cwd, umask and

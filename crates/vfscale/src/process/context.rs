@@ -86,6 +86,17 @@ impl Process {
     /// getcwd prefixes it with "(unreachable)" (`mark_unreachable`), a
     /// descriptor's /proc link (d_path) does not.
     pub(crate) fn path_text(&self, root: PathPtr, at: PathPtr, mark_unreachable: bool) -> Vec<u8> {
+        let (text, unreachable) = self.path_from_root(root, at);
+        if unreachable && mark_unreachable {
+            [&b"(unreachable)"[..], &text].concat()
+        } else {
+            text
+        }
+    }
+
+    /// The path from `root` to `at`, and whether `at` is outside `root`
+    /// (then spelled from the top of its tree). Caller holds a guard.
+    pub(crate) fn path_from_root(&self, root: PathPtr, at: PathPtr) -> (Vec<u8>, bool) {
         // Names and parents change under renames (and the chain under
         // mounts): read them inside the global seqcounts and retry, as
         // Linux's d_path does under rename_lock. A torn read would mix an
@@ -100,11 +111,7 @@ impl Process {
                 break names;
             }
         };
-        let mut out = if unreachable && mark_unreachable {
-            b"(unreachable)".to_vec()
-        } else {
-            Vec::new()
-        };
+        let mut out = Vec::new();
         for p in parts.iter().rev() {
             out.push(b'/');
             out.extend_from_slice(p);
@@ -112,7 +119,7 @@ impl Process {
         if parts.is_empty() {
             out.push(b'/');
         }
-        out
+        (out, unreachable)
     }
 
     /// The names from `cwd` up to `root` (innermost first), and whether the
@@ -186,7 +193,8 @@ impl Process {
             self.vfs.dget(p.dentry);
             self.vfs.mntget(p.mnt);
         }
-        let fs = FsContext::new(root, cwd, self.umask_bits());
+        self.fs.ns.get();
+        let fs = FsContext::new(root, cwd, self.umask_bits(), self.fs.ns.clone());
         Ok(Process {
             vfs: self.vfs.clone(),
             // A child gets its own copy of the credentials (copy_creds).
@@ -204,6 +212,7 @@ impl Process {
     /// (CLONE_FILES | CLONE_FS), for embedders that run one process on
     /// several threads.
     pub fn clone_thread(&self) -> Process {
+        self.fs.share();
         Process {
             vfs: self.vfs.clone(),
             cred: self.cred.clone(),

@@ -189,7 +189,12 @@ impl Namespace {
         Process {
             vfs: self.vfs.clone(),
             cred: cred.clone(),
-            fs: Arc::new(FsContext::new(root.path, cwd.path, umask & 0o777)),
+            fs: Arc::new(FsContext::new(
+                root.path,
+                cwd.path,
+                umask & 0o777,
+                self.vfs.init_namespace().clone(),
+            )),
             files: self.files.clone(),
             group: self.group.clone(),
             live_threads: Arc::new(AtomicUsize::new(0)),

@@ -36,6 +36,7 @@ mod io;
 mod locks;
 mod mounts;
 mod names;
+mod namespaces;
 pub(crate) use names::is_ancestor;
 mod notify;
 mod open;
@@ -63,8 +64,16 @@ use crate::sync::seqcount::SeqCount;
 use crate::vfs::VfsInner;
 use std::sync::Arc;
 
-/// Root, cwd and umask (Linux's fs_struct), shareable between threads.
+/// Root, cwd and umask (Linux's fs_struct), shareable between threads,
+/// and the mount namespace they are in (which Linux keeps beside it, in
+/// nsproxy: a context never changes namespace, unshare and setns give the
+/// process a new context).
 pub(crate) struct FsContext {
+    /// The processes using the context (fs_struct's `users`): the one that
+    /// brings it to zero puts root, cwd and its use of `ns`. A view
+    /// (handles.rs) borrows and is not counted.
+    users: AtomicUsize,
+    pub(crate) ns: Arc<crate::mount::namespace::MntNamespace>,
     lock: Mutex<()>,
     seq: SeqCount,
     root_mnt: AtomicPtr<crate::mount::Mount>,
@@ -75,8 +84,17 @@ pub(crate) struct FsContext {
 }
 
 impl FsContext {
-    fn new(root: PathPtr, cwd: PathPtr, umask: u32) -> FsContext {
+    /// A context of one user, holding the caller's references on `root`
+    /// and `cwd` and a use of `ns`.
+    fn new(
+        root: PathPtr,
+        cwd: PathPtr,
+        umask: u32,
+        ns: Arc<crate::mount::namespace::MntNamespace>,
+    ) -> FsContext {
         FsContext {
+            users: AtomicUsize::new(1),
+            ns,
             lock: Mutex::new(()),
             seq: SeqCount::new(),
             root_mnt: AtomicPtr::new(root.mnt as *mut _),
@@ -85,6 +103,36 @@ impl FsContext {
             cwd_dentry: AtomicPtr::new(cwd.dentry as *mut _),
             umask: AtomicU32::new(umask),
         }
+    }
+
+    /// One more process using the context (a `clone_thread` sibling).
+    fn share(&self) {
+        // Relaxed: the caller is a user, so the count cannot reach zero
+        // meanwhile (as Arc's clone).
+        self.users.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A user leaves; the last one puts root, cwd and its use of the
+    /// namespace (put_fs_struct, then put_mnt_ns).
+    fn put(&self, vfs: &VfsInner) {
+        // AcqRel: the last user's puts follow every other user's last use
+        // (each decrement releases it; the last one acquires them).
+        if self.users.fetch_sub(1, Ordering::AcqRel) != 1 {
+            return;
+        }
+        let (root, cwd) = self.get();
+        for p in [root, cwd] {
+            vfs.dput(p.dentry);
+            vfs.mntput(p.mnt);
+        }
+        vfs.put_namespace(&self.ns);
+    }
+
+    /// The context's users (1: this process alone).
+    fn user_count(&self) -> usize {
+        // Acquire: pairs with the release half of `put`'s decrement, so a
+        // sibling that left is seen gone.
+        self.users.load(Ordering::Acquire)
     }
 
     /// (root, cwd), consistent with each other.
@@ -155,9 +203,10 @@ pub struct Process {
     /// The memory group charged for what this process creates; shared
     /// with `clone_thread` siblings, copied by fork (`reclaim/`).
     pub(crate) group: Arc<crate::reclaim::GroupCell>,
-    /// How many of the threads sharing `fs` and `files` (this process and
-    /// its `clone_thread` siblings) have not exited: the one that brings
-    /// it to zero releases them. The Arcs' strong counts cannot say who is
+    /// How many of the threads sharing `files` (this process and its
+    /// `clone_thread` siblings) have not exited: the one that brings it to
+    /// zero releases them (`fs` counts its own users: unshare(CLONE_FS)
+    /// gives a thread its own). The Arcs' strong counts cannot say who is
     /// last: two siblings exiting at once both saw the other's reference
     /// and neither released (races.rs `link_vs_last_put` caught the
     /// leaked root and cwd).
@@ -179,8 +228,10 @@ impl Process {
         }
         let files = Arc::new(FdTable::new(vfs.config.fd_limit));
         let group = crate::reclaim::GroupCell::in_root(&vfs);
+        let ns = vfs.init_namespace().clone();
+        ns.get();
         Process {
-            fs: Arc::new(FsContext::new(root, root, 0o022)),
+            fs: Arc::new(FsContext::new(root, root, 0o022, ns)),
             cred: Arc::new(cred),
             files,
             vfs,
@@ -474,12 +525,8 @@ impl Process {
                 self.forget_posix_locks(f);
             }
             self.vfs.fput_many(files);
-            let (root, cwd) = self.fs.get();
-            for p in [root, cwd] {
-                self.vfs.dput(p.dentry);
-                self.vfs.mntput(p.mnt);
-            }
         }
+        self.fs.put(&self.vfs);
         self.vfs.op_end();
     }
 

@@ -10,6 +10,13 @@ use crate::mount::flags as mount_flags;
 use crate::mount::Mount;
 
 impl Process {
+    /// check_mnt: `m` is attached in the caller's namespace. Under the
+    /// table lock.
+    fn in_namespace(&self, m: *const Mount) -> bool {
+        // SAFETY: callers pass mounts their walk's guard keeps allocated.
+        unsafe { &*m }.ns_id() == self.fs.ns.id
+    }
+
     pub(crate) fn sys_mount(
         &self,
         source: &[u8],
@@ -47,11 +54,12 @@ impl Process {
         }
         let mut list = self.vfs.mounts.lock.lock();
         // check_mnt, for the calls that change the mount at the target:
-        // it must be in the namespace, not in a tree a lazy umount
-        // detached (still reachable from a chroot or cwd inside it). The
-        // calls that put a mount there refuse such a target in
-        // `mount_target` instead (ENOENT, later in their order).
-        let attached = list.contains(&(tgt.path.mnt as usize));
+        // it must be in the caller's namespace, not another's (reached
+        // through a descriptor or a cwd from before an unshare) or a tree
+        // a lazy umount detached (still reachable from a chroot or cwd
+        // inside it). The calls that put a mount there refuse such a
+        // target in `mount_target` instead, later in their order.
+        let attached = self.in_namespace(tgt.path.mnt);
         // SAFETY: the walk's guard keeps the mount allocated.
         let tmnt = unsafe { &*tgt.path.mnt };
         let at_mount_root = tgt.path.dentry == tmnt.root;
@@ -115,14 +123,19 @@ impl Process {
     /// stack of mounts already there (a walk ending in "." or "/" does not
     /// cross them) — or ENOENT if that is in a tree a lazy umount detached
     /// (a mount there would hang off a tree no umount can reach) or an
-    /// unlinked directory. Caller holds the table lock (passes its list).
-    fn mount_target(&self, list: &[usize], tgt: &Found) -> SysResult<Found> {
+    /// unlinked directory, then (do_add_mount, do_loopback and
+    /// do_move_mount's check_mnt) EINVAL if it is another namespace's.
+    /// Caller holds the table lock.
+    fn mount_target(&self, tgt: &Found) -> SysResult<Found> {
         let top = self.vfs.follow_mounts(tgt.path);
         // SAFETY: the walk's guard keeps the dentry allocated (and the
         // mounts it crossed, attached under the table lock).
-        let d = unsafe { &*top.dentry };
-        if !list.contains(&(top.mnt as usize)) || (!d.is_root() && !d.is_hashed()) {
+        let (d, m) = unsafe { (&*top.dentry, &*top.mnt) };
+        if m.ns_id() == 0 || (!d.is_root() && !d.is_hashed()) {
             return Err(Errno::ENOENT);
+        }
+        if !self.in_namespace(top.mnt) {
+            return Err(Errno::EINVAL);
         }
         if top == tgt.path {
             return Ok(*tgt);
@@ -137,24 +150,19 @@ impl Process {
     /// The opening do_loopback and do_move_mount_old share: the source
     /// named by `source` (an empty name is EINVAL, not ENOENT), then the
     /// target on the top of its stack (`mount_target`), in that order.
-    fn mount_source_and_target(
-        &self,
-        list: &[usize],
-        tgt: &Found,
-        source: &[u8],
-    ) -> SysResult<(Found, Found)> {
+    fn mount_source_and_target(&self, tgt: &Found, source: &[u8]) -> SysResult<(Found, Found)> {
         if source.is_empty() {
             return Err(Errno::EINVAL);
         }
         let src = self.lookup_at(&self.cred, AT_FDCWD, source, 0, WALK_FOLLOW)?;
-        Ok((src, self.mount_target(list, tgt)?))
+        Ok((src, self.mount_target(tgt)?))
     }
 
     /// do_move_mount: the mount whose root `source` names moves, with the
     /// mounts beneath it, onto `tgt`. Caller holds the table lock (passes
     /// its list) and has checked the caller's capability.
     fn move_mount(&self, list: &mut Vec<usize>, tgt: &Found, source: &[u8]) -> SysResult<()> {
-        let (src, tgt) = self.mount_source_and_target(list, tgt, source)?;
+        let (src, tgt) = self.mount_source_and_target(tgt, source)?;
         let old = src.path.mnt;
         // SAFETY: the walk's guard keeps the mount allocated.
         let om = unsafe { &*old };
@@ -162,7 +170,7 @@ impl Process {
         // a parent (not its root, not a detached tree), named by its
         // root, and of the target's type (EINVAL here, where a bind's
         // graft says ENOTDIR).
-        if !list.contains(&(old as usize))
+        if !self.in_namespace(old)
             || om.parent_ptr().is_null()
             || src.path.dentry != om.root
             || src.inode().is_dir() != tgt.inode().is_dir()
@@ -216,7 +224,7 @@ impl Process {
             _ => return Err(Errno::ENODEV),
         };
         let bits = mount_flags::requested(flags, None);
-        let tgt = &self.mount_target(list, tgt)?;
+        let tgt = &self.mount_target(tgt)?;
         if !tgt.inode().is_dir() {
             return Err(Errno::ENOTDIR);
         }
@@ -241,7 +249,7 @@ impl Process {
         );
         let root = sb.root();
         self.vfs.dget(root);
-        let m = self.vfs.new_mount(sb, root, bits);
+        let m = self.vfs.new_mount(sb, root, bits, source);
         let tree = [crate::mount::propagation::TreeMount {
             mount: m,
             parent: None,
@@ -295,11 +303,11 @@ impl Process {
         source: &[u8],
         recursive: bool,
     ) -> SysResult<()> {
-        let (src, tgt) = &self.mount_source_and_target(list, tgt, source)?;
+        let (src, tgt) = &self.mount_source_and_target(tgt, source)?;
         // __do_loopback: an unbindable source, or one outside the
         // namespace (check_mnt), is EINVAL.
         // SAFETY: the walk's guard keeps the mount allocated.
-        if unsafe { &*src.path.mnt }.is_unbindable() || !list.contains(&(src.path.mnt as usize)) {
+        if unsafe { &*src.path.mnt }.is_unbindable() || !self.in_namespace(src.path.mnt) {
             return Err(Errno::EINVAL);
         }
         if src.inode().is_dir() != tgt.inode().is_dir() {
@@ -424,7 +432,7 @@ impl Process {
         let m = path.mnt;
         // SAFETY: guarded; attached while we hold the table lock (checked).
         let mr: &Mount = unsafe { &*m };
-        if path.dentry != mr.root || !list.contains(&(m as usize)) {
+        if path.dentry != mr.root || !self.in_namespace(m) {
             return Err(Errno::EINVAL);
         }
         // do_umount: the caller's root mount is not unmounted (but with
@@ -477,10 +485,14 @@ impl Process {
         // Back to the fast mode for what stays attached (unless another
         // umount is switching it: `make_sharded` never waits, so this is
         // safe inside our guard).
-        let reshard = |list: &[usize]| {
-            for &x in read.iter().filter(|&&x| list.contains(&(x as usize))) {
-                // SAFETY: attached, so live under the table lock.
-                let _ = unsafe { &*x }.refcount.make_sharded();
+        let reshard = || {
+            for &x in read.iter() {
+                // SAFETY: the caller's guard keeps every mount in `read`
+                // allocated, the ones detached here too.
+                let xr = unsafe { &*x };
+                if xr.ns_id() != 0 {
+                    let _ = xr.refcount.make_sharded();
+                }
             }
         };
         // Busy: anything but the attachment's own reference (exact now)
@@ -492,7 +504,7 @@ impl Process {
             unsafe { &**x }.refcount.count_at_rest() > 1 + children
         };
         if !lazy && (busy(&m) || copies.iter().any(busy)) {
-            reshard(&list);
+            reshard();
             return Err(Errno::EBUSY);
         }
         // A mount covering a taken copy takes its place first, so no walk
@@ -517,7 +529,7 @@ impl Process {
         for x in pending {
             self.vfs.detach_mount(&mut list, x);
         }
-        reshard(&list);
+        reshard();
         Ok(None)
     }
 }

@@ -258,6 +258,15 @@ impl ProcessApi for Process {
     fn umount2(&self, target: &[u8], flags: i32) -> SysResult<()> {
         self.done(self.sys_umount2(target, flags))
     }
+    fn unshare(&mut self, flags: i32) -> SysResult<()> {
+        self.sys_unshare(flags)
+    }
+    fn setns_mount(&mut self, other: &Self) -> SysResult<()> {
+        self.sys_setns_mount(other)
+    }
+    fn mountinfo(&self) -> SysResult<Vec<u8>> {
+        self.sys_mountinfo()
+    }
     fn fork(&self) -> SysResult<Self> {
         self.done(self.sys_fork())
     }

@@ -1,0 +1,200 @@
+//! Mount namespaces: which tree of mounts a process walks and may change
+//! (Linux's struct mnt_namespace, copy_mnt_ns, put_mnt_ns).
+//!
+//! Invariants:
+//! - A namespace is its root mount (no parent) and every attached mount
+//!   beneath it. An attached mount's `ns` is its namespace's id, a
+//!   detached one's 0; both are written under the mount table's lock with
+//!   the attachment (`hook`, `unhook`, `attach_copy`) and read under it,
+//!   so Relaxed.
+//! - The table (its lock, hash and seqcount) and propagation are shared by
+//!   every namespace, as Linux's namespace_sem and mount_lock are: a
+//!   shared mount's peers may live in several namespaces, and what is
+//!   mounted on one is copied to the others.
+//! - `users` counts the fs contexts in the namespace (process/mod.rs's
+//!   FsContext), plus one the VFS keeps on its first namespace. The put
+//!   that takes it to zero detaches the whole tree (`dissolve`, put_mnt_ns's
+//!   umount_tree without propagation): mounts something still uses (an
+//!   open file, a cwd) stay alive, detached, as after a lazy umount.
+//! - The root never changes (no pivot_root): the namespace keeps it
+//!   attached until it is dissolved.
+
+use super::propagation::{CloneKind, Links};
+use super::Mount;
+use crate::dcache::walk::PathPtr;
+use crate::sync::atomic::{AtomicUsize, Ordering};
+use crate::vfs::VfsInner;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+pub(crate) struct MntNamespace {
+    /// Unique within the VFS, never 0 (0 is a detached mount's `ns`).
+    pub(crate) id: u64,
+    pub(crate) root: *const Mount,
+    users: AtomicUsize,
+}
+
+// SAFETY: `root` is attached (hence live) until the namespace is
+// dissolved, after which nobody reads it; the rest is atomic.
+unsafe impl Send for MntNamespace {}
+// SAFETY: as above.
+unsafe impl Sync for MntNamespace {}
+
+impl MntNamespace {
+    /// A namespace around `root` (attached by the caller) with one user.
+    pub(crate) fn new(id: u64, root: *const Mount) -> Arc<MntNamespace> {
+        Arc::new(MntNamespace {
+            id,
+            root,
+            users: AtomicUsize::new(1),
+        })
+    }
+
+    /// One more fs context in the namespace.
+    pub(crate) fn get(&self) {
+        // Relaxed: the caller already holds a use (a context in it), so the
+        // count cannot reach zero meanwhile (as Arc's clone).
+        self.users.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl Mount {
+    /// The id of the namespace the mount is attached in; 0 when detached.
+    /// Under the table lock.
+    pub(crate) fn ns_id(&self) -> u64 {
+        // Relaxed: written and read under the table lock (module invariants).
+        self.ns.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_ns_id(&self, id: u64) {
+        // Relaxed: as `ns_id`.
+        self.ns.store(id, Ordering::Relaxed)
+    }
+}
+
+impl VfsInner {
+    /// The namespace the VFS's root mount is in (the handle API's, and a
+    /// new process's).
+    pub(crate) fn init_namespace(&self) -> &Arc<MntNamespace> {
+        self.mounts
+            .init_ns
+            .get()
+            .expect("set when the VFS is built")
+    }
+
+    /// A new namespace id.
+    pub(crate) fn next_namespace_id(&self) -> u64 {
+        // Relaxed: a unique number; nothing is published through it.
+        self.mounts.next_ns_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// copy_mnt_ns: a new namespace holding a copy of every mount of
+    /// `from` (unbindable ones too; a shared mount's copy is its peer, a
+    /// slave's a slave of the same master), made in the order Linux's
+    /// copy_tree walks (depth first, children in the order they were
+    /// attached). Returns it with `root` and `cwd` moved onto their
+    /// copies when they are in `from` (a location in a detached tree stays
+    /// where it is), each with the references a context holds. Caller
+    /// holds a guard and references on `root` and `cwd`.
+    pub(crate) fn copy_namespace(
+        &self,
+        from: &MntNamespace,
+        root: PathPtr,
+        cwd: PathPtr,
+    ) -> (Arc<MntNamespace>, PathPtr, PathPtr) {
+        let mut list = self.mounts.lock.lock();
+        let links = Links::of(&list);
+        let mut order = Vec::new();
+        let mut stack = vec![from.root];
+        while let Some(m) = stack.pop() {
+            order.push(m);
+            stack.extend(links.children(m).iter().rev());
+        }
+        let mut copies: HashMap<*const Mount, *const Mount> = HashMap::new();
+        let id = self.next_namespace_id();
+        for &m in &order {
+            // SAFETY: attached mounts are live under the table lock.
+            let mr = unsafe { &*m };
+            self.dget(mr.root);
+            let copy = self.clone_mount(m, mr.root, CloneKind::Bind);
+            // SAFETY: just made, not yet reachable.
+            unsafe { &*copy }.copy_unbindable(mr);
+            copies.insert(m, copy);
+            if m == from.root {
+                // SAFETY: as above.
+                unsafe { &*copy }.set_ns_id(id);
+                list.push(copy as usize);
+                // SAFETY: as above.
+                unsafe { &*copy }.refcount.make_sharded();
+            } else {
+                let parent = copies[&mr.parent_ptr()];
+                self.attach_mount(&mut list, copy, parent, mr.mountpoint_ptr());
+            }
+        }
+        drop(list);
+        let ns = MntNamespace::new(id, copies[&from.root]);
+        let moved = |p: PathPtr| {
+            let q = PathPtr {
+                mnt: copies.get(&p.mnt).copied().unwrap_or(p.mnt),
+                dentry: p.dentry,
+            };
+            self.mntget(q.mnt);
+            self.dget(q.dentry);
+            q
+        };
+        (ns, moved(root), moved(cwd))
+    }
+
+    /// put_mnt_ns: drops one user of `ns`; the last one dissolves it.
+    pub(crate) fn put_namespace(&self, ns: &MntNamespace) {
+        // AcqRel: the last put sees every other user's last use of the
+        // tree (each decrement releases it; the last one acquires).
+        if ns.users.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.dissolve(ns);
+        }
+    }
+
+    /// umount_tree of a namespace's whole tree, without propagation (its
+    /// copies elsewhere stay): every mount leaves its peer group (its
+    /// slaves go to a peer or to its master) and is detached, children
+    /// first. Counts are made exact first, with no lock held (a grace
+    /// period each), until a pass under the lock finds none sharded:
+    /// propagation from another namespace may have added mounts between
+    /// passes.
+    pub(crate) fn dissolve(&self, ns: &MntNamespace) {
+        loop {
+            let sharded: Vec<*const Mount> = {
+                let mut list = self.mounts.lock.lock();
+                let order = Links::of(&list).subtree(ns.root);
+                let sharded: Vec<*const Mount> = order
+                    .iter()
+                    .copied()
+                    // SAFETY: attached mounts are live under the table lock.
+                    .filter(|&m| unsafe { &*m }.refcount.is_sharded())
+                    .collect();
+                if sharded.is_empty() {
+                    self.make_private_all(&list, &order);
+                    for &m in order[1..].iter().rev() {
+                        self.detach_mount(&mut list, m);
+                    }
+                    list.retain(|&m| m != ns.root as usize);
+                    // SAFETY: the root is attached until here.
+                    unsafe { &*ns.root }.set_ns_id(0);
+                    drop(list);
+                    // The root's attachment.
+                    self.mntput(ns.root);
+                    return;
+                }
+                for &m in &sharded {
+                    self.mntget(m);
+                }
+                sharded
+            };
+            for m in sharded {
+                // SAFETY: referenced above.
+                unsafe { &*m }.refcount.make_exact();
+                self.mntput(m);
+            }
+        }
+    }
+}
