@@ -26,9 +26,19 @@ where
     T: Eq + Hash + Send + 'static,
     F: Fn() -> T + Sync + Send + 'static,
 {
+    outcomes_in(loom::model::Builder::new(), model)
+}
+
+/// `outcomes` with `builder`'s limits (a model whose threads wait for each
+/// other in spin loops takes more branches than loom's default allows).
+fn outcomes_in<T, F>(builder: loom::model::Builder, model: F) -> HashSet<T>
+where
+    T: Eq + Hash + Send + 'static,
+    F: Fn() -> T + Sync + Send + 'static,
+{
     let seen = std::sync::Arc::new(std::sync::Mutex::new(HashSet::new()));
     let sink = std::sync::Arc::clone(&seen);
-    loom::model(move || {
+    builder.check(move || {
         let outcome = model();
         sink.lock().unwrap().insert(outcome);
     });
@@ -822,6 +832,64 @@ fn sharded_ref_switch_loses_nothing() {
         seen,
         HashSet::from([true, false]),
         "both modes seen at the put"
+    );
+}
+
+/// Two owners switch one count to atomic mode at once (two umounts that
+/// both read a propagated copy's count, or an umount and a namespace's
+/// teardown) while a holder takes a reference. The switches' biases must
+/// not stack: two of them once reached the saturated zone, where the
+/// holder's get pinned the count forever (api_namespaces.rs's stress saw
+/// the leaked mounts). Afterwards the count is exact: the base and the
+/// holder's reference.
+#[test]
+fn sharded_ref_two_switches_and_a_get() {
+    use vfscale::sync::epoch::Domain;
+    use vfscale::sync::shardref::ShardedRef;
+    // The second switcher and the grace period spin while the other
+    // thread works: with three threads, two preemptions already take
+    // seconds (three, hours). Two are enough for the stacked biases (the
+    // old protocol failed here within 0.4 s).
+    let mut builder = loom::model::Builder::new();
+    builder.max_branches = 100_000;
+    builder.preemption_bound = Some(2);
+    let seen = outcomes_in(builder, || {
+        let domain = Arc::new(Domain::new());
+        // The base and each switcher's reference.
+        let count = Arc::new(ShardedRef::new(3));
+        count.make_sharded();
+        let switcher = {
+            let (domain, count) = (domain.clone(), count.clone());
+            thread::spawn(move || {
+                count.make_exact_with(|| domain.synchronize_except(std::ptr::null()));
+                assert!(!count.put(), "the base outlives the switcher");
+            })
+        };
+        let holder = {
+            let (domain, count) = (domain.clone(), count.clone());
+            thread::spawn(move || {
+                let record = domain.acquire_record();
+                domain.enter(record);
+                assert!(count.get());
+                let sharded = count.is_sharded();
+                domain.leave(record);
+                sharded
+            })
+        };
+        count.make_exact_with(|| domain.synchronize_except(std::ptr::null()));
+        assert!(!count.put(), "the base outlives the switcher");
+        switcher.join().unwrap();
+        let got_sharded = holder.join().unwrap();
+        assert_eq!(count.count_at_rest(), 2, "the base and the holder's");
+        assert!(!count.is_sharded());
+        assert!(!count.put());
+        assert!(count.put(), "the base's put is the last");
+        got_sharded
+    });
+    assert_eq!(
+        seen,
+        HashSet::from([true, false]),
+        "the get seen before and after the switches"
     );
 }
 
