@@ -1,19 +1,452 @@
-use vfscale::abi::*;
-use vfscale::{ProcessApi, Vfs};
+//! Mount namespaces (mount/namespace.rs, process/namespaces.rs):
+//! unshare(CLONE_NEWNS) copies the tree, what each namespace then sees,
+//! propagation between them, check_mnt's EINVAL for another namespace's
+//! mounts (type changes excepted), setns, a namespace dissolved with its last process, and
+//! /proc/self/mountinfo. Every expectation was first seen on the host
+//! kernel (6.18, tmpfs under `unshare -m`);
+//! `vfscale-difftest/tests/namespace_kernel.rs` compares scripts and
+//! random sequences with the kernel step by step.
 
-#[test]
-fn smoke() {
-    let vfs = Vfs::default();
-    let p = vfs.root_process();
-    p.mkdir(b"/a", 0o755).unwrap();
-    p.mount(b"none", b"/a", b"tmpfs", 0).unwrap();
-    p.mount(b"", b"/a", b"", MS_SHARED).unwrap();
+mod common;
+use common::*;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// /a a tmpfs holding x/ and y/ (shared when `shared`); /b a plain
+/// directory.
+fn tree(shared: bool) -> (Vfs, Process) {
+    let (vfs, p) = setup();
+    tmpfs_at(&p, b"/a", 0).unwrap();
+    p.mkdir(b"/b", 0o755).unwrap();
     p.mkdir(b"/a/x", 0o755).unwrap();
+    p.mkdir(b"/a/y", 0o755).unwrap();
+    if shared {
+        p.mount(b"", b"/a", b"", MS_SHARED).unwrap();
+    }
+    (vfs, p)
+}
+
+/// A child of `p` in a namespace of its own.
+fn unshared(p: &Process) -> Process {
     let mut q = p.fork().unwrap();
     q.unshare(CLONE_NEWNS).unwrap();
-    p.mount(b"t2", b"/a/x", b"tmpfs", 0).unwrap();
-    println!("{}", String::from_utf8_lossy(&p.mountinfo().unwrap()));
-    println!("{}", String::from_utf8_lossy(&q.mountinfo().unwrap()));
+    q
+}
+
+fn tmpfs_on(p: &Process, path: &[u8]) {
+    p.mount(b"none", path, b"tmpfs", 0).unwrap();
+}
+
+fn dev(p: &Process, path: &[u8]) -> u64 {
+    p.stat(path).unwrap().dev
+}
+
+/// The mount points in `p`'s mountinfo, in its order.
+fn mount_points(p: &Process) -> Vec<String> {
+    info_lines(p)
+        .iter()
+        .map(|l| l.split(' ').nth(4).unwrap().to_string())
+        .collect()
+}
+
+fn info_lines(p: &Process) -> Vec<String> {
+    String::from_utf8(p.mountinfo().unwrap())
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// The mountinfo line of the mount at `point`.
+fn info_of(p: &Process, point: &str) -> String {
+    info_lines(p)
+        .into_iter()
+        .rev()
+        .find(|l| l.split(' ').nth(4) == Some(point))
+        .unwrap_or_else(|| panic!("no mount at {point}"))
+}
+
+/// Checks the invariants and that only the root mount is left once every
+/// process is gone.
+fn done(vfs: Vfs, procs: Vec<Process>) {
+    drop(procs);
+    vfs.flush();
+    vfs.check_invariants().unwrap();
+}
+
+#[test]
+fn the_copy_sees_the_same_tree_and_later_private_mounts_stay_apart() {
+    let (vfs, p) = tree(false);
+    mkfile(&p, b"/a/x/f", b"1");
+    p.chdir(b"/a/x").unwrap();
+    let q = unshared(&p);
+    // The same files through copies of the same mounts, cwd moved along.
+    assert_eq!(q.getcwd().unwrap(), b"/a/x");
+    assert_eq!(read_file(&q, b"f"), b"1");
+    assert_eq!(dev(&q, b"/a"), dev(&p, b"/a"));
+    assert_eq!(mount_points(&q), ["/", "/a"]);
+    // New mounts in either namespace stay there.
+    tmpfs_on(&p, b"/a/x");
+    tmpfs_on(&q, b"/a/y");
+    assert_eq!(names(&q, b"/a/x"), sorted(&[b"f"]));
+    assert_ne!(dev(&p, b"/a/x"), dev(&p, b"/a"));
+    assert_eq!(dev(&p, b"/a/y"), dev(&p, b"/a"));
+    assert_ne!(dev(&q, b"/a/y"), dev(&q, b"/a"));
+    assert_eq!(mount_points(&p), ["/", "/a", "/a/x"]);
+    assert_eq!(mount_points(&q), ["/", "/a", "/a/y"]);
+    // An umount too.
+    q.chdir(b"/").unwrap();
+    q.umount2(b"/a", MNT_DETACH).unwrap();
+    assert_eq!(names(&p, b"/a/x"), sorted(&[]));
+    assert_eq!(names(&q, b"/a"), sorted(&[]));
+    assert_eq!(mount_points(&p), ["/", "/a", "/a/x"]);
+    p.chdir(b"/").unwrap();
+    done(vfs, vec![p, q]);
+}
+
+#[test]
+fn unshare_errors_and_clone_fs() {
+    let (vfs, p) = tree(false);
+    let mut u = user(&vfs, 1000, 1000);
+    assert_eq!(u.unshare(CLONE_NEWNS), Err(Errno::EPERM));
+    // A user may unshare its fs context (no copy of the mounts).
+    assert_eq!(u.unshare(CLONE_FS), Ok(()));
+    let mut q = p.fork().unwrap();
+    // CLONE_FILES, CLONE_NEWNET and the rest are not built.
+    assert_eq!(q.unshare(CLONE_FILES), Err(Errno::EINVAL));
+    assert_eq!(q.unshare(0x4000_0000), Err(Errno::EINVAL));
+    assert_eq!(q.unshare(0), Ok(()));
+    // A thread's unshare(CLONE_FS) gives it its own cwd.
+    let mut t = q.clone_thread();
+    t.chdir(b"/a").unwrap();
+    assert_eq!(q.getcwd().unwrap(), b"/a");
+    t.unshare(CLONE_FS).unwrap();
+    t.chdir(b"/b").unwrap();
+    assert_eq!(q.getcwd().unwrap(), b"/a");
+    assert_eq!(t.getcwd().unwrap(), b"/b");
+    done(vfs, vec![p, q, t, u]);
+}
+
+#[test]
+fn a_thread_that_unshares_leaves_its_siblings_in_the_old_namespace() {
+    let (vfs, p) = tree(false);
+    let mut t = p.clone_thread();
+    t.unshare(CLONE_NEWNS).unwrap();
+    tmpfs_on(&t, b"/a/x");
+    assert_eq!(mount_points(&p), ["/", "/a"]);
+    assert_eq!(mount_points(&t), ["/", "/a", "/a/x"]);
+    // The sibling's cwd change no longer reaches it.
+    p.chdir(b"/a").unwrap();
+    assert_eq!(t.getcwd().unwrap(), b"/");
+    p.chdir(b"/").unwrap();
+    // Its exit dissolves its namespace; the old one stays whole.
+    let before = vfs.object_counts().mounts;
+    t.exit();
+    vfs.flush();
+    assert_eq!(vfs.object_counts().mounts, before - 3);
+    assert_eq!(mount_points(&p), ["/", "/a"]);
+    done(vfs, vec![p]);
+}
+
+#[test]
+fn a_shared_mount_propagates_between_namespaces_both_ways() {
+    let (vfs, p) = tree(true);
+    let q = unshared(&p);
+    // q's /a is a peer of p's.
+    assert_eq!(
+        info_of(&p, "/a").split(' ').nth(6),
+        info_of(&q, "/a").split(' ').nth(6)
+    );
+    tmpfs_on(&p, b"/a/x");
+    mkfile(&p, b"/a/x/m", b"1");
+    assert_eq!(names(&q, b"/a/x"), sorted(&[b"m"]));
+    tmpfs_on(&q, b"/a/y");
+    mkfile(&q, b"/a/y/n", b"2");
+    assert_eq!(names(&p, b"/a/y"), sorted(&[b"n"]));
+    q.umount2(b"/a/x", 0).unwrap();
+    assert_eq!(names(&p, b"/a/x"), sorted(&[]));
+    // A busy copy in the other namespace makes the umount EBUSY.
+    p.chdir(b"/a/y").unwrap();
+    assert_eq!(q.umount2(b"/a/y", 0), Err(Errno::EBUSY));
+    p.chdir(b"/").unwrap();
+    q.umount2(b"/a/y", 0).unwrap();
+    assert_eq!(mount_points(&p), ["/", "/a"]);
+    // Slave in q: p's mounts reach q, q's do not reach p.
+    q.mount(b"", b"/a", b"", MS_SLAVE).unwrap();
+    tmpfs_on(&p, b"/a/x");
+    assert_eq!(mount_points(&q), ["/", "/a", "/a/x"]);
+    tmpfs_on(&q, b"/a/y");
+    assert_eq!(mount_points(&p), ["/", "/a", "/a/x"]);
+    // Private: nothing more either way.
+    q.mount(b"", b"/a", b"", MS_PRIVATE).unwrap();
+    p.umount2(b"/a/x", 0).unwrap();
+    assert_eq!(mount_points(&q), ["/", "/a", "/a/x", "/a/y"]);
+    done(vfs, vec![p, q]);
+}
+
+#[test]
+fn another_namespaces_mounts_are_einval_to_every_mount_call() {
+    let (vfs, p) = tree(false);
+    let fd = p.open(b"/a", O_RDONLY | O_DIRECTORY, 0).unwrap();
+    let q = unshared(&p);
+    // q's descriptor (inherited) is on p's /a; its cwd there too.
+    q.fchdir(fd).unwrap();
+    assert_eq!(names(&q, b"."), sorted(&[b"x", b"y"]));
+    assert_eq!(q.mount(b"none", b"x", b"tmpfs", 0), Err(Errno::EINVAL));
+    assert_eq!(q.mount(b"/b", b"x", b"", MS_BIND), Err(Errno::EINVAL));
+    assert_eq!(q.mount(b".", b"/b", b"", MS_BIND), Err(Errno::EINVAL));
+    assert_eq!(q.mount(b".", b"/b", b"", MS_MOVE), Err(Errno::EINVAL));
+    assert_eq!(q.mount(b"/a", b"x", b"", MS_MOVE), Err(Errno::EINVAL));
+    assert_eq!(q.mount(b"", b".", b"", MS_REMOUNT), Err(Errno::EINVAL));
+    assert_eq!(
+        q.mount(b"", b".", b"", MS_REMOUNT | MS_BIND | MS_RDONLY),
+        Err(Errno::EINVAL)
+    );
+    // A type change asks only that the mount be attached, anywhere (6.16's
+    // may_change_propagation): p's /a becomes shared.
+    assert_eq!(q.mount(b"", b".", b"", MS_SHARED), Ok(()));
+    assert!(info_of(&p, "/a").contains(" shared:"));
+    assert_eq!(q.mount(b"", b".", b"", MS_PRIVATE), Ok(()));
+    assert_eq!(q.umount2(b".", 0), Err(Errno::EINVAL));
+    assert_eq!(q.umount2(b".", MNT_DETACH), Err(Errno::EINVAL));
+    // The same names through q's own namespace work.
+    q.chdir(b"/").unwrap();
+    tmpfs_on(&q, b"/a/x");
+    q.umount2(b"/a/x", 0).unwrap();
+    q.close(fd).unwrap();
+    p.close(fd).unwrap();
+    done(vfs, vec![p, q]);
+}
+
+#[test]
+fn a_namespace_goes_with_its_last_process_and_what_is_used_stays() {
+    let (vfs, p) = tree(false);
+    let base = vfs.object_counts().mounts;
+    let q = unshared(&p);
+    tmpfs_on(&q, b"/b");
+    mkfile(&q, b"/b/f", b"kept");
+    let fd = q.open(b"/b/f", O_RDONLY, 0).unwrap();
+    // A child shares the namespace: it stays after q exits.
+    let r = q.fork().unwrap();
     q.exit();
-    println!("{}", String::from_utf8_lossy(&p.mountinfo().unwrap()));
+    vfs.flush();
+    assert_eq!(vfs.object_counts().mounts, base + 3);
+    assert_eq!(mount_points(&r), ["/", "/a", "/b"]);
+    // The last one's exit detaches the tree (and closes the descriptor
+    // the fork copied).
+    assert_eq!(read_file(&r, b"/b/f"), b"kept");
+    r.close(fd).unwrap();
+    r.exit();
+    vfs.flush();
+    assert_eq!(vfs.object_counts().mounts, base);
+    assert_eq!(mount_points(&p), ["/", "/a"]);
+    done(vfs, vec![p]);
+}
+
+#[test]
+fn an_open_file_keeps_a_dissolved_namespaces_mount_alive() {
+    let (vfs, p) = tree(false);
+    let base = vfs.object_counts().mounts;
+    let mut q = p.fork().unwrap();
+    let t = q.clone_thread();
+    q.unshare(CLONE_NEWNS).unwrap();
+    tmpfs_on(&q, b"/b");
+    mkfile(&q, b"/b/f", b"kept");
+    // The descriptor table is the thread's too: t keeps the file after
+    // q (the namespace's only process) exits.
+    let fd = q.open(b"/b/f", O_RDONLY, 0).unwrap();
+    q.exit();
+    vfs.flush();
+    assert_eq!(vfs.object_counts().mounts, base + 1);
+    let mut buf = [0u8; 8];
+    assert_eq!(t.read(fd, &mut buf), Ok(4));
+    assert_eq!(&buf[..4], b"kept");
+    t.close(fd).unwrap();
+    vfs.flush();
+    assert_eq!(vfs.object_counts().mounts, base);
+    done(vfs, vec![p, t]);
+}
+
+#[test]
+fn setns_moves_a_process_into_another_namespace() {
+    let (vfs, p) = tree(false);
+    let r = unshared(&p);
+    tmpfs_on(&r, b"/b");
+    mkfile(&r, b"/b/f", b"r");
+    let mut s = p.fork().unwrap();
+    s.chdir(b"/a/x").unwrap();
+    s.setns_mount(&r).unwrap();
+    assert_eq!(s.getcwd().unwrap(), b"/");
+    assert_eq!(read_file(&s, b"/b/f"), b"r");
+    tmpfs_on(&s, b"/a/x");
+    assert_eq!(mount_points(&r), ["/", "/a", "/b", "/a/x"]);
+    assert_eq!(mount_points(&p), ["/", "/a"]);
+    // Errors: not root; a context shared with a thread.
+    let mut u = user(&vfs, 1000, 1000);
+    assert_eq!(u.setns_mount(&r), Err(Errno::EPERM));
+    let mut t = p.fork().unwrap();
+    let sibling = t.clone_thread();
+    assert_eq!(t.setns_mount(&r), Err(Errno::EINVAL));
+    // The root it lands on is the top of the namespace's root stack.
+    let mut w = p.fork().unwrap();
+    r.mount(b"none", b"/", b"tmpfs", 0).unwrap();
+    w.setns_mount(&r).unwrap();
+    assert_eq!(names(&w, b"/"), sorted(&[]));
+    done(vfs, vec![p, r, s, u, t, sibling, w]);
+}
+
+#[test]
+fn mountinfo_fields() {
+    let (vfs, p) = tree(true);
+    p.mkdir(b"/a/x/sub dir", 0o755).unwrap();
+    p.mount(b"/a/x/sub dir", b"/b", b"", MS_BIND).unwrap();
+    let lines = info_lines(&p);
+    assert_eq!(lines.len(), 3);
+    let f: Vec<Vec<&str>> = lines.iter().map(|l| l.split(' ').collect()).collect();
+    // The root: its own parent.
+    assert_eq!(f[0][0], f[0][1]);
+    assert_eq!(&f[0][3..6], ["/", "/", "rw,relatime"]);
+    // /a: parent the root, source as given, a peer group.
+    assert_eq!(f[1][1], f[0][0]);
+    assert_eq!(&f[1][3..5], ["/", "/a"]);
+    assert!(f[1][6].starts_with("shared:"));
+    assert_eq!(&f[1][7..], ["-", "tmpfs", "none", "rw"]);
+    // The bind: the same instance, its root a subdirectory (a space
+    // escaped), a peer of /a.
+    assert_eq!(f[2][2], f[1][2]);
+    assert_eq!(&f[2][3..5], ["/x/sub\\040dir", "/b"]);
+    assert_eq!(f[2][6], f[1][6]);
+    // Flags, a slave, unbindable.
+    p.mount(
+        b"",
+        b"/b",
+        b"",
+        MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC,
+    )
+    .unwrap();
+    p.mount(b"", b"/b", b"", MS_SLAVE).unwrap();
+    let b = info_of(&p, "/b");
+    let group = f[1][6].trim_start_matches("shared:");
+    assert_eq!(
+        b.split(' ').nth(5),
+        Some("ro,nosuid,noexec,relatime"),
+        "{b}"
+    );
+    assert_eq!(b.split(' ').nth(6), Some(&*format!("master:{group}")));
+    p.mount(b"", b"/b", b"", MS_UNBINDABLE).unwrap();
+    let b = info_of(&p, "/b");
+    assert_eq!(b.split(' ').nth(6), Some("unbindable"), "{b}");
+    // A chroot sees only the mounts beneath its root, by paths from it.
+    let c = p.fork().unwrap();
+    c.chroot(b"/a").unwrap();
+    assert_eq!(mount_points(&c), ["/"]);
+    let c2 = p.fork().unwrap();
+    tmpfs_on(&p, b"/a/y");
+    c2.chroot(b"/a/y").unwrap();
+    assert_eq!(mount_points(&c2), ["/"]);
+    c.chdir(b"/").unwrap();
+    assert_eq!(mount_points(&c), ["/", "/y"]);
+    // A bind of a directory removed since: "//deleted".
+    p.mkdir(b"/a/gone", 0o755).unwrap();
+    p.mkdir(b"/c", 0o755).unwrap();
+    p.mount(b"/a/gone", b"/c", b"", MS_BIND).unwrap();
+    p.rmdir(b"/a/gone").unwrap();
+    assert_eq!(info_of(&p, "/c").split(' ').nth(3), Some("/gone//deleted"));
+    done(vfs, vec![p, c, c2]);
+}
+
+/// propagate_from: a slave whose master's group has no member in our
+/// namespace, while the group that group receives from does (the host
+/// printed `master:2 propagate_from:1` for this sequence).
+#[test]
+fn mountinfo_propagate_from() {
+    let (vfs, p) = tree(true);
+    p.mount(b"/a", b"/b", b"", MS_BIND).unwrap();
+    p.mount(b"", b"/b", b"", MS_SLAVE).unwrap();
+    p.mount(b"", b"/b", b"", MS_SHARED).unwrap();
+    let q = unshared(&p);
+    q.mount(b"", b"/b", b"", MS_SLAVE).unwrap();
+    let a = info_of(&q, "/a");
+    let b = info_of(&p, "/b");
+    let g0 = a.split(' ').nth(6).unwrap().trim_start_matches("shared:");
+    let g1 = b.split(' ').nth(6).unwrap().trim_start_matches("shared:");
+    assert_eq!(b.split(' ').nth(7), Some(&*format!("master:{g0}")));
+    let qb = info_of(&q, "/b");
+    assert_eq!(
+        qb.split(' ').skip(6).take(2).collect::<Vec<_>>(),
+        [format!("master:{g1}"), format!("propagate_from:{g0}")],
+        "{qb}"
+    );
+    done(vfs, vec![p, q]);
+}
+
+/// Threads unsharing, mounting on a shared tree (copies land in every
+/// namespace), walking and exiting at once; at the end every namespace
+/// but the first is gone and the invariants hold.
+#[test]
+fn stress_namespaces_come_and_go_under_propagation() {
+    let (vfs, p) = tree(true);
+    let stop = Arc::new(AtomicBool::new(false));
+    let walker = {
+        let w = p.fork().unwrap();
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let _ = w.stat(b"/a/x/.");
+                let _ = w.mountinfo().unwrap();
+                n += 1;
+            }
+            n
+        })
+    };
+    let workers: Vec<_> = (0..3)
+        .map(|i| {
+            let w = p.fork().unwrap();
+            std::thread::spawn(move || {
+                for round in 0..40 {
+                    let q = unshared(&w);
+                    let spot: &[u8] = if (i + round) % 2 == 0 {
+                        b"/a/x"
+                    } else {
+                        b"/a/y"
+                    };
+                    if q.mount(b"none", spot, b"tmpfs", 0).is_ok() {
+                        let _ = q.stat(spot);
+                        let _ = q.umount2(spot, MNT_DETACH);
+                    }
+                    if round % 3 == 0 {
+                        let r = q.fork().unwrap();
+                        drop(q);
+                        let _ = r.mountinfo().unwrap();
+                    }
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(walker.join().unwrap() > 0);
+    // Whatever the races left on the shared tree belongs to p's namespace.
+    for _ in 0..200 {
+        let _ = p.umount2(b"/a/x", MNT_DETACH);
+        let _ = p.umount2(b"/a/y", MNT_DETACH);
+    }
+    done(vfs, vec![p]);
+}
+
+/// 6.18's copy of an unbindable mount is private: clone_mnt does not copy
+/// the type bits (older kernels kept it unbindable).
+#[test]
+fn the_copy_of_an_unbindable_mount_is_private() {
+    let (vfs, p) = tree(false);
+    p.mount(b"", b"/a", b"", MS_UNBINDABLE).unwrap();
+    let q = unshared(&p);
+    assert!(info_of(&p, "/a").contains(" unbindable"));
+    assert!(!info_of(&q, "/a").contains(" unbindable"));
+    assert_eq!(p.mount(b"/a", b"/b", b"", MS_BIND), Err(Errno::EINVAL));
+    assert_eq!(q.mount(b"/a", b"/b", b"", MS_BIND), Ok(()));
+    done(vfs, vec![p, q]);
 }

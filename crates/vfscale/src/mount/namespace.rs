@@ -89,8 +89,8 @@ impl VfsInner {
     }
 
     /// copy_mnt_ns: a new namespace holding a copy of every mount of
-    /// `from` (unbindable ones too; a shared mount's copy is its peer, a
-    /// slave's a slave of the same master), made in the order Linux's
+    /// `from` (unbindable ones too, made private; a shared mount's copy is
+    /// its peer, a slave's a slave of the same master), made in the order Linux's
     /// copy_tree walks (depth first, children in the order they were
     /// attached). Returns it with `root` and `cwd` moved onto their
     /// copies when they are in `from` (a location in a detached tree stays
@@ -116,9 +116,10 @@ impl VfsInner {
             // SAFETY: attached mounts are live under the table lock.
             let mr = unsafe { &*m };
             self.dget(mr.root);
+            // As 6.18's clone_mnt: an unbindable original's copy is
+            // private (the type bits are not copied; older kernels kept it
+            // unbindable).
             let copy = self.clone_mount(m, mr.root, CloneKind::Bind);
-            // SAFETY: just made, not yet reachable.
-            unsafe { &*copy }.copy_unbindable(mr);
             copies.insert(m, copy);
             if m == from.root {
                 // SAFETY: as above.
@@ -178,6 +179,13 @@ impl VfsInner {
                         self.detach_mount(&mut list, m);
                     }
                     list.retain(|&m| m != ns.root as usize);
+                    debug_assert!(
+                        list.iter().all(|&m| {
+                            // SAFETY: attached mounts are live under the lock.
+                            unsafe { &*(m as *const Mount) }.ns_id() != ns.id
+                        }),
+                        "a mount of a dissolved namespace outside its tree"
+                    );
                     // SAFETY: the root is attached until here.
                     unsafe { &*ns.root }.set_ns_id(0);
                     drop(list);

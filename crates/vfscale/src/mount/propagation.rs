@@ -160,14 +160,6 @@ fn mnt<'a>(m: *const Mount) -> &'a Mount {
 }
 
 impl Mount {
-    /// copy_mnt_ns's copy keeps its original's unbindable bit (a bind's
-    /// copy cannot have one: an unbindable source is refused).
-    pub(crate) fn copy_unbindable(&self, from: &Mount) {
-        self.propagation
-            .unbindable
-            .store(from.is_unbindable(), Relaxed);
-    }
-
     pub(crate) fn is_shared(&self) -> bool {
         self.propagation.group.load(Relaxed) != 0
     }

@@ -100,7 +100,9 @@ impl Process {
                 MS_UNBINDABLE => T::Unbindable,
                 _ => return Err(Errno::EINVAL),
             };
-            if !attached || !at_mount_root {
+            // may_change_propagation (6.16): the mount must be attached,
+            // in any namespace (the caller is root in all of them).
+            if tmnt.ns_id() == 0 || !at_mount_root {
                 return Err(Errno::EINVAL);
             }
             let mounts = if flags & MS_REC != 0 {
@@ -147,9 +149,9 @@ impl Process {
         })
     }
 
-    /// The opening do_loopback and do_move_mount_old share: the source
-    /// named by `source` (an empty name is EINVAL, not ENOENT), then the
-    /// target on the top of its stack (`mount_target`), in that order.
+    /// do_loopback's opening: the source named by `source` (an empty name
+    /// is EINVAL, not ENOENT), then the target on the top of its stack
+    /// (`mount_target`), in that order.
     fn mount_source_and_target(&self, tgt: &Found, source: &[u8]) -> SysResult<(Found, Found)> {
         if source.is_empty() {
             return Err(Errno::EINVAL);
@@ -162,19 +164,23 @@ impl Process {
     /// mounts beneath it, onto `tgt`. Caller holds the table lock (passes
     /// its list) and has checked the caller's capability.
     fn move_mount(&self, list: &mut Vec<usize>, tgt: &Found, source: &[u8]) -> SysResult<()> {
-        let (src, tgt) = self.mount_source_and_target(tgt, source)?;
+        if source.is_empty() {
+            return Err(Errno::EINVAL);
+        }
+        let src = self.lookup_at(&self.cred, AT_FDCWD, source, 0, WALK_FOLLOW)?;
         let old = src.path.mnt;
         // SAFETY: the walk's guard keeps the mount allocated.
         let om = unsafe { &*old };
-        // The moved thing must be an attached mount of the namespace with
-        // a parent (not its root, not a detached tree), named by its
-        // root, and of the target's type (EINVAL here, where a bind's
-        // graft says ENOTDIR).
-        if !self.in_namespace(old)
-            || om.parent_ptr().is_null()
-            || src.path.dentry != om.root
-            || src.inode().is_dir() != tgt.inode().is_dir()
-        {
+        // The moved thing is named by its root and is of the target's type
+        // (EINVAL here, where a bind's graft says ENOTDIR), checked before
+        // the target's place is taken (6.18's do_move_mount)...
+        if src.path.dentry != om.root || src.inode().is_dir() != tgt.inode().is_dir() {
+            return Err(Errno::EINVAL);
+        }
+        let tgt = self.mount_target(tgt)?;
+        // ... then it must be an attached mount of the caller's namespace
+        // with a parent (not its root, not a detached tree).
+        if !self.in_namespace(old) || om.parent_ptr().is_null() {
             return Err(Errno::EINVAL);
         }
         // Not out of a shared parent (its peers would keep copies), and

@@ -1,0 +1,1486 @@
+//! Mount namespaces (unshare(CLONE_NEWNS), setns(CLONE_NEWNS) and
+//! /proc/self/mountinfo) compared with the kernel: scripted scenarios, each
+//! a test of its own from a clean tree (the kernel's side in a private
+//! tmpfs root of a private mount namespace, `on_kernel_as_root`, its
+//! processes worker threads that unshare and setns on their own; vfscale's
+//! in a fresh namespace), then seeded random sequences.
+//!
+//! Processes are forked from a child `p` of the side's root process (and
+//! from each other); the scenarios name them `p`, `q`, `r`, `s` and a
+//! non-root `u` (uid 1000, for the EPERMs). Each step is logged as one
+//! line: who did what and its result (ok or the errno), then the tree
+//! every live process of `p`..`s` sees under the scenario's top
+//! directories (`/a`, `/b`, `/c`, `/s`; three levels beneath each), as in
+//! `propagation_kernel.rs`: every directory with its sorted names and, at a
+//! mount root, `@N`, N numbering the devices in the order the walk (over
+//! all the processes of the step) first meets them. Every new tmpfs
+//! instance gets a marker file `mN` right after it is mounted, and `mN` is
+//! also its source string, so a propagated copy or a bind shows which
+//! instance it is both in the tree and in mountinfo.
+//!
+//! At chosen points (`info`) each live process's mountinfo is logged,
+//! normalized (`normalize`) so that neither mount ids, device numbers,
+//! peer group numbers nor the listing's order are compared: a mount is
+//! described by its mount point and its place in the stack there (`/a#2`
+//! is the second mount on `/a`), qualified by its parent's description
+//! where two would read the same; PARENT_ID becomes the parent's
+//! description; shared:N, master:N and propagate_from:N name group N by
+//! the least description among its members listed with shared:N (or, for
+//! a group with no member in the listing, `?` and the least description of
+//! the mounts listed as its slaves). OPTIONS, `unbindable`, the ROOT
+//! field, FSTYPE, SOURCE and the first SUPER_OPTION (`rw`/`ro`) are kept;
+//! MAJ:MIN and the rest of SUPER_OPTIONS (tmpfs's size, mode, inode64) are
+//! dropped, as is the root mount's SOURCE (the kernel's side is a tmpfs
+//! named by the harness): a bind of a root directory shows `(root)`. The
+//! lines are sorted.
+//!
+//! The scenarios: unshare's copy (what the copy sees, mounts and umounts
+//! afterwards staying in their namespace, the cwd moving onto the copy,
+//! CLONE_FS, EPERM for a non-root process); mount options in mountinfo and
+//! in the copy (bind remounts the copy's alone, a plain remount the
+//! instance's); propagation across namespaces (a shared mount's copies are
+//! its peers; MS_SLAVE one-way, MS_PRIVATE cutting it, a recursive bind of
+//! a shared tree, an unbindable mount's copy, propagate_from); the mounts
+//! of another namespace (at a descriptor inherited from the parent before
+//! its unshare: a new mount, a bind from or onto it, a move from or onto
+//! it, remounts and umount are EINVAL — check_mnt — while a type change
+//! is allowed to a caller with CAP_SYS_ADMIN over that namespace, Linux
+//! 6.16's may_change_propagation; then the same at a mount detached
+//! meanwhile, where a new mount is ENOENT and a move checks its source
+//! first); lifetime (a namespace's mounts go with its last process, peer
+//! groups and masters losing their members there, a cwd in one of them);
+//! setns (root and cwd at the top of the target's root, mounts shared from
+//! then on, setns from a chroot and onto a root with a mount on it).
+//!
+//! `VFSCALE_SHOW_KERNEL_LOG=1` prints the kernel's log (lines starting
+//! `K`), `VFSCALE_SHOW_LOG=1` vfscale's. `random_sequences_match_the_kernel`
+//! runs seeded random sequences over up to three processes (fork,
+//! unshare(CLONE_NEWNS), setns, exit while another lives, mkdir, tmpfs
+//! mounts, binds and rbinds, moves, the four types with and without MS_REC,
+//! umount2 with 0 and MNT_DETACH, chdir into mounts, directory descriptors
+//! kept, inherited and fchdir'd to, so that `.`, a path of the random
+//! steps too, may be a mount of another namespace or a detached one), the
+//! mountinfo of every live process logged every five steps and at the end,
+//! each case in a directory `/rN` of its own (`VFSCALE_NS_CASES`, default
+//! 40, of 30 steps; `VFSCALE_SEED` replays a run, `VFSCALE_NS_ONLY=N` runs
+//! its case N alone):
+//!
+//! ```text
+//! VFSCALE_SEED=S VFSCALE_NS_ONLY=N VFSCALE_SHOW_KERNEL_LOG=1 \
+//!   cargo test -p vfscale-difftest --test namespace_kernel random -- --nocapture
+//! ```
+
+use std::collections::{BTreeMap, HashMap};
+use vfscale::abi::*;
+use vfscale::{Cred, ProcessApi};
+use vfscale_difftest::script::{compare_with_kernel, compare_with_kernel_reclaimed, Log};
+use vfscale_difftest::seeded::seeded_cases;
+use vfscale_difftest::KernelProcess;
+
+/// The scenarios' top directories, made by the setup.
+const TOPS: [&str; 4] = ["a", "b", "c", "s"];
+
+/// How many levels beneath a top directory the tree is walked.
+const DEPTH: usize = 3;
+
+/// The process slots: `p`, `q`, `r`, `s` (their trees and mountinfo are
+/// logged) and the non-root `u`.
+const NAMES: [&str; 5] = ["p", "q", "r", "s", "u"];
+const P: usize = 0;
+const Q: usize = 1;
+const R: usize = 2;
+const S: usize = 3;
+const U: usize = 4;
+/// The slots whose trees and mountinfo are logged.
+const LOGGED: usize = 4;
+
+/// A result as text: "ok" or the errno.
+fn unit(r: SysResult<()>) -> String {
+    match r {
+        Ok(()) => "ok".into(),
+        Err(e) => format!("{e}"),
+    }
+}
+
+/// mount(2)'s flags by name.
+fn flag_names(flags: u64) -> String {
+    const NAMES: [(u64, &str); 14] = [
+        (MS_RDONLY, "MS_RDONLY"),
+        (MS_NOSUID, "MS_NOSUID"),
+        (MS_NODEV, "MS_NODEV"),
+        (MS_NOEXEC, "MS_NOEXEC"),
+        (MS_NOATIME, "MS_NOATIME"),
+        (MS_REMOUNT, "MS_REMOUNT"),
+        (MS_BIND, "MS_BIND"),
+        (MS_MOVE, "MS_MOVE"),
+        (MS_REC, "MS_REC"),
+        (MS_SILENT, "MS_SILENT"),
+        (MS_UNBINDABLE, "MS_UNBINDABLE"),
+        (MS_PRIVATE, "MS_PRIVATE"),
+        (MS_SLAVE, "MS_SLAVE"),
+        (MS_SHARED, "MS_SHARED"),
+    ];
+    let mut rest = flags;
+    let mut out = Vec::new();
+    for (bit, name) in NAMES {
+        if rest & bit != 0 {
+            out.push(name.to_string());
+            rest &= !bit;
+        }
+    }
+    if rest != 0 || out.is_empty() {
+        out.push(format!("{rest:#x}"));
+    }
+    out.join("|")
+}
+
+/// unshare(2)'s flags by name.
+fn clone_names(flags: i32) -> String {
+    let mut out = Vec::new();
+    if flags & CLONE_NEWNS != 0 {
+        out.push("CLONE_NEWNS".to_string());
+    }
+    if flags & CLONE_FS != 0 {
+        out.push("CLONE_FS".to_string());
+    }
+    let rest = flags & !(CLONE_NEWNS | CLONE_FS);
+    if rest != 0 || out.is_empty() {
+        out.push(format!("{rest:#x}"));
+    }
+    out.join("|")
+}
+
+fn umount_flag_names(flags: i32) -> &'static str {
+    match flags {
+        0 => "0",
+        MNT_DETACH => "MNT_DETACH",
+        _ => "?",
+    }
+}
+
+// ---- mountinfo, normalized ----
+
+/// One line of mountinfo, split into its fields.
+struct MountLine<'t> {
+    id: &'t str,
+    parent: &'t str,
+    root: &'t str,
+    point: &'t str,
+    options: &'t str,
+    optional: Vec<&'t str>,
+    fstype: &'t str,
+    source: &'t str,
+    super_options: &'t str,
+}
+
+fn parse_line(line: &str) -> Option<MountLine<'_>> {
+    let mut f = line.split(' ');
+    let id = f.next()?;
+    let parent = f.next()?;
+    let _dev = f.next()?;
+    let root = f.next()?;
+    let point = f.next()?;
+    let options = f.next()?;
+    let mut optional = Vec::new();
+    loop {
+        match f.next()? {
+            "-" => break,
+            o => optional.push(o),
+        }
+    }
+    let fstype = f.next()?;
+    let source = f.next()?;
+    let super_options = f.next()?;
+    if f.next().is_some() {
+        return None;
+    }
+    Some(MountLine {
+        id,
+        parent,
+        root,
+        point,
+        options,
+        optional,
+        fstype,
+        source,
+        super_options,
+    })
+}
+
+/// The SOURCE of the root mount in mountinfo `text` (the mount on `/`
+/// whose parent is not listed).
+fn root_source(text: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(text);
+    let parsed: Vec<MountLine> = text.lines().filter_map(parse_line).collect();
+    parsed
+        .iter()
+        .find(|m| m.point == "/" && !parsed.iter().any(|p| p.id == m.parent && p.id != m.id))
+        .map(|m| m.source.to_string())
+}
+
+/// mountinfo's text with nothing that differs between two equal mount
+/// trees (see the module comment): the sorted lines, joined by " ; ".
+/// `root_source` is the SOURCE of the first namespace's root mount, shown
+/// as `(root)`: the kernel's is the harness's tmpfs, named by it.
+fn normalize(text: &[u8], root_source: Option<&str>) -> String {
+    let text = String::from_utf8_lossy(text);
+    let mut lines = Vec::new();
+    let mut parsed = Vec::new();
+    for l in text.lines().filter(|l| !l.is_empty()) {
+        match parse_line(l) {
+            Some(m) => parsed.push(m),
+            None => lines.push(format!("unparsed: {l}")),
+        }
+    }
+    let by_id: HashMap<&str, usize> = parsed.iter().enumerate().map(|(i, m)| (m.id, i)).collect();
+    // The parent in the listing: none for the root mount (the kernel's
+    // is its own parent in a namespace's copy and the unlisted rootfs
+    // where the harness pivoted; neither says anything about the tree).
+    let parent: Vec<Option<usize>> = parsed
+        .iter()
+        .enumerate()
+        .map(|(i, m)| by_id.get(m.parent).copied().filter(|&p| p != i))
+        .collect();
+    // The place in the stack at the mount point: one more than the run of
+    // ancestors on the same point.
+    let base: Vec<String> = parsed
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let mut depth = 1;
+            let mut at = i;
+            while let Some(p) = parent[at] {
+                if parsed[p].point != m.point || depth > parsed.len() {
+                    break;
+                }
+                depth += 1;
+                at = p;
+            }
+            format!("{}#{depth}", m.point)
+        })
+        .collect();
+    let mut count: HashMap<&str, usize> = HashMap::new();
+    for b in &base {
+        *count.entry(b.as_str()).or_default() += 1;
+    }
+    // Where two read the same, each is qualified by its parent's
+    // description (and so on up).
+    let describe = |i: usize| -> String {
+        let mut out = base[i].clone();
+        let mut at = i;
+        let mut hops = 0;
+        while count[base[at].as_str()] > 1 && hops <= parsed.len() {
+            match parent[at] {
+                Some(p) => {
+                    out.push_str(&format!(" in {}", base[p]));
+                    at = p;
+                }
+                None => break,
+            }
+            hops += 1;
+        }
+        out
+    };
+    let desc: Vec<String> = (0..parsed.len()).map(describe).collect();
+    // Groups by number: the least description of the members listed as
+    // shared, else of the mounts listed as its slaves.
+    let mut shared: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut slaves: BTreeMap<&str, &str> = BTreeMap::new();
+    for (i, m) in parsed.iter().enumerate() {
+        for o in &m.optional {
+            let (map, n) = if let Some(n) = o.strip_prefix("shared:") {
+                (&mut shared, n)
+            } else if let Some(n) = o
+                .strip_prefix("master:")
+                .or_else(|| o.strip_prefix("propagate_from:"))
+            {
+                (&mut slaves, n)
+            } else {
+                continue;
+            };
+            let e = map.entry(n).or_insert(desc[i].as_str());
+            if desc[i].as_str() < *e {
+                *e = desc[i].as_str();
+            }
+        }
+    }
+    let group = |n: &str| -> String {
+        match (shared.get(n), slaves.get(n)) {
+            (Some(d), _) => format!("[{d}]"),
+            (None, Some(d)) => format!("?[{d}]"),
+            (None, None) => "?".into(),
+        }
+    };
+    for (i, m) in parsed.iter().enumerate() {
+        let optional: Vec<String> = m
+            .optional
+            .iter()
+            .map(|o| match o.split_once(':') {
+                Some((tag, n)) => format!("{tag}:{}", group(n)),
+                None => o.to_string(),
+            })
+            .collect();
+        let source = if Some(m.source) == root_source {
+            "(root)"
+        } else {
+            m.source
+        };
+        let rw = m.super_options.split(',').next().unwrap_or("");
+        let in_parent = parent[i].map_or("-", |p| desc[p].as_str());
+        lines.push(format!(
+            "{} root={} in={} {} {}- {} {} {}",
+            desc[i],
+            m.root,
+            in_parent,
+            m.options,
+            optional.iter().map(|o| format!("{o} ")).collect::<String>(),
+            m.fstype,
+            source,
+            rw
+        ));
+    }
+    lines.sort();
+    lines.join(" ; ")
+}
+
+// ---- the scripts' world ----
+
+/// One side's run: the processes, the log, and what the steps need.
+struct World<T: ProcessApi> {
+    /// The processes by slot (`NAMES`).
+    procs: Vec<Option<T>>,
+    log: Log,
+    /// The directory the tops are in ("" for `/`).
+    base: String,
+    /// The tops walked after each step, relative to `base`.
+    tops: Vec<String>,
+    /// Markers made so far (the next instance's is one more).
+    markers: u32,
+    /// Steps logged so far.
+    steps: u32,
+    /// Descriptors opened by `open_dir`: their slot, label and number (a
+    /// fork copies its parent's).
+    fds: Vec<(usize, String, Fd)>,
+    /// Whether `tmpfs` also makes directories `x`, `x/y` and `y` in each
+    /// new instance (the random sequences: their paths then exist).
+    populate: bool,
+    /// The SOURCE of the first namespace's root mount (`normalize`).
+    root_source: Option<String>,
+}
+
+impl<T: ProcessApi> World<T> {
+    /// `p`, forked from `root`, and `user` as `u`.
+    fn new(root: &T, user: Option<T>, base: &str, tops: &[&str]) -> World<T> {
+        let mut procs: Vec<Option<T>> = (0..NAMES.len()).map(|_| None).collect();
+        procs[P] = Some(root.fork().expect("a child of the root process"));
+        procs[U] = user;
+        World {
+            procs,
+            log: Log::new(),
+            base: base.to_string(),
+            tops: tops.iter().map(|t| t.to_string()).collect(),
+            markers: 0,
+            steps: 0,
+            fds: Vec::new(),
+            populate: false,
+            root_source: root.mountinfo().ok().and_then(|t| root_source(&t)),
+        }
+    }
+
+    fn proc(&self, i: usize) -> &T {
+        self.procs[i].as_ref().expect("a live process")
+    }
+
+    /// The live logged slots.
+    fn live(&self) -> Vec<usize> {
+        (0..LOGGED).filter(|&i| self.procs[i].is_some()).collect()
+    }
+
+    /// A path of the script as the process names it: one starting with
+    /// `/` is relative to `base`, any other to the cwd.
+    fn full(&self, path: &str) -> Vec<u8> {
+        if !path.starts_with('/') {
+            return path.as_bytes().to_vec();
+        }
+        let rel = path.trim_start_matches('/');
+        if rel.is_empty() {
+            return if self.base.is_empty() {
+                b"/".to_vec()
+            } else {
+                self.base.as_bytes().to_vec()
+            };
+        }
+        format!("{}/{rel}", self.base).into_bytes()
+    }
+
+    /// Logs one step: who did what, its result, and the trees after it.
+    fn step(&mut self, who: usize, what: String, r: String) {
+        self.steps += 1;
+        let n = self.steps;
+        let tree = self.trees();
+        let case = if self.base.is_empty() {
+            String::new()
+        } else {
+            format!("{} ", self.base)
+        };
+        self.log.push((
+            format!("{case}{n:03} {}: {what}", NAMES[who]),
+            format!("{r} | {tree}"),
+        ));
+    }
+
+    /// A line of the log with no tree (`info`, `cwd`).
+    fn note(&mut self, what: String, r: String) {
+        self.steps += 1;
+        let n = self.steps;
+        let case = if self.base.is_empty() {
+            String::new()
+        } else {
+            format!("{} ", self.base)
+        };
+        self.log.push((format!("{case}{n:03} {what}"), r));
+    }
+
+    /// The trees under the tops of every live logged process (see the
+    /// module comment), the devices numbered across all of them.
+    fn trees(&self) -> String {
+        let mut devs: Vec<(u32, u32)> = Vec::new();
+        let mut out = Vec::new();
+        for i in self.live() {
+            let p = self.proc(i);
+            if let Ok(x) = p.statx(AT_FDCWD, b"/", 0, STATX_BASIC_STATS) {
+                let dev = (x.dev_major, x.dev_minor);
+                if !devs.contains(&dev) {
+                    devs.push(dev);
+                }
+            }
+            let mut seen = Vec::new();
+            for top in &self.tops {
+                self.walk(p, top, DEPTH, &mut devs, &mut seen);
+            }
+            out.push(format!("{}{{{}}}", NAMES[i], seen.join(" ")));
+        }
+        out.join(" ")
+    }
+
+    fn walk(
+        &self,
+        p: &T,
+        rel: &str,
+        depth: usize,
+        devs: &mut Vec<(u32, u32)>,
+        out: &mut Vec<String>,
+    ) {
+        let path = self.full(&format!("/{rel}"));
+        let x = match p.statx(AT_FDCWD, &path, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS) {
+            Ok(x) => x,
+            Err(Errno::ENOENT) => return,
+            Err(e) => {
+                out.push(format!("{rel}!{e}"));
+                return;
+            }
+        };
+        if u32::from(x.mode) & S_IFMT != S_IFDIR {
+            return;
+        }
+        let mut shown = rel.to_string();
+        if x.attributes & STATX_ATTR_MOUNT_ROOT != 0 {
+            let dev = (x.dev_major, x.dev_minor);
+            let n = devs.iter().position(|d| *d == dev).unwrap_or_else(|| {
+                devs.push(dev);
+                devs.len() - 1
+            });
+            shown.push_str(&format!("@{n}"));
+        }
+        let mut names = match dir_names(p, &path) {
+            Ok(n) => n,
+            Err(e) => {
+                out.push(format!("{shown}!{e}"));
+                return;
+            }
+        };
+        names.sort();
+        out.push(format!("{shown}[{}]", names.join(" ")));
+        if depth == 0 {
+            return;
+        }
+        for name in names {
+            self.walk(p, &format!("{rel}/{name}"), depth - 1, devs, out);
+        }
+    }
+
+    /// Every live logged process's normalized mountinfo, a line each.
+    fn info(&mut self) {
+        for i in self.live() {
+            let r = match self.proc(i).mountinfo() {
+                Ok(text) => normalize(&text, self.root_source.as_deref()),
+                Err(e) => format!("{e}"),
+            };
+            self.note(format!("mountinfo {}", NAMES[i]), r);
+        }
+    }
+
+    /// What process `i`'s cwd is: its names, whether it is a mount root,
+    /// whether it is the process's root directory (the same inode: another
+    /// mount of the same instance's root reads the same).
+    fn cwd(&mut self, i: usize) {
+        let p = self.proc(i);
+        let here = p.statx(AT_FDCWD, b".", 0, STATX_BASIC_STATS);
+        let root = p.statx(AT_FDCWD, b"/", 0, STATX_BASIC_STATS);
+        let r = match (here, dir_names(p, b".")) {
+            (Ok(x), Ok(mut names)) => {
+                names.sort();
+                let at_root = root.is_ok_and(|r| {
+                    (r.dev_major, r.dev_minor, r.ino) == (x.dev_major, x.dev_minor, x.ino)
+                });
+                format!(
+                    "[{}]{}{}",
+                    names.join(" "),
+                    if x.attributes & STATX_ATTR_MOUNT_ROOT != 0 {
+                        " mount root"
+                    } else {
+                        ""
+                    },
+                    if at_root { " same as /" } else { "" }
+                )
+            }
+            (Err(e), _) | (_, Err(e)) => format!("{e}"),
+        };
+        self.note(format!("{}: cwd", NAMES[i]), r);
+    }
+
+    /// Whether process `i`'s cwd is its root directory (or another mount
+    /// of the same directory: the same inode).
+    fn cwd_is_root_dir(&self, i: usize) -> bool {
+        let p = self.proc(i);
+        let id = |path: &[u8]| {
+            p.statx(AT_FDCWD, path, 0, STATX_BASIC_STATS)
+                .map(|x| (x.dev_major, x.dev_minor, x.ino))
+        };
+        id(b".").is_ok_and(|here| id(b"/") == Ok(here))
+    }
+
+    // ---- processes ----
+
+    fn fork(&mut self, parent: usize, child: usize) {
+        assert!(self.procs[child].is_none(), "slot {child} is free");
+        let r = self.proc(parent).fork().map(|c| {
+            self.procs[child] = Some(c);
+            let inherited: Vec<(usize, String, Fd)> = self
+                .fds
+                .iter()
+                .filter(|(s, _, _)| *s == parent)
+                .map(|(_, l, fd)| (child, l.clone(), *fd))
+                .collect();
+            self.fds.extend(inherited);
+        });
+        self.step(parent, format!("fork -> {}", NAMES[child]), unit(r));
+    }
+
+    fn unshare(&mut self, i: usize, flags: i32) {
+        let r = self.procs[i]
+            .as_mut()
+            .expect("a live process")
+            .unshare(flags);
+        self.step(i, format!("unshare({})", clone_names(flags)), unit(r));
+    }
+
+    /// `i` moves into `other`'s namespace.
+    fn setns(&mut self, i: usize, other: usize) {
+        assert_ne!(i, other);
+        let mut me = self.procs[i].take().expect("a live process");
+        let r = me.setns_mount(self.proc(other));
+        self.procs[i] = Some(me);
+        self.step(i, format!("setns({})", NAMES[other]), unit(r));
+    }
+
+    fn exit(&mut self, i: usize) {
+        let p = self.procs[i].take().expect("a live process");
+        self.fds.retain(|(s, _, _)| *s != i);
+        p.exit();
+        self.step(i, "exit".into(), "ok".into());
+    }
+
+    // ---- mounts ----
+
+    /// mount(2) as given ("none" as the source is passed as is).
+    fn mount(&mut self, i: usize, source: &str, target: &str, fstype: &str, flags: u64) {
+        let src = if source == "none" {
+            source.as_bytes().to_vec()
+        } else {
+            self.full(source)
+        };
+        let r = self
+            .proc(i)
+            .mount(&src, &self.full(target), fstype.as_bytes(), flags);
+        self.step(
+            i,
+            format!(
+                "mount({source}, {target}, {fstype:?}, {})",
+                flag_names(flags)
+            ),
+            unit(r),
+        );
+    }
+
+    /// A new tmpfs instance on `target` (source `mN`), with its marker
+    /// file `mN`.
+    fn tmpfs(&mut self, i: usize, target: &str) {
+        self.tmpfs_with(i, target, 0);
+    }
+
+    /// `tmpfs` with mount(2) flags.
+    fn tmpfs_with(&mut self, i: usize, target: &str, flags: u64) {
+        let t = self.full(target);
+        let n = self.markers + 1;
+        let p = self.proc(i);
+        let r = p.mount(format!("m{n}").as_bytes(), &t, b"tmpfs", flags);
+        let label = match r {
+            Ok(()) => {
+                let mut m = t.clone();
+                m.extend_from_slice(format!("/m{n}").as_bytes());
+                let mut made = p
+                    .open(&m, O_WRONLY | O_CREAT | O_EXCL, 0o644)
+                    .and_then(|fd| p.close(fd));
+                if self.populate {
+                    for d in ["x", "x/y", "y"] {
+                        let mut dir = t.clone();
+                        dir.extend_from_slice(format!("/{d}").as_bytes());
+                        made = made.and_then(|()| p.mkdir(&dir, 0o755));
+                    }
+                }
+                self.markers = n;
+                match made {
+                    Ok(()) => format!("ok (m{n})"),
+                    Err(e) => format!("ok (marker m{n}: {e})"),
+                }
+            }
+            Err(e) => format!("{e}"),
+        };
+        let shown = if flags == 0 {
+            format!("tmpfs {target}")
+        } else {
+            format!("tmpfs {target} {}", flag_names(flags))
+        };
+        self.step(i, shown, label);
+    }
+
+    /// A propagation type change (source "none", no fstype).
+    fn ty(&mut self, i: usize, target: &str, flags: u64) {
+        let r = self.proc(i).mount(b"none", &self.full(target), b"", flags);
+        self.step(i, format!("{} {target}", flag_names(flags)), unit(r));
+    }
+
+    fn bind(&mut self, i: usize, source: &str, target: &str) {
+        self.mount(i, source, target, "", MS_BIND);
+    }
+
+    fn rbind(&mut self, i: usize, source: &str, target: &str) {
+        self.mount(i, source, target, "", MS_BIND | MS_REC);
+    }
+
+    fn mv(&mut self, i: usize, source: &str, target: &str) {
+        self.mount(i, source, target, "", MS_MOVE);
+    }
+
+    fn umount(&mut self, i: usize, target: &str, flags: i32) {
+        let r = self.proc(i).umount2(&self.full(target), flags);
+        self.step(
+            i,
+            format!("umount2 {target} {}", umount_flag_names(flags)),
+            unit(r),
+        );
+    }
+
+    // ---- the rest ----
+
+    fn mkdir(&mut self, i: usize, path: &str) {
+        let r = self.proc(i).mkdir(&self.full(path), 0o755);
+        self.step(i, format!("mkdir {path}"), unit(r));
+    }
+
+    fn chdir(&mut self, i: usize, path: &str) {
+        let r = self.proc(i).chdir(&self.full(path));
+        self.step(i, format!("chdir {path}"), unit(r));
+    }
+
+    fn chroot(&mut self, i: usize, path: &str) {
+        let r = self.proc(i).chroot(&self.full(path));
+        self.step(i, format!("chroot {path}"), unit(r));
+    }
+
+    /// Opens directory `path` and keeps the descriptor (labelled `path`).
+    fn open_dir(&mut self, i: usize, path: &str) {
+        let r = self
+            .proc(i)
+            .open(&self.full(path), O_RDONLY | O_DIRECTORY, 0);
+        let shown = unit(r.map(|_| ()));
+        if let Ok(fd) = r {
+            self.fds.push((i, path.to_string(), fd));
+        }
+        self.step(i, format!("open {path}"), shown);
+    }
+
+    /// The descriptor `open_dir` opened on `label`, as slot `i` has it.
+    fn fd(&self, i: usize, label: &str) -> Fd {
+        self.fds
+            .iter()
+            .find(|(s, l, _)| *s == i && l == label)
+            .map(|(_, _, fd)| *fd)
+            .expect("opened before")
+    }
+
+    /// The label of the n-th descriptor (modulo how many) slot `i` holds.
+    fn nth_fd(&self, i: usize, n: usize) -> Option<String> {
+        let held: Vec<&String> = self
+            .fds
+            .iter()
+            .filter(|(s, _, _)| *s == i)
+            .map(|(_, l, _)| l)
+            .collect();
+        (!held.is_empty()).then(|| held[n % held.len()].clone())
+    }
+
+    /// Closes the first descriptor labelled `label` that slot `i` holds.
+    fn close_dir(&mut self, i: usize, label: &str) {
+        let fd = self.fd(i, label);
+        let at = self
+            .fds
+            .iter()
+            .position(|(s, l, _)| *s == i && l == label)
+            .expect("opened before");
+        self.fds.remove(at);
+        let r = self.proc(i).close(fd);
+        self.step(i, format!("close {label}"), unit(r));
+    }
+
+    fn fchdir(&mut self, i: usize, label: &str) {
+        let r = self.proc(i).fchdir(self.fd(i, label));
+        self.step(i, format!("fchdir {label}"), unit(r));
+    }
+
+    /// Ends every process (slot order) and returns the log.
+    fn finish(mut self) -> Log {
+        for i in 0..NAMES.len() {
+            if let Some(p) = self.procs[i].take() {
+                p.exit();
+            }
+        }
+        self.log
+    }
+}
+
+/// The names in directory `path`, without `.` and `..`.
+fn dir_names<T: ProcessApi>(p: &T, path: &[u8]) -> SysResult<Vec<String>> {
+    Ok(p.read_dir(path)?
+        .into_iter()
+        .map(|e| String::from_utf8_lossy(&e.name).into_owned())
+        .filter(|n| n != "." && n != "..")
+        .collect())
+}
+
+fn user_cred() -> Cred {
+    Cred::user(1000, 1000, &[1000])
+}
+
+/// Runs `body` from a clean tree: the tops made (as one logged step).
+fn scenario<T: ProcessApi>(root: &T, user: T, body: impl FnOnce(&mut World<T>)) -> Log {
+    let made: SysResult<()> = TOPS
+        .iter()
+        .try_for_each(|t| root.mkdir(format!("/{t}").as_bytes(), 0o755));
+    let mut w = World::new(root, Some(user), "", &TOPS);
+    w.step(P, "setup".into(), unit(made));
+    body(&mut w);
+    w.finish()
+}
+
+/// With VFSCALE_SHOW_KERNEL_LOG set, prints the kernel's log.
+fn show_kernel_log(what: &str, log: Log) -> Log {
+    if std::env::var_os("VFSCALE_SHOW_KERNEL_LOG").is_some() {
+        println!("K == {what}");
+        for (step, r) in &log {
+            println!("K {step}: {r}");
+        }
+    }
+    log
+}
+
+/// Compares a scenario on the kernel and on vfscale (the same generic
+/// function, given twice: once for each side's process type).
+fn compare(
+    what: &'static str,
+    on_kernel: impl FnOnce(&mut World<KernelProcess>) + Send + 'static,
+    on_vfscale: impl FnOnce(&mut World<vfscale::Process>),
+) {
+    compare_with_kernel(
+        what,
+        move |k| {
+            let user = KernelProcess::new(&user_cred()).expect("a uid 1000 process");
+            show_kernel_log(what, scenario(k, user, on_kernel))
+        },
+        move |p| {
+            let user = p.with_cred(user_cred()).expect("a uid 1000 process");
+            scenario(p, user, on_vfscale)
+        },
+    );
+}
+
+// ---- the scenarios ----
+
+/// unshare's copy: what it sees, what stays on each side afterwards, the
+/// cwd moving onto the copy, CLONE_FS, and EPERM for a non-root process.
+fn unshare_basics<T: ProcessApi>(w: &mut World<T>) {
+    w.tmpfs(P, "/a");
+    w.mkdir(P, "/a/x");
+    w.tmpfs(P, "/a/x");
+    w.tmpfs(P, "/b");
+    w.fork(P, Q);
+    // A descriptor of p's alone (q was forked before it).
+    w.open_dir(P, "/b");
+    w.info();
+    w.unshare(Q, CLONE_NEWNS);
+    w.info();
+    // Mounts and umounts afterwards stay in their namespace.
+    w.tmpfs(Q, "/c");
+    w.tmpfs(P, "/s");
+    w.umount(Q, "/a/x", 0);
+    w.umount(Q, "/b", 0);
+    w.umount(P, "/b", 0);
+    w.close_dir(P, "/b");
+    w.umount(P, "/b", 0);
+    w.tmpfs(P, "/a/x");
+    w.tmpfs(Q, "/b");
+    w.info();
+    // The cwd moves onto the copy; the namespace left behind (q's first)
+    // goes with its last process.
+    w.chdir(Q, "/a");
+    w.unshare(Q, CLONE_NEWNS);
+    w.cwd(Q);
+    w.umount(Q, "/a", 0);
+    w.umount(P, "/a", 0);
+    w.chdir(Q, "/");
+    w.umount(Q, "/a", 0);
+    w.info();
+    // CLONE_FS, alone and with CLONE_NEWNS.
+    w.chdir(Q, "/c");
+    w.unshare(Q, CLONE_FS);
+    w.cwd(Q);
+    w.unshare(Q, CLONE_NEWNS | CLONE_FS);
+    w.cwd(Q);
+    w.chdir(Q, "/");
+    // Not root: EPERM (CLONE_FS alone needs nothing).
+    w.unshare(U, CLONE_NEWNS);
+    w.unshare(U, CLONE_NEWNS | CLONE_FS);
+    w.unshare(U, CLONE_FS);
+    w.setns(U, Q);
+    w.tmpfs(U, "/s");
+    // A child of q's is in q's namespace, and keeps it after q's exit.
+    w.fork(Q, R);
+    w.tmpfs(R, "/a");
+    w.exit(Q);
+    w.tmpfs(R, "/s");
+    w.info();
+    w.exit(R);
+    w.info();
+}
+
+#[test]
+fn unshare_basics_match_the_kernel() {
+    compare("unshare basics", unshare_basics, unshare_basics);
+}
+
+/// Per-mount and per-instance options in mountinfo, and what a copy has
+/// of them.
+fn options<T: ProcessApi>(w: &mut World<T>) {
+    w.tmpfs_with(P, "/a", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME);
+    w.tmpfs_with(P, "/b", MS_RDONLY);
+    w.tmpfs(P, "/c");
+    w.mount(P, "none", "/c", "", MS_REMOUNT | MS_BIND | MS_RDONLY);
+    w.bind(P, "/a", "/s");
+    w.info();
+    w.fork(P, Q);
+    w.unshare(Q, CLONE_NEWNS);
+    w.info();
+    // A bind remount is the copy's alone; a plain remount is the instance's
+    // (and resets the mount's flags).
+    w.mount(Q, "none", "/c", "", MS_REMOUNT | MS_BIND);
+    w.mount(Q, "none", "/b", "", MS_REMOUNT);
+    w.mount(Q, "none", "/s", "", MS_REMOUNT | MS_BIND | MS_NOSUID);
+    w.info();
+    w.exit(Q);
+}
+
+#[test]
+fn options_match_the_kernel() {
+    compare("options", options, options);
+}
+
+/// Propagation across namespaces: a shared mount's copy is its peer;
+/// MS_SLAVE makes it one-way, MS_PRIVATE cuts it; a recursive bind of a
+/// shared tree in one namespace.
+fn across_namespaces<T: ProcessApi>(w: &mut World<T>) {
+    w.tmpfs(P, "/a");
+    for d in ["/a/x", "/a/y", "/a/z"] {
+        w.mkdir(P, d);
+    }
+    w.ty(P, "/a", MS_SHARED);
+    w.bind(P, "/a", "/b");
+    w.fork(P, Q);
+    w.unshare(Q, CLONE_NEWNS);
+    w.info();
+    // Both ways, mounts and umounts.
+    w.tmpfs(P, "/a/x");
+    w.tmpfs(Q, "/b/y");
+    w.umount(Q, "/a/x", 0);
+    w.umount(P, "/b/y", 0);
+    w.info();
+    // A slave in q: from p's group to q's /a, not back.
+    w.ty(Q, "/a", MS_SLAVE);
+    w.info();
+    w.tmpfs(P, "/a/x");
+    w.tmpfs(Q, "/a/y");
+    w.umount(Q, "/a/y", 0);
+    w.tmpfs(Q, "/b/z");
+    w.info();
+    w.umount(P, "/a/z", 0);
+    w.umount(P, "/a/x", 0);
+    // MS_PRIVATE cuts q's /b off.
+    w.ty(Q, "/b", MS_PRIVATE);
+    w.tmpfs(P, "/a/y");
+    w.tmpfs(Q, "/b/y");
+    w.info();
+    // Shared again in q: a group of its own, still a slave of p's.
+    w.ty(Q, "/a", MS_SHARED);
+    w.bind(Q, "/a", "/c");
+    w.info();
+    w.tmpfs(Q, "/c/z");
+    w.umount(P, "/a/y", 0);
+    w.umount(Q, "/b/y", 0);
+    w.umount(Q, "/c", MNT_DETACH);
+    // A recursive bind of a shared tree in one namespace.
+    w.tmpfs(P, "/c");
+    w.mkdir(P, "/c/x");
+    w.mkdir(P, "/c/y");
+    w.tmpfs(P, "/c/x");
+    w.mkdir(P, "/c/x/d");
+    w.ty(P, "/c", MS_SHARED | MS_REC);
+    w.fork(P, R);
+    w.unshare(R, CLONE_NEWNS);
+    w.rbind(R, "/c", "/s");
+    w.info();
+    w.tmpfs(P, "/c/y");
+    w.tmpfs(R, "/s/x/d");
+    w.info();
+    w.umount(R, "/s/y", 0);
+    w.umount(P, "/c/x/d", 0);
+    w.ty(R, "/s", MS_SLAVE | MS_REC);
+    w.tmpfs(P, "/c/y");
+    w.tmpfs(R, "/s/x/d");
+    w.info();
+    // Unbindable mounts are copied too, unbindable.
+    w.ty(P, "/c/x", MS_UNBINDABLE);
+    w.fork(P, S);
+    w.unshare(S, CLONE_NEWNS);
+    w.rbind(S, "/c", "/s");
+    w.bind(S, "/c/x", "/s");
+    w.info();
+    w.exit(R);
+    w.exit(Q);
+    w.exit(S);
+    w.info();
+}
+
+#[test]
+fn propagation_across_namespaces_matches_the_kernel() {
+    compare("across namespaces", across_namespaces, across_namespaces);
+}
+
+/// propagate_from: a slave whose master's group has no member in the
+/// slave's namespace, one further up having one.
+fn dominating<T: ProcessApi>(w: &mut World<T>) {
+    w.tmpfs(P, "/a");
+    w.mkdir(P, "/a/x");
+    w.mkdir(P, "/a/y");
+    w.ty(P, "/a", MS_SHARED);
+    w.bind(P, "/a", "/b");
+    w.ty(P, "/b", MS_SLAVE);
+    w.ty(P, "/b", MS_SHARED);
+    w.info();
+    w.fork(P, Q);
+    w.unshare(Q, CLONE_NEWNS);
+    w.info();
+    w.ty(Q, "/b", MS_SLAVE);
+    w.info();
+    w.tmpfs(P, "/a/x");
+    w.tmpfs(P, "/b/y");
+    w.info();
+    w.ty(Q, "/a", MS_PRIVATE);
+    w.info();
+    // p's /b leaves its group: q's /b goes on to its master's master.
+    w.ty(P, "/b", MS_PRIVATE);
+    w.info();
+    w.umount(P, "/a/x", 0);
+    w.tmpfs(P, "/a/y");
+    w.ty(P, "/a", MS_PRIVATE);
+    w.info();
+    w.exit(Q);
+}
+
+#[test]
+fn propagate_from_matches_the_kernel() {
+    compare("propagate_from", dominating, dominating);
+}
+
+/// The mounts of another namespace: q, forked after p opened `/a` (a
+/// mount root), unshares, then works at that descriptor.
+fn other_namespace<T: ProcessApi>(w: &mut World<T>) {
+    w.tmpfs(P, "/a");
+    w.mkdir(P, "/a/x");
+    w.mkdir(P, "/a/y");
+    w.tmpfs(P, "/c");
+    w.open_dir(P, "/a");
+    w.fork(P, Q);
+    w.unshare(Q, CLONE_NEWNS);
+    w.fchdir(Q, "/a");
+    w.cwd(Q);
+    // Every change to a mount of p's namespace, by q.
+    w.tmpfs(Q, ".");
+    w.tmpfs(Q, "x");
+    w.bind(Q, ".", "/b");
+    w.bind(Q, "x", "/b");
+    w.rbind(Q, ".", "/b");
+    w.bind(Q, "/b", ".");
+    w.bind(Q, "/c", "x");
+    w.mv(Q, ".", "/b");
+    w.mv(Q, "/c", ".");
+    w.mv(Q, "/c", "x");
+    w.mount(Q, "none", ".", "", MS_REMOUNT);
+    w.mount(Q, "none", ".", "", MS_REMOUNT | MS_RDONLY);
+    w.mount(Q, "none", ".", "", MS_REMOUNT | MS_BIND);
+    w.mount(Q, "none", ".", "", MS_REMOUNT | MS_BIND | MS_RDONLY);
+    w.ty(Q, ".", MS_SHARED);
+    w.ty(Q, ".", MS_PRIVATE);
+    w.ty(Q, ".", MS_SLAVE);
+    w.ty(Q, ".", MS_UNBINDABLE);
+    w.ty(Q, ".", MS_SHARED | MS_REC);
+    w.umount(Q, ".", 0);
+    w.umount(Q, ".", MNT_DETACH);
+    // Not a mount change: allowed.
+    w.mkdir(Q, "x/q");
+    w.info();
+    // Its parent is p's root mount.
+    w.chdir(Q, "..");
+    w.cwd(Q);
+    w.tmpfs(Q, "b");
+    w.chdir(Q, "a");
+    w.cwd(Q);
+    // p's umount of the mount q's cwd is in.
+    w.umount(P, "/a", 0);
+    w.umount(P, "/a", MNT_DETACH);
+    w.cwd(Q);
+    w.chdir(Q, "..");
+    w.cwd(Q);
+    // At a detached mount: the source is checked before the target.
+    w.tmpfs(Q, ".");
+    w.bind(Q, "/c", ".");
+    w.mv(Q, "/c", ".");
+    w.mv(Q, "/b", ".");
+    w.mv(Q, ".", "/b");
+    w.ty(Q, ".", MS_SHARED);
+    w.umount(Q, ".", 0);
+    w.chdir(Q, "/");
+    w.cwd(Q);
+    w.info();
+}
+
+#[test]
+fn mounts_of_another_namespace_match_the_kernel() {
+    compare("another namespace", other_namespace, other_namespace);
+}
+
+/// Lifetime: a namespace's mounts go with its last process; peer groups
+/// and masters lose their members there.
+fn lifetime<T: ProcessApi>(w: &mut World<T>) {
+    w.tmpfs(P, "/a");
+    for d in ["/a/x", "/a/y", "/a/z"] {
+        w.mkdir(P, d);
+    }
+    w.ty(P, "/a", MS_SHARED);
+    w.fork(P, Q);
+    w.unshare(Q, CLONE_NEWNS);
+    w.tmpfs(Q, "/b");
+    w.tmpfs(Q, "/a/x");
+    w.tmpfs(Q, "/c");
+    w.chdir(Q, "/c");
+    w.info();
+    // q exits with its cwd in a mount of its own.
+    w.exit(Q);
+    w.info();
+    w.tmpfs(P, "/a/y");
+    w.umount(P, "/a/x", 0);
+    w.umount(P, "/a/y", 0);
+    // A slave of a group whose only member is in r's namespace.
+    w.fork(P, R);
+    w.unshare(R, CLONE_NEWNS);
+    w.ty(P, "/a", MS_SLAVE);
+    w.info();
+    w.tmpfs(R, "/a/z");
+    w.chdir(R, "/a/z");
+    w.info();
+    w.exit(R);
+    w.info();
+    w.umount(P, "/a/z", 0);
+    // Peers in three namespaces; the middle one's last process exits.
+    w.ty(P, "/a", MS_SHARED);
+    w.fork(P, Q);
+    w.unshare(Q, CLONE_NEWNS);
+    w.fork(Q, R);
+    w.fork(P, S);
+    w.unshare(S, CLONE_NEWNS);
+    w.ty(S, "/a", MS_SLAVE);
+    w.tmpfs(Q, "/a/x");
+    w.exit(Q);
+    w.info();
+    w.chdir(R, "/a/x");
+    w.tmpfs(P, "/a/y");
+    w.exit(R);
+    w.info();
+    w.umount(P, "/a/x", 0);
+    w.ty(P, "/a", MS_PRIVATE);
+    w.tmpfs(P, "/a/z");
+    w.info();
+    w.exit(S);
+    w.info();
+}
+
+#[test]
+fn lifetime_matches_the_kernel() {
+    compare("lifetime", lifetime, lifetime);
+}
+
+/// setns: root and cwd at the top of the target namespace's root; mounts
+/// seen by both from then on.
+fn setns<T: ProcessApi>(w: &mut World<T>) {
+    w.tmpfs(P, "/a");
+    w.mkdir(P, "/a/x");
+    w.fork(P, R);
+    w.unshare(R, CLONE_NEWNS);
+    w.tmpfs(R, "/b");
+    w.tmpfs(R, "/a/x");
+    w.chdir(R, "/a");
+    w.fork(P, S);
+    w.chdir(S, "/a/x");
+    w.open_dir(S, "/a");
+    w.setns(S, R);
+    w.cwd(S);
+    w.cwd(R);
+    w.info();
+    w.tmpfs(S, "/c");
+    w.umount(R, "/b", 0);
+    w.umount(S, "/a", 0);
+    w.chdir(R, "/");
+    w.umount(S, "/a/x", 0);
+    // The descriptor still names p's /a: another namespace's mount.
+    w.fchdir(S, "/a");
+    w.cwd(S);
+    w.tmpfs(S, ".");
+    w.chdir(S, "/");
+    // Back into the first namespace (q's), and again into r's.
+    w.fork(P, Q);
+    w.setns(S, Q);
+    w.cwd(S);
+    w.info();
+    w.setns(S, R);
+    w.setns(Q, R);
+    w.exit(R);
+    w.tmpfs(Q, "/s");
+    w.info();
+    // From a chroot: root and cwd at the namespace's root again.
+    w.chroot(S, "/c");
+    w.cwd(S);
+    w.info();
+    w.setns(S, P);
+    w.cwd(S);
+    w.info();
+    // A mount on top of the root: setns lands on the top, the one who
+    // mounted it stays beneath (its marker too: `//m6` is looked up from
+    // q's root, beneath the new instance).
+    w.tmpfs(Q, "/");
+    w.cwd(Q);
+    w.setns(S, Q);
+    w.cwd(S);
+    w.info();
+    w.tmpfs(S, "/a");
+    w.exit(Q);
+    w.info();
+}
+
+#[test]
+fn setns_matches_the_kernel() {
+    compare("setns", setns, setns);
+}
+
+// ---- random sequences ----
+
+/// The paths of the random sequences, relative to a case's directory.
+const PATHS: [&str; 9] = [
+    "/a", "/a/x", "/a/x/y", "/a/y", "/b", "/b/x", "/b/x/y", "/c", "/c/x",
+];
+const CASE_TOPS: [&str; 3] = ["a", "b", "c"];
+
+/// How many processes a random sequence has at most (slots p, q, r).
+const CASE_SLOTS: usize = 3;
+
+/// A propagation type by its index.
+const TYPES: [u64; 4] = [MS_SHARED, MS_SLAVE, MS_PRIVATE, MS_UNBINDABLE];
+
+/// A step of a random sequence; `usize`s pick a live process (modulo how
+/// many there are when the step runs).
+#[derive(Clone, Debug)]
+enum Step {
+    /// A child in the first free slot.
+    Fork(usize),
+    Unshare(usize),
+    /// The second moves into the first's namespace.
+    Setns(usize, usize),
+    /// Unless it is the last.
+    Exit(usize),
+    Mkdir(usize, &'static str),
+    Tmpfs(usize, &'static str),
+    /// Source, target, MS_REC.
+    Bind(usize, &'static str, &'static str, bool),
+    Move(usize, &'static str, &'static str),
+    /// Path, type index, MS_REC.
+    Type(usize, &'static str, usize, bool),
+    /// Path, MNT_DETACH.
+    Umount(usize, &'static str, bool),
+    /// A path, or the case's directory.
+    Chdir(usize, Option<&'static str>),
+    /// A directory descriptor kept (a child inherits it; after an unshare
+    /// it names a mount of another namespace).
+    Open(usize, &'static str),
+    /// To the n-th descriptor the process holds (modulo how many).
+    Fchdir(usize, usize),
+    Close(usize, usize),
+}
+
+fn random_steps(rnd: &mut dyn FnMut(u64) -> u64, n: usize) -> Vec<Step> {
+    // Now and then the cwd (`.`), which an fchdir may have put in
+    // another namespace's mount.
+    let path = |rnd: &mut dyn FnMut(u64) -> u64| match rnd(12) {
+        0 => ".",
+        _ => PATHS[rnd(PATHS.len() as u64) as usize],
+    };
+    // Types more often where a mount root is likely.
+    let root = |rnd: &mut dyn FnMut(u64) -> u64| match rnd(12) {
+        0..=7 => PATHS[[0, 4, 7][rnd(3) as usize]],
+        8 => ".",
+        _ => PATHS[rnd(PATHS.len() as u64) as usize],
+    };
+    (0..n)
+        .map(|_| {
+            let who = rnd(6) as usize;
+            match rnd(29) {
+                26 => Step::Open(who, root(rnd)),
+                27 => Step::Fchdir(who, rnd(4) as usize),
+                28 => Step::Close(who, rnd(4) as usize),
+                0..=2 => Step::Fork(who),
+                3..=5 => Step::Unshare(who),
+                6 => Step::Setns(who, rnd(6) as usize),
+                7 => Step::Exit(who),
+                8 => Step::Mkdir(who, path(rnd)),
+                9..=12 => Step::Tmpfs(who, root(rnd)),
+                13..=15 => Step::Bind(who, path(rnd), path(rnd), rnd(2) == 0),
+                16 => Step::Move(who, root(rnd), path(rnd)),
+                // MS_SHARED the most often: it makes the peers.
+                17..=20 => {
+                    let ty = [0, 0, 0, 1, 1, 2, 3][rnd(7) as usize];
+                    Step::Type(who, root(rnd), ty, rnd(3) == 0)
+                }
+                21..=23 => Step::Umount(who, path(rnd), rnd(3) == 0),
+                24 => Step::Chdir(who, Some(path(rnd))),
+                _ => Step::Chdir(who, None),
+            }
+        })
+        .collect()
+}
+
+/// The process pick of a step.
+fn step_who(step: &Step) -> usize {
+    match *step {
+        Step::Fork(k)
+        | Step::Unshare(k)
+        | Step::Setns(k, _)
+        | Step::Exit(k)
+        | Step::Mkdir(k, _)
+        | Step::Tmpfs(k, _)
+        | Step::Bind(k, _, _, _)
+        | Step::Move(k, _, _)
+        | Step::Type(k, _, _, _)
+        | Step::Umount(k, _, _)
+        | Step::Chdir(k, _)
+        | Step::Open(k, _)
+        | Step::Fchdir(k, _)
+        | Step::Close(k, _) => k,
+    }
+}
+
+/// Whether a step is a mount call with `.` for a path.
+fn step_names_dot(step: &Step) -> bool {
+    match *step {
+        Step::Tmpfs(_, t) | Step::Type(_, t, _, _) | Step::Umount(_, t, _) => t == ".",
+        Step::Bind(_, s, t, _) | Step::Move(_, s, t) => s == "." || t == ".",
+        _ => false,
+    }
+}
+
+fn run_case<T: ProcessApi>(root: &T, case: usize, steps: &[Step], log: &mut Log) {
+    let base = format!("/r{case}");
+    let made: SysResult<()> = (|| {
+        root.mkdir(base.as_bytes(), 0o755)?;
+        for d in PATHS {
+            root.mkdir(format!("{base}{d}").as_bytes(), 0o755)?;
+        }
+        Ok(())
+    })();
+    let mut w = World::new(root, None, &base, &CASE_TOPS);
+    w.populate = true;
+    w.step(P, format!("case {case} setup"), unit(made));
+    for (n, step) in steps.iter().enumerate() {
+        let live = w.live();
+        let pick = |k: usize| live[k % live.len()];
+        // A mount call on `.` while the cwd is the root directory is left
+        // out: the kernel's root is the harness's tmpfs, pivoted onto the
+        // host's root (a mount with a parent, the rootfs, where vfscale's
+        // root mount is its namespace's first), so moving it is ELOOP
+        // there and EINVAL here and MNT_DETACH takes the kernel's whole
+        // tree away; a plain umount of one's root remounts it read-only on
+        // both sides, which leaves every later case EROFS.
+        if step_names_dot(step) && w.cwd_is_root_dir(pick(step_who(step))) {
+            continue;
+        }
+        match *step {
+            Step::Fork(k) => {
+                if let Some(child) = (0..CASE_SLOTS).find(|&s| w.procs[s].is_none()) {
+                    w.fork(pick(k), child);
+                }
+            }
+            Step::Unshare(k) => w.unshare(pick(k), CLONE_NEWNS),
+            Step::Setns(k, j) => {
+                let (i, o) = (pick(k), pick(j));
+                if i != o {
+                    w.setns(i, o);
+                } else if live.len() > 1 {
+                    w.setns(i, pick(j + 1));
+                }
+            }
+            Step::Exit(k) => {
+                if live.len() > 1 {
+                    w.exit(pick(k));
+                }
+            }
+            Step::Mkdir(k, d) => w.mkdir(pick(k), d),
+            Step::Tmpfs(k, t) => w.tmpfs(pick(k), t),
+            Step::Bind(k, s, t, rec) => {
+                if rec {
+                    w.rbind(pick(k), s, t)
+                } else {
+                    w.bind(pick(k), s, t)
+                }
+            }
+            Step::Move(k, s, t) => w.mv(pick(k), s, t),
+            Step::Type(k, t, i, rec) => w.ty(pick(k), t, TYPES[i] | if rec { MS_REC } else { 0 }),
+            Step::Umount(k, t, detach) => w.umount(pick(k), t, if detach { MNT_DETACH } else { 0 }),
+            Step::Chdir(k, d) => w.chdir(pick(k), d.unwrap_or("/")),
+            Step::Open(k, d) => w.open_dir(pick(k), d),
+            Step::Fchdir(k, j) => {
+                if let Some(label) = w.nth_fd(pick(k), j) {
+                    w.fchdir(pick(k), &label);
+                }
+            }
+            Step::Close(k, j) => {
+                if let Some(label) = w.nth_fd(pick(k), j) {
+                    w.close_dir(pick(k), &label);
+                }
+            }
+        }
+        if n % 5 == 4 {
+            w.info();
+        }
+    }
+    w.info();
+    log.extend(w.finish());
+    // The case's mounts in the first namespace go (unlogged), so that the
+    // next cases do not list them and the mount count stays small: the
+    // deepest paths first and the case's directory last (`.` may have
+    // been it), until none is left.
+    for _ in 0..64 {
+        let mut any = false;
+        for d in PATHS.iter().rev().chain(&[""]) {
+            any |= root
+                .umount2(format!("{base}{d}").as_bytes(), MNT_DETACH)
+                .is_ok();
+        }
+        if !any {
+            break;
+        }
+    }
+}
+
+/// Random sequences over up to three processes of fork, unshare, setns,
+/// exit, mkdir, tmpfs mounts, binds, rbinds, moves, type changes, umounts,
+/// chdirs and directory descriptors (open, fchdir, close), compared with the kernel step by step (`VFSCALE_NS_CASES`,
+/// default 40, of 30 steps; `VFSCALE_SEED` replays; `VFSCALE_NS_ONLY=N`
+/// runs case N alone).
+#[test]
+fn random_sequences_match_the_kernel() {
+    let sequences = seeded_cases("VFSCALE_NS_CASES", 40, "VFSCALE_NS_ONLY", |rnd| {
+        random_steps(rnd, 30)
+    });
+    let theirs = sequences.clone();
+    compare_with_kernel_reclaimed(
+        "namespaces (random)",
+        move |k| {
+            let mut log = Log::new();
+            for (case, steps) in &theirs {
+                run_case(k, *case, steps, &mut log);
+            }
+            show_kernel_log("random", log)
+        },
+        move |p| {
+            let mut log = Log::new();
+            for (case, steps) in &sequences {
+                run_case(p, *case, steps, &mut log);
+            }
+            log
+        },
+    );
+}
+
+/// The normalization on a listing of the kernel's shape.
+#[test]
+fn mountinfo_normalization() {
+    let text = b"\
+100 90 0:40 / / rw,relatime - tmpfs vfscale-kdiff rw,mode=755,inode64
+101 100 0:41 / /a rw,relatime shared:7 - tmpfs m1 rw,inode64
+102 100 0:41 / /b rw,relatime shared:7 - tmpfs m1 rw,inode64
+103 102 0:42 / /b rw,relatime master:7 propagate_from:3 - tmpfs m2 ro
+104 100 0:40 /s /c rw,relatime master:9 unbindable - tmpfs vfscale-kdiff rw
+105 101 0:43 / /a/x rw,relatime - tmpfs m3 rw
+106 103 0:43 / /a/x rw,relatime - tmpfs m3 rw
+";
+    assert_eq!(root_source(text).as_deref(), Some("vfscale-kdiff"));
+    assert_eq!(
+        normalize(text, Some("vfscale-kdiff")),
+        [
+            "/#1 root=/ in=- rw,relatime - tmpfs (root) rw",
+            "/a#1 root=/ in=/#1 rw,relatime shared:[/a#1] - tmpfs m1 rw",
+            "/a/x#1 in /a#1 root=/ in=/a#1 rw,relatime - tmpfs m3 rw",
+            "/a/x#1 in /b#2 root=/ in=/b#2 rw,relatime - tmpfs m3 rw",
+            "/b#1 root=/ in=/#1 rw,relatime shared:[/a#1] - tmpfs m1 rw",
+            "/b#2 root=/ in=/b#1 rw,relatime master:[/a#1] propagate_from:?[/b#2] - tmpfs m2 ro",
+            "/c#1 root=/s in=/#1 rw,relatime master:?[/c#1] unbindable - tmpfs (root) rw",
+        ]
+        .join(" ; ")
+    );
+}
