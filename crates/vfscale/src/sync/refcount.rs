@@ -246,6 +246,22 @@ impl RefCount {
         (SATURATED_START..DEAD_ZONE_START).contains(&self.0.load(Relaxed))
     }
 
+    /// The word itself (a switch's look for another's bias: `ShardedRef`).
+    #[inline]
+    pub fn raw(&self) -> u32 {
+        // Relaxed: a guess for `add_if`'s compare-exchange.
+        self.0.load(Relaxed)
+    }
+
+    /// Adds `delta` if the word is still `expected`; false if it changed.
+    pub fn add_if(&self, expected: u32, delta: u32) -> bool {
+        // AcqRel: as `add_signed` (a bias joins the release sequence a
+        // later `try_kill` reads); Relaxed on failure, which changes nothing.
+        self.0
+            .compare_exchange(expected, expected.wrapping_add(delta), AcqRel, Relaxed)
+            .is_ok()
+    }
+
     /// A snapshot of the number of references (Relaxed; stale at once under
     /// concurrency): 0 when dead, the raw word when saturated.
     #[inline]
@@ -256,12 +272,6 @@ impl RefCount {
         } else {
             v
         }
-    }
-
-    #[cfg(all(test, not(loom)))]
-    fn raw(&self) -> u32 {
-        // Relaxed: a test snapshot; pairs with nothing.
-        self.0.load(Relaxed)
     }
 }
 

@@ -14,11 +14,9 @@
 //! Invariants:
 //! - `shards` is null (atomic mode, may be sharded later), `SWITCHING`
 //!   (atomic mode, a switch to atomic mode is folding), `FROZEN` (atomic
-//!   mode for good), a pointer to live shards (sharded mode), or that
-//!   pointer tagged `CLAIMED` (still sharded mode: one switcher has
-//!   claimed the switch). Every change of it is a compare-exchange, or a
-//!   store by the one switcher whose compare-exchange claimed it, so
-//!   switches are serialised without a lock.
+//!   mode for good) or a pointer to live shards (sharded mode). Every
+//!   change of it is a compare-exchange or a swap by the one switcher that
+//!   installed `SWITCHING`, so switches are serialised without a lock.
 //! - The number of references is `count + Σ shards` at every moment
 //!   (shards may go negative: a reference taken in atomic mode can be
 //!   dropped in sharded mode).
@@ -37,18 +35,20 @@
 //!   precedes the epoch bump it reads).
 //! - During a switch to atomic mode `count` carries a bias: threads that
 //!   already see atomic mode may put references whose gets still sit in the
-//!   shards, and `count` alone must not reach zero before the fold. Only
-//!   the claiming switcher adds it, after its claim, so one bias at most is
-//!   ever in `count`: two switchers' biases once added up to the saturated
-//!   zone, where a get pinned the count for good (the namespace stress
-//!   in tests/api_namespaces.rs leaked mounts; loom_sync.rs
-//!   `sharded_ref_two_switches_and_a_get`).
+//!   shards, and `count` alone must not reach zero before the fold. A
+//!   switcher adds it with a compare-exchange that fails if a bias is
+//!   already there (`count` at or above it: real counts stay far below),
+//!   and removes it after the fold, before it leaves `SWITCHING`: so one
+//!   bias at most is ever in `count`. Two switchers' biases once added up
+//!   to the saturated zone, where a get pinned the count for good (the
+//!   namespace stress in tests/api_namespaces.rs leaked mounts; loom_sync.rs
+//!   `sharded_ref_two_switches_and_a_get`). The hot paths never look at it.
 //! - A switcher holds no guard and no lock a guard holder may wait for
 //!   (the grace period must end).
 
 use super::atomic::{AtomicI64, AtomicPtr, Ordering};
 use super::counter::shard_index;
-use super::refcount::RefCount;
+use super::refcount::{RefCount, SATURATED_START};
 use crossbeam_utils::CachePadded;
 
 /// Shards per count (a power of two): threads beyond this share shards,
@@ -72,25 +72,10 @@ type Shards = [CachePadded<AtomicI64>; SHARDS];
 const SWITCHING: *mut Shards = core::ptr::without_provenance_mut(1);
 /// `shards` of a count that stays atomic (a dentry whose name is gone).
 const FROZEN: *mut Shards = core::ptr::without_provenance_mut(2);
-/// The tag on a live pointer whose switch a switcher has claimed.
-const CLAIMED: usize = 1;
-const _: () = assert!(core::mem::align_of::<Shards>() > CLAIMED);
 
-/// Sharded mode: a live pointer, claimed or not.
 #[inline]
 fn is_live(p: *mut Shards) -> bool {
     p.addr() > FROZEN.addr()
-}
-
-#[inline]
-fn is_claimed(p: *mut Shards) -> bool {
-    is_live(p) && p.addr() & CLAIMED != 0
-}
-
-/// The shards a live pointer points to, without its tag.
-#[inline]
-fn untagged(p: *mut Shards) -> *mut Shards {
-    p.map_addr(|a| a & !CLAIMED)
 }
 
 pub struct ShardedRef {
@@ -115,7 +100,7 @@ impl ShardedRef {
         let p = self.shards.load(Ordering::Acquire);
         // SAFETY: a live pointer stays allocated until a switch's grace
         // period has ended, and the caller is inside a guard (module doc).
-        is_live(p).then(|| unsafe { &*untagged(p) })
+        is_live(p).then(|| unsafe { &*p })
     }
 
     /// Adds `delta` to this thread's shard if the count is sharded, else
@@ -314,11 +299,11 @@ impl ShardedRef {
 
     /// The switch: (the exact count, whether shards were folded).
     fn switch_to_atomic(&self, after: *mut Shards, synchronize: impl FnOnce()) -> (u32, bool) {
-        let old = loop {
+        let (old, biased) = loop {
             // Relaxed: only a guess for the compare-exchanges.
             let cur = self.shards.load(Ordering::Relaxed);
-            if cur == SWITCHING || is_claimed(cur) {
-                // Another switcher is at work; it is brief and holds no
+            if cur == SWITCHING {
+                // Another switcher is folding; it is brief and holds no
                 // guard, so waiting for it cannot deadlock.
                 super::atomic::yield_thread();
                 continue;
@@ -339,43 +324,54 @@ impl ShardedRef {
                 }
                 continue;
             }
-            // Claim the switch; gets and puts still go to the shards.
-            // Acquire: pairs with `make_sharded`'s Release (the zeroing of
-            // the shards this switcher folds).
+            // The bias keeps `count` above zero while threads that already
+            // see atomic mode put references whose gets are still in the
+            // shards (percpu_ref's PERCPU_COUNT_BIAS); one at a time: a
+            // count at or above it carries another switcher's, which goes
+            // before that switch ends. A saturated count is pinned anyway
+            // and gets none (it would reach the dead zone).
+            let c = self.count.raw();
+            if (SWITCH_BIAS as u32..SATURATED_START).contains(&c) {
+                super::atomic::yield_thread();
+                continue;
+            }
+            let biased = c < SATURATED_START;
+            if biased && !self.count.add_if(c, SWITCH_BIAS as u32) {
+                continue;
+            }
+            // SeqCst: ordered before the epoch bump inside `synchronize`,
+            // which later readers load with Acquire (they then see atomic
+            // mode), and after the bias (a thread that sees atomic mode
+            // puts after it).
             if self
                 .shards
-                .compare_exchange(
-                    cur,
-                    cur.map_addr(|a| a | CLAIMED),
-                    Ordering::Acquire,
-                    Ordering::Relaxed,
-                )
+                .compare_exchange(cur, SWITCHING, Ordering::SeqCst, Ordering::Relaxed)
                 .is_ok()
             {
-                break cur;
+                break (cur, biased);
+            }
+            // Another switch ran between the load and the bias.
+            if biased {
+                self.count.add_signed(-SWITCH_BIAS);
             }
         };
-        // The bias keeps `count` above zero while threads that already see
-        // atomic mode put references whose gets are still in the shards
-        // (percpu_ref's PERCPU_COUNT_BIAS); the claim makes it the only one.
-        self.count.add_signed(SWITCH_BIAS);
-        // SeqCst: after the bias (a thread that sees atomic mode puts after
-        // it) and before the epoch bump inside `synchronize`, which later
-        // readers load with Acquire (they then see atomic mode).
-        self.shards.store(SWITCHING, Ordering::SeqCst);
         synchronize();
-        // SAFETY: unpublished by the store above, and after the grace period
-        // no thread can still hold it; it came from `Box::into_raw`.
+        // SAFETY: unpublished by the exchange above, and after the grace
+        // period no thread can still hold it; it came from `Box::into_raw`.
         let shards = unsafe { Box::from_raw(old) };
         // Relaxed: after the grace period no thread is updating the shards,
         // and the period's scan ordered their updates before us.
         let sum: i64 = shards.iter().map(|s| s.load(Ordering::Relaxed)).sum();
         self.count.add_signed(sum);
+        // The fold is in: the bias goes before the next switcher can start.
+        if biased {
+            self.count.add_signed(-SWITCH_BIAS);
+        }
         // Release: the fold happens before a later `make_sharded` (which
         // only compares the word, so this orders nothing it reads; Release
-        // documents the hand-over).
+        // documents the hand-over) and before a waiting switcher's look at
+        // `count`.
         self.shards.store(after, Ordering::Release);
-        self.count.add_signed(-SWITCH_BIAS);
         (self.count.count(), true)
     }
 
@@ -390,7 +386,7 @@ impl ShardedRef {
         if is_live(old) {
             // SAFETY: unpublished by the swap, retired once, from
             // `Box::into_raw`.
-            unsafe { collector.retire_box(untagged(old)) };
+            unsafe { collector.retire_box(old) };
         }
         is_live(old)
     }
@@ -413,7 +409,7 @@ impl Drop for ShardedRef {
         let p = self.shards.load(Ordering::Relaxed);
         if is_live(p) {
             // SAFETY: `&mut self`: nobody else can reach the shards.
-            drop(unsafe { Box::from_raw(untagged(p)) });
+            drop(unsafe { Box::from_raw(p) });
         }
     }
 }
