@@ -125,6 +125,31 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
                 procs.pop().unwrap().exit();
             }
         }
+        // Mount namespaces: unshare (CLONE_NEWNS, or CLONE_FS with bit
+        // 0x40), or setns into another process's and a mountinfo listing.
+        28 if arg % 10 >= 8 => {
+            let i = (sel >> 5) as usize % procs.len();
+            if arg % 10 == 8 {
+                let flags = if arg & 0x40 != 0 {
+                    CLONE_FS
+                } else {
+                    CLONE_NEWNS
+                };
+                let _ = procs[i].unshare(flags);
+            } else {
+                let j = usize::from(bytes.byte()?) % procs.len();
+                if i != j {
+                    let (lo, hi) = procs.split_at_mut(i.max(j));
+                    let (me, other) = if i < j {
+                        (&mut lo[i], &hi[0])
+                    } else {
+                        (&mut hi[0], &lo[j])
+                    };
+                    let _ = me.setns_mount(other);
+                }
+                let _ = procs[i].mountinfo();
+            }
+        }
         // A new tmpfs, a bind or a move from another name, or a
         // propagation type; the high bit adds MS_REC.
         28 => {
@@ -139,9 +164,11 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
                 6 => (&b""[..], &b""[..], MS_UNBINDABLE | rec),
                 _ => (&b""[..], &b""[..], MS_SHARED | MS_SLAVE),
             };
-            drop(p.mount(source, a, fstype, flags))
+            let _ = p.mount(source, a, fstype, flags);
         }
-        29 => drop(p.umount2(a, i32::from(arg & 2))),
+        29 => {
+            let _ = p.umount2(a, i32::from(arg & 2));
+        }
         30 => drop(p.chroot(a)),
         // File locks, never a waiting form (one thread would wait forever);
         // sockets by name, all non-blocking for the same reason.
