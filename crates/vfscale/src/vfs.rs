@@ -354,7 +354,7 @@ impl VfsInner {
             used_blocks: ApproxCounter::new(),
             used_inodes: ApproxCounter::new(),
             limits: self.config.tmpfs_limits,
-            mounts: Mutex::new(Vec::new()),
+            mounts: Mutex::new(Default::default()),
             readonly: crate::sync::atomic::AtomicBool::new(false),
             st_flags: crate::sync::atomic::AtomicI64::new(0),
             orphans: crate::sync::ShardedCounter::new(),

@@ -418,7 +418,7 @@ pub struct SuperBlock {
     /// Mounts of this instance (`*const Mount`), attached or detached but
     /// alive; the last one to go tears the tree down. Lock order: after
     /// the mount table's lock.
-    pub(crate) mounts: Mutex<Vec<usize>>,
+    pub(crate) mounts: Mutex<std::collections::HashSet<usize>>,
     /// The instance is read-only (SB_RDONLY): changed with every mount in
     /// `mounts` held (mount/write.rs).
     pub(crate) readonly: AtomicBool,

@@ -35,6 +35,7 @@ use crate::sync::lock::Mutex;
 use crate::sync::seqcount::SeqCount;
 use crate::sync::shardref::ShardedRef;
 use crate::vfs::VfsInner;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 pub struct Mount {
@@ -233,7 +234,7 @@ impl VfsInner {
             source: source.into(),
         }));
         // SAFETY: just made; the mount owns a strong count of `sb`.
-        unsafe { &*m }.sb().mounts.lock().push(m as usize);
+        unsafe { &*m }.sb().mounts.lock().insert(m as usize);
         m
     }
 
@@ -254,27 +255,55 @@ impl VfsInner {
         c.refcount.make_sharded();
     }
 
-    /// Detaches `child` from the tree (it stays alive while referenced).
-    /// Caller holds the table lock and has made it private
-    /// (`make_private_all`).
-    pub(crate) fn detach_mount(&self, list: &mut Vec<usize>, child: *const Mount) {
-        // SAFETY: attached mounts are live; the caller holds the table lock.
-        let c = unsafe { &*child };
-        debug_assert!(!c.refcount.is_sharded(), "detach of a sharded mount");
-        debug_assert!(
-            !c.is_shared() && c.master().is_null(),
-            "detach of a mount in propagation"
-        );
+    /// Detaches `mounts` (children before their parents) from the tree;
+    /// each stays alive while referenced. Caller holds the table lock and
+    /// has made them private (`make_private_all`). One write section of
+    /// `seq` and one pass over the table for the whole set: which
+    /// mountpoints stay flagged comes from a count of the mounts on each
+    /// dentry, and the list is filtered once (a detach at a time scanned
+    /// the table twice per mount: 25 s for a namespace of 131,073 mounts).
+    pub(crate) fn detach_mounts(&self, list: &mut Vec<usize>, mounts: &[*const Mount]) {
+        if mounts.is_empty() {
+            return;
+        }
+        let mut on_dentry: HashMap<*const Dentry, usize> = HashMap::new();
+        for &m in list.iter() {
+            // SAFETY: attached mounts are live under the table lock.
+            let mp = unsafe { &*(m as *const Mount) }.mountpoint_ptr();
+            if !mp.is_null() {
+                *on_dentry.entry(mp).or_default() += 1;
+            }
+        }
+        let mut puts = Vec::with_capacity(mounts.len());
         self.mounts.seq.write_begin();
-        let (parent, mp) = self.unhook(list, child);
-        // Release: pairs with the Acquire in `parent_ptr`/`mountpoint_ptr`.
-        c.parent.store(core::ptr::null_mut(), Ordering::Release);
-        c.mountpoint.store(core::ptr::null_mut(), Ordering::Release);
+        for &child in mounts {
+            // SAFETY: attached mounts are live under the table lock.
+            let c = unsafe { &*child };
+            debug_assert!(!c.refcount.is_sharded(), "detach of a sharded mount");
+            debug_assert!(
+                !c.is_shared() && c.master().is_null(),
+                "detach of a mount in propagation"
+            );
+            let (parent, mp) = self.unhook_counted(child, |mp| {
+                let n = on_dentry
+                    .get_mut(&mp)
+                    .expect("an attached mount's mountpoint");
+                *n -= 1;
+                *n > 0
+            });
+            // Release: pairs with the Acquire in `parent_ptr`/`mountpoint_ptr`.
+            c.parent.store(core::ptr::null_mut(), Ordering::Release);
+            c.mountpoint.store(core::ptr::null_mut(), Ordering::Release);
+            puts.push((parent, mp, child));
+        }
         self.mounts.seq.write_end();
-        list.retain(|&m| m != child as usize);
-        self.dput(mp);
-        self.mntput(parent);
-        self.mntput(child);
+        let gone: HashSet<usize> = mounts.iter().map(|&m| m as usize).collect();
+        list.retain(|m| !gone.contains(m));
+        for (parent, mp, child) in puts {
+            self.dput(mp);
+            self.mntput(parent);
+            self.mntput(child);
+        }
     }
 
     /// Attaches `child` on (parent, mountpoint) beneath `above`, the mount
@@ -376,6 +405,24 @@ impl VfsInner {
     /// drops after the write section. Inside a `seq` write section, under
     /// the table lock.
     fn unhook(&self, list: &[usize], child: *const Mount) -> (*const Mount, *const Dentry) {
+        self.unhook_counted(child, |mp| {
+            list.iter().any(|&m| {
+                m != child as usize && {
+                    // SAFETY: attached mounts are live.
+                    let o = unsafe { &*(m as *const Mount) };
+                    o.mountpoint_ptr() == mp
+                }
+            })
+        })
+    }
+
+    /// `unhook`, told by `still_mounted` whether another attached mount
+    /// sits on the mountpoint.
+    fn unhook_counted(
+        &self,
+        child: *const Mount,
+        still_mounted: impl FnOnce(*const Dentry) -> bool,
+    ) -> (*const Mount, *const Dentry) {
         // SAFETY: attached mounts are live; the caller holds the table lock.
         let c = unsafe { &*child };
         let parent = c.parent_ptr();
@@ -388,14 +435,7 @@ impl VfsInner {
             .hash
             .pin()
             .remove_if(&(parent as usize, mp as usize), |_, &m| m == child as usize);
-        let still_mounted = list.iter().any(|&m| {
-            m != child as usize && {
-                // SAFETY: attached mounts are live.
-                let o = unsafe { &*(m as *const Mount) };
-                o.mountpoint_ptr() == mp
-            }
-        });
-        if !still_mounted {
+        if !still_mounted(mp) {
             // SAFETY: the attachment holds a reference on the mountpoint.
             unsafe { &*mp }.clear_flag(D_MOUNTED);
         }
@@ -444,7 +484,7 @@ impl VfsInner {
         let sb = unsafe { Arc::from_raw(mr.sb) };
         let last = {
             let mut mounts = sb.mounts.lock();
-            mounts.retain(|&x| x != m as usize);
+            mounts.remove(&(m as usize));
             mounts.is_empty()
         };
         if last {

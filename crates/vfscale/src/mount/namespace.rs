@@ -175,9 +175,9 @@ impl VfsInner {
                     .collect();
                 if sharded.is_empty() {
                     self.make_private_all(&list, &order);
-                    for &m in order[1..].iter().rev() {
-                        self.detach_mount(&mut list, m);
-                    }
+                    let children_first: Vec<*const Mount> =
+                        order[1..].iter().rev().copied().collect();
+                    self.detach_mounts(&mut list, &children_first);
                     list.retain(|&m| m != ns.root as usize);
                     debug_assert!(
                         list.iter().all(|&m| {

@@ -532,9 +532,7 @@ impl Process {
             d
         };
         pending.sort_by_cached_key(|&x| core::cmp::Reverse(depth(x)));
-        for x in pending {
-            self.vfs.detach_mount(&mut list, x);
-        }
+        self.vfs.detach_mounts(&mut list, &pending);
         reshard();
         Ok(None)
     }
