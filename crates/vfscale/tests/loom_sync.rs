@@ -893,6 +893,63 @@ fn sharded_ref_two_switches_and_a_get() {
     );
 }
 
+/// A batch switch (`make_exact_all`: an umount's or a namespace
+/// teardown's mounts, one grace period for all) while a holder takes and
+/// drops a reference on one of the counts and another thread switches the
+/// other alone: every count ends exact, the holder's put never the last,
+/// and no interleaving makes either switcher wait for the other forever.
+#[test]
+fn sharded_ref_batch_switch_loses_nothing() {
+    use vfscale::sync::epoch::Domain;
+    use vfscale::sync::shardref::ShardedRef;
+    let mut builder = loom::model::Builder::new();
+    builder.max_branches = 100_000;
+    builder.preemption_bound = Some(2);
+    let seen = outcomes_in(builder, || {
+        let domain = Arc::new(Domain::new());
+        let a = Arc::new(ShardedRef::new(1));
+        // The base and the lone switcher's reference.
+        let b = Arc::new(ShardedRef::new(2));
+        a.make_sharded();
+        b.make_sharded();
+        let holder = {
+            let (domain, a) = (domain.clone(), a.clone());
+            thread::spawn(move || {
+                let record = domain.acquire_record();
+                domain.enter(record);
+                assert!(a.get());
+                let sharded = a.is_sharded();
+                assert!(!a.put(), "a holder's put is never the last");
+                domain.leave(record);
+                sharded
+            })
+        };
+        let lone = {
+            let (domain, b) = (domain.clone(), b.clone());
+            thread::spawn(move || {
+                b.make_exact_with(|| domain.synchronize_except(std::ptr::null()));
+                assert!(!b.put(), "the base outlives the switcher");
+            })
+        };
+        ShardedRef::make_exact_all_with(&[&*a, &*b], || {
+            domain.synchronize_except(std::ptr::null())
+        });
+        let sharded_at_get = holder.join().unwrap();
+        lone.join().unwrap();
+        for c in [&a, &b] {
+            assert!(!c.is_sharded());
+            assert_eq!(c.count_at_rest(), 1, "only the base is left");
+            assert!(c.put(), "the base's put is the last");
+        }
+        sharded_at_get
+    });
+    assert_eq!(
+        seen,
+        HashSet::from([true, false]),
+        "the holder's get before and after the switch"
+    );
+}
+
 /// A hot dentry's count (dcache/hot.rs): an opener makes the count sharded
 /// and drops its reference while the name's remover freezes the count and
 /// drops the name's reference. Whatever the interleaving, exactly one of

@@ -158,8 +158,8 @@ impl VfsInner {
     /// umount_tree of a namespace's whole tree, without propagation (its
     /// copies elsewhere stay): every mount leaves its peer group (its
     /// slaves go to a peer or to its master) and is detached, children
-    /// first. Counts are made exact first, with no lock held (a grace
-    /// period each), until a pass under the lock finds none sharded:
+    /// first. Counts are made exact first, with no lock held (one grace
+    /// period for all), until a pass under the lock finds none sharded:
     /// propagation from another namespace may have added mounts between
     /// passes.
     pub(crate) fn dissolve(&self, ns: &MntNamespace) {
@@ -198,9 +198,10 @@ impl VfsInner {
                 }
                 sharded
             };
+            // SAFETY: referenced above.
+            let counts: Vec<_> = sharded.iter().map(|&m| &unsafe { &*m }.refcount).collect();
+            crate::sync::shardref::ShardedRef::make_exact_all(&counts);
             for m in sharded {
-                // SAFETY: referenced above.
-                unsafe { &*m }.refcount.make_exact();
                 self.mntput(m);
             }
         }

@@ -261,33 +261,49 @@ impl VfsInner {
     /// peer (one with its root if any) or, without peers, keeps its
     /// master; its slaves go to that new master (masterless: private).
     fn make_slave(&self, list: &[usize], m: *const Mount) {
-        let master = self.leave_group(&mut Links::of(list), m);
+        let master = self.leave_group(&mut Links::of(list), m, true);
         mnt(m).set_master(master);
     }
 
-    /// do_make_slave's hand-over, with `links` kept up to date: `m` leaves
-    /// its group and its master's slaves; its slaves go to a peer (one
-    /// with its root if any) or, without peers, to its own master, which
-    /// it returns (null: its slaves are private now).
-    fn leave_group(&self, links: &mut Links, m: *const Mount) -> *const Mount {
+    /// do_make_slave's hand-over, `links` gaining `m`'s slaves under
+    /// their new master: `m` leaves its group and its master's slaves; its
+    /// slaves go to a peer (one with its root if any) or, without peers,
+    /// to its own master, which it returns (null: its slaves are private
+    /// now; not looked for when `m` has no slaves and `needs_master` is
+    /// false: the caller makes it private).
+    fn leave_group(&self, links: &mut Links, m: *const Mount, needs_master: bool) -> *const Mount {
         let mr = mnt(m);
         let mut master = mr.master();
+        // The index is not pruned as mounts leave (a group or a master's
+        // slaves of 100,000 copies made a teardown quadratic): a member
+        // that left has group 0, a slave that left another master.
+        let slaves: Vec<*const Mount> = links
+            .slaves
+            .remove(&m)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|&s| mnt(s).master() == m)
+            .collect();
         if mr.is_shared() {
-            if let Some(members) = links.members.get_mut(&mr.group()) {
-                members.retain(|&p| p != m);
-                if let Some(&first) = members.first() {
-                    master = *members
+            let group = mr.group();
+            // A peer is looked for only when someone needs it: `m` itself,
+            // becoming a slave, or its slaves.
+            if needs_master || !slaves.is_empty() {
+                if let Some(members) = links.members.get(&group) {
+                    let mut peers = members
                         .iter()
-                        .find(|&&p| mnt(p).root == mr.root)
-                        .unwrap_or(&first);
+                        .copied()
+                        .filter(|&p| p != m && mnt(p).group() == group);
+                    if let Some(first) = peers.next() {
+                        master = std::iter::once(first)
+                            .chain(peers)
+                            .find(|&p| mnt(p).root == mr.root)
+                            .unwrap_or(first);
+                    }
                 }
             }
             mr.set_group(0);
         }
-        if let Some(siblings) = links.slaves.get_mut(&mr.master()) {
-            siblings.retain(|&s| s != m);
-        }
-        let slaves = links.slaves.remove(&m).unwrap_or_default();
         for &s in &slaves {
             mnt(s).set_master(master);
         }
@@ -306,7 +322,7 @@ impl VfsInner {
         let mut links = Links::of(list);
         for &m in leaving {
             if mnt(m).is_shared() || !mnt(m).master().is_null() || !links.slaves(m).is_empty() {
-                self.leave_group(&mut links, m);
+                self.leave_group(&mut links, m, false);
                 mnt(m).set_master(core::ptr::null());
             }
             mnt(m).propagation.unbindable.store(false, Relaxed);

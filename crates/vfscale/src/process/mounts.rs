@@ -402,9 +402,10 @@ impl Process {
                     Some(sharded) => sharded,
                 }
             };
+            // SAFETY: `umount_locked` took a reference on each.
+            let counts: Vec<_> = sharded.iter().map(|&m| &unsafe { &*m }.refcount).collect();
+            crate::sync::shardref::ShardedRef::make_exact_all(&counts);
             for &m in &sharded {
-                // SAFETY: `umount_locked` took a reference on each.
-                unsafe { &*m }.refcount.make_exact();
                 self.vfs.mntput(m);
             }
         }

@@ -78,6 +78,20 @@ fn is_live(p: *mut Shards) -> bool {
     p.addr() > FROZEN.addr()
 }
 
+/// A switch `begin_switch` started: the unpublished shards, and whether
+/// the count carries this switch's bias.
+struct Started {
+    shards: *mut Shards,
+    biased: bool,
+}
+
+/// `begin_switch`'s answer.
+enum Switch {
+    Started(Started),
+    Atomic,
+    Busy,
+}
+
 pub struct ShardedRef {
     count: RefCount,
     shards: AtomicPtr<Shards>,
@@ -299,72 +313,96 @@ impl ShardedRef {
 
     /// The switch: (the exact count, whether shards were folded).
     fn switch_to_atomic(&self, after: *mut Shards, synchronize: impl FnOnce()) -> (u32, bool) {
-        let (old, biased) = loop {
-            // Relaxed: only a guess for the compare-exchanges.
-            let cur = self.shards.load(Ordering::Relaxed);
-            if cur == SWITCHING {
-                // Another switcher is folding; it is brief and holds no
+        let started = loop {
+            match self.begin_switch(after) {
+                Switch::Started(started) => break started,
+                Switch::Atomic => return (self.count.count(), false),
+                // Another switcher is at work; it is brief and holds no
                 // guard, so waiting for it cannot deadlock.
-                super::atomic::yield_thread();
-                continue;
-            }
-            if !is_live(cur) {
-                // Atomic already: nothing to fold; only a freeze changes
-                // the word (null → FROZEN; a frozen count stays frozen).
-                let target = if cur == FROZEN { FROZEN } else { after };
-                // AcqRel/Relaxed: ordering only against other switches,
-                // which all go through this word (as `freeze_if_atomic`).
-                if target == cur
-                    || self
-                        .shards
-                        .compare_exchange(cur, target, Ordering::AcqRel, Ordering::Relaxed)
-                        .is_ok()
-                {
-                    return (self.count.count(), false);
-                }
-                continue;
-            }
-            // The bias keeps `count` above zero while threads that already
-            // see atomic mode put references whose gets are still in the
-            // shards (percpu_ref's PERCPU_COUNT_BIAS); one at a time: a
-            // count at or above it carries another switcher's, which goes
-            // before that switch ends. A saturated count is pinned anyway
-            // and gets none (it would reach the dead zone).
-            let c = self.count.raw();
-            if (SWITCH_BIAS as u32..SATURATED_START).contains(&c) {
-                super::atomic::yield_thread();
-                continue;
-            }
-            let biased = c < SATURATED_START;
-            if biased && !self.count.add_if(c, SWITCH_BIAS as u32) {
-                continue;
-            }
-            // SeqCst: ordered before the epoch bump inside `synchronize`,
-            // which later readers load with Acquire (they then see atomic
-            // mode), and after the bias (a thread that sees atomic mode
-            // puts after it).
-            if self
-                .shards
-                .compare_exchange(cur, SWITCHING, Ordering::SeqCst, Ordering::Relaxed)
-                .is_ok()
-            {
-                break (cur, biased);
-            }
-            // Another switch ran between the load and the bias.
-            if biased {
-                self.count.add_signed(-SWITCH_BIAS);
+                Switch::Busy => super::atomic::yield_thread(),
             }
         };
         synchronize();
-        // SAFETY: unpublished by the exchange above, and after the grace
-        // period no thread can still hold it; it came from `Box::into_raw`.
-        let shards = unsafe { Box::from_raw(old) };
+        self.finish_switch(started, after);
+        (self.count.count(), true)
+    }
+
+    /// One attempt at the start of a switch: `Atomic` if there is nothing
+    /// to fold (a freeze of an atomic count done), `Busy` if another
+    /// switch holds the count or moved it meanwhile, else the shards now
+    /// unpublished (`SWITCHING`) and whether the count got the bias; the
+    /// caller waits for a grace period, then `finish_switch`.
+    fn begin_switch(&self, after: *mut Shards) -> Switch {
+        // Relaxed: only a guess for the compare-exchanges.
+        let cur = self.shards.load(Ordering::Relaxed);
+        if cur == SWITCHING {
+            return Switch::Busy;
+        }
+        if !is_live(cur) {
+            // Atomic already: only a freeze changes the word (null →
+            // FROZEN; a frozen count stays frozen).
+            let target = if cur == FROZEN { FROZEN } else { after };
+            // AcqRel/Relaxed: ordering only against other switches, which
+            // all go through this word (as `freeze_if_atomic`).
+            return if target == cur
+                || self
+                    .shards
+                    .compare_exchange(cur, target, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+            {
+                Switch::Atomic
+            } else {
+                Switch::Busy
+            };
+        }
+        // The bias keeps `count` above zero while threads that already see
+        // atomic mode put references whose gets are still in the shards
+        // (percpu_ref's PERCPU_COUNT_BIAS); one at a time: a count at or
+        // above it carries another switcher's, which goes before that
+        // switch ends. A saturated count is pinned anyway and gets none
+        // (it would reach the dead zone).
+        let c = self.count.raw();
+        if (SWITCH_BIAS as u32..SATURATED_START).contains(&c) {
+            return Switch::Busy;
+        }
+        let biased = c < SATURATED_START;
+        if biased && !self.count.add_if(c, SWITCH_BIAS as u32) {
+            return Switch::Busy;
+        }
+        // SeqCst: ordered before the epoch bump inside the caller's grace
+        // period, which later readers load with Acquire (they then see
+        // atomic mode), and after the bias (a thread that sees atomic mode
+        // puts after it).
+        if self
+            .shards
+            .compare_exchange(cur, SWITCHING, Ordering::SeqCst, Ordering::Relaxed)
+            .is_ok()
+        {
+            return Switch::Started(Started {
+                shards: cur,
+                biased,
+            });
+        }
+        // Another switch ran between the load and the bias.
+        if biased {
+            self.count.add_signed(-SWITCH_BIAS);
+        }
+        Switch::Busy
+    }
+
+    /// The end of a switch `begin_switch` started, after a grace period:
+    /// the shards folded into the count and freed, the bias out, `after`
+    /// published.
+    fn finish_switch(&self, started: Started, after: *mut Shards) {
+        // SAFETY: unpublished by `begin_switch`'s exchange, and after the
+        // grace period no thread can still hold it; from `Box::into_raw`.
+        let shards = unsafe { Box::from_raw(started.shards) };
         // Relaxed: after the grace period no thread is updating the shards,
         // and the period's scan ordered their updates before us.
         let sum: i64 = shards.iter().map(|s| s.load(Ordering::Relaxed)).sum();
         self.count.add_signed(sum);
         // The fold is in: the bias goes before the next switcher can start.
-        if biased {
+        if started.biased {
             self.count.add_signed(-SWITCH_BIAS);
         }
         // Release: the fold happens before a later `make_sharded` (which
@@ -372,7 +410,37 @@ impl ShardedRef {
         // documents the hand-over) and before a waiting switcher's look at
         // `count`.
         self.shards.store(after, Ordering::Release);
-        (self.count.count(), true)
+    }
+
+    /// `make_exact` of every count in `counts` with one grace period for
+    /// all (an umount's or a namespace teardown's set of mounts): those
+    /// another switch holds are made exact one by one afterwards, so no
+    /// two batches wait for each other. The caller holds a reference on
+    /// each, no guard and no lock a guard holder may wait for.
+    pub fn make_exact_all(counts: &[&ShardedRef]) {
+        Self::make_exact_all_with(counts, super::epoch::synchronize)
+    }
+
+    /// `make_exact_all` with `synchronize` as the grace period.
+    pub fn make_exact_all_with(counts: &[&ShardedRef], synchronize: impl Fn()) {
+        let mut started = Vec::new();
+        let mut busy = Vec::new();
+        for &c in counts {
+            match c.begin_switch(core::ptr::null_mut()) {
+                Switch::Started(s) => started.push((c, s)),
+                Switch::Atomic => {}
+                Switch::Busy => busy.push(c),
+            }
+        }
+        if !started.is_empty() {
+            synchronize();
+        }
+        for (c, s) in started {
+            c.finish_switch(s, core::ptr::null_mut());
+        }
+        for c in busy {
+            c.make_exact_with(&synchronize);
+        }
     }
 
     /// Drops the shards of an object being torn down whose references no
@@ -417,6 +485,31 @@ impl Drop for ShardedRef {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn make_exact_all_folds_every_count_once() {
+        let counts: Vec<ShardedRef> = (0..4).map(|_| ShardedRef::new(1)).collect();
+        for (i, c) in counts.iter().enumerate().take(3) {
+            c.make_sharded();
+            for _ in 0..i {
+                assert!(c.get());
+            }
+        }
+        // The last one stays atomic, with two references.
+        assert!(counts[3].get());
+        let syncs = core::cell::Cell::new(0);
+        let refs: Vec<&ShardedRef> = counts.iter().collect();
+        ShardedRef::make_exact_all_with(&refs, || syncs.set(syncs.get() + 1));
+        assert_eq!(syncs.get(), 1, "one grace period for the batch");
+        for (i, c) in counts.iter().enumerate() {
+            assert!(!c.is_sharded());
+            let expected = if i == 3 { 2 } else { 1 + i as u32 };
+            assert_eq!(c.count(), expected, "count {i}");
+        }
+        // Nothing to fold: no grace period at all.
+        ShardedRef::make_exact_all_with(&refs, || syncs.set(syncs.get() + 1));
+        assert_eq!(syncs.get(), 1);
+    }
 
     #[test]
     fn put_many_counts_every_reference() {
