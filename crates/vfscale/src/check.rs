@@ -66,6 +66,17 @@ impl Vfs {
             .iter()
             .map(|&m| m as *const Mount)
             .collect();
+        let mut per_namespace: HashMap<u64, usize> = HashMap::new();
+        for &m in &mounts {
+            // SAFETY: attached mounts are live (quiescent VFS, our guard).
+            *per_namespace.entry(unsafe { &*m }.ns_id()).or_default() += 1;
+        }
+        let counted = v.mounts.ns_mounts.lock().clone();
+        if per_namespace != counted {
+            return Err(format!(
+                "namespace mount counts {counted:?} disagree with the table {per_namespace:?}"
+            ));
+        }
         let mut extra_refs: HashMap<usize, i64> = HashMap::new();
         let mut tally = GroupTally::default();
         let mut sb_roots = Vec::new();

@@ -237,7 +237,7 @@ impl Vfs {
         let m = inner.new_mount(sb.clone(), root, crate::mount::flags::MNT_DEFAULT, source);
         let ns_id = inner.next_namespace_id();
         // SAFETY: just created; freed only by the VFS's drop.
-        unsafe { &*m }.set_ns_id(ns_id);
+        inner.set_namespace(unsafe { &*m }, ns_id);
         let _ = inner
             .mounts
             .init_ns

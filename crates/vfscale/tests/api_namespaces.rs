@@ -450,3 +450,49 @@ fn the_copy_of_an_unbindable_mount_is_private() {
     assert_eq!(q.mount(b"/a", b"/b", b"", MS_BIND), Ok(()));
     done(vfs, vec![p, q]);
 }
+
+/// fs.mount-max limits each namespace alone (count_mounts): a copy of a
+/// namespace at the limit can still hold its own mounts up to it, and a
+/// propagated copy that would take any namespace past it is ENOSPC.
+#[test]
+fn the_mount_limit_counts_each_namespace_alone() {
+    let vfs = Vfs::with_config(vfscale::VfsConfig {
+        max_mounts: 4,
+        ..Default::default()
+    });
+    let p = vfs.root_process();
+    for d in [&b"/a"[..], b"/b", b"/c", b"/d"] {
+        p.mkdir(d, 0o755).unwrap();
+    }
+    // The root and three more: p's namespace is full.
+    tmpfs_on(&p, b"/a");
+    tmpfs_on(&p, b"/b");
+    tmpfs_on(&p, b"/c");
+    assert_eq!(p.mount(b"none", b"/d", b"tmpfs", 0), Err(Errno::ENOSPC));
+    // The copy has as many, and the same room: none.
+    let q = unshared(&p);
+    assert_eq!(q.mount(b"none", b"/d", b"tmpfs", 0), Err(Errno::ENOSPC));
+    q.umount2(b"/c", 0).unwrap();
+    tmpfs_on(&q, b"/d");
+    assert_eq!(mount_points(&q), ["/", "/a", "/b", "/d"]);
+    // p's namespace is still full: its /c stayed.
+    p.umount2(b"/c", 0).unwrap();
+    p.mount(b"", b"/a", b"", MS_SHARED).unwrap();
+    // A mount on p's shared /a: one more in p's namespace, and q's copy of
+    // /a is private (made before), so nothing more.
+    p.mkdir(b"/a/x", 0o755).unwrap();
+    tmpfs_on(&p, b"/a/x");
+    assert_eq!(p.mount(b"none", b"/c", b"tmpfs", 0), Err(Errno::ENOSPC));
+    p.umount2(b"/a/x", 0).unwrap();
+    // A peer in a full namespace: the propagated copy would take it past
+    // the limit.
+    let r = unshared(&p);
+    r.umount2(b"/b", 0).unwrap();
+    assert_eq!(p.mount(b"none", b"/a/x", b"tmpfs", 0), Ok(()));
+    assert_eq!(mount_points(&r), ["/", "/a", "/a/x"]);
+    p.umount2(b"/a/x", 0).unwrap();
+    tmpfs_on(&r, b"/b");
+    tmpfs_on(&r, b"/c");
+    assert_eq!(p.mount(b"none", b"/a/x", b"tmpfs", 0), Err(Errno::ENOSPC));
+    done(vfs, vec![p, q, r]);
+}

@@ -165,6 +165,9 @@ pub struct MountTable {
     pub(crate) root: AtomicPtr<Mount>,
     next_id: AtomicU64,
     next_ns_id: AtomicU64,
+    /// Each namespace's count of attached mounts (`set_namespace`); a leaf
+    /// lock, taken under `lock`.
+    pub(crate) ns_mounts: Mutex<HashMap<u64, usize>>,
     /// The first namespace (the root mount's), set once the VFS is built.
     pub(crate) init_ns: std::sync::OnceLock<Arc<namespace::MntNamespace>>,
 }
@@ -178,6 +181,7 @@ impl Default for MountTable {
             root: AtomicPtr::new(core::ptr::null_mut()),
             next_id: AtomicU64::new(1),
             next_ns_id: AtomicU64::new(1),
+            ns_mounts: Mutex::new(HashMap::new()),
             init_ns: std::sync::OnceLock::new(),
         }
     }
@@ -384,7 +388,7 @@ impl VfsInner {
         let (c, p, mp) = unsafe { (&*child, &*parent, &*mountpoint) };
         // A tree's inner mounts are hooked before its root: `attach_copy`
         // sets them all once the root is in (namespace.rs).
-        c.set_ns_id(p.ns_id());
+        self.set_namespace(c, p.ns_id());
         // Release: pairs with the Acquire in `parent_ptr`/`mountpoint_ptr`.
         c.parent.store(parent as *mut Mount, Ordering::Release);
         c.mountpoint
@@ -427,7 +431,7 @@ impl VfsInner {
         let c = unsafe { &*child };
         let parent = c.parent_ptr();
         let mp = c.mountpoint_ptr();
-        c.set_ns_id(0);
+        self.set_namespace(c, 0);
         // Only writers change the table, all under its lock: the test and
         // the removal see the same entry.
         let _ = self

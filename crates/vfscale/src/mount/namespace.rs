@@ -7,6 +7,8 @@
 //!   detached one's 0; both are written under the mount table's lock with
 //!   the attachment (`hook`, `unhook`, `attach_copy`) and read under it,
 //!   so Relaxed.
+//! - The table keeps a count of each namespace's attached mounts
+//!   (`set_namespace`), as fs.mount-max limits each namespace alone.
 //! - The table (its lock, hash and seqcount) and propagation are shared by
 //!   every namespace, as Linux's namespace_sem and mount_lock are: a
 //!   shared mount's peers may live in several namespaces, and what is
@@ -65,14 +67,37 @@ impl Mount {
         // Relaxed: written and read under the table lock (module invariants).
         self.ns.load(Ordering::Relaxed)
     }
-
-    pub(crate) fn set_ns_id(&self, id: u64) {
-        // Relaxed: as `ns_id`.
-        self.ns.store(id, Ordering::Relaxed)
-    }
 }
 
 impl VfsInner {
+    /// Moves `m` into namespace `id` (0: out of any), keeping each
+    /// namespace's count of mounts (fs.mount-max is per namespace). Under
+    /// the table lock.
+    pub(crate) fn set_namespace(&self, m: &Mount, id: u64) {
+        let old = m.ns_id();
+        if old == id {
+            return;
+        }
+        let mut counts = self.mounts.ns_mounts.lock();
+        if old != 0 {
+            let n = counts.get_mut(&old).expect("a namespace's count");
+            *n -= 1;
+            if *n == 0 {
+                counts.remove(&old);
+            }
+        }
+        if id != 0 {
+            *counts.entry(id).or_default() += 1;
+        }
+        // Relaxed: as `ns_id`.
+        m.ns.store(id, Ordering::Relaxed)
+    }
+
+    /// The mounts attached in namespace `id`. Under the table lock.
+    pub(crate) fn namespace_mounts(&self, id: u64) -> usize {
+        self.mounts.ns_mounts.lock().get(&id).copied().unwrap_or(0)
+    }
+
     /// The namespace the VFS's root mount is in (the handle API's, and a
     /// new process's).
     pub(crate) fn init_namespace(&self) -> &Arc<MntNamespace> {
@@ -123,7 +148,7 @@ impl VfsInner {
             copies.insert(m, copy);
             if m == from.root {
                 // SAFETY: as above.
-                unsafe { &*copy }.set_ns_id(id);
+                self.set_namespace(unsafe { &*copy }, id);
                 list.push(copy as usize);
                 // SAFETY: as above.
                 unsafe { &*copy }.refcount.make_sharded();
@@ -187,7 +212,7 @@ impl VfsInner {
                         "a mount of a dissolved namespace outside its tree"
                     );
                     // SAFETY: the root is attached until here.
-                    unsafe { &*ns.root }.set_ns_id(0);
+                    self.set_namespace(unsafe { &*ns.root }, 0);
                     drop(list);
                     // The root's attachment.
                     self.mntput(ns.root);

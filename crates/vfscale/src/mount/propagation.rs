@@ -459,8 +459,9 @@ impl VfsInner {
     /// propagate_mnt: when `dest` is shared, makes `tree` shared and
     /// returns a copy of it for each receiving mount that sees
     /// `mountpoint` (need_secondary), with its place — or ENOSPC, changing
-    /// nothing, when those copies and `new` more mounts would take the
-    /// table past `max_mounts`.
+    /// nothing, when `new` more mounts in `dest`'s namespace, or the copies
+    /// in theirs, would take a namespace past `max_mounts`
+    /// (count_mounts).
     fn propagate(
         &self,
         list: &[usize],
@@ -481,7 +482,15 @@ impl VfsInner {
             .flat_map(|(i, g)| g.members.iter().map(move |&n| (i, n)))
             .filter(|&(_, n)| n != dest && sees(mnt(n), mountpoint))
             .collect();
-        if list.len() + new + targets.len() * tree.len() > self.config.max_mounts {
+        let mut adding: HashMap<u64, usize> = HashMap::new();
+        *adding.entry(mnt(dest).ns_id()).or_default() += new;
+        for &(_, n) in &targets {
+            *adding.entry(mnt(n).ns_id()).or_default() += tree.len();
+        }
+        if adding
+            .iter()
+            .any(|(&ns, &more)| self.namespace_mounts(ns) + more > self.config.max_mounts)
+        {
             return Err(crate::abi::Errno::ENOSPC);
         }
         if !shared {
@@ -559,10 +568,10 @@ impl VfsInner {
         // before its root was, and the mount moved onto it by its top.
         let ns = mnt(target).ns_id();
         for t in tree {
-            mnt(t.mount).set_ns_id(ns);
+            self.set_namespace(mnt(t.mount), ns);
         }
         if !above.is_null() {
-            mnt(above).set_ns_id(ns);
+            self.set_namespace(mnt(above), ns);
         }
     }
 
