@@ -25,6 +25,7 @@ pub mod sandbox;
 pub mod script;
 pub mod seeded;
 pub mod snapshot;
+pub mod tree;
 
 pub use kernel::KernelProcess;
 pub use sandbox::{

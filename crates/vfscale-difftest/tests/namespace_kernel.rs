@@ -75,6 +75,7 @@ use vfscale::abi::*;
 use vfscale::{Cred, ProcessApi};
 use vfscale_difftest::script::{compare_with_kernel, compare_with_kernel_reclaimed, Log};
 use vfscale_difftest::seeded::seeded_cases;
+use vfscale_difftest::tree::{dir_names, walk};
 use vfscale_difftest::KernelProcess;
 
 /// The scenarios' top directories, made by the setup.
@@ -456,57 +457,18 @@ impl<T: ProcessApi> World<T> {
             }
             let mut seen = Vec::new();
             for top in &self.tops {
-                self.walk(p, top, DEPTH, &mut devs, &mut seen);
+                walk(
+                    p,
+                    &|rel| self.full(&format!("/{rel}")),
+                    top,
+                    DEPTH,
+                    &mut devs,
+                    &mut seen,
+                );
             }
             out.push(format!("{}{{{}}}", NAMES[i], seen.join(" ")));
         }
         out.join(" ")
-    }
-
-    fn walk(
-        &self,
-        p: &T,
-        rel: &str,
-        depth: usize,
-        devs: &mut Vec<(u32, u32)>,
-        out: &mut Vec<String>,
-    ) {
-        let path = self.full(&format!("/{rel}"));
-        let x = match p.statx(AT_FDCWD, &path, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS) {
-            Ok(x) => x,
-            Err(Errno::ENOENT) => return,
-            Err(e) => {
-                out.push(format!("{rel}!{e}"));
-                return;
-            }
-        };
-        if u32::from(x.mode) & S_IFMT != S_IFDIR {
-            return;
-        }
-        let mut shown = rel.to_string();
-        if x.attributes & STATX_ATTR_MOUNT_ROOT != 0 {
-            let dev = (x.dev_major, x.dev_minor);
-            let n = devs.iter().position(|d| *d == dev).unwrap_or_else(|| {
-                devs.push(dev);
-                devs.len() - 1
-            });
-            shown.push_str(&format!("@{n}"));
-        }
-        let mut names = match dir_names(p, &path) {
-            Ok(n) => n,
-            Err(e) => {
-                out.push(format!("{shown}!{e}"));
-                return;
-            }
-        };
-        names.sort();
-        out.push(format!("{shown}[{}]", names.join(" ")));
-        if depth == 0 {
-            return;
-        }
-        for name in names {
-            self.walk(p, &format!("{rel}/{name}"), depth - 1, devs, out);
-        }
     }
 
     /// Every live logged process's normalized mountinfo, a line each.
@@ -771,14 +733,6 @@ impl<T: ProcessApi> World<T> {
 }
 
 /// The names in directory `path`, without `.` and `..`.
-fn dir_names<T: ProcessApi>(p: &T, path: &[u8]) -> SysResult<Vec<String>> {
-    Ok(p.read_dir(path)?
-        .into_iter()
-        .map(|e| String::from_utf8_lossy(&e.name).into_owned())
-        .filter(|n| n != "." && n != "..")
-        .collect())
-}
-
 fn user_cred() -> Cred {
     Cred::user(1000, 1000, &[1000])
 }

@@ -45,6 +45,7 @@ use vfscale::abi::*;
 use vfscale::ProcessApi;
 use vfscale_difftest::script::{compare_with_kernel, compare_with_kernel_reclaimed, Log};
 use vfscale_difftest::seeded::seeded_cases;
+use vfscale_difftest::tree::walk;
 
 /// The scenarios' top directories, made by the setup.
 const TOPS: [&str; 4] = ["a", "b", "c", "s"];
@@ -174,55 +175,16 @@ impl<'a> Run<'a> {
         }
         let mut out = Vec::new();
         for top in &self.tops {
-            self.walk(top, DEPTH, &mut devs, &mut out);
+            walk(
+                self.p,
+                &|rel| self.full(rel),
+                top,
+                DEPTH,
+                &mut devs,
+                &mut out,
+            );
         }
         out.join(" ")
-    }
-
-    fn walk(&self, rel: &str, depth: usize, devs: &mut Vec<(u32, u32)>, out: &mut Vec<String>) {
-        let path = self.full(rel);
-        let x = match self
-            .p
-            .statx(AT_FDCWD, &path, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS)
-        {
-            Ok(x) => x,
-            Err(Errno::ENOENT) => return,
-            Err(e) => {
-                out.push(format!("{rel}!{e}"));
-                return;
-            }
-        };
-        if u32::from(x.mode) & S_IFMT != S_IFDIR {
-            return;
-        }
-        let mut shown = rel.to_string();
-        if x.attributes & STATX_ATTR_MOUNT_ROOT != 0 {
-            let dev = (x.dev_major, x.dev_minor);
-            let n = devs.iter().position(|d| *d == dev).unwrap_or_else(|| {
-                devs.push(dev);
-                devs.len() - 1
-            });
-            shown.push_str(&format!("@{n}"));
-        }
-        let mut names: Vec<String> = match self.p.read_dir(&path) {
-            Ok(ents) => ents
-                .into_iter()
-                .map(|e| String::from_utf8_lossy(&e.name).into_owned())
-                .filter(|n| n != "." && n != "..")
-                .collect(),
-            Err(e) => {
-                out.push(format!("{shown}!{e}"));
-                return;
-            }
-        };
-        names.sort();
-        out.push(format!("{shown}[{}]", names.join(" ")));
-        if depth == 0 {
-            return;
-        }
-        for name in names {
-            self.walk(&format!("{rel}/{name}"), depth - 1, devs, out);
-        }
     }
 
     /// mount(2) as given.

@@ -7,6 +7,20 @@ use crate::dcache::walk::{Found, PathPtr, WALK_DIRECTORY, WALK_FOLLOW};
 use crate::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+/// The path whose components are `parts`, innermost first ("/" for
+/// none).
+pub(super) fn path_of(parts: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for p in parts.iter().rev() {
+        out.push(b'/');
+        out.extend_from_slice(p);
+    }
+    if parts.is_empty() {
+        out.push(b'/');
+    }
+    out
+}
+
 impl Process {
     /// Takes references on a searchable directory for cwd/root.
     fn grab_dir(&self, found: &Found) -> SysResult<Option<PathPtr>> {
@@ -111,15 +125,7 @@ impl Process {
                 break names;
             }
         };
-        let mut out = Vec::new();
-        for p in parts.iter().rev() {
-            out.push(b'/');
-            out.extend_from_slice(p);
-        }
-        if parts.is_empty() {
-            out.push(b'/');
-        }
-        (out, unreachable)
+        (path_of(&parts), unreachable)
     }
 
     /// The names from `cwd` up to `root` (innermost first), and whether the

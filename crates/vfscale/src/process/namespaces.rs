@@ -177,14 +177,7 @@ impl Process {
             if self.vfs.rename_seq.read_retry(seq) {
                 continue;
             }
-            let mut out = Vec::new();
-            for p in parts.iter().rev() {
-                out.push(b'/');
-                out.extend_from_slice(p);
-            }
-            if parts.is_empty() {
-                out.push(b'/');
-            }
+            let mut out = super::context::path_of(&parts);
             // SAFETY: as above.
             let dr = unsafe { &*d };
             if !dr.is_root() && !dr.is_hashed() {
