@@ -1,5 +1,7 @@
 //! The VFS instance: the dentry hash, the mount table, the epoch collector,
-//! statistics and limits shared by every process of one namespace.
+//! statistics and limits shared by every process of one VFS, in every
+//! mount namespace (mount/namespace.rs; elsewhere "namespace" without
+//! "mount" means the whole VFS, as in the API's name).
 //!
 //! Invariants:
 //! - Every dentry, inode, mount and superblock reachable by a lock-free walk
