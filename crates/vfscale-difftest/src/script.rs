@@ -2,7 +2,7 @@
 //! vfscale through the same `ProcessApi`, each step logged as (what, the
 //! result's shape), and the two logs compared line by line.
 
-use vfscale::abi::SysResult;
+use vfscale::abi::*;
 use vfscale::{ProcessApi, Vfs};
 
 /// A script's steps: what was done, and the shape of its result.
@@ -111,4 +111,49 @@ fn compare_in(
         vfs.drop_caches();
     }
     vfs.check_invariants().unwrap();
+}
+
+/// A result as text: "ok" or the errno.
+pub fn unit(r: SysResult<()>) -> String {
+    match r {
+        Ok(()) => "ok".into(),
+        Err(e) => format!("{e}"),
+    }
+}
+
+/// mount(2)'s flags by name (the old callers' magic number first, bits
+/// no name covers in hex).
+pub fn mount_flag_names(flags: u64) -> String {
+    const NAMES: [(u64, &str); 14] = [
+        (MS_RDONLY, "MS_RDONLY"),
+        (MS_NOSUID, "MS_NOSUID"),
+        (MS_REMOUNT, "MS_REMOUNT"),
+        (MS_BIND, "MS_BIND"),
+        (MS_MOVE, "MS_MOVE"),
+        (MS_REC, "MS_REC"),
+        (MS_SILENT, "MS_SILENT"),
+        (MS_UNBINDABLE, "MS_UNBINDABLE"),
+        (MS_PRIVATE, "MS_PRIVATE"),
+        (MS_SLAVE, "MS_SLAVE"),
+        (MS_SHARED, "MS_SHARED"),
+        (MS_NOATIME, "MS_NOATIME"),
+        (MS_NODEV, "MS_NODEV"),
+        (MS_NOEXEC, "MS_NOEXEC"),
+    ];
+    let mut rest = flags;
+    let mut out = Vec::new();
+    if flags & MS_MGC_MSK == MS_MGC_VAL {
+        out.push("MS_MGC_VAL".to_string());
+        rest &= !MS_MGC_MSK;
+    }
+    for (bit, name) in NAMES {
+        if rest & bit != 0 {
+            out.push(name.to_string());
+            rest &= !bit;
+        }
+    }
+    if rest != 0 || out.is_empty() {
+        out.push(format!("{rest:#x}"));
+    }
+    out.join("|")
 }

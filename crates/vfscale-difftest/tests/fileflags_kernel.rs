@@ -44,6 +44,7 @@ use vfscale::cred::acl::{
     ACL_USER_OBJ as USER_OBJ,
 };
 use vfscale::{Cred, ProcessApi};
+use vfscale_difftest::script::unit;
 use vfscale_difftest::script::{compare_with_kernel, compare_with_kernel_reclaimed, Log};
 use vfscale_difftest::seeded::seeded_cases;
 use vfscale_difftest::KernelProcess;
@@ -57,10 +58,6 @@ fn s<T>(r: SysResult<T>, f: impl FnOnce(T) -> String) -> String {
         Ok(v) => f(v),
         Err(e) => format!("{e}"),
     }
-}
-
-fn unit(r: SysResult<()>) -> String {
-    s(r, |()| "ok".into())
 }
 
 fn num(r: SysResult<usize>) -> String {

@@ -74,6 +74,7 @@ use std::collections::{BTreeMap, HashMap};
 use vfscale::abi::*;
 use vfscale::{Cred, ProcessApi};
 use vfscale_difftest::script::{compare_with_kernel, compare_with_kernel_reclaimed, Log};
+use vfscale_difftest::script::{mount_flag_names as flag_names, unit};
 use vfscale_difftest::seeded::seeded_cases;
 use vfscale_difftest::tree::{dir_names, walk};
 use vfscale_difftest::KernelProcess;
@@ -94,46 +95,6 @@ const S: usize = 3;
 const U: usize = 4;
 /// The slots whose trees and mountinfo are logged.
 const LOGGED: usize = 4;
-
-/// A result as text: "ok" or the errno.
-fn unit(r: SysResult<()>) -> String {
-    match r {
-        Ok(()) => "ok".into(),
-        Err(e) => format!("{e}"),
-    }
-}
-
-/// mount(2)'s flags by name.
-fn flag_names(flags: u64) -> String {
-    const NAMES: [(u64, &str); 14] = [
-        (MS_RDONLY, "MS_RDONLY"),
-        (MS_NOSUID, "MS_NOSUID"),
-        (MS_NODEV, "MS_NODEV"),
-        (MS_NOEXEC, "MS_NOEXEC"),
-        (MS_NOATIME, "MS_NOATIME"),
-        (MS_REMOUNT, "MS_REMOUNT"),
-        (MS_BIND, "MS_BIND"),
-        (MS_MOVE, "MS_MOVE"),
-        (MS_REC, "MS_REC"),
-        (MS_SILENT, "MS_SILENT"),
-        (MS_UNBINDABLE, "MS_UNBINDABLE"),
-        (MS_PRIVATE, "MS_PRIVATE"),
-        (MS_SLAVE, "MS_SLAVE"),
-        (MS_SHARED, "MS_SHARED"),
-    ];
-    let mut rest = flags;
-    let mut out = Vec::new();
-    for (bit, name) in NAMES {
-        if rest & bit != 0 {
-            out.push(name.to_string());
-            rest &= !bit;
-        }
-    }
-    if rest != 0 || out.is_empty() {
-        out.push(format!("{rest:#x}"));
-    }
-    out.join("|")
-}
 
 /// unshare(2)'s flags by name.
 fn clone_names(flags: i32) -> String {

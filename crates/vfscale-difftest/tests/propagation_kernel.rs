@@ -44,6 +44,7 @@ use std::cell::{Cell, RefCell};
 use vfscale::abi::*;
 use vfscale::ProcessApi;
 use vfscale_difftest::script::{compare_with_kernel, compare_with_kernel_reclaimed, Log};
+use vfscale_difftest::script::{mount_flag_names as flag_names, unit};
 use vfscale_difftest::seeded::seeded_cases;
 use vfscale_difftest::tree::walk;
 
@@ -52,50 +53,6 @@ const TOPS: [&str; 4] = ["a", "b", "c", "s"];
 
 /// How many levels beneath a top directory the tree is walked.
 const DEPTH: usize = 3;
-
-/// A result as text: "ok" or the errno.
-fn unit(r: SysResult<()>) -> String {
-    match r {
-        Ok(()) => "ok".into(),
-        Err(e) => format!("{e}"),
-    }
-}
-
-/// mount(2)'s flags by name.
-fn flag_names(flags: u64) -> String {
-    const NAMES: [(u64, &str); 14] = [
-        (MS_RDONLY, "MS_RDONLY"),
-        (MS_NOSUID, "MS_NOSUID"),
-        (MS_REMOUNT, "MS_REMOUNT"),
-        (MS_BIND, "MS_BIND"),
-        (MS_MOVE, "MS_MOVE"),
-        (MS_REC, "MS_REC"),
-        (MS_SILENT, "MS_SILENT"),
-        (MS_UNBINDABLE, "MS_UNBINDABLE"),
-        (MS_PRIVATE, "MS_PRIVATE"),
-        (MS_SLAVE, "MS_SLAVE"),
-        (MS_SHARED, "MS_SHARED"),
-        (MS_NOATIME, "MS_NOATIME"),
-        (MS_NODEV, "MS_NODEV"),
-        (MS_NOEXEC, "MS_NOEXEC"),
-    ];
-    let mut rest = flags;
-    let mut out = Vec::new();
-    if flags & MS_MGC_MSK == MS_MGC_VAL {
-        out.push("MS_MGC_VAL".to_string());
-        rest &= !MS_MGC_MSK;
-    }
-    for (bit, name) in NAMES {
-        if rest & bit != 0 {
-            out.push(name.to_string());
-            rest &= !bit;
-        }
-    }
-    if rest != 0 || out.is_empty() {
-        out.push(format!("{rest:#x}"));
-    }
-    out.join("|")
-}
 
 fn umount_flag_names(flags: i32) -> &'static str {
     match flags {
