@@ -157,3 +157,16 @@ pub fn mount_flag_names(flags: u64) -> String {
     }
     out.join("|")
 }
+
+/// With VFSCALE_SHOW_KERNEL_LOG set, prints the kernel's log of `what`
+/// (lines starting `K`: to read a script against Linux's source, or to
+/// see what the kernel answered before vfscale did).
+pub fn show_kernel_log(what: &str, log: Log) -> Log {
+    if std::env::var_os("VFSCALE_SHOW_KERNEL_LOG").is_some() {
+        println!("K == {what}");
+        for (step, r) in &log {
+            println!("K {step}: {r}");
+        }
+    }
+    log
+}

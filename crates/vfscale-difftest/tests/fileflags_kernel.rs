@@ -44,6 +44,7 @@ use vfscale::cred::acl::{
     ACL_USER_OBJ as USER_OBJ,
 };
 use vfscale::{Cred, ProcessApi};
+use vfscale_difftest::script::show_kernel_log;
 use vfscale_difftest::script::unit;
 use vfscale_difftest::script::{compare_with_kernel, compare_with_kernel_reclaimed, Log};
 use vfscale_difftest::seeded::seeded_cases;
@@ -2743,23 +2744,12 @@ fn file_attr_calls(r: &Run) {
 fn file_flags_match_the_kernel() {
     compare_with_kernel(
         "file flags",
-        move |k| show_kernel_log(script(k, kernel_user())),
+        move |k| show_kernel_log("file flags", script(k, kernel_user())),
         move |p| {
             let user = p.with_cred(Cred::user(1000, 1000, &[1000])).unwrap();
             script(p, user)
         },
     );
-}
-
-/// With VFSCALE_SHOW_KERNEL_LOG set, prints the kernel's log (to check
-/// the script against Linux's source).
-fn show_kernel_log(log: Log) -> Log {
-    if std::env::var_os("VFSCALE_SHOW_KERNEL_LOG").is_some() {
-        for (what, r) in &log {
-            println!("K {what}: {r}");
-        }
-    }
-    log
 }
 
 fn kernel_user() -> KernelProcess {
@@ -3154,7 +3144,7 @@ fn random_sequences_match_the_kernel() {
             let user = kernel_user();
             let log = on_kernel(k, &user);
             user.exit();
-            show_kernel_log(log)
+            show_kernel_log("file flags (random)", log)
         },
         move |p| {
             let user = p.with_cred(Cred::user(1000, 1000, &[1000])).unwrap();

@@ -73,6 +73,7 @@
 use std::collections::{BTreeMap, HashMap};
 use vfscale::abi::*;
 use vfscale::{Cred, ProcessApi};
+use vfscale_difftest::script::show_kernel_log;
 use vfscale_difftest::script::{compare_with_kernel, compare_with_kernel_reclaimed, Log};
 use vfscale_difftest::script::{mount_flag_names as flag_names, unit};
 use vfscale_difftest::seeded::seeded_cases;
@@ -707,17 +708,6 @@ fn scenario<T: ProcessApi>(root: &T, user: T, body: impl FnOnce(&mut World<T>)) 
     w.step(P, "setup".into(), unit(made));
     body(&mut w);
     w.finish()
-}
-
-/// With VFSCALE_SHOW_KERNEL_LOG set, prints the kernel's log.
-fn show_kernel_log(what: &str, log: Log) -> Log {
-    if std::env::var_os("VFSCALE_SHOW_KERNEL_LOG").is_some() {
-        println!("K == {what}");
-        for (step, r) in &log {
-            println!("K {step}: {r}");
-        }
-    }
-    log
 }
 
 /// Compares a scenario on the kernel and on vfscale (the same generic

@@ -43,6 +43,7 @@
 use std::cell::{Cell, RefCell};
 use vfscale::abi::*;
 use vfscale::ProcessApi;
+use vfscale_difftest::script::show_kernel_log;
 use vfscale_difftest::script::{compare_with_kernel, compare_with_kernel_reclaimed, Log};
 use vfscale_difftest::script::{mount_flag_names as flag_names, unit};
 use vfscale_difftest::seeded::seeded_cases;
@@ -271,17 +272,6 @@ fn scenario(p: &dyn ProcessApi, body: fn(&Run)) -> Log {
     r.step("setup".into(), unit(made));
     body(&r);
     r.into_log()
-}
-
-/// With VFSCALE_SHOW_KERNEL_LOG set, prints the kernel's log.
-fn show_kernel_log(what: &str, log: Log) -> Log {
-    if std::env::var_os("VFSCALE_SHOW_KERNEL_LOG").is_some() {
-        println!("K == {what}");
-        for (step, r) in &log {
-            println!("K {step}: {r}");
-        }
-    }
-    log
 }
 
 /// Compares scenario `body` on the kernel and on vfscale.
