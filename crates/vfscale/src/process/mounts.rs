@@ -149,14 +149,19 @@ impl Process {
         })
     }
 
-    /// do_loopback's opening: the source named by `source` (an empty name
-    /// is EINVAL, not ENOENT), then the target on the top of its stack
-    /// (`mount_target`), in that order.
-    fn mount_source_and_target(&self, tgt: &Found, source: &[u8]) -> SysResult<(Found, Found)> {
+    /// What a bind's or a move's `source` names (an empty name is EINVAL,
+    /// not ENOENT).
+    fn mount_source(&self, source: &[u8]) -> SysResult<Found> {
         if source.is_empty() {
             return Err(Errno::EINVAL);
         }
-        let src = self.lookup_at(&self.cred, AT_FDCWD, source, 0, WALK_FOLLOW)?;
+        self.lookup_at(&self.cred, AT_FDCWD, source, 0, WALK_FOLLOW)
+    }
+
+    /// do_loopback's opening: the source, then the target on the top of
+    /// its stack (`mount_target`), in that order.
+    fn mount_source_and_target(&self, tgt: &Found, source: &[u8]) -> SysResult<(Found, Found)> {
+        let src = self.mount_source(source)?;
         Ok((src, self.mount_target(tgt)?))
     }
 
@@ -164,10 +169,7 @@ impl Process {
     /// mounts beneath it, onto `tgt`. Caller holds the table lock (passes
     /// its list) and has checked the caller's capability.
     fn move_mount(&self, list: &mut Vec<usize>, tgt: &Found, source: &[u8]) -> SysResult<()> {
-        if source.is_empty() {
-            return Err(Errno::EINVAL);
-        }
-        let src = self.lookup_at(&self.cred, AT_FDCWD, source, 0, WALK_FOLLOW)?;
+        let src = self.mount_source(source)?;
         let old = src.path.mnt;
         // SAFETY: the walk's guard keeps the mount allocated.
         let om = unsafe { &*old };
