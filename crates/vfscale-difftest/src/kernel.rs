@@ -1883,6 +1883,14 @@ impl ProcessApi for KernelProcess {
         })
     }
 
+    fn pivot_root(&self, new_root: &[u8], put_old: &[u8]) -> SysResult<()> {
+        let (n, o) = (cpath(new_root)?, cpath(put_old)?);
+        // SAFETY: valid C strings. pivot_root moves every thread whose root
+        // or cwd is the old root, as vfscale moves every process.
+        self.call(move || {
+            unit(unsafe { libc::syscall(libc::SYS_pivot_root, n.as_ptr(), o.as_ptr()) })
+        })
+    }
     fn unshare(&mut self, flags: i32) -> SysResult<()> {
         // SAFETY: unshare affects this worker thread alone (a shared
         // fs_struct, the `fd_path` reader's, is copied, not changed).

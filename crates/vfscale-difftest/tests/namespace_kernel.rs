@@ -616,6 +616,13 @@ impl<T: ProcessApi> World<T> {
         );
     }
 
+    fn pivot_root(&mut self, i: usize, new_root: &str, put_old: &str) {
+        let r = self
+            .proc(i)
+            .pivot_root(&self.full(new_root), &self.full(put_old));
+        self.step(i, format!("pivot_root({new_root}, {put_old})"), unit(r));
+    }
+
     // ---- the rest ----
 
     fn mkdir(&mut self, i: usize, path: &str) {
@@ -1123,6 +1130,77 @@ fn setns<T: ProcessApi>(w: &mut World<T>) {
 #[test]
 fn setns_matches_the_kernel() {
     compare("setns", setns, setns);
+}
+
+/// pivot_root: its refusals in Linux's order (EPERM, a file, a missing
+/// path, put_old on the old root's mount, the root itself, not a whole
+/// mount, a shared parent), then a pivot with processes whose root or cwd
+/// is the old root (moved), one whose cwd is beneath it and one in
+/// another namespace (not moved), the old root detached from beneath the
+/// new one, and runc's pivot_root(".", ".") from a mount's root.
+fn pivot<T: ProcessApi>(w: &mut World<T>) {
+    w.tmpfs(P, "/a");
+    for d in ["/a/old", "/a/a", "/a/b", "/a/c", "/a/s"] {
+        w.mkdir(P, d);
+    }
+    w.tmpfs(P, "/a/old");
+    w.umount(P, "/a/old", 0);
+    w.pivot_root(U, "/a", "/a/old");
+    w.pivot_root(P, "/a/m1", "/a/old");
+    w.pivot_root(P, "/a/nothing", "/a/old");
+    w.pivot_root(P, "/a", "/a/nothing");
+    w.pivot_root(P, "/a", "/b");
+    w.pivot_root(P, "/", "/a/old");
+    w.pivot_root(P, "/a/old", "/a/old");
+    w.pivot_root(P, "/b", "/a/old");
+    w.pivot_root(P, "/a", "/");
+    w.ty(P, "/", MS_SHARED);
+    w.pivot_root(P, "/a", "/a/old");
+    w.ty(P, "/", MS_PRIVATE);
+    w.ty(P, "/a", MS_SHARED);
+    w.tmpfs(P, "/c");
+    w.ty(P, "/c", MS_SHARED);
+    // put_old on a shared mount.
+    w.pivot_root(P, "/c", "/c");
+    w.ty(P, "/c", MS_PRIVATE);
+    w.pivot_root(P, "/a", "/a/old");
+    w.ty(P, "/a", MS_PRIVATE);
+    w.fork(P, Q);
+    w.fork(P, R);
+    w.chdir(R, "/b");
+    w.fork(P, S);
+    w.unshare(S, CLONE_NEWNS);
+    w.info();
+    w.pivot_root(P, "/a", "/a/old");
+    for i in [P, Q, R, S] {
+        w.cwd(i);
+    }
+    w.info();
+    w.tmpfs(Q, "/b");
+    w.umount(P, "/old", MNT_DETACH);
+    w.cwd(R);
+    w.info();
+    // runc's idiom: the old root stacked on the new one, then detached.
+    w.tmpfs(P, "/c");
+    w.mkdir(P, "/c/a");
+    w.chdir(P, "/c");
+    w.pivot_root(P, ".", ".");
+    w.cwd(P);
+    w.cwd(Q);
+    w.info();
+    w.umount(P, ".", MNT_DETACH);
+    w.chdir(P, "/");
+    w.cwd(P);
+    w.cwd(Q);
+    w.info();
+    // No parent left above the new root to put it on but the rootfs.
+    w.pivot_root(P, "/", "/");
+    w.exit(S);
+}
+
+#[test]
+fn pivot_root_matches_the_kernel() {
+    compare("pivot_root", pivot, pivot);
 }
 
 // ---- random sequences ----

@@ -149,6 +149,8 @@ pub struct VfsInner {
     pub(crate) rename_seq: SeqCount,
     pub(crate) rename_seq_lock: Mutex<()>,
     pub(crate) mounts: MountTable,
+    /// Every process's root, cwd and umask (process/fs_context.rs).
+    pub(crate) fs_contexts: crate::process::FsContexts,
     pub(crate) stats: Stats,
     /// Open files: its approximate value is the ENFILE check's first look
     /// (confirmed by the exact sum at the limit), its exact sum
@@ -209,6 +211,7 @@ impl Vfs {
             rename_seq: SeqCount::new(),
             rename_seq_lock: Mutex::new(()),
             mounts: MountTable::default(),
+            fs_contexts: Default::default(),
             stats: Stats::default(),
             open_files: ApproxCounter::with_batches(
                 crate::sync::counter::DEFAULT_BATCH,
@@ -245,8 +248,6 @@ impl Vfs {
             .init_ns
             .set(crate::mount::namespace::MntNamespace::new(ns_id, m));
         inner.mounts.lock.lock().push(m as usize);
-        // Release: pairs with the acquire in `MountTable::root`.
-        inner.mounts.root.store(m as *mut _, Ordering::Release);
         // The root's attachment reference is the base of its sharded count.
         // SAFETY: just created; freed only by the VFS's drop.
         unsafe { &*m }.refcount.make_sharded();

@@ -29,6 +29,7 @@ pub(crate) mod propagation;
 pub mod write;
 
 use crate::dcache::dentry::{Dentry, D_MOUNTED};
+use crate::dcache::walk::PathPtr;
 use crate::fs::SuperBlock;
 use crate::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use crate::sync::lock::Mutex;
@@ -162,7 +163,6 @@ pub struct MountTable {
     /// Serializes mount and umount; holds every attached mount.
     pub(crate) lock: Mutex<Vec<usize>>,
     hash: papaya::HashMap<(usize, usize), usize>,
-    pub(crate) root: AtomicPtr<Mount>,
     next_id: AtomicU64,
     next_ns_id: AtomicU64,
     /// Each namespace's count of attached mounts (`set_namespace`); a leaf
@@ -178,7 +178,6 @@ impl Default for MountTable {
             seq: SeqCount::new(),
             lock: Mutex::new(Vec::new()),
             hash: papaya::HashMap::new(),
-            root: AtomicPtr::new(core::ptr::null_mut()),
             next_id: AtomicU64::new(1),
             next_ns_id: AtomicU64::new(1),
             ns_mounts: Mutex::new(HashMap::new()),
@@ -194,11 +193,6 @@ impl MountTable {
             .pin()
             .get(&(mnt as usize, dentry as usize))
             .map_or(core::ptr::null(), |&m| m as *const Mount)
-    }
-
-    pub fn root(&self) -> *const Mount {
-        // Acquire: pairs with the release store when the VFS is built.
-        self.root.load(Ordering::Acquire)
     }
 
     /// Mounts directly on `parent` (any mountpoint). Caller holds `lock`.
@@ -357,6 +351,47 @@ impl VfsInner {
             self.dput(old_mp);
             self.mntput(old_parent);
         }
+    }
+
+    /// pivot_root's change of the tree, in one write section of `seq`, so
+    /// no walk sees a loop or a mount off the tree: `new` leaves its place
+    /// and takes `root`'s (its parent and mountpoint, with the references
+    /// `root`'s attachment held there; or, `root` being `ns`'s root, that
+    /// role), and `root` goes onto `old`. Nothing propagates. Caller holds
+    /// the table lock and has made pivot_root's checks
+    /// (process/pivot_root.rs): `old` is `new` or beneath it, `new` beneath
+    /// `root`, all three in `ns`.
+    pub(crate) fn pivot(
+        &self,
+        list: &[usize],
+        ns: &namespace::MntNamespace,
+        new: *const Mount,
+        root: *const Mount,
+        old: PathPtr,
+    ) {
+        self.mntget(old.mnt);
+        self.dget(old.dentry);
+        // SAFETY: attached mounts are live under the table lock.
+        let (n, r) = unsafe { (&*new, &*root) };
+        let ns_id = r.ns_id();
+        self.mounts.seq.write_begin();
+        let (ex_parent, ex_mountpoint) = self.unhook(list, new);
+        if r.parent_ptr().is_null() {
+            debug_assert_eq!(root, ns.root(), "a parentless mount in a namespace");
+            self.set_namespace(n, ns_id);
+            // Release: pairs with the Acquire in `parent_ptr`/`mountpoint_ptr`.
+            n.parent.store(core::ptr::null_mut(), Ordering::Release);
+            n.mountpoint.store(core::ptr::null_mut(), Ordering::Release);
+            ns.set_root(new);
+        } else {
+            let (parent, mountpoint) = self.unhook(list, root);
+            self.hook(new, parent, mountpoint);
+        }
+        // After `new` is back in the namespace: `old` may be on it.
+        self.hook(root, old.mnt, old.dentry);
+        self.mounts.seq.write_end();
+        self.dput(ex_mountpoint);
+        self.mntput(ex_parent);
     }
 
     /// Takes the references an attachment holds on (parent, mountpoint)

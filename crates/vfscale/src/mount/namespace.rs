@@ -18,13 +18,15 @@
 //!   that takes it to zero detaches the whole tree (`dissolve`, put_mnt_ns's
 //!   umount_tree without propagation): mounts something still uses (an
 //!   open file, a cwd) stay alive, detached, as after a lazy umount.
-//! - The root never changes (no pivot_root): the namespace keeps it
-//!   attached until it is dissolved.
+//! - The root is the one attached mount without a parent. pivot_root
+//!   (`VfsInner::pivot`) may replace it, under the table lock, so `root`
+//!   is read under that lock; the namespace keeps its root attached until
+//!   it is dissolved.
 
 use super::propagation::{CloneKind, Links};
 use super::Mount;
 use crate::dcache::walk::PathPtr;
-use crate::sync::atomic::{AtomicUsize, Ordering};
+use crate::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use crate::vfs::VfsInner;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -32,24 +34,32 @@ use std::sync::Arc;
 pub(crate) struct MntNamespace {
     /// Unique within the VFS, never 0 (0 is a detached mount's `ns`).
     pub(crate) id: u64,
-    pub(crate) root: *const Mount,
+    /// Written and read under the table lock (module invariants).
+    root: AtomicPtr<Mount>,
     users: AtomicUsize,
 }
-
-// SAFETY: `root` is attached (hence live) until the namespace is
-// dissolved, after which nobody reads it; the rest is atomic.
-unsafe impl Send for MntNamespace {}
-// SAFETY: as above.
-unsafe impl Sync for MntNamespace {}
 
 impl MntNamespace {
     /// A namespace around `root` (attached by the caller) with one user.
     pub(crate) fn new(id: u64, root: *const Mount) -> Arc<MntNamespace> {
         Arc::new(MntNamespace {
             id,
-            root,
+            root: AtomicPtr::new(root as *mut Mount),
             users: AtomicUsize::new(1),
         })
+    }
+
+    /// The namespace's root mount: attached, hence live, while the caller
+    /// holds the table lock and a use of the namespace.
+    pub(crate) fn root(&self) -> *const Mount {
+        // Relaxed: written and read under the table lock.
+        self.root.load(Ordering::Relaxed)
+    }
+
+    /// pivot_root's new root. Under the table lock.
+    pub(crate) fn set_root(&self, root: *const Mount) {
+        // Relaxed: as `root`.
+        self.root.store(root as *mut Mount, Ordering::Relaxed)
     }
 
     /// One more fs context in the namespace.
@@ -107,6 +117,23 @@ impl VfsInner {
             .expect("set when the VFS is built")
     }
 
+    /// The root of `ns`'s root mount, with `refs` references taken on it
+    /// (mount and dentry each) for the caller, who holds a use of `ns`.
+    pub(crate) fn namespace_root(&self, ns: &MntNamespace, refs: usize) -> PathPtr {
+        let _list = self.mounts.lock.lock();
+        let m = ns.root();
+        // SAFETY: the namespace's root is attached (live) under the lock.
+        let root = PathPtr {
+            mnt: m,
+            dentry: unsafe { &*m }.root,
+        };
+        for _ in 0..refs {
+            self.mntget(root.mnt);
+            self.dget(root.dentry);
+        }
+        root
+    }
+
     /// A new namespace id.
     pub(crate) fn next_namespace_id(&self) -> u64 {
         // Relaxed: a unique number; nothing is published through it.
@@ -130,7 +157,7 @@ impl VfsInner {
         let mut list = self.mounts.lock.lock();
         let links = Links::of(&list);
         let mut order = Vec::new();
-        let mut stack = vec![from.root];
+        let mut stack = vec![from.root()];
         while let Some(m) = stack.pop() {
             order.push(m);
             stack.extend(links.children(m).iter().rev());
@@ -146,7 +173,7 @@ impl VfsInner {
             // unbindable).
             let copy = self.clone_mount(m, mr.root, CloneKind::Bind);
             copies.insert(m, copy);
-            if m == from.root {
+            if m == from.root() {
                 // SAFETY: as above.
                 self.set_namespace(unsafe { &*copy }, id);
                 list.push(copy as usize);
@@ -158,7 +185,7 @@ impl VfsInner {
             }
         }
         drop(list);
-        let ns = MntNamespace::new(id, copies[&from.root]);
+        let ns = MntNamespace::new(id, copies[&from.root()]);
         let moved = |p: PathPtr| {
             let q = PathPtr {
                 mnt: copies.get(&p.mnt).copied().unwrap_or(p.mnt),
@@ -191,7 +218,8 @@ impl VfsInner {
         loop {
             let sharded: Vec<*const Mount> = {
                 let mut list = self.mounts.lock.lock();
-                let order = Links::of(&list).subtree(ns.root);
+                let root = ns.root();
+                let order = Links::of(&list).subtree(root);
                 let sharded: Vec<*const Mount> = order
                     .iter()
                     .copied()
@@ -203,7 +231,7 @@ impl VfsInner {
                     let children_first: Vec<*const Mount> =
                         order[1..].iter().rev().copied().collect();
                     self.detach_mounts(&mut list, &children_first);
-                    list.retain(|&m| m != ns.root as usize);
+                    list.retain(|&m| m != root as usize);
                     debug_assert!(
                         list.iter().all(|&m| {
                             // SAFETY: attached mounts are live under the lock.
@@ -212,10 +240,10 @@ impl VfsInner {
                         "a mount of a dissolved namespace outside its tree"
                     );
                     // SAFETY: the root is attached until here.
-                    self.set_namespace(unsafe { &*ns.root }, 0);
+                    self.set_namespace(unsafe { &*root }, 0);
                     drop(list);
                     // The root's attachment.
-                    self.mntput(ns.root);
+                    self.mntput(root);
                     return;
                 }
                 for &m in &sharded {

@@ -516,6 +516,18 @@ pub trait ProcessApi: Send {
     /// change propagation (docs/COMPATIBILITY.md).
     fn mount(&self, source: &[u8], target: &[u8], fstype: &[u8], flags: u64) -> SysResult<()>;
     fn umount2(&self, target: &[u8], flags: i32) -> SysResult<()>;
+    /// pivot_root(2): the mount at `new_root` becomes the root of this
+    /// process's namespace, the old root mount goes onto `put_old` (the
+    /// new root or a directory beneath it), and every process whose root
+    /// or cwd was the old root moves to the new one. Root only (EPERM);
+    /// EINVAL for a shared mount at either place or above the old root,
+    /// `new_root` not a whole mount or not beneath the root, `put_old` not
+    /// beneath `new_root`; EBUSY when `new_root` or `put_old` is on the
+    /// old root's mount. A namespace's root from unshare or the VFS counts
+    /// as mounted on Linux's private rootfs (docs/COMPATIBILITY.md).
+    fn pivot_root(&self, _new_root: &[u8], _put_old: &[u8]) -> SysResult<()> {
+        Err(Errno::ENOSYS)
+    }
     /// unshare(2) for this process alone (a thread, not its
     /// `clone_thread` siblings): CLONE_NEWNS moves it into a copy of its
     /// mount namespace (every mount copied, a shared one as a peer of its

@@ -200,12 +200,12 @@ impl Process {
             self.vfs.mntget(p.mnt);
         }
         self.fs.ns.get();
-        let fs = FsContext::new(root, cwd, self.umask_bits(), self.fs.ns.clone());
+        let fs = FsContext::new(&self.vfs, root, cwd, self.umask_bits(), self.fs.ns.clone());
         Ok(Process {
             vfs: self.vfs.clone(),
             // A child gets its own copy of the credentials (copy_creds).
             cred: Arc::new((*self.cred).clone()),
-            fs: Arc::new(fs),
+            fs,
             files: Arc::new(self.files.duplicate()),
             // A child starts in its parent's group (cgroup inheritance).
             group: self.group.fork(),

@@ -153,14 +153,9 @@ impl Namespace {
     pub fn new(vfs: &crate::Vfs) -> Namespace {
         let inner = vfs.inner.clone();
         let group = crate::reclaim::GroupCell::in_root(&inner);
-        let m = inner.mounts.root();
-        // SAFETY: the root mount lives as long as the VFS.
-        let path = PathPtr {
-            mnt: m,
-            dentry: unsafe { &*m }.root,
-        };
-        inner.mntget(path.mnt);
-        inner.dget(path.dentry);
+        // The first namespace's root now (pivot_root may have replaced the
+        // one the VFS was built with); the VFS keeps a use of it.
+        let path = inner.namespace_root(inner.init_namespace(), 1);
         let files = FdTable::new(NAMESPACE_FILE_LIMIT);
         Namespace {
             root: Handle {
@@ -189,7 +184,7 @@ impl Namespace {
         Process {
             vfs: self.vfs.clone(),
             cred: cred.clone(),
-            fs: Arc::new(FsContext::new(
+            fs: Arc::new(FsContext::view(
                 root.path,
                 cwd.path,
                 umask & 0o777,

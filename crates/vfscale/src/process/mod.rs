@@ -6,12 +6,11 @@
 //! open file, a cwd) takes one.
 //!
 //! Invariants:
-//! - `FsContext` owns one dentry and one mount reference for each of root and
-//!   cwd; readers copy the pointers under its seqcount, writers swap them
-//!   under its mutex and put the old references afterwards. The stat
-//!   family's fast lookup reads one dentry pointer alone (`walk_from`, an
-//!   Acquire load paired with the swap's release): it needs no mount, and
-//!   the old dentry stays allocated under its guard.
+//! - `FsContext` (fs_context.rs) owns one dentry and one mount reference
+//!   for each of root and cwd. The stat family's fast lookup reads one
+//!   dentry pointer alone (`walk_from`, an Acquire load paired with the
+//!   swap's release): it needs no mount, and the old dentry stays
+//!   allocated under its guard.
 //! - A `Process` that is dropped without `exit` exits on drop.
 //!
 //! Code generation: the helpers of open(O_CREAT), close and unlink (the
@@ -31,6 +30,7 @@ mod context;
 mod dirents;
 mod fhandle;
 mod fileattr;
+mod fs_context;
 pub mod handles;
 mod io;
 mod locks;
@@ -40,6 +40,7 @@ mod namespaces;
 pub(crate) use names::is_ancestor;
 mod notify;
 mod open;
+mod pivot_root;
 mod sockets;
 mod space;
 mod splice;
@@ -50,6 +51,7 @@ mod xattr;
 
 pub use api::{Fd, ProcessApi};
 pub use dirents::DirEntryRef;
+pub(crate) use fs_context::{FsContext, FsContexts};
 pub use handles::{Entry, Fh, Handle, Namespace, SetAttr};
 
 use crate::abi::*;
@@ -58,141 +60,9 @@ use crate::cred::Cred;
 use crate::dcache::walk::{Found, Parent, PathPtr, WALK_BENEATH, WALK_FOLLOW, WALK_IN_ROOT};
 use crate::file::{FdTable, FileRef};
 use crate::inode::Inode;
-use crate::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
-use crate::sync::lock::Mutex;
-use crate::sync::seqcount::SeqCount;
+use crate::sync::atomic::{AtomicUsize, Ordering};
 use crate::vfs::VfsInner;
 use std::sync::Arc;
-
-/// Root, cwd and umask (Linux's fs_struct), shareable between threads,
-/// and the mount namespace they are in (which Linux keeps beside it, in
-/// nsproxy: a context never changes namespace, unshare and setns give the
-/// process a new context).
-pub(crate) struct FsContext {
-    /// The processes using the context (fs_struct's `users`): the one that
-    /// brings it to zero puts root, cwd and its use of `ns`. A view
-    /// (handles.rs) borrows and is not counted.
-    users: AtomicUsize,
-    pub(crate) ns: Arc<crate::mount::namespace::MntNamespace>,
-    lock: Mutex<()>,
-    seq: SeqCount,
-    root_mnt: AtomicPtr<crate::mount::Mount>,
-    root_dentry: AtomicPtr<crate::dcache::dentry::Dentry>,
-    cwd_mnt: AtomicPtr<crate::mount::Mount>,
-    cwd_dentry: AtomicPtr<crate::dcache::dentry::Dentry>,
-    umask: AtomicU32,
-}
-
-impl FsContext {
-    /// A context of one user, holding the caller's references on `root`
-    /// and `cwd` and a use of `ns`.
-    fn new(
-        root: PathPtr,
-        cwd: PathPtr,
-        umask: u32,
-        ns: Arc<crate::mount::namespace::MntNamespace>,
-    ) -> FsContext {
-        FsContext {
-            users: AtomicUsize::new(1),
-            ns,
-            lock: Mutex::new(()),
-            seq: SeqCount::new(),
-            root_mnt: AtomicPtr::new(root.mnt as *mut _),
-            root_dentry: AtomicPtr::new(root.dentry as *mut _),
-            cwd_mnt: AtomicPtr::new(cwd.mnt as *mut _),
-            cwd_dentry: AtomicPtr::new(cwd.dentry as *mut _),
-            umask: AtomicU32::new(umask),
-        }
-    }
-
-    /// One more process using the context (a `clone_thread` sibling).
-    fn share(&self) {
-        // Relaxed: the caller is a user, so the count cannot reach zero
-        // meanwhile (as Arc's clone).
-        self.users.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// A user leaves; the last one puts root, cwd and its use of the
-    /// namespace (put_fs_struct, then put_mnt_ns).
-    fn put(&self, vfs: &VfsInner) {
-        // AcqRel: the last user's puts follow every other user's last use
-        // (each decrement releases it; the last one acquires them).
-        if self.users.fetch_sub(1, Ordering::AcqRel) != 1 {
-            return;
-        }
-        let (root, cwd) = self.get();
-        for p in [root, cwd] {
-            vfs.dput(p.dentry);
-            vfs.mntput(p.mnt);
-        }
-        vfs.put_namespace(&self.ns);
-    }
-
-    /// The context's users (1: this process alone).
-    fn user_count(&self) -> usize {
-        // Acquire: pairs with the release half of `put`'s decrement, so a
-        // sibling that left is seen gone.
-        self.users.load(Ordering::Acquire)
-    }
-
-    /// (root, cwd), consistent with each other.
-    fn get(&self) -> (PathPtr, PathPtr) {
-        loop {
-            let s = self.seq.read_begin();
-            // Relaxed: ordered by the seqcount; the pointees are kept
-            // allocated by the caller's guard.
-            let r = (
-                PathPtr {
-                    mnt: self.root_mnt.load(Ordering::Relaxed),
-                    dentry: self.root_dentry.load(Ordering::Relaxed),
-                },
-                PathPtr {
-                    mnt: self.cwd_mnt.load(Ordering::Relaxed),
-                    dentry: self.cwd_dentry.load(Ordering::Relaxed),
-                },
-            );
-            if !self.seq.read_retry(s) {
-                return r;
-            }
-        }
-    }
-
-    /// The dentry a walk of a path starts from: the root for an absolute
-    /// path, else the cwd. Without its mount, so without the seqcount: for
-    /// the fast walk of callers that need only the inode it reaches (the
-    /// stat family), which never leaves the start's mount.
-    #[inline(always)]
-    fn walk_from(&self, absolute: bool) -> *const crate::dcache::dentry::Dentry {
-        let d = if absolute {
-            &self.root_dentry
-        } else {
-            &self.cwd_dentry
-        };
-        // Acquire: pairs with the AcqRel swap in `set`, so the dentry's
-        // contents are visible; the caller's guard keeps it allocated.
-        d.load(Ordering::Acquire)
-    }
-
-    /// Replaces root or cwd with `new` (whose references the caller hands
-    /// over) and returns the old one (whose references the caller puts).
-    fn set(&self, which_root: bool, new: PathPtr) -> PathPtr {
-        let _l = self.lock.lock();
-        let (m, d) = if which_root {
-            (&self.root_mnt, &self.root_dentry)
-        } else {
-            (&self.cwd_mnt, &self.cwd_dentry)
-        };
-        self.seq.write_begin();
-        let old = PathPtr {
-            mnt: m.swap(new.mnt as *mut _, Ordering::Relaxed),
-            // AcqRel: publishes the new dentry to `walk_from`, which reads
-            // it without the seqcount.
-            dentry: d.swap(new.dentry as *mut _, Ordering::AcqRel),
-        };
-        self.seq.write_end();
-        old
-    }
-}
 
 /// A process: credentials, root, cwd, umask and descriptors over a VFS.
 pub struct Process {
@@ -216,22 +86,15 @@ pub struct Process {
 
 impl Process {
     pub(crate) fn new(vfs: Arc<VfsInner>, cred: Cred) -> Process {
-        let m = vfs.mounts.root();
-        // SAFETY: the root mount lives as long as the VFS.
-        let root = PathPtr {
-            mnt: m,
-            dentry: unsafe { &*m }.root,
-        };
-        for _ in 0..2 {
-            vfs.mntget(root.mnt);
-            vfs.dget(root.dentry);
-        }
-        let files = Arc::new(FdTable::new(vfs.config.fd_limit));
-        let group = crate::reclaim::GroupCell::in_root(&vfs);
         let ns = vfs.init_namespace().clone();
         ns.get();
+        // Root and cwd: the namespace's root now (pivot_root may have
+        // replaced the one the VFS was built with).
+        let root = vfs.namespace_root(&ns, 2);
+        let files = Arc::new(FdTable::new(vfs.config.fd_limit));
+        let group = crate::reclaim::GroupCell::in_root(&vfs);
         Process {
-            fs: Arc::new(FsContext::new(root, root, 0o022, ns)),
+            fs: FsContext::new(&vfs, root, root, 0o022, ns),
             cred: Arc::new(cred),
             files,
             vfs,

@@ -12,7 +12,7 @@ use crate::mount::Mount;
 impl Process {
     /// check_mnt: `m` is attached in the caller's namespace. Under the
     /// table lock.
-    fn in_namespace(&self, m: *const Mount) -> bool {
+    pub(super) fn in_namespace(&self, m: *const Mount) -> bool {
         // SAFETY: callers pass mounts their walk's guard keeps allocated.
         unsafe { &*m }.ns_id() == self.fs.ns.id
     }
@@ -129,15 +129,22 @@ impl Process {
     /// do_move_mount's check_mnt) EINVAL if it is another namespace's.
     /// Caller holds the table lock.
     fn mount_target(&self, tgt: &Found) -> SysResult<Found> {
+        let top = self.mount_place(tgt)?;
+        if !self.in_namespace(top.path.mnt) {
+            return Err(Errno::EINVAL);
+        }
+        Ok(top)
+    }
+
+    /// `mount_target` without the namespace check (pivot_root's
+    /// lock_mount of put_old). Caller holds the table lock.
+    pub(super) fn mount_place(&self, tgt: &Found) -> SysResult<Found> {
         let top = self.vfs.follow_mounts(tgt.path);
         // SAFETY: the walk's guard keeps the dentry allocated (and the
         // mounts it crossed, attached under the table lock).
         let (d, m) = unsafe { (&*top.dentry, &*top.mnt) };
         if m.ns_id() == 0 || (!d.is_root() && !d.is_hashed()) {
             return Err(Errno::ENOENT);
-        }
-        if !self.in_namespace(top.mnt) {
-            return Err(Errno::EINVAL);
         }
         if top == tgt.path {
             return Ok(*tgt);

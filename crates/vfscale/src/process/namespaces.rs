@@ -38,7 +38,7 @@ impl Process {
             let umask = self.umask_bits();
             if new_ns {
                 let (ns, root, cwd) = self.vfs.copy_namespace(&self.fs.ns, root, cwd);
-                FsContext::new(root, cwd, umask, ns)
+                FsContext::new(&self.vfs, root, cwd, umask, ns)
             } else {
                 for p in [root, cwd] {
                     // The context holds references: these cannot fail.
@@ -46,7 +46,7 @@ impl Process {
                     self.vfs.mntget(p.mnt);
                 }
                 self.fs.ns.get();
-                FsContext::new(root, cwd, umask, self.fs.ns.clone())
+                FsContext::new(&self.vfs, root, cwd, umask, self.fs.ns.clone())
             }
         };
         self.replace_fs(fs);
@@ -70,9 +70,9 @@ impl Process {
             // `other`'s context keeps the namespace, hence its root,
             // attached.
             // SAFETY: as above.
-            let root_mnt = unsafe { &*ns.root };
+            let root_mnt = unsafe { &*ns.root() };
             let top = self.vfs.follow_mounts(PathPtr {
-                mnt: ns.root,
+                mnt: ns.root(),
                 dentry: root_mnt.root,
             });
             for _ in 0..2 {
@@ -81,15 +81,15 @@ impl Process {
             }
             drop(list);
             ns.get();
-            FsContext::new(top, top, self.umask_bits(), ns)
+            FsContext::new(&self.vfs, top, top, self.umask_bits(), ns)
         };
         self.replace_fs(fs);
         Ok(())
     }
 
     /// Moves this process to the context `fs`, leaving its old one.
-    fn replace_fs(&mut self, fs: FsContext) {
-        let old = std::mem::replace(&mut self.fs, Arc::new(fs));
+    fn replace_fs(&mut self, fs: Arc<FsContext>) {
+        let old = std::mem::replace(&mut self.fs, fs);
         old.put(&self.vfs);
     }
 

@@ -258,6 +258,9 @@ impl ProcessApi for Process {
     fn umount2(&self, target: &[u8], flags: i32) -> SysResult<()> {
         self.done(self.sys_umount2(target, flags))
     }
+    fn pivot_root(&self, new_root: &[u8], put_old: &[u8]) -> SysResult<()> {
+        self.done(self.sys_pivot_root(new_root, put_old))
+    }
     fn unshare(&mut self, flags: i32) -> SysResult<()> {
         self.sys_unshare(flags)
     }
