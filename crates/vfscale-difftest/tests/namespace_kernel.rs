@@ -327,6 +327,10 @@ struct World<T: ProcessApi> {
     /// Whether `tmpfs` also makes directories `x`, `x/y` and `y` in each
     /// new instance (the random sequences: their paths then exist).
     populate: bool,
+    /// Which slots are in a namespace a random sequence made (an unshare,
+    /// or a fork or setns into one): only these pivot_root, so the first
+    /// namespace's root, the harness's, stays for the next cases.
+    own_ns: Vec<bool>,
     /// The SOURCE of the first namespace's root mount (`normalize`).
     root_source: Option<String>,
 }
@@ -346,6 +350,7 @@ impl<T: ProcessApi> World<T> {
             steps: 0,
             fds: Vec::new(),
             populate: false,
+            own_ns: vec![false; NAMES.len()],
             root_source: root.mountinfo().ok().and_then(|t| root_source(&t)),
         }
     }
@@ -490,6 +495,7 @@ impl<T: ProcessApi> World<T> {
         assert!(self.procs[child].is_none(), "slot {child} is free");
         let r = self.proc(parent).fork().map(|c| {
             self.procs[child] = Some(c);
+            self.own_ns[child] = self.own_ns[parent];
             let inherited: Vec<(usize, String, Fd)> = self
                 .fds
                 .iter()
@@ -506,6 +512,9 @@ impl<T: ProcessApi> World<T> {
             .as_mut()
             .expect("a live process")
             .unshare(flags);
+        if r.is_ok() && flags & CLONE_NEWNS != 0 {
+            self.own_ns[i] = true;
+        }
         self.step(i, format!("unshare({})", clone_names(flags)), unit(r));
     }
 
@@ -515,11 +524,15 @@ impl<T: ProcessApi> World<T> {
         let mut me = self.procs[i].take().expect("a live process");
         let r = me.setns_mount(self.proc(other));
         self.procs[i] = Some(me);
+        if r.is_ok() {
+            self.own_ns[i] = self.own_ns[other];
+        }
         self.step(i, format!("setns({})", NAMES[other]), unit(r));
     }
 
     fn exit(&mut self, i: usize) {
         let p = self.procs[i].take().expect("a live process");
+        self.own_ns[i] = false;
         self.fds.retain(|(s, _, _)| *s != i);
         p.exit();
         self.step(i, "exit".into(), "ok".into());
@@ -1245,6 +1258,9 @@ enum Step {
     /// To the n-th descriptor the process holds (modulo how many).
     Fchdir(usize, usize),
     Close(usize, usize),
+    /// new_root, put_old (by a process in a namespace of the sequence's
+    /// own; skipped otherwise).
+    Pivot(usize, &'static str, &'static str),
 }
 
 fn random_steps(rnd: &mut dyn FnMut(u64) -> u64, n: usize) -> Vec<Step> {
@@ -1263,7 +1279,21 @@ fn random_steps(rnd: &mut dyn FnMut(u64) -> u64, n: usize) -> Vec<Step> {
     (0..n)
         .map(|_| {
             let who = rnd(6) as usize;
-            match rnd(29) {
+            match rnd(31) {
+                29 | 30 => {
+                    // put_old mostly beneath new_root.
+                    let new = root(rnd);
+                    let old = match (rnd(3), new) {
+                        (0, _) | (_, ".") => path(rnd),
+                        _ => PATHS
+                            .iter()
+                            .copied()
+                            .filter(|p| p.starts_with(new))
+                            .nth(rnd(3) as usize)
+                            .unwrap_or(new),
+                    };
+                    Step::Pivot(who, new, old)
+                }
                 26 => Step::Open(who, root(rnd)),
                 27 => Step::Fchdir(who, rnd(4) as usize),
                 28 => Step::Close(who, rnd(4) as usize),
@@ -1304,7 +1334,8 @@ fn step_who(step: &Step) -> usize {
         | Step::Chdir(k, _)
         | Step::Open(k, _)
         | Step::Fchdir(k, _)
-        | Step::Close(k, _) => k,
+        | Step::Close(k, _)
+        | Step::Pivot(k, _, _) => k,
     }
 }
 
@@ -1312,7 +1343,7 @@ fn step_who(step: &Step) -> usize {
 fn step_names_dot(step: &Step) -> bool {
     match *step {
         Step::Tmpfs(_, t) | Step::Type(_, t, _, _) | Step::Umount(_, t, _) => t == ".",
-        Step::Bind(_, s, t, _) | Step::Move(_, s, t) => s == "." || t == ".",
+        Step::Bind(_, s, t, _) | Step::Move(_, s, t) | Step::Pivot(_, s, t) => s == "." || t == ".",
         _ => false,
     }
 }
@@ -1384,6 +1415,11 @@ fn run_case<T: ProcessApi>(root: &T, case: usize, steps: &[Step], log: &mut Log)
             Step::Close(k, j) => {
                 if let Some(label) = w.nth_fd(pick(k), j) {
                     w.close_dir(pick(k), &label);
+                }
+            }
+            Step::Pivot(k, new, old) => {
+                if w.own_ns[pick(k)] {
+                    w.pivot_root(pick(k), new, old);
                 }
             }
         }

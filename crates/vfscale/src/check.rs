@@ -77,6 +77,21 @@ impl Vfs {
                 "namespace mount counts {counted:?} disagree with the table {per_namespace:?}"
             ));
         }
+        v.fs_contexts.check()?;
+        // The first namespace's root (pivot_root changes it) is attached
+        // there, without a parent.
+        let init_root = {
+            let _list = v.mounts.lock.lock();
+            v.init_namespace().root()
+        };
+        // SAFETY: attached mounts are live (quiescent VFS, our guard).
+        let ir = unsafe { &*init_root };
+        if !mounts.contains(&init_root)
+            || !ir.parent_ptr().is_null()
+            || ir.ns_id() != v.init_namespace().id
+        {
+            return Err("the first namespace's root is not its parentless mount".into());
+        }
         let mut extra_refs: HashMap<usize, i64> = HashMap::new();
         let mut tally = GroupTally::default();
         let mut sb_roots = Vec::new();

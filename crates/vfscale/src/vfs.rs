@@ -296,6 +296,13 @@ impl Vfs {
         self.inner.file_locks.contexts()
     }
 
+    /// The processes' fs contexts (root, cwd and umask) alive now: one per
+    /// process but for `clone_thread` siblings sharing one; zero once every
+    /// process exited.
+    pub fn fs_contexts(&self) -> usize {
+        self.inner.fs_contexts.len()
+    }
+
     /// Buckets in the dentry hash table's current array (it grows with the
     /// namespace: `VfsConfig::hash_bits`, `hash_max_bits`).
     pub fn dcache_buckets(&self) -> usize {

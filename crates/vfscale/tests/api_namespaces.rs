@@ -496,3 +496,153 @@ fn the_mount_limit_counts_each_namespace_alone() {
     assert_eq!(p.mount(b"none", b"/a/x", b"tmpfs", 0), Err(Errno::ENOSPC));
     done(vfs, vec![p, q, r]);
 }
+
+/// `/t` a tmpfs holding old/ and a marker; `/b` a directory of the root.
+fn pivot_tree() -> (Vfs, Process) {
+    let (vfs, p) = setup();
+    p.mkdir(b"/t", 0o755).unwrap();
+    p.mkdir(b"/b", 0o755).unwrap();
+    tmpfs_on(&p, b"/t");
+    p.mkdir(b"/t/old", 0o755).unwrap();
+    p.mkdir(b"/t/t", 0o755).unwrap();
+    p.open(b"/t/marker", O_WRONLY | O_CREAT, 0o644)
+        .and_then(|fd| p.close(fd))
+        .unwrap();
+    (vfs, p)
+}
+
+#[test]
+fn pivot_root_swaps_the_root_and_moves_who_was_on_it() {
+    let (vfs, p) = pivot_tree();
+    let q = p.fork().unwrap();
+    let r = p.fork().unwrap();
+    r.chdir(b"/b").unwrap();
+    let s = unshared(&p);
+    let old_root_dev = dev(&p, b"/");
+    let new_root_dev = dev(&p, b"/t");
+    p.pivot_root(b"/t", b"/t/old").unwrap();
+    // p and q had root and cwd on the old root: both moved.
+    for x in [&p, &q] {
+        assert_eq!(x.getcwd().unwrap(), b"/");
+        assert_eq!(dev(x, b"/"), new_root_dev);
+        assert_eq!(dev(x, b"."), new_root_dev);
+        assert_eq!(dev(x, b"/old"), old_root_dev);
+        x.stat(b"/marker").unwrap();
+    }
+    // r's root moved; its cwd beneath the old root stayed, now /old/b.
+    assert_eq!(r.getcwd().unwrap(), b"/old/b");
+    assert_eq!(dev(&r, b"/"), new_root_dev);
+    // Another namespace is untouched.
+    assert_eq!(dev(&s, b"/"), old_root_dev);
+    assert_eq!(s.stat(b"/old").unwrap_err(), Errno::ENOENT);
+    // A process made afterwards starts at the new root, as does the
+    // handle API's root.
+    let n = vfs.root_process();
+    assert_eq!(dev(&n, b"/"), new_root_dev);
+    // In the order the mounts were made: the old root first.
+    assert_eq!(mount_points(&p), ["/old", "/"]);
+    assert!(
+        info_of(&p, "/").ends_with(" - tmpfs none rw"),
+        "{}",
+        info_of(&p, "/")
+    );
+    // The old root leaves; what still uses it (r's cwd) keeps it.
+    p.umount2(b"/old", MNT_DETACH).unwrap();
+    assert_eq!(mount_points(&p), ["/"]);
+    assert_eq!(names(&r, b"."), Vec::<Vec<u8>>::new());
+    assert_eq!(vfs.fs_contexts(), 5);
+    done(vfs.clone(), vec![p, q, r, s, n]);
+    assert_eq!(vfs.fs_contexts(), 0);
+}
+
+#[test]
+fn pivot_root_errors() {
+    let (vfs, p) = pivot_tree();
+    let u = user(&vfs, 1000, 1000);
+    assert_eq!(u.pivot_root(b"/t", b"/t/old"), Err(Errno::EPERM));
+    assert_eq!(p.pivot_root(b"/t/marker", b"/t/old"), Err(Errno::ENOTDIR));
+    assert_eq!(p.pivot_root(b"/t", b"/t/marker"), Err(Errno::ENOTDIR));
+    assert_eq!(p.pivot_root(b"/t/none", b"/t/old"), Err(Errno::ENOENT));
+    assert_eq!(p.pivot_root(b"", b"/t/old"), Err(Errno::ENOENT));
+    // put_old on the old root's mount; the root itself as the new one.
+    assert_eq!(p.pivot_root(b"/t", b"/b"), Err(Errno::EBUSY));
+    assert_eq!(p.pivot_root(b"/", b"/t/old"), Err(Errno::EBUSY));
+    // Not a whole mount.
+    assert_eq!(p.pivot_root(b"/t/old", b"/t/old"), Err(Errno::EINVAL));
+    // A shared parent above the new root, a shared mount at put_old.
+    p.mount(b"", b"/", b"", MS_SHARED).unwrap();
+    assert_eq!(p.pivot_root(b"/t", b"/t/old"), Err(Errno::EINVAL));
+    p.mount(b"", b"/", b"", MS_PRIVATE).unwrap();
+    p.mount(b"", b"/t", b"", MS_SHARED).unwrap();
+    assert_eq!(p.pivot_root(b"/t", b"/t/old"), Err(Errno::EINVAL));
+    p.mount(b"", b"/t", b"", MS_PRIVATE).unwrap();
+    // put_old not beneath the new root.
+    tmpfs_on(&p, b"/b");
+    assert_eq!(p.pivot_root(b"/t", b"/b"), Err(Errno::EINVAL));
+    // The new root in another namespace (check_mnt): a descriptor of it
+    // kept across an unshare.
+    let mut q = p.fork().unwrap();
+    let fd = q.open(b"/t", O_RDONLY | O_DIRECTORY, 0).unwrap();
+    q.unshare(CLONE_NEWNS).unwrap();
+    q.fchdir(fd).unwrap();
+    assert_eq!(q.pivot_root(b".", b"."), Err(Errno::EINVAL));
+    // Nothing changed; then the same pivot works.
+    assert_eq!(mount_points(&p), ["/", "/t", "/b"]);
+    p.pivot_root(b"/t", b"/t/old").unwrap();
+    assert_eq!(mount_points(&p), ["/old", "/", "/old/b"]);
+    done(vfs, vec![p, q, u]);
+}
+
+/// pivot_root back and forth between two roots while other threads fork,
+/// exit, chdir, walk and read mountinfo in the same namespace: every
+/// reference is put once (the checker's counts, no context left).
+#[test]
+fn stress_pivot_root_races_forks_exits_and_walks() {
+    use std::sync::atomic::AtomicU64;
+    let (vfs, first) = pivot_tree();
+    let p = unshared(&first);
+    let stop = Arc::new(AtomicBool::new(false));
+    let rounds: Arc<[AtomicU64; 3]> = Arc::new(Default::default());
+    let workers: Vec<_> = (0..3)
+        .map(|i| {
+            let w = p.fork().unwrap();
+            let (stop, rounds) = (stop.clone(), rounds.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let c = w.fork().unwrap();
+                    match i {
+                        0 => {
+                            let _ = c.chdir(b"/");
+                            let _ = c.stat(b"/old/t/old");
+                        }
+                        1 => {
+                            let _ = c.getcwd();
+                            let _ = c.mountinfo().unwrap();
+                        }
+                        _ => {
+                            let _ = c.chroot(b"/");
+                            let _ = c.stat(b"marker");
+                        }
+                    }
+                    drop(c);
+                    rounds[i].fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    // At least 1,000 pivots each way, and each worker 200 rounds among them.
+    let mut pivots = 0;
+    while pivots < 1000 || rounds.iter().any(|r| r.load(Ordering::Relaxed) < 200) {
+        p.pivot_root(b"/t", b"/t/old").unwrap();
+        p.pivot_root(b"/old", b"/old/t").unwrap();
+        pivots += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    for w in workers {
+        w.join().unwrap();
+    }
+    assert_eq!(mount_points(&p), ["/", "/t"]);
+    assert_eq!(p.getcwd().unwrap(), b"/");
+    done(vfs.clone(), vec![p, first]);
+    assert_eq!(vfs.fs_contexts(), 0);
+}

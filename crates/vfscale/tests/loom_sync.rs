@@ -252,6 +252,63 @@ fn identity_map_share_vs_last_put() {
     );
 }
 
+// -------------------------------------------------------------- fs contexts
+
+/// pivot_root's chroot_fs_refs against a context's last user
+/// (process/fs_context.rs): the swap happens under the context's lock
+/// only while it has a user, and the last user reads root under that lock
+/// after its decrement. Each root reference is put exactly once: the old
+/// one by the swap or by the last user, the new one by the last user when
+/// it got it. With the user's read outside the lock, loom finds the new
+/// reference leaked (a swap after the read).
+#[test]
+fn fs_context_last_put_vs_pivot_swap() {
+    let seen = outcomes(|| {
+        // The context: one user, root 1 (the old root), written under
+        // its lock (readers outside it use the seqcount).
+        let users = Arc::new(AtomicUsize::new(1));
+        let lock = Arc::new(loom::sync::Mutex::new(()));
+        let root = Arc::new(AtomicU32::new(1));
+        // References held by contexts on the old (1) and new (2) roots.
+        let refs = Arc::new([AtomicUsize::new(1), AtomicUsize::new(0)]);
+        let put = |refs: &[AtomicUsize; 2], r: u32| refs[r as usize - 1].fetch_sub(1, Relaxed);
+        let (u, l, ro, rf) = (
+            Arc::clone(&users),
+            Arc::clone(&lock),
+            Arc::clone(&root),
+            Arc::clone(&refs),
+        );
+        let last_user = thread::spawn(move || {
+            if u.fetch_sub(1, AcqRel) == 1 {
+                let r = {
+                    let _l = l.lock().unwrap();
+                    ro.load(Relaxed)
+                };
+                put(&rf, r);
+            }
+        });
+        // chroot_fs_refs, on a context it found in the registry.
+        let swapped = {
+            let _l = lock.lock().unwrap();
+            if users.load(Acquire) != 0 && root.load(Relaxed) == 1 {
+                refs[1].fetch_add(1, Relaxed);
+                root.store(2, Relaxed);
+                true
+            } else {
+                false
+            }
+        };
+        if swapped {
+            put(&refs, 1);
+        }
+        last_user.join().unwrap();
+        assert_eq!(refs[0].load(Relaxed), 0, "the old root's reference");
+        assert_eq!(refs[1].load(Relaxed), 0, "the new root's reference");
+        swapped
+    });
+    assert_eq!(seen, HashSet::from([true, false]));
+}
+
 // --------------------------------------------------------------- in-flight
 
 /// A backend rename (sync/in_flight.rs): the host's rename, then the

@@ -190,6 +190,28 @@ impl FsContext {
 #[derive(Default)]
 pub(crate) struct FsContexts(Mutex<HashMap<usize, Weak<FsContext>>>);
 
+impl FsContexts {
+    /// How many contexts are registered.
+    pub(crate) fn len(&self) -> usize {
+        self.0.lock().len()
+    }
+
+    /// Checks that every registered context is alive and has a user
+    /// (`Vfs::check_invariants`).
+    pub(crate) fn check(&self) -> Result<(), String> {
+        for (&at, weak) in self.0.lock().iter() {
+            let fs = weak
+                .upgrade()
+                .ok_or_else(|| format!("fs context {at:#x} freed while registered"))?;
+            // Acquire: as `user_count`.
+            if fs.users.load(Ordering::Acquire) == 0 {
+                return Err(format!("fs context {at:#x} registered without a user"));
+            }
+        }
+        Ok(())
+    }
+}
+
 impl VfsInner {
     /// chroot_fs_refs: every process whose root or cwd is `old` gets `new`
     /// instead (pivot_root's last step). Caller holds references on both
