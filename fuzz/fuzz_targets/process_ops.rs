@@ -166,6 +166,9 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
             };
             let _ = p.mount(source, a, fstype, flags);
         }
+        // pivot_root with bit 0x40 (to the given name, put_old another),
+        // else umount2.
+        29 if arg & 0x40 != 0 => drop(p.pivot_root(a, bytes.name()?)),
         29 => {
             let _ = p.umount2(a, i32::from(arg & 2));
         }
