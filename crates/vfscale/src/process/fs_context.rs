@@ -14,14 +14,17 @@
 //!   swap, or by the writer, who saw no user and changed nothing.
 //! - The registry (`FsContexts`) holds every process's context from its
 //!   creation until its last user leaves; the handle API's per-call views
-//!   (handles.rs) are not in it. Its lock is a leaf: nothing else is
-//!   taken under it.
+//!   (handles.rs) are not in it. It is sharded by the context's address,
+//!   so processes forking and exiting at once rarely write one line; its
+//!   shard locks are leaves: nothing else is taken under one, and only
+//!   one is held at a time.
 
 use crate::dcache::walk::PathPtr;
 use crate::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use crate::sync::lock::Mutex;
 use crate::sync::seqcount::SeqCount;
 use crate::vfs::VfsInner;
+use crossbeam_utils::CachePadded;
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 
@@ -55,10 +58,11 @@ impl FsContext {
         ns: Arc<crate::mount::namespace::MntNamespace>,
     ) -> Arc<FsContext> {
         let fs = Arc::new(Self::view(root, cwd, umask, ns));
+        let at = Arc::as_ptr(&fs) as usize;
         vfs.fs_contexts
-            .0
+            .shard(at)
             .lock()
-            .insert(Arc::as_ptr(&fs) as usize, Arc::downgrade(&fs));
+            .insert(at, Arc::downgrade(&fs));
         fs
     }
 
@@ -98,10 +102,8 @@ impl FsContext {
         if self.users.fetch_sub(1, Ordering::AcqRel) != 1 {
             return;
         }
-        vfs.fs_contexts
-            .0
-            .lock()
-            .remove(&(self as *const FsContext as usize));
+        let at = self as *const FsContext as usize;
+        vfs.fs_contexts.shard(at).lock().remove(&at);
         // Under the mutex: after any swap a pivot_root made while we were
         // still a user (module invariants).
         let (root, cwd) = {
@@ -186,20 +188,55 @@ impl FsContext {
     }
 }
 
+/// Shards of the registry.
+const SHARDS: usize = 16;
+
+/// One shard: contexts by address.
+type Shard = Mutex<HashMap<usize, Weak<FsContext>>>;
+
 /// Every process's fs context, by address (module invariants).
 #[derive(Default)]
-pub(crate) struct FsContexts(Mutex<HashMap<usize, Weak<FsContext>>>);
+pub(crate) struct FsContexts([CachePadded<Shard>; SHARDS]);
 
 impl FsContexts {
+    /// The shard of the context at address `at`.
+    fn shard(&self, at: usize) -> &Shard {
+        // Contexts are allocated at a stride: a multiplicative hash
+        // spreads consecutive ones over the shards.
+        let i = (at as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - SHARDS.trailing_zeros());
+        &self.0[i as usize]
+    }
+
+    /// Every registered context that is still allocated.
+    fn all(&self) -> Vec<Arc<FsContext>> {
+        self.0
+            .iter()
+            .flat_map(|shard| {
+                let map = shard.lock();
+                map.values().filter_map(Weak::upgrade).collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
     /// How many contexts are registered.
     pub(crate) fn len(&self) -> usize {
-        self.0.lock().len()
+        self.0.iter().map(|shard| shard.lock().len()).sum()
     }
 
     /// Checks that every registered context is alive and has a user
     /// (`Vfs::check_invariants`).
     pub(crate) fn check(&self) -> Result<(), String> {
-        for (&at, weak) in self.0.lock().iter() {
+        let entries: Vec<(usize, Weak<FsContext>)> = self
+            .0
+            .iter()
+            .flat_map(|shard| {
+                let map = shard.lock();
+                map.iter()
+                    .map(|(&at, w)| (at, w.clone()))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        for (at, weak) in entries {
             let fs = weak
                 .upgrade()
                 .ok_or_else(|| format!("fs context {at:#x} freed while registered"))?;
@@ -217,13 +254,7 @@ impl VfsInner {
     /// instead (pivot_root's last step). Caller holds references on both
     /// and no lock.
     pub(crate) fn chroot_fs_refs(&self, old: PathPtr, new: PathPtr) {
-        let contexts: Vec<Arc<FsContext>> = self
-            .fs_contexts
-            .0
-            .lock()
-            .values()
-            .filter_map(Weak::upgrade)
-            .collect();
+        let contexts = self.fs_contexts.all();
         let mut puts = Vec::new();
         for fs in contexts {
             let _l = fs.lock.lock();
