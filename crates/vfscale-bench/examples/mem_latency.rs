@@ -1,0 +1,75 @@
+//! The latency of one dependent load from a working set of a given size:
+//! a pointer chase through the 64-byte lines of an anonymous mapping in one
+//! random cyclic order (so neither the prefetchers nor the overlap of
+//! independent loads help). It bounds what a hot stat of N random cached
+//! files can cost when each needs a line from outside the caches (issue
+//! 6's `cold-lookup` hot columns, docs/PERFORMANCE.md "Session 38").
+//! Usage: cargo run --release -p vfscale-bench --example mem_latency -- MIB... [--thp]
+//! (`--thp` asks for transparent huge pages with MADV_HUGEPAGE).
+use std::time::Instant;
+
+const LINE: usize = 64;
+const LOADS: usize = 20_000_000;
+
+fn chase(mib: usize, thp: bool) -> f64 {
+    let lines = mib * 1024 * 1024 / LINE;
+    let bytes = lines * LINE;
+    // SAFETY: a fresh anonymous private mapping; nothing else uses it.
+    let base = unsafe {
+        libc::mmap(
+            core::ptr::null_mut(),
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(base, libc::MAP_FAILED, "mmap of {mib} MiB");
+    if thp {
+        // SAFETY: advice on the mapping made above.
+        unsafe { libc::madvise(base, bytes, libc::MADV_HUGEPAGE) };
+    }
+    // One random cycle through every line (Sattolo's shuffle, xorshift).
+    let mut order: Vec<usize> = (0..lines).collect();
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    for i in (1..lines).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        order.swap(i, (x % i as u64) as usize);
+    }
+    let at = |i: usize| (base as usize + order[i] * LINE) as *mut usize;
+    for i in 0..lines {
+        // SAFETY: both addresses are line starts inside the mapping.
+        unsafe { *at(i) = at((i + 1) % lines) as usize };
+    }
+    let mut p = at(0) as usize;
+    let start = Instant::now();
+    for _ in 0..LOADS {
+        // SAFETY: every line holds the address of another line.
+        p = unsafe { *(p as *const usize) };
+    }
+    let ns = start.elapsed().as_nanos() as f64 / LOADS as f64;
+    std::hint::black_box(p);
+    // SAFETY: the mapping made above, no longer used.
+    unsafe { libc::munmap(base, bytes) };
+    ns
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let thp = args.iter().any(|a| a == "--thp");
+    let sizes: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
+    if sizes.is_empty() {
+        eprintln!("usage: mem_latency MIB... [--thp]");
+        std::process::exit(2);
+    }
+    for mib in sizes {
+        println!(
+            "{mib} MiB{}: {:.1} ns per dependent load",
+            if thp { " (THP)" } else { "" },
+            chase(mib, thp)
+        );
+    }
+}
