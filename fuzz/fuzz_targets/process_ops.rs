@@ -172,6 +172,19 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
         29 => {
             let _ = p.umount2(a, i32::from(arg & 2));
         }
+        // mount_setattr with bit 0x40 (AT_RECURSIVE with 0x20; the
+        // attributes and propagation from the next bytes), else chroot.
+        30 if arg & 0x40 != 0 => {
+            let attr = MountAttr {
+                attr_set: u64::from(bytes.byte()?) | u64::from(bytes.byte()? & 0x30) << 16,
+                attr_clr: u64::from(bytes.byte()?),
+                propagation: [0, MS_SHARED, MS_SLAVE, MS_PRIVATE, MS_UNBINDABLE, MS_REC]
+                    [usize::from(arg & 7) % 6],
+                userns_fd: u64::from(arg & 0x10),
+            };
+            let flags = if arg & 0x20 != 0 { AT_RECURSIVE } else { 0 };
+            drop(p.mount_setattr(AT_FDCWD, a, flags, &attr));
+        }
         30 => drop(p.chroot(a)),
         // File locks, never a waiting form (one thread would wait forever);
         // sockets by name, all non-blocking for the same reason.

@@ -1883,6 +1883,24 @@ impl ProcessApi for KernelProcess {
         })
     }
 
+    fn mount_setattr(&self, dirfd: Fd, path: &[u8], flags: i32, attr: &MountAttr) -> SysResult<()> {
+        let p = cpath(path)?;
+        let a = *attr;
+        self.call(move || {
+            // SAFETY: a valid C string and a `struct mount_attr` (repr(C),
+            // MOUNT_ATTR_SIZE_VER0 bytes) that outlive the call.
+            unit(unsafe {
+                libc::syscall(
+                    libc::SYS_mount_setattr,
+                    dirfd,
+                    p.as_ptr(),
+                    flags,
+                    &a as *const MountAttr,
+                    core::mem::size_of::<MountAttr>(),
+                )
+            })
+        })
+    }
     fn pivot_root(&self, new_root: &[u8], put_old: &[u8]) -> SysResult<()> {
         let (n, o) = (cpath(new_root)?, cpath(put_old)?);
         // SAFETY: valid C strings. pivot_root moves every thread whose root

@@ -655,14 +655,39 @@ impl<T: ProcessApi> World<T> {
 
     /// Opens directory `path` and keeps the descriptor (labelled `path`).
     fn open_dir(&mut self, i: usize, path: &str) {
-        let r = self
-            .proc(i)
-            .open(&self.full(path), O_RDONLY | O_DIRECTORY, 0);
+        self.open_with(i, path, O_RDONLY | O_DIRECTORY);
+    }
+
+    /// Opens `path` with `flags` (mode 0644) and keeps the descriptor
+    /// (labelled `path`).
+    fn open_with(&mut self, i: usize, path: &str, flags: i32) {
+        let r = self.proc(i).open(&self.full(path), flags, 0o644);
         let shown = unit(r.map(|_| ()));
         if let Ok(fd) = r {
             self.fds.push((i, path.to_string(), fd));
         }
-        self.step(i, format!("open {path}"), shown);
+        self.step(i, format!("open {path} {flags:#o}"), shown);
+    }
+
+    /// mount_setattr(2) at `path` (or, for `@label`, at the descriptor
+    /// `open_dir` opened there, with an empty path).
+    fn setattr(&mut self, i: usize, path: &str, flags: i32, attr: MountAttr) {
+        let (dirfd, p) = match path.strip_prefix('@') {
+            Some(label) => (self.fd(i, label), Vec::new()),
+            None => (AT_FDCWD, self.full(path)),
+        };
+        let r = self.proc(i).mount_setattr(dirfd, &p, flags, &attr);
+        self.step(
+            i,
+            format!(
+                "mount_setattr({path}, {flags:#x}, set {:#x} clr {:#x} prop {} fd {})",
+                attr.attr_set,
+                attr.attr_clr,
+                flag_names(attr.propagation),
+                attr.userns_fd as i64
+            ),
+            unit(r),
+        );
     }
 
     /// The descriptor `open_dir` opened on `label`, as slot `i` has it.
@@ -1216,6 +1241,129 @@ fn pivot_root_matches_the_kernel() {
     compare("pivot_root", pivot, pivot);
 }
 
+fn set(attr_set: u64) -> MountAttr {
+    MountAttr {
+        attr_set,
+        ..Default::default()
+    }
+}
+
+fn clr(attr_clr: u64) -> MountAttr {
+    MountAttr {
+        attr_clr,
+        ..Default::default()
+    }
+}
+
+/// mount_setattr: recursive read-only and back, the other flags, the
+/// atime modes (and their EINVALs), propagation, its refusals in Linux's
+/// order (flags, EPERM, the no-op before the walk, the attributes, the
+/// idmapping's EINVAL and EBADF, not a mount's root, another namespace's
+/// mount), EBUSY with a writer anywhere beneath changing nothing, an
+/// empty path at a descriptor, and a symlink followed or not.
+fn setattr<T: ProcessApi>(w: &mut World<T>) {
+    w.tmpfs(P, "/a");
+    w.mkdir(P, "/a/x");
+    w.tmpfs(P, "/a/x");
+    w.tmpfs(P, "/b");
+    w.setattr(P, "/a", AT_RECURSIVE, set(MOUNT_ATTR_RDONLY));
+    w.info();
+    w.mkdir(P, "/a/y");
+    w.mkdir(P, "/a/x/y");
+    w.setattr(P, "/a/x", 0, clr(MOUNT_ATTR_RDONLY));
+    w.mkdir(P, "/a/x/y");
+    w.setattr(P, "/a", AT_RECURSIVE, clr(MOUNT_ATTR_RDONLY));
+    w.setattr(
+        P,
+        "/a",
+        0,
+        set(MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC),
+    );
+    w.setattr(
+        P,
+        "/b",
+        0,
+        set(MOUNT_ATTR_NODIRATIME | MOUNT_ATTR_NOSYMFOLLOW),
+    );
+    w.info();
+    w.setattr(P, "/a", 0, clr(MOUNT_ATTR_NOEXEC | MOUNT_ATTR_NODEV));
+    // The atime modes.
+    let atime = |mode: u64| MountAttr {
+        attr_set: mode,
+        attr_clr: MOUNT_ATTR__ATIME,
+        ..Default::default()
+    };
+    w.setattr(P, "/a", 0, atime(MOUNT_ATTR_NOATIME));
+    w.setattr(P, "/a/x", 0, atime(MOUNT_ATTR_STRICTATIME));
+    w.info();
+    w.setattr(P, "/a", 0, atime(MOUNT_ATTR_RELATIME));
+    w.setattr(P, "/a", 0, atime(0x30));
+    w.setattr(P, "/a", 0, set(MOUNT_ATTR_NOATIME));
+    w.setattr(P, "/a", 0, clr(MOUNT_ATTR_NOATIME));
+    // Propagation.
+    let prop = |p: u64| MountAttr {
+        propagation: p,
+        ..Default::default()
+    };
+    w.setattr(P, "/a", AT_RECURSIVE, prop(MS_SHARED));
+    w.setattr(P, "/a/x", 0, prop(MS_PRIVATE));
+    w.setattr(P, "/a", 0, prop(MS_SHARED | MS_SLAVE));
+    w.setattr(P, "/a", 0, prop(MS_REC));
+    w.info();
+    // Refusals, in order.
+    w.setattr(P, "/a", 0x1, set(MOUNT_ATTR_NOSUID));
+    w.setattr(U, "/a", 0, set(MOUNT_ATTR_NOSUID));
+    w.setattr(P, "/nothing", 0, MountAttr::default());
+    w.setattr(P, "/nothing", 0, set(MOUNT_ATTR_NOSUID));
+    w.setattr(P, "/nothing", 0, set(1 << 40));
+    w.setattr(P, "/a", 0, set(1 << 40));
+    w.setattr(P, "/a", 0, clr(MOUNT_ATTR_IDMAP));
+    let idmap = |fd: u64| MountAttr {
+        attr_set: MOUNT_ATTR_IDMAP,
+        userns_fd: fd,
+        ..Default::default()
+    };
+    w.setattr(P, "/a", 0, idmap(u64::MAX));
+    w.setattr(P, "/a", 0, idmap(900));
+    w.open_dir(P, "/b");
+    let fd = w.fd(P, "/b");
+    w.setattr(P, "/a", 0, idmap(fd as u64));
+    w.setattr(P, "/a/x/y", 0, set(MOUNT_ATTR_NOSUID));
+    // A writer beneath: EBUSY, nothing changed; then it closes.
+    w.open_with(P, "/a/x/f", O_WRONLY | O_CREAT);
+    w.setattr(P, "/a", AT_RECURSIVE, set(MOUNT_ATTR_RDONLY));
+    w.setattr(P, "/a/x", 0, set(MOUNT_ATTR_RDONLY));
+    w.setattr(P, "/a", 0, set(MOUNT_ATTR_RDONLY));
+    w.info();
+    w.close_dir(P, "/a/x/f");
+    w.setattr(
+        P,
+        "/a",
+        AT_RECURSIVE,
+        set(MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID),
+    );
+    w.info();
+    // An empty path at a descriptor; a symlink followed or not.
+    w.setattr(P, "@/b", AT_EMPTY_PATH, set(MOUNT_ATTR_NOEXEC));
+    w.setattr(P, "@/b", 0, set(MOUNT_ATTR_NOEXEC));
+    let r = w.proc(P).symlink(b"../b", &w.full("/c/l"));
+    w.step(P, "symlink ../b /c/l".into(), unit(r));
+    w.setattr(P, "/c/l", 0, set(MOUNT_ATTR_NODEV));
+    w.setattr(P, "/c/l", AT_SYMLINK_NOFOLLOW, set(MOUNT_ATTR_NODEV));
+    w.info();
+    // Another namespace's mount, through a descriptor kept across unshare.
+    w.fork(P, Q);
+    w.unshare(Q, CLONE_NEWNS);
+    w.setattr(Q, "@/b", AT_EMPTY_PATH, set(MOUNT_ATTR_NOSUID));
+    w.setattr(Q, "/b", 0, set(MOUNT_ATTR_NOSUID));
+    w.info();
+}
+
+#[test]
+fn mount_setattr_matches_the_kernel() {
+    compare("mount_setattr", setattr, setattr);
+}
+
 // ---- random sequences ----
 
 /// The paths of the random sequences, relative to a case's directory.
@@ -1261,7 +1409,50 @@ enum Step {
     /// new_root, put_old (by a process in a namespace of the sequence's
     /// own; skipped otherwise).
     Pivot(usize, &'static str, &'static str),
+    /// mount_setattr: path, `SETATTRS` index, AT_RECURSIVE.
+    Setattr(usize, &'static str, usize, bool),
 }
+
+/// The random sequences' mount_setattr changes: read-only and back, other
+/// flags, an atime mode, propagation.
+const SETATTRS: [MountAttr; 6] = [
+    MountAttr {
+        attr_set: MOUNT_ATTR_RDONLY,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    },
+    MountAttr {
+        attr_set: 0,
+        attr_clr: MOUNT_ATTR_RDONLY,
+        propagation: 0,
+        userns_fd: 0,
+    },
+    MountAttr {
+        attr_set: MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
+        attr_clr: MOUNT_ATTR_NODEV,
+        propagation: 0,
+        userns_fd: 0,
+    },
+    MountAttr {
+        attr_set: MOUNT_ATTR_NOATIME,
+        attr_clr: MOUNT_ATTR__ATIME,
+        propagation: 0,
+        userns_fd: 0,
+    },
+    MountAttr {
+        attr_set: 0,
+        attr_clr: 0,
+        propagation: MS_SHARED,
+        userns_fd: 0,
+    },
+    MountAttr {
+        attr_set: MOUNT_ATTR_NODEV,
+        attr_clr: 0,
+        propagation: MS_PRIVATE,
+        userns_fd: 0,
+    },
+];
 
 fn random_steps(rnd: &mut dyn FnMut(u64) -> u64, n: usize) -> Vec<Step> {
     // Now and then the cwd (`.`), which an fchdir may have put in
@@ -1279,7 +1470,13 @@ fn random_steps(rnd: &mut dyn FnMut(u64) -> u64, n: usize) -> Vec<Step> {
     (0..n)
         .map(|_| {
             let who = rnd(6) as usize;
-            match rnd(31) {
+            match rnd(33) {
+                31 | 32 => Step::Setattr(
+                    who,
+                    root(rnd),
+                    rnd(SETATTRS.len() as u64) as usize,
+                    rnd(2) == 0,
+                ),
                 29 | 30 => {
                     // put_old mostly beneath new_root.
                     let new = root(rnd);
@@ -1335,14 +1532,18 @@ fn step_who(step: &Step) -> usize {
         | Step::Open(k, _)
         | Step::Fchdir(k, _)
         | Step::Close(k, _)
-        | Step::Pivot(k, _, _) => k,
+        | Step::Pivot(k, _, _)
+        | Step::Setattr(k, _, _, _) => k,
     }
 }
 
 /// Whether a step is a mount call with `.` for a path.
 fn step_names_dot(step: &Step) -> bool {
     match *step {
-        Step::Tmpfs(_, t) | Step::Type(_, t, _, _) | Step::Umount(_, t, _) => t == ".",
+        Step::Tmpfs(_, t)
+        | Step::Type(_, t, _, _)
+        | Step::Umount(_, t, _)
+        | Step::Setattr(_, t, _, _) => t == ".",
         Step::Bind(_, s, t, _) | Step::Move(_, s, t) | Step::Pivot(_, s, t) => s == "." || t == ".",
         _ => false,
     }
@@ -1421,6 +1622,9 @@ fn run_case<T: ProcessApi>(root: &T, case: usize, steps: &[Step], log: &mut Log)
                 if w.own_ns[pick(k)] {
                     w.pivot_root(pick(k), new, old);
                 }
+            }
+            Step::Setattr(k, t, i, rec) => {
+                w.setattr(pick(k), t, if rec { AT_RECURSIVE } else { 0 }, SETATTRS[i])
             }
         }
         if n % 5 == 4 {

@@ -226,6 +226,36 @@ pub const MNT_DETACH: i32 = 2;
 pub const MNT_EXPIRE: i32 = 4;
 pub const UMOUNT_NOFOLLOW: i32 = 8;
 
+// mount_setattr(2): its flags, `MountAttr`'s attribute bits (the atime
+// modes are a 3-bit value in MOUNT_ATTR__ATIME, not bits) and the struct.
+pub const AT_RECURSIVE: i32 = 0x8000;
+pub const MOUNT_ATTR_RDONLY: u64 = 0x1;
+pub const MOUNT_ATTR_NOSUID: u64 = 0x2;
+pub const MOUNT_ATTR_NODEV: u64 = 0x4;
+pub const MOUNT_ATTR_NOEXEC: u64 = 0x8;
+pub const MOUNT_ATTR__ATIME: u64 = 0x70;
+pub const MOUNT_ATTR_RELATIME: u64 = 0x0;
+pub const MOUNT_ATTR_NOATIME: u64 = 0x10;
+pub const MOUNT_ATTR_STRICTATIME: u64 = 0x20;
+pub const MOUNT_ATTR_NODIRATIME: u64 = 0x80;
+pub const MOUNT_ATTR_IDMAP: u64 = 0x100000;
+pub const MOUNT_ATTR_NOSYMFOLLOW: u64 = 0x200000;
+
+/// struct mount_attr (MOUNT_ATTR_SIZE_VER0).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MountAttr {
+    /// MOUNT_ATTR_* to set.
+    pub attr_set: u64,
+    /// MOUNT_ATTR_* to clear.
+    pub attr_clr: u64,
+    /// 0, or one of MS_SHARED, MS_SLAVE, MS_PRIVATE, MS_UNBINDABLE.
+    pub propagation: u64,
+    /// A user namespace descriptor for MOUNT_ATTR_IDMAP.
+    pub userns_fd: u64,
+}
+const _: () = assert!(core::mem::size_of::<MountAttr>() == 32);
+
 // statx(2) mask bits.
 pub const STATX_TYPE: u32 = 0x1;
 pub const STATX_MODE: u32 = 0x2;

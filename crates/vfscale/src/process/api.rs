@@ -516,6 +516,26 @@ pub trait ProcessApi: Send {
     /// change propagation (docs/COMPATIBILITY.md).
     fn mount(&self, source: &[u8], target: &[u8], fstype: &[u8], flags: u64) -> SysResult<()>;
     fn umount2(&self, target: &[u8], flags: i32) -> SysResult<()>;
+    /// mount_setattr(2): sets `attr.attr_set` and clears `attr.attr_clr`
+    /// (MOUNT_ATTR_*: read-only, nosuid, nodev, noexec, nodiratime,
+    /// nosymfollow; the atime mode, a value, is changed with all of
+    /// MOUNT_ATTR__ATIME in `attr_clr`) and changes propagation
+    /// (`attr.propagation`: 0 or one MS_ type) on the mount whose root
+    /// `path` names, with AT_RECURSIVE on every mount beneath it too, all
+    /// or nothing: EBUSY, changing nothing, when a mount that would become
+    /// read-only has a writer. Root only (EPERM); EINVAL for a path that
+    /// is not a mount's root or is another namespace's, and for attributes
+    /// Linux refuses; MOUNT_ATTR_IDMAP is EBADF or EINVAL (no user
+    /// namespaces).
+    fn mount_setattr(
+        &self,
+        _dirfd: Fd,
+        _path: &[u8],
+        _flags: i32,
+        _attr: &MountAttr,
+    ) -> SysResult<()> {
+        Err(Errno::ENOSYS)
+    }
     /// pivot_root(2): the mount at `new_root` becomes the root of this
     /// process's namespace, the old root mount goes onto `put_old` (the
     /// new root or a directory beneath it), and every process whose root

@@ -258,6 +258,9 @@ impl ProcessApi for Process {
     fn umount2(&self, target: &[u8], flags: i32) -> SysResult<()> {
         self.done(self.sys_umount2(target, flags))
     }
+    fn mount_setattr(&self, dirfd: Fd, path: &[u8], flags: i32, attr: &MountAttr) -> SysResult<()> {
+        self.done(self.sys_mount_setattr(dirfd, path, flags, attr))
+    }
     fn pivot_root(&self, new_root: &[u8], put_old: &[u8]) -> SysResult<()> {
         self.done(self.sys_pivot_root(new_root, put_old))
     }
