@@ -112,9 +112,16 @@ fn unshare_errors_and_clone_fs() {
     // A user may unshare its fs context (no copy of the mounts).
     assert_eq!(u.unshare(CLONE_FS), Ok(()));
     let mut q = p.fork().unwrap();
-    // CLONE_FILES, CLONE_NEWNET and the rest are not built.
-    assert_eq!(q.unshare(CLONE_FILES), Err(Errno::EINVAL));
+    // CLONE_NEWNET and the rest are not built; CLONE_FILES is a no-op for
+    // a table nobody shares.
     assert_eq!(q.unshare(0x4000_0000), Err(Errno::EINVAL));
+    assert_eq!(q.unshare(CLONE_FILES), Ok(()));
+    // Nothing changes when the whole call is refused.
+    let mut ut = u.clone_thread();
+    let ufd = u.open(b"/", O_RDONLY | O_DIRECTORY, 0).unwrap();
+    assert_eq!(ut.unshare(CLONE_FILES | CLONE_NEWNS), Err(Errno::EPERM));
+    u.close(ufd).unwrap();
+    assert_eq!(ut.fstat(ufd).unwrap_err(), Errno::EBADF);
     assert_eq!(q.unshare(0), Ok(()));
     // A thread's unshare(CLONE_FS) gives it its own cwd.
     let mut t = q.clone_thread();
@@ -124,7 +131,57 @@ fn unshare_errors_and_clone_fs() {
     t.chdir(b"/b").unwrap();
     assert_eq!(q.getcwd().unwrap(), b"/a");
     assert_eq!(t.getcwd().unwrap(), b"/b");
-    done(vfs, vec![p, q, t, u]);
+    done(vfs, vec![p, q, t, u, ut]);
+}
+
+#[test]
+fn unshare_clone_files_gives_a_thread_its_own_table() {
+    let (vfs, p) = tree(false);
+    let mut t = p.clone_thread();
+    let fd = p.open(b"/a/f", O_RDWR | O_CREAT, 0o644).unwrap();
+    t.unshare(CLONE_FILES).unwrap();
+    // The same descriptors, each side's own from now on.
+    assert_eq!(t.fstat(fd).unwrap().ino, p.fstat(fd).unwrap().ino);
+    let other = p.open(b"/b", O_RDONLY | O_DIRECTORY, 0).unwrap();
+    assert_eq!(t.fstat(other).unwrap_err(), Errno::EBADF);
+    p.close(fd).unwrap();
+    assert_eq!(t.write(fd, b"still open"), Ok(10));
+    t.close(fd).unwrap();
+    assert_eq!(p.stat(b"/a/f").unwrap().size, 10);
+    done(vfs, vec![p, t]);
+}
+
+/// Two threads of one table unshare it at once, then everyone exits: the
+/// old table is closed exactly once (by the last to leave it), the copies
+/// by their own threads.
+#[test]
+fn stress_siblings_unshare_their_table_at_once() {
+    let (vfs, p) = tree(false);
+    for _ in 0..200 {
+        let q = p.fork().unwrap();
+        let fd = q.open(b"/a/x/.", O_RDONLY | O_DIRECTORY, 0).unwrap();
+        let pair: Vec<_> = (0..2)
+            .map(|_| {
+                let mut t = q.clone_thread();
+                std::thread::spawn(move || {
+                    t.unshare(CLONE_FILES).unwrap();
+                    assert!(t.fstat(fd).is_ok());
+                    t.exit();
+                })
+            })
+            .collect();
+        if fd % 2 == 0 {
+            q.exit();
+        } else {
+            drop(q);
+        }
+        for t in pair {
+            t.join().unwrap();
+        }
+    }
+    vfs.flush();
+    assert_eq!(vfs.object_counts().files, 0);
+    done(vfs, vec![p]);
 }
 
 #[test]

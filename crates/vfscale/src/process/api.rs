@@ -552,8 +552,10 @@ pub trait ProcessApi: Send {
     /// `clone_thread` siblings): CLONE_NEWNS moves it into a copy of its
     /// mount namespace (every mount copied, a shared one as a peer of its
     /// original; root and cwd moved onto the copies), CLONE_FS gives it its
-    /// own root, cwd and umask. CLONE_NEWNS needs root (EPERM); any other
-    /// bit is EINVAL (not built).
+    /// own root, cwd and umask, CLONE_FILES its own copy of the fd table
+    /// (POSIX locks stay with the old table's owner). CLONE_NEWNS needs
+    /// root (EPERM, changing nothing); any other bit is EINVAL (not
+    /// built).
     fn unshare(&mut self, _flags: i32) -> SysResult<()> {
         Err(Errno::ENOSYS)
     }

@@ -4,7 +4,7 @@
 
 use super::Process;
 use crate::abi::*;
-use crate::file::{FileRef, FMODE_READ, FMODE_WRITE};
+use crate::file::{FdTable, FileRef, FMODE_READ, FMODE_WRITE};
 use crate::filelock::{range::LockKind, range_of, report, Owner};
 
 impl Process {
@@ -116,9 +116,15 @@ impl Process {
     /// The lock half of `put_closed`, for callers that put in their own way.
     #[inline]
     pub(crate) fn forget_posix_locks(&self, f: &FileRef) {
+        self.forget_posix_locks_of(&self.files, f);
+    }
+
+    /// `forget_posix_locks` for a descriptor of table `files` (the locks'
+    /// owner), which may be one this process no longer uses.
+    pub(crate) fn forget_posix_locks_of(&self, files: &FdTable, f: &FileRef) {
         let locks = &self.vfs.file_locks;
         if locks.any() {
-            locks.on_close(f.file().inode, self.files.lock_owner());
+            locks.on_close(f.file().inode, files.lock_owner());
         }
     }
 }

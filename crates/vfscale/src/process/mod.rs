@@ -380,18 +380,24 @@ impl Process {
         }
         self.exited = true;
         let _batch = self.vfs.batch_scope();
-        // AcqRel: the last thread's release reads the tables after every
-        // sibling's last use of them (each sibling's decrement releases
-        // its uses; the last one's acquires them all).
-        if self.live_threads.fetch_sub(1, Ordering::AcqRel) == 1 {
-            let files = self.files.take_all();
-            for f in &files {
-                self.forget_posix_locks(f);
-            }
-            self.vfs.fput_many(files);
-        }
+        self.leave_files(&self.files, &self.live_threads);
         self.fs.put(&self.vfs);
         self.vfs.op_end();
+    }
+
+    /// This thread stops using fd table `files`, shared by `live` threads:
+    /// the last one closes every descriptor in it (put_files_struct).
+    pub(crate) fn leave_files(&self, files: &FdTable, live: &AtomicUsize) {
+        // AcqRel: the last thread's release reads the table after every
+        // sibling's last use of it (each sibling's decrement releases its
+        // uses; the last one's acquires them all).
+        if live.fetch_sub(1, Ordering::AcqRel) == 1 {
+            let all = files.take_all();
+            for f in &all {
+                self.forget_posix_locks_of(files, f);
+            }
+            self.vfs.fput_many(all);
+        }
     }
 
     /// syncfs(2): completes every thread's deferred frees; on a

@@ -1,5 +1,6 @@
-//! unshare(2) and setns(2) of the mount namespace, and
-//! /proc/self/mountinfo (mount/namespace.rs holds the namespaces).
+//! unshare(2) (the mount namespace, CLONE_FS and CLONE_FILES) and setns(2)
+//! of the mount namespace, and /proc/self/mountinfo (mount/namespace.rs
+//! holds the namespaces).
 //!
 //! A process changes namespace by getting a new fs context (root, cwd,
 //! umask and namespace, process/mod.rs's FsContext): its `clone_thread`
@@ -13,17 +14,21 @@ use crate::dcache::walk::PathPtr;
 use crate::mount::flags as mnt_flags;
 use crate::mount::propagation::Links;
 use crate::mount::Mount;
+use crate::sync::atomic::{AtomicUsize, Ordering};
 use std::io::Write;
 use std::sync::Arc;
 
 impl Process {
     pub(crate) fn sys_unshare(&mut self, flags: i32) -> SysResult<()> {
-        if flags & !(CLONE_NEWNS | CLONE_FS) != 0 {
+        if flags & !(CLONE_NEWNS | CLONE_FS | CLONE_FILES) != 0 {
             return Err(Errno::EINVAL);
         }
         let new_ns = flags & CLONE_NEWNS != 0;
         if new_ns && !self.cred.is_root() {
             return Err(Errno::EPERM);
+        }
+        if flags & CLONE_FILES != 0 {
+            self.unshare_files();
         }
         // CLONE_FS alone changes nothing for a context nobody shares.
         if !new_ns && (flags & CLONE_FS == 0 || self.fs.user_count() == 1) {
@@ -51,6 +56,22 @@ impl Process {
         };
         self.replace_fs(fs);
         Ok(())
+    }
+
+    /// unshare_fd: a thread sharing its fd table (`clone_thread`) gets a
+    /// copy of its own; locks stay with the old table's owner, as Linux's
+    /// with the old files_struct.
+    fn unshare_files(&mut self) {
+        // Acquire: as `user_count` (a sibling that left is seen gone).
+        if self.live_threads.load(Ordering::Acquire) == 1 {
+            return;
+        }
+        let copy = Arc::new(self.files.duplicate());
+        let old_files = std::mem::replace(&mut self.files, copy);
+        let old_live = std::mem::replace(&mut self.live_threads, Arc::new(AtomicUsize::new(1)));
+        // Two siblings unsharing at once: the one whose decrement is last
+        // closes what the old table still holds.
+        self.leave_files(&old_files, &old_live);
     }
 
     /// setns(CLONE_NEWNS) into `other`'s namespace (mntns_install): root
