@@ -1328,6 +1328,9 @@ fn setattr<T: ProcessApi>(w: &mut World<T>) {
     w.open_dir(P, "/b");
     let fd = w.fd(P, "/b");
     w.setattr(P, "/a", 0, idmap(fd as u64));
+    w.open_with(P, "/c", O_PATH);
+    let fd = w.fd(P, "/c");
+    w.setattr(P, "/a", 0, idmap(fd as u64));
     w.setattr(P, "/a/x/y", 0, set(MOUNT_ATTR_NOSUID));
     // A writer beneath: EBUSY, nothing changed; then it closes.
     w.open_with(P, "/a/x/f", O_WRONLY | O_CREAT);

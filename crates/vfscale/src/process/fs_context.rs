@@ -8,10 +8,11 @@
 //!   them under its mutex and put the old references afterwards.
 //! - `users` counts the processes using the context; the one that takes it
 //!   to zero leaves the registry, then reads root and cwd under the mutex
-//!   and puts them. A writer that swaps root or cwd does so under the
-//!   mutex only while `users` is not zero (`set_if_used`), so each
-//!   reference is put exactly once: by the last user, who reads after the
-//!   swap, or by the writer, who saw no user and changed nothing.
+//!   and puts them. pivot_root's swap of another process's root or cwd
+//!   (`chroot_fs_refs`) happens under the mutex only while `users` is not
+//!   zero, so each reference is put exactly once: by the last user, who
+//!   reads after the swap, or by no one else, the swap seeing no user and
+//!   changing nothing (loom: `fs_context_last_put_vs_pivot_swap`).
 //! - The registry (`FsContexts`) holds every process's context from its
 //!   creation until its last user leaves; the handle API's per-call views
 //!   (handles.rs) are not in it. It is sharded by the context's address,
@@ -207,14 +208,24 @@ impl FsContexts {
         &self.0[i as usize]
     }
 
-    /// Every registered context that is still allocated.
-    fn all(&self) -> Vec<Arc<FsContext>> {
+    /// Every registered context, by address (one shard locked at a time).
+    fn entries(&self) -> Vec<(usize, Weak<FsContext>)> {
         self.0
             .iter()
             .flat_map(|shard| {
                 let map = shard.lock();
-                map.values().filter_map(Weak::upgrade).collect::<Vec<_>>()
+                map.iter()
+                    .map(|(&at, w)| (at, w.clone()))
+                    .collect::<Vec<_>>()
             })
+            .collect()
+    }
+
+    /// Every registered context that is still allocated.
+    fn all(&self) -> Vec<Arc<FsContext>> {
+        self.entries()
+            .into_iter()
+            .filter_map(|(_, w)| w.upgrade())
             .collect()
     }
 
@@ -226,17 +237,7 @@ impl FsContexts {
     /// Checks that every registered context is alive and has a user
     /// (`Vfs::check_invariants`).
     pub(crate) fn check(&self) -> Result<(), String> {
-        let entries: Vec<(usize, Weak<FsContext>)> = self
-            .0
-            .iter()
-            .flat_map(|shard| {
-                let map = shard.lock();
-                map.iter()
-                    .map(|(&at, w)| (at, w.clone()))
-                    .collect::<Vec<_>>()
-            })
-            .collect();
-        for (at, weak) in entries {
+        for (at, weak) in self.entries() {
             let fs = weak
                 .upgrade()
                 .ok_or_else(|| format!("fs context {at:#x} freed while registered"))?;

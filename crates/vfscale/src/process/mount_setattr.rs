@@ -127,8 +127,9 @@ impl Process {
         if attr.attr_set == 0 && attr.attr_clr == 0 && attr.propagation == 0 {
             return Ok(());
         }
+        // fdget: an O_PATH descriptor is not one.
         let change = Change::of(attr, |fd| {
-            self.fd_file(fd).map(|f| self.vfs.fput(f)).is_ok()
+            self.fd_file_nopath(fd).map(|f| self.vfs.fput(f)).is_ok()
         })?;
         if change.set & MNT_READONLY != 0 {
             // Files closed on any thread must not keep a mount writable
