@@ -1,5 +1,5 @@
-//! Mount namespaces (unshare(CLONE_NEWNS), setns(CLONE_NEWNS) and
-//! /proc/self/mountinfo) compared with the kernel: scripted scenarios, each
+//! Mount namespaces (unshare(CLONE_NEWNS), setns(CLONE_NEWNS),
+//! /proc/self/mountinfo, pivot_root and mount_setattr) compared with the kernel: scripted scenarios, each
 //! a test of its own from a clean tree (the kernel's side in a private
 //! tmpfs root of a private mount namespace, `on_kernel_as_root`, its
 //! processes worker threads that unshare and setns on their own; vfscale's
@@ -50,7 +50,10 @@
 //! first); lifetime (a namespace's mounts go with its last process, peer
 //! groups and masters losing their members there, a cwd in one of them);
 //! setns (root and cwd at the top of the target's root, mounts shared from
-//! then on, setns from a chroot and onto a root with a mount on it).
+//! then on, setns from a chroot and onto a root with a mount on it);
+//! pivot_root (session 38: its refusals, who moves, runc's idiom) and
+//! mount_setattr (session 38: flags, atime modes, propagation, EBUSY,
+//! its refusals).
 //!
 //! `VFSCALE_SHOW_KERNEL_LOG=1` prints the kernel's log (lines starting
 //! `K`), `VFSCALE_SHOW_LOG=1` vfscale's. `random_sequences_match_the_kernel`
@@ -59,7 +62,10 @@
 //! mounts, binds and rbinds, moves, the four types with and without MS_REC,
 //! umount2 with 0 and MNT_DETACH, chdir into mounts, directory descriptors
 //! kept, inherited and fchdir'd to, so that `.`, a path of the random
-//! steps too, may be a mount of another namespace or a detached one), the
+//! steps too, may be a mount of another namespace or a detached one;
+//! since session 38 also chroot, mount_setattr with and without
+//! AT_RECURSIVE, and pivot_root by a process in a namespace the sequence
+//! made, so that the harness's root stays for the next cases), the
 //! mountinfo of every live process logged every five steps and at the end,
 //! each case in a directory `/rN` of its own (`VFSCALE_NS_CASES`, default
 //! 40, of 30 steps; `VFSCALE_SEED` replays a run, `VFSCALE_NS_ONLY=N` runs
@@ -331,6 +337,10 @@ struct World<T: ProcessApi> {
     /// or a fork or setns into one): only these pivot_root, so the first
     /// namespace's root, the harness's, stays for the next cases.
     own_ns: Vec<bool>,
+    /// Which slots chrooted (their cwd may then be the harness's root
+    /// directory while their root is not: `run_case` skips their mount
+    /// calls on `.`).
+    chrooted: Vec<bool>,
     /// The SOURCE of the first namespace's root mount (`normalize`).
     root_source: Option<String>,
 }
@@ -351,6 +361,7 @@ impl<T: ProcessApi> World<T> {
             fds: Vec::new(),
             populate: false,
             own_ns: vec![false; NAMES.len()],
+            chrooted: vec![false; NAMES.len()],
             root_source: root.mountinfo().ok().and_then(|t| root_source(&t)),
         }
     }
@@ -496,6 +507,7 @@ impl<T: ProcessApi> World<T> {
         let r = self.proc(parent).fork().map(|c| {
             self.procs[child] = Some(c);
             self.own_ns[child] = self.own_ns[parent];
+            self.chrooted[child] = self.chrooted[parent];
             let inherited: Vec<(usize, String, Fd)> = self
                 .fds
                 .iter()
@@ -526,6 +538,7 @@ impl<T: ProcessApi> World<T> {
         self.procs[i] = Some(me);
         if r.is_ok() {
             self.own_ns[i] = self.own_ns[other];
+            self.chrooted[i] = false;
         }
         self.step(i, format!("setns({})", NAMES[other]), unit(r));
     }
@@ -533,6 +546,7 @@ impl<T: ProcessApi> World<T> {
     fn exit(&mut self, i: usize) {
         let p = self.procs[i].take().expect("a live process");
         self.own_ns[i] = false;
+        self.chrooted[i] = false;
         self.fds.retain(|(s, _, _)| *s != i);
         p.exit();
         self.step(i, "exit".into(), "ok".into());
@@ -650,6 +664,7 @@ impl<T: ProcessApi> World<T> {
 
     fn chroot(&mut self, i: usize, path: &str) {
         let r = self.proc(i).chroot(&self.full(path));
+        self.chrooted[i] |= r.is_ok();
         self.step(i, format!("chroot {path}"), unit(r));
     }
 
@@ -1233,6 +1248,19 @@ fn pivot<T: ProcessApi>(w: &mut World<T>) {
     w.info();
     // No parent left above the new root to put it on but the rootfs.
     w.pivot_root(P, "/", "/");
+    // From a chroot at a mount's root (a root with a parent): the new
+    // root takes the old one's place beneath its parent.
+    w.tmpfs(P, "/a");
+    w.mkdir(P, "/a/n");
+    w.tmpfs(P, "/a/n");
+    w.mkdir(P, "/a/n/old");
+    w.chroot(P, "/a");
+    w.chroot(R, "/a/n");
+    w.pivot_root(P, "/n", "/n/old");
+    for i in [P, Q, R] {
+        w.cwd(i);
+    }
+    w.info();
     w.exit(S);
 }
 
@@ -1414,6 +1442,8 @@ enum Step {
     Pivot(usize, &'static str, &'static str),
     /// mount_setattr: path, `SETATTRS` index, AT_RECURSIVE.
     Setattr(usize, &'static str, usize, bool),
+    /// chroot (its root then need not be a mount's: pivot_root's EINVAL).
+    Chroot(usize, &'static str),
 }
 
 /// The random sequences' mount_setattr changes: read-only and back, other
@@ -1473,7 +1503,8 @@ fn random_steps(rnd: &mut dyn FnMut(u64) -> u64, n: usize) -> Vec<Step> {
     (0..n)
         .map(|_| {
             let who = rnd(6) as usize;
-            match rnd(33) {
+            match rnd(34) {
+                33 => Step::Chroot(who, root(rnd)),
                 31 | 32 => Step::Setattr(
                     who,
                     root(rnd),
@@ -1536,7 +1567,8 @@ fn step_who(step: &Step) -> usize {
         | Step::Fchdir(k, _)
         | Step::Close(k, _)
         | Step::Pivot(k, _, _)
-        | Step::Setattr(k, _, _, _) => k,
+        | Step::Setattr(k, _, _, _)
+        | Step::Chroot(k, _) => k,
     }
 }
 
@@ -1546,7 +1578,8 @@ fn step_names_dot(step: &Step) -> bool {
         Step::Tmpfs(_, t)
         | Step::Type(_, t, _, _)
         | Step::Umount(_, t, _)
-        | Step::Setattr(_, t, _, _) => t == ".",
+        | Step::Setattr(_, t, _, _)
+        | Step::Chroot(_, t) => t == ".",
         Step::Bind(_, s, t, _) | Step::Move(_, s, t) | Step::Pivot(_, s, t) => s == "." || t == ".",
         _ => false,
     }
@@ -1574,7 +1607,10 @@ fn run_case<T: ProcessApi>(root: &T, case: usize, steps: &[Step], log: &mut Log)
         // there and EINVAL here and MNT_DETACH takes the kernel's whole
         // tree away; a plain umount of one's root remounts it read-only on
         // both sides, which leaves every later case EROFS.
-        if step_names_dot(step) && w.cwd_is_root_dir(pick(step_who(step))) {
+        // The same for a chrooted process, whose cwd may be the harness's
+        // root directory while its root is elsewhere.
+        let who = pick(step_who(step));
+        if step_names_dot(step) && (w.chrooted[who] || w.cwd_is_root_dir(who)) {
             continue;
         }
         match *step {
@@ -1626,6 +1662,7 @@ fn run_case<T: ProcessApi>(root: &T, case: usize, steps: &[Step], log: &mut Log)
                     w.pivot_root(pick(k), new, old);
                 }
             }
+            Step::Chroot(k, t) => w.chroot(pick(k), t),
             Step::Setattr(k, t, i, rec) => {
                 w.setattr(pick(k), t, if rec { AT_RECURSIVE } else { 0 }, SETATTRS[i])
             }
