@@ -1269,20 +1269,6 @@ fn pivot_root_matches_the_kernel() {
     compare("pivot_root", pivot, pivot);
 }
 
-fn set(attr_set: u64) -> MountAttr {
-    MountAttr {
-        attr_set,
-        ..Default::default()
-    }
-}
-
-fn clr(attr_clr: u64) -> MountAttr {
-    MountAttr {
-        attr_clr,
-        ..Default::default()
-    }
-}
-
 /// mount_setattr: recursive read-only and back, the other flags, the
 /// atime modes (and their EINVALs), propagation, its refusals in Linux's
 /// order (flags, EPERM, the no-op before the walk, the attributes, the
@@ -1294,27 +1280,32 @@ fn setattr<T: ProcessApi>(w: &mut World<T>) {
     w.mkdir(P, "/a/x");
     w.tmpfs(P, "/a/x");
     w.tmpfs(P, "/b");
-    w.setattr(P, "/a", AT_RECURSIVE, set(MOUNT_ATTR_RDONLY));
+    w.setattr(P, "/a", AT_RECURSIVE, MountAttr::set(MOUNT_ATTR_RDONLY));
     w.info();
     w.mkdir(P, "/a/y");
     w.mkdir(P, "/a/x/y");
-    w.setattr(P, "/a/x", 0, clr(MOUNT_ATTR_RDONLY));
+    w.setattr(P, "/a/x", 0, MountAttr::clear(MOUNT_ATTR_RDONLY));
     w.mkdir(P, "/a/x/y");
-    w.setattr(P, "/a", AT_RECURSIVE, clr(MOUNT_ATTR_RDONLY));
+    w.setattr(P, "/a", AT_RECURSIVE, MountAttr::clear(MOUNT_ATTR_RDONLY));
     w.setattr(
         P,
         "/a",
         0,
-        set(MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC),
+        MountAttr::set(MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC),
     );
     w.setattr(
         P,
         "/b",
         0,
-        set(MOUNT_ATTR_NODIRATIME | MOUNT_ATTR_NOSYMFOLLOW),
+        MountAttr::set(MOUNT_ATTR_NODIRATIME | MOUNT_ATTR_NOSYMFOLLOW),
     );
     w.info();
-    w.setattr(P, "/a", 0, clr(MOUNT_ATTR_NOEXEC | MOUNT_ATTR_NODEV));
+    w.setattr(
+        P,
+        "/a",
+        0,
+        MountAttr::clear(MOUNT_ATTR_NOEXEC | MOUNT_ATTR_NODEV),
+    );
     // The atime modes.
     let atime = |mode: u64| MountAttr {
         attr_set: mode,
@@ -1326,8 +1317,8 @@ fn setattr<T: ProcessApi>(w: &mut World<T>) {
     w.info();
     w.setattr(P, "/a", 0, atime(MOUNT_ATTR_RELATIME));
     w.setattr(P, "/a", 0, atime(0x30));
-    w.setattr(P, "/a", 0, set(MOUNT_ATTR_NOATIME));
-    w.setattr(P, "/a", 0, clr(MOUNT_ATTR_NOATIME));
+    w.setattr(P, "/a", 0, MountAttr::set(MOUNT_ATTR_NOATIME));
+    w.setattr(P, "/a", 0, MountAttr::clear(MOUNT_ATTR_NOATIME));
     // Propagation.
     let prop = |p: u64| MountAttr {
         propagation: p,
@@ -1339,13 +1330,13 @@ fn setattr<T: ProcessApi>(w: &mut World<T>) {
     w.setattr(P, "/a", 0, prop(MS_REC));
     w.info();
     // Refusals, in order.
-    w.setattr(P, "/a", 0x1, set(MOUNT_ATTR_NOSUID));
-    w.setattr(U, "/a", 0, set(MOUNT_ATTR_NOSUID));
+    w.setattr(P, "/a", 0x1, MountAttr::set(MOUNT_ATTR_NOSUID));
+    w.setattr(U, "/a", 0, MountAttr::set(MOUNT_ATTR_NOSUID));
     w.setattr(P, "/nothing", 0, MountAttr::default());
-    w.setattr(P, "/nothing", 0, set(MOUNT_ATTR_NOSUID));
-    w.setattr(P, "/nothing", 0, set(1 << 40));
-    w.setattr(P, "/a", 0, set(1 << 40));
-    w.setattr(P, "/a", 0, clr(MOUNT_ATTR_IDMAP));
+    w.setattr(P, "/nothing", 0, MountAttr::set(MOUNT_ATTR_NOSUID));
+    w.setattr(P, "/nothing", 0, MountAttr::set(1 << 40));
+    w.setattr(P, "/a", 0, MountAttr::set(1 << 40));
+    w.setattr(P, "/a", 0, MountAttr::clear(MOUNT_ATTR_IDMAP));
     let idmap = |fd: u64| MountAttr {
         attr_set: MOUNT_ATTR_IDMAP,
         userns_fd: fd,
@@ -1359,34 +1350,39 @@ fn setattr<T: ProcessApi>(w: &mut World<T>) {
     w.open_with(P, "/c", O_PATH);
     let fd = w.fd(P, "/c");
     w.setattr(P, "/a", 0, idmap(fd as u64));
-    w.setattr(P, "/a/x/y", 0, set(MOUNT_ATTR_NOSUID));
+    w.setattr(P, "/a/x/y", 0, MountAttr::set(MOUNT_ATTR_NOSUID));
     // A writer beneath: EBUSY, nothing changed; then it closes.
     w.open_with(P, "/a/x/f", O_WRONLY | O_CREAT);
-    w.setattr(P, "/a", AT_RECURSIVE, set(MOUNT_ATTR_RDONLY));
-    w.setattr(P, "/a/x", 0, set(MOUNT_ATTR_RDONLY));
-    w.setattr(P, "/a", 0, set(MOUNT_ATTR_RDONLY));
+    w.setattr(P, "/a", AT_RECURSIVE, MountAttr::set(MOUNT_ATTR_RDONLY));
+    w.setattr(P, "/a/x", 0, MountAttr::set(MOUNT_ATTR_RDONLY));
+    w.setattr(P, "/a", 0, MountAttr::set(MOUNT_ATTR_RDONLY));
     w.info();
     w.close_dir(P, "/a/x/f");
     w.setattr(
         P,
         "/a",
         AT_RECURSIVE,
-        set(MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID),
+        MountAttr::set(MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID),
     );
     w.info();
     // An empty path at a descriptor; a symlink followed or not.
-    w.setattr(P, "@/b", AT_EMPTY_PATH, set(MOUNT_ATTR_NOEXEC));
-    w.setattr(P, "@/b", 0, set(MOUNT_ATTR_NOEXEC));
+    w.setattr(P, "@/b", AT_EMPTY_PATH, MountAttr::set(MOUNT_ATTR_NOEXEC));
+    w.setattr(P, "@/b", 0, MountAttr::set(MOUNT_ATTR_NOEXEC));
     let r = w.proc(P).symlink(b"../b", &w.full("/c/l"));
     w.step(P, "symlink ../b /c/l".into(), unit(r));
-    w.setattr(P, "/c/l", 0, set(MOUNT_ATTR_NODEV));
-    w.setattr(P, "/c/l", AT_SYMLINK_NOFOLLOW, set(MOUNT_ATTR_NODEV));
+    w.setattr(P, "/c/l", 0, MountAttr::set(MOUNT_ATTR_NODEV));
+    w.setattr(
+        P,
+        "/c/l",
+        AT_SYMLINK_NOFOLLOW,
+        MountAttr::set(MOUNT_ATTR_NODEV),
+    );
     w.info();
     // Another namespace's mount, through a descriptor kept across unshare.
     w.fork(P, Q);
     w.unshare(Q, CLONE_NEWNS);
-    w.setattr(Q, "@/b", AT_EMPTY_PATH, set(MOUNT_ATTR_NOSUID));
-    w.setattr(Q, "/b", 0, set(MOUNT_ATTR_NOSUID));
+    w.setattr(Q, "@/b", AT_EMPTY_PATH, MountAttr::set(MOUNT_ATTR_NOSUID));
+    w.setattr(Q, "/b", 0, MountAttr::set(MOUNT_ATTR_NOSUID));
     w.info();
 }
 

@@ -18,20 +18,6 @@ fn tree() -> (Vfs, Process) {
     (vfs, p)
 }
 
-fn set(attr_set: u64) -> MountAttr {
-    MountAttr {
-        attr_set,
-        ..Default::default()
-    }
-}
-
-fn clr(attr_clr: u64) -> MountAttr {
-    MountAttr {
-        attr_clr,
-        ..Default::default()
-    }
-}
-
 fn setattr(p: &Process, path: &[u8], flags: i32, attr: MountAttr) -> SysResult<()> {
     p.mount_setattr(AT_FDCWD, path, flags, &attr)
 }
@@ -43,7 +29,7 @@ fn readonly(p: &Process, path: &[u8]) -> bool {
 #[test]
 fn recursive_read_only_and_back() {
     let (vfs, p) = tree();
-    setattr(&p, b"/a", AT_RECURSIVE, set(MOUNT_ATTR_RDONLY)).unwrap();
+    setattr(&p, b"/a", AT_RECURSIVE, MountAttr::set(MOUNT_ATTR_RDONLY)).unwrap();
     assert!(readonly(&p, b"/a") && readonly(&p, b"/a/x"));
     assert_eq!(p.mkdir(b"/a/n", 0o755), Err(Errno::EROFS));
     assert_eq!(p.mkdir(b"/a/x/y/n", 0o755), Err(Errno::EROFS));
@@ -51,10 +37,16 @@ fn recursive_read_only_and_back() {
     p.mount(b"", b"/a", b"", MS_REMOUNT | MS_BIND | MS_REC)
         .unwrap();
     assert!(!readonly(&p, b"/a") && readonly(&p, b"/a/x"));
-    setattr(&p, b"/a/x", 0, clr(MOUNT_ATTR_RDONLY)).unwrap();
+    setattr(&p, b"/a/x", 0, MountAttr::clear(MOUNT_ATTR_RDONLY)).unwrap();
     p.mkdir(b"/a/x/y/n", 0o755).unwrap();
     // Without AT_RECURSIVE, the one mount alone.
-    setattr(&p, b"/a", 0, set(MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOEXEC)).unwrap();
+    setattr(
+        &p,
+        b"/a",
+        0,
+        MountAttr::set(MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOEXEC),
+    )
+    .unwrap();
     assert!(readonly(&p, b"/a") && !readonly(&p, b"/a/x"));
     assert_ne!(p.statfs(b"/a").unwrap().f_flags & ST_NOEXEC, 0);
     drop(p);
@@ -71,7 +63,7 @@ fn a_writer_anywhere_beneath_makes_it_ebusy_and_nothing_changes() {
             &p,
             b"/a",
             AT_RECURSIVE,
-            set(MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID)
+            MountAttr::set(MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID)
         ),
         Err(Errno::EBUSY)
     );
@@ -80,7 +72,7 @@ fn a_writer_anywhere_beneath_makes_it_ebusy_and_nothing_changes() {
     // Writers on /a itself are still welcome.
     p.mkdir(b"/a/n", 0o755).unwrap();
     p.close(fd).unwrap();
-    setattr(&p, b"/a", AT_RECURSIVE, set(MOUNT_ATTR_RDONLY)).unwrap();
+    setattr(&p, b"/a", AT_RECURSIVE, MountAttr::set(MOUNT_ATTR_RDONLY)).unwrap();
     assert!(readonly(&p, b"/a") && readonly(&p, b"/a/x"));
     drop(p);
     vfs.flush();
@@ -91,21 +83,24 @@ fn a_writer_anywhere_beneath_makes_it_ebusy_and_nothing_changes() {
 fn errors_in_linuxs_order() {
     let (vfs, p) = tree();
     let u = user(&vfs, 1000, 1000);
-    let nosuid = set(MOUNT_ATTR_NOSUID);
+    let nosuid = MountAttr::set(MOUNT_ATTR_NOSUID);
     assert_eq!(setattr(&p, b"/a", 0x1, nosuid), Err(Errno::EINVAL));
     assert_eq!(setattr(&u, b"/a", 0, nosuid), Err(Errno::EPERM));
     // A no-op answers before the path is looked at.
     assert_eq!(setattr(&p, b"/none", 0, MountAttr::default()), Ok(()));
-    assert_eq!(setattr(&p, b"/none", 0, set(1 << 40)), Err(Errno::EINVAL));
+    assert_eq!(
+        setattr(&p, b"/none", 0, MountAttr::set(1 << 40)),
+        Err(Errno::EINVAL)
+    );
     assert_eq!(setattr(&p, b"/none", 0, nosuid), Err(Errno::ENOENT));
     assert_eq!(setattr(&p, b"/a/x/y", 0, nosuid), Err(Errno::EINVAL));
     // The atime mode is a value changed as a whole.
     assert_eq!(
-        setattr(&p, b"/a", 0, set(MOUNT_ATTR_NOATIME)),
+        setattr(&p, b"/a", 0, MountAttr::set(MOUNT_ATTR_NOATIME)),
         Err(Errno::EINVAL)
     );
     assert_eq!(
-        setattr(&p, b"/a", 0, clr(MOUNT_ATTR_NOATIME)),
+        setattr(&p, b"/a", 0, MountAttr::clear(MOUNT_ATTR_NOATIME)),
         Err(Errno::EINVAL)
     );
     let atime = |mode| MountAttr {
@@ -138,7 +133,7 @@ fn errors_in_linuxs_order() {
         ..Default::default()
     };
     assert_eq!(
-        setattr(&p, b"/a", 0, clr(MOUNT_ATTR_IDMAP)),
+        setattr(&p, b"/a", 0, MountAttr::clear(MOUNT_ATTR_IDMAP)),
         Err(Errno::EINVAL)
     );
     assert_eq!(setattr(&p, b"/a", 0, idmap(u64::MAX)), Err(Errno::EINVAL));
@@ -152,7 +147,7 @@ fn errors_in_linuxs_order() {
     let mut q = p.fork().unwrap();
     q.unshare(CLONE_NEWNS).unwrap();
     assert_eq!(
-        q.mount_setattr(fd, b"", AT_EMPTY_PATH, &set(MOUNT_ATTR_NODEV)),
+        q.mount_setattr(fd, b"", AT_EMPTY_PATH, &MountAttr::set(MOUNT_ATTR_NODEV)),
         Err(Errno::EINVAL)
     );
     drop((p, q, u));
@@ -198,9 +193,9 @@ fn stress_recursive_switches_race_writers() {
     let mut switched = 0;
     for round in 0..2000 {
         let attr = if round % 2 == 0 {
-            set(MOUNT_ATTR_RDONLY)
+            MountAttr::set(MOUNT_ATTR_RDONLY)
         } else {
-            clr(MOUNT_ATTR_RDONLY)
+            MountAttr::clear(MOUNT_ATTR_RDONLY)
         };
         match setattr(&p, b"/a", AT_RECURSIVE, attr) {
             Ok(()) => {
@@ -212,14 +207,14 @@ fn stress_recursive_switches_race_writers() {
             Err(e) => assert_eq!(e, Errno::EBUSY),
         }
     }
-    setattr(&p, b"/a", AT_RECURSIVE, clr(MOUNT_ATTR_RDONLY)).unwrap();
+    setattr(&p, b"/a", AT_RECURSIVE, MountAttr::clear(MOUNT_ATTR_RDONLY)).unwrap();
     stop.store(true, Ordering::Relaxed);
     for w in writers {
         w.join().unwrap();
     }
     assert!(switched > 0 && done.load(Ordering::Relaxed) >= 400);
     vfs.flush();
-    setattr(&p, b"/a", AT_RECURSIVE, set(MOUNT_ATTR_RDONLY)).unwrap();
+    setattr(&p, b"/a", AT_RECURSIVE, MountAttr::set(MOUNT_ATTR_RDONLY)).unwrap();
     drop(p);
     vfs.flush();
     vfs.check_invariants().unwrap();

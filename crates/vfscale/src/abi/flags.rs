@@ -256,6 +256,24 @@ pub struct MountAttr {
 }
 const _: () = assert!(core::mem::size_of::<MountAttr>() == 32);
 
+impl MountAttr {
+    /// A change that sets the MOUNT_ATTR_* bits `attr`.
+    pub fn set(attr: u64) -> MountAttr {
+        MountAttr {
+            attr_set: attr,
+            ..Default::default()
+        }
+    }
+
+    /// A change that clears the MOUNT_ATTR_* bits `attr`.
+    pub fn clear(attr: u64) -> MountAttr {
+        MountAttr {
+            attr_clr: attr,
+            ..Default::default()
+        }
+    }
+}
+
 // statx(2) mask bits.
 pub const STATX_TYPE: u32 = 0x1;
 pub const STATX_MODE: u32 = 0x2;
