@@ -113,6 +113,20 @@ fn compare_in(
     vfs.check_invariants().unwrap();
 }
 
+/// A script's path beneath its case directory `base` ("" for the root):
+/// "/" and "" name `base` itself, "/x" and "x" name `base/x`.
+pub fn under(base: &str, path: &str) -> Vec<u8> {
+    let rel = path.trim_start_matches('/');
+    if rel.is_empty() {
+        return if base.is_empty() {
+            b"/".to_vec()
+        } else {
+            base.as_bytes().to_vec()
+        };
+    }
+    format!("{base}/{rel}").into_bytes()
+}
+
 /// A result as text: "ok" or the errno.
 pub fn unit(r: SysResult<()>) -> String {
     match r {

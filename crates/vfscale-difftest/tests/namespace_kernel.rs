@@ -381,15 +381,7 @@ impl<T: ProcessApi> World<T> {
         if !path.starts_with('/') {
             return path.as_bytes().to_vec();
         }
-        let rel = path.trim_start_matches('/');
-        if rel.is_empty() {
-            return if self.base.is_empty() {
-                b"/".to_vec()
-            } else {
-                self.base.as_bytes().to_vec()
-            };
-        }
-        format!("{}/{rel}", self.base).into_bytes()
+        vfscale_difftest::script::under(&self.base, path)
     }
 
     /// Logs one step: who did what, its result, and the trees after it.

@@ -99,15 +99,7 @@ impl<'a> Run<'a> {
     /// A path of the script (relative to `base`, written with a leading
     /// `/` in the scenarios) as the process names it.
     fn full(&self, path: &str) -> Vec<u8> {
-        let rel = path.trim_start_matches('/');
-        if rel.is_empty() {
-            return if self.base.is_empty() {
-                b"/".to_vec()
-            } else {
-                self.base.as_bytes().to_vec()
-            };
-        }
-        format!("{}/{rel}", self.base).into_bytes()
+        vfscale_difftest::script::under(&self.base, path)
     }
 
     /// Logs one step: what, its result, and the tree after it.
