@@ -29,6 +29,15 @@ where
     outcomes_in(loom::model::Builder::new(), model)
 }
 
+/// The limits of a three-thread model whose threads spin on each other:
+/// two preemptions (three take hours) and room for the spins' branches.
+fn spinning_three_threads() -> loom::model::Builder {
+    let mut builder = loom::model::Builder::new();
+    builder.max_branches = 100_000;
+    builder.preemption_bound = Some(2);
+    builder
+}
+
 /// `outcomes` with `builder`'s limits (a model whose threads wait for each
 /// other in spin loops takes more branches than loom's default allows).
 fn outcomes_in<T, F>(builder: loom::model::Builder, model: F) -> HashSet<T>
@@ -907,10 +916,7 @@ fn sharded_ref_two_switches_and_a_get() {
     // thread works: with three threads, two preemptions already take
     // seconds (three, hours). Two are enough for the stacked biases (the
     // old protocol failed here within 0.4 s).
-    let mut builder = loom::model::Builder::new();
-    builder.max_branches = 100_000;
-    builder.preemption_bound = Some(2);
-    let seen = outcomes_in(builder, || {
+    let seen = outcomes_in(spinning_three_threads(), || {
         let domain = Arc::new(Domain::new());
         // The base and each switcher's reference.
         let count = Arc::new(ShardedRef::new(3));
@@ -959,10 +965,7 @@ fn sharded_ref_two_switches_and_a_get() {
 fn sharded_ref_batch_switch_loses_nothing() {
     use vfscale::sync::epoch::Domain;
     use vfscale::sync::shardref::ShardedRef;
-    let mut builder = loom::model::Builder::new();
-    builder.max_branches = 100_000;
-    builder.preemption_bound = Some(2);
-    let seen = outcomes_in(builder, || {
+    let seen = outcomes_in(spinning_three_threads(), || {
         let domain = Arc::new(Domain::new());
         let a = Arc::new(ShardedRef::new(1));
         // The base and the lone switcher's reference.
