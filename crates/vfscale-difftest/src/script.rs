@@ -127,6 +127,14 @@ pub fn under(base: &str, path: &str) -> Vec<u8> {
     format!("{base}/{rel}").into_bytes()
 }
 
+/// How a script logs a mount(2) call.
+pub fn mount_call(source: &str, target: &str, fstype: &str, flags: u64) -> String {
+    format!(
+        "mount({source}, {target}, {fstype:?}, {})",
+        mount_flag_names(flags)
+    )
+}
+
 /// A result as text: "ok" or the errno.
 pub fn unit(r: SysResult<()>) -> String {
     match r {

@@ -556,14 +556,8 @@ impl<T: ProcessApi> World<T> {
         let r = self
             .proc(i)
             .mount(&src, &self.full(target), fstype.as_bytes(), flags);
-        self.step(
-            i,
-            format!(
-                "mount({source}, {target}, {fstype:?}, {})",
-                flag_names(flags)
-            ),
-            unit(r),
-        );
+        let what = vfscale_difftest::script::mount_call(source, target, fstype, flags);
+        self.step(i, what, unit(r));
     }
 
     /// A new tmpfs instance on `target` (source `mN`), with its marker

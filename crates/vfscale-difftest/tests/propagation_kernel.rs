@@ -147,13 +147,8 @@ impl<'a> Run<'a> {
         let r = self
             .p
             .mount(&src, &self.full(target), fstype.as_bytes(), flags);
-        self.step(
-            format!(
-                "mount({source}, {target}, {fstype:?}, {})",
-                flag_names(flags)
-            ),
-            unit(r),
-        );
+        let what = vfscale_difftest::script::mount_call(source, target, fstype, flags);
+        self.step(what, unit(r));
     }
 
     /// A new tmpfs instance on `target`, with its marker file.
