@@ -77,6 +77,22 @@ impl MountFlags {
     }
 }
 
+/// attr_flags_to_mnt_flags: mount_setattr(2)'s MOUNT_ATTR_* bits as
+/// per-mount flags (the atime mode, a value, is translated by the caller).
+pub fn from_mount_attr(attr: u64) -> u32 {
+    [
+        (MOUNT_ATTR_RDONLY, MNT_READONLY),
+        (MOUNT_ATTR_NOSUID, MNT_NOSUID),
+        (MOUNT_ATTR_NODEV, MNT_NODEV),
+        (MOUNT_ATTR_NOEXEC, MNT_NOEXEC),
+        (MOUNT_ATTR_NODIRATIME, MNT_NODIRATIME),
+        (MOUNT_ATTR_NOSYMFOLLOW, MNT_NOSYMFOLLOW),
+    ]
+    .iter()
+    .filter(|(a, _)| attr & a != 0)
+    .fold(0, |acc, (_, b)| acc | b)
+}
+
 /// path_mount's translation of mount(2)'s `ms` flags into per-mount flags.
 /// `current` is the mount a remount changes: a remount that names no atime
 /// flag keeps its atime bits.
@@ -138,6 +154,22 @@ pub fn allows_atime(bits: u32, is_dir: bool) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mount_attr_translation() {
+        assert_eq!(from_mount_attr(0), 0);
+        assert_eq!(
+            from_mount_attr(MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSYMFOLLOW),
+            MNT_READONLY | MNT_NOSYMFOLLOW
+        );
+        // The atime value and the idmapping are not flags of the word.
+        assert_eq!(from_mount_attr(MOUNT_ATTR__ATIME | MOUNT_ATTR_IDMAP), 0);
+        assert_eq!(
+            from_mount_attr(MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC),
+            MNT_NOSUID | MNT_NODEV | MNT_NOEXEC
+        );
+        assert_eq!(from_mount_attr(MOUNT_ATTR_NODIRATIME), MNT_NODIRATIME);
+    }
 
     #[test]
     fn path_mount_translation() {

@@ -56,6 +56,17 @@ impl MntNamespace {
         self.root.load(Ordering::Relaxed)
     }
 
+    /// The root directory of the root mount. Under the table lock, with a
+    /// use of the namespace (`root`).
+    pub(crate) fn root_path(&self) -> PathPtr {
+        let m = self.root();
+        // SAFETY: the root is attached, hence live, under the table lock.
+        PathPtr {
+            mnt: m,
+            dentry: unsafe { &*m }.root,
+        }
+    }
+
     /// pivot_root's new root. Under the table lock.
     pub(crate) fn set_root(&self, root: *const Mount) {
         // Relaxed: as `root`.
@@ -121,12 +132,7 @@ impl VfsInner {
     /// (mount and dentry each) for the caller, who holds a use of `ns`.
     pub(crate) fn namespace_root(&self, ns: &MntNamespace, refs: usize) -> PathPtr {
         let _list = self.mounts.lock.lock();
-        let m = ns.root();
-        // SAFETY: the namespace's root is attached (live) under the lock.
-        let root = PathPtr {
-            mnt: m,
-            dentry: unsafe { &*m }.root,
-        };
+        let root = ns.root_path();
         for _ in 0..refs {
             self.mntget(root.mnt);
             self.dget(root.dentry);

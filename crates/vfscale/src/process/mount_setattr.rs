@@ -11,10 +11,7 @@
 
 use super::Process;
 use crate::abi::*;
-use crate::mount::flags::{
-    MNT_NOATIME, MNT_NODEV, MNT_NODIRATIME, MNT_NOEXEC, MNT_NOSUID, MNT_NOSYMFOLLOW, MNT_READONLY,
-    MNT_RELATIME,
-};
+use crate::mount::flags::{from_mount_attr, MNT_NOATIME, MNT_READONLY, MNT_RELATIME};
 use crate::mount::propagation::PropagationType;
 use crate::mount::write::Writers;
 use crate::mount::Mount;
@@ -52,8 +49,8 @@ impl Change {
         if (attr.attr_set | attr.attr_clr) & !VALID != 0 {
             return Err(Errno::EINVAL);
         }
-        let mut set = mount_flags(attr.attr_set);
-        let mut clear = mount_flags(attr.attr_clr);
+        let mut set = from_mount_attr(attr.attr_set);
+        let mut clear = from_mount_attr(attr.attr_clr);
         // The atime mode is a value: changing it clears the whole field.
         if attr.attr_clr & MOUNT_ATTR__ATIME != 0 {
             if attr.attr_clr & MOUNT_ATTR__ATIME != MOUNT_ATTR__ATIME {
@@ -93,21 +90,6 @@ impl Change {
     fn flags_for(&self, m: &Mount) -> u32 {
         (m.flags.get() & !self.clear) | self.set
     }
-}
-
-/// attr_flags_to_mnt_flags (the atime mode aside).
-fn mount_flags(attr: u64) -> u32 {
-    [
-        (MOUNT_ATTR_RDONLY, MNT_READONLY),
-        (MOUNT_ATTR_NOSUID, MNT_NOSUID),
-        (MOUNT_ATTR_NODEV, MNT_NODEV),
-        (MOUNT_ATTR_NOEXEC, MNT_NOEXEC),
-        (MOUNT_ATTR_NODIRATIME, MNT_NODIRATIME),
-        (MOUNT_ATTR_NOSYMFOLLOW, MNT_NOSYMFOLLOW),
-    ]
-    .iter()
-    .filter(|(a, _)| attr & a != 0)
-    .fold(0, |acc, (_, b)| acc | b)
 }
 
 impl Process {

@@ -90,12 +90,7 @@ impl Process {
             let list = self.vfs.mounts.lock.lock();
             // `other`'s context keeps the namespace, hence its root,
             // attached.
-            // SAFETY: as above.
-            let root_mnt = unsafe { &*ns.root() };
-            let top = self.vfs.follow_mounts(PathPtr {
-                mnt: ns.root(),
-                dentry: root_mnt.root,
-            });
+            let top = self.vfs.follow_mounts(ns.root_path());
             for _ in 0..2 {
                 self.vfs.mntget(top.mnt);
                 self.vfs.dget(top.dentry);
