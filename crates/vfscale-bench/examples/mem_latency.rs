@@ -4,16 +4,19 @@
 //! independent loads help). It bounds what a hot stat of N random cached
 //! files can cost when each needs a line from outside the caches (issue
 //! 6's `cold-lookup` hot columns, docs/PERFORMANCE.md "Session 38").
-//! Usage: cargo run --release -p vfscale-bench --example mem_latency -- MIB... [--thp]
-//! (`--thp` asks for transparent huge pages with MADV_HUGEPAGE).
+//! Usage: cargo run --release -p vfscale-bench --example mem_latency -- MIB... [--thp] [--stride B]
+//! (`--thp` asks for transparent huge pages with MADV_HUGEPAGE; `--stride
+//! B` chases one line in every B bytes, so MIB × 64 / B MiB of lines are
+//! touched spread over MIB: how a hot set of one line per 192-byte dentry
+//! behaves against the same lines packed, session 39).
 use std::time::Instant;
 
 const LINE: usize = 64;
 const LOADS: usize = 20_000_000;
 
-fn chase(mib: usize, thp: bool) -> f64 {
-    let lines = mib * 1024 * 1024 / LINE;
-    let bytes = lines * LINE;
+fn chase(mib: usize, stride: usize, thp: bool) -> f64 {
+    let lines = mib * 1024 * 1024 / stride;
+    let bytes = lines * stride;
     // SAFETY: a fresh anonymous private mapping; nothing else uses it.
     let base = unsafe {
         libc::mmap(
@@ -39,7 +42,7 @@ fn chase(mib: usize, thp: bool) -> f64 {
         x ^= x << 17;
         order.swap(i, (x % i as u64) as usize);
     }
-    let at = |i: usize| (base as usize + order[i] * LINE) as *mut usize;
+    let at = |i: usize| (base as usize + order[i] * stride) as *mut usize;
     for i in 0..lines {
         // SAFETY: both addresses are line starts inside the mapping.
         unsafe { *at(i) = at((i + 1) % lines) as usize };
@@ -60,16 +63,26 @@ fn chase(mib: usize, thp: bool) -> f64 {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let thp = args.iter().any(|a| a == "--thp");
-    let sizes: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
-    if sizes.is_empty() {
-        eprintln!("usage: mem_latency MIB... [--thp]");
+    let stride = match args.iter().position(|a| a == "--stride") {
+        Some(i) => args.get(i + 1).and_then(|s| s.parse().ok()).unwrap_or(0),
+        None => LINE,
+    };
+    let sizes: Vec<usize> = args
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i == 0 || args[i - 1] != "--stride")
+        .filter_map(|(_, a)| a.parse().ok())
+        .collect();
+    if sizes.is_empty() || stride < LINE || stride % LINE != 0 {
+        eprintln!("usage: mem_latency MIB... [--thp] [--stride B] (B a multiple of {LINE})");
         std::process::exit(2);
     }
     for mib in sizes {
         println!(
-            "{mib} MiB{}: {:.1} ns per dependent load",
+            "{mib} MiB{}, one line per {stride} bytes ({} MiB of lines): {:.1} ns per dependent load",
             if thp { " (THP)" } else { "" },
-            chase(mib, thp)
+            mib * LINE / stride,
+            chase(mib, stride, thp)
         );
     }
 }
