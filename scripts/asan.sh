@@ -19,4 +19,4 @@ exec cargo +nightly test -p vfscale --target x86_64-unknown-linux-gnu \
     --test passthrough_stress --test passthrough_dirs --test defer --test reclaim \
     --test reclaim_passthrough --test api_read_only --test passthrough_read_only \
     --test api_openat2 --test api_mount_move --test api_epoll --test api_splice --test api_inotify \
-    --test api_fileattr --test api_propagation --test api_namespaces --test api_mount_setattr --test hot_dentry -- "$@"
+    --test api_fileattr --test api_propagation --test api_namespaces --test api_mount_setattr --test api_detached_trees --test hot_dentry -- "$@"

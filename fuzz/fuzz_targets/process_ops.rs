@@ -185,6 +185,25 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
             let flags = if arg & 0x20 != 0 { AT_RECURSIVE } else { 0 };
             drop(p.mount_setattr(AT_FDCWD, a, flags, &attr));
         }
+        // With bit 0x80: move_mount of a kept descriptor onto the name
+        // (0x04; a final symlink followed with 0x10), else open_tree of
+        // the name (a detached copy with 0x01, AT_RECURSIVE with 0x02),
+        // its descriptor kept. Else chroot.
+        30 if arg & 0x84 == 0x84 => {
+            let follow = if arg & 0x10 != 0 {
+                MOVE_MOUNT_T_SYMLINKS
+            } else {
+                0
+            };
+            drop(p.move_mount(fd(), b"", AT_FDCWD, a, MOVE_MOUNT_F_EMPTY_PATH | follow));
+        }
+        30 if arg & 0x80 != 0 => {
+            let flags =
+                i32::from(arg & 1) * OPEN_TREE_CLONE + i32::from(arg & 2) * (AT_RECURSIVE / 2);
+            if let Ok(f) = p.open_tree(AT_FDCWD, a, flags) {
+                fds.push(f);
+            }
+        }
         30 => drop(p.chroot(a)),
         // File locks, never a waiting form (one thread would wait forever);
         // sockets by name, all non-blocking for the same reason.

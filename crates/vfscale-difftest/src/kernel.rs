@@ -1901,6 +1901,37 @@ impl ProcessApi for KernelProcess {
             })
         })
     }
+    fn open_tree(&self, dirfd: Fd, path: &[u8], flags: i32) -> SysResult<Fd> {
+        let p = cpath(path)?;
+        self.call(move || {
+            // SAFETY: `p` is a valid C string.
+            sys(unsafe { libc::syscall(libc::SYS_open_tree, dirfd, p.as_ptr(), flags) })
+                .map(|n| n as Fd)
+        })
+    }
+    fn move_mount(
+        &self,
+        from_dfd: Fd,
+        from_path: &[u8],
+        to_dfd: Fd,
+        to_path: &[u8],
+        flags: u32,
+    ) -> SysResult<()> {
+        let (f, t) = (cpath(from_path)?, cpath(to_path)?);
+        self.call(move || {
+            // SAFETY: valid C strings.
+            unit(unsafe {
+                libc::syscall(
+                    libc::SYS_move_mount,
+                    from_dfd,
+                    f.as_ptr(),
+                    to_dfd,
+                    t.as_ptr(),
+                    flags,
+                )
+            })
+        })
+    }
     fn pivot_root(&self, new_root: &[u8], put_old: &[u8]) -> SysResult<()> {
         let (n, o) = (cpath(new_root)?, cpath(put_old)?);
         // SAFETY: valid C strings. pivot_root moves every thread whose root

@@ -484,12 +484,18 @@ impl<T: ProcessApi> World<T> {
     /// Whether process `i`'s cwd is its root directory (or another mount
     /// of the same directory: the same inode).
     fn cwd_is_root_dir(&self, i: usize) -> bool {
+        self.is_root_dir(i, AT_FDCWD)
+    }
+
+    /// Whether descriptor `dirfd` (AT_FDCWD: the cwd) of process `i` is
+    /// at its root directory (as `cwd_is_root_dir`).
+    fn is_root_dir(&self, i: usize, dirfd: Fd) -> bool {
         let p = self.proc(i);
-        let id = |path: &[u8]| {
-            p.statx(AT_FDCWD, path, 0, STATX_BASIC_STATS)
+        let id = |dirfd: Fd, path: &[u8], flags: i32| {
+            p.statx(dirfd, path, flags, STATX_BASIC_STATS)
                 .map(|x| (x.dev_major, x.dev_minor, x.ino))
         };
-        id(b".").is_ok_and(|here| id(b"/") == Ok(here))
+        id(dirfd, b"", AT_EMPTY_PATH).is_ok_and(|here| id(AT_FDCWD, b"/", 0) == Ok(here))
     }
 
     // ---- processes ----
@@ -673,10 +679,7 @@ impl<T: ProcessApi> World<T> {
     /// mount_setattr(2) at `path` (or, for `@label`, at the descriptor
     /// `open_dir` opened there, with an empty path).
     fn setattr(&mut self, i: usize, path: &str, flags: i32, attr: MountAttr) {
-        let (dirfd, p) = match path.strip_prefix('@') {
-            Some(label) => (self.fd(i, label), Vec::new()),
-            None => (AT_FDCWD, self.full(path)),
-        };
+        let (dirfd, p) = self.at(i, path);
         let r = self.proc(i).mount_setattr(dirfd, &p, flags, &attr);
         self.step(
             i,
@@ -691,13 +694,89 @@ impl<T: ProcessApi> World<T> {
         );
     }
 
+    /// open_tree(2) of `path` (`@label`: that descriptor, with an empty
+    /// path); a descriptor it returns is kept as `label`.
+    fn open_tree(&mut self, i: usize, path: &str, flags: i32, label: &str) {
+        let (dirfd, p) = self.at(i, path);
+        let r = self.proc(i).open_tree(dirfd, &p, flags);
+        if let Ok(fd) = r {
+            self.fds.push((i, label.to_string(), fd));
+        }
+        self.step(
+            i,
+            format!("open_tree({path}, {flags:#x}) as {label}"),
+            unit(r.map(|_| ())),
+        );
+    }
+
+    /// move_mount(2) from `from` to `to` (each a path or `@label`, a
+    /// descriptor with an empty path).
+    fn move_mount(&mut self, i: usize, from: &str, to: &str, flags: u32) {
+        let (from_fd, f) = self.at(i, from);
+        let (to_fd, t) = self.at(i, to);
+        let r = self.proc(i).move_mount(from_fd, &f, to_fd, &t, flags);
+        self.step(i, format!("move_mount({from}, {to}, {flags:#x})"), unit(r));
+    }
+
+    /// The tree seen through descriptor `label` (a child of slot `i`,
+    /// moved there with fchdir, walks it and exits).
+    fn peek(&mut self, i: usize, label: &str) {
+        let fd = self.held_fd(i, label).unwrap_or(-1);
+        let child = self.proc(i).fork().expect("a child to peek with");
+        let r = child.fchdir(fd).map(|()| {
+            let (mut devs, mut seen) = (Vec::new(), Vec::new());
+            walk(
+                &child,
+                &|rel| rel.as_bytes().to_vec(),
+                ".",
+                DEPTH,
+                &mut devs,
+                &mut seen,
+            );
+            seen.join(" ")
+        });
+        drop(child);
+        let shown = match r {
+            Ok(t) => t,
+            Err(e) => format!("{e}"),
+        };
+        self.note(format!("peek {} {label}", NAMES[i]), shown);
+    }
+
+    /// A script path as a call takes it: `@label` is that descriptor with
+    /// an empty path, `@label/rel` the path `rel` from it (-1, EBADF, when
+    /// the open of `label` failed), anything else a path from AT_FDCWD.
+    fn at(&self, i: usize, path: &str) -> (Fd, Vec<u8>) {
+        match path.strip_prefix('@') {
+            Some(at) => {
+                let (label, rel) = at.split_once('/').unwrap_or((at, ""));
+                let label = if self.held_fd(i, at).is_some() {
+                    at
+                } else {
+                    label
+                };
+                let rel = if label == at { "" } else { rel };
+                (
+                    self.held_fd(i, label).unwrap_or(-1),
+                    rel.as_bytes().to_vec(),
+                )
+            }
+            None => (AT_FDCWD, self.full(path)),
+        }
+    }
+
     /// The descriptor `open_dir` opened on `label`, as slot `i` has it.
     fn fd(&self, i: usize, label: &str) -> Fd {
+        self.held_fd(i, label).expect("opened before")
+    }
+
+    /// The descriptor labelled `label` that slot `i` holds, if any (an
+    /// open may have failed, on one side or both).
+    fn held_fd(&self, i: usize, label: &str) -> Option<Fd> {
         self.fds
             .iter()
             .find(|(s, l, _)| *s == i && l == label)
             .map(|(_, _, fd)| *fd)
-            .expect("opened before")
     }
 
     /// The label of the n-th descriptor (modulo how many) slot `i` holds.
@@ -1377,6 +1456,125 @@ fn mount_setattr_matches_the_kernel() {
     compare("mount_setattr", setattr, setattr);
 }
 
+/// open_tree and move_mount: detached copies (alone and recursive),
+/// seen through their descriptor, changed by mount_setattr before anyone
+/// sees them, attached (onto a shared mount too, which propagates them),
+/// dropped by a close; a plain O_PATH open_tree; the refusals.
+fn detached_trees<T: ProcessApi>(w: &mut World<T>) {
+    w.tmpfs(P, "/a");
+    w.mkdir(P, "/a/x");
+    w.tmpfs(P, "/a/x");
+    w.mkdir(P, "/a/x/y");
+    w.mkdir(P, "/c/d");
+    w.mkdir(P, "/c/e");
+    // Without OPEN_TREE_CLONE: an O_PATH descriptor, nothing copied.
+    w.open_tree(P, "/a", 0, "plain");
+    w.peek(P, "plain");
+    // A detached copy of one mount, then of the tree.
+    w.open_tree(P, "/a", OPEN_TREE_CLONE, "one");
+    w.peek(P, "one");
+    w.open_tree(P, "/a", OPEN_TREE_CLONE | AT_RECURSIVE, "all");
+    w.peek(P, "all");
+    w.info();
+    // Read-only before anyone sees it; a mount inside is not the root.
+    w.setattr(
+        P,
+        "@all",
+        AT_EMPTY_PATH | AT_RECURSIVE,
+        MountAttr::set(MOUNT_ATTR_RDONLY),
+    );
+    w.open_tree(P, "@all/x", 0, "inside");
+    w.setattr(
+        P,
+        "@inside",
+        AT_EMPTY_PATH,
+        MountAttr::set(MOUNT_ATTR_NOEXEC),
+    );
+    w.setattr(P, "@all/x", 0, MountAttr::set(MOUNT_ATTR_NOEXEC));
+    w.close_dir(P, "inside");
+    // Attached, the tree joins the namespace; then it moves as MS_MOVE
+    // moves a mount, by its path or its descriptor.
+    w.move_mount(P, "@all", "/c/d", MOVE_MOUNT_F_EMPTY_PATH);
+    w.info();
+    w.mkdir(P, "/c/d/z");
+    w.move_mount(P, "/c/d", "/c/e", 0);
+    w.move_mount(P, "@all", "/c/d", MOVE_MOUNT_F_EMPTY_PATH);
+    w.close_dir(P, "all");
+    w.info();
+    // Onto a shared mount: propagated to its peer.
+    w.tmpfs(P, "/s");
+    w.mkdir(P, "/s/t");
+    w.ty(P, "/s", MS_SHARED);
+    w.mkdir(P, "/b/s2");
+    w.bind(P, "/s", "/b/s2");
+    w.move_mount(P, "@one", "/s/t", MOVE_MOUNT_F_EMPTY_PATH);
+    w.info();
+    // Dropped by its last close before anyone attached it.
+    w.open_tree(
+        P,
+        "/a",
+        OPEN_TREE_CLONE | AT_RECURSIVE | OPEN_TREE_CLOEXEC,
+        "gone",
+    );
+    w.peek(P, "gone");
+    w.close_dir(P, "gone");
+    w.info();
+    // A copy of a mount inside a detached tree, and of a file.
+    w.open_tree(P, "/a", OPEN_TREE_CLONE | AT_RECURSIVE, "t");
+    w.open_tree(P, "@t", AT_EMPTY_PATH, "tx");
+    w.open_tree(P, "@t/x", OPEN_TREE_CLONE, "tc");
+    w.peek(P, "tc");
+    w.open_with(P, "/c/f", O_WRONLY | O_CREAT);
+    w.close_dir(P, "/c/f");
+    w.open_tree(P, "/c/f", OPEN_TREE_CLONE, "file");
+    // Refusals of open_tree.
+    w.open_tree(P, "/a", 0x4, "bad");
+    w.open_tree(P, "/a", AT_RECURSIVE, "bad");
+    w.open_tree(U, "/a", OPEN_TREE_CLONE, "bad");
+    w.open_tree(U, "/a", 0, "uplain");
+    w.open_tree(P, "/nothing", OPEN_TREE_CLONE, "bad");
+    w.open_tree(P, "@plain/nothing", OPEN_TREE_CLONE, "bad");
+    w.ty(P, "/a/x", MS_UNBINDABLE);
+    w.open_tree(P, "/a/x", OPEN_TREE_CLONE, "bad");
+    w.open_tree(P, "/a", OPEN_TREE_CLONE | AT_RECURSIVE, "skips");
+    w.peek(P, "skips");
+    // Refusals of move_mount.
+    w.move_mount(P, "@t", "/c/f", MOVE_MOUNT_F_EMPTY_PATH);
+    w.move_mount(P, "@file", "/c/e", MOVE_MOUNT_F_EMPTY_PATH);
+    w.move_mount(P, "@t", "/c/e", 0);
+    w.move_mount(P, "@t", "/c/e", 0x1000);
+    w.move_mount(U, "@t", "/c/e", MOVE_MOUNT_F_EMPTY_PATH);
+    w.move_mount(P, "@t/x", "/c/e", 0);
+    w.move_mount(P, "@t", "@t/x", MOVE_MOUNT_F_EMPTY_PATH);
+    w.move_mount(P, "/c", "/c/e", 0);
+    w.move_mount(P, "/a", "/a/x/y", 0);
+    // A final symlink is followed only when asked.
+    let r = w.proc(P).symlink(b"e", &w.full("/c/l"));
+    w.step(P, "symlink e /c/l".into(), unit(r));
+    w.move_mount(P, "@t", "/c/l", MOVE_MOUNT_F_EMPTY_PATH);
+    w.move_mount(
+        P,
+        "@t",
+        "/c/l",
+        MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_SYMLINKS,
+    );
+    w.move_mount(P, "@tx", "/c/d", MOVE_MOUNT_F_EMPTY_PATH);
+    w.info();
+    // Another namespace's copy.
+    w.open_tree(P, "/a", OPEN_TREE_CLONE, "late");
+    w.fork(P, Q);
+    w.unshare(Q, CLONE_NEWNS);
+    w.open_tree(Q, "@late", AT_EMPTY_PATH | OPEN_TREE_CLONE, "qc");
+    w.move_mount(Q, "@late", "/c/e", MOVE_MOUNT_F_EMPTY_PATH);
+    w.open_tree(Q, "@plain", AT_EMPTY_PATH | OPEN_TREE_CLONE, "qc");
+    w.info();
+}
+
+#[test]
+fn open_tree_and_move_mount_match_the_kernel() {
+    compare("detached_trees", detached_trees, detached_trees);
+}
+
 // ---- random sequences ----
 
 /// The paths of the random sequences, relative to a case's directory.
@@ -1426,6 +1624,11 @@ enum Step {
     Setattr(usize, &'static str, usize, bool),
     /// chroot (its root then need not be a mount's: pivot_root's EINVAL).
     Chroot(usize, &'static str),
+    /// open_tree(OPEN_TREE_CLONE) of a path (AT_RECURSIVE or not); the
+    /// descriptor is kept as those of `Open` are.
+    OpenTree(usize, &'static str, bool),
+    /// move_mount of the n-th descriptor (modulo how many) onto a path.
+    Attach(usize, usize, &'static str),
 }
 
 /// The random sequences' mount_setattr changes: read-only and back, other
@@ -1485,7 +1688,9 @@ fn random_steps(rnd: &mut dyn FnMut(u64) -> u64, n: usize) -> Vec<Step> {
     (0..n)
         .map(|_| {
             let who = rnd(6) as usize;
-            match rnd(34) {
+            match rnd(36) {
+                35 => Step::OpenTree(who, root(rnd), rnd(2) == 0),
+                34 => Step::Attach(who, rnd(4) as usize, path(rnd)),
                 33 => Step::Chroot(who, root(rnd)),
                 31 | 32 => Step::Setattr(
                     who,
@@ -1550,7 +1755,9 @@ fn step_who(step: &Step) -> usize {
         | Step::Close(k, _)
         | Step::Pivot(k, _, _)
         | Step::Setattr(k, _, _, _)
-        | Step::Chroot(k, _) => k,
+        | Step::Chroot(k, _)
+        | Step::OpenTree(k, _, _)
+        | Step::Attach(k, _, _) => k,
     }
 }
 
@@ -1561,7 +1768,9 @@ fn step_names_dot(step: &Step) -> bool {
         | Step::Type(_, t, _, _)
         | Step::Umount(_, t, _)
         | Step::Setattr(_, t, _, _)
-        | Step::Chroot(_, t) => t == ".",
+        | Step::Chroot(_, t)
+        | Step::OpenTree(_, t, _)
+        | Step::Attach(_, _, t) => t == ".",
         Step::Bind(_, s, t, _) | Step::Move(_, s, t) | Step::Pivot(_, s, t) => s == "." || t == ".",
         _ => false,
     }
@@ -1647,6 +1856,20 @@ fn run_case<T: ProcessApi>(root: &T, case: usize, steps: &[Step], log: &mut Log)
             Step::Chroot(k, t) => w.chroot(pick(k), t),
             Step::Setattr(k, t, i, rec) => {
                 w.setattr(pick(k), t, if rec { AT_RECURSIVE } else { 0 }, SETATTRS[i])
+            }
+            Step::OpenTree(k, t, rec) => {
+                let rec = if rec { AT_RECURSIVE } else { 0 };
+                w.open_tree(pick(k), t, OPEN_TREE_CLONE | rec, t)
+            }
+            // Not from a descriptor of the root directory, for the reason
+            // above (the kernel's root mount has a parent: ELOOP there,
+            // EINVAL here).
+            Step::Attach(_, j, t) => {
+                if let Some(label) = w.nth_fd(who, j) {
+                    if !w.chrooted[who] && !w.is_root_dir(who, w.fd(who, &label)) {
+                        w.move_mount(who, &format!("@{label}"), t, MOVE_MOUNT_F_EMPTY_PATH);
+                    }
+                }
             }
         }
         if n % 5 == 4 {

@@ -59,13 +59,8 @@ impl Vfs {
     pub fn check_invariants(&self) -> Result<CheckReport, String> {
         let v = &*self.inner;
         let _guard = v.collector.enter();
-        let mounts: Vec<*const Mount> = v
-            .mounts
-            .lock
-            .lock()
-            .iter()
-            .map(|&m| m as *const Mount)
-            .collect();
+        let mounts: Vec<*const Mount> =
+            v.lock_mounts().iter().map(|&m| m as *const Mount).collect();
         let mut per_namespace: HashMap<u64, usize> = HashMap::new();
         for &m in &mounts {
             // SAFETY: attached mounts are live (quiescent VFS, our guard).
@@ -78,10 +73,30 @@ impl Vfs {
             ));
         }
         v.fs_contexts.check()?;
+        // Each detached tree (mount/anon.rs) has its origin and one root;
+        // no origin outlives its tree.
+        let mut anon_roots: HashMap<u64, usize> = HashMap::new();
+        for &m in &mounts {
+            // SAFETY: attached mounts are live (quiescent VFS, our guard).
+            let mr = unsafe { &*m };
+            if crate::mount::anon::is_anon_ns(mr.ns_id()) {
+                *anon_roots.entry(mr.ns_id()).or_default() +=
+                    usize::from(mr.parent_ptr().is_null());
+            }
+        }
+        let mut with_origin = v.mounts.anon.tree_ids();
+        with_origin.sort_unstable();
+        let mut in_table: Vec<u64> = anon_roots.keys().copied().collect();
+        in_table.sort_unstable();
+        if with_origin != in_table || anon_roots.values().any(|&n| n != 1) {
+            return Err(format!(
+                "detached trees {in_table:?} (roots {anon_roots:?}) disagree with their origins {with_origin:?}"
+            ));
+        }
         // The first namespace's root (pivot_root changes it) is attached
         // there, without a parent.
         let init_root = {
-            let _list = v.mounts.lock.lock();
+            let _list = v.lock_mounts();
             v.init_namespace().root()
         };
         // SAFETY: attached mounts are live (quiescent VFS, our guard).

@@ -247,7 +247,7 @@ impl Vfs {
             .mounts
             .init_ns
             .set(crate::mount::namespace::MntNamespace::new(ns_id, m));
-        inner.mounts.lock.lock().push(m as usize);
+        inner.lock_mounts().push(m as usize);
         // The root's attachment reference is the base of its sharded count.
         // SAFETY: just created; freed only by the VFS's drop.
         unsafe { &*m }.refcount.make_sharded();
@@ -494,7 +494,7 @@ impl Drop for VfsInner {
         if let Some(ns) = self.mounts.init_ns.get() {
             self.dissolve(ns);
             debug_assert!(
-                self.mounts.lock.lock().is_empty(),
+                self.lock_mounts().is_empty(),
                 "an attached mount outside the first namespace"
             );
         }

@@ -226,6 +226,19 @@ pub const MNT_DETACH: i32 = 2;
 pub const MNT_EXPIRE: i32 = 4;
 pub const UMOUNT_NOFOLLOW: i32 = 8;
 
+// open_tree(2) and move_mount(2) (the new mount API's detached trees).
+pub const OPEN_TREE_CLONE: i32 = 1;
+pub const OPEN_TREE_CLOEXEC: i32 = O_CLOEXEC;
+pub const MOVE_MOUNT_F_SYMLINKS: u32 = 0x1;
+pub const MOVE_MOUNT_F_AUTOMOUNTS: u32 = 0x2;
+pub const MOVE_MOUNT_F_EMPTY_PATH: u32 = 0x4;
+pub const MOVE_MOUNT_T_SYMLINKS: u32 = 0x10;
+pub const MOVE_MOUNT_T_AUTOMOUNTS: u32 = 0x20;
+pub const MOVE_MOUNT_T_EMPTY_PATH: u32 = 0x40;
+pub const MOVE_MOUNT_SET_GROUP: u32 = 0x100;
+pub const MOVE_MOUNT_BENEATH: u32 = 0x200;
+pub const MOVE_MOUNT__MASK: u32 = 0x377;
+
 // mount_setattr(2): its flags, `MountAttr`'s attribute bits (the atime
 // modes are a 3-bit value in MOUNT_ATTR__ATIME, not bits) and the struct.
 pub const AT_RECURSIVE: i32 = 0x8000;

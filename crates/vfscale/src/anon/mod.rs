@@ -45,8 +45,8 @@ use crate::abi::*;
 use crate::dcache::dentry::Dentry;
 use crate::dcache::name::NameKey;
 use crate::file::{
-    FileRef, OpenFile, FMODE_ANON, FMODE_EPOLL, FMODE_EVENTFD, FMODE_INOTIFY, FMODE_PIPE,
-    FMODE_SOCKET, FMODE_STREAMS,
+    FileRef, OpenFile, FMODE_ANON, FMODE_EPOLL, FMODE_EVENTFD, FMODE_INOTIFY, FMODE_NEED_UNMOUNT,
+    FMODE_PIPE, FMODE_SOCKET, FMODE_STREAMS,
 };
 use crate::fs::tmpfs::Tmpfs;
 use crate::inode::{Inode, InodeBody};
@@ -334,8 +334,10 @@ impl VfsInner {
     }
 
     /// The final put of a file with `FMODE_SPECIAL` bits (`fput`'s cold
-    /// path): closes the pipe end or socket, frees the eventfd, then drops
-    /// the node (anonymous) or the dentry and mount (a FIFO).
+    /// path): closes the pipe end or socket, frees the eventfd, dissolves
+    /// a detached tree open_tree made (mount/anon.rs), then drops the node
+    /// (anonymous) or the dentry and mount (a FIFO, a detached tree's
+    /// root).
     pub(crate) fn release_special(&self, f: FileRef, in_guard: bool) {
         self.open_files.add(-1);
         self.release_special_uncounted(f, in_guard);
@@ -380,6 +382,10 @@ impl VfsInner {
             if !in_flight.is_empty() {
                 self.fput_many(in_flight);
             }
+        }
+        if fmode & FMODE_NEED_UNMOUNT != 0 {
+            // The file's reference keeps the root for the dissolve.
+            self.put_anon_tree(file.mnt);
         }
         let (d, m, private) = (file.dentry, file.mnt, file.private);
         self.release_file(f.0);

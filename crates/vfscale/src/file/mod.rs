@@ -59,13 +59,17 @@ pub const FMODE_EPOLL: u32 = 1024;
 /// (`Arc::into_raw`), on the shared anonymous inode as an epoll (Linux's
 /// `anon_inode:inotify`).
 pub const FMODE_INOTIFY: u32 = 2048;
+/// An O_PATH description open_tree(OPEN_TREE_CLONE) made at the root of
+/// a detached tree (mount/anon.rs): its final put dissolves the tree if
+/// it is still detached (Linux's FMODE_NEED_UNMOUNT).
+pub const FMODE_NEED_UNMOUNT: u32 = 4096;
 /// Reads and writes go to the private object, not to file data.
 pub const FMODE_STREAMS: u32 =
     FMODE_PIPE | FMODE_SOCKET | FMODE_EVENTFD | FMODE_EPOLL | FMODE_INOTIFY;
 /// On the namespace's one shared anonymous inode, unreferenced.
 pub const FMODE_SHARED_ANON: u32 = FMODE_EVENTFD | FMODE_EPOLL | FMODE_INOTIFY;
 /// Any of these: the final put takes `release_special`.
-pub const FMODE_SPECIAL: u32 = FMODE_STREAMS | FMODE_ANON;
+pub const FMODE_SPECIAL: u32 = FMODE_STREAMS | FMODE_ANON | FMODE_NEED_UNMOUNT;
 
 #[repr(C, align(64))]
 pub struct OpenFile {

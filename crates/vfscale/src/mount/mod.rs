@@ -10,8 +10,9 @@
 //!   mounts and 1 for being attached; the mount is freed (through the epoch
 //!   collector) when it is detached and the count reaches zero, and only then
 //!   drops its superblock.
-//! - While attached, the count is sharded per thread (`ShardedRef`): opens
-//!   and closes on different cores write different lines. The attachment's
+//! - While attached outside a detached tree (anon.rs), the count is
+//!   sharded per thread (`ShardedRef`): opens and closes on different
+//!   cores write different lines. The attachment's
 //!   reference is the base that keeps it above zero; a mount is made exact
 //!   (`ShardedRef::make_exact`, a grace period, no lock held) before umount
 //!   reads its count or detaches it, so a detached mount's last put is seen.
@@ -23,6 +24,7 @@
 //!   `free_mount`, attached or not: an instance made read-only holds them
 //!   all (`write.rs`); the last one to leave tears the tree down.
 
+pub(crate) mod anon;
 pub mod flags;
 pub(crate) mod namespace;
 pub(crate) mod propagation;
@@ -160,8 +162,9 @@ impl Drop for WriteAccess<'_> {
 
 pub struct MountTable {
     pub(crate) seq: SeqCount,
-    /// Serializes mount and umount; holds every attached mount.
-    pub(crate) lock: Mutex<Vec<usize>>,
+    /// Serializes mount and umount; holds every attached mount. Taken
+    /// through [`VfsInner::lock_mounts`], which knows which threads hold it.
+    lock: Mutex<Vec<usize>>,
     hash: papaya::HashMap<(usize, usize), usize>,
     next_id: AtomicU64,
     next_ns_id: AtomicU64,
@@ -170,6 +173,9 @@ pub struct MountTable {
     pub(crate) ns_mounts: Mutex<HashMap<u64, usize>>,
     /// The first namespace (the root mount's), set once the VFS is built.
     pub(crate) init_ns: std::sync::OnceLock<Arc<namespace::MntNamespace>>,
+    /// Detached trees (anon.rs): each anonymous namespace's origin, and
+    /// the trees whose last file went while its thread held the lock.
+    pub(crate) anon: anon::AnonTrees,
 }
 
 impl Default for MountTable {
@@ -182,6 +188,48 @@ impl Default for MountTable {
             next_ns_id: AtomicU64::new(1),
             ns_mounts: Mutex::new(HashMap::new()),
             init_ns: std::sync::OnceLock::new(),
+            anon: anon::AnonTrees::default(),
+        }
+    }
+}
+
+/// The mount table's lock, held (Linux's namespace_sem and mount_lock
+/// for writers): the list of attached mounts. Its drop releases the lock
+/// and then, on a thread that holds no other, dissolves the detached
+/// trees whose last descriptor this thread closed meanwhile (anon.rs).
+pub(crate) struct MountsLocked<'a> {
+    vfs: &'a VfsInner,
+    guard: Option<crate::sync::lock::MutexGuard<'a, Vec<usize>>>,
+}
+
+impl core::ops::Deref for MountsLocked<'_> {
+    type Target = Vec<usize>;
+    fn deref(&self) -> &Vec<usize> {
+        self.guard.as_ref().expect("held until dropped")
+    }
+}
+
+impl core::ops::DerefMut for MountsLocked<'_> {
+    fn deref_mut(&mut self) -> &mut Vec<usize> {
+        self.guard.as_mut().expect("held until dropped")
+    }
+}
+
+impl Drop for MountsLocked<'_> {
+    fn drop(&mut self) {
+        drop(self.guard.take());
+        self.vfs.note_table_unlocked();
+    }
+}
+
+impl VfsInner {
+    /// Takes the mount table's lock.
+    pub(crate) fn lock_mounts(&self) -> MountsLocked<'_> {
+        let guard = self.mounts.lock.lock();
+        self.note_table_locked();
+        MountsLocked {
+            vfs: self,
+            guard: Some(guard),
         }
     }
 }
@@ -249,8 +297,11 @@ impl VfsInner {
         list.push(child as usize);
         // SAFETY: the caller keeps the child alive.
         let c = unsafe { &*child };
-        // The attachment's reference is the sharded count's base.
-        c.refcount.make_sharded();
+        // The attachment's reference is the sharded count's base (but in
+        // a detached tree, whose dissolve must not wait: anon.rs).
+        if !anon::is_anon_ns(c.ns_id()) {
+            c.refcount.make_sharded();
+        }
     }
 
     /// Detaches `mounts` (children before their parents) from the tree;
@@ -338,8 +389,9 @@ impl VfsInner {
     /// (parent, mountpoint), in one write section of `seq`, so a walk that
     /// crossed it or went up through it retries. The attachment's
     /// references move with it; the mount stays attached (and sharded)
-    /// throughout. Caller holds the table lock and has checked that
-    /// `parent` is not `child` or beneath it.
+    /// throughout. A detached tree's root (anon.rs) has no place to leave.
+    /// Caller holds the table lock and has checked that `parent` is not
+    /// `child` or beneath it.
     pub(crate) fn move_mount(
         &self,
         list: &[usize],
@@ -347,7 +399,9 @@ impl VfsInner {
         parent: *const Mount,
         mountpoint: *const Dentry,
     ) {
-        if let Some((old_parent, old_mp)) = self.place(list, child, parent, mountpoint, true) {
+        // SAFETY: attached mounts are live under the table lock.
+        let moving = !unsafe { &*child }.parent_ptr().is_null();
+        if let Some((old_parent, old_mp)) = self.place(list, child, parent, mountpoint, moving) {
             self.dput(old_mp);
             self.mntput(old_parent);
         }

@@ -131,7 +131,7 @@ impl VfsInner {
     /// The root of `ns`'s root mount, with `refs` references taken on it
     /// (mount and dentry each) for the caller, who holds a use of `ns`.
     pub(crate) fn namespace_root(&self, ns: &MntNamespace, refs: usize) -> PathPtr {
-        let _list = self.mounts.lock.lock();
+        let _list = self.lock_mounts();
         let root = ns.root_path();
         for _ in 0..refs {
             self.mntget(root.mnt);
@@ -160,7 +160,7 @@ impl VfsInner {
         root: PathPtr,
         cwd: PathPtr,
     ) -> (Arc<MntNamespace>, PathPtr, PathPtr) {
-        let mut list = self.mounts.lock.lock();
+        let mut list = self.lock_mounts();
         let links = Links::of(&list);
         let mut order = Vec::new();
         let mut stack = vec![from.root()];
@@ -223,7 +223,7 @@ impl VfsInner {
     pub(crate) fn dissolve(&self, ns: &MntNamespace) {
         loop {
             let sharded: Vec<*const Mount> = {
-                let mut list = self.mounts.lock.lock();
+                let mut list = self.lock_mounts();
                 let root = ns.root();
                 let order = Links::of(&list).subtree(root);
                 let sharded: Vec<*const Mount> = order
@@ -233,11 +233,7 @@ impl VfsInner {
                     .filter(|&m| unsafe { &*m }.refcount.is_sharded())
                     .collect();
                 if sharded.is_empty() {
-                    self.make_private_all(&list, &order);
-                    let children_first: Vec<*const Mount> =
-                        order[1..].iter().rev().copied().collect();
-                    self.detach_mounts(&mut list, &children_first);
-                    list.retain(|&m| m != root as usize);
+                    self.detach_namespace_tree(&mut list, &order);
                     debug_assert!(
                         list.iter().all(|&m| {
                             // SAFETY: attached mounts are live under the lock.
@@ -245,8 +241,6 @@ impl VfsInner {
                         }),
                         "a mount of a dissolved namespace outside its tree"
                     );
-                    // SAFETY: the root is attached until here.
-                    self.set_namespace(unsafe { &*root }, 0);
                     drop(list);
                     // The root's attachment.
                     self.mntput(root);

@@ -20,6 +20,7 @@
 //!   the same place that have nothing else mounted on them
 //!   (`umount_set`, after 6.16's propagate_umount).
 
+use super::anon::is_anon_ns;
 use super::Mount;
 use crate::dcache::dentry::Dentry;
 use crate::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering::Relaxed};
@@ -420,7 +421,9 @@ impl VfsInner {
 
     /// MS_MOVE's attach_recursive_mnt: the attached `old` (with the
     /// mounts beneath it) moves onto (dest, mountpoint), propagating as
-    /// `attach_tree` (ENOSPC for the copies alone). Under the table lock.
+    /// `attach_tree` (ENOSPC for the copies alone). A detached tree's
+    /// root (move_mount; anon.rs) brings its whole tree into `dest`'s
+    /// namespace, which then counts it too. Under the table lock.
     pub(crate) fn move_tree(
         &self,
         list: &mut Vec<usize>,
@@ -448,8 +451,13 @@ impl VfsInner {
                 },
             })
             .collect();
-        let copies = self.propagate(list, &tree, dest, mountpoint, 0)?;
+        let anon = mnt(old).is_anon_root().then(|| mnt(old).ns_id());
+        let new = if anon.is_some() { tree.len() } else { 0 };
+        let copies = self.propagate(list, &tree, dest, mountpoint, new)?;
         self.move_mount(list, old, dest, mountpoint);
+        if let Some(anon) = anon {
+            self.adopt_anon_tree(&order, anon, mnt(dest));
+        }
         for (target, copy) in copies {
             self.attach_copy(list, &copy, target, mountpoint);
         }
@@ -480,7 +488,8 @@ impl VfsInner {
             .iter()
             .enumerate()
             .flat_map(|(i, g)| g.members.iter().map(move |&n| (i, n)))
-            .filter(|&(_, n)| n != dest && sees(mnt(n), mountpoint))
+            // need_secondary: nothing propagates into a detached tree.
+            .filter(|&(_, n)| n != dest && sees(mnt(n), mountpoint) && !is_anon_ns(mnt(n).ns_id()))
             .collect();
         let mut adding: HashMap<u64, usize> = HashMap::new();
         *adding.entry(mnt(dest).ns_id()).or_default() += new;

@@ -536,6 +536,38 @@ pub trait ProcessApi: Send {
     ) -> SysResult<()> {
         Err(Errno::ENOSYS)
     }
+    /// open_tree(2): without OPEN_TREE_CLONE an O_PATH descriptor of
+    /// `path` (AT_EMPTY_PATH, AT_SYMLINK_NOFOLLOW as for openat); with it
+    /// a descriptor of a detached copy of the mount there (AT_RECURSIVE:
+    /// with the mounts beneath it), which nobody else sees until
+    /// `move_mount` attaches it and which goes with the descriptor's last
+    /// close if it is not attached (root only, EPERM; EINVAL for an
+    /// unbindable mount, another namespace's, AT_RECURSIVE alone or an
+    /// unknown flag). OPEN_TREE_CLOEXEC sets FD_CLOEXEC.
+    fn open_tree(&self, _dirfd: Fd, _path: &[u8], _flags: i32) -> SysResult<Fd> {
+        Err(Errno::ENOSYS)
+    }
+    /// move_mount(2): the mount whose root `from` names (with the mounts
+    /// beneath it) goes onto `to`: an attached mount of this namespace
+    /// moves as MS_MOVE moves it; a detached tree's root (`open_tree`)
+    /// attaches its tree, which joins the target's namespace and is then
+    /// no longer the descriptor's to dissolve. Each path is relative to
+    /// its descriptor, empty only with MOVE_MOUNT_F_EMPTY_PATH /
+    /// MOVE_MOUNT_T_EMPTY_PATH, and follows a final symlink only with
+    /// MOVE_MOUNT_F_SYMLINKS / MOVE_MOUNT_T_SYMLINKS. Root only (EPERM);
+    /// EINVAL for a source that is not a mount's root, not movable or of
+    /// another type than the target, and for MOVE_MOUNT_BENEATH and
+    /// MOVE_MOUNT_SET_GROUP (not built); ELOOP onto itself.
+    fn move_mount(
+        &self,
+        _from_dfd: Fd,
+        _from_path: &[u8],
+        _to_dfd: Fd,
+        _to_path: &[u8],
+        _flags: u32,
+    ) -> SysResult<()> {
+        Err(Errno::ENOSYS)
+    }
     /// pivot_root(2): the mount at `new_root` becomes the root of this
     /// process's namespace, the old root mount goes onto `put_old` (the
     /// new root or a directory beneath it), and every process whose root

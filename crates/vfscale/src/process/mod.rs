@@ -34,6 +34,7 @@ mod fs_context;
 pub mod handles;
 mod io;
 mod locks;
+mod mount_api;
 mod mount_setattr;
 mod mounts;
 mod names;

@@ -122,11 +122,13 @@ impl Process {
         // The walk follows a final symlink unless AT_SYMLINK_NOFOLLOW.
         let at_flags = flags & (AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
         let tgt = self.lookup_at(&self.cred, dirfd, path, at_flags, 0)?;
-        let list = self.vfs.mounts.lock.lock();
+        let list = self.vfs.lock_mounts();
         // SAFETY (whole function): the walk's guard keeps the mount
         // allocated, the table lock keeps attached mounts attached.
         let m = unsafe { &*tgt.path.mnt };
-        if tgt.path.dentry != m.root || !self.in_namespace(tgt.path.mnt) {
+        // A mount of the caller's namespace, or a detached tree's root
+        // (mount/anon.rs: changed before move_mount shows it).
+        if tgt.path.dentry != m.root || !(self.in_namespace(tgt.path.mnt) || m.is_anon_root()) {
             return Err(Errno::EINVAL);
         }
         let mounts: Vec<&Mount> = if flags & AT_RECURSIVE != 0 {

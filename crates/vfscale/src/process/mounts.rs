@@ -52,7 +52,7 @@ impl Process {
         if !self.cred.is_root() {
             return Err(Errno::EPERM);
         }
-        let mut list = self.vfs.mounts.lock.lock();
+        let mut list = self.vfs.lock_mounts();
         // check_mnt, for the calls that change the mount at the target:
         // it must be in the caller's namespace, not another's (reached
         // through a descriptor or a cwd from before an unshare) or a tree
@@ -172,11 +172,25 @@ impl Process {
         Ok((src, self.mount_target(tgt)?))
     }
 
-    /// do_move_mount: the mount whose root `source` names moves, with the
-    /// mounts beneath it, onto `tgt`. Caller holds the table lock (passes
-    /// its list) and has checked the caller's capability.
+    /// MS_MOVE: the mount whose root `source` names moves onto `tgt`
+    /// (`do_move_mount`). Caller holds the table lock (passes its list)
+    /// and has checked the caller's capability.
     fn move_mount(&self, list: &mut Vec<usize>, tgt: &Found, source: &[u8]) -> SysResult<()> {
         let src = self.mount_source(source)?;
+        self.do_move_mount(list, &src, tgt)
+    }
+
+    /// do_move_mount: the mount whose root `src` is moves, with the mounts
+    /// beneath it, onto `tgt`: an attached mount of the caller's
+    /// namespace, or a detached tree's root (move_mount; mount/anon.rs),
+    /// which then joins the target's namespace. Caller holds the table
+    /// lock (passes its list) and has checked the caller's capability.
+    pub(super) fn do_move_mount(
+        &self,
+        list: &mut Vec<usize>,
+        src: &Found,
+        tgt: &Found,
+    ) -> SysResult<()> {
         let old = src.path.mnt;
         // SAFETY: the walk's guard keeps the mount allocated.
         let om = unsafe { &*old };
@@ -186,19 +200,31 @@ impl Process {
         if src.path.dentry != om.root || src.inode().is_dir() != tgt.inode().is_dir() {
             return Err(Errno::EINVAL);
         }
-        let tgt = self.mount_target(tgt)?;
-        // ... then it must be an attached mount of the caller's namespace
-        // with a parent (not its root, not a detached tree).
-        if !self.in_namespace(old) || om.parent_ptr().is_null() {
+        let tgt = self.mount_place(tgt)?;
+        // SAFETY: attached mounts are live under the table lock.
+        let dest = unsafe { &*tgt.path.mnt };
+        if self.in_namespace(old) {
+            // ... then an attached mount of the caller's namespace moves
+            // within it, from a parent (not its root) that is not shared
+            // (its peers would keep copies) ...
+            if !self.in_namespace(tgt.path.mnt) || om.parent_ptr().is_null() {
+                return Err(Errno::EINVAL);
+            }
+            // SAFETY: as above.
+            if unsafe { &*om.parent_ptr() }.is_shared() {
+                return Err(Errno::EINVAL);
+            }
+        } else if !om.is_anon_root()
+            || om.ns_id() == dest.ns_id()
+            || !(self.in_namespace(tgt.path.mnt) || self.vfs.anon_usable_by(dest, self.fs.ns.id))
+        {
+            // ... or a detached tree's root goes out of its tree, into the
+            // caller's namespace or a tree it may use (may_use_mount).
             return Err(Errno::EINVAL);
         }
-        // Not out of a shared parent (its peers would keep copies), and
-        // no unbindable mount onto a shared one (it would be copied).
-        // SAFETY: attached mounts are live under the table lock.
-        let (parent, dest) = unsafe { (&*om.parent_ptr(), &*tgt.path.mnt) };
-        if parent.is_shared()
-            || (dest.is_shared()
-                && crate::mount::propagation::any_unbindable(&self.vfs.subtree(list, old)))
+        // No unbindable mount onto a shared one (it would be copied).
+        if dest.is_shared()
+            && crate::mount::propagation::any_unbindable(&self.vfs.subtree(list, old))
         {
             return Err(Errno::EINVAL);
         }
@@ -319,16 +345,41 @@ impl Process {
         recursive: bool,
     ) -> SysResult<()> {
         let (src, tgt) = &self.mount_source_and_target(tgt, source)?;
-        // __do_loopback: an unbindable source, or one outside the
-        // namespace (check_mnt), is EINVAL.
-        // SAFETY: the walk's guard keeps the mount allocated.
-        if unsafe { &*src.path.mnt }.is_unbindable() || !self.in_namespace(src.path.mnt) {
-            return Err(Errno::EINVAL);
-        }
+        self.may_copy(src)?;
         if src.inode().is_dir() != tgt.inode().is_dir() {
             // graft_tree: mismatched types are ENOTDIR either way.
             return Err(Errno::ENOTDIR);
         }
+        let tree = self.copy_for_loopback(list, src, recursive, tgt.path.dentry)?;
+        self.vfs
+            .attach_tree(list, &tree, tgt.path.mnt, tgt.path.dentry)
+    }
+
+    /// __do_loopback's checks: an unbindable source, or one outside the
+    /// caller's namespace and not in a detached tree it may use
+    /// (may_copy_tree), is EINVAL. Under the table lock.
+    pub(super) fn may_copy(&self, src: &Found) -> SysResult<()> {
+        // SAFETY: the walk's guard keeps the mount allocated.
+        let m = unsafe { &*src.path.mnt };
+        if m.is_unbindable()
+            || !(self.in_namespace(src.path.mnt) || self.vfs.anon_usable_by(m, self.fs.ns.id))
+        {
+            return Err(Errno::EINVAL);
+        }
+        Ok(())
+    }
+
+    /// __do_loopback's copy of what `src` names, to go on `mountpoint`:
+    /// its mount (clone_mnt) and, when `recursive`, the mounts beneath it
+    /// (copy_tree), parents first. ENOENT if `src`'s dentry went. Under
+    /// the table lock, after `may_copy`.
+    pub(super) fn copy_for_loopback(
+        &self,
+        list: &[usize],
+        src: &Found,
+        recursive: bool,
+        mountpoint: *const Dentry,
+    ) -> SysResult<Vec<crate::mount::propagation::TreeMount>> {
         if !self.vfs.dget_validated(src.path.dentry, src.seq) {
             return Err(Errno::ENOENT);
         }
@@ -348,7 +399,7 @@ impl Process {
         let mut tree = vec![TreeMount {
             mount: self.vfs.clone_mount(smnt, src.path.dentry, Bind),
             parent: None,
-            mountpoint: tgt.path.dentry,
+            mountpoint,
         }];
         for (parent, from) in plan {
             // SAFETY: attached mounts are live under the table lock.
@@ -360,8 +411,7 @@ impl Process {
                 mountpoint: f.mountpoint_ptr(),
             });
         }
-        self.vfs
-            .attach_tree(list, &tree, tgt.path.mnt, tgt.path.dentry)
+        Ok(tree)
     }
 
     /// copy_tree's plan: every mount on `from` whose mountpoint is `top` or
@@ -440,7 +490,7 @@ impl Process {
         if !self.cred.is_root() {
             return Err(Errno::EPERM);
         }
-        let mut list = self.vfs.mounts.lock.lock();
+        let mut list = self.vfs.lock_mounts();
         // LOOKUP_MOUNTPOINT (Linux's handle_lookup_down): a target the walk
         // did not cross into, such as "." or "/" with something mounted on
         // it, means the mount on top.
@@ -506,7 +556,7 @@ impl Process {
                 // SAFETY: the caller's guard keeps every mount in `read`
                 // allocated, the ones detached here too.
                 let xr = unsafe { &*x };
-                if xr.ns_id() != 0 {
+                if xr.ns_id() != 0 && !crate::mount::anon::is_anon_ns(xr.ns_id()) {
                     let _ = xr.refcount.make_sharded();
                 }
             }

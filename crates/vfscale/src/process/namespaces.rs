@@ -87,7 +87,7 @@ impl Process {
         let ns = other.fs.ns.clone();
         let fs = {
             let _g = self.vfs.collector.enter();
-            let list = self.vfs.mounts.lock.lock();
+            let list = self.vfs.lock_mounts();
             // `other`'s context keeps the namespace, hence its root,
             // attached.
             let top = self.vfs.follow_mounts(ns.root_path());
@@ -113,7 +113,7 @@ impl Process {
     /// in the order they were made.
     pub(crate) fn sys_mountinfo(&self) -> SysResult<Vec<u8>> {
         let _g = self.vfs.collector.enter();
-        let list = self.vfs.mounts.lock.lock();
+        let list = self.vfs.lock_mounts();
         let (root, _) = self.fs.get();
         // SAFETY (whole function): attached mounts are live under the
         // table lock, and so are their masters (attached too).

@@ -28,7 +28,7 @@ impl Process {
         let new = self.lookup_at(&self.cred, AT_FDCWD, new_root, 0, dirs)?;
         let old = self.lookup_at(&self.cred, AT_FDCWD, put_old, 0, dirs)?;
         let (root, _) = self.fs.get();
-        let list = self.vfs.mounts.lock.lock();
+        let list = self.vfs.lock_mounts();
         // lock_mount: put_old's place is the top of the stack there.
         let old = self.mount_place(&old)?.path;
         let new = new.path;

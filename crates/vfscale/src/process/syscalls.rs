@@ -261,6 +261,19 @@ impl ProcessApi for Process {
     fn mount_setattr(&self, dirfd: Fd, path: &[u8], flags: i32, attr: &MountAttr) -> SysResult<()> {
         self.done(self.sys_mount_setattr(dirfd, path, flags, attr))
     }
+    fn open_tree(&self, dirfd: Fd, path: &[u8], flags: i32) -> SysResult<Fd> {
+        self.done(self.sys_open_tree(dirfd, path, flags))
+    }
+    fn move_mount(
+        &self,
+        from_dfd: Fd,
+        from_path: &[u8],
+        to_dfd: Fd,
+        to_path: &[u8],
+        flags: u32,
+    ) -> SysResult<()> {
+        self.done(self.sys_move_mount(from_dfd, from_path, to_dfd, to_path, flags))
+    }
     fn pivot_root(&self, new_root: &[u8], put_old: &[u8]) -> SysResult<()> {
         self.done(self.sys_pivot_root(new_root, put_old))
     }
