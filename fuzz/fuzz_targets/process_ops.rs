@@ -207,7 +207,7 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
         30 => drop(p.chroot(a)),
         // File locks, never a waiting form (one thread would wait forever);
         // sockets by name, all non-blocking for the same reason.
-        _ => match arg % 14 {
+        _ => match arg % 15 {
             0 => drop(p.fchmod(fd(), u32::from(arg))),
             1 => drop(p.flock(fd(), i32::from(bytes.byte()?) | LOCK_NB)),
             // POSIX ACLs: set (an entry list from the next bytes: tags,
@@ -444,6 +444,36 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
                     4 => p.file_setattr(AT_FDCWD, a, &rec, at),
                     _ => p.file_getattr(AT_FDCWD, a, &mut rec, at),
                 };
+            }
+            // fsopen's configurations: a new one kept, or fsconfig of a
+            // kept descriptor (a command, a tmpfs key with a value from
+            // the next byte), or fsmount of one (the descriptor kept).
+            13 => {
+                let b = bytes.byte()?;
+                match b % 4 {
+                    0 => {
+                        if let Ok(f) = p.fsopen(if b & 4 == 0 { b"tmpfs" } else { b"x" }, 0) {
+                            fds.push(f);
+                        }
+                    }
+                    1 => {
+                        let f = p.fsmount(fd(), 0, u64::from(bytes.byte()?));
+                        if let Ok(f) = f {
+                            fds.push(f);
+                        }
+                    }
+                    _ => {
+                        let keys: [&[u8]; 8] = [
+                            b"ro", b"rw", b"mode", b"uid", b"size", b"source", b"noswap", b"x",
+                        ];
+                        let values: [&[u8]; 4] = [b"0700", b"1k", b"", b"42"];
+                        let v = bytes.byte()?;
+                        let cmd = u32::from(v % 10);
+                        let value = (v & 0x10 != 0).then_some(values[usize::from(v >> 5) % 4]);
+                        let key = (v & 0x80 == 0).then_some(keys[usize::from(b >> 3) % 8]);
+                        let _ = p.fsconfig(fd(), cmd, key, value, i32::from(v & 0x40 != 0));
+                    }
+                }
             }
             _ => {
                 let cmds = [F_GETLK, F_SETLK, F_OFD_GETLK, F_OFD_SETLK, 99];

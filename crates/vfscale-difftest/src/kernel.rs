@@ -1932,6 +1932,39 @@ impl ProcessApi for KernelProcess {
             })
         })
     }
+    fn fsopen(&self, fstype: &[u8], flags: u32) -> SysResult<Fd> {
+        let t = cpath(fstype)?;
+        self.call(move || {
+            // SAFETY: a valid C string.
+            sys(unsafe { libc::syscall(libc::SYS_fsopen, t.as_ptr(), flags) }).map(|n| n as Fd)
+        })
+    }
+    fn fsconfig(
+        &self,
+        fd: Fd,
+        cmd: u32,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        aux: i32,
+    ) -> SysResult<()> {
+        let key = key.map(cpath).transpose()?;
+        let value = value.map(cpath).transpose()?;
+        self.call(move || {
+            let ptr = |s: &Option<std::ffi::CString>| {
+                s.as_ref().map_or(core::ptr::null(), |c| c.as_ptr())
+            };
+            // SAFETY: valid C strings or null pointers.
+            unit(unsafe { libc::syscall(libc::SYS_fsconfig, fd, cmd, ptr(&key), ptr(&value), aux) })
+        })
+    }
+    fn fsmount(&self, fd: Fd, flags: u32, attr_flags: u64) -> SysResult<Fd> {
+        self.call(move || {
+            // SAFETY: plain integer arguments (the attribute bits are an
+            // unsigned int for the kernel).
+            sys(unsafe { libc::syscall(libc::SYS_fsmount, fd, flags, attr_flags as u32) })
+                .map(|n| n as Fd)
+        })
+    }
     fn pivot_root(&self, new_root: &[u8], put_old: &[u8]) -> SysResult<()> {
         let (n, o) = (cpath(new_root)?, cpath(put_old)?);
         // SAFETY: valid C strings. pivot_root moves every thread whose root

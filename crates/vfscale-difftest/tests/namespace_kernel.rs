@@ -743,6 +743,74 @@ impl<T: ProcessApi> World<T> {
         self.note(format!("peek {} {label}", NAMES[i]), shown);
     }
 
+    /// fsopen(2); a descriptor it returns is kept as `label`.
+    fn fsopen(&mut self, i: usize, fstype: &str, flags: u32, label: &str) {
+        let r = self.proc(i).fsopen(fstype.as_bytes(), flags);
+        if let Ok(fd) = r {
+            self.fds.push((i, label.to_string(), fd));
+        }
+        self.step(
+            i,
+            format!("fsopen({fstype}, {flags:#x}) as {label}"),
+            unit(r.map(|_| ())),
+        );
+    }
+
+    /// fsconfig(2) on the descriptor labelled `label` (-1 if none).
+    fn fsconfig(
+        &mut self,
+        i: usize,
+        label: &str,
+        cmd: u32,
+        key: Option<&str>,
+        value: Option<&str>,
+        aux: i32,
+    ) {
+        let fd = self.held_fd(i, label).unwrap_or(-1);
+        let r = self.proc(i).fsconfig(
+            fd,
+            cmd,
+            key.map(str::as_bytes),
+            value.map(str::as_bytes),
+            aux,
+        );
+        self.step(
+            i,
+            format!("fsconfig({label}, {cmd}, {key:?}, {value:?}, {aux})"),
+            unit(r),
+        );
+    }
+
+    /// fsmount(2) of the configuration labelled `label`; the descriptor
+    /// it returns is kept as `as_label`.
+    fn fsmount(&mut self, i: usize, label: &str, flags: u32, attr: u64, as_label: &str) {
+        let fd = self.held_fd(i, label).unwrap_or(-1);
+        let r = self.proc(i).fsmount(fd, flags, attr);
+        if let Ok(fd) = r {
+            self.fds.push((i, as_label.to_string(), fd));
+        }
+        self.step(
+            i,
+            format!("fsmount({label}, {flags:#x}, {attr:#x}) as {as_label}"),
+            unit(r.map(|_| ())),
+        );
+    }
+
+    /// The mode and owner of `path` (or `@label`) as statx reports them.
+    fn owner(&mut self, i: usize, path: &str) {
+        let (dirfd, p) = self.at(i, path);
+        let flags = if p.is_empty() { AT_EMPTY_PATH } else { 0 };
+        let r = self
+            .proc(i)
+            .statx(dirfd, &p, flags, STATX_BASIC_STATS)
+            .map(|x| format!("{:o} {}:{}", x.mode, x.uid, x.gid));
+        let shown = match r {
+            Ok(t) => t,
+            Err(e) => format!("{e}"),
+        };
+        self.note(format!("owner {} {path}", NAMES[i]), shown);
+    }
+
     /// A script path as a call takes it: `@label` is that descriptor with
     /// an empty path, `@label/rel` the path `rel` from it (-1, EBADF, when
     /// the open of `label` failed), anything else a path from AT_FDCWD.
@@ -1568,6 +1636,117 @@ fn detached_trees<T: ProcessApi>(w: &mut World<T>) {
     w.move_mount(Q, "@late", "/c/e", MOVE_MOUNT_F_EMPTY_PATH);
     w.open_tree(Q, "@plain", AT_EMPTY_PATH | OPEN_TREE_CLONE, "qc");
     w.info();
+}
+
+/// fsopen, fsconfig and fsmount: a tmpfs configured (root mode and
+/// owner, instance flags, source), made, mounted detached, attached,
+/// reconfigured writable; every refusal in Linux's order; a configuration
+/// and a mount dropped unused.
+fn fs_configs<T: ProcessApi>(w: &mut World<T>) {
+    const SET_FLAG: u32 = FSCONFIG_SET_FLAG;
+    const SET_STRING: u32 = FSCONFIG_SET_STRING;
+    w.fsopen(P, "tmpfs", 0, "fc");
+    w.fsopen(P, "nosuchfs", 0, "bad");
+    w.fsopen(P, "tmpfs", 0x2, "bad");
+    w.fsopen(U, "tmpfs", 0, "bad");
+    // The arguments each command takes, then the descriptor.
+    w.fsconfig(P, "fc", SET_FLAG, Some("ro"), Some("x"), 0);
+    w.fsconfig(P, "fc", SET_FLAG, Some("ro"), None, 1);
+    w.fsconfig(P, "fc", SET_STRING, Some("mode"), None, 0);
+    w.fsconfig(P, "fc", SET_STRING, None, Some("1"), 0);
+    w.fsconfig(P, "fc", 99, Some("ro"), None, 0);
+    w.fsconfig(P, "fc", FSCONFIG_CMD_CREATE, Some("ro"), None, 0);
+    w.fsconfig(P, "fc", FSCONFIG_SET_FD, Some("source"), None, -1);
+    w.fsconfig(P, "fc", FSCONFIG_SET_FD, Some("source"), None, 900);
+    w.fsconfig(P, "nothing", SET_FLAG, Some("ro"), None, 0);
+    w.open_dir(P, "/c");
+    w.fsconfig(P, "/c", SET_FLAG, Some("ro"), None, 0);
+    w.fsmount(P, "/c", 0, 0, "bad");
+    // Parameters: unknown ones, wrong kinds of value, bad values.
+    w.fsconfig(P, "fc", SET_FLAG, Some("bogus"), None, 0);
+    w.fsconfig(P, "fc", SET_FLAG, Some("mode"), None, 0);
+    w.fsconfig(P, "fc", SET_STRING, Some("mode"), Some("789"), 0);
+    w.fsconfig(P, "fc", SET_STRING, Some("mode"), Some("0750"), 0);
+    w.fsconfig(P, "fc", SET_STRING, Some("uid"), Some("1000"), 0);
+    w.fsconfig(P, "fc", SET_STRING, Some("gid"), Some("0x10"), 0);
+    w.fsconfig(P, "fc", SET_STRING, Some("uid"), Some("4294967295"), 0);
+    w.fsconfig(P, "fc", SET_STRING, Some("size"), Some("1M"), 0);
+    w.fsconfig(P, "fc", SET_STRING, Some("size"), Some("50%"), 0);
+    w.fsconfig(P, "fc", SET_STRING, Some("size"), Some("1MB"), 0);
+    w.fsconfig(P, "fc", SET_STRING, Some("size"), Some(""), 0);
+    w.fsconfig(P, "fc", SET_STRING, Some("nr_inodes"), Some("1k"), 0);
+    w.fsconfig(P, "fc", SET_STRING, Some("nr_blocks"), Some("x"), 0);
+    w.fsconfig(P, "fc", SET_STRING, Some("huge"), Some("sometimes"), 0);
+    w.fsconfig(P, "fc", SET_STRING, Some("huge"), Some("never"), 0);
+    w.fsconfig(P, "fc", SET_FLAG, Some("inode64"), None, 0);
+    w.fsconfig(P, "fc", SET_STRING, Some("inode64"), Some("1"), 0);
+    w.fsconfig(P, "fc", SET_FLAG, Some("source"), None, 0);
+    w.fsconfig(P, "fc", SET_STRING, Some("source"), Some("src1"), 0);
+    w.fsconfig(P, "fc", SET_STRING, Some("source"), Some("src2"), 0);
+    w.fsconfig(P, "fc", SET_FLAG, Some("ro"), None, 0);
+    w.fsconfig(P, "fc", SET_FLAG, Some("sync"), None, 0);
+    w.fsconfig(P, "fc", SET_FLAG, Some("async"), None, 0);
+    // Made, then mounted detached (not before, and once).
+    w.fsmount(P, "fc", 0, 0, "early");
+    w.fsconfig(P, "fc", FSCONFIG_CMD_CREATE, None, None, 0);
+    w.fsconfig(P, "fc", FSCONFIG_CMD_CREATE, None, None, 0);
+    w.fsconfig(P, "fc", SET_FLAG, Some("ro"), None, 0);
+    w.fsmount(P, "fc", 0x2, 0, "bad");
+    w.fsmount(P, "fc", 0, 0x100000, "bad");
+    w.fsmount(
+        P,
+        "fc",
+        0,
+        MOUNT_ATTR_NOATIME | MOUNT_ATTR_STRICTATIME,
+        "bad",
+    );
+    w.fsmount(U, "fc", 0, 0, "bad");
+    w.fsmount(
+        P,
+        "fc",
+        0,
+        MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOATIME | MOUNT_ATTR_NODEV,
+        "m",
+    );
+    w.fsmount(P, "fc", 0, 0, "again");
+    w.peek(P, "m");
+    w.owner(P, "@m");
+    w.move_mount(P, "@m", "/c", MOVE_MOUNT_F_EMPTY_PATH);
+    w.info();
+    w.mkdir(P, "/c/x");
+    // Reconfigured writable: only what is named changes.
+    w.fsconfig(P, "fc", FSCONFIG_CMD_RECONFIGURE, None, None, 0);
+    w.fsconfig(P, "fc", SET_FLAG, Some("rw"), None, 0);
+    w.fsconfig(P, "fc", SET_FLAG, Some("noswap"), None, 0);
+    w.fsconfig(P, "fc", FSCONFIG_CMD_CREATE, None, None, 0);
+    w.fsconfig(P, "fc", FSCONFIG_CMD_RECONFIGURE, None, None, 0);
+    w.info();
+    w.mkdir(P, "/c/x");
+    w.fsconfig(P, "fc", FSCONFIG_CMD_RECONFIGURE, None, None, 0);
+    w.fsconfig(P, "fc", FSCONFIG_CMD_RECONFIGURE, None, None, 0);
+    w.close_dir(P, "fc");
+    w.info();
+    // Dropped unused: a configuration, a made instance, a detached mount.
+    w.fsopen(P, "tmpfs", FSOPEN_CLOEXEC, "unused");
+    w.close_dir(P, "unused");
+    w.fsopen(P, "tmpfs", 0, "made");
+    w.fsconfig(P, "made", FSCONFIG_CMD_CREATE_EXCL, None, None, 0);
+    w.close_dir(P, "made");
+    w.fsopen(P, "tmpfs", 0, "f2");
+    w.fsconfig(P, "f2", FSCONFIG_CMD_CREATE, None, None, 0);
+    w.fsmount(P, "f2", FSMOUNT_CLOEXEC, MOUNT_ATTR_RDONLY, "m2");
+    w.close_dir(P, "f2");
+    w.peek(P, "m2");
+    w.move_mount(P, "@m2", "/b", MOVE_MOUNT_F_EMPTY_PATH);
+    w.mkdir(P, "/b/d");
+    w.info();
+    w.close_dir(P, "m2");
+    w.info();
+}
+
+#[test]
+fn fsopen_fsconfig_fsmount_match_the_kernel() {
+    compare("fs_configs", fs_configs, fs_configs);
 }
 
 #[test]

@@ -235,7 +235,7 @@ impl Vfs {
             reclaim: Default::default(),
         });
         inner.defer.set_owner(Arc::downgrade(&inner));
-        let sb = inner.new_superblock(fs, S_IFDIR | 0o755);
+        let sb = inner.new_superblock(fs, S_IFDIR | 0o755, (0, 0));
         let root = sb.root();
         inner.dget(root);
         let source = sb.fs.fs_type().as_bytes();
@@ -341,11 +341,13 @@ impl VfsInner {
         approx >= max && u64::try_from(self.open_files.sum()).unwrap_or(0) >= max
     }
 
-    /// A new filesystem instance with an empty root directory.
+    /// A new filesystem instance with an empty root directory of mode
+    /// `root_mode`, owned by `(uid, gid)` `root_owner`.
     pub(crate) fn new_superblock(
         &self,
         fs: Box<dyn Filesystem>,
         root_mode: u32,
+        root_owner: (u32, u32),
     ) -> Arc<SuperBlock> {
         let backend_served = fs.backend_served();
         let revalidate_ttl_ns = fs
@@ -380,8 +382,8 @@ impl VfsInner {
             &sb,
             1,
             root_mode,
-            0,
-            0,
+            root_owner.0,
+            root_owner.1,
             InodeBody::Directory(RwLock::new(DirIndex::new())),
         );
         let mut root = Dentry::new(&*sb, core::ptr::null(), &NameKey::new(b"/"), inode, 1);

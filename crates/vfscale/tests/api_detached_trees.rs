@@ -6,6 +6,7 @@
 //! kernel step by step.
 
 mod common;
+mod common_host;
 use common::*;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -273,6 +274,125 @@ fn stress_copies_attach_and_dissolve_concurrently() {
     assert_eq!(attached.load(Ordering::Relaxed), 600);
     assert_eq!(dropped.load(Ordering::Relaxed), 300);
     assert_eq!(live_mounts(&vfs), base);
+    drop(p);
+    vfs.flush();
+    vfs.check_invariants().unwrap();
+}
+
+// ---- fsopen, fsconfig, fsmount ----
+
+fn set_string(p: &Process, fc: Fd, key: &str, value: &str) -> SysResult<()> {
+    p.fsconfig(
+        fc,
+        FSCONFIG_SET_STRING,
+        Some(key.as_bytes()),
+        Some(value.as_bytes()),
+        0,
+    )
+}
+
+fn create(p: &Process, fc: Fd) -> SysResult<()> {
+    p.fsconfig(fc, FSCONFIG_CMD_CREATE, None, None, 0)
+}
+
+#[test]
+fn a_configured_tmpfs_is_made_mounted_detached_and_attached() {
+    let (vfs, p) = tree();
+    let fc = p.fsopen(b"tmpfs", FSOPEN_CLOEXEC).unwrap();
+    assert_eq!(p.fcntl(fc, F_GETFD, 0), Ok(i64::from(FD_CLOEXEC)));
+    // Its log of messages is not kept; it is neither written nor polled.
+    let mut buf = [0u8; 64];
+    assert_eq!(p.read(fc, &mut buf), Err(Errno::ENODATA));
+    assert_eq!(p.write(fc, b"x"), Err(Errno::EINVAL));
+    let ep = p.epoll_create1(0).unwrap();
+    let ev = EpollEvent {
+        events: EPOLLIN,
+        data: 0,
+    };
+    assert_eq!(
+        p.epoll_ctl(ep, EPOLL_CTL_ADD, fc, Some(ev)),
+        Err(Errno::EPERM)
+    );
+    set_string(&p, fc, "mode", "0710").unwrap();
+    set_string(&p, fc, "uid", "1000").unwrap();
+    set_string(&p, fc, "gid", "2000").unwrap();
+    set_string(&p, fc, "source", "scratch").unwrap();
+    p.fsconfig(fc, FSCONFIG_SET_FLAG, Some(b"ro"), None, 0)
+        .unwrap();
+    create(&p, fc).unwrap();
+    let m = p.fsmount(fc, 0, MOUNT_ATTR_NOEXEC).unwrap();
+    let st = p.fstatat(m, b"", AT_EMPTY_PATH).unwrap();
+    assert_eq!((st.mode, st.uid, st.gid), (S_IFDIR | 0o710, 1000, 2000));
+    attach(&p, m, b"/c").unwrap();
+    assert_eq!(p.mkdir(b"/c/x", 0o755), Err(Errno::EROFS));
+    let info = String::from_utf8(p.mountinfo().unwrap()).unwrap();
+    assert!(
+        info.lines()
+            .any(|l| l.contains(" /c ") && l.contains("noexec") && l.ends_with("scratch ro")),
+        "{info}"
+    );
+    // Writable again by a reconfiguration of the instance.
+    p.fsconfig(fc, FSCONFIG_SET_FLAG, Some(b"rw"), None, 0)
+        .unwrap();
+    p.fsconfig(fc, FSCONFIG_CMD_RECONFIGURE, None, None, 0)
+        .unwrap();
+    p.mkdir(b"/c/x", 0o755).unwrap();
+    for fd in [fc, m, ep] {
+        p.close(fd).unwrap();
+    }
+    p.umount2(b"/c", 0).unwrap();
+    drop(p);
+    vfs.flush();
+    vfs.check_invariants().unwrap();
+}
+
+#[test]
+fn what_nobody_mounted_goes_with_its_descriptor() {
+    let (vfs, p) = tree();
+    vfs.flush();
+    let before = vfs.object_counts();
+    // A configuration alone; one with its instance made; a detached
+    // mount of another, with a file in it.
+    let unused = p.fsopen(b"tmpfs", 0).unwrap();
+    let made = p.fsopen(b"tmpfs", 0).unwrap();
+    create(&p, made).unwrap();
+    let fc = p.fsopen(b"tmpfs", 0).unwrap();
+    create(&p, fc).unwrap();
+    let m = p.fsmount(fc, FSMOUNT_CLOEXEC, 0).unwrap();
+    let f = p.openat(m, b"f", O_CREAT | O_WRONLY, 0o644).unwrap();
+    p.close(f).unwrap();
+    vfs.flush();
+    assert!(vfs.object_counts().inodes >= before.inodes + 3);
+    for fd in [unused, made, fc, m] {
+        p.close(fd).unwrap();
+    }
+    vfs.flush();
+    let after = vfs.object_counts();
+    assert_eq!(
+        (after.inodes, after.dentries, after.mounts, after.files),
+        (before.inodes, before.dentries, before.mounts, before.files)
+    );
+    drop(p);
+    vfs.flush();
+    vfs.check_invariants().unwrap();
+}
+
+#[test]
+fn a_passthrough_is_configured_by_its_source() {
+    let host = common_host::HostDir::new("fsopen");
+    host.write("hello", b"hi");
+    let (vfs, p) = tree();
+    let fc = p.fsopen(b"passthrough", 0).unwrap();
+    // No source: nothing to mirror.
+    assert_eq!(create(&p, fc), Err(Errno::EINVAL));
+    assert_eq!(create(&p, fc), Err(Errno::EBUSY));
+    let fc = p.fsopen(b"passthrough", 0).unwrap();
+    set_string(&p, fc, "source", host.path().to_str().unwrap()).unwrap();
+    assert_eq!(set_string(&p, fc, "mode", "0700"), Err(Errno::EINVAL));
+    create(&p, fc).unwrap();
+    let m = p.fsmount(fc, 0, 0).unwrap();
+    attach(&p, m, b"/c").unwrap();
+    assert_eq!(p.stat(b"/c/hello").unwrap().size, 2);
     drop(p);
     vfs.flush();
     vfs.check_invariants().unwrap();

@@ -238,6 +238,18 @@ pub const MOVE_MOUNT_T_EMPTY_PATH: u32 = 0x40;
 pub const MOVE_MOUNT_SET_GROUP: u32 = 0x100;
 pub const MOVE_MOUNT_BENEATH: u32 = 0x200;
 pub const MOVE_MOUNT__MASK: u32 = 0x377;
+// fsopen(2), fsconfig(2) and fsmount(2).
+pub const FSOPEN_CLOEXEC: u32 = 0x1;
+pub const FSCONFIG_SET_FLAG: u32 = 0;
+pub const FSCONFIG_SET_STRING: u32 = 1;
+pub const FSCONFIG_SET_BINARY: u32 = 2;
+pub const FSCONFIG_SET_PATH: u32 = 3;
+pub const FSCONFIG_SET_PATH_EMPTY: u32 = 4;
+pub const FSCONFIG_SET_FD: u32 = 5;
+pub const FSCONFIG_CMD_CREATE: u32 = 6;
+pub const FSCONFIG_CMD_RECONFIGURE: u32 = 7;
+pub const FSCONFIG_CMD_CREATE_EXCL: u32 = 8;
+pub const FSMOUNT_CLOEXEC: u32 = 0x1;
 
 // mount_setattr(2): its flags, `MountAttr`'s attribute bits (the atime
 // modes are a 3-bit value in MOUNT_ATTR__ATIME, not bits) and the struct.

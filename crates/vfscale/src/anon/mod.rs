@@ -45,8 +45,8 @@ use crate::abi::*;
 use crate::dcache::dentry::Dentry;
 use crate::dcache::name::NameKey;
 use crate::file::{
-    FileRef, OpenFile, FMODE_ANON, FMODE_EPOLL, FMODE_EVENTFD, FMODE_INOTIFY, FMODE_NEED_UNMOUNT,
-    FMODE_PIPE, FMODE_SOCKET, FMODE_STREAMS,
+    FileRef, OpenFile, FMODE_ANON, FMODE_EPOLL, FMODE_EVENTFD, FMODE_INOTIFY, FMODE_MOUNT_CONFIG,
+    FMODE_NEED_UNMOUNT, FMODE_PIPE, FMODE_SHARED_ANON, FMODE_SOCKET, FMODE_STREAMS,
 };
 use crate::fs::tmpfs::Tmpfs;
 use crate::inode::{Inode, InodeBody};
@@ -68,6 +68,8 @@ pub(crate) enum Stream<'a> {
     EventFd(&'a EventFd),
     Epoll(&'a Epoll),
     Inotify(&'a Inotify),
+    /// fsopen's configuration (mount/config.rs): neither read nor polled.
+    MountConfig,
 }
 
 pub(crate) fn stream(file: &OpenFile) -> Option<Stream<'_>> {
@@ -84,6 +86,8 @@ pub(crate) fn stream(file: &OpenFile) -> Option<Stream<'_>> {
         Some(Stream::Epoll(unsafe { &*(p as *const Epoll) }))
     } else if file.fmode & FMODE_INOTIFY != 0 {
         Some(Stream::Inotify(unsafe { &*(p as *const Inotify) }))
+    } else if file.fmode & FMODE_MOUNT_CONFIG != 0 {
+        Some(Stream::MountConfig)
     } else {
         None
     }
@@ -92,7 +96,7 @@ pub(crate) fn stream(file: &OpenFile) -> Option<Stream<'_>> {
 /// Whether epoll may watch the file (Linux's file_can_poll: the objects
 /// with a poll operation; regular files and directories have none).
 pub(crate) fn pollable(file: &OpenFile) -> bool {
-    file.fmode & FMODE_STREAMS != 0
+    file.fmode & FMODE_STREAMS & !FMODE_MOUNT_CONFIG != 0
 }
 
 /// The epoll behind an epoll file, as a new reference.
@@ -138,8 +142,9 @@ pub(crate) fn file_poll(file: &OpenFile, p: Option<&Arc<Poller>>) -> i16 {
         Some(Stream::EventFd(e)) => e.poll(p),
         Some(Stream::Epoll(e)) => e.poll(p),
         Some(Stream::Inotify(i)) => i.poll(p),
-        // Regular files and directories are always ready.
-        None => POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM,
+        // Regular files and directories are always ready (as is a file
+        // without a poll operation: select and poll report it so).
+        Some(Stream::MountConfig) | None => POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM,
     }
 }
 
@@ -151,7 +156,7 @@ pub(crate) fn file_unregister(file: &OpenFile, p: &Arc<Poller>) {
         Some(Stream::EventFd(e)) => e.unregister(p),
         Some(Stream::Epoll(e)) => e.unregister(p),
         Some(Stream::Inotify(i)) => i.unregister(p),
-        None => {}
+        Some(Stream::MountConfig) | None => {}
     }
 }
 
@@ -196,7 +201,7 @@ impl VfsInner {
     /// Creates the anonymous mount. Its root and the eventfd inode are
     /// internal and not counted in `object_counts`.
     pub(crate) fn init_anon(&self) -> AnonMount {
-        let sb = self.new_superblock(Box::new(Tmpfs), S_IFDIR | 0o755);
+        let sb = self.new_superblock(Box::new(Tmpfs), S_IFDIR | 0o755, (0, 0));
         let root = sb.root();
         self.dget(root);
         // A kernel-internal mount (Linux's kern_mount) has no per-mount flags:
@@ -383,6 +388,13 @@ impl VfsInner {
                 self.fput_many(in_flight);
             }
         }
+        if fmode & FMODE_MOUNT_CONFIG != 0 {
+            // SAFETY: the file's one reference (`Arc::into_raw`), given
+            // back once, here.
+            let config =
+                unsafe { Arc::from_raw(file.private as *const crate::mount::config::MountConfig) };
+            self.release_mount_config(config);
+        }
         if fmode & FMODE_NEED_UNMOUNT != 0 {
             // The file's reference keeps the root for the dissolve.
             self.put_anon_tree(file.mnt);
@@ -392,9 +404,9 @@ impl VfsInner {
         if fmode & FMODE_EVENTFD != 0 {
             // SAFETY: the file owned its eventfd (`slab::alloc`), freed once.
             unsafe { crate::mem::slab::free(private as *mut eventfd::EventFd) };
-        } else if fmode & (FMODE_EPOLL | FMODE_INOTIFY) != 0 {
-            // On the shared inode, unreferenced; the epoll or inotify
-            // instance went above.
+        } else if fmode & FMODE_SHARED_ANON != 0 {
+            // On the shared inode, unreferenced; the epoll, inotify or
+            // mount configuration went above.
         } else if fmode & FMODE_ANON != 0 {
             self.anon_put(d as *const AnonInode, in_guard);
         } else {
@@ -414,6 +426,9 @@ pub(crate) fn anon_fd_path(fmode: u32, inode: &Inode, dentry: &Dentry) -> Vec<u8
     }
     if fmode & FMODE_INOTIFY != 0 {
         return b"anon_inode:inotify".to_vec();
+    }
+    if fmode & FMODE_MOUNT_CONFIG != 0 {
+        return b"anon_inode:[fscontext]".to_vec();
     }
     match inode.file_type() {
         S_IFIFO => format!("pipe:[{}]", inode.ino()).into_bytes(),

@@ -63,11 +63,15 @@ pub const FMODE_INOTIFY: u32 = 2048;
 /// a detached tree (mount/anon.rs): its final put dissolves the tree if
 /// it is still detached (Linux's FMODE_NEED_UNMOUNT).
 pub const FMODE_NEED_UNMOUNT: u32 = 4096;
+/// `private` is a `MountConfig` (fsopen's, mount/config.rs) the file owns
+/// a reference on (`Arc::into_raw`), on the shared anonymous inode
+/// (Linux's `anon_inode:[fscontext]`).
+pub const FMODE_MOUNT_CONFIG: u32 = 8192;
 /// Reads and writes go to the private object, not to file data.
 pub const FMODE_STREAMS: u32 =
-    FMODE_PIPE | FMODE_SOCKET | FMODE_EVENTFD | FMODE_EPOLL | FMODE_INOTIFY;
+    FMODE_PIPE | FMODE_SOCKET | FMODE_EVENTFD | FMODE_EPOLL | FMODE_INOTIFY | FMODE_MOUNT_CONFIG;
 /// On the namespace's one shared anonymous inode, unreferenced.
-pub const FMODE_SHARED_ANON: u32 = FMODE_EVENTFD | FMODE_EPOLL | FMODE_INOTIFY;
+pub const FMODE_SHARED_ANON: u32 = FMODE_EVENTFD | FMODE_EPOLL | FMODE_INOTIFY | FMODE_MOUNT_CONFIG;
 /// Any of these: the final put takes `release_special`.
 pub const FMODE_SPECIAL: u32 = FMODE_STREAMS | FMODE_ANON | FMODE_NEED_UNMOUNT;
 

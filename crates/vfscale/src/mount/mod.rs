@@ -25,6 +25,7 @@
 //!   all (`write.rs`); the last one to leave tears the tree down.
 
 pub(crate) mod anon;
+pub(crate) mod config;
 pub mod flags;
 pub(crate) mod namespace;
 pub(crate) mod propagation;
@@ -241,15 +242,6 @@ impl MountTable {
             .pin()
             .get(&(mnt as usize, dentry as usize))
             .map_or(core::ptr::null(), |&m| m as *const Mount)
-    }
-
-    /// Mounts directly on `parent` (any mountpoint). Caller holds `lock`.
-    pub(crate) fn children_of(&self, all: &[usize], parent: *const Mount) -> Vec<*const Mount> {
-        all.iter()
-            .map(|&m| m as *const Mount)
-            // SAFETY: every mount in the list is attached, hence live.
-            .filter(|&m| unsafe { &*m }.parent_ptr() == parent)
-            .collect()
     }
 }
 

@@ -94,6 +94,9 @@ impl Process {
                 Ok(n)
             }
             Some(Stream::Inotify(i)) => i.read(bufs, nb),
+            // fscontext_read: its log of messages, which vfscale does not
+            // keep (docs/COMPATIBILITY.md): always empty.
+            Some(Stream::MountConfig) => Err(Errno::ENODATA),
             // An epoll file has no read operation.
             Some(Stream::Epoll(_)) | None => Err(Errno::EINVAL),
         }
@@ -145,7 +148,9 @@ impl Process {
                 }
                 Ok(done)
             }
-            Some(Stream::Epoll(_) | Stream::Inotify(_)) | None => Err(Errno::EINVAL),
+            Some(Stream::Epoll(_) | Stream::Inotify(_) | Stream::MountConfig) | None => {
+                Err(Errno::EINVAL)
+            }
         }
     }
 
@@ -320,7 +325,7 @@ impl Process {
         self.with_file(fd, false, |f| match stream(f) {
             Some(Stream::Pipe(p)) => Ok(p.queued() as i32),
             Some(Stream::Socket(s)) => s.inq().map(|n| n as i32),
-            Some(Stream::EventFd(_)) => Err(Errno::ENOTTY),
+            Some(Stream::EventFd(_) | Stream::MountConfig) => Err(Errno::ENOTTY),
             // ep_eventpoll_ioctl answers EINVAL to what it does not know.
             Some(Stream::Epoll(_)) => Err(Errno::EINVAL),
             Some(Stream::Inotify(i)) => Ok(i.queued_bytes() as i32),

@@ -568,6 +568,41 @@ pub trait ProcessApi: Send {
     ) -> SysResult<()> {
         Err(Errno::ENOSYS)
     }
+    /// fsopen(2): a descriptor of a new configuration of filesystem type
+    /// `fstype` ("tmpfs", "passthrough"; ENODEV for another) for
+    /// `fsconfig` to fill and `fsmount` to mount. FSOPEN_CLOEXEC; root only
+    /// (EPERM). Reading it gives ENODATA (no message log is kept).
+    fn fsopen(&self, _fstype: &[u8], _flags: u32) -> SysResult<Fd> {
+        Err(Errno::ENOSYS)
+    }
+    /// fsconfig(2) on an `fsopen` descriptor: FSCONFIG_SET_FLAG and
+    /// FSCONFIG_SET_STRING set a parameter `key` (the instance flags "ro",
+    /// "rw", "sync", ...; "source"; tmpfs's "mode", "uid", "gid" for its
+    /// root, and its size and inode limits, checked but not applied);
+    /// FSCONFIG_CMD_CREATE makes the instance; FSCONFIG_CMD_RECONFIGURE,
+    /// after `fsmount`, applies "ro"/"rw" to it. `key` and `value` are
+    /// the call's pointers (None: NULL), `aux` its last argument. EINVAL
+    /// for arguments the command does not take, an unknown parameter or a
+    /// bad value; EBUSY out of phase; EOPNOTSUPP for an unknown command.
+    fn fsconfig(
+        &self,
+        _fd: Fd,
+        _cmd: u32,
+        _key: Option<&[u8]>,
+        _value: Option<&[u8]>,
+        _aux: i32,
+    ) -> SysResult<()> {
+        Err(Errno::ENOSYS)
+    }
+    /// fsmount(2): a descriptor of a detached mount (as `open_tree`'s
+    /// copies: `move_mount` attaches it, its last close drops it) of the
+    /// instance an `fsopen` descriptor's FSCONFIG_CMD_CREATE made, with
+    /// the MOUNT_ATTR_* per-mount flags `attr_flags` (EINVAL for others,
+    /// or a bad atime mode). FSMOUNT_CLOEXEC; root only (EPERM); EINVAL
+    /// before the create, EBUSY after a first fsmount.
+    fn fsmount(&self, _fd: Fd, _flags: u32, _attr_flags: u64) -> SysResult<Fd> {
+        Err(Errno::ENOSYS)
+    }
     /// pivot_root(2): the mount at `new_root` becomes the root of this
     /// process's namespace, the old root mount goes onto `put_old` (the
     /// new root or a directory beneath it), and every process whose root

@@ -9,7 +9,10 @@
 
 use super::Process;
 use crate::abi::*;
-use crate::file::{FMODE_NEED_UNMOUNT, FMODE_PATH};
+use crate::file::{FMODE_MOUNT_CONFIG, FMODE_NEED_UNMOUNT, FMODE_PATH, FMODE_READ, FMODE_WRITE};
+use crate::mount::config::{ConfigState, FsType, MountConfig, Phase, Value};
+use crate::mount::flags::{from_mount_attr, MNT_NOATIME, MNT_RELATIME};
+use std::sync::Arc;
 
 /// The flags open_tree knows.
 const OPEN_TREE_FLAGS: i32 = AT_EMPTY_PATH
@@ -134,6 +137,240 @@ impl Process {
         self.do_move_mount(&mut list, &src, &tgt)
     }
 }
+
+impl Process {
+    pub(crate) fn sys_fsopen(&self, fstype: &[u8], flags: u32) -> SysResult<Fd> {
+        if !self.cred.is_root() {
+            return Err(Errno::EPERM);
+        }
+        if flags & !FSOPEN_CLOEXEC != 0 {
+            return Err(Errno::EINVAL);
+        }
+        // strndup_user(PAGE_SIZE): a name that long is no C string here.
+        if fstype.len() >= 4096 || fstype.contains(&0) {
+            return Err(Errno::EINVAL);
+        }
+        let fstype = FsType::of(fstype).ok_or(Errno::ENODEV)?;
+        self.vfs.admit(super::anon::ANON_BYTES, Errno::ENOMEM)?;
+        let config = Arc::into_raw(Arc::new(MountConfig::new(fstype)));
+        let f = self.shared_anon_file(
+            FMODE_READ | FMODE_WRITE | FMODE_MOUNT_CONFIG,
+            O_RDWR,
+            config as *const (),
+        );
+        Ok(self.install_all([f], flags & FSOPEN_CLOEXEC != 0)?[0])
+    }
+
+    /// fsconfig(2): `key` and `value` are the call's pointers (None for
+    /// NULL); a value the command takes as a blob, a path or nothing is
+    /// not looked at beyond its presence.
+    pub(crate) fn sys_fsconfig(
+        &self,
+        fd: Fd,
+        cmd: u32,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        aux: i32,
+    ) -> SysResult<()> {
+        if fd < 0 {
+            return Err(Errno::EINVAL);
+        }
+        let (k, v) = (key.is_some(), value.is_some());
+        let args_ok = match cmd {
+            FSCONFIG_SET_FLAG => k && !v && aux == 0,
+            FSCONFIG_SET_STRING => k && v && aux == 0,
+            FSCONFIG_SET_BINARY => k && v && aux > 0 && aux <= 1024 * 1024,
+            FSCONFIG_SET_PATH | FSCONFIG_SET_PATH_EMPTY => k && v && (aux == AT_FDCWD || aux >= 0),
+            FSCONFIG_SET_FD => k && !v && aux >= 0,
+            FSCONFIG_CMD_CREATE | FSCONFIG_CMD_RECONFIGURE | FSCONFIG_CMD_CREATE_EXCL => {
+                !k && !v && aux == 0
+            }
+            _ => return Err(Errno::EOPNOTSUPP),
+        };
+        if !args_ok {
+            return Err(Errno::EINVAL);
+        }
+        let config = self.mount_config_of(fd)?;
+        // strndup_user(256) of the key and a string value.
+        let too_long = |s: &[u8]| s.len() >= 256 || s.contains(&0);
+        if key.is_some_and(too_long) || (cmd == FSCONFIG_SET_STRING && value.is_some_and(too_long))
+        {
+            return Err(Errno::EINVAL);
+        }
+        let parsed = match cmd {
+            FSCONFIG_SET_FLAG => Value::Flag,
+            FSCONFIG_SET_STRING => Value::String(value.unwrap_or_default()),
+            FSCONFIG_SET_PATH | FSCONFIG_SET_PATH_EMPTY => {
+                // getname: an empty path only with SET_PATH_EMPTY.
+                let path = value.unwrap_or_default();
+                if path.len() >= PATH_MAX {
+                    return Err(Errno::ENAMETOOLONG);
+                }
+                if path.is_empty() && cmd == FSCONFIG_SET_PATH {
+                    return Err(Errno::ENOENT);
+                }
+                Value::Other
+            }
+            FSCONFIG_SET_FD => {
+                // fget: any open descriptor.
+                let f = self.fd_file(aux)?;
+                self.vfs.fput(f);
+                Value::Other
+            }
+            _ => Value::Other,
+        };
+        let mut state = config.state.lock();
+        state.finish_clean();
+        match cmd {
+            FSCONFIG_CMD_CREATE | FSCONFIG_CMD_CREATE_EXCL => self.config_create(&mut state),
+            FSCONFIG_CMD_RECONFIGURE => self.config_reconfigure(&mut state),
+            _ => state.parse(key.unwrap_or_default(), parsed),
+        }
+    }
+
+    /// vfs_cmd_create: the instance the parameters describe.
+    fn config_create(&self, state: &mut ConfigState) -> SysResult<()> {
+        if state.phase != Phase::CreateParams {
+            return Err(Errno::EBUSY);
+        }
+        let made = state
+            .fstype
+            .filesystem(state.source.as_deref())
+            .and_then(|fs| {
+                self.new_instance_of(fs, state.sb_flags, state.root_mode, state.root_owner)
+            });
+        match made {
+            Ok(sb) => {
+                state.instance = Some(sb);
+                state.phase = Phase::AwaitingMount;
+                Ok(())
+            }
+            Err(e) => {
+                state.phase = Phase::Failed;
+                Err(e)
+            }
+        }
+    }
+
+    /// vfs_cmd_reconfigure: the instance's read-only bit, if a parameter
+    /// named it (the only instance setting vfscale changes; the others are
+    /// taken and change nothing, as a remount's). "noswap" then fails it
+    /// with EINVAL, the read-only bit changed all the same (as Linux 6.18
+    /// does: seen on the host, `fsopen_fsconfig_fsmount_match_the_kernel`).
+    fn config_reconfigure(&self, state: &mut ConfigState) -> SysResult<()> {
+        if state.phase != Phase::ReconfParams {
+            return Err(Errno::EBUSY);
+        }
+        let sb = state.instance.clone().expect("an instance to reconfigure");
+        let r = if state.sb_flags_mask & MS_RDONLY != 0 && !sb.mounts.lock().is_empty() {
+            let _list = self.vfs.lock_mounts();
+            self.reconfigure_instance(&sb, state.sb_flags & MS_RDONLY != 0)
+        } else {
+            Ok(())
+        }
+        .and(if state.noswap {
+            Err(Errno::EINVAL)
+        } else {
+            Ok(())
+        });
+        state.phase = if r.is_ok() {
+            Phase::AwaitingReconf
+        } else {
+            Phase::Failed
+        };
+        r
+    }
+
+    /// fsmount(2): a detached mount of the instance the configuration
+    /// made (mount/anon.rs), with the MOUNT_ATTR_* flags `attr_flags`.
+    pub(crate) fn sys_fsmount(&self, fd: Fd, flags: u32, attr_flags: u64) -> SysResult<Fd> {
+        if !self.cred.is_root() {
+            return Err(Errno::EPERM);
+        }
+        if flags & !FSMOUNT_CLOEXEC != 0 || attr_flags & !FSMOUNT_VALID != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let mut bits = from_mount_attr(attr_flags);
+        match attr_flags & MOUNT_ATTR__ATIME {
+            MOUNT_ATTR_STRICTATIME => {}
+            MOUNT_ATTR_NOATIME => bits |= MNT_NOATIME,
+            MOUNT_ATTR_RELATIME => bits |= MNT_RELATIME,
+            _ => return Err(Errno::EINVAL),
+        }
+        let config = self.mount_config_of(fd)?;
+        let mut state = config.state.lock();
+        let Some(sb) = state.instance.clone() else {
+            return Err(Errno::EINVAL);
+        };
+        if state.phase != Phase::AwaitingMount {
+            return Err(Errno::EBUSY);
+        }
+        let root = sb.root();
+        self.vfs.dget(root);
+        let source = state.source.clone().unwrap_or_else(|| b"none".to_vec());
+        let m = self.vfs.new_mount(sb, root, bits, &source);
+        let tree = [crate::mount::propagation::TreeMount {
+            mount: m,
+            parent: None,
+            mountpoint: core::ptr::null(),
+        }];
+        let mut list = self.vfs.lock_mounts();
+        let top = self.vfs.make_anon_tree(&mut list, &tree, 0);
+        drop(list);
+        state.mounted = true;
+        state.phase = Phase::AwaitingReconf;
+        drop(state);
+        // The file's references: the mount and its root dentry.
+        self.vfs.mntget(top);
+        self.vfs.dget(root);
+        // SAFETY: the root dentry of a live instance is positive.
+        let inode = unsafe { &*root }.inode_ptr();
+        let file = self.vfs.alloc_file(
+            top,
+            root,
+            inode,
+            FMODE_PATH | FMODE_NEED_UNMOUNT,
+            super::open::open_status(O_PATH),
+            Arc::as_ptr(&self.cred) as usize,
+            core::ptr::null(),
+        );
+        let cloexec = if flags & FSMOUNT_CLOEXEC != 0 {
+            O_CLOEXEC
+        } else {
+            0
+        };
+        self.install_opened(file, cloexec)
+    }
+
+    /// The configuration behind fsopen descriptor `fd`: EBADF for no
+    /// descriptor, EINVAL for another kind of file.
+    fn mount_config_of(&self, fd: Fd) -> SysResult<Arc<MountConfig>> {
+        let f = self.fd_file(fd)?;
+        let file = f.file();
+        let r = if file.fmode & FMODE_MOUNT_CONFIG != 0 {
+            // SAFETY: such a file owns a reference on its configuration
+            // (`Arc::into_raw`) until its release, which our reference on
+            // the file holds off; we take one more.
+            unsafe {
+                Arc::increment_strong_count(file.private as *const MountConfig);
+                Ok(Arc::from_raw(file.private as *const MountConfig))
+            }
+        } else {
+            Err(Errno::EINVAL)
+        };
+        self.vfs.fput(f);
+        r
+    }
+}
+
+/// The MOUNT_ATTR_* bits fsmount takes (FSMOUNT_VALID_FLAGS).
+const FSMOUNT_VALID: u64 = MOUNT_ATTR_RDONLY
+    | MOUNT_ATTR_NOSUID
+    | MOUNT_ATTR_NODEV
+    | MOUNT_ATTR_NOEXEC
+    | MOUNT_ATTR__ATIME
+    | MOUNT_ATTR_NODIRATIME
+    | MOUNT_ATTR_NOSYMFOLLOW;
 
 #[cfg(all(test, not(loom)))]
 mod tests {

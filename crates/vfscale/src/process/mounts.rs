@@ -5,7 +5,7 @@ use crate::abi::*;
 use crate::dcache::dentry::Dentry;
 use crate::dcache::walk::Found;
 use crate::dcache::walk::WALK_FOLLOW;
-use crate::fs::tmpfs::Tmpfs;
+use crate::mount::config::FsType;
 use crate::mount::flags as mount_flags;
 use crate::mount::Mount;
 
@@ -76,7 +76,7 @@ impl Process {
             }
             let bits = mount_flags::requested(flags, Some(tmnt.flags.get()));
             if flags & MS_BIND == 0 {
-                self.reconfigure_instance(tmnt, flags & MS_RDONLY != 0)?;
+                self.reconfigure_instance(tmnt.sb(), flags & MS_RDONLY != 0)?;
                 // The other superblock flags a remount sets (MS_RMT_MASK).
                 // Relaxed: read as a snapshot by statfs.
                 tmnt.sb().st_flags.store(
@@ -251,43 +251,17 @@ impl Process {
         fstype: &[u8],
         flags: u64,
     ) -> SysResult<()> {
-        let fs: Box<dyn crate::fs::Filesystem> = match fstype {
-            b"tmpfs" => Box::new(Tmpfs),
-            // `source` is the host directory to mirror.
-            b"passthrough" => {
-                use std::os::unix::ffi::OsStrExt;
-                let dir = std::path::Path::new(std::ffi::OsStr::from_bytes(source));
-                Box::new(crate::fs::passthrough::Passthrough::new(
-                    dir,
-                    Default::default(),
-                )?)
-            }
-            _ => return Err(Errno::ENODEV),
-        };
+        // `source` is the host directory a passthrough mirrors.
+        let fs = FsType::of(fstype)
+            .ok_or(Errno::ENODEV)?
+            .filesystem(Some(source))?;
         let bits = mount_flags::requested(flags, None);
         let tgt = &self.mount_target(tgt)?;
         if !tgt.inode().is_dir() {
             return Err(Errno::ENOTDIR);
         }
-        // The new instance's root dentry and inode are charged to our
-        // group (Linux's dentry and inode caches are memcg-accounted):
-        // make room first.
-        self.charge_here();
-        let k = crate::reclaim::KIND_BYTES;
-        self.vfs.admit((k[0] + k[1]) as u64, Errno::ENOMEM)?;
-        let sb = self.vfs.new_superblock(fs, S_IFDIR | 0o1777);
         // MS_RDONLY makes the instance read-only as well as the mount.
-        // SeqCst: as every change of the bit (mount/write.rs); nobody can
-        // reach the instance yet.
-        sb.readonly.store(
-            flags & MS_RDONLY != 0,
-            crate::sync::atomic::Ordering::SeqCst,
-        );
-        // Relaxed: nobody can reach the instance yet.
-        sb.st_flags.store(
-            crate::fs::SuperBlock::st_flags_of(flags),
-            crate::sync::atomic::Ordering::Relaxed,
-        );
+        let sb = self.new_instance_of(fs, flags, 0o1777, (0, 0))?;
         let root = sb.root();
         self.vfs.dget(root);
         let m = self.vfs.new_mount(sb, root, bits, source);
@@ -300,17 +274,51 @@ impl Process {
             .attach_tree(list, &tree, tgt.path.mnt, tgt.path.dentry)
     }
 
-    /// reconfigure_super's read-only part: the instance of `m` becomes
-    /// read-only (`readonly`) or writable. Becoming read-only is EBUSY
-    /// while any of its mounts has a writer or an unlinked inode is alive
+    /// A new instance of backend `fs` with the instance flags `flags`
+    /// (MS_RDONLY, MS_SYNCHRONOUS, MS_MANDLOCK: mount(2)'s or fsconfig's),
+    /// its root directory of permission bits `root_mode` and owner
+    /// `root_owner`. Its root dentry and inode are charged to the caller's
+    /// group (Linux's dentry and inode caches are memcg-accounted): ENOMEM
+    /// when no room can be made.
+    pub(super) fn new_instance_of(
+        &self,
+        fs: Box<dyn crate::fs::Filesystem>,
+        flags: u64,
+        root_mode: u32,
+        root_owner: (u32, u32),
+    ) -> SysResult<std::sync::Arc<crate::fs::SuperBlock>> {
+        self.charge_here();
+        let k = crate::reclaim::KIND_BYTES;
+        self.vfs.admit((k[0] + k[1]) as u64, Errno::ENOMEM)?;
+        let sb = self.vfs.new_superblock(fs, S_IFDIR | root_mode, root_owner);
+        // SeqCst: as every change of the bit (mount/write.rs); nobody can
+        // reach the instance yet.
+        sb.readonly.store(
+            flags & MS_RDONLY != 0,
+            crate::sync::atomic::Ordering::SeqCst,
+        );
+        // Relaxed: nobody can reach the instance yet.
+        sb.st_flags.store(
+            crate::fs::SuperBlock::st_flags_of(flags),
+            crate::sync::atomic::Ordering::Relaxed,
+        );
+        Ok(sb)
+    }
+
+    /// reconfigure_super's read-only part: instance `sb` becomes read-only
+    /// (`readonly`) or writable. Becoming read-only is EBUSY while any of
+    /// its mounts has a writer or an unlinked inode is alive
     /// (sb_prepare_remount_readonly); every mount is held meanwhile
     /// (mount/write.rs). Caller holds the mount table's lock.
-    fn reconfigure_instance(&self, m: &Mount, readonly: bool) -> SysResult<()> {
+    pub(super) fn reconfigure_instance(
+        &self,
+        sb: &crate::fs::SuperBlock,
+        readonly: bool,
+    ) -> SysResult<()> {
         use crate::mount::write::Writers;
         // SeqCst (both stores): before the stores that end the holds,
         // which writers that waited read (mount/write.rs).
         use crate::sync::atomic::Ordering::SeqCst;
-        let sb = m.sb();
         if !readonly || sb.is_readonly() {
             sb.readonly.store(readonly, SeqCst);
             return Ok(());
@@ -390,7 +398,7 @@ impl Process {
         // is copied as it was.
         let mut plan = Vec::new();
         if recursive {
-            self.plan_submounts(list, src.path.mnt, src.path.dentry, 0, &mut plan);
+            self.plan_submounts(list, src.path.mnt, src.path.dentry, &mut plan);
         }
         // clone_mnt: each copy starts with its source's flags and joins
         // its propagation (a peer of a shared source, a slave of its
@@ -416,28 +424,42 @@ impl Process {
 
     /// copy_tree's plan: every mount on `from` whose mountpoint is `top` or
     /// beneath it, and recursively the mounts on those, in an order where a
-    /// mount comes after its parent; each with the index of its parent's
-    /// copy (0: `from`'s copy; i: the copy of `plan[i - 1]`). An unbindable
-    /// mount is left out with everything on it. Caller holds the table
-    /// lock.
+    /// mount comes after its parent (depth first, children in table order);
+    /// each with the index of its parent's copy (0: `from`'s copy; i: the
+    /// copy of `plan[i - 1]`). An unbindable mount is left out with
+    /// everything on it. One index of the table for the whole walk, and no
+    /// recursion (a scan of the table per mount made a recursive copy
+    /// quadratic in the table, and a deep tree deepened the stack).
+    /// Caller holds the table lock.
     fn plan_submounts(
         &self,
         list: &[usize],
         from: *const Mount,
         top: *const Dentry,
-        from_copy: usize,
         plan: &mut Vec<(usize, *const Mount)>,
     ) {
-        for child in self.vfs.mounts.children_of(list, from) {
-            // SAFETY: attached mounts are live under the table lock.
-            let c = unsafe { &*child };
-            let mp = c.mountpoint_ptr();
-            if (mp != top && !super::names::is_ancestor(top, mp)) || c.is_unbindable() {
-                continue;
+        let links = crate::mount::propagation::Links::of(list);
+        // Pushes the mounts on `m` at `under` or beneath it, with the index
+        // of `m`'s copy, so that they come off in table order.
+        let push = |stack: &mut Vec<(*const Mount, usize)>, m, under, copy| {
+            let at = stack.len();
+            for &child in links.children(m) {
+                // SAFETY: attached mounts are live under the table lock.
+                let c = unsafe { &*child };
+                let mp = c.mountpoint_ptr();
+                if (mp == under || super::names::is_ancestor(under, mp)) && !c.is_unbindable() {
+                    stack.push((child, copy));
+                }
             }
-            plan.push((from_copy, child));
+            stack[at..].reverse();
+        };
+        let mut stack = Vec::new();
+        push(&mut stack, from, top, 0);
+        while let Some((m, parent_copy)) = stack.pop() {
+            plan.push((parent_copy, m));
             let copy = plan.len();
-            self.plan_submounts(list, child, c.root, copy, plan);
+            // SAFETY: as above.
+            push(&mut stack, m, unsafe { &*m }.root, copy);
         }
     }
 
@@ -510,7 +532,7 @@ impl Process {
                 return Err(Errno::EINVAL);
             }
             if flags & MNT_DETACH == 0 {
-                return self.reconfigure_instance(mr, true).map(|()| None);
+                return self.reconfigure_instance(mr.sb(), true).map(|()| None);
             }
         }
         if mr.parent_ptr().is_null() {

@@ -274,6 +274,22 @@ impl ProcessApi for Process {
     ) -> SysResult<()> {
         self.done(self.sys_move_mount(from_dfd, from_path, to_dfd, to_path, flags))
     }
+    fn fsopen(&self, fstype: &[u8], flags: u32) -> SysResult<Fd> {
+        self.done(self.sys_fsopen(fstype, flags))
+    }
+    fn fsconfig(
+        &self,
+        fd: Fd,
+        cmd: u32,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        aux: i32,
+    ) -> SysResult<()> {
+        self.done(self.sys_fsconfig(fd, cmd, key, value, aux))
+    }
+    fn fsmount(&self, fd: Fd, flags: u32, attr_flags: u64) -> SysResult<Fd> {
+        self.done(self.sys_fsmount(fd, flags, attr_flags))
+    }
     fn pivot_root(&self, new_root: &[u8], put_old: &[u8]) -> SysResult<()> {
         self.done(self.sys_pivot_root(new_root, put_old))
     }

@@ -1,0 +1,374 @@
+//! fsopen's mount configurations (Linux's struct fs_context as fsopen,
+//! fsconfig and fsmount drive it; process/mount_api.rs): a filesystem
+//! type and its parameters, then a new instance (FSCONFIG_CMD_CREATE)
+//! that fsmount makes a detached mount of (mount/anon.rs).
+//!
+//! Invariants:
+//! - One configuration per fsopen descriptor (the file's `private`: an
+//!   `Arc`, released with the file). Its state is under its mutex (Linux's
+//!   uapi_mutex); calls on a configuration are serialized by it.
+//! - `phase` says what a call may do, as Linux's fs_context_phase:
+//!   parameters in `CreateParams` and `ReconfParams` only, CMD_CREATE in
+//!   `CreateParams`, fsmount in `AwaitingMount`, CMD_RECONFIGURE in
+//!   `ReconfParams`; a failed create leaves `Failed`, where everything is
+//!   EBUSY. fsmount leaves `AwaitingReconf`, which the next fsconfig turns
+//!   into `ReconfParams` with the parameters cleared (vfs_clean_context,
+//!   finish_clean_context).
+//! - `instance` is set by CMD_CREATE. Until fsmount mounts it, the
+//!   configuration is its only owner, and its release tears it down
+//!   (`VfsInner::release_mount_config`); once mounted, its mounts do.
+
+use crate::abi::*;
+use crate::fs::{Filesystem, SuperBlock};
+use crate::sync::lock::Mutex;
+use std::sync::Arc;
+
+/// The filesystem types vfscale makes instances of.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum FsType {
+    Tmpfs,
+    /// A host directory mirrored (`source` names it).
+    Passthrough,
+}
+
+impl FsType {
+    /// get_fs_type: the type called `name`, if vfscale has it.
+    pub(crate) fn of(name: &[u8]) -> Option<FsType> {
+        match name {
+            b"tmpfs" => Some(FsType::Tmpfs),
+            b"passthrough" => Some(FsType::Passthrough),
+            _ => None,
+        }
+    }
+
+    /// A backend of this type; `source` is what a passthrough mirrors
+    /// (EINVAL without one, as a block filesystem without a device).
+    pub(crate) fn filesystem(self, source: Option<&[u8]>) -> SysResult<Box<dyn Filesystem>> {
+        match self {
+            FsType::Tmpfs => Ok(Box::new(crate::fs::tmpfs::Tmpfs)),
+            FsType::Passthrough => {
+                use std::os::unix::ffi::OsStrExt;
+                let dir =
+                    std::path::Path::new(std::ffi::OsStr::from_bytes(source.ok_or(Errno::EINVAL)?));
+                Ok(Box::new(crate::fs::passthrough::Passthrough::new(
+                    dir,
+                    Default::default(),
+                )?))
+            }
+        }
+    }
+}
+
+/// Linux's fs_context_phase, as far as fsopen's configurations go.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Phase {
+    CreateParams,
+    AwaitingMount,
+    Failed,
+    AwaitingReconf,
+    ReconfParams,
+}
+
+/// What fsconfig gave a parameter (Linux's fs_value_type).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Value<'a> {
+    Flag,
+    String(&'a [u8]),
+    /// FSCONFIG_SET_BINARY, SET_PATH(_EMPTY), SET_FD: no parameter here
+    /// takes one.
+    Other,
+}
+
+pub(crate) struct ConfigState {
+    pub(crate) fstype: FsType,
+    pub(crate) phase: Phase,
+    pub(crate) source: Option<Vec<u8>>,
+    /// The instance flags asked for (MS_RDONLY, MS_SYNCHRONOUS, ...) and
+    /// which of them were named (a reconfiguration changes only those).
+    pub(crate) sb_flags: u64,
+    pub(crate) sb_flags_mask: u64,
+    /// tmpfs's root: mode (permission bits), owner.
+    pub(crate) root_mode: u32,
+    pub(crate) root_owner: (u32, u32),
+    pub(crate) instance: Option<Arc<SuperBlock>>,
+    /// fsmount made a mount of `instance`.
+    pub(crate) mounted: bool,
+    /// tmpfs's "noswap" was given: taken when the instance is made, an
+    /// error when a reconfiguration is (shmem_reconfigure's "Cannot
+    /// disable swap on remount").
+    pub(crate) noswap: bool,
+}
+
+pub(crate) struct MountConfig {
+    pub(crate) state: Mutex<ConfigState>,
+}
+
+/// The instance flags fsconfig sets by name (vfs_parse_sb_flag).
+const SET_FLAGS: [(&[u8], u64); 5] = [
+    (b"dirsync", MS_DIRSYNC),
+    (b"lazytime", MS_LAZYTIME),
+    (b"mand", MS_MANDLOCK),
+    (b"ro", MS_RDONLY),
+    (b"sync", MS_SYNCHRONOUS),
+];
+/// And those it clears by name.
+const CLEAR_FLAGS: [(&[u8], u64); 4] = [
+    (b"async", MS_SYNCHRONOUS),
+    (b"nolazytime", MS_LAZYTIME),
+    (b"nomand", MS_MANDLOCK),
+    (b"rw", MS_RDONLY),
+];
+
+/// tmpfs's BOGO_INODE_SIZE, which bounds nr_inodes.
+const BOGO_INODE_SIZE: u64 = 1024;
+
+impl MountConfig {
+    pub(crate) fn new(fstype: FsType) -> MountConfig {
+        MountConfig {
+            state: Mutex::new(ConfigState {
+                fstype,
+                phase: Phase::CreateParams,
+                source: None,
+                sb_flags: 0,
+                sb_flags_mask: 0,
+                root_mode: 0o1777,
+                root_owner: (0, 0),
+                instance: None,
+                mounted: false,
+                noswap: false,
+            }),
+        }
+    }
+}
+
+impl ConfigState {
+    /// finish_clean_context: after fsmount (or a reconfiguration) the next
+    /// call starts a reconfiguration, its parameters cleared.
+    pub(crate) fn finish_clean(&mut self) {
+        if self.phase == Phase::AwaitingReconf {
+            self.source = None;
+            self.sb_flags = 0;
+            self.sb_flags_mask = 0;
+            self.noswap = false;
+            self.phase = Phase::ReconfParams;
+        }
+    }
+
+    /// vfs_parse_fs_param: an instance flag by name (any value), then the
+    /// type's own parameters, then "source" (a string, once). EBUSY
+    /// outside the parameter phases; EINVAL for anything else.
+    pub(crate) fn parse(&mut self, key: &[u8], value: Value<'_>) -> SysResult<()> {
+        if !matches!(self.phase, Phase::CreateParams | Phase::ReconfParams) {
+            return Err(Errno::EBUSY);
+        }
+        if let Some(&(_, bit)) = SET_FLAGS.iter().find(|(k, _)| *k == key) {
+            self.sb_flags |= bit;
+            self.sb_flags_mask |= bit;
+            return Ok(());
+        }
+        if let Some(&(_, bit)) = CLEAR_FLAGS.iter().find(|(k, _)| *k == key) {
+            self.sb_flags &= !bit;
+            self.sb_flags_mask |= bit;
+            return Ok(());
+        }
+        if self.fstype == FsType::Tmpfs {
+            if let Some(r) = self.parse_tmpfs(key, value) {
+                return r;
+            }
+        }
+        if key == b"source" {
+            return match value {
+                Value::String(s) if self.source.is_none() => {
+                    self.source = Some(s.to_vec());
+                    Ok(())
+                }
+                _ => Err(Errno::EINVAL),
+            };
+        }
+        Err(Errno::EINVAL)
+    }
+
+    /// shmem_parse_one for the parameters vfscale has (None: not one of
+    /// tmpfs's). mode, uid and gid set the root of the instance made;
+    /// the size and inode limits, huge, inode32/64 and noswap are checked
+    /// as Linux checks them and change nothing (the instance's limits are
+    /// `VfsConfig::tmpfs_limits`).
+    fn parse_tmpfs(&mut self, key: &[u8], value: Value<'_>) -> Option<SysResult<()>> {
+        let string = match value {
+            Value::String(s) => Some(s),
+            _ => None,
+        };
+        let flag = matches!(value, Value::Flag);
+        let bad = Err(Errno::EINVAL);
+        Some(match key {
+            b"mode" => match string.and_then(|s| parse_uint(s, 8)) {
+                Some(m) => {
+                    self.root_mode = m & 0o7777;
+                    Ok(())
+                }
+                None => bad,
+            },
+            b"uid" | b"gid" => match string.and_then(|s| parse_uint(s, 0)) {
+                // make_kuid: (uid_t)-1 is no id.
+                Some(id) if id != u32::MAX => {
+                    if key == b"uid" {
+                        self.root_owner.0 = id;
+                    } else {
+                        self.root_owner.1 = id;
+                    }
+                    Ok(())
+                }
+                _ => bad,
+            },
+            b"size" => match string.and_then(memparse) {
+                Some((_, rest)) if rest.is_empty() || rest == b"%" => Ok(()),
+                _ => bad,
+            },
+            b"nr_blocks" => match string.and_then(memparse) {
+                Some((n, b"")) if n <= i64::MAX as u64 => Ok(()),
+                _ => bad,
+            },
+            b"nr_inodes" => match string.and_then(memparse) {
+                Some((n, b"")) if n <= u64::MAX / BOGO_INODE_SIZE => Ok(()),
+                _ => bad,
+            },
+            b"huge" => match string {
+                Some(b"never" | b"always" | b"within_size" | b"advise") => Ok(()),
+                _ => bad,
+            },
+            b"inode32" | b"inode64" if flag => Ok(()),
+            b"noswap" if flag => {
+                self.noswap = true;
+                Ok(())
+            }
+            b"inode32" | b"inode64" | b"noswap" => bad,
+            _ => return None,
+        })
+    }
+}
+
+/// kstrtouint: an unsigned number in `base` (0: by its prefix, 0x hex, 0
+/// octal), a leading `+` allowed, one trailing newline allowed; None for
+/// anything else or a value past u32.
+fn parse_uint(s: &[u8], base: u32) -> Option<u32> {
+    let s = s.strip_suffix(b"\n").unwrap_or(s);
+    let s = s.strip_prefix(b"+").unwrap_or(s);
+    let (digits, radix) = match base {
+        0 if s.len() > 2 && (s.starts_with(b"0x") || s.starts_with(b"0X")) => (&s[2..], 16),
+        0 if s.len() > 1 && s[0] == b'0' => (&s[1..], 8),
+        0 => (s, 10),
+        b => (s, b),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    u32::from_str_radix(std::str::from_utf8(digits).ok()?, radix).ok()
+}
+
+/// memparse: a number as simple_strtoull reads it (base by prefix; no
+/// digits is 0), then an optional K, M, G, T, P or E (either case) that
+/// multiplies by 1024 per step; returns it and what follows. None for an
+/// empty string (fs_param_is_string refuses one).
+fn memparse(s: &[u8]) -> Option<(u64, &[u8])> {
+    if s.is_empty() {
+        return None;
+    }
+    let (radix, start) = if s.len() > 2 && (s.starts_with(b"0x") || s.starts_with(b"0X")) {
+        (16, 2)
+    } else if s.len() > 1 && s[0] == b'0' {
+        (8, 1)
+    } else {
+        (10, 0)
+    };
+    let mut n: u64 = 0;
+    let mut at = start;
+    while let Some(d) = s.get(at).and_then(|&c| (c as char).to_digit(radix)) {
+        n = n.wrapping_mul(u64::from(radix)).wrapping_add(u64::from(d));
+        at += 1;
+    }
+    let shift = match s.get(at).map(u8::to_ascii_uppercase) {
+        Some(b'K') => 10,
+        Some(b'M') => 20,
+        Some(b'G') => 30,
+        Some(b'T') => 40,
+        Some(b'P') => 50,
+        Some(b'E') => 60,
+        _ => 0,
+    };
+    if shift != 0 {
+        at += 1;
+    }
+    Some((n.wrapping_shl(shift), &s[at..]))
+}
+
+impl crate::vfs::VfsInner {
+    /// The release of an fsopen descriptor's configuration: an instance
+    /// it made and fsmount never mounted goes with it (nothing else can
+    /// reach it).
+    pub(crate) fn release_mount_config(&self, config: Arc<MountConfig>) {
+        let state = config.state.lock();
+        if let (Some(sb), false) = (&state.instance, state.mounted) {
+            self.kill_superblock(sb);
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_parse_as_linux_parses_them() {
+        assert_eq!(parse_uint(b"755", 8), Some(0o755));
+        assert_eq!(parse_uint(b"0755", 8), Some(0o755));
+        assert_eq!(parse_uint(b"789", 8), None);
+        assert_eq!(parse_uint(b"1000\n", 0), Some(1000));
+        assert_eq!(parse_uint(b"0x10", 0), Some(16));
+        assert_eq!(parse_uint(b"010", 0), Some(8));
+        assert_eq!(parse_uint(b"+7", 10), Some(7));
+        assert_eq!(parse_uint(b"", 10), None);
+        assert_eq!(parse_uint(b"4294967296", 10), None);
+        assert_eq!(parse_uint(b"1 ", 10), None);
+        assert_eq!(memparse(b"1k"), Some((1024, &b""[..])));
+        assert_eq!(memparse(b"2M"), Some((2 << 20, &b""[..])));
+        assert_eq!(memparse(b"50%"), Some((50, &b"%"[..])));
+        assert_eq!(memparse(b"1KB"), Some((1024, &b"B"[..])));
+        assert_eq!(memparse(b"x"), Some((0, &b"x"[..])));
+        assert_eq!(memparse(b"0x10"), Some((16, &b""[..])));
+        assert_eq!(memparse(b""), None);
+    }
+
+    #[test]
+    fn parameters_follow_the_phase() {
+        let c = MountConfig::new(FsType::Tmpfs);
+        let mut s = c.state.lock();
+        s.parse(b"ro", Value::Flag).unwrap();
+        s.parse(b"mode", Value::String(b"700")).unwrap();
+        s.parse(b"uid", Value::String(b"1000")).unwrap();
+        assert_eq!(
+            (s.sb_flags & MS_RDONLY, s.root_mode, s.root_owner),
+            (MS_RDONLY, 0o700, (1000, 0))
+        );
+        assert_eq!(s.parse(b"mode", Value::Flag), Err(Errno::EINVAL));
+        assert_eq!(s.parse(b"inode64", Value::String(b"1")), Err(Errno::EINVAL));
+        assert_eq!(
+            s.parse(b"uid", Value::String(b"4294967295")),
+            Err(Errno::EINVAL)
+        );
+        assert_eq!(s.parse(b"bogus", Value::Flag), Err(Errno::EINVAL));
+        s.parse(b"source", Value::String(b"x")).unwrap();
+        assert_eq!(s.parse(b"source", Value::String(b"y")), Err(Errno::EINVAL));
+        s.phase = Phase::AwaitingMount;
+        assert_eq!(s.parse(b"ro", Value::Flag), Err(Errno::EBUSY));
+        s.phase = Phase::AwaitingReconf;
+        s.finish_clean();
+        assert_eq!(
+            (s.phase, s.sb_flags, s.source.is_none()),
+            (Phase::ReconfParams, 0, true)
+        );
+        s.parse(b"noswap", Value::Flag).unwrap();
+        assert!(s.noswap);
+        s.parse(b"rw", Value::Flag).unwrap();
+        assert_eq!(s.sb_flags_mask, MS_RDONLY);
+    }
+}
