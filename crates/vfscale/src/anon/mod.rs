@@ -388,16 +388,8 @@ impl VfsInner {
                 self.fput_many(in_flight);
             }
         }
-        if fmode & FMODE_MOUNT_CONFIG != 0 {
-            // SAFETY: the file's one reference (`Arc::into_raw`), given
-            // back once, here.
-            let config =
-                unsafe { Arc::from_raw(file.private as *const crate::mount::config::MountConfig) };
-            self.release_mount_config(config);
-        }
-        if fmode & FMODE_NEED_UNMOUNT != 0 {
-            // The file's reference keeps the root for the dissolve.
-            self.put_anon_tree(file.mnt);
+        if fmode & (FMODE_MOUNT_CONFIG | FMODE_NEED_UNMOUNT) != 0 {
+            self.release_mount_api_file(file);
         }
         let (d, m, private) = (file.dentry, file.mnt, file.private);
         self.release_file(f.0);

@@ -175,6 +175,27 @@ impl VfsInner {
         self.mounts.anon.origins.lock().remove(&anon);
     }
 
+    /// The final put's part for the new mount API's files (out of the
+    /// pipe, socket and eventfd release path): an fsopen descriptor gives
+    /// back its configuration (mount/config.rs), an open_tree or fsmount
+    /// one dissolves its tree if still detached.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn release_mount_api_file(&self, file: &crate::file::OpenFile) {
+        if file.fmode & crate::file::FMODE_MOUNT_CONFIG != 0 {
+            // SAFETY: the file's one reference (`Arc::into_raw`), given
+            // back once, here (its final put).
+            let config = unsafe {
+                std::sync::Arc::from_raw(file.private as *const super::config::MountConfig)
+            };
+            self.release_mount_config(config);
+        }
+        if file.fmode & crate::file::FMODE_NEED_UNMOUNT != 0 {
+            // The file's reference keeps the root for the dissolve.
+            self.put_anon_tree(file.mnt);
+        }
+    }
+
     /// The release of a descriptor open_tree returned (dissolve_on_fput):
     /// dissolves the tree whose root `root` was, if it still is one. The
     /// caller holds a reference on `root`.
