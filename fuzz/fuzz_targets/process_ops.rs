@@ -445,14 +445,20 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
                     _ => p.file_getattr(AT_FDCWD, a, &mut rec, at),
                 };
             }
-            // fsopen's configurations: a new one kept, or fsconfig of a
-            // kept descriptor (a command, a tmpfs key with a value from
-            // the next byte), or fsmount of one (the descriptor kept).
+            // fsopen's configurations: a new one kept (or fspick's of the
+            // name), or fsconfig of a kept descriptor (a command, a tmpfs
+            // key with a value from the next byte), or fsmount of one (the
+            // descriptor kept).
             13 => {
                 let b = bytes.byte()?;
                 match b % 4 {
                     0 => {
                         if let Ok(f) = p.fsopen(if b & 4 == 0 { b"tmpfs" } else { b"x" }, 0) {
+                            fds.push(f);
+                        }
+                    }
+                    3 => {
+                        if let Ok(f) = p.fspick(AT_FDCWD, a, u32::from(b >> 4)) {
                             fds.push(f);
                         }
                     }

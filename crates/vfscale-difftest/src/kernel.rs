@@ -1965,6 +1965,14 @@ impl ProcessApi for KernelProcess {
                 .map(|n| n as Fd)
         })
     }
+    fn fspick(&self, dirfd: Fd, path: &[u8], flags: u32) -> SysResult<Fd> {
+        let p = cpath(path)?;
+        self.call(move || {
+            // SAFETY: a valid C string.
+            sys(unsafe { libc::syscall(libc::SYS_fspick, dirfd, p.as_ptr(), flags) })
+                .map(|n| n as Fd)
+        })
+    }
     fn pivot_root(&self, new_root: &[u8], put_old: &[u8]) -> SysResult<()> {
         let (n, o) = (cpath(new_root)?, cpath(put_old)?);
         // SAFETY: valid C strings. pivot_root moves every thread whose root

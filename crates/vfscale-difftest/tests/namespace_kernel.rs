@@ -796,6 +796,20 @@ impl<T: ProcessApi> World<T> {
         );
     }
 
+    /// fspick(2) of `path` (or `@label`); the descriptor is kept as `as_label`.
+    fn fspick(&mut self, i: usize, path: &str, flags: u32, as_label: &str) {
+        let (dirfd, p) = self.at(i, path);
+        let r = self.proc(i).fspick(dirfd, &p, flags);
+        if let Ok(fd) = r {
+            self.fds.push((i, as_label.to_string(), fd));
+        }
+        self.step(
+            i,
+            format!("fspick({path}, {flags:#x}) as {as_label}"),
+            unit(r.map(|_| ())),
+        );
+    }
+
     /// The mode and owner of `path` (or `@label`) as statx reports them.
     fn owner(&mut self, i: usize, path: &str) {
         let (dirfd, p) = self.at(i, path);
@@ -860,7 +874,10 @@ impl<T: ProcessApi> World<T> {
 
     /// Closes the first descriptor labelled `label` that slot `i` holds.
     fn close_dir(&mut self, i: usize, label: &str) {
-        let fd = self.fd(i, label);
+        let Some(fd) = self.held_fd(i, label) else {
+            // Its open failed (the step logged why).
+            return self.step(i, format!("close {label}"), "not open".into());
+        };
         let at = self
             .fds
             .iter()
@@ -1725,6 +1742,27 @@ fn fs_configs<T: ProcessApi>(w: &mut World<T>) {
     w.fsconfig(P, "fc", FSCONFIG_CMD_RECONFIGURE, None, None, 0);
     w.fsconfig(P, "fc", FSCONFIG_CMD_RECONFIGURE, None, None, 0);
     w.close_dir(P, "fc");
+    w.info();
+    // fspick: the instance behind a mount's root, reconfigured.
+    w.fspick(P, "/c/x", 0, "bad");
+    w.fspick(P, "/c", 0x10, "bad");
+    w.fspick(U, "/c", 0, "bad");
+    w.fspick(P, "/c", FSPICK_CLOEXEC, "pick");
+    w.fsconfig(P, "pick", SET_FLAG, Some("ro"), None, 0);
+    w.fsconfig(P, "pick", FSCONFIG_CMD_CREATE, None, None, 0);
+    w.fsmount(P, "pick", 0, 0, "bad");
+    w.fsconfig(P, "pick", FSCONFIG_CMD_RECONFIGURE, None, None, 0);
+    w.info();
+    w.mkdir(P, "/c/y");
+    w.open_dir(P, "/c/x");
+    w.fspick(P, "@/c/x", FSPICK_EMPTY_PATH, "bad");
+    w.open_tree(P, "/c", 0, "cfd");
+    w.fspick(P, "@cfd", FSPICK_EMPTY_PATH, "pick2");
+    w.fsconfig(P, "pick2", SET_FLAG, Some("rw"), None, 0);
+    w.fsconfig(P, "pick2", FSCONFIG_CMD_RECONFIGURE, None, None, 0);
+    w.mkdir(P, "/c/y");
+    w.close_dir(P, "pick");
+    w.close_dir(P, "pick2");
     w.info();
     // Dropped unused: a configuration, a made instance, a detached mount.
     w.fsopen(P, "tmpfs", FSOPEN_CLOEXEC, "unused");

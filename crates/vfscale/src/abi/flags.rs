@@ -250,6 +250,10 @@ pub const FSCONFIG_CMD_CREATE: u32 = 6;
 pub const FSCONFIG_CMD_RECONFIGURE: u32 = 7;
 pub const FSCONFIG_CMD_CREATE_EXCL: u32 = 8;
 pub const FSMOUNT_CLOEXEC: u32 = 0x1;
+pub const FSPICK_CLOEXEC: u32 = 0x1;
+pub const FSPICK_SYMLINK_NOFOLLOW: u32 = 0x2;
+pub const FSPICK_NO_AUTOMOUNT: u32 = 0x4;
+pub const FSPICK_EMPTY_PATH: u32 = 0x8;
 
 // mount_setattr(2): its flags, `MountAttr`'s attribute bits (the atime
 // modes are a 3-bit value in MOUNT_ATTR__ATIME, not bits) and the struct.

@@ -14,7 +14,8 @@
 //!   EBUSY. fsmount leaves `AwaitingReconf`, which the next fsconfig turns
 //!   into `ReconfParams` with the parameters cleared (vfs_clean_context,
 //!   finish_clean_context).
-//! - `instance` is set by CMD_CREATE. Until fsmount mounts it, the
+//! - `instance` is set by CMD_CREATE (by fspick, to the picked mount's
+//!   instance, with `mounted` set). Until fsmount mounts it, the
 //!   configuration is its only owner, and its release tears it down
 //!   (`VfsInner::release_mount_config`); once mounted, its mounts do.
 
@@ -123,6 +124,19 @@ const CLEAR_FLAGS: [(&[u8], u64); 4] = [
 const BOGO_INODE_SIZE: u64 = 1024;
 
 impl MountConfig {
+    /// fspick's: a reconfiguration of instance `sb` (of type `fstype`),
+    /// its parameters next.
+    pub(crate) fn reconfiguring(fstype: FsType, sb: Arc<SuperBlock>) -> MountConfig {
+        let config = MountConfig::new(fstype);
+        {
+            let mut state = config.state.lock();
+            state.phase = Phase::ReconfParams;
+            state.instance = Some(sb);
+            state.mounted = true;
+        }
+        config
+    }
+
     pub(crate) fn new(fstype: FsType) -> MountConfig {
         MountConfig {
             state: Mutex::new(ConfigState {

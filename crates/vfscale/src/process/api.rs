@@ -603,6 +603,15 @@ pub trait ProcessApi: Send {
     fn fsmount(&self, _fd: Fd, _flags: u32, _attr_flags: u64) -> SysResult<Fd> {
         Err(Errno::ENOSYS)
     }
+    /// fspick(2): a configuration descriptor (as `fsopen`'s) for
+    /// reconfiguring the instance of the mount whose root `path` names
+    /// (FSPICK_EMPTY_PATH, FSPICK_SYMLINK_NOFOLLOW, FSPICK_CLOEXEC;
+    /// EINVAL for another flag or a path that is not a mount's root; root
+    /// only, EPERM): `fsconfig` sets "ro" or "rw", then
+    /// FSCONFIG_CMD_RECONFIGURE applies it.
+    fn fspick(&self, _dirfd: Fd, _path: &[u8], _flags: u32) -> SysResult<Fd> {
+        Err(Errno::ENOSYS)
+    }
     /// pivot_root(2): the mount at `new_root` becomes the root of this
     /// process's namespace, the old root mount goes onto `put_old` (the
     /// new root or a directory beneath it), and every process whose root

@@ -342,6 +342,50 @@ impl Process {
         self.install_opened(file, cloexec)
     }
 
+    /// fspick(2): a configuration descriptor for reconfiguring the instance
+    /// of the mount whose root `path` names (any mount's: Linux checks no
+    /// namespace), parameters first (FSCONFIG_CMD_RECONFIGURE applies
+    /// them).
+    pub(crate) fn sys_fspick(&self, dirfd: Fd, path: &[u8], flags: u32) -> SysResult<Fd> {
+        if !self.cred.is_root() {
+            return Err(Errno::EPERM);
+        }
+        let known =
+            FSPICK_CLOEXEC | FSPICK_SYMLINK_NOFOLLOW | FSPICK_NO_AUTOMOUNT | FSPICK_EMPTY_PATH;
+        if flags & !known != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let at_flags = if flags & FSPICK_SYMLINK_NOFOLLOW != 0 {
+            AT_SYMLINK_NOFOLLOW
+        } else {
+            0
+        } | if flags & FSPICK_EMPTY_PATH != 0 {
+            AT_EMPTY_PATH
+        } else {
+            0
+        };
+        let sb = {
+            let _g = self.vfs.collector.enter();
+            let found = self.lookup_at(&self.cred, dirfd, path, at_flags, 0)?;
+            // SAFETY: the walk's guard keeps the mount allocated, and the
+            // mount its instance.
+            let m = unsafe { &*found.path.mnt };
+            if found.path.dentry != m.root {
+                return Err(Errno::EINVAL);
+            }
+            m.sb_arc()
+        };
+        let fstype = FsType::of(sb.fs.fs_type().as_bytes()).ok_or(Errno::ENODEV)?;
+        self.vfs.admit(super::anon::ANON_BYTES, Errno::ENOMEM)?;
+        let config = Arc::into_raw(Arc::new(MountConfig::reconfiguring(fstype, sb)));
+        let f = self.shared_anon_file(
+            FMODE_READ | FMODE_WRITE | FMODE_MOUNT_CONFIG,
+            O_RDWR,
+            config as *const (),
+        );
+        Ok(self.install_all([f], flags & FSPICK_CLOEXEC != 0)?[0])
+    }
+
     /// The configuration behind fsopen descriptor `fd`: EBADF for no
     /// descriptor, EINVAL for another kind of file.
     fn mount_config_of(&self, fd: Fd) -> SysResult<Arc<MountConfig>> {

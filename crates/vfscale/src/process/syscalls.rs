@@ -290,6 +290,9 @@ impl ProcessApi for Process {
     fn fsmount(&self, fd: Fd, flags: u32, attr_flags: u64) -> SysResult<Fd> {
         self.done(self.sys_fsmount(fd, flags, attr_flags))
     }
+    fn fspick(&self, dirfd: Fd, path: &[u8], flags: u32) -> SysResult<Fd> {
+        self.done(self.sys_fspick(dirfd, path, flags))
+    }
     fn pivot_root(&self, new_root: &[u8], put_old: &[u8]) -> SysResult<()> {
         self.done(self.sys_pivot_root(new_root, put_old))
     }
