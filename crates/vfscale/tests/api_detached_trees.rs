@@ -397,3 +397,60 @@ fn a_passthrough_is_configured_by_its_source() {
     vfs.flush();
     vfs.check_invariants().unwrap();
 }
+
+/// A configuration's descriptor closed by one thread while a sibling
+/// sharing the table configures and mounts through it: each call either
+/// finds the descriptor (and finishes on the configuration, whose release
+/// waits for it) or EBADF; nothing is left behind.
+#[test]
+fn stress_closes_race_configuration_calls() {
+    let (vfs, p) = tree();
+    vfs.flush();
+    let before = vfs.object_counts();
+    let sibling = p.clone_thread();
+    let (tx, rx) = std::sync::mpsc::channel::<Fd>();
+    let worker = std::thread::spawn(move || {
+        let mut mounted = 0u32;
+        for fc in rx {
+            let r = sibling
+                .fsconfig(fc, FSCONFIG_CMD_CREATE, None, None, 0)
+                .and_then(|()| sibling.fsmount(fc, 0, 0));
+            match r {
+                Ok(m) => {
+                    mounted += 1;
+                    sibling.close(m).unwrap();
+                }
+                // Closed meanwhile; or its number reused by another
+                // fsopen (already created or mounted: EBUSY) or by one of
+                // our own mounts (not a configuration: EINVAL).
+                Err(e) => assert!(
+                    matches!(e, Errno::EBADF | Errno::EBUSY | Errno::EINVAL),
+                    "{e:?}"
+                ),
+            }
+        }
+        mounted
+    });
+    for round in 0..400 {
+        let fc = p.fsopen(b"tmpfs", 0).unwrap();
+        tx.send(fc).unwrap();
+        if round % 2 == 0 {
+            std::thread::yield_now();
+        }
+        // The fd may be reused by the next fsopen before the sibling got
+        // to it: then the sibling works on that one, which is fine.
+        let _ = p.close(fc);
+    }
+    drop(tx);
+    let mounted = worker.join().unwrap();
+    assert!(mounted <= 400);
+    vfs.flush();
+    let after = vfs.object_counts();
+    assert_eq!(
+        (after.inodes, after.dentries, after.mounts, after.files),
+        (before.inodes, before.dentries, before.mounts, before.files)
+    );
+    drop(p);
+    vfs.flush();
+    vfs.check_invariants().unwrap();
+}

@@ -5,8 +5,12 @@
 //!
 //! Invariants:
 //! - One configuration per fsopen descriptor (the file's `private`: an
-//!   `Arc`, released with the file). Its state is under its mutex (Linux's
-//!   uapi_mutex); calls on a configuration are serialized by it.
+//!   `Arc` the file alone owns, released with the file). Calls reach it
+//!   through a reference on the file (process/mount_api.rs `ConfigHold`),
+//!   so its release never meets a call. Its state is under its mutex
+//!   (Linux's uapi_mutex), which calls hold before the mount table's
+//!   lock (fsmount, a reconfiguration); the release, which may run under
+//!   the table lock (a drain), takes the state without locking.
 //! - `phase` says what a call may do, as Linux's fs_context_phase:
 //!   parameters in `CreateParams` and `ReconfParams` only, CMD_CREATE in
 //!   `CreateParams`, fsmount in `AwaitingMount`, CMD_RECONFIGURE in
@@ -316,11 +320,16 @@ fn memparse(s: &[u8]) -> Option<(u64, &[u8])> {
 }
 
 impl crate::vfs::VfsInner {
-    /// The release of an fsopen descriptor's configuration: an instance
-    /// it made and fsmount never mounted goes with it (nothing else can
-    /// reach it).
+    /// The release of an fsopen descriptor's configuration (its file's
+    /// final put, the configuration's only owner: no call holds its
+    /// mutex, `ConfigHold`): an instance it made and fsmount never mounted
+    /// goes with it (nothing else can reach it).
     pub(crate) fn release_mount_config(&self, config: Arc<MountConfig>) {
-        let state = config.state.lock();
+        let Some(config) = Arc::into_inner(config) else {
+            debug_assert!(false, "a mount configuration owned by its file alone");
+            return;
+        };
+        let state = config.state.into_inner();
         if let (Some(sb), false) = (&state.instance, state.mounted) {
             self.kill_superblock(sb);
         }

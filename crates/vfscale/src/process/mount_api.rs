@@ -190,7 +190,7 @@ impl Process {
         if !args_ok {
             return Err(Errno::EINVAL);
         }
-        let config = self.mount_config_of(fd)?;
+        let hold = self.mount_config_of(fd)?;
         // strndup_user(256) of the key and a string value.
         let too_long = |s: &[u8]| s.len() >= 256 || s.contains(&0);
         if key.is_some_and(too_long) || (cmd == FSCONFIG_SET_STRING && value.is_some_and(too_long))
@@ -219,7 +219,7 @@ impl Process {
             }
             _ => Value::Other,
         };
-        let mut state = config.state.lock();
+        let mut state = hold.config().state.lock();
         state.finish_clean();
         match cmd {
             FSCONFIG_CMD_CREATE | FSCONFIG_CMD_CREATE_EXCL => self.config_create(&mut state),
@@ -297,8 +297,8 @@ impl Process {
             MOUNT_ATTR_RELATIME => bits |= MNT_RELATIME,
             _ => return Err(Errno::EINVAL),
         }
-        let config = self.mount_config_of(fd)?;
-        let mut state = config.state.lock();
+        let hold = self.mount_config_of(fd)?;
+        let mut state = hold.config().state.lock();
         let Some(sb) = state.instance.clone() else {
             return Err(Errno::EINVAL);
         };
@@ -386,24 +386,47 @@ impl Process {
         Ok(self.install_all([f], flags & FSPICK_CLOEXEC != 0)?[0])
     }
 
-    /// The configuration behind fsopen descriptor `fd`: EBADF for no
-    /// descriptor, EINVAL for another kind of file.
-    fn mount_config_of(&self, fd: Fd) -> SysResult<Arc<MountConfig>> {
+    /// The configuration behind fsopen descriptor `fd`, held through its
+    /// file for the caller's call: EBADF for no descriptor, EINVAL for
+    /// another kind of file.
+    fn mount_config_of(&self, fd: Fd) -> SysResult<ConfigHold<'_>> {
         let f = self.fd_file(fd)?;
-        let file = f.file();
-        let r = if file.fmode & FMODE_MOUNT_CONFIG != 0 {
-            // SAFETY: such a file owns a reference on its configuration
-            // (`Arc::into_raw`) until its release, which our reference on
-            // the file holds off; we take one more.
-            unsafe {
-                Arc::increment_strong_count(file.private as *const MountConfig);
-                Ok(Arc::from_raw(file.private as *const MountConfig))
-            }
-        } else {
-            Err(Errno::EINVAL)
-        };
-        self.vfs.fput(f);
-        r
+        if f.file().fmode & FMODE_MOUNT_CONFIG == 0 {
+            self.vfs.fput(f);
+            return Err(Errno::EINVAL);
+        }
+        Ok(ConfigHold {
+            vfs: &self.vfs,
+            file: Some(f),
+        })
+    }
+}
+
+/// A configuration held through a reference on its descriptor's file: the
+/// file alone owns the configuration, so its release (the file's final
+/// put, possibly a drain under the mount table's lock) never finds a
+/// call inside the configuration's mutex, which calls hold before the
+/// table lock (fsmount, a reconfiguration).
+struct ConfigHold<'a> {
+    vfs: &'a crate::vfs::VfsInner,
+    file: Option<crate::file::FileRef>,
+}
+
+impl ConfigHold<'_> {
+    fn config(&self) -> &MountConfig {
+        let file = self.file.as_ref().expect("held until dropped").file();
+        // SAFETY: a FMODE_MOUNT_CONFIG file owns a reference on its
+        // configuration (`Arc::into_raw`) until its final put, which our
+        // reference on the file holds off.
+        unsafe { &*(file.private as *const MountConfig) }
+    }
+}
+
+impl Drop for ConfigHold<'_> {
+    fn drop(&mut self) {
+        if let Some(f) = self.file.take() {
+            self.vfs.fput(f);
+        }
     }
 }
 

@@ -120,6 +120,11 @@ impl<T> Mutex<T> {
         Mutex(parking_lot::const_mutex(v))
     }
 
+    /// The value, the mutex consumed (nobody can hold it).
+    pub fn into_inner(self) -> T {
+        self.0.into_inner()
+    }
+
     /// The lock if it is free now; never waits.
     #[inline]
     pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
