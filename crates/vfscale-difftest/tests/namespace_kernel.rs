@@ -1846,6 +1846,9 @@ enum Step {
     OpenTree(usize, &'static str, bool),
     /// move_mount of the n-th descriptor (modulo how many) onto a path.
     Attach(usize, usize, &'static str),
+    /// A new tmpfs by fsopen, fsconfig and fsmount (read-only with the
+    /// flag), attached on a path by move_mount.
+    Fsmount(usize, &'static str, bool),
 }
 
 /// The random sequences' mount_setattr changes: read-only and back, other
@@ -1905,7 +1908,8 @@ fn random_steps(rnd: &mut dyn FnMut(u64) -> u64, n: usize) -> Vec<Step> {
     (0..n)
         .map(|_| {
             let who = rnd(6) as usize;
-            match rnd(36) {
+            match rnd(37) {
+                36 => Step::Fsmount(who, path(rnd), rnd(3) == 0),
                 35 => Step::OpenTree(who, root(rnd), rnd(2) == 0),
                 34 => Step::Attach(who, rnd(4) as usize, path(rnd)),
                 33 => Step::Chroot(who, root(rnd)),
@@ -1974,7 +1978,8 @@ fn step_who(step: &Step) -> usize {
         | Step::Setattr(k, _, _, _)
         | Step::Chroot(k, _)
         | Step::OpenTree(k, _, _)
-        | Step::Attach(k, _, _) => k,
+        | Step::Attach(k, _, _)
+        | Step::Fsmount(k, _, _) => k,
     }
 }
 
@@ -1987,7 +1992,8 @@ fn step_names_dot(step: &Step) -> bool {
         | Step::Setattr(_, t, _, _)
         | Step::Chroot(_, t)
         | Step::OpenTree(_, t, _)
-        | Step::Attach(_, _, t) => t == ".",
+        | Step::Attach(_, _, t)
+        | Step::Fsmount(_, t, _) => t == ".",
         Step::Bind(_, s, t, _) | Step::Move(_, s, t) | Step::Pivot(_, s, t) => s == "." || t == ".",
         _ => false,
     }
@@ -2081,6 +2087,17 @@ fn run_case<T: ProcessApi>(root: &T, case: usize, steps: &[Step], log: &mut Log)
             // Not from a descriptor of the root directory, for the reason
             // above (the kernel's root mount has a parent: ELOOP there,
             // EINVAL here).
+            Step::Fsmount(_, t, ro) => {
+                w.fsopen(who, "tmpfs", 0, "fc");
+                if ro {
+                    w.fsconfig(who, "fc", FSCONFIG_SET_FLAG, Some("ro"), None, 0);
+                }
+                w.fsconfig(who, "fc", FSCONFIG_CMD_CREATE, None, None, 0);
+                w.fsmount(who, "fc", 0, 0, "fsm");
+                w.close_dir(who, "fc");
+                w.move_mount(who, "@fsm", t, MOVE_MOUNT_F_EMPTY_PATH);
+                w.close_dir(who, "fsm");
+            }
             Step::Attach(_, j, t) => {
                 if let Some(label) = w.nth_fd(who, j) {
                     if !w.chrooted[who] && !w.is_root_dir(who, w.fd(who, &label)) {
