@@ -669,11 +669,7 @@ impl<T: ProcessApi> World<T> {
     /// (labelled `path`).
     fn open_with(&mut self, i: usize, path: &str, flags: i32) {
         let r = self.proc(i).open(&self.full(path), flags, 0o644);
-        let shown = unit(r.map(|_| ()));
-        if let Ok(fd) = r {
-            self.fds.push((i, path.to_string(), fd));
-        }
-        self.step(i, format!("open {path} {flags:#o}"), shown);
+        self.keep(i, format!("open {path} {flags:#o}"), path, r);
     }
 
     /// mount_setattr(2) at `path` (or, for `@label`, at the descriptor
@@ -694,18 +690,25 @@ impl<T: ProcessApi> World<T> {
         );
     }
 
+    /// Logs a call that makes a descriptor (`what`), keeping the
+    /// descriptor it returned as `label`.
+    fn keep(&mut self, i: usize, what: String, label: &str, r: SysResult<Fd>) {
+        if let Ok(fd) = r {
+            self.fds.push((i, label.to_string(), fd));
+        }
+        self.step(i, what, unit(r.map(|_| ())));
+    }
+
     /// open_tree(2) of `path` (`@label`: that descriptor, with an empty
     /// path); a descriptor it returns is kept as `label`.
     fn open_tree(&mut self, i: usize, path: &str, flags: i32, label: &str) {
         let (dirfd, p) = self.at(i, path);
         let r = self.proc(i).open_tree(dirfd, &p, flags);
-        if let Ok(fd) = r {
-            self.fds.push((i, label.to_string(), fd));
-        }
-        self.step(
+        self.keep(
             i,
             format!("open_tree({path}, {flags:#x}) as {label}"),
-            unit(r.map(|_| ())),
+            label,
+            r,
         );
     }
 
@@ -746,13 +749,11 @@ impl<T: ProcessApi> World<T> {
     /// fsopen(2); a descriptor it returns is kept as `label`.
     fn fsopen(&mut self, i: usize, fstype: &str, flags: u32, label: &str) {
         let r = self.proc(i).fsopen(fstype.as_bytes(), flags);
-        if let Ok(fd) = r {
-            self.fds.push((i, label.to_string(), fd));
-        }
-        self.step(
+        self.keep(
             i,
             format!("fsopen({fstype}, {flags:#x}) as {label}"),
-            unit(r.map(|_| ())),
+            label,
+            r,
         );
     }
 
@@ -786,27 +787,19 @@ impl<T: ProcessApi> World<T> {
     fn fsmount(&mut self, i: usize, label: &str, flags: u32, attr: u64, as_label: &str) {
         let fd = self.held_fd(i, label).unwrap_or(-1);
         let r = self.proc(i).fsmount(fd, flags, attr);
-        if let Ok(fd) = r {
-            self.fds.push((i, as_label.to_string(), fd));
-        }
-        self.step(
-            i,
-            format!("fsmount({label}, {flags:#x}, {attr:#x}) as {as_label}"),
-            unit(r.map(|_| ())),
-        );
+        let what = format!("fsmount({label}, {flags:#x}, {attr:#x}) as {as_label}");
+        self.keep(i, what, as_label, r);
     }
 
     /// fspick(2) of `path` (or `@label`); the descriptor is kept as `as_label`.
     fn fspick(&mut self, i: usize, path: &str, flags: u32, as_label: &str) {
         let (dirfd, p) = self.at(i, path);
         let r = self.proc(i).fspick(dirfd, &p, flags);
-        if let Ok(fd) = r {
-            self.fds.push((i, as_label.to_string(), fd));
-        }
-        self.step(
+        self.keep(
             i,
             format!("fspick({path}, {flags:#x}) as {as_label}"),
-            unit(r.map(|_| ())),
+            as_label,
+            r,
         );
     }
 

@@ -22,7 +22,10 @@
 //!   releasing thread holds the table lock (a drain run by a put under a
 //!   mount call), when that thread lets the lock go (`MountsLocked`'s
 //!   drop), with a reference on the root kept meanwhile. `TABLE_HELD`
-//!   counts the table locks each thread holds.
+//!   counts the table locks each thread holds, over every `Vfs`: a thread
+//!   under one `Vfs`'s table lock only ever releases that `Vfs`'s files
+//!   (a drain frees its own queue), so the unlock that reaches zero is
+//!   that `Vfs`'s and finds its pending roots.
 //! - A move_mount that attaches the tree takes it out of its namespace:
 //!   every mount joins the target's (`adopt`), and its origin entry goes.
 //!   `origins` is a leaf lock, changed under the table lock.

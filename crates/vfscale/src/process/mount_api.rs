@@ -151,14 +151,21 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         let fstype = FsType::of(fstype).ok_or(Errno::ENODEV)?;
+        self.install_config(|| MountConfig::new(fstype), flags & FSOPEN_CLOEXEC != 0)
+    }
+
+    /// A descriptor of the configuration `make` makes (fsopen's, fspick's:
+    /// Linux's `anon_inode:[fscontext]`), on the shared anonymous inode;
+    /// ENOMEM when the caller's group has no room for it.
+    fn install_config(&self, make: impl FnOnce() -> MountConfig, cloexec: bool) -> SysResult<Fd> {
         self.vfs.admit(super::anon::ANON_BYTES, Errno::ENOMEM)?;
-        let config = Arc::into_raw(Arc::new(MountConfig::new(fstype)));
+        let config = Arc::into_raw(Arc::new(make()));
         let f = self.shared_anon_file(
             FMODE_READ | FMODE_WRITE | FMODE_MOUNT_CONFIG,
             O_RDWR,
             config as *const (),
         );
-        Ok(self.install_all([f], flags & FSOPEN_CLOEXEC != 0)?[0])
+        Ok(self.install_all([f], cloexec)?[0])
     }
 
     /// fsconfig(2): `key` and `value` are the call's pointers (None for
@@ -376,14 +383,10 @@ impl Process {
             m.sb_arc()
         };
         let fstype = FsType::of(sb.fs.fs_type().as_bytes()).ok_or(Errno::ENODEV)?;
-        self.vfs.admit(super::anon::ANON_BYTES, Errno::ENOMEM)?;
-        let config = Arc::into_raw(Arc::new(MountConfig::reconfiguring(fstype, sb)));
-        let f = self.shared_anon_file(
-            FMODE_READ | FMODE_WRITE | FMODE_MOUNT_CONFIG,
-            O_RDWR,
-            config as *const (),
-        );
-        Ok(self.install_all([f], flags & FSPICK_CLOEXEC != 0)?[0])
+        self.install_config(
+            || MountConfig::reconfiguring(fstype, sb),
+            flags & FSPICK_CLOEXEC != 0,
+        )
     }
 
     /// The configuration behind fsopen descriptor `fd`, held through its
