@@ -1683,6 +1683,9 @@ fn fs_configs<T: ProcessApi>(w: &mut World<T>) {
     w.fsconfig(P, "fc", SET_STRING, Some("size"), Some("1M"), 0);
     w.fsconfig(P, "fc", SET_STRING, Some("size"), Some("50%"), 0);
     w.fsconfig(P, "fc", SET_STRING, Some("size"), Some("1MB"), 0);
+    w.fsconfig(P, "fc", SET_STRING, Some("size"), Some("0xK"), 0);
+    w.fsconfig(P, "fc", SET_STRING, Some("size"), Some("0x1k"), 0);
+    w.fsconfig(P, "fc", SET_STRING, Some("uid"), Some("0x"), 0);
     w.fsconfig(P, "fc", SET_STRING, Some("size"), Some(""), 0);
     w.fsconfig(P, "fc", SET_STRING, Some("nr_inodes"), Some("1k"), 0);
     w.fsconfig(P, "fc", SET_STRING, Some("nr_blocks"), Some("x"), 0);

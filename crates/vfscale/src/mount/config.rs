@@ -291,7 +291,10 @@ fn memparse(s: &[u8]) -> Option<(u64, &[u8])> {
     if s.is_empty() {
         return None;
     }
-    let (radix, start) = if s.len() > 2 && (s.starts_with(b"0x") || s.starts_with(b"0X")) {
+    // _parse_integer_fixup_radix: hex only when a hex digit follows 0x.
+    let hex =
+        s.len() > 2 && (s.starts_with(b"0x") || s.starts_with(b"0X")) && s[2].is_ascii_hexdigit();
+    let (radix, start) = if hex {
         (16, 2)
     } else if s.len() > 1 && s[0] == b'0' {
         (8, 1)
@@ -358,6 +361,8 @@ mod tests {
         assert_eq!(memparse(b"1KB"), Some((1024, &b"B"[..])));
         assert_eq!(memparse(b"x"), Some((0, &b"x"[..])));
         assert_eq!(memparse(b"0x10"), Some((16, &b""[..])));
+        // "0xK" is octal 0 followed by "xK", not hex nothing kibibytes.
+        assert_eq!(memparse(b"0xK"), Some((0, &b"xK"[..])));
         assert_eq!(memparse(b""), None);
     }
 
