@@ -1,5 +1,5 @@
 //! Detached mount trees: Linux's anonymous mount namespaces, what
-//! open_tree(OPEN_TREE_CLONE) returns a descriptor to
+//! open_tree(OPEN_TREE_CLONE) and fsmount return a descriptor to
 //! (process/mount_api.rs), until move_mount attaches the tree or the
 //! descriptor's last close dissolves it.
 //!

@@ -1,11 +1,16 @@
-//! open_tree(2) and move_mount(2): the new mount API's detached trees
-//! (mount/anon.rs), as Linux 6.18 has them. Service managers and
-//! container runtimes copy a tree with open_tree(OPEN_TREE_CLONE),
-//! change it with mount_setattr while nobody can see it, and attach it
-//! with move_mount; or they drop the descriptor, and the copy goes.
+//! The new mount API, as Linux 6.18 has it: open_tree(2) and
+//! move_mount(2) over detached trees (mount/anon.rs), and fsopen(2),
+//! fsconfig(2), fsmount(2) and fspick(2) over mount configurations
+//! (mount/config.rs). Service managers and container runtimes copy a
+//! tree with open_tree(OPEN_TREE_CLONE) or make a new instance with
+//! fsopen, fsconfig and fsmount, change it with mount_setattr while
+//! nobody can see it, and attach it with move_mount; or they drop the
+//! descriptor, and the copy goes.
 //!
 //! A detached tree's root is held by the descriptor's file
 //! (`FMODE_NEED_UNMOUNT`); what happens at its last close is anon.rs's.
+//! A configuration is owned by its descriptor's file alone; calls reach
+//! it through a reference on the file (`ConfigHold`).
 
 use super::Process;
 use crate::abi::*;
