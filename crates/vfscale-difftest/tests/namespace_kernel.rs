@@ -315,6 +315,9 @@ fn normalize(text: &[u8], root_source: Option<&str>) -> String {
 // ---- the scripts' world ----
 
 /// One side's run: the processes, the log, and what the steps need.
+/// An fsconfig call's command, key, value and aux.
+type FsconfigCall<'a> = (u32, Option<&'a str>, Option<&'a str>, i32);
+
 struct World<T: ProcessApi> {
     /// The processes by slot (`NAMES`).
     procs: Vec<Option<T>>,
@@ -767,6 +770,14 @@ impl<T: ProcessApi> World<T> {
         value: Option<&str>,
         aux: i32,
     ) {
+        self.fsconfig_kept(i, label, (cmd, key, value, aux));
+        self.messages(i, label, &[4096]);
+    }
+
+    /// `fsconfig` (its command, key, value and aux), leaving what it
+    /// logged in the configuration's log.
+    fn fsconfig_kept(&mut self, i: usize, label: &str, call: FsconfigCall<'_>) {
+        let (cmd, key, value, aux) = call;
         let fd = self.held_fd(i, label).unwrap_or(-1);
         let r = self.proc(i).fsconfig(
             fd,
@@ -779,6 +790,49 @@ impl<T: ProcessApi> World<T> {
             i,
             format!("fsconfig({label}, {cmd}, {key:?}, {value:?}, {aux})"),
             unit(r),
+        );
+    }
+
+    /// Reads the configuration `label`'s messages (fscontext_read) with
+    /// segments of `lens` bytes until a read fails; each read's result is
+    /// noted.
+    fn messages(&mut self, i: usize, label: &str, lens: &[usize]) {
+        let Some(fd) = self.held_fd(i, label) else {
+            return;
+        };
+        let mut read = Vec::new();
+        for _ in 0..16 {
+            let mut bufs: Vec<Vec<u8>> = lens.iter().map(|&n| vec![0; n]).collect();
+            let mut segs: Vec<&mut [u8]> = bufs.iter_mut().map(|b| &mut b[..]).collect();
+            let r = if lens.len() == 1 {
+                self.proc(i).read(fd, segs[0])
+            } else {
+                self.proc(i).readv(fd, &mut segs)
+            };
+            match r {
+                Ok(n) => {
+                    let mut text = Vec::new();
+                    // The bytes each segment got, in order.
+                    let mut left = n;
+                    for (b, &len) in bufs.iter().zip(lens) {
+                        let take = left.min(len);
+                        text.extend_from_slice(&b[..take]);
+                        left -= take;
+                    }
+                    read.push(format!("{:?}", String::from_utf8_lossy(&text)));
+                    if n == 0 {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    read.push(format!("{e}"));
+                    break;
+                }
+            }
+        }
+        self.note(
+            format!("messages {} {label} {lens:?}", NAMES[i]),
+            read.join(" "),
         );
     }
 
@@ -1776,6 +1830,151 @@ fn fs_configs<T: ProcessApi>(w: &mut World<T>) {
     w.info();
     w.close_dir(P, "m2");
     w.info();
+}
+
+/// fsconfig's messages (fc_log: what each parameter's error logs, eight
+/// kept, one per read, EMSGSIZE, readv's segments) and reconfiguration's
+/// rules (the flags ever named, dirsync, tmpfs's limits and noswap, a
+/// failed reconfiguration changing nothing).
+fn fs_config_messages<T: ProcessApi>(w: &mut World<T>) {
+    const SET_FLAG: u32 = FSCONFIG_SET_FLAG;
+    const SET_STRING: u32 = FSCONFIG_SET_STRING;
+    const RECONF: u32 = FSCONFIG_CMD_RECONFIGURE;
+    w.fsopen(P, "tmpfs", 0, "fc");
+    w.messages(P, "fc", &[4096]);
+    let params: [(u32, &str, Option<&str>, i32); 28] = [
+        (SET_FLAG, "bogus", None, 0),
+        (SET_STRING, "bogus", Some("x"), 0),
+        (SET_FLAG, "mode", None, 0),
+        (SET_STRING, "mode", Some("9"), 0),
+        (FSCONFIG_SET_BINARY, "mode", Some("0755"), 4),
+        (SET_STRING, "uid", Some("x"), 0),
+        (SET_FLAG, "gid", None, 0),
+        (SET_STRING, "uid", Some("0xffffffff"), 0),
+        (SET_STRING, "gid", Some("4294967295"), 0),
+        (SET_STRING, "gid", Some("4294967296"), 0),
+        (SET_STRING, "size", Some("1x"), 0),
+        (SET_FLAG, "nr_blocks", None, 0),
+        (SET_STRING, "nr_inodes", Some("zz"), 0),
+        (SET_STRING, "huge", Some("zz"), 0),
+        (SET_STRING, "mpol", Some("zz"), 0),
+        (SET_STRING, "noswap", Some("1"), 0),
+        (FSCONFIG_SET_BINARY, "inode32", Some("1"), 1),
+        (SET_FLAG, "casefold", None, 0),
+        (SET_STRING, "casefold", Some("utf8"), 0),
+        (FSCONFIG_SET_BINARY, "casefold", Some("utf8"), 4),
+        (SET_FLAG, "strict_encoding", None, 0),
+        (SET_STRING, "strict_encoding", Some("1"), 0),
+        (SET_FLAG, "quota", None, 0),
+        (SET_FLAG, "source", None, 0),
+        (SET_STRING, "source", Some("s1"), 0),
+        (SET_STRING, "source", Some("s2"), 0),
+        (FSCONFIG_SET_BINARY, "ro", Some("x"), 1),
+        (SET_STRING, "dirsync", Some("x"), 0),
+    ];
+    for (cmd, key, value, aux) in params {
+        w.fsconfig(P, "fc", cmd, Some(key), value, aux);
+    }
+    // Eight kept, the oldest dropped; one per read, EMSGSIZE for a buffer
+    // it does not fit (a read of 0 included), the message kept.
+    for k in 0..10 {
+        w.fsconfig_kept(P, "fc", (SET_FLAG, Some(&format!("bogus{k}")), None, 0));
+    }
+    w.messages(P, "fc", &[10]);
+    w.messages(P, "fc", &[0]);
+    w.messages(P, "fc", &[4096]);
+    // readv: each segment a read; one filled exactly goes on to the next.
+    let exact = "e tmpfs: Unknown parameter 'aa'\n".len();
+    for key in ["aa", "bb", "cc", "dd"] {
+        w.fsconfig_kept(P, "fc", (SET_FLAG, Some(key), None, 0));
+    }
+    w.messages(P, "fc", &[exact, exact, 5]);
+    w.messages(P, "fc", &[0, 4096]);
+    w.messages(P, "fc", &[0, 0]);
+    w.messages(P, "fc", &[4096, 4096]);
+    w.close_dir(P, "fc");
+    // A flag once named is set again by every reconfiguration: clear
+    // unless named again.
+    w.fsopen(P, "tmpfs", 0, "r");
+    w.fsconfig(P, "r", SET_FLAG, Some("ro"), None, 0);
+    w.fsconfig(P, "r", SET_FLAG, Some("sync"), None, 0);
+    w.fsconfig(P, "r", FSCONFIG_CMD_CREATE, None, None, 0);
+    w.fsmount(P, "r", 0, 0, "rm");
+    w.move_mount(P, "@rm", "/c", MOVE_MOUNT_F_EMPTY_PATH);
+    w.info();
+    w.fsconfig(P, "r", RECONF, None, None, 0);
+    w.info();
+    w.mkdir(P, "/c/x");
+    w.fsconfig(P, "r", SET_FLAG, Some("ro"), None, 0);
+    w.fsconfig(P, "r", RECONF, None, None, 0);
+    w.info();
+    w.fsconfig(P, "r", SET_FLAG, Some("dirsync"), None, 0);
+    w.fsconfig(P, "r", RECONF, None, None, 0);
+    w.fsconfig(P, "r", RECONF, None, None, 0);
+    w.info();
+    w.close_dir(P, "r");
+    w.fsopen(P, "tmpfs", 0, "d");
+    w.fsconfig(P, "d", SET_FLAG, Some("dirsync"), None, 0);
+    w.fsconfig(P, "d", FSCONFIG_CMD_CREATE, None, None, 0);
+    w.fsmount(P, "d", 0, 0, "dm");
+    w.fsconfig(P, "d", RECONF, None, None, 0);
+    w.close_dir(P, "d");
+    // tmpfs: no limit set on an instance made without one; noswap only
+    // on one made with it; a failed reconfiguration changes nothing.
+    for (label, made, given, twice) in [
+        ("l1", ("size", "0"), ("size", "1M"), false),
+        ("l2", ("nr_blocks", "0"), ("size", "0%"), true),
+        ("l3", ("nr_inodes", "0"), ("nr_inodes", "5"), false),
+        ("l4", ("size", "1M"), ("size", "0"), true),
+        ("l5", ("size", "0"), ("nr_blocks", "0"), false),
+    ] {
+        w.fsopen(P, "tmpfs", 0, label);
+        w.fsconfig(P, label, SET_STRING, Some(made.0), Some(made.1), 0);
+        w.fsconfig(P, label, FSCONFIG_CMD_CREATE, None, None, 0);
+        w.fsmount(P, label, 0, 0, "lm");
+        w.fsconfig(P, label, SET_STRING, Some(given.0), Some(given.1), 0);
+        w.fsconfig(P, label, RECONF, None, None, 0);
+        if twice {
+            w.fsconfig(P, label, SET_STRING, Some("nr_blocks"), Some("10"), 0);
+            w.fsconfig(P, label, RECONF, None, None, 0);
+        }
+        w.close_dir(P, label);
+        w.close_dir(P, "lm");
+    }
+    w.fsopen(P, "tmpfs", 0, "n");
+    w.fsconfig(P, "n", SET_FLAG, Some("noswap"), None, 0);
+    w.fsconfig(P, "n", FSCONFIG_CMD_CREATE, None, None, 0);
+    w.fsmount(P, "n", 0, 0, "nm");
+    w.fsconfig(P, "n", RECONF, None, None, 0);
+    w.fsconfig(P, "n", SET_FLAG, Some("noswap"), None, 0);
+    w.fsconfig(P, "n", RECONF, None, None, 0);
+    w.close_dir(P, "n");
+    w.close_dir(P, "nm");
+    w.fsopen(P, "tmpfs", 0, "o");
+    w.fsconfig(P, "o", FSCONFIG_CMD_CREATE, None, None, 0);
+    w.fsmount(P, "o", 0, 0, "om");
+    w.move_mount(P, "@om", "/b", MOVE_MOUNT_F_EMPTY_PATH);
+    w.fsconfig(P, "o", SET_FLAG, Some("ro"), None, 0);
+    w.fsconfig(P, "o", SET_FLAG, Some("noswap"), None, 0);
+    w.fsconfig(P, "o", RECONF, None, None, 0);
+    w.info();
+    w.mkdir(P, "/b/x");
+    w.fsconfig(P, "o", SET_FLAG, Some("rw"), None, 0);
+    w.close_dir(P, "o");
+    // fspick's configuration names no flag: a bare reconfiguration
+    // changes nothing.
+    w.fspick(P, "/b", 0, "pick");
+    w.fsconfig(P, "pick", RECONF, None, None, 0);
+    w.fsconfig(P, "pick", SET_FLAG, Some("ro"), None, 0);
+    w.fsconfig(P, "pick", RECONF, None, None, 0);
+    w.fsconfig(P, "pick", RECONF, None, None, 0);
+    w.info();
+    w.close_dir(P, "pick");
+}
+
+#[test]
+fn fsconfig_messages_and_reconfiguration_match_the_kernel() {
+    compare("fs_config_messages", fs_config_messages, fs_config_messages);
 }
 
 #[test]

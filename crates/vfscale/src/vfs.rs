@@ -369,6 +369,7 @@ impl VfsInner {
             mounts: Mutex::new(Default::default()),
             readonly: crate::sync::atomic::AtomicBool::new(false),
             st_flags: crate::sync::atomic::AtomicI64::new(0),
+            tmpfs_options: crate::sync::atomic::AtomicU32::new(0),
             orphans: crate::sync::ShardedCounter::new(),
             xattrs: crate::inode::xattr::XattrTable::new(),
             acls: Default::default(),

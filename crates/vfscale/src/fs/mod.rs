@@ -428,6 +428,12 @@ pub struct SuperBlock {
     /// effect (nothing here is written back). Written under the mount
     /// table's lock.
     pub(crate) st_flags: crate::sync::atomic::AtomicI64,
+    /// What a reconfiguration of a tmpfs instance checks against
+    /// (mount/config.rs `TMPFS_*`: made with noswap, without a size or an
+    /// inode limit): set when fsconfig makes the instance and changed by
+    /// its reconfigurations, under the mount table's lock; 0 for
+    /// instances mount(2) makes.
+    pub(crate) tmpfs_options: crate::sync::atomic::AtomicU32,
     /// Inodes of this instance with no link left that are still alive (an
     /// open unlinked file, a removed cwd, an O_TMPFILE): Linux's
     /// s_remove_count, which makes a remount read-only EBUSY. Counted

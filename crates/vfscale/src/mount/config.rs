@@ -22,11 +22,34 @@
 //!   instance, with `mounted` set). Until fsmount mounts it, the
 //!   configuration is its only owner, and its release tears it down
 //!   (`VfsInner::release_mount_config`); once mounted, its mounts do.
+//! - Cleaning (fsmount, a reconfiguration) clears the parameters and the
+//!   instance flags asked for but not which flags were named
+//!   (`sb_flags_mask`), as Linux's vfs_clean_context: a later
+//!   reconfiguration sets every flag once named to what the new
+//!   parameters say, clear unless named again (a configuration created
+//!   "ro" remounts read-write at its first bare CMD_RECONFIGURE).
+//! - `log` holds the last `LOG_SLOTS` messages the parameters and
+//!   commands logged (Linux's fc_log), each ending in a newline, taken
+//!   one per read(2) of the descriptor (`take_message`).
 
 use crate::abi::*;
 use crate::fs::{Filesystem, SuperBlock};
+use crate::sync::atomic::Ordering;
 use crate::sync::lock::Mutex;
+use std::collections::VecDeque;
 use std::sync::Arc;
+
+/// Messages a configuration keeps (fc_log's ring): the oldest goes when
+/// another comes.
+const LOG_SLOTS: usize = 8;
+
+/// What a tmpfs instance was made with that a reconfiguration checks
+/// against (`SuperBlock::tmpfs_options`; shmem_sb_info's noswap, and
+/// max_blocks and max_inodes of 0): swap disabled, no size limit, no
+/// inode limit.
+pub(crate) const TMPFS_NOSWAP: u32 = 1 << 0;
+pub(crate) const TMPFS_UNLIMITED_BLOCKS: u32 = 1 << 1;
+pub(crate) const TMPFS_UNLIMITED_INODES: u32 = 1 << 2;
 
 /// The filesystem types vfscale makes instances of.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -37,6 +60,14 @@ pub(crate) enum FsType {
 }
 
 impl FsType {
+    /// The type's name, which prefixes its parameters' messages.
+    pub(crate) fn name(self) -> &'static [u8] {
+        match self {
+            FsType::Tmpfs => b"tmpfs",
+            FsType::Passthrough => b"passthrough",
+        }
+    }
+
     /// get_fs_type: the type called `name`, if vfscale has it.
     pub(crate) fn of(name: &[u8]) -> Option<FsType> {
         match name {
@@ -99,9 +130,16 @@ pub(crate) struct ConfigState {
     /// fsmount made a mount of `instance`.
     pub(crate) mounted: bool,
     /// tmpfs's "noswap" was given: taken when the instance is made, an
-    /// error when a reconfiguration is (shmem_reconfigure's "Cannot
-    /// disable swap on remount").
+    /// error when a reconfiguration is unless the instance has it
+    /// (shmem_reconfigure's "Cannot disable swap on remount").
     pub(crate) noswap: bool,
+    /// tmpfs's size limit and inode limit as last given ("size" and
+    /// "nr_blocks" set the first, in pages; 0 is none): only whether one
+    /// was given and whether it is 0 matter here (the limits are not
+    /// applied; docs/COMPATIBILITY.md).
+    pub(crate) blocks: Option<u64>,
+    pub(crate) inodes: Option<u64>,
+    log: VecDeque<Vec<u8>>,
 }
 
 pub(crate) struct MountConfig {
@@ -141,6 +179,51 @@ impl MountConfig {
         config
     }
 
+    /// The configuration of an fsopen or fspick descriptor's file.
+    ///
+    /// # Safety
+    ///
+    /// `file` has `FMODE_MOUNT_CONFIG` and the caller holds a reference
+    /// on it: such a file owns a reference on its configuration
+    /// (`Arc::into_raw`) until its final put.
+    pub(crate) unsafe fn of_file(file: &crate::file::OpenFile) -> &MountConfig {
+        debug_assert!(file.fmode & crate::file::FMODE_MOUNT_CONFIG != 0);
+        // SAFETY: the caller's contract.
+        unsafe { &*(file.private as *const MountConfig) }
+    }
+
+    /// fscontext_read, as do_loop_readv_writev calls it for each segment:
+    /// each segment takes the oldest message if it fits (EMSGSIZE if not,
+    /// ENODATA if there is none; an error only when nothing was read
+    /// yet), and a message shorter than its segment ends the read. An
+    /// empty segment is a read of 0 bytes if it comes first, skipped
+    /// after another (the iterator's advance); a vector of empty segments
+    /// reads nothing (vfs_readv).
+    pub(crate) fn read_messages(&self, bufs: &mut [&mut [u8]]) -> SysResult<usize> {
+        if bufs.len() > 1 && bufs.iter().all(|b| b.is_empty()) {
+            return Ok(0);
+        }
+        let mut state = self.state.lock();
+        let mut done = 0;
+        for (i, buf) in bufs.iter_mut().enumerate() {
+            if i > 0 && buf.is_empty() {
+                continue;
+            }
+            match state.take_message(buf.len()) {
+                Err(e) if done == 0 => return Err(e),
+                Err(_) => break,
+                Ok(m) => {
+                    buf[..m.len()].copy_from_slice(&m);
+                    done += m.len();
+                    if m.len() < buf.len() {
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(done)
+    }
+
     pub(crate) fn new(fstype: FsType) -> MountConfig {
         MountConfig {
             state: Mutex::new(ConfigState {
@@ -154,6 +237,9 @@ impl MountConfig {
                 instance: None,
                 mounted: false,
                 noswap: false,
+                blocks: None,
+                inodes: None,
+                log: VecDeque::new(),
             }),
         }
     }
@@ -161,20 +247,105 @@ impl MountConfig {
 
 impl ConfigState {
     /// finish_clean_context: after fsmount (or a reconfiguration) the next
-    /// call starts a reconfiguration, its parameters cleared.
+    /// call starts a reconfiguration, its parameters cleared (not the
+    /// flags' mask: module doc).
     pub(crate) fn finish_clean(&mut self) {
         if self.phase == Phase::AwaitingReconf {
             self.source = None;
             self.sb_flags = 0;
-            self.sb_flags_mask = 0;
             self.noswap = false;
+            self.blocks = None;
+            self.inodes = None;
+            self.root_mode = 0o1777;
+            self.root_owner = (0, 0);
             self.phase = Phase::ReconfParams;
         }
     }
 
+    /// logfc at level 'e': `parts` as one message, after the type's name
+    /// when `prefixed` (errorfc, invalfc; else errorf, invalf).
+    pub(crate) fn log_error(&mut self, prefixed: bool, parts: &[&[u8]]) {
+        let mut message = b"e ".to_vec();
+        if prefixed {
+            message.extend_from_slice(self.fstype.name());
+            message.extend_from_slice(b": ");
+        }
+        parts.iter().for_each(|p| message.extend_from_slice(p));
+        message.push(b'\n');
+        if self.log.len() == LOG_SLOTS {
+            self.log.pop_front();
+        }
+        self.log.push_back(message);
+    }
+
+    /// invalfc: the message, and the EINVAL that goes with it.
+    fn invalid(&mut self, prefixed: bool, parts: &[&[u8]]) -> Errno {
+        self.log_error(prefixed, parts);
+        Errno::EINVAL
+    }
+
+    /// fs_param_bad_value.
+    fn bad_value(&mut self, key: &[u8]) -> Errno {
+        self.invalid(true, &[b"Bad value for '", key, b"'"])
+    }
+
+    /// fetch_message_locked: the oldest message if a buffer of `len`
+    /// bytes takes it (EMSGSIZE, keeping it, if not; ENODATA if none).
+    pub(crate) fn take_message(&mut self, len: usize) -> SysResult<Vec<u8>> {
+        match self.log.front() {
+            None => Err(Errno::ENODATA),
+            Some(m) if m.len() > len => Err(Errno::EMSGSIZE),
+            Some(_) => Ok(self.log.pop_front().expect("a message")),
+        }
+    }
+
+    /// shmem_reconfigure's checks of tmpfs instance `sb` against the
+    /// parameters, in its order, before anything changes.
+    pub(crate) fn check_tmpfs_reconfigure(&mut self, sb: &SuperBlock) -> SysResult<()> {
+        if self.fstype != FsType::Tmpfs {
+            return Ok(());
+        }
+        // Relaxed: changed only under the mount table's lock, which the
+        // caller holds.
+        let made = sb.tmpfs_options.load(Ordering::Relaxed);
+        let refused: &[u8] =
+            if self.blocks.is_some_and(|b| b != 0) && made & TMPFS_UNLIMITED_BLOCKS != 0 {
+                b"Cannot retroactively limit size"
+            } else if self.inodes.is_some_and(|i| i != 0) && made & TMPFS_UNLIMITED_INODES != 0 {
+                b"Cannot retroactively limit inodes"
+            } else if self.noswap && made & TMPFS_NOSWAP == 0 {
+                b"Cannot disable swap on remount"
+            } else {
+                return Ok(());
+            };
+        Err(self.invalid(true, &[refused]))
+    }
+
+    /// The options a tmpfs instance keeps (`SuperBlock::tmpfs_options`)
+    /// after it is made (`before` 0) or reconfigured (`before` its
+    /// options) with these parameters.
+    pub(crate) fn tmpfs_options(&self, before: u32) -> u32 {
+        let mut options = before;
+        for (given, bit) in [
+            (self.blocks, TMPFS_UNLIMITED_BLOCKS),
+            (self.inodes, TMPFS_UNLIMITED_INODES),
+        ] {
+            match given {
+                Some(0) => options |= bit,
+                Some(_) => options &= !bit,
+                None => {}
+            }
+        }
+        if self.noswap {
+            options |= TMPFS_NOSWAP;
+        }
+        options
+    }
+
     /// vfs_parse_fs_param: an instance flag by name (any value), then the
     /// type's own parameters, then "source" (a string, once). EBUSY
-    /// outside the parameter phases; EINVAL for anything else.
+    /// outside the parameter phases; EINVAL for anything else, with
+    /// Linux's message.
     pub(crate) fn parse(&mut self, key: &[u8], value: Value<'_>) -> SysResult<()> {
         if !matches!(self.phase, Phase::CreateParams | Phase::ReconfParams) {
             return Err(Errno::EBUSY);
@@ -196,20 +367,24 @@ impl ConfigState {
         }
         if key == b"source" {
             return match value {
-                Value::String(s) if self.source.is_none() => {
+                Value::String(_) if self.source.is_some() => {
+                    Err(self.invalid(false, &[b"Multiple sources"]))
+                }
+                Value::String(s) => {
                     self.source = Some(s.to_vec());
                     Ok(())
                 }
-                _ => Err(Errno::EINVAL),
+                _ => Err(self.invalid(false, &[b"Non-string source"])),
             };
         }
-        Err(Errno::EINVAL)
+        Err(self.invalid(true, &[b"Unknown parameter '", key, b"'"]))
     }
 
     /// shmem_parse_one for the parameters vfscale has (None: not one of
-    /// tmpfs's). mode, uid and gid set the root of the instance made;
-    /// the size and inode limits, huge, inode32/64 and noswap are checked
-    /// as Linux checks them and change nothing (the instance's limits are
+    /// tmpfs's), with its messages. mode, uid and gid set the root of the
+    /// instance made; the size and inode limits, huge, inode32/64 and
+    /// noswap are checked as Linux checks them and change nothing but
+    /// what a reconfiguration checks (the instance's limits are
     /// `VfsConfig::tmpfs_limits`).
     fn parse_tmpfs(&mut self, key: &[u8], value: Value<'_>) -> Option<SysResult<()>> {
         let string = match value {
@@ -217,18 +392,22 @@ impl ConfigState {
             _ => None,
         };
         let flag = matches!(value, Value::Flag);
-        let bad = Err(Errno::EINVAL);
         Some(match key {
             b"mode" => match string.and_then(|s| parse_uint(s, 8)) {
                 Some(m) => {
                     self.root_mode = m & 0o7777;
                     Ok(())
                 }
-                None => bad,
+                None => Err(self.bad_value(key)),
             },
             b"uid" | b"gid" => match string.and_then(|s| parse_uint(s, 0)) {
                 // make_kuid: (uid_t)-1 is no id.
-                Some(id) if id != u32::MAX => {
+                Some(u32::MAX) => {
+                    let what: &[u8] = if key == b"uid" { b"uid" } else { b"gid" };
+                    let s = string.unwrap_or_default();
+                    Err(self.invalid(true, &[b"Invalid ", what, b" '", s, b"'"]))
+                }
+                Some(id) => {
                     if key == b"uid" {
                         self.root_owner.0 = id;
                     } else {
@@ -236,30 +415,57 @@ impl ConfigState {
                     }
                     Ok(())
                 }
-                _ => bad,
+                // fs_param_is_uid logs what fs_param_is_u32 logged again.
+                None => {
+                    self.bad_value(key);
+                    Err(self.bad_value(key))
+                }
             },
             b"size" => match string.and_then(memparse) {
-                Some((_, rest)) if rest.is_empty() || rest == b"%" => Ok(()),
-                _ => bad,
+                Some((n, b"" | b"%")) => {
+                    self.blocks = Some(n);
+                    Ok(())
+                }
+                _ => Err(self.bad_value(key)),
             },
             b"nr_blocks" => match string.and_then(memparse) {
-                Some((n, b"")) if n <= i64::MAX as u64 => Ok(()),
-                _ => bad,
+                Some((n, b"")) if n <= i64::MAX as u64 => {
+                    self.blocks = Some(n);
+                    Ok(())
+                }
+                _ => Err(self.bad_value(key)),
             },
             b"nr_inodes" => match string.and_then(memparse) {
-                Some((n, b"")) if n <= u64::MAX / BOGO_INODE_SIZE => Ok(()),
-                _ => bad,
+                Some((n, b"")) if n <= u64::MAX / BOGO_INODE_SIZE => {
+                    self.inodes = Some(n);
+                    Ok(())
+                }
+                _ => Err(self.bad_value(key)),
             },
             b"huge" => match string {
                 Some(b"never" | b"always" | b"within_size" | b"advise") => Ok(()),
-                _ => bad,
+                _ => Err(self.bad_value(key)),
             },
+            // No NUMA policy is built: every value is refused.
+            b"mpol" => Err(self.bad_value(key)),
+            // A kernel without CONFIG_UNICODE (the 6.18 host's), message
+            // and its doubled newline included; a non-string casefold
+            // value is the string parameter's bad value.
+            b"casefold" if !flag && string.is_none() => Err(self.bad_value(key)),
+            b"strict_encoding" if !flag => {
+                Err(self.invalid(true, &[b"Unexpected value for '", key, b"'"]))
+            }
+            b"casefold" | b"strict_encoding" => {
+                Err(self.invalid(true, &[b"tmpfs: Kernel not built with CONFIG_UNICODE\n"]))
+            }
             b"inode32" | b"inode64" if flag => Ok(()),
             b"noswap" if flag => {
                 self.noswap = true;
                 Ok(())
             }
-            b"inode32" | b"inode64" | b"noswap" => bad,
+            b"inode32" | b"inode64" | b"noswap" => {
+                Err(self.invalid(true, &[b"Unexpected value for '", key, b"'"]))
+            }
             _ => return None,
         })
     }
@@ -398,5 +604,85 @@ mod tests {
         assert!(s.noswap);
         s.parse(b"rw", Value::Flag).unwrap();
         assert_eq!(s.sb_flags_mask, MS_RDONLY);
+    }
+
+    /// The messages the refusals above logged, in order.
+    fn logged(c: &MountConfig) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut buf = [0u8; 128];
+        while let Ok(n) = c.read_messages(&mut [&mut buf[..]]) {
+            out.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+        }
+        out
+    }
+
+    #[test]
+    fn refusals_log_linux_messages() {
+        let c = MountConfig::new(FsType::Tmpfs);
+        {
+            let mut s = c.state.lock();
+            let _ = s.parse(b"bogus", Value::Flag);
+            let _ = s.parse(b"uid", Value::Flag);
+            let _ = s.parse(b"gid", Value::String(b"4294967295"));
+            let _ = s.parse(b"noswap", Value::Other);
+            let _ = s.parse(b"source", Value::Flag);
+            s.parse(b"ro", Value::Other).unwrap();
+        }
+        assert_eq!(
+            logged(&c),
+            [
+                "e tmpfs: Unknown parameter 'bogus'\n",
+                "e tmpfs: Bad value for 'uid'\n",
+                "e tmpfs: Bad value for 'uid'\n",
+                "e tmpfs: Invalid gid '4294967295'\n",
+                "e tmpfs: Unexpected value for 'noswap'\n",
+                "e Non-string source\n",
+            ]
+        );
+        assert_eq!(
+            c.read_messages(&mut [&mut [0u8; 64][..]]),
+            Err(Errno::ENODATA)
+        );
+    }
+
+    #[test]
+    fn the_log_keeps_eight_and_reads_one_per_segment() {
+        let c = MountConfig::new(FsType::Passthrough);
+        {
+            let mut s = c.state.lock();
+            for k in b'0'..=b'9' {
+                assert_eq!(s.parse(&[b'k', k], Value::Flag), Err(Errno::EINVAL));
+            }
+        }
+        let one = "e passthrough: Unknown parameter 'k2'\n".len();
+        // Too small (a read of 0 too): the message stays.
+        let mut small = [0u8; 8];
+        assert_eq!(c.read_messages(&mut [&mut small[..]]), Err(Errno::EMSGSIZE));
+        assert_eq!(c.read_messages(&mut [&mut [][..]]), Err(Errno::EMSGSIZE));
+        // Exactly filled segments go on; a short message ends the read.
+        let (mut a, mut b, mut d) = (vec![0u8; one], vec![0u8; one], vec![0u8; 100]);
+        let n = c.read_messages(&mut [&mut a[..], &mut [][..], &mut b[..], &mut d[..]]);
+        assert_eq!(n, Ok(3 * one));
+        assert_eq!(
+            (&a[..], &b[..], &d[..one]),
+            (
+                &b"e passthrough: Unknown parameter 'k2'\n"[..],
+                &b"e passthrough: Unknown parameter 'k3'\n"[..],
+                &b"e passthrough: Unknown parameter 'k4'\n"[..],
+            )
+        );
+        // A vector of empty segments reads nothing; a leading empty one is
+        // a read of 0.
+        assert_eq!(c.read_messages(&mut [&mut [][..], &mut [][..]]), Ok(0));
+        assert_eq!(
+            c.read_messages(&mut [&mut [][..], &mut d[..]]),
+            Err(Errno::EMSGSIZE)
+        );
+        assert_eq!(logged(&c).len(), 5);
+        let mut e = d.clone();
+        assert_eq!(
+            c.read_messages(&mut [&mut d[..], &mut e[..]]),
+            Err(Errno::ENODATA)
+        );
     }
 }

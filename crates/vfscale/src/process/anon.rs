@@ -94,9 +94,12 @@ impl Process {
                 Ok(n)
             }
             Some(Stream::Inotify(i)) => i.read(bufs, nb),
-            // fscontext_read: its log of messages, which vfscale does not
-            // keep (docs/COMPATIBILITY.md): always empty.
-            Some(Stream::MountConfig) => Err(Errno::ENODATA),
+            // fscontext_read: the messages its configuration logged.
+            Some(Stream::MountConfig) => {
+                // SAFETY: the stream is a configuration's, and the caller
+                // holds a reference on the file.
+                unsafe { crate::mount::config::MountConfig::of_file(file) }.read_messages(bufs)
+            }
             // An epoll file has no read operation.
             Some(Stream::Epoll(_)) | None => Err(Errno::EINVAL),
         }

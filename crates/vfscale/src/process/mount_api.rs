@@ -15,6 +15,7 @@
 use super::Process;
 use crate::abi::*;
 use crate::file::{FMODE_MOUNT_CONFIG, FMODE_NEED_UNMOUNT, FMODE_PATH, FMODE_READ, FMODE_WRITE};
+use crate::fs::SuperBlock;
 use crate::mount::config::{ConfigState, FsType, MountConfig, Phase, Value};
 use crate::mount::flags::{from_mount_attr, MNT_NOATIME, MNT_RELATIME};
 use std::sync::Arc;
@@ -245,14 +246,17 @@ impl Process {
         if state.phase != Phase::CreateParams {
             return Err(Errno::EBUSY);
         }
-        let made = state
-            .fstype
-            .filesystem(state.source.as_deref())
-            .and_then(|fs| {
-                self.new_instance_of(fs, state.sb_flags, state.root_mode, state.root_owner)
-            });
+        let made = self.create_instance(state);
         match made {
             Ok(sb) => {
+                // Relaxed: nobody else can reach the instance yet.
+                sb.tmpfs_options.store(
+                    match state.fstype {
+                        FsType::Tmpfs => state.tmpfs_options(0),
+                        FsType::Passthrough => 0,
+                    },
+                    crate::sync::atomic::Ordering::Relaxed,
+                );
                 state.instance = Some(sb);
                 state.phase = Phase::AwaitingMount;
                 Ok(())
@@ -264,33 +268,75 @@ impl Process {
         }
     }
 
-    /// vfs_cmd_reconfigure: the instance's read-only bit, if a parameter
-    /// named it (the only instance setting vfscale changes; the others are
-    /// taken and change nothing, as a remount's). "noswap" then fails it
-    /// with EINVAL, the read-only bit changed all the same (as Linux 6.18
-    /// does: seen on the host, `fsopen_fsconfig_fsmount_match_the_kernel`).
+    /// The backend and instance a create makes, with the messages of a
+    /// passthrough's missing or unusable source (get_tree_bdev's).
+    fn create_instance(&self, state: &mut ConfigState) -> SysResult<Arc<SuperBlock>> {
+        let fs = match (state.fstype, state.source.clone()) {
+            (FsType::Passthrough, None) => {
+                state.log_error(false, &[b"No source specified"]);
+                return Err(Errno::EINVAL);
+            }
+            (fstype, source) => fstype.filesystem(source.as_deref()).inspect_err(|_| {
+                let source = source.unwrap_or_default();
+                state.log_error(false, &[&source, b": Can't open the host directory"]);
+            })?,
+        };
+        self.new_instance_of(fs, state.sb_flags, state.root_mode, state.root_owner)
+    }
+
+    /// vfs_cmd_reconfigure: reconfigure_super with the flags ever named
+    /// (module doc of mount/config.rs) — EINVAL for one a remount cannot
+    /// change (dirsync), then the read-only bit's checks, then tmpfs's own
+    /// (shmem_reconfigure: a limit on an instance made without one, noswap
+    /// on one made with swap; EINVAL, with their messages), and only then
+    /// the change: of the flags the instance has, the read-only bit and
+    /// those statfs reports. The size and inode limits are not applied
+    /// (docs/COMPATIBILITY.md).
     fn config_reconfigure(&self, state: &mut ConfigState) -> SysResult<()> {
         if state.phase != Phase::ReconfParams {
             return Err(Errno::EBUSY);
         }
         let sb = state.instance.clone().expect("an instance to reconfigure");
-        let r = if state.sb_flags_mask & MS_RDONLY != 0 && !sb.mounts.lock().is_empty() {
-            let _list = self.vfs.lock_mounts();
-            self.reconfigure_instance(&sb, state.sb_flags & MS_RDONLY != 0)
-        } else {
-            Ok(())
-        }
-        .and(if state.noswap {
-            Err(Errno::EINVAL)
-        } else {
-            Ok(())
-        });
+        let _list = self.vfs.lock_mounts();
+        let r = self.reconfigure_config(&sb, state);
         state.phase = if r.is_ok() {
             Phase::AwaitingReconf
         } else {
             Phase::Failed
         };
         r
+    }
+
+    /// `config_reconfigure`'s checks and change. Caller holds the mount
+    /// table's lock.
+    fn reconfigure_config(&self, sb: &SuperBlock, state: &mut ConfigState) -> SysResult<()> {
+        use crate::sync::atomic::Ordering::Relaxed;
+        /// The flags a remount changes that fsconfig can name
+        /// (MS_RMT_MASK but MS_I_VERSION, which has no name).
+        const REMOUNT_FLAGS: u64 = MS_RDONLY | MS_SYNCHRONOUS | MS_MANDLOCK | MS_LAZYTIME;
+        let mask = state.sb_flags_mask;
+        if mask & !REMOUNT_FLAGS != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let readonly = if mask & MS_RDONLY != 0 && !sb.mounts.lock().is_empty() {
+            state.sb_flags & MS_RDONLY != 0
+        } else {
+            sb.is_readonly()
+        };
+        self.reconfigure_instance(sb, readonly, || state.check_tmpfs_reconfigure(sb))?;
+        // Relaxed (both): statfs reads a snapshot; the options are read
+        // and written under the mount table's lock.
+        let named = SuperBlock::st_flags_of(mask);
+        let st = sb.st_flags.load(Relaxed) & !named;
+        sb.st_flags.store(
+            st | SuperBlock::st_flags_of(state.sb_flags) & named,
+            Relaxed,
+        );
+        if state.fstype == FsType::Tmpfs {
+            let options = state.tmpfs_options(sb.tmpfs_options.load(Relaxed));
+            sb.tmpfs_options.store(options, Relaxed);
+        }
+        Ok(())
     }
 
     /// fsmount(2): a detached mount of the instance the configuration
@@ -423,10 +469,9 @@ struct ConfigHold<'a> {
 impl ConfigHold<'_> {
     fn config(&self) -> &MountConfig {
         let file = self.file.as_ref().expect("held until dropped").file();
-        // SAFETY: a FMODE_MOUNT_CONFIG file owns a reference on its
-        // configuration (`Arc::into_raw`) until its final put, which our
-        // reference on the file holds off.
-        unsafe { &*(file.private as *const MountConfig) }
+        // SAFETY: `mount_config_of` checked the file's kind, and our
+        // reference holds off its final put.
+        unsafe { MountConfig::of_file(file) }
     }
 }
 

@@ -76,7 +76,7 @@ impl Process {
             }
             let bits = mount_flags::requested(flags, Some(tmnt.flags.get()));
             if flags & MS_BIND == 0 {
-                self.reconfigure_instance(tmnt.sb(), flags & MS_RDONLY != 0)?;
+                self.reconfigure_instance(tmnt.sb(), flags & MS_RDONLY != 0, || Ok(()))?;
                 // The other superblock flags a remount sets (MS_RMT_MASK).
                 // Relaxed: read as a snapshot by statfs.
                 tmnt.sb().st_flags.store(
@@ -306,20 +306,24 @@ impl Process {
     }
 
     /// reconfigure_super's read-only part: instance `sb` becomes read-only
-    /// (`readonly`) or writable. Becoming read-only is EBUSY while any of
-    /// its mounts has a writer or an unlinked inode is alive
-    /// (sb_prepare_remount_readonly); every mount is held meanwhile
-    /// (mount/write.rs). Caller holds the mount table's lock.
+    /// (`readonly`) or writable, unless `fs_reconfigure` (the
+    /// filesystem's own checks, which run after the read-only ones) fails.
+    /// Becoming read-only is EBUSY while any of its mounts has a writer or
+    /// an unlinked inode is alive (sb_prepare_remount_readonly); every
+    /// mount is held meanwhile (mount/write.rs). Caller holds the mount
+    /// table's lock.
     pub(super) fn reconfigure_instance(
         &self,
         sb: &crate::fs::SuperBlock,
         readonly: bool,
+        fs_reconfigure: impl FnOnce() -> SysResult<()>,
     ) -> SysResult<()> {
         use crate::mount::write::Writers;
         // SeqCst (both stores): before the stores that end the holds,
         // which writers that waited read (mount/write.rs).
         use crate::sync::atomic::Ordering::SeqCst;
         if !readonly || sb.is_readonly() {
+            fs_reconfigure()?;
             sb.readonly.store(readonly, SeqCst);
             return Ok(());
         }
@@ -331,15 +335,16 @@ impl Process {
         let each = || mounts.iter().map(|&x| unsafe { &*(x as *const Mount) });
         each().for_each(|x| Writers::hold(&x.flags));
         let busy = each().any(|x| x.writers.busy()) || sb.orphans.sum() > 0;
-        if !busy {
+        let r = if busy {
+            Err(Errno::EBUSY)
+        } else {
+            fs_reconfigure()
+        };
+        if r.is_ok() {
             sb.readonly.store(true, SeqCst);
         }
         each().for_each(|x| Writers::release(&x.flags, x.flags.get()));
-        if busy {
-            Err(Errno::EBUSY)
-        } else {
-            Ok(())
-        }
+        r
     }
 
     /// do_loopback: binds what `source` names on `tgt`, with the mounts
@@ -532,7 +537,9 @@ impl Process {
                 return Err(Errno::EINVAL);
             }
             if flags & MNT_DETACH == 0 {
-                return self.reconfigure_instance(mr.sb(), true).map(|()| None);
+                return self
+                    .reconfigure_instance(mr.sb(), true, || Ok(()))
+                    .map(|()| None);
             }
         }
         if mr.parent_ptr().is_null() {
