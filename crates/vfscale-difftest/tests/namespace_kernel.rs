@@ -652,6 +652,39 @@ impl<T: ProcessApi> World<T> {
         self.step(i, format!("mkdir {path}"), unit(r));
     }
 
+    /// statfs of `path`: the instance's blocks and inodes, total and free.
+    fn space(&mut self, i: usize, path: &str) {
+        let r = self.proc(i).statfs(&self.full(path)).map(|st| {
+            format!(
+                "blocks {}/{} files {}/{}",
+                st.f_bfree, st.f_blocks, st.f_ffree, st.f_files
+            )
+        });
+        self.step(
+            i,
+            format!("statfs {path}"),
+            r.unwrap_or_else(|e| format!("{e}")),
+        );
+    }
+
+    /// A new file `path` with `len` bytes written in one write: what the
+    /// open and the write did.
+    fn fill(&mut self, i: usize, path: &str, len: usize) {
+        let p = self.proc(i);
+        let r = p
+            .open(&self.full(path), O_WRONLY | O_CREAT | O_EXCL, 0o644)
+            .and_then(|fd| {
+                let n = p.write(fd, &vec![b'x'; len]);
+                p.close(fd)?;
+                n
+            });
+        let shown = match r {
+            Ok(n) => format!("wrote {n}"),
+            Err(e) => format!("{e}"),
+        };
+        self.step(i, format!("fill {path} {len}"), shown);
+    }
+
     fn chdir(&mut self, i: usize, path: &str) {
         let r = self.proc(i).chdir(&self.full(path));
         self.step(i, format!("chdir {path}"), unit(r));
@@ -1961,6 +1994,53 @@ fn fs_config_messages<T: ProcessApi>(w: &mut World<T>) {
     w.mkdir(P, "/b/x");
     w.fsconfig(P, "o", SET_FLAG, Some("rw"), None, 0);
     w.close_dir(P, "o");
+    // tmpfs's limits: applied at the create, refused below what is in
+    // use, lifted by 0 (statfs then shows none).
+    w.fsopen(P, "tmpfs", 0, "s");
+    w.fsconfig(P, "s", SET_STRING, Some("size"), Some("16k"), 0);
+    w.fsconfig(P, "s", SET_STRING, Some("nr_inodes"), Some("4"), 0);
+    w.fsconfig(P, "s", FSCONFIG_CMD_CREATE, None, None, 0);
+    w.fsmount(P, "s", 0, 0, "sm");
+    w.move_mount(P, "@sm", "/a", MOVE_MOUNT_F_EMPTY_PATH);
+    w.space(P, "/a");
+    w.fill(P, "/a/f1", 10_000);
+    w.fill(P, "/a/f2", 10_000);
+    w.fill(P, "/a/f3", 10);
+    w.space(P, "/a");
+    w.mkdir(P, "/a/d1");
+    w.mkdir(P, "/a/d2");
+    w.space(P, "/a");
+    for (key, value) in [
+        ("size", "4k"),
+        ("nr_inodes", "2"),
+        ("size", "1M"),
+        ("nr_inodes", "100"),
+        ("nr_blocks", "0"),
+        ("nr_inodes", "0"),
+        ("size", "1M"),
+    ] {
+        w.fsconfig(P, "s", SET_STRING, Some(key), Some(value), 0);
+        w.fsconfig(P, "s", RECONF, None, None, 0);
+        w.space(P, "/a");
+        if w.held_fd(P, "s").is_some() {
+            // A failed reconfiguration ends the configuration: a fresh one.
+            w.close_dir(P, "s");
+            w.fspick(P, "/a", 0, "s");
+        }
+    }
+    w.fill(P, "/a/f4", 100_000);
+    w.mkdir(P, "/a/d3");
+    w.space(P, "/a");
+    w.close_dir(P, "s");
+    w.fsopen(P, "tmpfs", 0, "pct");
+    w.fsconfig(P, "pct", SET_STRING, Some("size"), Some("10%"), 0);
+    // (The default inode limit is the Vfs's, not half the host's pages.)
+    w.fsconfig(P, "pct", SET_STRING, Some("nr_inodes"), Some("1k"), 0);
+    w.fsconfig(P, "pct", FSCONFIG_CMD_CREATE, None, None, 0);
+    w.fsmount(P, "pct", 0, 0, "pm");
+    w.move_mount(P, "@pm", "/a/d3", MOVE_MOUNT_F_EMPTY_PATH);
+    w.space(P, "/a/d3");
+    w.close_dir(P, "pct");
     // fspick's configuration names no flag: a bare reconfiguration
     // changes nothing.
     w.fspick(P, "/b", 0, "pick");

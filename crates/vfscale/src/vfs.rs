@@ -353,6 +353,7 @@ impl VfsInner {
         let revalidate_ttl_ns = fs
             .revalidate_ttl()
             .map(|t| t.as_nanos().min(u64::MAX as u128) as u64);
+        let (max_pages, max_inodes) = SuperBlock::limit_fields(self.config.tmpfs_limits);
         let sb = Arc::new(SuperBlock {
             backend_served,
             revalidate_ttl_ns,
@@ -365,7 +366,8 @@ impl VfsInner {
             lru: Default::default(),
             used_blocks: ApproxCounter::new(),
             used_inodes: ApproxCounter::new(),
-            limits: self.config.tmpfs_limits,
+            max_pages,
+            max_inodes,
             mounts: Mutex::new(Default::default()),
             readonly: crate::sync::atomic::AtomicBool::new(false),
             st_flags: crate::sync::atomic::AtomicI64::new(0),

@@ -20,7 +20,7 @@ pub mod tmpfs;
 use crate::abi::*;
 use crate::dcache::dentry::Dentry;
 use crate::inode::Inode;
-use crate::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use crate::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, Ordering};
 use crate::sync::counter::ApproxCounter;
 use crate::sync::ino_batch::InoAllocator;
 use crate::sync::lock::Mutex;
@@ -414,7 +414,13 @@ pub struct SuperBlock {
     pub(crate) lru: crate::reclaim::list_lru::ListLru,
     pub(crate) used_blocks: ApproxCounter,
     pub(crate) used_inodes: ApproxCounter,
-    pub(crate) limits: FsLimits,
+    /// The size limit in pages and the inode limit (`VfsConfig::
+    /// tmpfs_limits` unless fsconfig's parameters set them; `UNLIMITED`:
+    /// none, as tmpfs's 0). Changed only by a reconfiguration, under the
+    /// mount table's lock; read as a bound that a racing create or write
+    /// may see either side of (as shmem's max_blocks).
+    pub(crate) max_pages: AtomicI64,
+    pub(crate) max_inodes: AtomicI64,
     /// Mounts of this instance (`*const Mount`), attached or detached but
     /// alive; the last one to go tears the tree down. Lock order: after
     /// the mount table's lock.
@@ -465,7 +471,45 @@ unsafe impl Sync for SuperBlock {}
 
 pub const BLOCK_SIZE: u64 = 4096;
 
+/// A limit that is none (tmpfs's size or nr_inodes of 0).
+pub(crate) const UNLIMITED: i64 = i64::MAX;
+
 impl SuperBlock {
+    /// The limit fields of a new instance with `limits`.
+    pub(crate) fn limit_fields(limits: FsLimits) -> (AtomicI64, AtomicI64) {
+        let clamp = |n: u64| AtomicI64::new(i64::try_from(n).unwrap_or(UNLIMITED));
+        (
+            clamp(limits.max_bytes / BLOCK_SIZE),
+            clamp(limits.max_inodes),
+        )
+    }
+
+    /// The size limit in pages and the inode limit (`UNLIMITED`: none).
+    pub(crate) fn limits(&self) -> (i64, i64) {
+        // Relaxed (both): bounds, not publication (field doc).
+        (
+            self.max_pages.load(Ordering::Relaxed),
+            self.max_inodes.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Sets the limits given (tmpfs's size and nr_inodes; 0: none).
+    /// Caller holds the mount table's lock, or nobody else can reach the
+    /// instance yet.
+    pub(crate) fn set_limits(&self, pages: Option<u64>, inodes: Option<u64>) {
+        let limit = |n: u64| match n {
+            0 => UNLIMITED,
+            n => i64::try_from(n).unwrap_or(UNLIMITED),
+        };
+        // Relaxed (both): as `limits`.
+        if let Some(n) = pages {
+            self.max_pages.store(limit(n), Ordering::Relaxed);
+        }
+        if let Some(n) = inodes {
+            self.max_inodes.store(limit(n), Ordering::Relaxed);
+        }
+    }
+
     pub fn root(&self) -> *const Dentry {
         // Acquire: pairs with the release store at creation.
         self.root.load(Ordering::Acquire)
@@ -475,11 +519,7 @@ impl SuperBlock {
     /// Hard links take one each, as in tmpfs. The check is exact near the
     /// limit and a cheap approximate read elsewhere (percpu_counter_compare).
     pub(crate) fn reserve_inode(&self) -> SysResult<()> {
-        if self
-            .used_inodes
-            .compare(self.limits.max_inodes as i64)
-            .is_ge()
-        {
+        if self.used_inodes.compare(self.limits().1).is_ge() {
             return Err(Errno::ENOSPC);
         }
         self.used_inodes.add(1);
@@ -491,7 +531,7 @@ impl SuperBlock {
     /// it): true if reserved. Far from the limit the reservation cannot
     /// fail, so the limit is read once, not again by `reserve_inode`.
     pub(crate) fn reserve_inode_if_far(&self, slack: i64) -> bool {
-        let max = i64::try_from(self.limits.max_inodes).unwrap_or(i64::MAX);
+        let max = self.limits().1;
         if !self.used_inodes.compare(max.saturating_sub(slack)).is_lt() {
             return false;
         }
@@ -510,16 +550,11 @@ impl SuperBlock {
 
     /// Accounts a change of allocated 512-byte blocks; growth past the limit
     /// is ENOSPC (exact near the limit, like `reserve_inode`).
-    /// The instance's size in pages (`size=`).
-    pub(crate) fn max_pages(&self) -> u64 {
-        self.limits.max_bytes / BLOCK_SIZE
-    }
-
     /// Whether `pages` more pages fit in the instance now: a check before
     /// allocating that much (fallocate), which the charge afterwards makes
     /// exact.
     pub(crate) fn pages_fit(&self, pages: u64) -> bool {
-        let max_pages = self.max_pages();
+        let max_pages = self.limits().0 as u64;
         pages <= max_pages && !self.used_blocks.compare((max_pages - pages) as i64).is_gt()
     }
 
@@ -529,7 +564,7 @@ impl SuperBlock {
             // The free of an empty file: no shared counter to touch.
             return Ok(());
         }
-        let max_pages = (self.limits.max_bytes / BLOCK_SIZE) as i64;
+        let max_pages = self.limits().0;
         if delta_pages > 0 && self.used_blocks.compare(max_pages - delta_pages).is_gt() {
             return Err(Errno::ENOSPC);
         }
@@ -575,7 +610,10 @@ impl SuperBlock {
                 ..backend
             };
         }
-        let total = self.limits.max_bytes / BLOCK_SIZE;
+        // shmem_statfs: an unlimited count shows as 0 total, 0 free.
+        let (max_pages, max_inodes) = self.limits();
+        let shown = |max: i64| if max == UNLIMITED { 0 } else { max as u64 };
+        let (total, files) = (shown(max_pages), shown(max_inodes));
         let used = self.used_blocks.sum().max(0) as u64;
         let files_used = self.used_inodes.sum().max(0) as u64;
         let free = total.saturating_sub(used);
@@ -585,8 +623,8 @@ impl SuperBlock {
             f_blocks: total,
             f_bfree: free,
             f_bavail: free,
-            f_files: self.limits.max_inodes,
-            f_ffree: self.limits.max_inodes.saturating_sub(files_used),
+            f_files: files,
+            f_ffree: files.saturating_sub(files_used),
             f_fsid: [self.dev as i32, (self.dev >> 32) as i32],
             f_namelen: NAME_MAX as i64,
             f_frsize: BLOCK_SIZE as i64,

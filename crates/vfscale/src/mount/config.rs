@@ -33,7 +33,7 @@
 //!   one per read(2) of the descriptor (`take_message`).
 
 use crate::abi::*;
-use crate::fs::{Filesystem, SuperBlock};
+use crate::fs::{Filesystem, SuperBlock, BLOCK_SIZE};
 use crate::sync::atomic::Ordering;
 use crate::sync::lock::Mutex;
 use std::collections::VecDeque;
@@ -43,13 +43,9 @@ use std::sync::Arc;
 /// another comes.
 const LOG_SLOTS: usize = 8;
 
-/// What a tmpfs instance was made with that a reconfiguration checks
-/// against (`SuperBlock::tmpfs_options`; shmem_sb_info's noswap, and
-/// max_blocks and max_inodes of 0): swap disabled, no size limit, no
-/// inode limit.
+/// A tmpfs instance made with "noswap" (`SuperBlock::tmpfs_options`;
+/// shmem_sb_info's noswap), which a reconfiguration checks.
 pub(crate) const TMPFS_NOSWAP: u32 = 1 << 0;
-pub(crate) const TMPFS_UNLIMITED_BLOCKS: u32 = 1 << 1;
-pub(crate) const TMPFS_UNLIMITED_INODES: u32 = 1 << 2;
 
 /// The filesystem types vfscale makes instances of.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -133,10 +129,9 @@ pub(crate) struct ConfigState {
     /// error when a reconfiguration is unless the instance has it
     /// (shmem_reconfigure's "Cannot disable swap on remount").
     pub(crate) noswap: bool,
-    /// tmpfs's size limit and inode limit as last given ("size" and
-    /// "nr_blocks" set the first, in pages; 0 is none): only whether one
-    /// was given and whether it is 0 matter here (the limits are not
-    /// applied; docs/COMPATIBILITY.md).
+    /// tmpfs's size limit in pages ("size" and "nr_blocks") and inode
+    /// limit as last given (0: none), for the instance made or
+    /// reconfigured (`SuperBlock::set_limits`).
     pub(crate) blocks: Option<u64>,
     pub(crate) inodes: Option<u64>,
     log: VecDeque<Vec<u8>>,
@@ -300,46 +295,40 @@ impl ConfigState {
     }
 
     /// shmem_reconfigure's checks of tmpfs instance `sb` against the
-    /// parameters, in its order, before anything changes.
+    /// parameters, in its order, before anything changes. The inode
+    /// check counts inodes (Linux counts their xattrs' space too).
     pub(crate) fn check_tmpfs_reconfigure(&mut self, sb: &SuperBlock) -> SysResult<()> {
+        use crate::fs::UNLIMITED;
         if self.fstype != FsType::Tmpfs {
             return Ok(());
         }
+        let (max_pages, max_inodes) = sb.limits();
         // Relaxed: changed only under the mount table's lock, which the
         // caller holds.
-        let made = sb.tmpfs_options.load(Ordering::Relaxed);
-        let refused: &[u8] =
-            if self.blocks.is_some_and(|b| b != 0) && made & TMPFS_UNLIMITED_BLOCKS != 0 {
-                b"Cannot retroactively limit size"
-            } else if self.inodes.is_some_and(|i| i != 0) && made & TMPFS_UNLIMITED_INODES != 0 {
-                b"Cannot retroactively limit inodes"
-            } else if self.noswap && made & TMPFS_NOSWAP == 0 {
-                b"Cannot disable swap on remount"
-            } else {
-                return Ok(());
-            };
+        let noswap = sb.tmpfs_options.load(Ordering::Relaxed) & TMPFS_NOSWAP != 0;
+        let over = |used: &crate::sync::counter::ApproxCounter, n: u64| {
+            used.compare(i64::try_from(n).unwrap_or(UNLIMITED)).is_gt()
+        };
+        let refused: &[u8] = match (self.blocks, self.inodes) {
+            (Some(1..), _) if max_pages == UNLIMITED => b"Cannot retroactively limit size",
+            (Some(n @ 1..), _) if over(&sb.used_blocks, n) => b"Too small a size for current use",
+            (_, Some(1..)) if max_inodes == UNLIMITED => b"Cannot retroactively limit inodes",
+            (_, Some(n @ 1..)) if over(&sb.used_inodes, n) => b"Too few inodes for current use",
+            _ if self.noswap && !noswap => b"Cannot disable swap on remount",
+            _ => return Ok(()),
+        };
         Err(self.invalid(true, &[refused]))
     }
 
-    /// The options a tmpfs instance keeps (`SuperBlock::tmpfs_options`)
-    /// after it is made (`before` 0) or reconfigured (`before` its
-    /// options) with these parameters.
-    pub(crate) fn tmpfs_options(&self, before: u32) -> u32 {
-        let mut options = before;
-        for (given, bit) in [
-            (self.blocks, TMPFS_UNLIMITED_BLOCKS),
-            (self.inodes, TMPFS_UNLIMITED_INODES),
-        ] {
-            match given {
-                Some(0) => options |= bit,
-                Some(_) => options &= !bit,
-                None => {}
-            }
-        }
+    /// What a tmpfs instance keeps after it is made or reconfigured with
+    /// these parameters: its limits, and its options
+    /// (`SuperBlock::tmpfs_options`: noswap, only ever added).
+    pub(crate) fn apply_tmpfs(&self, sb: &SuperBlock) {
+        sb.set_limits(self.blocks, self.inodes);
         if self.noswap {
-            options |= TMPFS_NOSWAP;
+            // Relaxed: as in `check_tmpfs_reconfigure`.
+            sb.tmpfs_options.fetch_or(TMPFS_NOSWAP, Ordering::Relaxed);
         }
-        options
     }
 
     /// vfs_parse_fs_param: an instance flag by name (any value), then the
@@ -422,8 +411,14 @@ impl ConfigState {
                 }
             },
             b"size" => match string.and_then(memparse) {
-                Some((n, b"" | b"%")) => {
-                    self.blocks = Some(n);
+                Some((n, rest @ (b"" | b"%"))) => {
+                    // shmem_parse_one's arithmetic, wrapping as its u64s.
+                    let bytes = if rest.is_empty() {
+                        n
+                    } else {
+                        (n << 12).wrapping_mul(totalram_pages()) / 100
+                    };
+                    self.blocks = Some(bytes.wrapping_add(BLOCK_SIZE - 1) / BLOCK_SIZE);
                     Ok(())
                 }
                 _ => Err(self.bad_value(key)),
@@ -469,6 +464,19 @@ impl ConfigState {
             _ => return None,
         })
     }
+}
+
+/// totalram_pages(): the host's memory in pages (what a tmpfs "size" in
+/// percent is of).
+fn totalram_pages() -> u64 {
+    // SAFETY: sysinfo writes only into the struct we pass; all-zero bytes
+    // are a valid value of it.
+    let mut info: libc::sysinfo = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::sysinfo(&mut info) } != 0 {
+        return 0;
+    }
+    (info.totalram as u64).saturating_mul(info.mem_unit as u64) / BLOCK_SIZE
 }
 
 /// kstrtouint: an unsigned number in `base` (0: by its prefix, 0x hex, 0

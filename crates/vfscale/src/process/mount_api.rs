@@ -249,14 +249,9 @@ impl Process {
         let made = self.create_instance(state);
         match made {
             Ok(sb) => {
-                // Relaxed: nobody else can reach the instance yet.
-                sb.tmpfs_options.store(
-                    match state.fstype {
-                        FsType::Tmpfs => state.tmpfs_options(0),
-                        FsType::Passthrough => 0,
-                    },
-                    crate::sync::atomic::Ordering::Relaxed,
-                );
+                if state.fstype == FsType::Tmpfs {
+                    state.apply_tmpfs(&sb);
+                }
                 state.instance = Some(sb);
                 state.phase = Phase::AwaitingMount;
                 Ok(())
@@ -288,10 +283,10 @@ impl Process {
     /// (module doc of mount/config.rs) — EINVAL for one a remount cannot
     /// change (dirsync), then the read-only bit's checks, then tmpfs's own
     /// (shmem_reconfigure: a limit on an instance made without one, noswap
-    /// on one made with swap; EINVAL, with their messages), and only then
-    /// the change: of the flags the instance has, the read-only bit and
-    /// those statfs reports. The size and inode limits are not applied
-    /// (docs/COMPATIBILITY.md).
+    /// on one made with swap, a limit below what is in use; EINVAL, with
+    /// their messages), and only then the change: of the flags the
+    /// instance has, the read-only bit and those statfs reports; tmpfs's
+    /// limits given.
     fn config_reconfigure(&self, state: &mut ConfigState) -> SysResult<()> {
         if state.phase != Phase::ReconfParams {
             return Err(Errno::EBUSY);
@@ -324,8 +319,7 @@ impl Process {
             sb.is_readonly()
         };
         self.reconfigure_instance(sb, readonly, || state.check_tmpfs_reconfigure(sb))?;
-        // Relaxed (both): statfs reads a snapshot; the options are read
-        // and written under the mount table's lock.
+        // Relaxed (both): statfs reads a snapshot.
         let named = SuperBlock::st_flags_of(mask);
         let st = sb.st_flags.load(Relaxed) & !named;
         sb.st_flags.store(
@@ -333,8 +327,7 @@ impl Process {
             Relaxed,
         );
         if state.fstype == FsType::Tmpfs {
-            let options = state.tmpfs_options(sb.tmpfs_options.load(Relaxed));
-            sb.tmpfs_options.store(options, Relaxed);
+            state.apply_tmpfs(sb);
         }
         Ok(())
     }

@@ -111,7 +111,7 @@ impl Process {
                 // SAFETY: an inode's superblock outlives it.
                 let sb = unsafe { &*inode.sb };
                 let range_pages = end.div_ceil(CHUNK) - offset / CHUNK;
-                if range_pages > sb.max_pages() || !sb.pages_fit(d.holes_in(offset, len)) {
+                if range_pages > sb.limits().0 as u64 || !sb.pages_fit(d.holes_in(offset, len)) {
                     return Err(Errno::ENOSPC);
                 }
                 let added = d.allocate(offset, len);
