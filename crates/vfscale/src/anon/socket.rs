@@ -909,6 +909,11 @@ impl Socket {
             // which a caller orders after this call itself (no pairing).
             self.unlinked_shut
                 .fetch_or(bits, std::sync::atomic::Ordering::Relaxed);
+            // unix_shutdown's sk_state_change wakes the socket's own
+            // queue, connected or not: its epoll items (newest first, as
+            // add_wait_queue keeps them), outside the list's lock.
+            let standing = self.cell.standing.lock().clone();
+            standing.iter().rev().for_each(|p| p.wake_keyed(0));
         }
         Ok(())
     }
