@@ -1061,9 +1061,25 @@ impl ProcessApi for KernelProcess {
     }
 
     fn mount(&self, source: &[u8], target: &[u8], fstype: &[u8], flags: u64) -> SysResult<()> {
+        self.mount_with_data(source, target, fstype, flags, None)
+    }
+    fn mount_with_data(
+        &self,
+        source: &[u8],
+        target: &[u8],
+        fstype: &[u8],
+        flags: u64,
+        data: Option<&[u8]>,
+    ) -> SysResult<()> {
         let (s, t, f) = (cpath(source)?, cpath(target)?, cpath(fstype)?);
+        // The bytes up to a NUL, NUL-terminated, as a C caller passes them.
+        let d = data.map(|d| {
+            let end = d.iter().position(|&b| b == 0).unwrap_or(d.len());
+            std::ffi::CString::new(&d[..end]).expect("cut at the first NUL")
+        });
         self.call(move || {
-            // SAFETY: valid C strings; NULL data.
+            let data_ptr = d.as_ref().map_or(core::ptr::null(), |d| d.as_ptr());
+            // SAFETY: valid C strings; data a C string or NULL.
             unit(unsafe {
                 libc::syscall(
                     libc::SYS_mount,
@@ -1071,7 +1087,7 @@ impl ProcessApi for KernelProcess {
                     t.as_ptr(),
                     f.as_ptr(),
                     flags,
-                    core::ptr::null::<u8>(),
+                    data_ptr,
                 )
             })
         })

@@ -78,7 +78,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use vfscale::abi::*;
-use vfscale::{Cred, ProcessApi};
+use vfscale::{Cred, ProcessApi, VfsConfig};
 use vfscale_difftest::script::show_kernel_log;
 use vfscale_difftest::script::{compare_with_kernel, compare_with_kernel_reclaimed, Log};
 use vfscale_difftest::script::{mount_flag_names as flag_names, unit};
@@ -557,16 +557,26 @@ impl<T: ProcessApi> World<T> {
 
     /// mount(2) as given ("none" as the source is passed as is).
     fn mount(&mut self, i: usize, source: &str, target: &str, fstype: &str, flags: u64) {
+        self.mount_opts(i, (source, target, fstype, flags), None);
+    }
+
+    /// `mount` (source, target, type, flags) with mount(2)'s data.
+    fn mount_opts(&mut self, i: usize, call: (&str, &str, &str, u64), data: Option<&str>) {
+        let (source, target, fstype, flags) = call;
         let src = if source == "none" {
             source.as_bytes().to_vec()
         } else {
             self.full(source)
         };
-        let r = self
-            .proc(i)
-            .mount(&src, &self.full(target), fstype.as_bytes(), flags);
+        let r = self.proc(i).mount_with_data(
+            &src,
+            &self.full(target),
+            fstype.as_bytes(),
+            flags,
+            data.map(str::as_bytes),
+        );
         let what = vfscale_difftest::script::mount_call(source, target, fstype, flags);
-        self.step(i, what, unit(r));
+        self.step(i, format!("{what} data {data:?}"), unit(r));
     }
 
     /// A new tmpfs instance on `target` (source `mN`), with its marker
@@ -652,12 +662,31 @@ impl<T: ProcessApi> World<T> {
         self.step(i, format!("mkdir {path}"), unit(r));
     }
 
-    /// statfs of `path`: the instance's blocks and inodes, total and free.
+    /// statfs of `path`: the instance's blocks and inodes, free and
+    /// total; a default total (the kernel's, half the host's pages, or the
+    /// Vfs's, which differ: docs/COMPATIBILITY.md) shows as "default" with
+    /// what is used.
     fn space(&mut self, i: usize, path: &str) {
+        // SAFETY: sysinfo writes only into the struct passed; all-zero
+        // bytes are a valid value of it.
+        let mut info: libc::sysinfo = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        unsafe { libc::sysinfo(&mut info) };
+        let half_ram = info.totalram as u64 * info.mem_unit as u64 / 4096 / 2;
+        let defaults = VfsConfig::default().tmpfs_limits;
+        let shown = |free: u64, total: u64, ours: u64| {
+            if total == half_ram || total == ours {
+                format!("default, {} used", total - free)
+            } else {
+                format!("{free}/{total}")
+            }
+        };
         let r = self.proc(i).statfs(&self.full(path)).map(|st| {
             format!(
-                "blocks {}/{} files {}/{}",
-                st.f_bfree, st.f_blocks, st.f_ffree, st.f_files
+                "blocks {} files {} flags {}",
+                shown(st.f_bfree, st.f_blocks, defaults.max_bytes / 4096),
+                shown(st.f_ffree, st.f_files, defaults.max_inodes),
+                flag_names(st.f_flags as u64 & (ST_RDONLY | ST_SYNCHRONOUS) as u64)
             )
         });
         self.step(
@@ -2041,6 +2070,54 @@ fn fs_config_messages<T: ProcessApi>(w: &mut World<T>) {
     w.move_mount(P, "@pm", "/a/d3", MOVE_MOUNT_F_EMPTY_PATH);
     w.space(P, "/a/d3");
     w.close_dir(P, "pct");
+    // mount(2)'s options: the same parameters for a new instance, the
+    // same reconfiguration for a remount (the options read up to a NUL;
+    // tmpfs splits only at a comma before a non-digit).
+    for data in [
+        "size=16k,mode=700,uid=5,gid=6,nr_inodes=9",
+        "size=16k,bogus",
+        "size",
+        ",,size=8k,,=x,",
+        "ro,nr_inodes=0",
+        "size=1k,5",
+        "source=y",
+        "mode=\"700\"",
+        "mode=",
+        "size=8k\0bogus",
+    ] {
+        w.mount_opts(P, ("none", "/c/x", "tmpfs", 0), Some(data));
+        w.space(P, "/c/x");
+        w.owner(P, "/c/x");
+        w.umount(P, "/c/x", 0);
+    }
+    w.mount_opts(
+        P,
+        ("none", "/c/x", "tmpfs", 0),
+        Some("size=16k,nr_inodes=9"),
+    );
+    w.mount_opts(P, ("none", "/b/x", "tmpfs", 0), Some("nr_inodes=0,sync"));
+    for (target, flags, data) in [
+        ("/c/x", MS_REMOUNT, "size=1M"),
+        ("/b/x", MS_REMOUNT, "nr_inodes=5"),
+        ("/c/x", MS_REMOUNT, "ro"),
+        ("/c/x", MS_REMOUNT, "size=2M"),
+        ("/c/x", MS_REMOUNT, "mode=755,uid=9"),
+        ("/c/x", MS_REMOUNT, "bogus"),
+        ("/c/x", MS_REMOUNT, "dirsync"),
+        ("/c/x", MS_REMOUNT, "size=4k"),
+        ("/b/x", MS_REMOUNT | MS_RDONLY, "noswap"),
+        ("/c/x", MS_REMOUNT | MS_BIND, "bogus"),
+    ] {
+        w.mount_opts(P, ("none", target, "tmpfs", flags), Some(data));
+        w.space(P, target);
+        w.owner(P, target);
+    }
+    w.fill(P, "/c/x/f", 3_000_000);
+    w.mount_opts(P, ("/c/x", "/b/x", "", MS_BIND), Some("bogus"));
+    w.info();
+    w.umount(P, "/b/x", 0);
+    w.umount(P, "/b/x", 0);
+    w.umount(P, "/c/x", 0);
     // fspick's configuration names no flag: a bare reconfiguration
     // changes nothing.
     w.fspick(P, "/b", 0, "pick");

@@ -543,3 +543,67 @@ fn open_create_of_a_mountpoint_opens_what_is_mounted() {
     }
     root.umount2(b"/a/d", 0).unwrap();
 }
+
+/// mount(2)'s options: a tmpfs sized, owned and limited by them, full at
+/// its size (a short write, then ENOSPC) and at its inode count, then
+/// resized by a remount's options, which refuse a size below its use.
+#[test]
+fn mount_options_limit_and_resize_a_tmpfs() {
+    let (_vfs, p) = setup();
+    p.mkdir(b"/m", 0o755).unwrap();
+    p.mount_with_data(
+        b"none",
+        b"/m",
+        b"tmpfs",
+        0,
+        Some(b"size=8k,nr_inodes=3,mode=700,uid=7"),
+    )
+    .unwrap();
+    let st = p.stat(b"/m").unwrap();
+    assert_eq!((st.mode, st.uid), (S_IFDIR | 0o700, 7));
+    let fs = p.statfs(b"/m").unwrap();
+    assert_eq!((fs.f_blocks, fs.f_files, fs.f_ffree), (2, 3, 2));
+    let fd = p.open(b"/m/f", O_WRONLY | O_CREAT, 0o644).unwrap();
+    assert_eq!(p.write(fd, &[7u8; 10_000]), Ok(8192));
+    assert_eq!(p.write(fd, b"x"), Err(Errno::ENOSPC));
+    p.close(fd).unwrap();
+    p.mkdir(b"/m/d", 0o755).unwrap();
+    assert_eq!(p.mkdir(b"/m/e", 0o755), Err(Errno::ENOSPC));
+    // A remount's options: refused below the use, else applied; an
+    // unknown option or a dirsync refuses the whole remount.
+    for bad in [&b"size=4k"[..], b"nr_inodes=2", b"bogus", b"dirsync"] {
+        assert_eq!(
+            p.mount_with_data(b"none", b"/m", b"tmpfs", MS_REMOUNT, Some(bad)),
+            Err(Errno::EINVAL)
+        );
+    }
+    assert_eq!(p.statfs(b"/m").unwrap().f_blocks, 2);
+    p.mount_with_data(
+        b"none",
+        b"/m",
+        b"tmpfs",
+        MS_REMOUNT,
+        Some(b"size=1M,nr_inodes=0"),
+    )
+    .unwrap();
+    let fs = p.statfs(b"/m").unwrap();
+    assert_eq!((fs.f_blocks, fs.f_bfree, fs.f_files), (256, 254, 0));
+    p.mkdir(b"/m/e", 0o755).unwrap();
+    // Options a new instance refuses; bind mounts ignore theirs.
+    p.mkdir(b"/n", 0o755).unwrap();
+    for bad in [
+        &b"size"[..],
+        b"size=1k,5",
+        b"source=x",
+        b"mode=",
+        b"mpol=default",
+    ] {
+        assert_eq!(
+            p.mount_with_data(b"none", b"/n", b"tmpfs", 0, Some(bad)),
+            Err(Errno::EINVAL)
+        );
+    }
+    p.mount_with_data(b"/m", b"/n", b"", MS_BIND, Some(b"bogus"))
+        .unwrap();
+    assert_eq!(p.stat(b"/n/d").unwrap().ino, p.stat(b"/m/d").unwrap().ino);
+}

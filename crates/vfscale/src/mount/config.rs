@@ -64,6 +64,16 @@ impl FsType {
         }
     }
 
+    /// The type of instance `sb` (a backend-served instance is a
+    /// passthrough's).
+    pub(crate) fn of_instance(sb: &SuperBlock) -> FsType {
+        if sb.backend_served {
+            FsType::Passthrough
+        } else {
+            FsType::Tmpfs
+        }
+    }
+
     /// get_fs_type: the type called `name`, if vfscale has it.
     pub(crate) fn of(name: &[u8]) -> Option<FsType> {
         match name {
@@ -240,7 +250,31 @@ impl MountConfig {
     }
 }
 
+/// The instance flags mount(2)'s flags carry (its MS_* superblock bits).
+const MOUNT_SB_FLAGS: u64 = MS_RDONLY | MS_SYNCHRONOUS | MS_MANDLOCK | MS_DIRSYNC | MS_LAZYTIME;
+/// Those a remount changes (MS_RMT_MASK but MS_I_VERSION, which vfscale
+/// does not name).
+pub(crate) const REMOUNT_FLAGS: u64 = MS_RDONLY | MS_SYNCHRONOUS | MS_MANDLOCK | MS_LAZYTIME;
+
 impl ConfigState {
+    /// fs_context_for_mount: mount(2)'s configuration of a new instance,
+    /// its flags `flags`' instance bits, its options next.
+    pub(crate) fn new_mount(fstype: FsType, flags: u64) -> ConfigState {
+        let mut state = MountConfig::new(fstype).state.into_inner();
+        state.sb_flags = flags & MOUNT_SB_FLAGS;
+        state
+    }
+
+    /// fs_context_for_reconfigure: mount(2)'s remount of instance `sb`,
+    /// every flag a remount changes named (`flags` sets them), its
+    /// options next.
+    pub(crate) fn remount(fstype: FsType, sb: Arc<SuperBlock>, flags: u64) -> ConfigState {
+        let mut state = MountConfig::reconfiguring(fstype, sb).state.into_inner();
+        state.sb_flags = flags & REMOUNT_FLAGS;
+        state.sb_flags_mask = REMOUNT_FLAGS;
+        state
+    }
+
     /// finish_clean_context: after fsmount (or a reconfiguration) the next
     /// call starts a reconfiguration, its parameters cleared (not the
     /// flags' mask: module doc).
@@ -367,6 +401,36 @@ impl ConfigState {
             };
         }
         Err(self.invalid(true, &[b"Unknown parameter '", key, b"'"]))
+    }
+
+    /// parse_monolithic_mount_data: mount(2)'s `data`, options separated
+    /// by commas, each `key=value` (a string) or `key` (a flag); empty
+    /// ones and ones with an empty key are skipped. tmpfs splits only at
+    /// a comma not followed by a digit (shmem_next_opt: mpol's node lists
+    /// hold commas). Read up to a NUL and at most 4,095 bytes. The first
+    /// refusal ends it.
+    pub(crate) fn parse_monolithic(&mut self, data: &[u8]) -> SysResult<()> {
+        let end = data.iter().position(|&b| b == 0).unwrap_or(data.len());
+        let mut rest = &data[..end.min(4095)];
+        while !rest.is_empty() {
+            let split = (0..rest.len()).find(|&i| {
+                rest[i] == b','
+                    && (self.fstype != FsType::Tmpfs
+                        || !rest.get(i + 1).is_some_and(u8::is_ascii_digit))
+            });
+            let (option, next) = match split {
+                Some(i) => (&rest[..i], &rest[i + 1..]),
+                None => (rest, &[][..]),
+            };
+            rest = next;
+            match option.iter().position(|&b| b == b'=') {
+                _ if option.is_empty() => {}
+                Some(0) => {}
+                Some(i) => self.parse(&option[..i], Value::String(&option[i + 1..]))?,
+                None => self.parse(option, Value::Flag)?,
+            }
+        }
+        Ok(())
     }
 
     /// shmem_parse_one for the parameters vfscale has (None: not one of
@@ -612,6 +676,34 @@ mod tests {
         assert!(s.noswap);
         s.parse(b"rw", Value::Flag).unwrap();
         assert_eq!(s.sb_flags_mask, MS_RDONLY);
+    }
+
+    #[test]
+    fn monolithic_options_split_as_linux_splits_them() {
+        let parsed = |fstype, data: &[u8]| {
+            let mut s = ConfigState::new_mount(fstype, 0);
+            let r = s.parse_monolithic(data);
+            (r, s.blocks, s.root_mode, s.sb_flags)
+        };
+        // Empty options and empty keys skipped; the last value wins.
+        assert_eq!(
+            parsed(FsType::Tmpfs, b",,size=8k,,=x,ro,size=4k"),
+            (Ok(()), Some(1), 0o1777, MS_RDONLY)
+        );
+        // tmpfs keeps a comma before a digit in the option (mpol's node
+        // lists); other types split there.
+        assert_eq!(parsed(FsType::Tmpfs, b"size=1k,5").0, Err(Errno::EINVAL));
+        assert_eq!(parsed(FsType::Passthrough, b"ro,5").0, Err(Errno::EINVAL));
+        assert_eq!(parsed(FsType::Passthrough, b"ro,sync").0, Ok(()));
+        // Up to a NUL, and 4,095 bytes.
+        assert_eq!(parsed(FsType::Tmpfs, b"mode=700\0bogus").2, 0o700);
+        let mut long = b"mode=700,".to_vec();
+        long.resize(4095, b',');
+        long.extend_from_slice(b"bogus");
+        assert_eq!(parsed(FsType::Tmpfs, &long), (Ok(()), None, 0o700, 0));
+        long.truncate(4094);
+        long.push(b'x');
+        assert_eq!(parsed(FsType::Tmpfs, &long).0, Err(Errno::EINVAL));
     }
 
     /// The messages the refusals above logged, in order.

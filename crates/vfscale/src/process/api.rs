@@ -515,6 +515,26 @@ pub trait ProcessApi: Send {
     /// MS_SHARED, MS_SLAVE, MS_PRIVATE and MS_UNBINDABLE (with MS_REC)
     /// change propagation (docs/COMPATIBILITY.md).
     fn mount(&self, source: &[u8], target: &[u8], fstype: &[u8], flags: u64) -> SysResult<()>;
+    /// mount(2) with its `data` argument (None: a null pointer): for a
+    /// new instance, its filesystem's options ("size=16k,mode=700,ro":
+    /// comma-separated, `key=value` or a flag; tmpfs's are those fsconfig
+    /// takes), for a remount (MS_REMOUNT without MS_BIND) the options its
+    /// reconfiguration takes; ignored by the other calls. A data string is
+    /// read up to its first NUL, and at most 4,095 bytes (the page Linux
+    /// copies). An option refused is EINVAL. Without data, `mount`.
+    fn mount_with_data(
+        &self,
+        source: &[u8],
+        target: &[u8],
+        fstype: &[u8],
+        flags: u64,
+        data: Option<&[u8]>,
+    ) -> SysResult<()> {
+        match data {
+            None => self.mount(source, target, fstype, flags),
+            Some(_) => Err(Errno::ENOSYS),
+        }
+    }
     fn umount2(&self, target: &[u8], flags: i32) -> SysResult<()>;
     /// mount_setattr(2): sets `attr.attr_set` and clears `attr.attr_clr`
     /// (MOUNT_ATTR_*: read-only, nosuid, nodev, noexec, nodiratime,

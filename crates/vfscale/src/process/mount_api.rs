@@ -302,13 +302,15 @@ impl Process {
         r
     }
 
-    /// `config_reconfigure`'s checks and change. Caller holds the mount
-    /// table's lock.
-    fn reconfigure_config(&self, sb: &SuperBlock, state: &mut ConfigState) -> SysResult<()> {
+    /// reconfigure_super for `config_reconfigure` and mount(2)'s remount:
+    /// its checks and change. Caller holds the mount table's lock.
+    pub(super) fn reconfigure_config(
+        &self,
+        sb: &SuperBlock,
+        state: &mut ConfigState,
+    ) -> SysResult<()> {
+        use crate::mount::config::REMOUNT_FLAGS;
         use crate::sync::atomic::Ordering::Relaxed;
-        /// The flags a remount changes that fsconfig can name
-        /// (MS_RMT_MASK but MS_I_VERSION, which has no name).
-        const REMOUNT_FLAGS: u64 = MS_RDONLY | MS_SYNCHRONOUS | MS_MANDLOCK | MS_LAZYTIME;
         let mask = state.sb_flags_mask;
         if mask & !REMOUNT_FLAGS != 0 {
             return Err(Errno::EINVAL);

@@ -5,7 +5,7 @@ use crate::abi::*;
 use crate::dcache::dentry::Dentry;
 use crate::dcache::walk::Found;
 use crate::dcache::walk::WALK_FOLLOW;
-use crate::mount::config::FsType;
+use crate::mount::config::{ConfigState, FsType, Value};
 use crate::mount::flags as mount_flags;
 use crate::mount::Mount;
 
@@ -23,6 +23,7 @@ impl Process {
         target: &[u8],
         fstype: &[u8],
         flags: u64,
+        data: Option<&[u8]>,
     ) -> SysResult<()> {
         if flags & (MS_REMOUNT | MS_RDONLY) == MS_REMOUNT | MS_RDONLY {
             // Files closed and inodes dropped on any thread must not keep
@@ -68,21 +69,18 @@ impl Process {
                 return Err(Errno::EINVAL);
             }
             // do_reconfigure_mnt (with MS_BIND: the mount's flags) or
-            // do_remount (the instance's read-only bit, then the mount's
-            // flags; tmpfs has no other superblock option to change), at
-            // the root of a mount only.
+            // do_remount (the instance's flags and the options in `data`
+            // as fsconfig's reconfiguration takes them, then the mount's
+            // flags), at the root of a mount only.
             if !at_mount_root {
                 return Err(Errno::EINVAL);
             }
             let bits = mount_flags::requested(flags, Some(tmnt.flags.get()));
             if flags & MS_BIND == 0 {
-                self.reconfigure_instance(tmnt.sb(), flags & MS_RDONLY != 0, || Ok(()))?;
-                // The other superblock flags a remount sets (MS_RMT_MASK).
-                // Relaxed: read as a snapshot by statfs.
-                tmnt.sb().st_flags.store(
-                    crate::fs::SuperBlock::st_flags_of(flags),
-                    crate::sync::atomic::Ordering::Relaxed,
-                );
+                let sb = tmnt.sb_arc();
+                let mut state = ConfigState::remount(FsType::of_instance(&sb), sb.clone(), flags);
+                state.parse_monolithic(data.unwrap_or_default())?;
+                self.reconfigure_config(&sb, &mut state)?;
             }
             return reconfigure_mount(tmnt, bits);
         }
@@ -118,7 +116,7 @@ impl Process {
         if flags & MS_MOVE != 0 {
             return self.move_mount(&mut list, &tgt, source);
         }
-        self.new_instance(&mut list, &tgt, source, fstype, flags)
+        self.new_instance(&mut list, &tgt, source, fstype, flags, data)
     }
 
     /// lock_mount: what a new mount on `tgt` goes on — the top of the
@@ -250,18 +248,26 @@ impl Process {
         source: &[u8],
         fstype: &[u8],
         flags: u64,
+        data: Option<&[u8]>,
     ) -> SysResult<()> {
-        // `source` is the host directory a passthrough mirrors.
-        let fs = FsType::of(fstype)
-            .ok_or(Errno::ENODEV)?
-            .filesystem(Some(source))?;
+        // do_new_mount: the type, then `source` as the "source" parameter
+        // (the host directory a passthrough mirrors), then the options.
+        let fstype = FsType::of(fstype).ok_or(Errno::ENODEV)?;
+        let mut state = ConfigState::new_mount(fstype, flags);
+        state.parse(b"source", Value::String(source))?;
+        state.parse_monolithic(data.unwrap_or_default())?;
+        let fs = fstype.filesystem(state.source.as_deref())?;
         let bits = mount_flags::requested(flags, None);
         let tgt = &self.mount_target(tgt)?;
         if !tgt.inode().is_dir() {
             return Err(Errno::ENOTDIR);
         }
-        // MS_RDONLY makes the instance read-only as well as the mount.
-        let sb = self.new_instance_of(fs, flags, 0o1777, (0, 0))?;
+        // MS_RDONLY (or "ro" in the options) makes the instance read-only
+        // as well as the mount.
+        let sb = self.new_instance_of(fs, state.sb_flags, state.root_mode, state.root_owner)?;
+        if fstype == FsType::Tmpfs {
+            state.apply_tmpfs(&sb);
+        }
         let root = sb.root();
         self.vfs.dget(root);
         let m = self.vfs.new_mount(sb, root, bits, source);

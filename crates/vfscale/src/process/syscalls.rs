@@ -253,7 +253,17 @@ impl ProcessApi for Process {
         self.done(self.sys_umask(mask))
     }
     fn mount(&self, source: &[u8], target: &[u8], fstype: &[u8], flags: u64) -> SysResult<()> {
-        self.done(self.sys_mount(source, target, fstype, flags))
+        self.done(self.sys_mount(source, target, fstype, flags, None))
+    }
+    fn mount_with_data(
+        &self,
+        source: &[u8],
+        target: &[u8],
+        fstype: &[u8],
+        flags: u64,
+        data: Option<&[u8]>,
+    ) -> SysResult<()> {
+        self.done(self.sys_mount(source, target, fstype, flags, data))
     }
     fn umount2(&self, target: &[u8], flags: i32) -> SysResult<()> {
         self.done(self.sys_umount2(target, flags))
