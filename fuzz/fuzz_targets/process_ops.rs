@@ -39,6 +39,13 @@ impl Bytes<'_> {
     fn name(&mut self) -> Option<&'static [u8]> {
         Some(NAMES[self.byte()? as usize % NAMES.len()])
     }
+    /// The next byte's count (at most 47) of raw bytes.
+    fn run(&mut self) -> Option<&[u8]> {
+        let n = (self.byte()? % 48) as usize;
+        let (run, rest) = self.0.split_at(n.min(self.0.len()));
+        self.0 = rest;
+        Some(run)
+    }
 }
 
 fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Option<()> {
@@ -150,8 +157,14 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
                 let _ = procs[i].mountinfo();
             }
         }
-        // A new tmpfs, a bind or a move from another name, or a
+        // A new tmpfs (bit 0x40: with options from the input, bit 0x20 a
+        // remount instead), a bind or a move from another name, or a
         // propagation type; the high bit adds MS_REC.
+        28 if arg % 8 == 0 && arg & 0x40 != 0 => {
+            let flags = if arg & 0x20 != 0 { MS_REMOUNT } else { 0 };
+            let data = bytes.run()?;
+            let _ = p.mount_with_data(b"none", a, b"tmpfs", flags, Some(data));
+        }
         28 => {
             let rec = if arg & 0x80 != 0 { MS_REC } else { 0 };
             let (source, fstype, flags) = match arg % 8 {
