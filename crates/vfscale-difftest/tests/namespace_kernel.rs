@@ -1894,6 +1894,56 @@ fn fs_configs<T: ProcessApi>(w: &mut World<T>) {
     w.info();
 }
 
+/// move_mount(MOVE_MOUNT_SET_GROUP): a private mount joins another's
+/// peer group or gets its master (do_set_group), with every refusal.
+fn set_groups<T: ProcessApi>(w: &mut World<T>) {
+    const SET_GROUP: u32 = MOVE_MOUNT_SET_GROUP;
+    w.tmpfs(P, "/a");
+    w.mkdir(P, "/a/x");
+    w.mkdir(P, "/a/x/q");
+    w.mkdir(P, "/a/z");
+    w.mount(P, "none", "/a", "", MS_SHARED);
+    w.bind(P, "/a/x", "/b");
+    w.mount(P, "none", "/b", "", MS_PRIVATE);
+    w.info();
+    // Refused: not roots, from private, to shared, roots not nested,
+    // another instance; BENEATH with SET_GROUP.
+    w.move_mount(P, "/a/z", "/b", SET_GROUP);
+    w.move_mount(P, "/a", "/b/q", SET_GROUP);
+    w.move_mount(P, "/b", "/a", SET_GROUP);
+    w.move_mount(P, "/a", "/a", SET_GROUP);
+    w.move_mount(P, "/a", "/b", MOVE_MOUNT_BENEATH | SET_GROUP);
+    w.tmpfs(P, "/c");
+    w.move_mount(P, "/a", "/c", SET_GROUP);
+    w.umount(P, "/c", 0);
+    // /b joins /a's group: a mount under /a/x now reaches /b.
+    w.move_mount(P, "/a", "/b", SET_GROUP);
+    w.info();
+    w.tmpfs(P, "/a/x/q");
+    w.info();
+    w.move_mount(P, "/a", "/b", SET_GROUP);
+    // /b's root is beneath /a's, not the other way.
+    w.bind(P, "/a", "/s");
+    w.mount(P, "none", "/s", "", MS_PRIVATE);
+    w.move_mount(P, "/b", "/s", SET_GROUP);
+    // From a slave that is not shared: the master only.
+    w.bind(P, "/a", "/c");
+    w.mount(P, "none", "/c", "", MS_SLAVE);
+    w.umount(P, "/s", 0);
+    w.bind(P, "/a/x", "/s");
+    w.mount(P, "none", "/s", "", MS_PRIVATE);
+    w.move_mount(P, "/c", "/s", SET_GROUP);
+    w.info();
+    w.tmpfs(P, "/a/z");
+    w.info();
+    w.move_mount(U, "/a", "/s", SET_GROUP);
+}
+
+#[test]
+fn move_mount_set_group_matches_the_kernel() {
+    compare("set_groups", set_groups, set_groups);
+}
+
 /// fsconfig's messages (fc_log: what each parameter's error logs, eight
 /// kept, one per read, EMSGSIZE, readv's segments) and reconfiguration's
 /// rules (the flags ever named, dirsync, tmpfs's limits and noswap, a

@@ -22,6 +22,7 @@
 
 use super::anon::is_anon_ns;
 use super::Mount;
+use crate::abi::{Errno, SysResult};
 use crate::dcache::dentry::Dentry;
 use crate::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering::Relaxed};
 use crate::vfs::VfsInner;
@@ -241,6 +242,26 @@ impl VfsInner {
             .flat_map(|g| g.members)
             .filter(|&m| m != origin)
             .collect()
+    }
+
+    /// do_set_group's change (MOVE_MOUNT_SET_GROUP): `to`, private, joins
+    /// the peer group of `from` if it has one (becoming shared, so no
+    /// longer unbindable) and gets its master if it has one (becoming a
+    /// slave); EINVAL if `to` is shared or a slave, or `from` is neither.
+    /// Under the table lock; the caller checked the rest.
+    pub(crate) fn set_peer_group(&self, from: *const Mount, to: *const Mount) -> SysResult<()> {
+        let (f, t) = (mnt(from), mnt(to));
+        if t.is_shared() || !t.master().is_null() || (!f.is_shared() && f.master().is_null()) {
+            return Err(Errno::EINVAL);
+        }
+        if !f.master().is_null() {
+            t.set_master(f.master());
+        }
+        if f.is_shared() {
+            t.set_group(f.group());
+            t.propagation.unbindable.store(false, Relaxed);
+        }
+        Ok(())
     }
 
     /// change_mnt_propagation for one mount. Under the table lock.

@@ -576,8 +576,11 @@ pub trait ProcessApi: Send {
     /// MOVE_MOUNT_T_EMPTY_PATH, and follows a final symlink only with
     /// MOVE_MOUNT_F_SYMLINKS / MOVE_MOUNT_T_SYMLINKS. Root only (EPERM);
     /// EINVAL for a source that is not a mount's root, not movable or of
-    /// another type than the target, and for MOVE_MOUNT_BENEATH and
-    /// MOVE_MOUNT_SET_GROUP (not built); ELOOP onto itself.
+    /// another type than the target, and for MOVE_MOUNT_BENEATH (not
+    /// built); ELOOP onto itself. With MOVE_MOUNT_SET_GROUP the private
+    /// mount at `to` instead joins the peer group of the one at `from`
+    /// and gets its master (both mount roots on one instance, `to`'s
+    /// beneath `from`'s; EINVAL otherwise, as do_set_group).
     fn move_mount(
         &self,
         _from_dfd: Fd,

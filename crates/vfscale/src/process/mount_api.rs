@@ -95,9 +95,9 @@ impl Process {
             return Err(Errno::EPERM);
         }
         if flags & !MOVE_MOUNT__MASK != 0
-            // Linux refuses the two together; each alone is not built
-            // (docs/COMPATIBILITY.md).
-            || flags & (MOVE_MOUNT_BENEATH | MOVE_MOUNT_SET_GROUP) != 0
+            // MOVE_MOUNT_BENEATH is not built (docs/COMPATIBILITY.md);
+            // Linux refuses it with SET_GROUP too.
+            || flags & MOVE_MOUNT_BENEATH != 0
         {
             return Err(Errno::EINVAL);
         }
@@ -140,7 +140,36 @@ impl Process {
             0,
         )?;
         let mut list = self.vfs.lock_mounts();
+        if flags & MOVE_MOUNT_SET_GROUP != 0 {
+            return self.set_group(&src, &tgt);
+        }
         self.do_move_mount(&mut list, &src, &tgt)
+    }
+
+    /// do_set_group: mount `to` joins the propagation of mount `from`
+    /// (CRIU restores peer groups with it). Both must be mounted in some
+    /// namespace (may_change_propagation) and named at their roots, on
+    /// one instance, `to`'s root at or beneath `from`'s (is_subdir, read
+    /// as a snapshot of the parents); then `set_peer_group`'s rules.
+    /// Caller holds the table lock.
+    fn set_group(
+        &self,
+        from: &crate::dcache::walk::Found,
+        to: &crate::dcache::walk::Found,
+    ) -> SysResult<()> {
+        let (f, t) = (from.mount(), to.mount());
+        if f.ns_id() == 0 || t.ns_id() == 0 {
+            return Err(Errno::EINVAL);
+        }
+        let beneath = t.root == f.root || super::names::is_ancestor(f.root, t.root);
+        if from.path.dentry != f.root
+            || to.path.dentry != t.root
+            || !std::ptr::eq(f.sb(), t.sb())
+            || !beneath
+        {
+            return Err(Errno::EINVAL);
+        }
+        self.vfs.set_peer_group(from.path.mnt, to.path.mnt)
     }
 }
 
