@@ -2251,6 +2251,8 @@ enum Step {
     /// A new tmpfs by fsopen, fsconfig and fsmount (read-only with the
     /// flag), attached on a path by move_mount.
     Fsmount(usize, &'static str, bool),
+    /// move_mount(MOVE_MOUNT_SET_GROUP) from the first path to the second.
+    SetGroup(usize, &'static str, &'static str),
 }
 
 /// The random sequences' mount_setattr changes: read-only and back, other
@@ -2310,7 +2312,8 @@ fn random_steps(rnd: &mut dyn FnMut(u64) -> u64, n: usize) -> Vec<Step> {
     (0..n)
         .map(|_| {
             let who = rnd(6) as usize;
-            match rnd(37) {
+            match rnd(38) {
+                37 => Step::SetGroup(who, root(rnd), root(rnd)),
                 36 => Step::Fsmount(who, path(rnd), rnd(3) == 0),
                 35 => Step::OpenTree(who, root(rnd), rnd(2) == 0),
                 34 => Step::Attach(who, rnd(4) as usize, path(rnd)),
@@ -2381,7 +2384,8 @@ fn step_who(step: &Step) -> usize {
         | Step::Chroot(k, _)
         | Step::OpenTree(k, _, _)
         | Step::Attach(k, _, _)
-        | Step::Fsmount(k, _, _) => k,
+        | Step::Fsmount(k, _, _)
+        | Step::SetGroup(k, _, _) => k,
     }
 }
 
@@ -2396,7 +2400,10 @@ fn step_names_dot(step: &Step) -> bool {
         | Step::OpenTree(_, t, _)
         | Step::Attach(_, _, t)
         | Step::Fsmount(_, t, _) => t == ".",
-        Step::Bind(_, s, t, _) | Step::Move(_, s, t) | Step::Pivot(_, s, t) => s == "." || t == ".",
+        Step::Bind(_, s, t, _)
+        | Step::Move(_, s, t)
+        | Step::Pivot(_, s, t)
+        | Step::SetGroup(_, s, t) => s == "." || t == ".",
         _ => false,
     }
 }
@@ -2479,6 +2486,7 @@ fn run_case<T: ProcessApi>(root: &T, case: usize, steps: &[Step], log: &mut Log)
                 }
             }
             Step::Chroot(k, t) => w.chroot(pick(k), t),
+            Step::SetGroup(k, s, t) => w.move_mount(pick(k), s, t, MOVE_MOUNT_SET_GROUP),
             Step::Setattr(k, t, i, rec) => {
                 w.setattr(pick(k), t, if rec { AT_RECURSIVE } else { 0 }, SETATTRS[i])
             }
