@@ -11,8 +11,10 @@
 //! there is nothing to undo because nothing was taken).
 //!
 //! Walks that went through ".." or crossed a mount validate the global
-//! rename and mount seqcounts at the end: a concurrent rename could
-//! otherwise carry the walk outside the process root.
+//! rename and mount seqcounts at the end, whether they found something or
+//! failed: a concurrent rename could otherwise carry the walk outside the
+//! process root, and a concurrent change of a mount stack show a mount
+//! without the one on top of it (a name there missing).
 //!
 //! The result is a dentry pointer plus the `seq` to validate when taking a
 //! reference (`VfsInner::dget_validated`); callers that only read attributes
@@ -690,6 +692,14 @@ impl VfsInner {
         })
     }
 
+    /// One walk; an error it meets after going up, crossing a mount or
+    /// jumping to the root is believed only if no rename or mount change
+    /// raced it (`global_raced`), as Linux's RCU walk legitimizes its
+    /// mount sequence before a negative answer: a walk that read a place
+    /// in the middle of a change of its mounts (MOVE_MOUNT_BENEATH's move
+    /// and re-hook, a propagated copy tucked beneath, an umount's
+    /// covering mount moving down) may have seen a mount without the one
+    /// stacked on it and found nothing there.
     #[inline(always)]
     fn walk_once(
         &self,
@@ -704,6 +714,33 @@ impl VfsInner {
         // first goes up, crosses a mount or jumps to the root: plain walks
         // never read those (often written) lines.
         let mut global: Option<(u32, u32)> = None;
+        match self.walk_sampling(cred, root, start, path, flags, root_known, &mut global) {
+            Err(WalkError::Errno(_)) if self.global_raced(global) => Err(WalkError::Retry),
+            r => r,
+        }
+    }
+
+    /// Whether a rename or a mount change ran since `global` was sampled
+    /// (never, when it was not).
+    fn global_raced(&self, global: Option<(u32, u32)>) -> bool {
+        global.is_some_and(|(rename_seq, mount_seq)| {
+            self.rename_seq.read_retry(rename_seq) || self.mounts.seq.read_retry(mount_seq)
+        })
+    }
+
+    /// `walk_once`'s walk, sampling the global seqcounts into `global`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn walk_sampling(
+        &self,
+        cred: &Cred,
+        root: PathPtr,
+        start: PathPtr,
+        path: &[u8],
+        flags: u32,
+        root_known: &mut bool,
+        global: &mut Option<(u32, u32)>,
+    ) -> Result<Found, WalkError> {
         let sample = |g: &mut Option<(u32, u32)>| {
             g.get_or_insert_with(|| (self.rename_seq.read_begin(), self.mounts.seq.read_begin()));
         };
@@ -757,7 +794,7 @@ impl VfsInner {
             let Some((comp, rest_top)) = comp else {
                 // Path exhausted: `cur` is the result (root, ".", "..", or a
                 // followed symlink's directory).
-                return self.finish_at(cur, cur_seq, cur_inode, flags, must_be_dir, global);
+                return self.finish_at(cur, cur_seq, cur_inode, flags, must_be_dir, *global);
             };
             // Last component: nothing but slashes after it in this segment
             // (a trailing slash) and nothing in the segments below.
@@ -782,30 +819,19 @@ impl VfsInner {
             }
             if comp == b"." {
                 if is_last {
-                    return self.finish_at(cur, cur_seq, cur_inode, flags, must_be_dir, global);
+                    return self.finish_at(cur, cur_seq, cur_inode, flags, must_be_dir, *global);
                 }
                 continue;
             }
             if comp == b".." {
                 *root_known = true;
-                sample(&mut global);
+                sample(global);
                 // Like Linux's step_into after "..": descend into whatever is
                 // mounted where ".." landed (even at the process root).
-                cur = match self.follow_dotdot(root, cur, flags) {
-                    Ok(c) => c,
-                    // Not connected: believed only if no rename or mount
-                    // change raced the climb (Linux's RCU walk says ECHILD
-                    // and lets the ref walk decide).
-                    Err(e) => {
-                        let (rename_seq, mount_seq) = global.unwrap_or_default();
-                        if self.rename_seq.read_retry(rename_seq)
-                            || self.mounts.seq.read_retry(mount_seq)
-                        {
-                            return Err(WalkError::Retry);
-                        }
-                        return Err(e.into());
-                    }
-                };
+                // Not connected (an error): believed only if no rename or
+                // mount change raced the climb (`walk_once`; Linux's RCU
+                // walk says ECHILD and lets the ref walk decide).
+                cur = self.follow_dotdot(root, cur, flags)?;
                 // SAFETY: as above.
                 if unsafe { &*cur.dentry }.flags() & D_MOUNTED != 0 {
                     let below = cur;
@@ -821,7 +847,7 @@ impl VfsInner {
                     return Err(WalkError::Retry);
                 }
                 if is_last {
-                    return self.finish_at(cur, cur_seq, cur_inode, flags, must_be_dir, global);
+                    return self.finish_at(cur, cur_seq, cur_inode, flags, must_be_dir, *global);
                 }
                 continue;
             }
@@ -873,7 +899,7 @@ impl VfsInner {
                         seq: child_seq,
                         inode: child_inode,
                     };
-                    return self.finish(f, flags, global);
+                    return self.finish(f, flags, *global);
                 }
                 return Err(Errno::ENOENT.into());
             }
@@ -899,7 +925,7 @@ impl VfsInner {
                 if target[0] == b'/' {
                     symlink_jump_allowed(flags, cur, root, *root_known)?;
                     *root_known = true;
-                    sample(&mut global);
+                    sample(global);
                     cur = root;
                     // SAFETY: as above.
                     cur_d = unsafe { &*cur.dentry };
@@ -916,7 +942,7 @@ impl VfsInner {
             let mut next_seq = child_seq;
             let mut next_inode = child_inode;
             if child_flags & D_MOUNTED != 0 {
-                sample(&mut global);
+                sample(global);
                 next = self.follow_mounts(next);
                 if flags & WALK_NO_XDEV != 0 && next.mnt != cur.mnt {
                     return Err(Errno::EXDEV.into());
@@ -934,7 +960,7 @@ impl VfsInner {
             cur_seq = next_seq;
             cur_inode = next_inode;
             if is_last {
-                return self.finish_at(cur, cur_seq, cur_inode, flags, must_be_dir, global);
+                return self.finish_at(cur, cur_seq, cur_inode, flags, must_be_dir, *global);
             }
         }
     }
@@ -963,10 +989,8 @@ impl VfsInner {
     }
 
     fn finish(&self, f: Found, flags: u32, global: Option<(u32, u32)>) -> Result<Found, WalkError> {
-        if let Some((rename_seq, mount_seq)) = global {
-            if self.rename_seq.read_retry(rename_seq) || self.mounts.seq.read_retry(mount_seq) {
-                return Err(WalkError::Retry);
-            }
+        if self.global_raced(global) {
+            return Err(WalkError::Retry);
         }
         if flags & WALK_DIRECTORY != 0 && !f.inode.is_null() && !f.inode().is_dir() {
             return Err(Errno::ENOTDIR.into());
