@@ -1944,6 +1944,83 @@ fn move_mount_set_group_matches_the_kernel() {
     compare("set_groups", set_groups, set_groups);
 }
 
+/// move_mount(MOVE_MOUNT_BENEATH): a mount goes under the top of a
+/// stack, which moves onto it (an umount of the top shows it), with
+/// can_move_mount_beneath's refusals, a detached tree put beneath, the
+/// top found from a descriptor of a mount covered since, and a move
+/// beneath on a shared mount propagating (the copy tucked beneath the
+/// peer's copy of the top).
+fn beneath<T: ProcessApi>(w: &mut World<T>) {
+    const BENEATH: u32 = MOVE_MOUNT_BENEATH;
+    w.tmpfs(P, "/a");
+    w.mkdir(P, "/a/x");
+    w.tmpfs(P, "/b");
+    w.mkdir(P, "/b/y");
+    w.info();
+    // Refused: not a mount's root; beneath itself; a user; a file.
+    w.move_mount(P, "/b", "/a/x", BENEATH);
+    w.move_mount(P, "/b", "/b", BENEATH);
+    w.move_mount(U, "/b", "/a", BENEATH);
+    w.move_mount(P, "/b/y", "/a", BENEATH);
+    // /b goes beneath /a: /a still shows its own tmpfs, /b is empty.
+    w.move_mount(P, "/b", "/a", BENEATH);
+    w.info();
+    w.umount(P, "/a", 0);
+    w.info();
+    // Something on the moved mount's root: refused.
+    w.tmpfs(P, "/c");
+    w.open_dir(P, "/c");
+    w.tmpfs(P, "/c");
+    w.tmpfs(P, "/s");
+    w.move_mount(P, "@/c", "/s", BENEATH | MOVE_MOUNT_F_EMPTY_PATH);
+    w.umount(P, "/c", 0);
+    w.close_dir(P, "/c");
+    // The target named by a descriptor of a mount covered since: the top
+    // of its stack is what the mount goes beneath.
+    w.open_dir(P, "/s");
+    w.tmpfs(P, "/s");
+    w.move_mount(P, "/c", "@/s", BENEATH | MOVE_MOUNT_T_EMPTY_PATH);
+    w.info();
+    w.close_dir(P, "/s");
+    w.umount(P, "/s", 0);
+    w.umount(P, "/s", 0);
+    w.umount(P, "/s", 0);
+    // The moved mount's parent is the place's mount: ELOOP.
+    w.tmpfs(P, "/a/y");
+    w.move_mount(P, "/a", "/a/y", BENEATH);
+    w.umount(P, "/a/y", 0);
+    // A detached tree goes beneath.
+    w.open_tree(P, "/a", OPEN_TREE_CLONE, "t");
+    w.tmpfs(P, "/c");
+    w.move_mount(P, "@t", "/c", BENEATH | MOVE_MOUNT_F_EMPTY_PATH);
+    w.info();
+    w.umount(P, "/c", 0);
+    w.info();
+    w.umount(P, "/c", 0);
+    // On a shared mount: beneath a mount whose root is the place (a bind
+    // of the shared mount onto itself, its peer) is refused; beneath a
+    // mount on a subdirectory the copy goes beneath the peer's copy.
+    w.mount(P, "none", "/a", "", MS_SHARED);
+    w.bind(P, "/a", "/s");
+    w.bind(P, "/a", "/a");
+    w.tmpfs(P, "/c");
+    w.move_mount(P, "/c", "/a", BENEATH);
+    w.umount(P, "/a", 0);
+    w.tmpfs(P, "/a/y");
+    w.info();
+    w.move_mount(P, "/c", "/a/y", BENEATH);
+    w.info();
+    w.umount(P, "/a/y", MNT_DETACH);
+    w.info();
+    w.umount(P, "/a/y", 0);
+    w.info();
+}
+
+#[test]
+fn move_mount_beneath_matches_the_kernel() {
+    compare("beneath", beneath, beneath);
+}
+
 /// fsconfig's messages (fc_log: what each parameter's error logs, eight
 /// kept, one per read, EMSGSIZE, readv's segments) and reconfiguration's
 /// rules (the flags ever named, dirsync, tmpfs's limits and noswap, a
@@ -2253,6 +2330,8 @@ enum Step {
     Fsmount(usize, &'static str, bool),
     /// move_mount(MOVE_MOUNT_SET_GROUP) from the first path to the second.
     SetGroup(usize, &'static str, &'static str),
+    /// move_mount(MOVE_MOUNT_BENEATH) from the first path to the second.
+    Beneath(usize, &'static str, &'static str),
 }
 
 /// The random sequences' mount_setattr changes: read-only and back, other
@@ -2312,7 +2391,8 @@ fn random_steps(rnd: &mut dyn FnMut(u64) -> u64, n: usize) -> Vec<Step> {
     (0..n)
         .map(|_| {
             let who = rnd(6) as usize;
-            match rnd(38) {
+            match rnd(39) {
+                38 => Step::Beneath(who, root(rnd), root(rnd)),
                 37 => Step::SetGroup(who, root(rnd), root(rnd)),
                 36 => Step::Fsmount(who, path(rnd), rnd(3) == 0),
                 35 => Step::OpenTree(who, root(rnd), rnd(2) == 0),
@@ -2385,7 +2465,8 @@ fn step_who(step: &Step) -> usize {
         | Step::OpenTree(k, _, _)
         | Step::Attach(k, _, _)
         | Step::Fsmount(k, _, _)
-        | Step::SetGroup(k, _, _) => k,
+        | Step::SetGroup(k, _, _)
+        | Step::Beneath(k, _, _) => k,
     }
 }
 
@@ -2403,7 +2484,8 @@ fn step_names_dot(step: &Step) -> bool {
         Step::Bind(_, s, t, _)
         | Step::Move(_, s, t)
         | Step::Pivot(_, s, t)
-        | Step::SetGroup(_, s, t) => s == "." || t == ".",
+        | Step::SetGroup(_, s, t)
+        | Step::Beneath(_, s, t) => s == "." || t == ".",
         _ => false,
     }
 }
@@ -2487,6 +2569,7 @@ fn run_case<T: ProcessApi>(root: &T, case: usize, steps: &[Step], log: &mut Log)
             }
             Step::Chroot(k, t) => w.chroot(pick(k), t),
             Step::SetGroup(k, s, t) => w.move_mount(pick(k), s, t, MOVE_MOUNT_SET_GROUP),
+            Step::Beneath(k, s, t) => w.move_mount(pick(k), s, t, MOVE_MOUNT_BENEATH),
             Step::Setattr(k, t, i, rec) => {
                 w.setattr(pick(k), t, if rec { AT_RECURSIVE } else { 0 }, SETATTRS[i])
             }

@@ -337,6 +337,64 @@ fn propagating_mounts_under_concurrent_walks() {
     done(vfs, p);
 }
 
+/// MOVE_MOUNT_BENEATH under concurrent walks: one thread keeps putting
+/// new mounts beneath the top of /a's stack while walkers resolve a name
+/// on the top; the top never leaves the place in a walk's eyes (the move
+/// and its re-hook are one write section of the mount table), so every
+/// walk finds the name on the top's instance. Then each umount of /a
+/// uncovers the mount put beneath last, in order, and the invariant
+/// checker finds every reference accounted for.
+#[test]
+fn beneath_moves_under_concurrent_walks() {
+    let (vfs, p) = setup();
+    for d in [&b"/a"[..], b"/n"] {
+        p.mkdir(d, 0o755).unwrap();
+    }
+    tmpfs_on(&p, b"/a");
+    mkfile(&p, b"/a/top", b"");
+    let top_dev = dev(&p, b"/a");
+    let p = Arc::new(p);
+    let stop = Arc::new(AtomicBool::new(false));
+    let walkers: Vec<_> = (0..2)
+        .map(|_| {
+            let p = p.clone();
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut seen = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    assert_eq!(p.stat(b"/a/top").unwrap().dev, top_dev);
+                    let fd = p.open(b"/a/top", O_RDONLY, 0).unwrap();
+                    p.close(fd).unwrap();
+                    seen += 1;
+                }
+                seen
+            })
+        })
+        .collect();
+    const ROUNDS: usize = 200;
+    for round in 0..ROUNDS {
+        tmpfs_on(&p, b"/n");
+        mkfile(&p, format!("/n/m{round}").as_bytes(), b"");
+        p.move_mount(AT_FDCWD, b"/n", AT_FDCWD, b"/a", MOVE_MOUNT_BENEATH)
+            .unwrap();
+        assert_eq!(dev(&p, b"/a"), top_dev);
+        assert!(names(&p, b"/n").is_empty());
+    }
+    stop.store(true, Ordering::Relaxed);
+    for w in walkers {
+        assert!(w.join().unwrap() > 0);
+    }
+    let p = checked(&vfs, Arc::try_unwrap(p).ok().unwrap());
+    // Each went beneath the top, above the one before it.
+    for round in (0..ROUNDS).rev() {
+        p.umount2(b"/a", 0).unwrap();
+        assert_eq!(names(&p, b"/a"), sorted(&[format!("m{round}").as_bytes()]));
+    }
+    p.umount2(b"/a", 0).unwrap();
+    assert!(names(&p, b"/a").is_empty());
+    done(vfs, p);
+}
+
 #[test]
 fn a_shared_bind_of_a_plain_directory_leaves_nothing_behind() {
     let (vfs, p) = setup();

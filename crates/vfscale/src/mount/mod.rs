@@ -384,19 +384,59 @@ impl VfsInner {
     /// throughout. A detached tree's root (anon.rs) has no place to leave.
     /// Caller holds the table lock and has checked that `parent` is not
     /// `child` or beneath it.
+    ///
+    /// `above` (null for none) is the mount on (parent, mountpoint) now:
+    /// MOVE_MOUNT_BENEATH's place, as 6.18's attach_recursive_mnt tucks
+    /// it. It moves onto the topmost mount stacked on `child`'s root (or
+    /// `child`) in the same write section, so no walk finds the place
+    /// empty or `above` gone; the caller has checked that `above` is not
+    /// `child` or beneath it.
     pub(crate) fn move_mount(
         &self,
         list: &[usize],
         child: *const Mount,
         parent: *const Mount,
         mountpoint: *const Dentry,
+        above: *const Mount,
     ) {
         // SAFETY: attached mounts are live under the table lock.
         let moving = !unsafe { &*child }.parent_ptr().is_null();
-        if let Some((old_parent, old_mp)) = self.place(list, child, parent, mountpoint, moving) {
+        if above.is_null() {
+            if let Some((old_parent, old_mp)) = self.place(list, child, parent, mountpoint, moving)
+            {
+                self.dput(old_mp);
+                self.mntput(old_parent);
+            }
+            return;
+        }
+        let mut top = child;
+        loop {
+            // SAFETY: as above.
+            let next = self.mounts.lookup(top, unsafe { &*top }.root);
+            if next.is_null() {
+                break;
+            }
+            top = next;
+        }
+        // SAFETY: as above.
+        let top_root = unsafe { &*top }.root;
+        // The references of `child`'s new place and of `above`'s.
+        self.mntget(parent);
+        self.dget(mountpoint);
+        self.mntget(top);
+        self.dget(top_root);
+        self.mounts.seq.write_begin();
+        let old = moving.then(|| self.unhook(list, child));
+        self.hook(child, parent, mountpoint);
+        self.hook(above, top, top_root);
+        self.mounts.seq.write_end();
+        if let Some((old_parent, old_mp)) = old {
             self.dput(old_mp);
             self.mntput(old_parent);
         }
+        // `above`'s former place.
+        self.dput(mountpoint);
+        self.mntput(parent);
     }
 
     /// pivot_root's change of the tree, in one write section of `seq`, so

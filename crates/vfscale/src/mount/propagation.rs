@@ -441,8 +441,9 @@ impl VfsInner {
     }
 
     /// MS_MOVE's attach_recursive_mnt: the attached `old` (with the
-    /// mounts beneath it) moves onto (dest, mountpoint), propagating as
-    /// `attach_tree` (ENOSPC for the copies alone). A detached tree's
+    /// mounts beneath it) moves onto (dest, mountpoint), beneath the mount
+    /// there if any (MOVE_MOUNT_BENEATH), propagating as `attach_tree`
+    /// (ENOSPC for the copies alone). A detached tree's
     /// root (move_mount; anon.rs) brings its whole tree into `dest`'s
     /// namespace, which then counts it too. Under the table lock.
     pub(crate) fn move_tree(
@@ -475,7 +476,10 @@ impl VfsInner {
         let anon = mnt(old).is_anon_root().then(|| mnt(old).ns_id());
         let new = if anon.is_some() { tree.len() } else { 0 };
         let copies = self.propagate(list, &tree, dest, mountpoint, new)?;
-        self.move_mount(list, old, dest, mountpoint);
+        // MOVE_MOUNT_BENEATH's place holds a mount, which goes on top of
+        // the moved tree (elsewhere the place is the top of its stack).
+        let above = self.mounts.lookup(dest, mountpoint);
+        self.move_mount(list, old, dest, mountpoint, above);
         if let Some(anon) = anon {
             self.adopt_anon_tree(&order, anon, mnt(dest));
         }

@@ -576,8 +576,14 @@ pub trait ProcessApi: Send {
     /// MOVE_MOUNT_T_EMPTY_PATH, and follows a final symlink only with
     /// MOVE_MOUNT_F_SYMLINKS / MOVE_MOUNT_T_SYMLINKS. Root only (EPERM);
     /// EINVAL for a source that is not a mount's root, not movable or of
-    /// another type than the target, and for MOVE_MOUNT_BENEATH (not
-    /// built); ELOOP onto itself. With MOVE_MOUNT_SET_GROUP the private
+    /// another type than the target; ELOOP onto itself. With
+    /// MOVE_MOUNT_BENEATH the mount goes under the top of the stack of
+    /// mounts at `to` (which must name a mount's root), and that top moves
+    /// onto it, with can_move_mount_beneath's refusals (EINVAL: something
+    /// mounted on the source's root, the caller's root mount or the
+    /// namespace's root as the top, the top the source or beneath it, a
+    /// propagation that would cover what went beneath); not with
+    /// MOVE_MOUNT_SET_GROUP (EINVAL). With MOVE_MOUNT_SET_GROUP the private
     /// mount at `to` instead joins the peer group of the one at `from`
     /// and gets its master (both mount roots on one instance, `to`'s
     /// beneath `from`'s; EINVAL otherwise, as do_set_group).
@@ -594,7 +600,8 @@ pub trait ProcessApi: Send {
     /// fsopen(2): a descriptor of a new configuration of filesystem type
     /// `fstype` ("tmpfs", "passthrough"; ENODEV for another) for
     /// `fsconfig` to fill and `fsmount` to mount. FSOPEN_CLOEXEC; root only
-    /// (EPERM). Reading it gives ENODATA (no message log is kept).
+    /// (EPERM). Reading it gives the message log's oldest message (Linux's
+    /// texts for refused parameters; eight kept), ENODATA when empty.
     fn fsopen(&self, _fstype: &[u8], _flags: u32) -> SysResult<Fd> {
         Err(Errno::ENOSYS)
     }

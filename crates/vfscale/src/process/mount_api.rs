@@ -95,9 +95,8 @@ impl Process {
             return Err(Errno::EPERM);
         }
         if flags & !MOVE_MOUNT__MASK != 0
-            // MOVE_MOUNT_BENEATH is not built (docs/COMPATIBILITY.md);
-            // Linux refuses it with SET_GROUP too.
-            || flags & MOVE_MOUNT_BENEATH != 0
+            || flags & (MOVE_MOUNT_BENEATH | MOVE_MOUNT_SET_GROUP)
+                == MOVE_MOUNT_BENEATH | MOVE_MOUNT_SET_GROUP
         {
             return Err(Errno::EINVAL);
         }
@@ -143,7 +142,7 @@ impl Process {
         if flags & MOVE_MOUNT_SET_GROUP != 0 {
             return self.set_group(&src, &tgt);
         }
-        self.do_move_mount(&mut list, &src, &tgt)
+        self.do_move_mount(&mut list, &src, &tgt, flags & MOVE_MOUNT_BENEATH != 0)
     }
 
     /// do_set_group: mount `to` joins the propagation of mount `from`

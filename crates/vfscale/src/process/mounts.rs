@@ -3,8 +3,8 @@
 use super::Process;
 use crate::abi::*;
 use crate::dcache::dentry::Dentry;
-use crate::dcache::walk::Found;
 use crate::dcache::walk::WALK_FOLLOW;
+use crate::dcache::walk::{Found, PathPtr};
 use crate::mount::config::{ConfigState, FsType, Value};
 use crate::mount::flags as mount_flags;
 use crate::mount::Mount;
@@ -175,19 +175,22 @@ impl Process {
     /// and has checked the caller's capability.
     fn move_mount(&self, list: &mut Vec<usize>, tgt: &Found, source: &[u8]) -> SysResult<()> {
         let src = self.mount_source(source)?;
-        self.do_move_mount(list, &src, tgt)
+        self.do_move_mount(list, &src, tgt, false)
     }
 
     /// do_move_mount: the mount whose root `src` is moves, with the mounts
     /// beneath it, onto `tgt`: an attached mount of the caller's
     /// namespace, or a detached tree's root (move_mount; mount/anon.rs),
-    /// which then joins the target's namespace. Caller holds the table
-    /// lock (passes its list) and has checked the caller's capability.
+    /// which then joins the target's namespace. With `beneath`
+    /// (MOVE_MOUNT_BENEATH) it goes under the top of the stack of mounts
+    /// on `tgt` instead, which moves onto it. Caller holds the table lock
+    /// (passes its list) and has checked the caller's capability.
     pub(super) fn do_move_mount(
         &self,
         list: &mut Vec<usize>,
         src: &Found,
         tgt: &Found,
+        beneath: bool,
     ) -> SysResult<()> {
         let old = src.path.mnt;
         // SAFETY: the walk's guard keeps the mount allocated.
@@ -198,14 +201,18 @@ impl Process {
         if src.path.dentry != om.root || src.inode().is_dir() != tgt.inode().is_dir() {
             return Err(Errno::EINVAL);
         }
-        let tgt = self.mount_place(tgt)?;
+        let (place, over) = if beneath {
+            self.beneath_place(tgt)?
+        } else {
+            (self.mount_place(tgt)?.path, core::ptr::null())
+        };
         // SAFETY: attached mounts are live under the table lock.
-        let dest = unsafe { &*tgt.path.mnt };
+        let dest = unsafe { &*place.mnt };
         if self.in_namespace(old) {
             // ... then an attached mount of the caller's namespace moves
             // within it, from a parent (not its root) that is not shared
             // (its peers would keep copies) ...
-            if !self.in_namespace(tgt.path.mnt) || om.parent_ptr().is_null() {
+            if !self.in_namespace(place.mnt) || om.parent_ptr().is_null() {
                 return Err(Errno::EINVAL);
             }
             // SAFETY: as above.
@@ -214,11 +221,14 @@ impl Process {
             }
         } else if !om.is_anon_root()
             || om.ns_id() == dest.ns_id()
-            || !(self.in_namespace(tgt.path.mnt) || self.vfs.anon_usable_by(dest, self.fs.ns.id))
+            || !(self.in_namespace(place.mnt) || self.vfs.anon_usable_by(dest, self.fs.ns.id))
         {
             // ... or a detached tree's root goes out of its tree, into the
             // caller's namespace or a tree it may use (may_use_mount).
             return Err(Errno::EINVAL);
+        }
+        if beneath {
+            self.can_move_beneath(old, over, place)?;
         }
         // No unbindable mount onto a shared one (it would be copied).
         if dest.is_shared()
@@ -227,16 +237,71 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         // Not onto itself or beneath itself.
-        let mut p = tgt.path.mnt;
-        while !p.is_null() {
-            if p == old {
-                return Err(Errno::ELOOP);
-            }
-            // SAFETY: attached mounts and their ancestors are live under
-            // the table lock.
-            p = unsafe { &*p }.parent_ptr();
+        if mount_is_ancestor(old, place.mnt) {
+            return Err(Errno::ELOOP);
         }
-        self.vfs.move_tree(list, old, tgt.path.mnt, tgt.path.dentry)
+        self.vfs.move_tree(list, old, place.mnt, place.dentry)
+    }
+
+    /// do_lock_mount's MOVE_MOUNT_BENEATH place: `tgt` names a mount's
+    /// root (EINVAL otherwise); the mount on top of that stack (`over`,
+    /// returned second) must have a parent (EINVAL: nothing goes beneath
+    /// a namespace's root), and its own place, returned first, must be in
+    /// a tree and on a name (ENOENT, as `mount_place`). Caller holds the
+    /// table lock.
+    fn beneath_place(&self, tgt: &Found) -> SysResult<(PathPtr, *const Mount)> {
+        if tgt.path.dentry != tgt.mount().root {
+            return Err(Errno::EINVAL);
+        }
+        let top = self.vfs.follow_mounts(tgt.path);
+        // SAFETY: attached mounts, their parents and mountpoints are live
+        // under the table lock.
+        let t = unsafe { &*top.mnt };
+        let parent = t.parent_ptr();
+        if parent.is_null() {
+            return Err(Errno::EINVAL);
+        }
+        let mountpoint = t.mountpoint_ptr();
+        // SAFETY: as above.
+        let (p, d) = unsafe { (&*parent, &*mountpoint) };
+        if p.ns_id() == 0 || (!d.is_root() && !d.is_hashed()) {
+            return Err(Errno::ENOENT);
+        }
+        Ok((
+            PathPtr {
+                mnt: parent,
+                dentry: mountpoint,
+            },
+            top.mnt,
+        ))
+    }
+
+    /// can_move_mount_beneath: `old` may go beneath `over`, on `over`'s
+    /// place. Every refusal is EINVAL. Nothing may be mounted on `old`'s
+    /// root (propagation would make shadow mounts); `over` may not be the
+    /// caller's root mount (Linux also refuses a mount whose parent is
+    /// the namespace's rootfs: here a namespace's root has no parent,
+    /// which `beneath_place` refused); `over` may not be `old` or beneath
+    /// it; and the place's mount may not propagate onto `over`'s root, nor,
+    /// for an attached `old`, onto `old`'s (the copy would cover what went
+    /// beneath). Caller holds the table lock.
+    fn can_move_beneath(
+        &self,
+        old: *const Mount,
+        over: *const Mount,
+        place: PathPtr,
+    ) -> SysResult<()> {
+        // SAFETY: attached mounts are live under the table lock.
+        let om = unsafe { &*old };
+        if !self.vfs.mounts.lookup(old, om.root).is_null()
+            || over == self.fs.get().0.mnt
+            || mount_is_ancestor(over, old)
+            || would_overmount(place, over)
+            || (self.in_namespace(old) && would_overmount(place, old))
+        {
+            return Err(Errno::EINVAL);
+        }
+        Ok(())
     }
 
     /// do_new_mount: a new instance of `fstype` on `tgt`. Caller holds the
@@ -612,7 +677,8 @@ impl Process {
         // finds the place empty; then the taken mounts go, children before
         // their parents.
         for (over, parent, mountpoint) in moves {
-            self.vfs.move_mount(&list, over, parent, mountpoint);
+            self.vfs
+                .move_mount(&list, over, parent, mountpoint, core::ptr::null());
         }
         let mut pending: Vec<*const Mount> = set.into_iter().chain(taken).collect();
         self.vfs.make_private_all(&list, &pending);
@@ -649,4 +715,41 @@ fn reconfigure_mount(m: &Mount, bits: u32) -> SysResult<()> {
     } else {
         m.writers.make_readonly(&m.flags, bits)
     }
+}
+
+/// mount_is_ancestor: `ancestor` is `m` or one of its parents. Under the
+/// table lock.
+fn mount_is_ancestor(ancestor: *const Mount, mut m: *const Mount) -> bool {
+    while !m.is_null() {
+        if m == ancestor {
+            return true;
+        }
+        // SAFETY: attached mounts and their parents are live under the
+        // table lock.
+        m = unsafe { &*m }.parent_ptr();
+    }
+    false
+}
+
+/// propagation_would_overmount: a mount on `place` would propagate onto
+/// `to`'s root — `place`'s mount is shared, `to`'s root is `place`'s
+/// dentry, and `to` or a master up its chain is a peer of it. Under the
+/// table lock.
+fn would_overmount(place: PathPtr, to: *const Mount) -> bool {
+    // SAFETY: attached mounts and their masters are live under the table
+    // lock.
+    let (from, t) = unsafe { (&*place.mnt, &*to) };
+    if !from.is_shared() || t.root != place.dentry {
+        return false;
+    }
+    let mut m = to;
+    while !m.is_null() {
+        // SAFETY: as above.
+        let mm = unsafe { &*m };
+        if mm.group() == from.group() {
+            return true;
+        }
+        m = mm.master();
+    }
+    false
 }
