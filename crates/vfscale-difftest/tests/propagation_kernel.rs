@@ -200,6 +200,19 @@ impl<'a> Run<'a> {
         self.mount(source, target, "", MS_MOVE);
     }
 
+    /// move_mount(2) with MOVE_MOUNT_BENEATH: `source` goes beneath the
+    /// top of the stack at `target`.
+    fn beneath(&self, source: &str, target: &str) {
+        let r = self.p.move_mount(
+            AT_FDCWD,
+            &self.full(source),
+            AT_FDCWD,
+            &self.full(target),
+            MOVE_MOUNT_BENEATH,
+        );
+        self.step(format!("move_mount {source} beneath {target}"), unit(r));
+    }
+
     fn umount(&self, target: &str, flags: i32) {
         let r = self.p.umount2(&self.full(target), flags);
         self.step(
@@ -850,6 +863,8 @@ enum Step {
     /// Source, target, MS_REC.
     Bind(&'static str, &'static str, bool),
     Move(&'static str, &'static str),
+    /// move_mount(MOVE_MOUNT_BENEATH): source, target.
+    Beneath(&'static str, &'static str),
     /// Path, type index, MS_REC.
     Type(&'static str, usize, bool),
     /// Path, MNT_DETACH.
@@ -869,7 +884,8 @@ fn random_steps(rnd: &mut impl FnMut(u64) -> u64, n: usize) -> Vec<Step> {
         _ => PATHS[rnd(PATHS.len() as u64) as usize],
     };
     (0..n)
-        .map(|_| match rnd(20) {
+        .map(|_| match rnd(21) {
+            20 => Step::Beneath(root(rnd), root(rnd)),
             0 => Step::Mkdir(path(rnd)),
             1..=4 => Step::Tmpfs(path(rnd)),
             5..=7 => Step::Bind(path(rnd), path(rnd), rnd(2) == 0),
@@ -913,6 +929,7 @@ fn run_case(p: &dyn ProcessApi, case: usize, steps: &[Step], log: &mut Log) {
                 }
             }
             Step::Move(s, t) => r.mv(s, t),
+            Step::Beneath(s, t) => r.beneath(s, t),
             Step::Type(t, i, rec) => r.ty(t, TYPES[i] | if rec { MS_REC } else { 0 }),
             Step::Umount(t, detach) => r.umount(t, if detach { MNT_DETACH } else { 0 }),
             Step::Open(d) => {
