@@ -49,8 +49,12 @@ fn a_refused_create_made_nothing() {
         .collect();
     let p = vfs.root_process();
     let (mut switched, mut busy) = (0u32, 0u32);
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while Instant::now() < deadline {
+    // Two seconds, and on a loaded machine (where the creators can keep
+    // every switch busy for that long) on until one switch got through.
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(2)
+        || (switched == 0 && start.elapsed() < Duration::from_secs(60))
+    {
         match p.mount(b"", b"/", b"", MS_REMOUNT | MS_BIND | MS_RDONLY) {
             Ok(()) => {
                 switched += 1;
