@@ -389,9 +389,14 @@ impl VfsInner {
             root_owner.1,
             InodeBody::Directory(RwLock::new(DirIndex::new())),
         );
-        let mut root = Dentry::new(&*sb, core::ptr::null(), &NameKey::new(b"/"), inode, 1);
-        root.group = self.charge(crate::reclaim::ObjKind::Dentry);
-        let root = crate::mem::slab::alloc(root);
+        let root = Dentry::alloc(
+            &*sb,
+            core::ptr::null(),
+            &NameKey::new(b"/"),
+            inode,
+            1,
+            self.charge(crate::reclaim::ObjKind::Dentry),
+        );
         self.stats.dentries.inc();
         // SAFETY: just allocated; the root dentry keeps it.
         sb.fs.init_root(&sb, unsafe { &*inode });
@@ -414,17 +419,9 @@ impl VfsInner {
         body: InodeBody,
     ) -> *const Inode {
         let group = self.charge(crate::reclaim::ObjKind::Inode);
-        // Built in its slab object: an inode built on the stack and moved
-        // cost a `memcpy` per create.
-        let p = crate::mem::slab::alloc_in_place::<Inode>();
-        // SAFETY: a free object of the inode pool that only we own (a
-        // previous inode there was dropped when freed); written whole, then
-        // its group, before anything can reach it.
-        let inode = unsafe {
-            p.write(Inode::new(sb, ino, mode, uid, gid, body));
-            (*p).group = group;
-            &*p
-        };
+        let p = Inode::alloc(sb, ino, mode, (uid, gid), body, group);
+        // SAFETY: just made, not shared yet.
+        let inode = unsafe { &*p };
         let fresh = inode.refcount.get();
         debug_assert!(fresh);
         self.stats.inodes.inc();

@@ -170,3 +170,87 @@ fn threads_never_share_an_object_and_the_free_objects_balance() {
     let shards_used = c.shard_batches.iter().filter(|&&b| b > 0).count();
     assert!(shards_used >= 1);
 }
+
+/// A split object (`SlabPool::TAIL_BYTES`), shaped as a dentry: a
+/// one-line head and a two-line tail, in the dentry pool (which nothing
+/// else in this test binary uses). Its drop checks its tail is intact.
+#[repr(C, align(64))]
+struct Head {
+    id: u64,
+    _pad: [u64; 7],
+}
+
+const TAIL_WORDS: usize = 16;
+
+impl SlabPool for Head {
+    const POOL: usize = slab::DENTRY_POOL;
+    const TAIL_BYTES: usize = TAIL_WORDS * 8;
+}
+
+static HEADS_DROPPED: AtomicU64 = AtomicU64::new(0);
+
+fn tail_words(head: *const Head) -> *mut [u64; TAIL_WORDS] {
+    slab::tail_of(head) as *mut [u64; TAIL_WORDS]
+}
+
+impl Drop for Head {
+    fn drop(&mut self) {
+        // SAFETY: the tail written with this head in the test below.
+        let tail = unsafe { &*tail_words(self) };
+        assert!(tail
+            .iter()
+            .enumerate()
+            .all(|(k, &w)| w == self.id ^ k as u64));
+        HEADS_DROPPED.fetch_add(1, SeqCst);
+    }
+}
+
+#[test]
+fn split_objects_keep_heads_and_tails_apart() {
+    const N: u64 = 20_000; // several chunks
+    let heads: Vec<*mut Head> = (0..N)
+        .map(|id| {
+            let h = slab::alloc_in_place::<Head>();
+            // SAFETY: a free object of the pool with its tail, ours alone.
+            unsafe {
+                h.write(Head { id, _pad: [0; 7] });
+                tail_words(h).write(core::array::from_fn(|k| id ^ k as u64));
+            }
+            h
+        })
+        .collect();
+    // Every line a head or a tail covers is covered once, and a tail lies
+    // in its head's chunk (1 MiB, aligned) where the slab is in use.
+    let mut lines: Vec<usize> = Vec::new();
+    for &h in &heads {
+        let (head, tail) = (h as usize, tail_words(h) as usize);
+        assert_eq!(tail % 64, 0);
+        lines.push(head / 64);
+        lines.extend((0..TAIL_WORDS / 8).map(|k| tail / 64 + k));
+        if slab::census(slab::DENTRY_POOL).carved > 0 {
+            assert_eq!(head >> 20, tail >> 20, "a tail outside its head's chunk");
+        }
+    }
+    let all = lines.len();
+    lines.sort_unstable();
+    lines.dedup();
+    assert_eq!(lines.len(), all, "a head or tail overlaps another");
+    // Heads carved from fresh chunks lie packed: most neighbours in
+    // allocation order are one line apart.
+    if slab::census(slab::DENTRY_POOL).carved > 0 {
+        let packed = heads
+            .windows(2)
+            .filter(|w| w[1] as usize == w[0] as usize + 64)
+            .count();
+        assert!(packed as u64 > N * 9 / 10, "{packed} of {N} packed");
+    }
+    // Every value is intact (each drop checks its tail), then freed.
+    for (id, &h) in (0..).zip(&heads) {
+        // SAFETY: allocated above, freed once, here.
+        unsafe {
+            assert_eq!((*h).id, id);
+            slab::free(h);
+        }
+    }
+    assert_eq!(HEADS_DROPPED.load(SeqCst), N);
+}

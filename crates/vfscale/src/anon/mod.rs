@@ -42,14 +42,14 @@ pub(crate) mod splice;
 pub(crate) mod wait;
 
 use crate::abi::*;
-use crate::dcache::dentry::Dentry;
+use crate::dcache::dentry::{Dentry, DentryTail};
 use crate::dcache::name::NameKey;
 use crate::file::{
     FileRef, OpenFile, FMODE_ANON, FMODE_EPOLL, FMODE_EVENTFD, FMODE_INOTIFY, FMODE_MOUNT_CONFIG,
     FMODE_NEED_UNMOUNT, FMODE_PIPE, FMODE_SHARED_ANON, FMODE_SOCKET, FMODE_STREAMS,
 };
 use crate::fs::tmpfs::Tmpfs;
-use crate::inode::{Inode, InodeBody};
+use crate::inode::{Inode, InodeBody, InodeTail};
 use crate::mount::Mount;
 use crate::notify::inotify::Inotify;
 use crate::sync::atomic::Ordering;
@@ -171,15 +171,24 @@ pub(crate) enum AnonObj {
 }
 
 /// A dentry and an inode in one allocation (the dentry first, so a file's
-/// `dentry` pointer is the node's address).
+/// `dentry` pointer is the node's address), each with its tail right
+/// after it (`Dentry::write_at`, `Inode::write_at`): the
+/// tails are dropped with their heads.
 #[repr(C)]
 pub(crate) struct AnonInode {
     pub(crate) dentry: Dentry,
+    dentry_tail: core::mem::ManuallyDrop<DentryTail>,
     pub(crate) inode: Inode,
+    inode_tail: core::mem::ManuallyDrop<InodeTail>,
     pub(crate) obj: AnonObj,
 }
 
-const _: () = assert!(core::mem::offset_of!(AnonInode, dentry) == 0);
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(offset_of!(AnonInode, dentry) == 0);
+    assert!(offset_of!(AnonInode, dentry_tail) == size_of::<Dentry>());
+    assert!(offset_of!(AnonInode, inode_tail) == offset_of!(AnonInode, inode) + size_of::<Inode>());
+};
 
 impl crate::mem::slab::SlabPool for AnonInode {
     const POOL: usize = crate::mem::slab::ANON_POOL;
@@ -270,24 +279,26 @@ impl VfsInner {
         // field is written once, before anything reads it, and nothing is
         // shared until the caller installs the node's files.
         unsafe {
-            core::ptr::addr_of_mut!((*node).inode).write(Inode::new(
+            Inode::write_at(
+                core::ptr::addr_of_mut!((*node).inode),
+                false,
                 sb,
                 ino,
                 mode,
-                (uid_gid >> 32) as u32,
-                uid_gid as u32,
+                ((uid_gid >> 32) as u32, uid_gid as u32),
                 body,
-            ));
-            (*node).inode.group = inode_group;
-            Dentry::write_new(
+                inode_group,
+            );
+            Dentry::write_at(
                 core::ptr::addr_of_mut!((*node).dentry),
+                false,
                 sb,
                 core::ptr::null(),
                 &NameKey::new(name),
                 core::ptr::null(),
                 files,
+                dentry_group,
             );
-            (*node).dentry.group = dentry_group;
             core::ptr::addr_of_mut!((*node).obj).write(obj);
         }
         // SAFETY: initialised above, not shared yet.

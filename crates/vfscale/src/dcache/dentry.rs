@@ -1,13 +1,21 @@
 //! The dentry: one name in one directory, bound to an inode or negative.
 //!
-//! Layout (asserted below): line 0 holds what a lock-free path walk reads
-//! (seq, flags, hash link, parent, hash+len, inode, superblock, the name's
-//! first eight bytes, the cookie); line 1 holds the rest of the inline name
-//! and the long-name pointer; line 2 the write-hot fields (refcount, LRU
-//! links). A walk that stats a cached path whose components are at most 8
-//! bytes long therefore reads line 0 alone (a chain node that does not
-//! match costs that one line too), and never the line that refcount
-//! traffic dirties; a longer name adds line 1.
+//! Layout (asserted below): the `Dentry` itself is one line, what a
+//! lock-free path walk reads (seq, flags, hash link, parent, hash+len,
+//! inode, superblock, the name's first eight bytes, the cookie); its
+//! [`DentryTail`] holds in its first line the rest of the inline name and
+//! the long-name pointer, in its second the write-hot fields (refcount,
+//! LRU links). A walk that stats a cached path whose components are at
+//! most 8 bytes long therefore reads the head alone (a chain node that
+//! does not match costs that one line too), and never the line that
+//! refcount traffic dirties; a longer name adds the tail's first line.
+//!
+//! Where the tail is: a dentry of the dentry pool (`Dentry::alloc`) has
+//! it apart (`D_TAIL_APART`), among the tails of its slab chunk
+//! (`mem::slab::tail_of`), so the pool's heads lie packed and the line
+//! the CPU fetches beside a head is another head; an anonymous node's
+//! dentry (`Dentry::write_at`) has it right after the head, in the
+//! node. The tail's fields read as the dentry's own (`Deref`).
 //!
 //! Invariants:
 //! - `parent`, `hash_len`, the name and `inode` change only inside a `seq`
@@ -55,6 +63,9 @@ pub const D_LINKABLE: u32 = 1 << 18;
 /// (monotonic ns), since such dentries are in no child index. The walk's
 /// fast path declines these, so tmpfs walks test no extra flag.
 pub const D_REVALIDATE: u32 = 1 << 17;
+/// The tail is in the dentry pool's chunk, not right after the head (see
+/// the module comment); fixed at construction.
+const D_TAIL_APART: u32 = 1 << 19;
 
 /// The type flags for `inode` (null: none).
 pub(crate) fn type_flags(inode: *const Inode) -> u32 {
@@ -78,7 +89,7 @@ pub(crate) struct ExtName(pub Box<[u8]>);
 
 #[repr(C, align(64))]
 pub struct Dentry {
-    // ---- line 0: lock-free lookup ----
+    // ---- the head, one line: lock-free lookup ----
     pub(crate) seq: SeqCount,
     pub(crate) flags: AtomicU32,
     hash_next: AtomicPtr<Dentry>,
@@ -94,13 +105,18 @@ pub struct Dentry {
     /// A `D_REVALIDATE` entry is in no index: there it holds the monotonic
     /// time of its last validation.
     pub(crate) cookie: AtomicU64,
-    // ---- line 1: the rest of the name ----
+}
+
+/// The rest of a dentry (see the module comment).
+#[repr(C, align(64))]
+pub struct DentryTail {
+    // ---- line 0: the rest of the name ----
     /// Words 1.. of an inline name (zero past its end).
     name_tail: [AtomicU64; INLINE_WORDS - 1],
     /// A name longer than `INLINE_NAME_LEN` (null otherwise): read only by
     /// a compare that got past `hash_len` with such a name.
     name_ext: AtomicPtr<ExtName>,
-    // ---- line 2: write-hot ----
+    // ---- line 1: write-hot ----
     /// Sharded while many threads keep opening the dentry (`dcache/hot.rs`).
     pub(crate) refcount: ShardedRef,
     /// The memory group charged for this dentry (uncharged on free).
@@ -116,27 +132,34 @@ pub struct Dentry {
 #[cfg(not(loom))]
 const _: () = {
     assert!(
-        core::mem::offset_of!(Dentry, cookie) + 8 <= 64,
-        "lookup fields fit line 0"
+        core::mem::size_of::<Dentry>() == 64,
+        "the lookup fields are one line"
+    );
+    assert!(core::mem::offset_of!(DentryTail, name_ext) + 8 <= 64);
+    assert!(
+        core::mem::offset_of!(DentryTail, refcount) == 64,
+        "write-hot fields start the tail's second line"
     );
     assert!(
-        core::mem::offset_of!(Dentry, name_head) + 8 <= 64,
-        "a short name compares on line 0"
-    );
-    assert!(core::mem::offset_of!(Dentry, name_tail) == 64);
-    assert!(core::mem::offset_of!(Dentry, name_ext) + 8 <= 128);
-    assert!(
-        core::mem::offset_of!(Dentry, refcount) == 128,
-        "write-hot fields start line 2"
-    );
-    assert!(
-        core::mem::size_of::<Dentry>() == 192,
+        core::mem::size_of::<DentryTail>() == 128,
         "a dentry is three cache lines"
     );
 };
 
 impl crate::mem::slab::SlabPool for Dentry {
     const POOL: usize = crate::mem::slab::DENTRY_POOL;
+    const TAIL_BYTES: usize = core::mem::size_of::<DentryTail>();
+}
+
+impl core::ops::Deref for Dentry {
+    type Target = DentryTail;
+
+    #[inline(always)]
+    fn deref(&self) -> &DentryTail {
+        // SAFETY: every dentry is built with its tail (`write_at`),
+        // which lives and dies with it (`Drop for Dentry`).
+        unsafe { &*self.tail_ptr() }
+    }
 }
 
 // SAFETY: all mutable state is atomic; `sb` points to a Sync superblock that
@@ -144,6 +167,11 @@ impl crate::mem::slab::SlabPool for Dentry {
 unsafe impl Send for Dentry {}
 // SAFETY: as above.
 unsafe impl Sync for Dentry {}
+// SAFETY: all mutable state is atomic (the tail is reached only through
+// its dentry).
+unsafe impl Send for DentryTail {}
+// SAFETY: as above.
+unsafe impl Sync for DentryTail {}
 
 // SAFETY: `hash_next` is the dentry's only chain link for its whole life.
 unsafe impl ChainNode for Dentry {
@@ -169,53 +197,52 @@ unsafe impl TableNode for Dentry {
 }
 
 impl Dentry {
-    /// A new, unhashed dentry. `refcount` is the caller's initial references.
-    pub(crate) fn new(
+    /// A new, unhashed dentry of the dentry pool, its tail apart.
+    /// `refcount` is the caller's initial references, `group` the memory
+    /// group charged for it.
+    pub(crate) fn alloc(
         sb: *const SuperBlock,
         parent: *const Dentry,
         name: &NameKey<'_>,
         inode: *const Inode,
         refcount: u32,
-    ) -> Dentry {
-        let d = Dentry {
-            seq: SeqCount::new(),
-            flags: AtomicU32::new(type_flags(inode)),
-            hash_next: AtomicPtr::new(ptr::null_mut()),
-            parent: AtomicPtr::new(parent as *mut Dentry),
-            hash_len: AtomicU64::new(0),
-            inode: AtomicPtr::new(inode as *mut Inode),
-            sb,
-            name_head: AtomicU64::new(0),
-            name_tail: Default::default(),
-            name_ext: AtomicPtr::new(ptr::null_mut()),
-            refcount: ShardedRef::new(refcount),
-            group: 0,
-            lru_list: AtomicPtr::new(ptr::null_mut()),
-            cookie: AtomicU64::new(0),
-            lru_prev: AtomicPtr::new(ptr::null_mut()),
-            lru_next: AtomicPtr::new(ptr::null_mut()),
-        };
-        // Not yet shared: no seq section needed.
-        let old = d.store_name(name);
-        debug_assert!(old.is_null());
+        group: u32,
+    ) -> *mut Dentry {
+        let d = crate::mem::slab::alloc_in_place::<Dentry>();
+        // SAFETY: a free object of the dentry pool that only we own (a
+        // previous dentry there was dropped, tail included, when freed).
+        unsafe { Self::write_at(d, true, sb, parent, name, inode, refcount, group) };
         d
     }
 
-    /// `Dentry::new` built at `at` instead of on the stack and moved (a
-    /// dentry is three cache lines: the move was a `memcpy` per object).
+    /// Builds a new, unhashed dentry at `at` in place (a dentry built on
+    /// the stack and moved cost a `memcpy` per object), its tail among its
+    /// slab chunk's tails if `tail_apart` (an object of the dentry pool),
+    /// else right after it (an anonymous node's).
     ///
     /// # Safety
-    /// `at` is valid for writes, aligned, and holds no live dentry (its old
-    /// contents, if any, were dropped); nobody else can reach it yet.
-    #[inline]
-    pub(crate) unsafe fn write_new(
+    /// `at` and its tail are valid for writes, aligned, and hold no live
+    /// value; nobody else can reach them yet.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub(crate) unsafe fn write_at(
         at: *mut Dentry,
+        tail_apart: bool,
         sb: *const SuperBlock,
         parent: *const Dentry,
         name: &NameKey<'_>,
         inode: *const Inode,
         refcount: u32,
+        group: u32,
     ) {
+        let (tail, placement) = if tail_apart {
+            (
+                crate::mem::slab::tail_of(at) as *mut DentryTail,
+                D_TAIL_APART,
+            )
+        } else {
+            (at.wrapping_add(1) as *mut DentryTail, 0)
+        };
         // The name goes straight into the new value (as `store_name` would
         // write it, without its exchange with a previous buffer: there is
         // none).
@@ -230,28 +257,45 @@ impl Dentry {
         unsafe {
             at.write(Dentry {
                 seq: SeqCount::new(),
-                flags: AtomicU32::new(type_flags(inode)),
+                flags: AtomicU32::new(type_flags(inode) | placement),
                 hash_next: AtomicPtr::new(ptr::null_mut()),
                 parent: AtomicPtr::new(parent as *mut Dentry),
                 hash_len: AtomicU64::new(name.hash_len()),
                 inode: AtomicPtr::new(inode as *mut Inode),
                 sb,
                 name_head: AtomicU64::new(if short { name.first_word } else { 0 }),
-                name_tail: core::array::from_fn(|i| {
-                    AtomicU64::new(if short {
-                        name_word(name.bytes, i + 1)
-                    } else {
-                        0
-                    })
-                }),
+                cookie: AtomicU64::new(0),
+            });
+            tail.write(DentryTail {
+                name_tail: Default::default(),
                 name_ext: AtomicPtr::new(name_ext),
                 refcount: ShardedRef::new(refcount),
-                group: 0,
+                group,
                 lru_list: AtomicPtr::new(ptr::null_mut()),
-                cookie: AtomicU64::new(0),
                 lru_prev: AtomicPtr::new(ptr::null_mut()),
                 lru_next: AtomicPtr::new(ptr::null_mut()),
             });
+            // Only the words the name has (a loop, not `array::from_fn`,
+            // which was not inlined here: 15 calls per create).
+            if short {
+                let words = name.bytes.len().div_ceil(8);
+                for (i, w) in (1..words).zip(&(*tail).name_tail) {
+                    // Relaxed: not shared yet (see above).
+                    w.store(name_word(name.bytes, i), Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
+    /// Where the tail is (see the module comment).
+    #[inline(always)]
+    fn tail_ptr(&self) -> *const DentryTail {
+        // Relaxed: the placement bit is written with the dentry, before
+        // anyone can reach it, and never changes.
+        if self.flags.load(Ordering::Relaxed) & D_TAIL_APART != 0 {
+            crate::mem::slab::tail_of(self) as *const DentryTail
+        } else {
+            (self as *const Dentry).wrapping_add(1) as *const DentryTail
         }
     }
 
@@ -416,6 +460,14 @@ impl Dentry {
 }
 
 impl Drop for Dentry {
+    fn drop(&mut self) {
+        // SAFETY: the tail lives and dies with its head; dropped once,
+        // here.
+        unsafe { ptr::drop_in_place(self.tail_ptr() as *mut DentryTail) }
+    }
+}
+
+impl Drop for DentryTail {
     fn drop(&mut self) {
         // Relaxed: `&mut self`, no other thread can see the dentry.
         let ext = self.name_ext.load(Ordering::Relaxed);

@@ -500,15 +500,7 @@ impl VfsInner {
             key.bytes
         );
         let group = self.charge(crate::reclaim::ObjKind::Dentry);
-        let d = crate::mem::slab::alloc_in_place::<Dentry>();
-        // SAFETY: a free object of the dentry pool that only we own (a
-        // previous dentry there was dropped when freed); written whole,
-        // then its group, before anything can reach it.
-        unsafe {
-            d.write(Dentry::new(sb, parent, key, inode, refs));
-            (*d).group = group;
-        }
-        d
+        Dentry::alloc(sb, parent, key, inode, refs, group)
     }
 
     /// Publishes a fresh dentry in its locked bucket (`b`, locked for its

@@ -87,11 +87,11 @@ impl Deferred {
     fn bytes(self) -> usize {
         match self {
             Deferred::File(_) => core::mem::size_of::<OpenFile>(),
-            Deferred::Dentry(_) => core::mem::size_of::<Dentry>(),
+            Deferred::Dentry(_) => crate::mem::slab::footprint::<Dentry>(),
             Deferred::Inode(i) => {
                 // SAFETY: the queue owns the killed inode.
                 let blocks = unsafe { &*i }.blocks_of_dead() as u64;
-                core::mem::size_of::<Inode>().saturating_add(
+                crate::mem::slab::footprint::<Inode>().saturating_add(
                     usize::try_from(blocks.saturating_mul(512)).unwrap_or(usize::MAX),
                 )
             }

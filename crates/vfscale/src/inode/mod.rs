@@ -1,9 +1,15 @@
 //! Inodes: the file objects behind names.
 //!
-//! Layout (asserted below): lines 0-1 hold the attribute block read by
-//! `stat` and by permission checks during lock-free path walks; line 2 holds
-//! what writers touch (refcount, the body; for a directory, the directory
-//! lock and its index).
+//! Layout (asserted below): the `Inode` itself, two lines, holds the
+//! attribute block read by `stat` and by permission checks during
+//! lock-free path walks; its [`InodeTail`], one line, holds what writers
+//! touch (refcount, the body; for a directory, the directory lock and its
+//! index). An inode of the inode pool (`Inode::alloc`) has its tail apart,
+//! among its slab chunk's tails (`mem::slab::tail_of`), so the pool's
+//! attribute pairs lie packed, each in one adjacent-line pair the CPU
+//! fetches together; an anonymous node's inode (`Inode::write_at`)
+//! has it right after the head. The tail's fields read as the inode's own
+//! (`Deref`).
 //!
 //! Invariants:
 //! - Attribute fields are atomics written only inside `attr_seq` write
@@ -147,8 +153,15 @@ pub struct Inode {
     /// its registry's lock, read by the hooks as a hint; in the padding
     /// before `sb`).
     pub(crate) watched: AtomicBool,
+    /// The tail is in the inode pool's chunk, not right after the head
+    /// (see the module comment); fixed at construction.
+    tail_apart: bool,
     pub(crate) sb: *const SuperBlock,
-    // ---- line 2: write-hot ----
+}
+
+/// The rest of an inode (see the module comment).
+#[repr(C, align(64))]
+pub struct InodeTail {
     pub(crate) refcount: RefCount,
     pub(crate) body: InodeBody,
 }
@@ -157,19 +170,37 @@ pub struct Inode {
 #[cfg(not(loom))]
 const _: () = {
     assert!(
-        core::mem::offset_of!(Inode, refcount) >= 128,
-        "write-hot fields must not share the attribute lines"
+        core::mem::size_of::<Inode>() == 128,
+        "the attributes are one adjacent-line pair"
     );
-    assert!(core::mem::offset_of!(Inode, sb) < 128);
     assert!(
         core::mem::offset_of!(Inode, mtime) + core::mem::size_of::<AtomicTime>() <= 64,
         "the often-changed attributes share line 0 with the seqcount"
     );
     assert!(
-        core::mem::size_of::<Inode>() == 192,
+        core::mem::size_of::<InodeTail>() == 64,
         "an inode is three cache lines"
     );
 };
+
+impl core::ops::Deref for Inode {
+    type Target = InodeTail;
+
+    #[inline(always)]
+    fn deref(&self) -> &InodeTail {
+        // SAFETY: every inode is built with its tail (`write_at`),
+        // which lives and dies with it (`Drop for Inode`).
+        unsafe { &*self.tail_ptr() }
+    }
+}
+
+impl Drop for Inode {
+    fn drop(&mut self) {
+        // SAFETY: the tail lives and dies with its head; dropped once,
+        // here.
+        unsafe { core::ptr::drop_in_place(self.tail_ptr() as *mut InodeTail) }
+    }
+}
 
 // SAFETY: every field is either atomic, lock-protected, immutable after
 // construction, or (`sb`) a pointer to a superblock that outlives its inodes
@@ -177,6 +208,11 @@ const _: () = {
 unsafe impl Send for Inode {}
 // SAFETY: as above.
 unsafe impl Sync for Inode {}
+// SAFETY: the refcount is atomic and the body's state is behind its
+// locks or immutable (reached only through its inode).
+unsafe impl Send for InodeTail {}
+// SAFETY: as above.
+unsafe impl Sync for InodeTail {}
 
 /// What tmpfs adds to a directory's size per entry ("." and ".." count).
 pub const BOGO_DIRENT_SIZE: u64 = 20;
@@ -200,17 +236,53 @@ pub fn now() -> Timespec {
 
 impl crate::mem::slab::SlabPool for Inode {
     const POOL: usize = crate::mem::slab::INODE_POOL;
+    const TAIL_BYTES: usize = core::mem::size_of::<InodeTail>();
 }
 
 impl Inode {
-    pub(crate) fn new(
+    /// A new inode of the inode pool, its tail apart, with no reference
+    /// (`refcount.get()` takes the first). `group` is the memory group
+    /// charged for it.
+    pub(crate) fn alloc(
         sb: *const SuperBlock,
         ino: u64,
         mode: u32,
-        uid: u32,
-        gid: u32,
+        (uid, gid): (u32, u32),
         body: InodeBody,
-    ) -> Inode {
+        group: u32,
+    ) -> *mut Inode {
+        let p = crate::mem::slab::alloc_in_place::<Inode>();
+        // SAFETY: a free object of the inode pool that only we own (a
+        // previous inode there was dropped, tail included, when freed).
+        unsafe { Self::write_at(p, true, sb, ino, mode, (uid, gid), body, group) };
+        p
+    }
+
+    /// Builds a new inode with no reference at `at` in place (an inode
+    /// built on the stack and moved cost a `memcpy` per create), its tail
+    /// among its slab chunk's tails if `tail_apart` (an object of the
+    /// inode pool), else right after it (an anonymous node's).
+    ///
+    /// # Safety
+    /// `at` and its tail are valid for writes, aligned, and hold no live
+    /// value; nobody else can reach them yet.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub(crate) unsafe fn write_at(
+        at: *mut Inode,
+        tail_apart: bool,
+        sb: *const SuperBlock,
+        ino: u64,
+        mode: u32,
+        (uid, gid): (u32, u32),
+        body: InodeBody,
+        group: u32,
+    ) {
+        let tail = if tail_apart {
+            crate::mem::slab::tail_of(at) as *mut InodeTail
+        } else {
+            at.wrapping_add(1) as *mut InodeTail
+        };
         let t = now();
         let nlink = if s_isdir(mode) { 2 } else { 1 };
         let size = if s_isdir(mode) {
@@ -218,27 +290,43 @@ impl Inode {
         } else {
             0
         };
-        Inode {
-            attr_seq: SeqCount::new(),
-            mode: AtomicU32::new(mode),
-            uid: AtomicU32::new(uid),
-            gid: AtomicU32::new(gid),
-            nlink: AtomicU32::new(nlink),
-            size: AtomicU64::new(size),
-            blocks: AtomicU64::new(0),
-            atime: AtomicTime::new(t),
-            mtime: AtomicTime::new(t),
-            ctime: AtomicTime::new(t),
-            ino,
-            private: AtomicPtr::new(core::ptr::null_mut()),
-            btime_sec: t.sec,
-            btime_nsec: t.nsec as u32,
-            write_hint: AtomicU8::new(0),
-            watched: AtomicBool::new(false),
-            sb,
-            refcount: RefCount::new(0),
-            group: 0,
-            body,
+        // SAFETY: the caller's contract; not shared yet.
+        unsafe {
+            at.write(Inode {
+                attr_seq: SeqCount::new(),
+                mode: AtomicU32::new(mode),
+                uid: AtomicU32::new(uid),
+                gid: AtomicU32::new(gid),
+                nlink: AtomicU32::new(nlink),
+                size: AtomicU64::new(size),
+                blocks: AtomicU64::new(0),
+                atime: AtomicTime::new(t),
+                mtime: AtomicTime::new(t),
+                ctime: AtomicTime::new(t),
+                ino,
+                private: AtomicPtr::new(core::ptr::null_mut()),
+                btime_sec: t.sec,
+                btime_nsec: t.nsec as u32,
+                write_hint: AtomicU8::new(0),
+                watched: AtomicBool::new(false),
+                tail_apart,
+                sb,
+                group,
+            });
+            tail.write(InodeTail {
+                refcount: RefCount::new(0),
+                body,
+            });
+        }
+    }
+
+    /// Where the tail is (see the module comment).
+    #[inline(always)]
+    fn tail_ptr(&self) -> *const InodeTail {
+        if self.tail_apart {
+            crate::mem::slab::tail_of(self) as *const InodeTail
+        } else {
+            (self as *const Inode).wrapping_add(1) as *const InodeTail
         }
     }
 
@@ -457,8 +545,13 @@ impl Inode {
     /// lines.
     #[inline]
     pub(crate) fn rdev(&self, mode: u32) -> u64 {
-        match (mode & S_IFMT, &self.body) {
-            (S_IFCHR | S_IFBLK, InodeBody::Special(rdev)) => *rdev,
+        // The type first, as its own branch: matched as a pair, the
+        // compiler was free to load the body's discriminant first.
+        if !matches!(mode & S_IFMT, S_IFCHR | S_IFBLK) {
+            return 0;
+        }
+        match &self.body {
+            InodeBody::Special(rdev) => *rdev,
             _ => 0,
         }
     }

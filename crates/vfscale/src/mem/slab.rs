@@ -34,8 +34,19 @@
 //!   objects of a class, and more than `2 * BATCH` only while it drains.
 //! - `free` drops the value before it touches any free list, so a value
 //!   whose drop frees other slab objects cannot re-enter a borrowed list.
+//! - **Split objects** (`SlabPool::TAIL_BYTES` > 0: dentries, inodes) keep
+//!   their head — what a hot lookup and stat read — apart from their tail:
+//!   a chunk of a split pool (aligned to its size) holds its N heads packed
+//!   first and the N tails after them, tail `i` belonging to head `i`, so
+//!   [`tail_of`] finds a tail from its head's address alone. Why: the
+//!   CPU fetches lines in adjacent pairs and a hot stat of 100,000 files
+//!   is bound by the memory its lines span, not by their number
+//!   (docs/PERFORMANCE.md, sessions 39–42); packed heads make the pair's
+//!   other line another hot head instead of a cold name tail or refcount.
 //! - With `--cfg vfscale_no_slab` (the AddressSanitizer run) objects come
-//!   from `Box` instead, so every use after free is still caught there.
+//!   from the global allocator instead (a split object's head and tail in
+//!   one allocation, the tail right after the head), so every use after
+//!   free is still caught there.
 
 #[cfg(not(vfscale_no_slab))]
 use std::alloc::{handle_alloc_error, Layout};
@@ -87,6 +98,11 @@ pub const fn class_of<T>() -> usize {
 /// Types with a pool of their own (else they share their size class's).
 pub trait SlabPool {
     const POOL: usize;
+    /// The size of the object's tail, kept apart from the `T` itself (its
+    /// head) in a dedicated pool; 0 for whole objects. A split object is
+    /// made with [`alloc_in_place`] (its tail written through
+    /// [`tail_of`]) and its `Drop` drops its tail.
+    const TAIL_BYTES: usize = 0;
 }
 
 /// `T`'s pool, checked at compile time: a size class holds objects of
@@ -101,7 +117,51 @@ const fn pool_of<T: SlabPool>() -> usize {
         assert!(size.is_multiple_of(64) && size > 0 && size <= MAX_DEDICATED);
         assert!(core::mem::align_of::<T>() == 64);
     }
+    assert!(T::TAIL_BYTES.is_multiple_of(64) && T::TAIL_BYTES <= MAX_DEDICATED);
+    assert!(T::TAIL_BYTES == 0 || T::POOL >= SIZE_CLASSES);
     T::POOL
+}
+
+/// The bytes one object of `T` occupies, head and tail.
+pub const fn footprint<T: SlabPool>() -> usize {
+    core::mem::size_of::<T>() + T::TAIL_BYTES
+}
+
+/// The layout of one object's memory where objects come from the global
+/// allocator (`vfscale_no_slab`): head and tail together.
+#[cfg(vfscale_no_slab)]
+fn boxed_layout<T: SlabPool>() -> std::alloc::Layout {
+    std::alloc::Layout::from_size_align(footprint::<T>(), core::mem::align_of::<T>())
+        .expect("a slab object's layout")
+}
+
+/// How many objects one chunk holds: heads of `size` bytes, each with a
+/// tail of `tail` bytes (0 for whole objects).
+#[cfg(not(vfscale_no_slab))]
+const fn per_chunk(size: usize, tail: usize) -> usize {
+    CHUNK_BYTES / (size + tail)
+}
+
+/// The tail of the split object whose head is `head` (see
+/// `SlabPool::TAIL_BYTES`): in a chunk of `T`'s pool, the tail with the
+/// head's index, after all the heads.
+#[inline(always)]
+pub fn tail_of<T: SlabPool>(head: *const T) -> *mut u8 {
+    const { assert!(T::TAIL_BYTES > 0) };
+    #[cfg(vfscale_no_slab)]
+    {
+        head.wrapping_add(1) as *mut u8
+    }
+    #[cfg(not(vfscale_no_slab))]
+    {
+        let size = core::mem::size_of::<T>();
+        let n = const { per_chunk(core::mem::size_of::<T>(), T::TAIL_BYTES) };
+        let addr = head as usize;
+        let base = addr & !(CHUNK_BYTES - 1);
+        let index = (addr - base) / size;
+        head.cast::<u8>()
+            .wrapping_add(n * size - (addr - base) + index * T::TAIL_BYTES) as *mut u8
+    }
 }
 
 /// The size of the objects of `pool`.
@@ -217,7 +277,7 @@ fn depot(class: usize) -> &'static Depot<Batch> {
 /// first, then stolen), else a new chunk.
 #[cfg(not(vfscale_no_slab))]
 #[cold]
-fn refill(class: usize, size: usize) -> Batch {
+fn refill(class: usize, size: usize, tail: usize) -> Batch {
     let home = home_shard();
     if let Some(b) = depot(class).pop(home) {
         return b;
@@ -226,13 +286,12 @@ fn refill(class: usize, size: usize) -> Batch {
     // need no slack) and outside the allocator's size classes, whose
     // rounding of a 64-byte-aligned 64 KiB request cost a quarter more.
     let chunk = map_chunk();
-    CARVED[class].fetch_add(CHUNK_BYTES / size, std::sync::atomic::Ordering::Relaxed);
+    let n = per_chunk(size, tail);
+    CARVED[class].fetch_add(n, std::sync::atomic::Ordering::Relaxed);
     // Highest address first, so pops hand out ascending addresses; all
-    // but one batch go to this CPU's shard, under one lock.
-    let mut all: Vec<usize> = (0..CHUNK_BYTES / size)
-        .rev()
-        .map(|i| chunk as usize + i * size)
-        .collect();
+    // but one batch go to this CPU's shard, under one lock. A split
+    // pool's tails lie after the heads (`tail_of`), untouched here.
+    let mut all: Vec<usize> = (0..n).rev().map(|i| chunk as usize + i * size).collect();
     let mine = all.split_off(all.len().saturating_sub(BATCH));
     depot(class).push_all(home, all.chunks(BATCH).map(<[usize]>::to_vec));
     mine
@@ -272,31 +331,53 @@ fn recycle(spare: &mut Vec<Batch>, mut batch: Batch) {
     }
 }
 
-/// A fresh, page-aligned `CHUNK_BYTES` region. No `MADV_HUGEPAGE`: with
+/// A fresh `CHUNK_BYTES` region aligned to its size (so `tail_of` finds
+/// an object's chunk from its address). No `MADV_HUGEPAGE`: with
 /// the kernel's `defrag=madvise` a huge-page fault may compact memory
 /// synchronously, which made the create rate of a million files swing by
 /// 2x between runs; listing speed did not depend on the page size.
 #[cfg(not(vfscale_no_slab))]
 fn map_chunk() -> *mut u8 {
+    // Twice the size, then the unaligned ends are unmapped.
     // SAFETY: an anonymous private mapping; no existing memory is touched.
-    let chunk = unsafe {
+    let region = unsafe {
         libc::mmap(
             core::ptr::null_mut(),
-            CHUNK_BYTES,
+            2 * CHUNK_BYTES,
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
             -1,
             0,
         )
     };
-    if chunk == libc::MAP_FAILED {
-        handle_alloc_error(Layout::from_size_align(CHUNK_BYTES, 4096).expect("chunk layout"));
+    if region == libc::MAP_FAILED {
+        handle_alloc_error(
+            Layout::from_size_align(CHUNK_BYTES, CHUNK_BYTES).expect("chunk layout"),
+        );
     }
-    chunk as *mut u8
+    let start = region as usize;
+    let chunk = start.next_multiple_of(CHUNK_BYTES);
+    let end = start + 2 * CHUNK_BYTES;
+    // SAFETY: both ranges lie inside the mapping just made and outside
+    // the chunk kept; page-aligned (mmap's start and the chunk are).
+    unsafe {
+        if chunk > start {
+            libc::munmap(region, chunk - start);
+        }
+        if end > chunk + CHUNK_BYTES {
+            libc::munmap(
+                (chunk + CHUNK_BYTES) as *mut libc::c_void,
+                end - chunk - CHUNK_BYTES,
+            );
+        }
+    }
+    region.cast::<u8>().wrapping_add(chunk - start)
 }
 
-/// Moves `value` into a slab object of its pool.
+/// Moves `value` into a slab object of its pool (a whole object: split
+/// ones are built with `alloc_in_place`).
 pub fn alloc<T: SlabPool>(value: T) -> *mut T {
+    const { assert!(T::TAIL_BYTES == 0) };
     #[cfg(vfscale_no_slab)]
     {
         let _ = const { pool_of::<T>() };
@@ -306,7 +387,7 @@ pub fn alloc<T: SlabPool>(value: T) -> *mut T {
     {
         let class = const { pool_of::<T>() };
         let size = object_size(class, core::mem::size_of::<T>());
-        let p = take_object(class, size) as *mut T;
+        let p = take_object(class, size, 0) as *mut T;
         // SAFETY: a free, exclusively owned object of T's size and alignment.
         unsafe { p.write(value) };
         p
@@ -316,10 +397,10 @@ pub fn alloc<T: SlabPool>(value: T) -> *mut T {
 /// A free object of `class`: from this thread's list, else a batch.
 #[cfg(not(vfscale_no_slab))]
 #[inline(always)]
-fn take_object(class: usize, size: usize) -> usize {
+fn take_object(class: usize, size: usize, tail: usize) -> usize {
     match with_local(|l| l.free[class].pop()) {
         Some(Some(a)) => a,
-        _ => take_object_slow(class, size),
+        _ => take_object_slow(class, size, tail),
     }
 }
 
@@ -327,11 +408,11 @@ fn take_object(class: usize, size: usize) -> usize {
 #[cfg(not(vfscale_no_slab))]
 #[cold]
 #[inline(never)]
-fn take_object_slow(class: usize, size: usize) -> usize {
+fn take_object_slow(class: usize, size: usize, tail: usize) -> usize {
     with_local(|l| {
         let list = &mut l.free[class];
         if list.is_empty() {
-            let batch = refill(class, size);
+            let batch = refill(class, size, tail);
             list.extend_from_slice(&batch);
             recycle(&mut l.spare, batch);
         }
@@ -340,7 +421,7 @@ fn take_object_slow(class: usize, size: usize) -> usize {
     .flatten()
     // Thread teardown: no local list; one object from the depot.
     .unwrap_or_else(|| {
-        let mut b = refill(class, size);
+        let mut b = refill(class, size, tail);
         let a = b.pop().expect("a refill is never empty");
         if !b.is_empty() {
             depot(class).push(home_shard(), b);
@@ -354,32 +435,42 @@ fn take_object_slow(class: usize, size: usize) -> usize {
 /// still hold their last values. For type-stable pools, whose freed
 /// objects other threads may still touch through atomics (see
 /// `FILE_POOL`); such fields must be re-initialised with atomic stores.
+/// A split object's tail (at [`tail_of`]) is in the same state.
 pub fn alloc_in_place<T: SlabPool>() -> *mut T {
     #[cfg(vfscale_no_slab)]
     {
         let _ = const { pool_of::<T>() };
-        Box::into_raw(Box::<core::mem::MaybeUninit<T>>::new(
-            core::mem::MaybeUninit::zeroed(),
-        )) as *mut T
+        let layout = boxed_layout::<T>();
+        // SAFETY: a non-zero size (checked by `pool_of`).
+        let p = unsafe { std::alloc::alloc_zeroed(layout) };
+        if p.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        p as *mut T
     }
     #[cfg(not(vfscale_no_slab))]
     {
         let class = const { pool_of::<T>() };
         let size = object_size(class, core::mem::size_of::<T>());
-        take_object(class, size) as *mut T
+        take_object(class, size, T::TAIL_BYTES) as *mut T
     }
 }
 
 /// Drops the value at `p` and returns its memory to the slab.
 ///
 /// # Safety
-/// `p` came from [`alloc`] with the same `T`, is freed once, and nobody
-/// can reach it any more.
+/// `p` came from [`alloc`] or [`alloc_in_place`] with the same `T`, is
+/// freed once, and nobody can reach it any more.
 pub unsafe fn free<T: SlabPool>(p: *mut T) {
     #[cfg(vfscale_no_slab)]
     {
-        // SAFETY: the contract: a Box made by `alloc`, freed once.
-        drop(unsafe { Box::from_raw(p) });
+        // SAFETY: the contract: a live value, dropped once, whose memory
+        // the global allocator gave with this layout (`alloc` boxes a
+        // whole object: the same layout).
+        unsafe {
+            core::ptr::drop_in_place(p);
+            std::alloc::dealloc(p as *mut u8, boxed_layout::<T>());
+        }
     }
     #[cfg(not(vfscale_no_slab))]
     {

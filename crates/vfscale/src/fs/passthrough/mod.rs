@@ -687,12 +687,18 @@ impl Passthrough {
         node: Node,
     ) -> SysResult<*const Inode> {
         sb.reserve_inode()?;
-        let inode = Inode::new(sb, self.ino_of(st), st.st_mode, st.st_uid, st.st_gid, body);
-        let fresh = inode.refcount.get();
-        debug_assert!(fresh);
-        let p = crate::mem::slab::alloc(inode);
+        let p = Inode::alloc(
+            sb,
+            self.ino_of(st),
+            st.st_mode,
+            (st.st_uid, st.st_gid),
+            body,
+            0,
+        );
         // SAFETY: just allocated, not shared yet.
         let i = unsafe { &*p };
+        let fresh = i.refcount.get();
+        debug_assert!(fresh);
         copy_attrs(i, st);
         self.register(i, node);
         Ok(p)
