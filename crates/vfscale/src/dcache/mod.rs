@@ -480,11 +480,10 @@ impl VfsInner {
         self.alloc_dentry(sb, parent, key, inode, refs)
     }
 
-    /// A charged dentry, returned by `Dentry::new` straight into its slab
-    /// object: built first and moved, a dentry (three cache lines) cost a
-    /// second `memcpy` per create. (`Dentry::write_new` would save the
-    /// other, but computes all eight inline name words: +30 instructions
-    /// per create+unlink, docs/PERFORMANCE.md.)
+    /// A charged dentry, built in its slab object (`Dentry::alloc`: head
+    /// and tail written in place, the name's words stored only as far as
+    /// the name goes; built first and moved, a dentry cost a `memcpy` per
+    /// create).
     fn alloc_dentry(
         &self,
         sb: &SuperBlock,
