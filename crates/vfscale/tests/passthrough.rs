@@ -1727,3 +1727,37 @@ fn a_watched_directory_keeps_its_events_across_dropped_caches() {
     drop(p);
     vfs.check_invariants().unwrap();
 }
+
+/// A directory the host replaced under vfscale, while vfscale still caches
+/// a name in it: revalidation unhashes the old directory, which its cached
+/// child keeps. One `drop_caches` frees both and the old directory's
+/// parent too (the parent is left unused by the deferred put of the old
+/// directory, after the scan that freed the child had passed it).
+#[test]
+fn drop_caches_frees_what_a_replaced_directory_kept() {
+    for depth in 1..=3 {
+        let host = HostDir::new("replaced-dir");
+        let above = (0..depth)
+            .map(|i| format!("p{i}"))
+            .collect::<Vec<_>>()
+            .join("/");
+        host.mkdir(&format!("{above}/old/sub"));
+        host.write(&format!("{above}/old/sub/f"), b"f");
+        let vfs = mirror(&host, Duration::ZERO);
+        let base = vfs.object_counts();
+        let p = vfs.root_process();
+        assert_eq!(
+            p.stat(format!("/{above}/old/sub/f").as_bytes())
+                .unwrap()
+                .size,
+            1
+        );
+        // The host moves the directory away and puts a file in its place.
+        let dir = host.path().join(&above);
+        std::fs::rename(dir.join("old"), dir.join("moved")).unwrap();
+        host.write(&format!("{above}/old"), b"now a file");
+        assert_eq!(p.stat(format!("/{above}/old").as_bytes()).unwrap().size, 10);
+        p.exit();
+        settled(&vfs, base);
+    }
+}
