@@ -1761,3 +1761,35 @@ fn drop_caches_frees_what_a_replaced_directory_kept() {
         settled(&vfs, base);
     }
 }
+
+/// A directory the host removes while vfscale has a mount on it, or on a
+/// directory beneath it, stays the mountpoint it was (as Linux before
+/// 3.18; since then Linux detaches such mounts lazily): the mount stays
+/// reachable, listed and unmountable, and after the umount the name is
+/// gone as on the host. Before session 43 the failed revalidation dropped
+/// the entry, leaving the mount listed where no walk reached it (never
+/// unmountable) and its mountpoint holding the root (`check_invariants`
+/// failed).
+#[test]
+fn a_directory_removed_on_the_host_stays_the_mountpoint_it_was() {
+    for mountpoint in [&b"/a"[..], b"/a/m"] {
+        let host = HostDir::new("mount-removed");
+        host.mkdir("a/m");
+        let vfs = mirror(&host, Duration::ZERO);
+        let base = vfs.object_counts();
+        let p = vfs.root_process();
+        p.mount(b"none", mountpoint, b"tmpfs", 0).unwrap();
+        let inner = [mountpoint, b"/inner"].concat();
+        p.mkdir(&inner, 0o700).unwrap();
+        std::fs::remove_dir_all(host.path().join("a")).unwrap();
+        assert_eq!(p.stat(&inner).unwrap().mode, S_IFDIR | 0o700);
+        let listed = String::from_utf8(p.mountinfo().unwrap()).unwrap();
+        let at = format!(" {} ", String::from_utf8_lossy(mountpoint));
+        assert!(listed.contains(&at), "{listed}");
+        p.umount2(mountpoint, 0).unwrap();
+        assert_eq!(p.stat(b"/a").err(), Some(Errno::ENOENT));
+        p.exit();
+        settled(&vfs, base);
+        vfs.check_invariants().unwrap();
+    }
+}

@@ -1003,6 +1003,16 @@ pub(crate) fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// `VfsInner::unmounted_hold`'s answer.
+enum Unmounted<'a> {
+    /// No mount on the entry or beneath it: drop it while this is held.
+    Held(crate::mount::MountsLocked<'a>),
+    /// A mount sits on it or beneath it: keep it.
+    Mounted,
+    /// The mount table is busy: keep it for now.
+    Busy,
+}
+
 impl VfsInner {
     /// When `d`'s answer needs its backend's word again: (now, when it
     /// was answered); None if it may be used as it is (its instance
@@ -1066,15 +1076,71 @@ impl VfsInner {
             return Ok(false);
         }
         {
+            let no_mounts = match self.unmounted_hold(d) {
+                Unmounted::Held(list) => list,
+                Unmounted::Mounted => {
+                    // Trusted for another TTL, as a valid answer would be.
+                    d.cookie.fetch_max(now, Ordering::Relaxed);
+                    self.dput(d);
+                    return Ok(true);
+                }
+                Unmounted::Busy => {
+                    self.dput(d);
+                    return Ok(true);
+                }
+            };
             let locked = index.write();
             if !locked.is_dead() && d.is_hashed() && core::ptr::eq(d.parent_ptr(), parent) {
                 self.unhash(d);
             }
+            drop((locked, no_mounts));
         }
         // Unhashed, our put is the last unless someone else uses it (their
         // put frees it then).
         self.dput(d);
         Ok(false)
+    }
+
+    /// Before a cached entry its backend no longer vouches for is dropped
+    /// (`revalidate_dentry`): whether a mount sits on `d` or on an entry
+    /// beneath it, which then stays cached. Dropping it would leave those
+    /// mounts where no walk reaches them: listed, never unmountable, their
+    /// mountpoints holding the dropped entry's parent. Linux since 3.18
+    /// detaches such mounts lazily (`d_invalidate`); vfscale keeps them
+    /// where they are, as Linux did before: a directory removed on the
+    /// host stays the mountpoint it was until it is unmounted
+    /// (docs/COMPATIBILITY.md). Without a mount, the mount table's lock,
+    /// which keeps one from being attached on `d` until the caller has
+    /// dropped it (a mount on a dropped entry is refused: ENOENT). The lock
+    /// is only tried (it is the outermost, and callers may hold directory
+    /// locks): a busy table keeps the entry too, to be asked about again
+    /// at its next use.
+    fn unmounted_hold(&self, d: &Dentry) -> Unmounted<'_> {
+        if d.flags() & dentry::D_MOUNTED != 0 {
+            return Unmounted::Mounted;
+        }
+        let Some(list) = self.try_lock_mounts() else {
+            return Unmounted::Busy;
+        };
+        // Under the table's lock: mounts are attached, and their
+        // mountpoints (which they hold) and those entries' parents alive.
+        let beneath = list.iter().any(|&m| {
+            // SAFETY: attached mounts are live under the table lock.
+            let mut x = unsafe { &*(m as *const crate::mount::Mount) }.mountpoint_ptr();
+            while !x.is_null() {
+                if core::ptr::eq(x, d) {
+                    return true;
+                }
+                // SAFETY: a dentry holds its parent.
+                x = unsafe { &*x }.parent_ptr();
+            }
+            false
+        });
+        if beneath {
+            Unmounted::Mounted
+        } else {
+            Unmounted::Held(list)
+        }
     }
 
     /// Drops the cached entry for (parent, key), if any, after a backend

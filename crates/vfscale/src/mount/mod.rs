@@ -226,7 +226,20 @@ impl Drop for MountsLocked<'_> {
 impl VfsInner {
     /// Takes the mount table's lock.
     pub(crate) fn lock_mounts(&self) -> MountsLocked<'_> {
-        let guard = self.mounts.lock.lock();
+        self.mounts_locked(self.mounts.lock.lock())
+    }
+
+    /// The mount table's lock if it is free now: for a caller that may
+    /// hold inner locks (the table's is the outermost), which must not
+    /// wait for it.
+    pub(crate) fn try_lock_mounts(&self) -> Option<MountsLocked<'_>> {
+        Some(self.mounts_locked(self.mounts.lock.try_lock()?))
+    }
+
+    fn mounts_locked<'a>(
+        &'a self,
+        guard: crate::sync::lock::MutexGuard<'a, Vec<usize>>,
+    ) -> MountsLocked<'a> {
         self.note_table_locked();
         MountsLocked {
             vfs: self,
