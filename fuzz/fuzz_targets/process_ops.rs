@@ -2,8 +2,9 @@
 //!
 //! A byte decoder (each op: one selector byte, then argument bytes) drives
 //! two processes (root, and uid 1000 in group 1000) on a fresh `Vfs` over
-//! a small pool of names, so operations collide. Checked: no panic from any
-//! call; after the sequence, every process exits, caches are dropped and
+//! a small pool of names, so operations collide; `drop_caches` runs among
+//! the calls too. Checked: no panic from any call; after the sequence,
+//! every process exits, caches are dropped and
 //! `Vfs::check_invariants` passes (names <-> dentries <-> inodes <-> nlink,
 //! refcounts at rest, object counters, no file lock left behind).
 
@@ -48,7 +49,7 @@ impl Bytes<'_> {
     }
 }
 
-fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Option<()> {
+fn step(vfs: &Vfs, procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Option<()> {
     let sel = bytes.byte()?;
     let p = &procs[(sel >> 5) as usize % procs.len()];
     let a = bytes.name()?;
@@ -111,6 +112,9 @@ fn step(procs: &mut Vec<Process>, fds: &mut Vec<Fd>, bytes: &mut Bytes) -> Optio
         14 => drop(p.truncate(a, i64::from(arg) - 8)),
         15 => drop(p.chdir(a)),
         16 => drop(p.read_dir(a)),
+        // One in sixteen: drop_caches between the calls (unused names,
+        // removed directories kept by them, their parents).
+        17 if arg & 0xf0 == 0xf0 => drop(vfs.drop_caches()),
         17 => drop(p.stat(a)),
         18 => drop(p.lseek(fd(), i64::from(arg), i32::from(arg % 5))),
         19 => drop(p.getdents64(fd(), &mut buf)),
@@ -522,7 +526,7 @@ fuzz_target!(|data: &[u8]| {
     let mut fds: Vec<Fd> = Vec::new();
     let mut bytes = Bytes(data);
     let mut n = 0;
-    while n < 256 && step(&mut procs, &mut fds, &mut bytes).is_some() {
+    while n < 256 && step(&vfs, &mut procs, &mut fds, &mut bytes).is_some() {
         n += 1;
     }
     for p in procs {
