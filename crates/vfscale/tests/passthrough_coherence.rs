@@ -1,6 +1,7 @@
 //! The passthrough cache's coherence with TTL 0, step by step: random
 //! sequences of changes, each made either through vfscale or directly on
-//! the host (behind vfscale's back), over a small tree of names. With every
+//! the host (behind vfscale's back), over a small tree of names, and writes
+//! through descriptors vfscale keeps open while names move. With every
 //! use revalidated, after each step vfscale must show exactly the host's
 //! state: for every name of the pool, `lstat` fails with the host's errno
 //! or gives the host's type, permission bits, size, link count and inode
@@ -47,6 +48,12 @@ enum Change {
     /// A symlink at the first name to the second (relative text).
     Symlink(usize, usize),
     Chmod(usize, u32),
+    /// Through vfscale only (a host step makes it too): open a name and
+    /// keep the descriptor, write through the k-th kept one (its file on
+    /// the host, wherever its name went), or close it.
+    Open(usize),
+    FdWrite(usize, u8),
+    Close(usize),
 }
 
 fn change_strategy() -> impl Strategy<Value = Change> {
@@ -61,6 +68,9 @@ fn change_strategy() -> impl Strategy<Value = Change> {
         (n(), n()).prop_map(|(a, b)| Change::Symlink(a, b)),
         (n(), prop_oneof![Just(0o600u32), Just(0o755), Just(0o4711)])
             .prop_map(|(a, m)| Change::Chmod(a, m)),
+        n().prop_map(Change::Open),
+        (0..4usize, 1..8u8).prop_map(|(k, l)| Change::FdWrite(k, l)),
+        (0..4usize).prop_map(Change::Close),
     ]
 }
 
@@ -74,7 +84,7 @@ fn vpath(i: usize) -> Vec<u8> {
 
 /// Applies `c` through vfscale; errors are part of the game (a name that
 /// is missing, a directory in the way), only the resulting state counts.
-fn through_vfscale(p: &Process, c: &Change) {
+fn through_vfscale(p: &Process, fds: &mut Vec<Fd>, c: &Change) {
     match *c {
         Change::Write(a, len) => {
             if let Ok(fd) = p.open(&vpath(a), O_CREAT | O_WRONLY, 0o644) {
@@ -93,6 +103,24 @@ fn through_vfscale(p: &Process, c: &Change) {
         Change::Link(a, b) => drop(p.link(&vpath(a), &vpath(b))),
         Change::Symlink(a, b) => drop(p.symlink(NAMES[b].as_bytes(), &vpath(a))),
         Change::Chmod(a, mode) => drop(p.chmod(&vpath(a), mode)),
+        Change::Open(a) => {
+            let fd = p
+                .open(&vpath(a), O_RDWR, 0)
+                .or_else(|_| p.open(&vpath(a), O_RDONLY, 0));
+            if let Ok(fd) = fd {
+                fds.push(fd);
+            }
+        }
+        Change::FdWrite(k, len) => {
+            if let Some(&fd) = fds.get(k) {
+                let _ = p.write(fd, &vec![b'f'; len as usize]);
+            }
+        }
+        Change::Close(k) => {
+            if k < fds.len() {
+                p.close(fds.remove(k)).unwrap();
+            }
+        }
     }
 }
 
@@ -128,6 +156,9 @@ fn on_host(root: &Path, c: &Change) {
         Change::Chmod(a, mode) => {
             // As chmod(2): follows a symlink (to nothing, at times).
             let _ = std::fs::set_permissions(path(a), std::fs::Permissions::from_mode(mode));
+        }
+        Change::Open(_) | Change::FdWrite(..) | Change::Close(_) => {
+            unreachable!("made through vfscale")
         }
     }
 }
@@ -201,11 +232,16 @@ fn run(steps: &[Step], config: PassthroughConfig) -> Result<(), TestCaseError> {
     let vfs = Vfs::with_passthrough_root(VfsConfig::default(), host.path(), config).unwrap();
     let base = vfs.object_counts();
     let p = vfs.root_process();
+    let mut fds = Vec::new();
     for (i, step) in steps.iter().enumerate() {
-        if step.host {
+        let fd_step = matches!(
+            step.change,
+            Change::Open(_) | Change::FdWrite(..) | Change::Close(_)
+        );
+        if step.host && !fd_step {
             on_host(host.path(), &step.change);
         } else {
-            through_vfscale(&p, &step.change);
+            through_vfscale(&p, &mut fds, &step.change);
         }
         for name in NAMES {
             prop_assert_eq!(
@@ -237,6 +273,9 @@ fn run(steps: &[Step], config: PassthroughConfig) -> Result<(), TestCaseError> {
                 );
             }
         }
+    }
+    for fd in fds {
+        p.close(fd).unwrap();
     }
     p.exit();
     vfs.drop_caches();
