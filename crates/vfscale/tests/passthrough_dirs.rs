@@ -531,3 +531,40 @@ fn a_removed_directory_in_use_keeps_its_attributes() {
     vfs.drop_caches();
     assert_eq!(stats.data_fds_held(), 0, "the holds went with their inodes");
 }
+
+/// A cwd (or a directory descriptor) in a directory the host removed and
+/// then made again under the same name: changes through it answer ENOENT,
+/// as in a removed directory on a local filesystem, and never land in the
+/// new directory (they went by path, before session 43). The new one is
+/// reached by walking to it again.
+#[test]
+fn changes_in_a_directory_the_host_replaced_never_reach_the_new_one() {
+    for ttl_ms in [0, 3_600_000] {
+        let host = HostDir::new("replaced-cwd");
+        host.mkdir("a/b");
+        let (vfs, _) = mirror_with(&host, ttl(Duration::from_millis(ttl_ms)), false);
+        let p = vfs.root_process();
+        p.chdir(b"/a/b").unwrap();
+        let dirfd = p.open(b"/a/b", O_RDONLY | O_DIRECTORY, 0).unwrap();
+        std::fs::rename(host.path().join("a/b"), host.path().join("old")).unwrap();
+        std::fs::create_dir(host.path().join("a/b")).unwrap();
+        assert_eq!(p.open(b"f", O_CREAT | O_WRONLY, 0o644), Err(Errno::ENOENT));
+        assert_eq!(p.mkdirat(dirfd, b"d", 0o755), Err(Errno::ENOENT));
+        assert_eq!(p.symlink(b"t", b"l"), Err(Errno::ENOENT));
+        let names = |rel: &str| {
+            std::fs::read_dir(host.path().join(rel))
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect::<Vec<_>>()
+        };
+        assert!(names("a/b").is_empty(), "ttl {ttl_ms} ms");
+        assert!(names("old").is_empty(), "ttl {ttl_ms} ms");
+        if ttl_ms == 0 {
+            p.chdir(b"/a/b").unwrap();
+            let fd = p.open(b"f", O_CREAT | O_WRONLY, 0o644).unwrap();
+            p.close(fd).unwrap();
+            assert_eq!(names("a/b"), ["f"]);
+        }
+        p.close(dirfd).unwrap();
+    }
+}

@@ -919,10 +919,24 @@ impl Passthrough {
         }
     }
 
-    /// The host directory `dir` as an O_PATH fd (opened beneath the root).
+    /// The host directory `dir` as an O_PATH fd (opened beneath the root
+    /// by its path), checked to be `dir`'s own (the same inode number): a
+    /// directory the host removed, or moved away and put another in its
+    /// place, is ENOENT, as a change in a removed directory is on a local
+    /// filesystem — not a change in whatever the host has at its path now
+    /// (a cwd or a descriptor kept in it reaches it without a walk that
+    /// would revalidate it). A number the host recycled for the new
+    /// directory passes. The root is the instance's own held directory
+    /// (its inode keeps the core's number).
     fn dir_fd(&self, dir: &Inode) -> SysResult<std::os::fd::OwnedFd> {
-        self.host
-            .open_beneath(&self.path_of(dir)?, libc::O_PATH | libc::O_DIRECTORY)
+        let path = self.path_of(dir)?;
+        let fd = self
+            .host
+            .open_beneath(&path, libc::O_PATH | libc::O_DIRECTORY)?;
+        if !path.is_empty() && self.ino_of(&self.host.fstat(fd.as_raw_fd())?) != dir.ino() {
+            return Err(Errno::ENOENT);
+        }
+        Ok(fd)
     }
 
     /// The parent directory fd and last component of `inode`'s path (None
