@@ -1793,3 +1793,41 @@ fn a_directory_removed_on_the_host_stays_the_mountpoint_it_was() {
         vfs.check_invariants().unwrap();
     }
 }
+
+/// A file the host replaced while vfscale still trusts its cached entry
+/// (within the TTL): chmod, setxattr and link of the cached file answer
+/// ENOENT (it is gone) and leave the host's new file alone; before
+/// session 43 they went by its path and changed the new file. Past the
+/// TTL the name is looked up again and reaches the new file.
+#[test]
+fn calls_on_a_cached_file_the_host_replaced_never_reach_the_new_one() {
+    use std::os::unix::fs::PermissionsExt;
+    let host = HostDir::new("replaced-file");
+    host.write("f", b"old");
+    let vfs = mirror(&host, Duration::from_millis(300));
+    let p = vfs.root_process();
+    assert_eq!(p.stat(b"/f").unwrap().size, 3);
+    std::fs::rename(host.path().join("f"), host.path().join("moved")).unwrap();
+    host.write("f", b"new file");
+    std::fs::set_permissions(
+        host.path().join("f"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    assert_eq!(p.chmod(b"/f", 0o600), Err(Errno::ENOENT));
+    assert_eq!(p.setxattr(b"/f", b"user.x", b"1", 0), Err(Errno::ENOENT));
+    assert_eq!(p.link(b"/f", b"/g"), Err(Errno::ENOENT));
+    let mode = |rel: &str| {
+        std::fs::metadata(host.path().join(rel))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    assert_eq!(mode("f"), 0o644);
+    assert!(!host.path().join("g").exists());
+    std::thread::sleep(Duration::from_millis(350));
+    p.chmod(b"/f", 0o600).unwrap();
+    assert_eq!(mode("f"), 0o600);
+    assert_eq!(p.stat(b"/f").unwrap().size, 8);
+}

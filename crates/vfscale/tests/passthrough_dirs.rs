@@ -533,9 +533,10 @@ fn a_removed_directory_in_use_keeps_its_attributes() {
 }
 
 /// A cwd (or a directory descriptor) in a directory the host removed and
-/// then made again under the same name: changes through it answer ENOENT,
-/// as in a removed directory on a local filesystem, and never land in the
-/// new directory (they went by path, before session 43). The new one is
+/// then made again under the same name: changes through it, and calls on
+/// it (chmod, setxattr of "."), answer ENOENT, as in a removed directory
+/// on a local filesystem, and never reach the new directory (they went by
+/// path, before session 43). The new one is
 /// reached by walking to it again.
 #[test]
 fn changes_in_a_directory_the_host_replaced_never_reach_the_new_one() {
@@ -551,6 +552,16 @@ fn changes_in_a_directory_the_host_replaced_never_reach_the_new_one() {
         assert_eq!(p.open(b"f", O_CREAT | O_WRONLY, 0o644), Err(Errno::ENOENT));
         assert_eq!(p.mkdirat(dirfd, b"d", 0o755), Err(Errno::ENOENT));
         assert_eq!(p.symlink(b"t", b"l"), Err(Errno::ENOENT));
+        // Calls on the directory itself go by its name too: not to the
+        // new one either.
+        assert_eq!(p.chmod(b".", 0o700), Err(Errno::ENOENT));
+        assert_eq!(p.setxattr(b".", b"user.x", b"1", 0), Err(Errno::ENOENT));
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(host.path().join("a/b"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_ne!(mode & 0o777, 0o700, "ttl {ttl_ms} ms");
         let names = |rel: &str| {
             std::fs::read_dir(host.path().join(rel))
                 .unwrap()

@@ -926,8 +926,8 @@ impl Passthrough {
     /// filesystem — not a change in whatever the host has at its path now
     /// (a cwd or a descriptor kept in it reaches it without a walk that
     /// would revalidate it). A number the host recycled for the new
-    /// directory passes. The root is the instance's own held directory
-    /// (its inode keeps the core's number).
+    /// directory passes (as in `parent_and_name`). The root is the
+    /// instance's own held directory (its inode keeps the core's number).
     fn dir_fd(&self, dir: &Inode) -> SysResult<std::os::fd::OwnedFd> {
         let path = self.path_of(dir)?;
         let fd = self
@@ -940,7 +940,11 @@ impl Passthrough {
     }
 
     /// The parent directory fd and last component of `inode`'s path (None
-    /// for the root).
+    /// for the root), for a call on the inode by its name: the name is
+    /// checked to be the inode's (the same inode number), else ENOENT, as
+    /// `dir_fd` checks a directory — a chmod, an xattr or a link of a
+    /// cached inode the host has replaced meanwhile must not reach the
+    /// replacement.
     fn parent_and_name(&self, inode: &Inode) -> SysResult<Option<(std::os::fd::OwnedFd, Vec<u8>)>> {
         let path = self.path_of(inode)?;
         if path.is_empty() {
@@ -953,6 +957,9 @@ impl Passthrough {
         let fd = self
             .host
             .open_beneath(dir, libc::O_PATH | libc::O_DIRECTORY)?;
+        if self.ino_of(&self.host.stat_at(fd.as_raw_fd(), name)?) != inode.ino() {
+            return Err(Errno::ENOENT);
+        }
         Ok(Some((fd, name.to_vec())))
     }
 
