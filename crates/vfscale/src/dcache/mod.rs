@@ -1124,18 +1124,26 @@ impl VfsInner {
         };
         // Under the table's lock: mounts are attached, and their
         // mountpoints (which they hold) and those entries' parents alive.
-        let beneath = list.iter().any(|&m| {
-            // SAFETY: attached mounts are live under the table lock.
-            let mut x = unsafe { &*(m as *const crate::mount::Mount) }.mountpoint_ptr();
-            while !x.is_null() {
-                if core::ptr::eq(x, d) {
-                    return true;
+        // Only a directory has entries beneath it, and only mounts on its
+        // own instance can be on them.
+        let dir = d.flags() & dentry::D_TYPE_DIR != 0;
+        let beneath = dir
+            && list.iter().any(|&m| {
+                // SAFETY: attached mounts are live under the table lock.
+                let mut x = unsafe { &*(m as *const crate::mount::Mount) }.mountpoint_ptr();
+                // SAFETY: as above.
+                if x.is_null() || !core::ptr::eq(unsafe { &*x }.sb, d.sb) {
+                    return false;
                 }
-                // SAFETY: a dentry holds its parent.
-                x = unsafe { &*x }.parent_ptr();
-            }
-            false
-        });
+                while !x.is_null() {
+                    if core::ptr::eq(x, d) {
+                        return true;
+                    }
+                    // SAFETY: a dentry holds its parent.
+                    x = unsafe { &*x }.parent_ptr();
+                }
+                false
+            });
         if beneath {
             Unmounted::Mounted
         } else {
