@@ -1783,6 +1783,15 @@ fn a_directory_removed_on_the_host_stays_the_mountpoint_it_was() {
         p.mkdir(&inner, 0o700).unwrap();
         std::fs::remove_dir_all(host.path().join("a")).unwrap();
         assert_eq!(p.stat(&inner).unwrap().mode, S_IFDIR | 0o700);
+        // A change the host refuses (the name is gone there) forgets the
+        // cached name, but not this one (a mountpoint itself is EBUSY).
+        let refused = if mountpoint == b"/a" {
+            Errno::EBUSY
+        } else {
+            Errno::ENOENT
+        };
+        assert_eq!(p.rename(b"/a", b"/c"), Err(refused));
+        assert_eq!(p.stat(&inner).unwrap().mode, S_IFDIR | 0o700);
         let listed = String::from_utf8(p.mountinfo().unwrap()).unwrap();
         let at = format!(" {} ", String::from_utf8_lossy(mountpoint));
         assert!(listed.contains(&at), "{listed}");

@@ -1102,7 +1102,7 @@ impl VfsInner {
     }
 
     /// Before a cached entry its backend no longer vouches for is dropped
-    /// (`revalidate_dentry`): whether a mount sits on `d` or on an entry
+    /// (`revalidate_dentry`, `forget_name`): whether a mount sits on `d` or on an entry
     /// beneath it, which then stays cached. Dropping it would leave those
     /// mounts where no walk reaches them: listed, never unmountable, their
     /// mountpoints holding the dropped entry's parent. Linux since 3.18
@@ -1154,12 +1154,13 @@ impl VfsInner {
     /// Drops the cached entry for (parent, key), if any, after a backend
     /// changed that name: the next lookup asks the backend. Caller holds an
     /// epoch guard and no directory lock.
+    /// A mount on the entry or beneath it keeps it (`unmounted_hold`).
     pub(crate) fn forget_name(&self, parent: *const Dentry, dir: &Inode, key: &NameKey<'_>) {
         let Some(index) = dir.dir_index() else {
             return;
         };
         let d = {
-            let _locked = index.write();
+            let _locked = index.read();
             let d = self.lookup_exact(parent, key);
             if d.is_null() {
                 return;
@@ -1167,15 +1168,26 @@ impl VfsInner {
             // SAFETY: found under the bucket lock: allocated (guard). A
             // reference keeps the shrinker off it; if it lost the race,
             // the shrinker unhashed it already.
-            let dr = unsafe { &*d };
-            if !dr.refcount.get() {
+            if !unsafe { &*d }.refcount.get() {
                 return;
-            }
-            if dr.is_hashed() {
-                self.unhash(dr);
             }
             d
         };
+        // SAFETY: our reference keeps it.
+        let dr = unsafe { &*d };
+        if let Unmounted::Held(no_mounts) = self.unmounted_hold(dr) {
+            let locked = index.write();
+            // Still the name it was (a rename may have moved it between
+            // the two locks).
+            if !locked.is_dead()
+                && dr.is_hashed()
+                && core::ptr::eq(dr.parent_ptr(), parent)
+                && dr.hash_len() == key.hash_len()
+            {
+                self.unhash(dr);
+            }
+            drop((locked, no_mounts));
+        }
         self.dput(d);
     }
 }
