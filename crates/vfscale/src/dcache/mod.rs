@@ -1113,8 +1113,9 @@ impl VfsInner {
     /// which keeps one from being attached on `d` until the caller has
     /// dropped it (a mount on a dropped entry is refused: ENOENT). The lock
     /// is only tried (it is the outermost, and callers may hold directory
-    /// locks): a busy table keeps the entry too, to be asked about again
-    /// at its next use.
+    /// locks or a rename's hold): while the table is busy a revalidation
+    /// keeps the entry, to be asked about again at its next use, and
+    /// `forget_name` drops it unchecked.
     fn unmounted_hold(&self, d: &Dentry) -> Unmounted<'_> {
         if d.flags() & dentry::D_MOUNTED != 0 {
             return Unmounted::Mounted;
@@ -1175,7 +1176,18 @@ impl VfsInner {
         };
         // SAFETY: our reference keeps it.
         let dr = unsafe { &*d };
-        if let Unmounted::Held(no_mounts) = self.unmounted_hold(dr) {
+        // A name vfscale itself changed is forgotten also while the table
+        // is busy (a stale entry would show a removed file), at the risk
+        // `unmounted_hold` describes.
+        let no_mounts = match self.unmounted_hold(dr) {
+            Unmounted::Held(list) => Some(list),
+            Unmounted::Busy => None,
+            Unmounted::Mounted => {
+                self.dput(d);
+                return;
+            }
+        };
+        {
             let locked = index.write();
             // Still the name it was (a rename may have moved it between
             // the two locks).
