@@ -9,6 +9,10 @@
 //! does), a symlink's text is the host's, and the listings of every
 //! directory are the host's names. At the end, one `drop_caches` returns
 //! the instance to its fresh object counts and `check_invariants` passes.
+//! In half the cases the backend is wrapped in `FaultyFs` and the backend
+//! calls of half the steps through vfscale fail at random (one in one to
+//! three, EIO, ENOSPC or EACCES): a failed host call must leave the cache
+//! as consistent as a successful one.
 //!
 //! Sequential on purpose (no race): a difference is a stale cache entry,
 //! not a timing window; `passthrough_stress.rs` covers the races.
@@ -22,18 +26,36 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::time::Duration;
 use vfscale::abi::*;
-use vfscale::fs::passthrough::PassthroughConfig;
+use vfscale::fs::faulty::{CallKind, FaultControl, FaultyFs, Trigger};
+use vfscale::fs::passthrough::{Passthrough, PassthroughConfig};
 use vfscale::{Process, ProcessApi, Vfs, VfsConfig};
 
 /// The names every step may touch and every check compares.
 const NAMES: [&str; 9] = ["a", "b", "d", "d/a", "d/b", "d/d", "d/d/a", "e", "e/a"];
 
-/// A change, made on the host when `host` is set, else through vfscale.
+/// A change, made on the host when `host` is set, else through vfscale —
+/// with its backend calls failing at random (one in `fault.0`, with
+/// `fault.1`) when `fault` is set and the instance injects faults.
 #[derive(Clone, Debug)]
 struct Step {
     host: bool,
     change: Change,
+    fault: Option<(u64, Errno)>,
 }
+
+/// Every kind of backend call a fault can be attached to.
+const CALL_KINDS: [CallKind; 10] = [
+    CallKind::Lookup,
+    CallKind::Revalidate,
+    CallKind::Read,
+    CallKind::Write,
+    CallKind::Truncate,
+    CallKind::Readdir,
+    CallKind::Change,
+    CallKind::Allocate,
+    CallKind::Sync,
+    CallKind::Xattr,
+];
 
 #[derive(Clone, Debug)]
 enum Change {
@@ -74,8 +96,17 @@ fn change_strategy() -> impl Strategy<Value = Change> {
     ]
 }
 
+fn fault_strategy() -> impl Strategy<Value = Option<(u64, Errno)>> {
+    let errno = prop_oneof![Just(Errno::EIO), Just(Errno::ENOSPC), Just(Errno::EACCES)];
+    proptest::option::of((1..4u64, errno))
+}
+
 fn step_strategy() -> impl Strategy<Value = Step> {
-    (any::<bool>(), change_strategy()).prop_map(|(host, change)| Step { host, change })
+    (any::<bool>(), change_strategy(), fault_strategy()).prop_map(|(host, change, fault)| Step {
+        host,
+        change,
+        fault,
+    })
 }
 
 fn vpath(i: usize) -> Vec<u8> {
@@ -227,9 +258,18 @@ fn vfscale_listing(p: &Process, dir: &[u8]) -> Option<BTreeSet<Vec<u8>>> {
     )
 }
 
-fn run(steps: &[Step], config: PassthroughConfig) -> Result<(), TestCaseError> {
+fn run(steps: &[Step], config: PassthroughConfig, faults: bool) -> Result<(), TestCaseError> {
     let host = HostDir::new("coherence");
-    let vfs = Vfs::with_passthrough_root(VfsConfig::default(), host.path(), config).unwrap();
+    let control = FaultControl::new(0x5eed);
+    let pt = Passthrough::new(host.path(), config).unwrap();
+    let vfs = if faults {
+        Vfs::with_root_fs(
+            VfsConfig::default(),
+            Box::new(FaultyFs::new(pt, control.clone())),
+        )
+    } else {
+        Vfs::with_root_fs(VfsConfig::default(), Box::new(pt))
+    };
     let base = vfs.object_counts();
     let p = vfs.root_process();
     let mut fds = Vec::new();
@@ -241,7 +281,17 @@ fn run(steps: &[Step], config: PassthroughConfig) -> Result<(), TestCaseError> {
         if step.host && !fd_step {
             on_host(host.path(), &step.change);
         } else {
+            // A failed backend call must leave no trace: the views below
+            // (made with no fault armed) still equal the host's.
+            if let Some((one_in, errno)) = step.fault {
+                control.clear();
+                for kind in CALL_KINDS {
+                    control.fail(kind, Trigger::OneIn(one_in), errno);
+                }
+                control.arm();
+            }
             through_vfscale(&p, &mut fds, &step.change);
+            control.disarm();
         }
         for name in NAMES {
             prop_assert_eq!(
@@ -304,6 +354,7 @@ proptest! {
         dir_fds in prop_oneof![Just(0usize), Just(1), Just(1024)],
         dir_stamps in any::<bool>(),
         listings in any::<bool>(),
+        faults in any::<bool>(),
     ) {
         let config = PassthroughConfig {
             ttl: Duration::ZERO,
@@ -312,6 +363,6 @@ proptest! {
             listing_max_bytes: if listings { 1 << 20 } else { 0 },
             ..Default::default()
         };
-        run(&steps, config)?;
+        run(&steps, config, faults)?;
     }
 }
