@@ -1102,10 +1102,10 @@ impl VfsInner {
     }
 
     /// Before a cached entry its backend no longer vouches for is dropped
-    /// (`revalidate_dentry`, `forget_name`): whether a mount sits on `d` or on an entry
-    /// beneath it, which then stays cached. Dropping it would leave those
-    /// mounts where no walk reaches them: listed, never unmountable, their
-    /// mountpoints holding the dropped entry's parent. Linux since 3.18
+    /// (`revalidate_dentry`, `forget_name`): whether a mount sits on `d`
+    /// or on an entry beneath it, which then stays cached. Dropping it
+    /// would leave those mounts where no walk reaches them: listed, never
+    /// unmountable, their mountpoints holding the dropped entry's parent. Linux since 3.18
     /// detaches such mounts lazily (`d_invalidate`); vfscale keeps them
     /// where they are, as Linux did before: a directory removed on the
     /// host stays the mountpoint it was until it is unmounted
@@ -1153,9 +1153,9 @@ impl VfsInner {
     }
 
     /// Drops the cached entry for (parent, key), if any, after a backend
-    /// changed that name: the next lookup asks the backend. Caller holds an
+    /// changed that name: the next lookup asks the backend. A mount on the
+    /// entry or beneath it keeps it (`unmounted_hold`). Caller holds an
     /// epoch guard and no directory lock.
-    /// A mount on the entry or beneath it keeps it (`unmounted_hold`).
     pub(crate) fn forget_name(&self, parent: *const Dentry, dir: &Inode, key: &NameKey<'_>) {
         let Some(index) = dir.dir_index() else {
             return;
