@@ -482,11 +482,12 @@ fn op_strategy() -> impl Strategy<Value = Op> {
 /// How many times `run_hostile_ops` makes its sequence of calls.
 const ROUNDS: usize = 8;
 
-/// Runs `ops` (`ROUNDS` times over) through vfscale while a host thread keeps swapping `d` (a
-/// real directory) and `evil` (a symlink to the outside directory), then
-/// checks that no read, stat or listing showed an outside object (by its
-/// bytes or its host inode number: passthrough numbers inodes on the
-/// root's device as the host does) and that nothing outside changed.
+/// Runs `ops` (`ROUNDS` times over) through vfscale while a host thread
+/// keeps swapping `d` (a real directory) and `evil` (a symlink to the
+/// outside directory), then checks that no read, stat or listing showed
+/// an outside object (by its bytes or its host inode number: passthrough
+/// numbers inodes on the root's device as the host does) and that nothing
+/// outside changed.
 fn run_hostile_ops(ops: &[Op], component_walk: bool, ttl: Duration) {
     let host = HostDir::new("randomops");
     let outside = host.outside();
