@@ -13,9 +13,8 @@
 
 mod common_host;
 
-use common_host::HostDir;
+use common_host::{host_names, listed, HostDir, Names};
 use proptest::prelude::*;
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 use vfscale::abi::*;
@@ -23,8 +22,6 @@ use vfscale::fs::faulty::{CallKind, FaultControl, FaultyFs, Trigger};
 use vfscale::fs::passthrough::host::HostStats;
 use vfscale::fs::passthrough::{Passthrough, PassthroughConfig};
 use vfscale::{Process, ProcessApi, Vfs, VfsConfig};
-
-type Names = BTreeSet<Vec<u8>>;
 
 fn mirror(host: &HostDir, config: PassthroughConfig) -> (Vfs, Arc<HostStats>) {
     let pt = Passthrough::new(host.path(), config).unwrap();
@@ -37,27 +34,6 @@ fn ttl(ttl: Duration) -> PassthroughConfig {
         ttl,
         ..Default::default()
     }
-}
-
-/// The names vfscale lists in `path` (without "." and ".."), each checked
-/// to appear once.
-fn listed(p: &Process, path: &[u8]) -> SysResult<Names> {
-    let mut names = Names::new();
-    for e in p.read_dir(path)? {
-        if e.name != b"." && e.name != b".." {
-            assert!(names.insert(e.name.clone()), "{:?} listed twice", e.name);
-        }
-    }
-    Ok(names)
-}
-
-/// The names the host lists in `dir`.
-fn host_names(dir: &std::path::Path) -> Names {
-    use std::os::unix::ffi::OsStrExt;
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().as_bytes().to_vec())
-        .collect()
 }
 
 fn names(list: &[&str]) -> Names {

@@ -1,8 +1,35 @@
-//! A scratch host directory for the passthrough tests, removed on drop.
+//! A scratch host directory for the passthrough tests, removed on drop,
+//! and the listings the tests compare (vfscale's and the host's).
 #![allow(dead_code)]
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
+use vfscale::abi::SysResult;
+use vfscale::ProcessApi;
+
+/// A listing's names, without "." and "..".
+pub type Names = BTreeSet<Vec<u8>>;
+
+/// The names vfscale lists in `path`, each checked to appear once.
+pub fn listed(p: &impl ProcessApi, path: &[u8]) -> SysResult<Names> {
+    let mut names = Names::new();
+    for e in p.read_dir(path)? {
+        if e.name != b"." && e.name != b".." {
+            assert!(names.insert(e.name.clone()), "{:?} listed twice", e.name);
+        }
+    }
+    Ok(names)
+}
+
+/// The names the host lists in `dir`.
+pub fn host_names(dir: &Path) -> Names {
+    use std::os::unix::ffi::OsStrExt;
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().as_bytes().to_vec())
+        .collect()
+}
 
 pub struct HostDir {
     base: PathBuf,
