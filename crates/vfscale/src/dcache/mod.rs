@@ -1089,11 +1089,7 @@ impl VfsInner {
                     return Ok(true);
                 }
             };
-            let locked = index.write();
-            if !locked.is_dead() && d.is_hashed() && core::ptr::eq(d.parent_ptr(), parent) {
-                self.unhash(d);
-            }
-            drop((locked, no_mounts));
+            self.unhash_if_still(dir, parent, key, d, Some(no_mounts));
         }
         // Unhashed, our put is the last unless someone else uses it (their
         // put frees it then).
@@ -1187,20 +1183,36 @@ impl VfsInner {
                 return;
             }
         };
-        {
-            let locked = index.write();
-            // Still the name it was (a rename may have moved it between
-            // the two locks).
-            if !locked.is_dead()
-                && dr.is_hashed()
-                && core::ptr::eq(dr.parent_ptr(), parent)
-                && dr.hash_len() == key.hash_len()
-            {
-                self.unhash(dr);
-            }
-            drop((locked, no_mounts));
-        }
+        self.unhash_if_still(dir, parent, key, dr, no_mounts);
         self.dput(d);
+    }
+
+    /// Unhashes `d`, which the caller found as `parent`'s entry under
+    /// `key` and holds a reference on, if it still is that entry (a rename
+    /// may have moved it since), under `dir`'s exclusive lock and, until
+    /// it is done, `no_mounts` (`unmounted_hold`).
+    fn unhash_if_still(
+        &self,
+        dir: &Inode,
+        parent: *const Dentry,
+        key: &NameKey<'_>,
+        d: &Dentry,
+        no_mounts: Option<crate::mount::MountsLocked<'_>>,
+    ) {
+        let Some(index) = dir.dir_index() else {
+            return;
+        };
+        let locked = index.write();
+        if !locked.is_dead()
+            && d.is_hashed()
+            && core::ptr::eq(d.parent_ptr(), parent)
+            && d.hash_len() == key.hash_len()
+        {
+            self.unhash(d);
+        }
+        // The directory's lock goes first: the table's release may
+        // dissolve detached trees (mount/mod.rs `MountsLocked`).
+        drop((locked, no_mounts));
     }
 }
 
