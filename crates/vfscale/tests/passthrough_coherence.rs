@@ -322,15 +322,12 @@ fn run(steps: &[Step], config: PassthroughConfig, faults: bool) -> Result<(), Te
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(128),
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(common_host::proptest_config(128))]
 
     /// With the instance's other caches in each of their modes: no
     /// directory fds kept or one (evicted at every other lookup), misses
-    /// vouched for by directory stamps or not, listings cached or not.
+    /// vouched for by directory stamps or not, listings cached or not;
+    /// and host calls failing or not.
     #[test]
     fn vfscale_shows_the_hosts_state_after_every_step(
         steps in proptest::collection::vec(step_strategy(), 1..40),

@@ -624,11 +624,7 @@ fn dir_of(path: &[u8]) -> &[u8] {
 proptest! {
     // Few cases (each runs beside a swapping host thread); PROPTEST_CASES
     // raises it for a longer hunt.
-    #![proptest_config(ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(64),
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(common_host::proptest_config(64))]
 
     /// Random sequences of every kind of call, on paths that climb out by
     /// "..", absolute and relative symlinks, the host root, and a directory

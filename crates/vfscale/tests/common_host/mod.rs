@@ -8,6 +8,20 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use vfscale::abi::SysResult;
 use vfscale::ProcessApi;
 
+/// A property test's configuration: `cases` cases unless `PROPTEST_CASES`
+/// asks for another number, and no regression files (the tests race a host
+/// thread or read the host's state: a saved case would not replay).
+pub fn proptest_config(cases: u32) -> proptest::test_runner::Config {
+    proptest::test_runner::Config {
+        cases: std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(cases),
+        failure_persistence: None,
+        ..Default::default()
+    }
+}
+
 /// A listing's names, without "." and "..".
 pub type Names = BTreeSet<Vec<u8>>;
 
