@@ -311,12 +311,7 @@ fn run(steps: &[Step], config: PassthroughConfig, faults: bool) -> Result<(), Te
         p.close(fd).unwrap();
     }
     p.exit();
-    vfs.drop_caches();
-    let now = vfs.object_counts();
-    prop_assert_eq!(
-        (now.dentries, now.inodes, now.files),
-        (base.dentries, base.inodes, base.files)
-    );
+    common_host::settled(&vfs, base).map_err(TestCaseError::fail)?;
     vfs.check_invariants().map_err(TestCaseError::fail)?;
     Ok(())
 }

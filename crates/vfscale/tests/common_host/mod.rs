@@ -22,6 +22,25 @@ pub fn proptest_config(cases: u32) -> proptest::test_runner::Config {
     }
 }
 
+/// After every process exited: whether dropping the caches freed every
+/// dentry, inode and open file the run made, back to `base` (the fresh
+/// instance's counts; invalidated entries included).
+pub fn settled(vfs: &vfscale::Vfs, base: vfscale::ObjectCounts) -> Result<(), String> {
+    vfs.drop_caches();
+    let now = vfs.object_counts();
+    let (got, want) = (
+        (now.dentries, now.inodes, now.files),
+        (base.dentries, base.inodes, base.files),
+    );
+    if got == want {
+        Ok(())
+    } else {
+        Err(format!(
+            "(dentries, inodes, files) {got:?} after drop_caches, {want:?} fresh"
+        ))
+    }
+}
+
 /// A listing's names, without "." and "..".
 pub type Names = BTreeSet<Vec<u8>>;
 
