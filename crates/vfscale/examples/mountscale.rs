@@ -5,7 +5,11 @@
 //! unshare(CLONE_NEWNS) copying the whole tree (every copy a peer of its
 //! original), of a mount on the shared /a/c reaching both namespaces'
 //! peers, and of the copy's teardown when its process exits.
-//! Usage: mountscale [BINDS]   (default 13: 8,193 mounts; 16: 65,537).
+//! Last, the time of /proc/self/mountinfo over those trees and over
+//! STACK tmpfs mounts stacked on one directory (each mount's parent is
+//! the one below it: a chain as deep as the stack).
+//! Usage: mountscale [BINDS [STACK]]   (default 13: 8,193 mounts; 16:
+//! 65,537; STACK default 20,000).
 use std::time::Instant;
 use vfscale::{abi::*, ProcessApi, Vfs, VfsConfig};
 
@@ -39,7 +43,12 @@ fn main() {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(13);
+    let stack = std::env::args()
+        .nth(2)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(20_000);
     let (vfs, p) = grow(binds);
+    time_mountinfo(&vfs, &p, "the bound tree");
     let start = Instant::now();
     p.umount2(b"/a", MNT_DETACH).unwrap();
     println!(
@@ -77,5 +86,29 @@ fn main() {
         "the copy's last process exits: {:?}, {} mounts left",
         start.elapsed(),
         vfs.object_counts().mounts
+    );
+    drop((p, vfs));
+    let vfs = Vfs::with_config(VfsConfig {
+        max_mounts: 1 << 20,
+        ..VfsConfig::default()
+    });
+    let p = vfs.root_process();
+    p.mkdir(b"/s", 0o755).unwrap();
+    for _ in 0..stack {
+        p.mount(b"none", b"/s", b"tmpfs", 0).unwrap();
+    }
+    time_mountinfo(&vfs, &p, "the stack");
+}
+
+fn time_mountinfo(vfs: &Vfs, p: &vfscale::Process, what: &str) {
+    let start = Instant::now();
+    let text = p.mountinfo().unwrap();
+    println!(
+        "mountinfo of {what}: {:?}, {} mounts, {} lines",
+        start.elapsed(),
+        vfs.object_counts().mounts,
+        text.split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .count()
     );
 }

@@ -412,6 +412,101 @@ fn mountinfo_fields() {
     done(vfs, vec![p, c, c2]);
 }
 
+/// Mounts stacked and nested thousands deep (process/mountinfo.rs names
+/// each from its parent's path, once per listing): every line names its
+/// mountpoint and parent as a walk up the tree would, and a chroot into
+/// the middle of the chain sees the part beneath it.
+#[test]
+fn mountinfo_names_mounts_stacked_and_nested_deep() {
+    let (vfs, p) = setup();
+    p.mkdir(b"/s", 0o755).unwrap();
+    for _ in 0..3000 {
+        tmpfs_on(&p, b"/s");
+    }
+    // A chain: each mount on a directory two names deep in the one before
+    // (a segment of several names), the last levels' names with a space.
+    let mut expected = vec!["/".to_string()];
+    expected.extend(std::iter::repeat_n("/s".to_string(), 3000));
+    let mut at = String::from("/n");
+    tmpfs_at(&p, at.as_bytes(), 0).unwrap();
+    expected.push(at.clone());
+    for level in 0..300 {
+        let leaf = if level < 295 { "l" } else { "l l" };
+        p.mkdir(format!("{at}/d").as_bytes(), 0o755).unwrap();
+        at = format!("{at}/d/{leaf}");
+        tmpfs_at(&p, at.as_bytes(), 0).unwrap();
+        expected.push(at.replace(' ', "\\040"));
+    }
+    let lines = info_lines(&p);
+    assert_eq!(mount_points(&p), expected);
+    let fields: Vec<Vec<&str>> = lines.iter().map(|l| l.split(' ').collect()).collect();
+    for (i, f) in fields.iter().enumerate().skip(1) {
+        // Each stacked mount's parent is the one below it; /n's is the
+        // root; each of the chain's is the level before.
+        let parent = if i == 3001 { 0 } else { i - 1 };
+        assert_eq!(f[1], fields[parent][0], "line {i}: {}", lines[i]);
+    }
+    // Chrooted at the 100th level: the levels beneath it, from it.
+    let c = p.fork().unwrap();
+    let middle = expected[3002 + 100].clone();
+    c.chroot(middle.as_bytes()).unwrap();
+    c.chdir(b"/").unwrap();
+    let seen: Vec<String> = expected[3002 + 100..]
+        .iter()
+        .map(|m| match &m[middle.len()..] {
+            "" => "/".to_string(),
+            rest => rest.to_string(),
+        })
+        .collect();
+    assert_eq!(mount_points(&c), seen);
+    done(vfs, vec![p, c]);
+}
+
+/// A listing reads all its names as of one moment, as one d_path does:
+/// a directory holding 64 mounts side by side (each line's walk reads
+/// the directory's name anew) is renamed back and forth while listings
+/// are read, and every listing names all 64 under one of the two names.
+/// A listing a rename overlapped is read again under the rename lock, so
+/// it always ends.
+#[test]
+fn a_listing_names_its_mounts_as_of_one_moment_under_renames() {
+    let (vfs, p) = setup();
+    tmpfs_at(&p, b"/r", 0).unwrap();
+    p.mkdir(b"/r/x", 0o755).unwrap();
+    for i in 0..64 {
+        tmpfs_at(&p, format!("/r/x/m{i}").as_bytes(), 0).unwrap();
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let renamer = {
+        let w = p.fork().unwrap();
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut renames = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                w.rename(b"/r/x", b"/r/y").unwrap();
+                w.rename(b"/r/y", b"/r/x").unwrap();
+                renames += 2;
+            }
+            renames
+        })
+    };
+    for _ in 0..300 {
+        let side_by_side: Vec<String> = mount_points(&p)
+            .into_iter()
+            .filter(|m| m.starts_with("/r/"))
+            .collect();
+        assert_eq!(side_by_side.len(), 64);
+        let under = &side_by_side[0][..4];
+        assert!(
+            side_by_side.iter().all(|m| m.starts_with(under)),
+            "one listing names the mounts under both names: {side_by_side:?}"
+        );
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(renamer.join().unwrap() > 0);
+    done(vfs, vec![p]);
+}
+
 /// propagate_from: a slave whose master's group has no member in our
 /// namespace, while the group that group receives from does (the host
 /// printed `master:2 propagate_from:1` for this sequence).

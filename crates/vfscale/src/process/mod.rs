@@ -36,6 +36,7 @@ mod io;
 mod locks;
 mod mount_api;
 mod mount_setattr;
+mod mountinfo;
 mod mounts;
 mod names;
 mod namespaces;

@@ -1,6 +1,6 @@
 //! unshare(2) (the mount namespace, CLONE_FS and CLONE_FILES) and setns(2)
-//! of the mount namespace, and /proc/self/mountinfo (mount/namespace.rs
-//! holds the namespaces).
+//! of the mount namespace (mount/namespace.rs holds the namespaces;
+//! process/mountinfo.rs lists their mounts).
 //!
 //! A process changes namespace by getting a new fs context (root, cwd,
 //! umask and namespace, process/mod.rs's FsContext): its `clone_thread`
@@ -9,13 +9,7 @@
 
 use super::{FsContext, Process};
 use crate::abi::*;
-use crate::dcache::dentry::Dentry;
-use crate::dcache::walk::PathPtr;
-use crate::mount::flags as mnt_flags;
-use crate::mount::propagation::Links;
-use crate::mount::Mount;
 use crate::sync::atomic::{AtomicUsize, Ordering};
-use std::io::Write;
 use std::sync::Arc;
 
 impl Process {
@@ -108,165 +102,4 @@ impl Process {
         let old = std::mem::replace(&mut self.fs, fs);
         old.put(&self.vfs);
     }
-
-    /// show_mountinfo for every mount of the namespace the root reaches,
-    /// in the order they were made.
-    pub(crate) fn sys_mountinfo(&self) -> SysResult<Vec<u8>> {
-        let _g = self.vfs.collector.enter();
-        let list = self.vfs.lock_mounts();
-        let (root, _) = self.fs.get();
-        // SAFETY (whole function): attached mounts are live under the
-        // table lock, and so are their masters (attached too).
-        let mut mounts: Vec<&Mount> = list
-            .iter()
-            .map(|&m| unsafe { &*(m as *const Mount) })
-            .filter(|m| m.ns_id() == self.fs.ns.id)
-            .collect();
-        mounts.sort_by_key(|m| m.id);
-        let links = Links::of(&list);
-        let mut out = Vec::new();
-        for m in mounts {
-            let at = PathPtr {
-                mnt: m,
-                dentry: m.root,
-            };
-            let (mountpoint, unreachable) = self.path_from_root(root, at);
-            if unreachable {
-                continue;
-            }
-            let parent = m.parent_ptr();
-            let parent_id = if parent.is_null() {
-                m.id
-            } else {
-                unsafe { &*parent }.id
-            };
-            let dev = m.sb().dev;
-            let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
-            let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
-            // Writes to a Vec cannot fail.
-            let _ = write!(out, "{} {parent_id} {major}:{minor} ", m.id);
-            out.extend(escaped(&self.dentry_path(m.root)));
-            out.push(b' ');
-            out.extend(escaped(&mountpoint));
-            out.push(b' ');
-            out.extend_from_slice(mount_options(m.flags.get()).as_bytes());
-            if m.is_shared() {
-                let _ = write!(out, " shared:{}", m.group());
-            }
-            let master = m.master();
-            if !master.is_null() {
-                let master_group = unsafe { &*master }.group();
-                let _ = write!(out, " master:{master_group}");
-                let dominating = self.dominating_group(&links, m, root);
-                if dominating != 0 && dominating != master_group {
-                    let _ = write!(out, " propagate_from:{dominating}");
-                }
-            }
-            if m.is_unbindable() {
-                out.extend_from_slice(b" unbindable");
-            }
-            let _ = write!(out, " - {} ", m.sb().fs.fs_type());
-            out.extend(escaped(&m.source));
-            let ro = m.sb().is_readonly();
-            out.extend_from_slice(if ro { b" ro\n" } else { b" rw\n" });
-        }
-        Ok(out)
-    }
-
-    /// dentry_path: `d`'s path from its filesystem's root, "//deleted"
-    /// after it when it was removed. Caller holds a guard.
-    fn dentry_path(&self, d: *const Dentry) -> Vec<u8> {
-        loop {
-            let seq = self.vfs.rename_seq.read_begin();
-            let mut parts = Vec::new();
-            let mut cur = d;
-            loop {
-                // SAFETY: the caller's guard keeps the chain allocated.
-                let dr = unsafe { &*cur };
-                let parent = dr.parent_ptr();
-                if parent.is_null() {
-                    break;
-                }
-                parts.push(dr.name());
-                cur = parent;
-            }
-            if self.vfs.rename_seq.read_retry(seq) {
-                continue;
-            }
-            let mut out = super::context::path_of(&parts);
-            // SAFETY: as above.
-            let dr = unsafe { &*d };
-            if !dr.is_root() && !dr.is_hashed() {
-                out.extend_from_slice(b"//deleted");
-            }
-            return out;
-        }
-    }
-
-    /// get_dominating_id: the group of the nearest master up `m`'s chain
-    /// with a peer in our namespace whose root our root reaches; 0 if none.
-    /// Under the table lock.
-    fn dominating_group(&self, links: &Links, m: &Mount, root: PathPtr) -> u64 {
-        let mut master = m.master();
-        while !master.is_null() {
-            let found = std::iter::once(master)
-                .chain(links.peers(master))
-                .find(|&p| {
-                    // SAFETY: attached mounts are live under the table lock.
-                    let pr = unsafe { &*p };
-                    pr.ns_id() == self.fs.ns.id && {
-                        let at = PathPtr {
-                            mnt: p,
-                            dentry: pr.root,
-                        };
-                        !self.path_from_root(root, at).1
-                    }
-                });
-            if let Some(p) = found {
-                // SAFETY: as above.
-                return unsafe { &*p }.group();
-            }
-            // SAFETY: as above.
-            master = unsafe { &*master }.master();
-        }
-        0
-    }
-}
-
-/// show_mnt_opts: the mount's own flags, Linux's order.
-fn mount_options(bits: u32) -> String {
-    const NAMES: [(u32, &str); 7] = [
-        (mnt_flags::MNT_NOSUID, ",nosuid"),
-        (mnt_flags::MNT_NODEV, ",nodev"),
-        (mnt_flags::MNT_NOEXEC, ",noexec"),
-        (mnt_flags::MNT_NOATIME, ",noatime"),
-        (mnt_flags::MNT_NODIRATIME, ",nodiratime"),
-        (mnt_flags::MNT_RELATIME, ",relatime"),
-        (mnt_flags::MNT_NOSYMFOLLOW, ",nosymfollow"),
-    ];
-    let mut s = String::from(if bits & mnt_flags::MNT_READONLY != 0 {
-        "ro"
-    } else {
-        "rw"
-    });
-    for (bit, name) in NAMES {
-        if bits & bit != 0 {
-            s.push_str(name);
-        }
-    }
-    s
-}
-
-/// seq_file's mangle of " \t\n\\": each as a backslash and three octal
-/// digits.
-fn escaped(s: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(s.len());
-    for &b in s {
-        if matches!(b, b' ' | b'\t' | b'\n' | b'\\') {
-            out.extend_from_slice(format!("\\{b:03o}").as_bytes());
-        } else {
-            out.push(b);
-        }
-    }
-    out
 }
