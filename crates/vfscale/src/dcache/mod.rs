@@ -1119,12 +1119,30 @@ impl VfsInner {
         let Some(list) = self.try_lock_mounts() else {
             return Unmounted::Busy;
         };
+        if Self::any_mount_beneath(&list, d) {
+            Unmounted::Mounted
+        } else {
+            Unmounted::Held(list)
+        }
+    }
+
+    /// Whether a mount sits on an entry beneath the directory `d` (not on
+    /// `d` itself: its `D_MOUNTED` says that). A backend's rmdir and
+    /// rename refuse such a victim with EBUSY (`process/backend_names.rs`):
+    /// its host directory may be empty, or gone, while vfscale still
+    /// keeps names in it for the mounts (`unmounted_hold`), and removing
+    /// it would leave those mounts where no walk reaches them.
+    pub(crate) fn mounts_beneath(&self, d: &Dentry) -> bool {
+        Self::any_mount_beneath(&self.lock_mounts(), d)
+    }
+
+    /// `mounts_beneath` under the table's lock `list`.
+    fn any_mount_beneath(list: &crate::mount::MountsLocked<'_>, d: &Dentry) -> bool {
         // Under the table's lock: mounts are attached, and their
         // mountpoints (which they hold) and those entries' parents alive.
         // Only a directory has entries beneath it, and only mounts on its
         // own instance can be on them.
-        let dir = d.flags() & dentry::D_TYPE_DIR != 0;
-        let beneath = dir
+        d.flags() & dentry::D_TYPE_DIR != 0
             && list.iter().any(|&m| {
                 // SAFETY: attached mounts are live under the table lock.
                 let mut x = unsafe { &*(m as *const crate::mount::Mount) }.mountpoint_ptr();
@@ -1140,12 +1158,7 @@ impl VfsInner {
                     x = unsafe { &*x }.parent_ptr();
                 }
                 false
-            });
-        if beneath {
-            Unmounted::Mounted
-        } else {
-            Unmounted::Held(list)
-        }
+            })
     }
 
     /// Drops the cached entry for (parent, key), if any, after a backend

@@ -192,7 +192,7 @@ impl Process {
         if !rmdir && vi.is_dir() {
             return Err(Errno::EISDIR);
         }
-        if vd.flags() & D_MOUNTED != 0 {
+        if vd.flags() & D_MOUNTED != 0 || (rmdir && self.vfs.mounts_beneath(vd)) {
             return Err(Errno::EBUSY);
         }
         let sb = backend_of(dir).ok_or(Errno::EINVAL)?;
@@ -238,6 +238,12 @@ impl Process {
         if self.rename_checks(op, np, flags, osrc, oi, ndst, unsafe { ni.as_ref() })? {
             return Ok(());
         }
+        // A directory replaced by the rename goes as an rmdir would.
+        let exchanged = flags & crate::abi::RENAME_EXCHANGE != 0;
+        // SAFETY: the guard keeps the victim allocated.
+        if !exchanged && !ni.is_null() && self.vfs.mounts_beneath(unsafe { &*ndst }) {
+            return Err(Errno::EBUSY);
+        }
         let sb = backend_of(odir).ok_or(Errno::EINVAL)?;
         let (uid, gid, _) = self.owner_in(odir, S_IFCHR);
         // SAFETY: the guard keeps the victim allocated.
@@ -257,7 +263,6 @@ impl Process {
             self.forget_after_error(e, &[(od, odir, &okey), (nd, ndir, &nkey)]);
             return Err(e);
         }
-        let exchanged = flags & crate::abi::RENAME_EXCHANGE != 0;
         let mut moves = vec![(oi, (odir, old_name), Some((ndir, new_name)))];
         if let Some(v) = victim {
             moves.push((v, (ndir, new_name), exchanged.then_some((odir, old_name))));

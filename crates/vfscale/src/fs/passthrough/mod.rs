@@ -1126,8 +1126,15 @@ impl Filesystem for Passthrough {
     ) -> SysResult<bool> {
         let at = match self.dir_at(dir, None) {
             Ok((at, _)) => at,
-            // The directory is gone from its path: so is the name.
-            Err(Errno::ENOENT) => return Ok(cached.is_none()),
+            // The directory is gone from its path, or the path now leads
+            // through something else (a file: ENOTDIR; a symlink: ELOOP
+            // from the component walk, EXDEV from openat2 when it leads
+            // out): so is the name. An error here would fail every walk
+            // through the entry, a mount on it or beneath included, which
+            // revalidation keeps reachable (`unmounted_hold`).
+            Err(Errno::ENOENT | Errno::ENOTDIR | Errno::ELOOP | Errno::EXDEV) => {
+                return Ok(cached.is_none())
+            }
             Err(e) => return Err(e),
         };
         let start = observe_start();

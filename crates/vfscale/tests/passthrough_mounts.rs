@@ -1,0 +1,208 @@
+//! Mounts over a passthrough tree that the host changes underneath them
+//! (session 44): random sequences of mounts, binds, unmounts and name
+//! changes through vfscale, and removals, renames and replacements of the
+//! same directories on the host, with TTL 0 or an hour.
+//!
+//! What must hold: a successful mount is listed at the path it was given;
+//! a successful rmdir or rename leaves nothing at the old path;
+//! every mount listed can be unmounted by the path mountinfo names
+//! (newest first, so none is covered) and none is left behind; after
+//! that, dropping the caches returns the fresh instance's object counts
+//! and `check_invariants` passes. Linux before 3.18 keeps a mount whose
+//! directory the server removed (COMPATIBILITY.md): so does vfscale.
+//! `PROPTEST_CASES` sets the number of cases (default 96).
+
+mod common_host;
+use common_host::{proptest_config, settled, HostDir};
+use proptest::prelude::*;
+use std::time::Duration;
+use vfscale::abi::*;
+use vfscale::fs::passthrough::PassthroughConfig;
+use vfscale::{Process, ProcessApi, Vfs, VfsConfig};
+
+/// The directories the steps name: on the host, or inside mounts.
+const PATHS: [&str; 7] = ["/a", "/a/b", "/a/b/c", "/d", "/d/e", "/a/e", "/d/e/b"];
+
+#[derive(Clone, Debug)]
+enum Step {
+    HostMkdir(usize),
+    HostRemove(usize),
+    HostRename(usize, usize),
+    HostFile(usize),
+    Mkdir(usize),
+    Rmdir(usize),
+    Rename(usize, usize),
+    Mount(usize),
+    Bind(usize, usize),
+    Umount(usize, bool),
+    Stat(usize),
+    Chdir(usize),
+    DropCaches,
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    let path = 0..PATHS.len();
+    prop_oneof![
+        2 => path.clone().prop_map(Step::HostMkdir),
+        1 => path.clone().prop_map(Step::HostRemove),
+        1 => (path.clone(), path.clone()).prop_map(|(a, b)| Step::HostRename(a, b)),
+        1 => path.clone().prop_map(Step::HostFile),
+        2 => path.clone().prop_map(Step::Mkdir),
+        1 => path.clone().prop_map(Step::Rmdir),
+        1 => (path.clone(), path.clone()).prop_map(|(a, b)| Step::Rename(a, b)),
+        2 => path.clone().prop_map(Step::Mount),
+        1 => (path.clone(), path.clone()).prop_map(|(a, b)| Step::Bind(a, b)),
+        2 => (path.clone(), any::<bool>()).prop_map(|(a, d)| Step::Umount(a, d)),
+        1 => path.clone().prop_map(Step::Stat),
+        1 => path.clone().prop_map(Step::Chdir),
+        1 => Just(Step::DropCaches),
+    ]
+}
+
+/// mountinfo's lines as (mount id, mountpoint), the escapes undone.
+fn mounts(p: &Process) -> Vec<(u64, String)> {
+    String::from_utf8(p.mountinfo().unwrap())
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            (f[0].parse().unwrap(), f[4].replace("\\040", " "))
+        })
+        .collect()
+}
+
+/// After step `n`, `s`, removed `PATHS[i]`: it is gone (a directory
+/// vfscale still kept for a mount beneath it would still be there).
+fn gone_after(n: usize, s: &Step, p: &Process, i: usize) -> Result<(), String> {
+    match p.stat(PATHS[i].as_bytes()) {
+        Err(Errno::ENOENT) => Ok(()),
+        other => Err(format!(
+            "step {n} {s:?} succeeded, then stat of {}: {other:?}",
+            PATHS[i]
+        )),
+    }
+}
+
+fn run(ttl: Duration, steps: &[Step]) -> Result<(), String> {
+    let host = HostDir::new("pt-mounts");
+    host.mkdir("a/b/c");
+    host.mkdir("d/e");
+    let vfs = Vfs::with_passthrough_root(
+        VfsConfig::default(),
+        host.path(),
+        PassthroughConfig {
+            ttl,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let base = vfs.object_counts();
+    let p = vfs.root_process();
+    let on_host = |i: usize| host.path().join(&PATHS[i][1..]);
+    let path = |i: usize| PATHS[i].as_bytes();
+    for (n, s) in steps.iter().enumerate() {
+        let before = mounts(&p);
+        let mounted = match *s {
+            Step::HostMkdir(i) => {
+                let _ = std::fs::create_dir_all(on_host(i));
+                false
+            }
+            Step::HostRemove(i) => {
+                let _ = std::fs::remove_dir_all(on_host(i))
+                    .or_else(|_| std::fs::remove_file(on_host(i)));
+                false
+            }
+            Step::HostRename(i, j) => {
+                let _ = std::fs::rename(on_host(i), on_host(j));
+                false
+            }
+            Step::HostFile(i) => {
+                let _ = std::fs::remove_dir_all(on_host(i));
+                let _ = std::fs::write(on_host(i), b"file");
+                false
+            }
+            Step::Mkdir(i) => {
+                let _ = p.mkdir(path(i), 0o755);
+                false
+            }
+            Step::Rmdir(i) => {
+                if p.rmdir(path(i)).is_ok() {
+                    gone_after(n, s, &p, i)?;
+                }
+                false
+            }
+            Step::Rename(i, j) => {
+                if p.rename(path(i), path(j)).is_ok() && i != j {
+                    gone_after(n, s, &p, i)?;
+                }
+                false
+            }
+            Step::Mount(i) => p.mount(b"none", path(i), b"tmpfs", 0).is_ok(),
+            Step::Bind(i, j) => p.mount(path(i), path(j), b"", MS_BIND).is_ok(),
+            Step::Umount(i, detach) => {
+                let _ = p.umount2(path(i), if detach { MNT_DETACH } else { 0 });
+                false
+            }
+            Step::Stat(i) => {
+                let _ = p.stat(path(i));
+                false
+            }
+            Step::Chdir(i) => {
+                let _ = p.chdir(path(i));
+                false
+            }
+            Step::DropCaches => {
+                vfs.drop_caches();
+                false
+            }
+        };
+        if mounted {
+            let after = mounts(&p);
+            let new: Vec<_> = after.iter().filter(|m| !before.contains(m)).collect();
+            let target = match *s {
+                Step::Mount(i) | Step::Bind(_, i) => PATHS[i],
+                _ => unreachable!(),
+            };
+            if new.len() != 1 || new[0].1 != target {
+                return Err(format!(
+                    "step {n} {s:?}: new mountinfo lines {new:?}, expected one at {target}"
+                ));
+            }
+        }
+    }
+    // Every mount goes by the path mountinfo gives it, newest first.
+    let _ = p.chdir(b"/");
+    loop {
+        let listed = mounts(&p);
+        let Some((id, at)) = listed.iter().skip(1).max_by_key(|m| m.0).cloned() else {
+            break;
+        };
+        if let Err(e) = p.umount2(at.as_bytes(), MNT_DETACH) {
+            return Err(format!(
+                "umount of mount {id} at {at}: {e:?}; listed {listed:?}"
+            ));
+        }
+        if mounts(&p).iter().any(|m| m.0 == id) {
+            return Err(format!("mount {id} at {at} still listed after its umount"));
+        }
+    }
+    p.exit();
+    settled(&vfs, base)?;
+    vfs.check_invariants()?;
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(proptest_config(96))]
+
+    #[test]
+    fn mounts_survive_host_changes_and_all_unmount(
+        long_ttl in any::<bool>(),
+        steps in prop::collection::vec(step(), 1..40),
+    ) {
+        let ttl = if long_ttl { Duration::from_secs(3600) } else { Duration::ZERO };
+        if let Err(e) = run(ttl, &steps) {
+            return Err(TestCaseError::fail(e));
+        }
+    }
+}
