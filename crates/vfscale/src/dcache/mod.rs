@@ -1089,7 +1089,7 @@ impl VfsInner {
                     return Ok(true);
                 }
             };
-            self.unhash_if_still(dir, parent, key, d, Some(no_mounts));
+            self.unhash_if_still(dir, parent, key, d, no_mounts);
         }
         // Unhashed, our put is the last unless someone else uses it (their
         // put frees it then).
@@ -1098,20 +1098,20 @@ impl VfsInner {
     }
 
     /// Before a cached entry its backend no longer vouches for is dropped
-    /// (`revalidate_dentry`, `forget_name`): whether a mount sits on `d`
-    /// or on an entry beneath it, which then stays cached. Dropping it
-    /// would leave those mounts where no walk reaches them: listed, never
-    /// unmountable, their mountpoints holding the dropped entry's parent. Linux since 3.18
+    /// by a revalidation: whether a mount sits on `d` or on an entry
+    /// beneath it, which then stays cached. Dropping it would leave those
+    /// mounts where no walk reaches them: listed, never unmountable, their
+    /// mountpoints holding the dropped entry's parent. Linux since 3.18
     /// detaches such mounts lazily (`d_invalidate`); vfscale keeps them
     /// where they are, as Linux did before: a directory removed on the
     /// host stays the mountpoint it was until it is unmounted
     /// (docs/COMPATIBILITY.md). Without a mount, the mount table's lock,
     /// which keeps one from being attached on `d` until the caller has
     /// dropped it (a mount on a dropped entry is refused: ENOENT). The lock
-    /// is only tried (it is the outermost, and callers may hold directory
-    /// locks or a rename's hold): while the table is busy a revalidation
-    /// keeps the entry, to be asked about again at its next use, and
-    /// `forget_name` drops it unchecked.
+    /// is only tried (it is the outermost, and a walk may hold directory
+    /// locks): while the table is busy the entry is kept, to be asked
+    /// about again at its next use. (`forget_name`, which runs with no
+    /// lock held, waits for the table's lock instead.)
     fn unmounted_hold(&self, d: &Dentry) -> Unmounted<'_> {
         if d.flags() & dentry::D_MOUNTED != 0 {
             return Unmounted::Mounted;
@@ -1119,21 +1119,28 @@ impl VfsInner {
         let Some(list) = self.try_lock_mounts() else {
             return Unmounted::Busy;
         };
-        if Self::any_mount_beneath(&list, d) {
+        if Self::mounted_at_or_beneath(&list, d) {
             Unmounted::Mounted
         } else {
             Unmounted::Held(list)
         }
     }
 
-    /// Whether a mount sits on an entry beneath the directory `d` (not on
-    /// `d` itself: its `D_MOUNTED` says that). A backend's rmdir and
-    /// rename refuse such a victim with EBUSY (`process/backend_names.rs`):
-    /// its host directory may be empty, or gone, while vfscale still
-    /// keeps names in it for the mounts (`unmounted_hold`), and removing
-    /// it would leave those mounts where no walk reaches them.
+    /// Whether a mount sits on the directory `d` or on an entry beneath
+    /// it. A backend's rmdir and rename refuse such a victim with EBUSY
+    /// (`process/backend_names.rs`): its host directory may be empty, or
+    /// gone, while vfscale still keeps names in it for the mounts
+    /// (`unmounted_hold`), and removing it would leave those mounts where
+    /// no walk reaches them. Takes the table's lock: the caller holds no
+    /// directory lock.
     pub(crate) fn mounts_beneath(&self, d: &Dentry) -> bool {
         Self::any_mount_beneath(&self.lock_mounts(), d)
+    }
+
+    /// Whether `d` is a mountpoint or, a directory, has one beneath it,
+    /// under the table's lock `list`.
+    pub(crate) fn mounted_at_or_beneath(list: &crate::mount::MountsLocked<'_>, d: &Dentry) -> bool {
+        d.flags() & dentry::D_MOUNTED != 0 || Self::any_mount_beneath(list, d)
     }
 
     /// `mounts_beneath` under the table's lock `list`.
@@ -1163,8 +1170,12 @@ impl VfsInner {
 
     /// Drops the cached entry for (parent, key), if any, after a backend
     /// changed that name: the next lookup asks the backend. A mount on the
-    /// entry or beneath it keeps it (`unmounted_hold`). Caller holds an
-    /// epoch guard and no directory lock.
+    /// entry or beneath it keeps it (as `unmounted_hold`). Caller holds an
+    /// epoch guard and no lock: this one waits for the mount table's, so
+    /// no mount is attached on the entry between the check and the drop
+    /// (before session 44 it only tried the lock and dropped the entry
+    /// unchecked while the table was busy: a mount being attached on it
+    /// then hung off a dropped entry, or its attachment found it freed).
     pub(crate) fn forget_name(&self, parent: *const Dentry, dir: &Inode, key: &NameKey<'_>) {
         let Some(index) = dir.dir_index() else {
             return;
@@ -1185,32 +1196,27 @@ impl VfsInner {
         };
         // SAFETY: our reference keeps it.
         let dr = unsafe { &*d };
-        // A name vfscale itself changed is forgotten also while the table
-        // is busy (a stale entry would show a removed file), at the risk
-        // `unmounted_hold` describes.
-        let no_mounts = match self.unmounted_hold(dr) {
-            Unmounted::Held(list) => Some(list),
-            Unmounted::Busy => None,
-            Unmounted::Mounted => {
-                self.dput(d);
-                return;
-            }
-        };
-        self.unhash_if_still(dir, parent, key, dr, no_mounts);
+        let list = self.lock_mounts();
+        if !Self::mounted_at_or_beneath(&list, dr) {
+            self.unhash_if_still(dir, parent, key, dr, list);
+        } else {
+            drop(list);
+        }
         self.dput(d);
     }
 
     /// Unhashes `d`, which the caller found as `parent`'s entry under
     /// `key` and holds a reference on, if it still is that entry (a rename
     /// may have moved it since), under `dir`'s exclusive lock and, until
-    /// it is done, `no_mounts` (`unmounted_hold`).
+    /// it is done, the table's lock `no_mounts`, under which no mount was
+    /// found on it or beneath it.
     fn unhash_if_still(
         &self,
         dir: &Inode,
         parent: *const Dentry,
         key: &NameKey<'_>,
         d: &Dentry,
-        no_mounts: Option<crate::mount::MountsLocked<'_>>,
+        no_mounts: crate::mount::MountsLocked<'_>,
     ) {
         let Some(index) = dir.dir_index() else {
             return;

@@ -319,6 +319,13 @@ impl Process {
     /// locks is a last one.
     fn move_cached_names(&self, sb: &SuperBlock, n: &CachedRename<'_, '_>) -> bool {
         let ((od, odir, okey), (nd, ndir, nkey)) = (n.from, n.to);
+        // A replaced entry is dropped below: with the table's lock held
+        // from the check that nothing is mounted on it or beneath it, so
+        // no mount is attached on it meanwhile (if one was since the
+        // rename's checks, the names are forgotten instead, which keeps
+        // it: `forget_name`).
+        let replaces = !n.exchanged && !n.target.1.is_null();
+        let mounts = replaces.then(|| self.vfs.lock_mounts());
         let _rename_lock = (od != nd).then(|| sb.rename_lock.lock());
         let Ok((oidx, nidx)) = super::names::lock_rename_dirs(od, odir, nd, ndir) else {
             return false;
@@ -350,7 +357,12 @@ impl Process {
             && pin(od, &mut pinned)
             && pin(nd, &mut pinned)
             && pin(src, &mut pinned)
-            && (dst.is_null() || pin(dst, &mut pinned) || !n.exchanged);
+            && (dst.is_null() || pin(dst, &mut pinned) || !n.exchanged)
+            // SAFETY: pinned, or not the target (then not dropped below).
+            && !mounts.as_ref().is_some_and(|list| {
+                pinned.last() == Some(&dst)
+                    && crate::vfs::VfsInner::mounted_at_or_beneath(list, unsafe { &*dst })
+            });
         let mut grow = None;
         if as_found {
             // A replaced or negative entry at the new name (one the
@@ -371,6 +383,8 @@ impl Process {
         drop(nidx);
         drop(oidx);
         drop(_rename_lock);
+        // A resize takes bucket locks holding no other lock.
+        drop(mounts);
         self.vfs.grow_dcache(grow);
         for d in pinned {
             self.vfs.dput(d);

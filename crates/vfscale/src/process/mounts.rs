@@ -9,6 +9,29 @@ use crate::mount::config::{ConfigState, FsType, Value};
 use crate::mount::flags as mount_flags;
 use crate::mount::Mount;
 
+/// A mount's place (`Process::mount_place`) holding a reference on its
+/// dentry from the check under the table lock until the mount is on it
+/// (the attachment takes its own). The walk that found it only guards it,
+/// and a backend's entries are an unpinned cache: reclaim may free an
+/// unused one meanwhile (Linux's lock_mount holds the path too).
+pub(super) struct Place<'v> {
+    found: Found,
+    vfs: &'v crate::vfs::VfsInner,
+}
+
+impl core::ops::Deref for Place<'_> {
+    type Target = Found;
+    fn deref(&self) -> &Found {
+        &self.found
+    }
+}
+
+impl Drop for Place<'_> {
+    fn drop(&mut self) {
+        self.vfs.dput(self.found.path.dentry);
+    }
+}
+
 impl Process {
     /// check_mnt: `m` is attached in the caller's namespace. Under the
     /// table lock.
@@ -126,7 +149,7 @@ impl Process {
     /// unlinked directory, then (do_add_mount, do_loopback and
     /// do_move_mount's check_mnt) EINVAL if it is another namespace's.
     /// Caller holds the table lock.
-    fn mount_target(&self, tgt: &Found) -> SysResult<Found> {
+    fn mount_target(&self, tgt: &Found) -> SysResult<Place<'_>> {
         let top = self.mount_place(tgt)?;
         if !self.in_namespace(top.path.mnt) {
             return Err(Errno::EINVAL);
@@ -136,22 +159,34 @@ impl Process {
 
     /// `mount_target` without the namespace check (pivot_root's
     /// lock_mount of put_old). Caller holds the table lock.
-    pub(super) fn mount_place(&self, tgt: &Found) -> SysResult<Found> {
+    pub(super) fn mount_place(&self, tgt: &Found) -> SysResult<Place<'_>> {
         let top = self.vfs.follow_mounts(tgt.path);
         // SAFETY: the walk's guard keeps the dentry allocated (and the
         // mounts it crossed, attached under the table lock).
         let (d, m) = unsafe { (&*top.dentry, &*top.mnt) };
-        if m.ns_id() == 0 || (!d.is_root() && !d.is_hashed()) {
+        // Dead: reclaimed or dropped since the walk.
+        if m.ns_id() == 0 || !d.refcount.get() {
             return Err(Errno::ENOENT);
         }
-        if top == tgt.path {
-            return Ok(*tgt);
+        let place = Place {
+            found: if top == tgt.path {
+                *tgt
+            } else {
+                Found {
+                    path: top,
+                    seq: d.seq.read_begin(),
+                    inode: d.inode_ptr(),
+                }
+            },
+            vfs: &self.vfs,
+        };
+        // Held, a hashed entry stays hashed while the table's lock is:
+        // whatever drops a name checks for mounts under it
+        // (`forget_name`, a revalidation, a rename's replaced entry).
+        if !d.is_root() && !d.is_hashed() {
+            return Err(Errno::ENOENT);
         }
-        Ok(Found {
-            path: top,
-            seq: d.seq.read_begin(),
-            inode: d.inode_ptr(),
-        })
+        Ok(place)
     }
 
     /// What a bind's or a move's `source` names (an empty name is EINVAL,
@@ -165,7 +200,7 @@ impl Process {
 
     /// do_loopback's opening: the source, then the target on the top of
     /// its stack (`mount_target`), in that order.
-    fn mount_source_and_target(&self, tgt: &Found, source: &[u8]) -> SysResult<(Found, Found)> {
+    fn mount_source_and_target(&self, tgt: &Found, source: &[u8]) -> SysResult<(Found, Place<'_>)> {
         let src = self.mount_source(source)?;
         Ok((src, self.mount_target(tgt)?))
     }
@@ -201,10 +236,13 @@ impl Process {
         if src.path.dentry != om.root || src.inode().is_dir() != tgt.inode().is_dir() {
             return Err(Errno::EINVAL);
         }
+        // Kept until the move is done.
+        let mut held = None;
         let (place, over) = if beneath {
             self.beneath_place(tgt)?
         } else {
-            (self.mount_place(tgt)?.path, core::ptr::null())
+            let top = held.insert(self.mount_place(tgt)?);
+            (top.path, core::ptr::null())
         };
         // SAFETY: attached mounts are live under the table lock.
         let dest = unsafe { &*place.mnt };

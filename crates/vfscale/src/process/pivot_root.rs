@@ -30,7 +30,9 @@ impl Process {
         let (root, _) = self.fs.get();
         let list = self.vfs.lock_mounts();
         // lock_mount: put_old's place is the top of the stack there.
-        let old = self.mount_place(&old)?.path;
+        // Its dentry held until the old root is on it.
+        let old_place = self.mount_place(&old)?;
+        let old = old_place.path;
         let new = new.path;
         // SAFETY (whole function): the walks' guard keeps what they found
         // allocated, and the table lock keeps attached mounts attached; the
