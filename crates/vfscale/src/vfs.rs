@@ -430,26 +430,45 @@ impl VfsInner {
 
     /// Frees the whole tree of an instance whose last mount is gone: every
     /// dentry (named or negative) and inode, through the collector.
+    ///
+    /// No new walk reaches the tree, but one that crossed into it before
+    /// its last mount went holds only a guard and may still add names: a
+    /// create, or a lookup's negative entry. So every directory is first
+    /// marked dead under its exclusive lock, as rmdir marks one (creates
+    /// and lookups check that under the lock, and answer ENOENT), and
+    /// only then are the unused entries reaped from the LRU lists and the
+    /// named tree freed: whatever such a walk added, it added before its
+    /// directory was marked, where this finds it. (Before session 44 the
+    /// lists were reaped first and the tree read under shared locks: a
+    /// name added meanwhile was never freed.)
     pub(crate) fn kill_superblock(&self, sb: &SuperBlock) {
         let _guard = self.collector.enter();
         self.notify_unmount(sb);
         self.unregister_sb_shrinker(sb);
+        let mut tree = Vec::new();
+        let mut stack = vec![sb.root()];
+        while let Some(d) = stack.pop() {
+            tree.push(d);
+            // SAFETY: a guard keeps the tree allocated (a walker inside it
+            // holds one too), and a positive dentry keeps its inode.
+            let inode = unsafe { &*d }.inode_ptr();
+            if let Some(index) = unsafe { inode.as_ref() }.and_then(|i| i.dir_index()) {
+                let mut locked = index.write();
+                locked.mark_dead();
+                stack.extend(locked.iter_from(0).map(|(_, c)| c));
+            }
+        }
+        // Names pin their dentries: these are negative or (a backend's
+        // cached names, in no index) unused entries, none in `tree`.
         for list in sb.lru.lists() {
             while self.shrink_dentry_list(list, 4096, true) > 0 {}
         }
-        let mut stack = vec![sb.root()];
-        while let Some(d) = stack.pop() {
+        for d in tree {
             // SAFETY: nothing outside this teardown can reach the tree any
-            // more (no mount), and freeing goes through the collector.
+            // more (no mount, every directory dead), and freeing goes
+            // through the collector.
             let dr = unsafe { &*d };
             let inode = dr.inode_ptr();
-            if !inode.is_null() {
-                // SAFETY: a positive dentry keeps its inode.
-                if let Some(index) = unsafe { &*inode }.dir_index() {
-                    let index = index.read();
-                    stack.extend(index.iter_from(0).map(|(_, c)| c));
-                }
-            }
             if dr.is_hashed() {
                 self.unhash(dr);
             }

@@ -12,6 +12,7 @@
 //! directory the server removed (COMPATIBILITY.md): so does vfscale.
 //! `PROPTEST_CASES` sets the number of cases (default 96).
 
+mod common;
 mod common_host;
 use common_host::{proptest_config, settled, HostDir};
 use proptest::prelude::*;
@@ -93,11 +94,12 @@ fn gone_after(n: usize, s: &Step, p: &Process, i: usize) -> Result<(), String> {
     }
 }
 
-fn run(ttl: Duration, steps: &[Step]) -> Result<(), String> {
-    let host = HostDir::new("pt-mounts");
+/// The host tree every case starts from (/a/b/c, /d/e) under a
+/// passthrough root trusting entries for `ttl`.
+fn mirror(host: &HostDir, ttl: Duration) -> Vfs {
     host.mkdir("a/b/c");
     host.mkdir("d/e");
-    let vfs = Vfs::with_passthrough_root(
+    Vfs::with_passthrough_root(
         VfsConfig::default(),
         host.path(),
         PassthroughConfig {
@@ -105,7 +107,12 @@ fn run(ttl: Duration, steps: &[Step]) -> Result<(), String> {
             ..Default::default()
         },
     )
-    .unwrap();
+    .unwrap()
+}
+
+fn run(ttl: Duration, steps: &[Step]) -> Result<(), String> {
+    let host = HostDir::new("pt-mounts");
+    let vfs = mirror(&host, ttl);
     let base = vfs.object_counts();
     let p = vfs.root_process();
     // A process in a namespace of its own, once a step made it: mounts
@@ -210,13 +217,24 @@ fn run(ttl: Duration, steps: &[Step]) -> Result<(), String> {
             }
         }
     }
-    // Every mount goes by a path mountinfo gives: each round unmounts the
-    // top of the stack at the newest mount's path whose umount works (a
-    // move may have put an older mount on top, a newer one may cover
-    // the path of another).
+    unmount_all(&p)?;
+    p.exit();
+    if let Some(q) = other {
+        q.exit();
+    }
+    settled(&vfs, base)?;
+    vfs.check_invariants()?;
+    Ok(())
+}
+
+/// Every mount goes by a path mountinfo gives: each round unmounts the
+/// top of the stack at the newest mount's path whose umount works (a
+/// move may have put an older mount on top, a newer one may cover the
+/// path of another).
+fn unmount_all(p: &Process) -> Result<(), String> {
     let _ = p.chdir(b"/");
     loop {
-        let listed = mounts(&p);
+        let listed = mounts(p);
         if listed.len() == 1 {
             break;
         }
@@ -233,16 +251,10 @@ fn run(ttl: Duration, steps: &[Step]) -> Result<(), String> {
                 "no listed mount unmounts: {errors:?}; listed {listed:?}"
             ));
         }
-        if mounts(&p).len() >= listed.len() {
+        if mounts(p).len() >= listed.len() {
             return Err(format!("an umount ({errors:?}) left {listed:?} listed"));
         }
     }
-    p.exit();
-    if let Some(q) = other {
-        q.exit();
-    }
-    settled(&vfs, base)?;
-    vfs.check_invariants()?;
     Ok(())
 }
 
@@ -259,4 +271,64 @@ proptest! {
             return Err(TestCaseError::fail(e));
         }
     }
+}
+
+/// The same ground raced: one thread mounts, binds and unmounts, one
+/// renames, removes and makes directories and reads mountinfo through
+/// vfscale, and one changes the host tree, 3,000 steps each (TTL 0, so
+/// every walk revalidates). Then the same end as the sequences': every
+/// listed mount unmounts by its path, fresh counts, the invariants.
+#[test]
+fn stress_mounts_race_renames_and_host_changes() {
+    let seed = common::seed_from_env();
+    println!("VFSCALE_SEED={seed}");
+    let host = HostDir::new("pt-mounts-stress");
+    let vfs = mirror(&host, Duration::ZERO);
+    let base = vfs.object_counts();
+    let p = vfs.root_process();
+    let path = |r: u64| PATHS[r as usize].as_bytes();
+    let n = PATHS.len() as u64;
+    std::thread::scope(|s| {
+        let mounter = p.fork().unwrap();
+        s.spawn(move || {
+            let mut rnd = common::xorshift(seed);
+            for _ in 0..3000 {
+                let _ = match rnd(4) {
+                    0 | 1 => mounter.mount(b"none", path(rnd(n)), b"tmpfs", 0),
+                    2 => mounter.mount(path(rnd(n)), path(rnd(n)), b"", MS_BIND),
+                    _ => mounter.umount2(path(rnd(n)), MNT_DETACH),
+                };
+            }
+        });
+        let namer = p.fork().unwrap();
+        s.spawn(move || {
+            let mut rnd = common::xorshift(seed.rotate_left(21));
+            for _ in 0..3000 {
+                let _ = match rnd(4) {
+                    0 => namer.rename(path(rnd(n)), path(rnd(n))),
+                    1 => namer.rmdir(path(rnd(n))),
+                    2 => namer.mkdir(path(rnd(n)), 0o755),
+                    _ => namer.stat(path(rnd(n))).map(drop),
+                };
+                if rnd(16) == 0 {
+                    mounts(&namer);
+                }
+            }
+        });
+        let on_host = |r: u64| host.path().join(&PATHS[r as usize][1..]);
+        s.spawn(move || {
+            let mut rnd = common::xorshift(seed.rotate_left(42));
+            for _ in 0..3000 {
+                let _ = match rnd(3) {
+                    0 => std::fs::create_dir_all(on_host(rnd(n))),
+                    1 => std::fs::remove_dir_all(on_host(rnd(n))),
+                    _ => std::fs::rename(on_host(rnd(n)), on_host(rnd(n))),
+                };
+            }
+        });
+    });
+    unmount_all(&p).unwrap();
+    p.exit();
+    settled(&vfs, base).unwrap();
+    vfs.check_invariants().unwrap();
 }
