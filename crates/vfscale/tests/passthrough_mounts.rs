@@ -332,3 +332,53 @@ fn stress_mounts_race_renames_and_host_changes() {
     settled(&vfs, base).unwrap();
     vfs.check_invariants().unwrap();
 }
+
+/// A passthrough instance mounted on /m and lazily unmounted 1,500 times
+/// while three threads walk into it and miss or find names two levels
+/// down. Its cached entries are in no directory index, so its teardown
+/// cannot mark them dead as a tmpfs's (`kill_superblock`): a lookup holds
+/// the mount until its entry is in. Before session 44 the entries such
+/// walks cached after the teardown were never freed.
+#[test]
+fn lazy_umount_of_a_passthrough_races_walks_inside() {
+    let host = HostDir::new("pt-lazy-umount");
+    host.mkdir("s/t");
+    let source = host.path().to_str().unwrap().as_bytes().to_vec();
+    let vfs = Vfs::new();
+    let p = vfs.root_process();
+    p.mkdir(b"/m", 0o755).unwrap();
+    let base = vfs.object_counts();
+    std::thread::scope(|s| {
+        let mounter = p.fork().unwrap();
+        let source = &source;
+        s.spawn(move || {
+            for _ in 0..1500 {
+                let _ = mounter.mount(source, b"/m", b"passthrough", 0);
+                let _ = mounter.umount2(b"/m", MNT_DETACH);
+            }
+        });
+        for w in 0..3 {
+            let walker = p.fork().unwrap();
+            s.spawn(move || {
+                for i in 0..1500 {
+                    let path: &[u8] = match (i + w) % 3 {
+                        0 => b"/m/s/t/missing",
+                        1 => b"/m/s/t",
+                        _ => b"/m/s/missing",
+                    };
+                    let _ = walker.stat(path);
+                }
+            });
+        }
+    });
+    while p.umount2(b"/m", MNT_DETACH).is_ok() {}
+    p.exit();
+    vfs.flush();
+    vfs.drop_caches();
+    let now = vfs.object_counts();
+    assert_eq!(
+        (now.dentries, now.inodes, now.mounts),
+        (base.dentries, base.inodes, base.mounts)
+    );
+    vfs.check_invariants().unwrap();
+}

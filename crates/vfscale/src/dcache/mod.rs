@@ -176,11 +176,17 @@ impl VfsInner {
     ///
     /// `Ok(None)`: `parent` was reclaimed meanwhile (an unused entry of a
     /// backend-served instance can be; tmpfs pins every name, so its
-    /// directories are live while their lock shows them not dead); the
-    /// caller walks again. For backend-served instances a reference on
-    /// `parent` is held while a child is inserted.
+    /// directories are live while their lock shows them not dead), or its
+    /// mount `mnt` went (the last, lazily) since the walk crossed it; the
+    /// caller walks again. For backend-served instances references on
+    /// `parent` and on `mnt` are held while a child is inserted: the
+    /// instance's teardown waits for the last mount reference, and its
+    /// cached entries are in no directory index for the teardown to mark
+    /// (a tmpfs's teardown marks its directories dead instead, which this
+    /// checks under the directory's lock: `kill_superblock`).
     pub(crate) fn lookup_slow(
         &self,
+        mnt: *const crate::mount::Mount,
         parent: *const Dentry,
         dir: &Inode,
         key: &NameKey<'_>,
@@ -191,11 +197,16 @@ impl VfsInner {
         if !unsafe { &*pd.sb }.backend_served {
             return self.lookup_slow_pinned(parent, dir, key).map(Some);
         }
+        if !self.mntget_rcu(mnt) {
+            return Ok(None);
+        }
         if !pd.refcount.get() {
+            self.mntput(mnt);
             return Ok(None);
         }
         let r = self.lookup_slow_pinned(parent, dir, key);
         self.dput(parent);
+        self.mntput(mnt);
         r.map(Some)
     }
 

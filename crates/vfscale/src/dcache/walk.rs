@@ -865,7 +865,7 @@ impl VfsInner {
                 RcuLookup::Miss if flags & WALK_CACHED != 0 => {
                     return Err(Errno::EAGAIN.into());
                 }
-                RcuLookup::Miss => match self.lookup_slow(cur.dentry, dir, &key)? {
+                RcuLookup::Miss => match self.lookup_slow(cur.mnt, cur.dentry, dir, &key)? {
                     Some(found) => found,
                     // The directory's entry was reclaimed: walk again.
                     None => return Err(WalkError::Retry),

@@ -29,7 +29,7 @@ use super::Process;
 use crate::abi::*;
 use crate::dcache::dentry::{Dentry, D_MOUNTED, D_REVALIDATE};
 use crate::dcache::name::NameKey;
-use crate::dcache::walk::{Last, Parent};
+use crate::dcache::walk::{Found, Last, Parent};
 use crate::fs::SuperBlock;
 use crate::inode::Inode;
 use crate::mount::WriteAccess;
@@ -42,21 +42,21 @@ pub(super) fn backend_of(inode: &Inode) -> Option<&SuperBlock> {
 }
 
 impl Process {
-    /// The cached (backend-asked) child `key` of `dir_d`: (dentry, inode or
-    /// null). Caller holds a guard.
+    /// The cached (backend-asked) child `key` of the directory `at` (a
+    /// parent walk's): (dentry, inode or null). Caller holds a guard.
     fn backend_child(
         &self,
-        dir_d: *const Dentry,
-        dir: &Inode,
+        at: &Found,
         key: &NameKey<'_>,
     ) -> SysResult<(*const Dentry, *const Inode)> {
+        let (dir_d, dir) = (at.path.dentry, at.inode());
         let mut tries = 0;
         loop {
             // A directory entry reclaimed since the walk: as if removed
             // (rare: only unused backend entries are reclaimable).
             let (d, _) = self
                 .vfs
-                .lookup_slow(dir_d, dir, key)?
+                .lookup_slow(at.path.mnt, dir_d, dir, key)?
                 .ok_or(Errno::ENOENT)?;
             // SAFETY: the guard keeps the dentry allocated.
             let dr = unsafe { &*d };
@@ -110,7 +110,7 @@ impl Process {
         let dir = parent.dir.inode();
         let dir_d = parent.dir.path.dentry;
         let key = NameKey::lookup(name)?;
-        let (_, inode) = self.backend_child(dir_d, dir, &key)?;
+        let (_, inode) = self.backend_child(&parent.dir, &key)?;
         if !inode.is_null() {
             return Err(Errno::EEXIST);
         }
@@ -148,7 +148,7 @@ impl Process {
             return Err(Errno::EEXIST);
         };
         let key = NameKey::lookup(name)?;
-        let (d, inode) = self.backend_child(parent.dir.path.dentry, parent.dir.inode(), &key)?;
+        let (d, inode) = self.backend_child(&parent.dir, &key)?;
         // SAFETY: the guard keeps both allocated.
         if inode.is_null() || unsafe { &*inode }.file_type() != ty {
             return Err(Errno::EADDRINUSE);
@@ -172,7 +172,7 @@ impl Process {
         let dir = parent.dir.inode();
         let dir_d = parent.dir.path.dentry;
         let key = NameKey::lookup(name)?;
-        let (d, vi) = self.backend_child(dir_d, dir, &key)?;
+        let (d, vi) = self.backend_child(&parent.dir, &key)?;
         if vi.is_null() {
             return Err(Errno::ENOENT);
         }
@@ -226,13 +226,13 @@ impl Process {
         let (odir, ndir) = (op.dir.inode(), np.dir.inode());
         let (od, nd) = (op.dir.path.dentry, np.dir.path.dentry);
         let okey = NameKey::lookup(old_name)?;
-        let (osrc, oi) = self.backend_child(od, odir, &okey)?;
+        let (osrc, oi) = self.backend_child(&op.dir, &okey)?;
         if oi.is_null() {
             return Err(Errno::ENOENT);
         }
         // The new name's length after the old name's existence, as Linux.
         let nkey = NameKey::lookup(new_name)?;
-        let (ndst, ni) = self.backend_child(nd, ndir, &nkey)?;
+        let (ndst, ni) = self.backend_child(&np.dir, &nkey)?;
         // SAFETY (both): the guard keeps them allocated.
         let oi = unsafe { &*oi };
         if self.rename_checks(op, np, flags, osrc, oi, ndst, unsafe { ni.as_ref() })? {

@@ -329,7 +329,7 @@ impl Process {
             // A reclaimed directory entry: its name is gone from the cache;
             // answer as for a removed directory.
             self.vfs
-                .lookup_slow(dir_d, dir, &key)?
+                .lookup_slow(parent.dir.path.mnt, dir_d, dir, &key)?
                 .ok_or(Errno::ENOENT)?;
         }
         let index = dir.dir_index().ok_or(Errno::ENOTDIR)?;
@@ -475,7 +475,7 @@ impl Process {
             };
             let (d, seq) = self
                 .vfs
-                .lookup_slow(dir_d, dir, &key)?
+                .lookup_slow(parent.dir.path.mnt, dir_d, dir, &key)?
                 .ok_or(Errno::ENOENT)?;
             // SAFETY: the guard keeps the dentry allocated.
             let inode = unsafe { &*d }.inode_ptr();
