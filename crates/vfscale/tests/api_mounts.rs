@@ -395,6 +395,24 @@ fn lazy_umount_races_a_walk_that_creates() {
     );
 }
 
+/// A socket bound in such a directory: its path holds the mount, taken
+/// before the name is made (`mknod`), so never a dead mount's.
+#[test]
+fn lazy_umount_races_a_walk_that_binds_sockets() {
+    lazy_umounts_race(
+        |p, _| {
+            if let Ok(fd) = p.socket(AF_UNIX, SOCK_STREAM, 0) {
+                let _ = p.bind(fd, b"/m/s");
+                p.close(fd).unwrap();
+                let _ = p.unlink(b"/m/s");
+            }
+        },
+        |p| {
+            let _ = p.unlink(b"/m/s");
+        },
+    );
+}
+
 #[test]
 fn lazy_umount_with_cwd_inside() {
     let (vfs, p) = setup();

@@ -135,9 +135,9 @@ impl Process {
     }
 
     /// The dentry of the file `backend_create` just made in `parent` (of
-    /// type `ty`) and the parent's mount, one reference each (bind's
-    /// socket file on a backend: its binding pins the cached name, as a
-    /// bound path does). EADDRINUSE if the host already holds something
+    /// type `ty`), with a reference, and the parent's mount, whose
+    /// reference the caller took (bind's socket file on a backend: its
+    /// binding pins the cached name, as a bound path does). EADDRINUSE if the host already holds something
     /// else there (replaced in between). Caller holds a guard.
     pub(super) fn backend_made(
         &self,
@@ -157,9 +157,8 @@ impl Process {
         if !unsafe { &*d }.refcount.get() {
             return Err(Errno::EADDRINUSE);
         }
-        let mnt = parent.dir.path.mnt;
-        self.vfs.mntget(mnt);
-        Ok((d, mnt))
+        // The mount's reference is the caller's (`mknod`).
+        Ok((d, parent.dir.path.mnt))
     }
 
     /// unlink and rmdir on a backend.

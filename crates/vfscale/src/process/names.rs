@@ -486,9 +486,33 @@ impl Process {
         };
         let _g = self.vfs.collector.enter();
         let parent = self.parent_at(dirfd, path)?;
+        // The mount reference `keep` returns is taken first, failing if
+        // the walk's mount is going (a lazy umount's last reference):
+        // taken after the name is made, it could be a dead mount's.
+        let mnt = parent.dir.path.mnt;
+        if keep && !self.vfs.mntget_rcu(mnt) {
+            return Err(Errno::ENOENT);
+        }
+        let made = self.mknod_in(&parent, ty, mode, dev, keep);
+        if keep && !matches!(made, Ok(Some(_))) {
+            self.vfs.mntput(mnt);
+        }
+        made
+    }
+
+    /// `mknod` once its parent is walked (and, with `keep`, its mount
+    /// held for the result).
+    fn mknod_in(
+        &self,
+        parent: &Parent<'_>,
+        ty: u32,
+        mode: u32,
+        dev: u64,
+        keep: bool,
+    ) -> SysResult<Option<(*const Dentry, *const crate::mount::Mount)>> {
         if super::backend_names::backend_of(parent.dir.inode()).is_some() {
             self.backend_create(
-                &parent,
+                parent,
                 false,
                 || Ok(()),
                 |sb, dir, name| {
@@ -498,13 +522,13 @@ impl Process {
                 },
             )?;
             return if keep {
-                self.backend_made(&parent, ty).map(Some)
+                self.backend_made(parent, ty).map(Some)
             } else {
                 Ok(None)
             };
         }
         self.create_prologue(
-            &parent,
+            parent,
             false,
             || Ok(()),
             |idx, dir, key, neg| {
@@ -529,9 +553,9 @@ impl Process {
                 .map(|(d, stamp)| {
                     let mnt = parent.dir.path.mnt;
                     let kept = keep.then(|| {
-                        // Under the directory lock: the new name pins it.
+                        // Under the directory lock: the new name pins it
+                        // (the mount's reference is the caller's).
                         self.vfs.dget(d);
-                        self.vfs.mntget(mnt);
                         (d, mnt)
                     });
                     drop(stamp);
