@@ -43,6 +43,11 @@ enum Step {
     Umount(usize, bool),
     Stat(usize),
     Chdir(usize),
+    /// Opens a directory and keeps the descriptor.
+    Open(usize),
+    /// A create, a mkdir and a listing through the `n`th kept descriptor.
+    AtKept(usize),
+    Close(usize),
     DropCaches,
 }
 
@@ -66,6 +71,9 @@ fn step() -> impl Strategy<Value = Step> {
         2 => (path.clone(), any::<bool>()).prop_map(|(a, d)| Step::Umount(a, d)),
         1 => path.clone().prop_map(Step::Stat),
         1 => path.clone().prop_map(Step::Chdir),
+        1 => path.clone().prop_map(Step::Open),
+        1 => (0..4usize).prop_map(Step::AtKept),
+        1 => (0..4usize).prop_map(Step::Close),
         1 => Just(Step::DropCaches),
     ]
 }
@@ -118,6 +126,9 @@ fn run(ttl: Duration, steps: &[Step]) -> Result<(), String> {
     // A process in a namespace of its own, once a step made it: mounts
     // on shared ones propagate into it.
     let mut other: Option<Process> = None;
+    // Directory descriptors kept across steps (a mount they are in stays
+    // until they close, lazily unmounted or not).
+    let mut kept = Vec::new();
     let on_host = |i: usize| host.path().join(&PATHS[i][1..]);
     let path = |i: usize| PATHS[i].as_bytes();
     for (n, s) in steps.iter().enumerate() {
@@ -191,6 +202,29 @@ fn run(ttl: Duration, steps: &[Step]) -> Result<(), String> {
                 let _ = p.chdir(path(i));
                 false
             }
+            Step::Open(i) => {
+                if let Ok(fd) = p.open(path(i), O_RDONLY | O_DIRECTORY, 0) {
+                    kept.push(fd);
+                }
+                false
+            }
+            Step::AtKept(k) => {
+                if let Some(&fd) = kept.get(k) {
+                    if let Ok(f) = p.openat(fd, b"f", O_CREAT | O_WRONLY, 0o644) {
+                        p.close(f).unwrap();
+                    }
+                    let _ = p.mkdirat(fd, b"g", 0o755);
+                    let mut buf = vec![0u8; 4096];
+                    let _ = p.getdents64(fd, &mut buf);
+                }
+                false
+            }
+            Step::Close(k) => {
+                if k < kept.len() {
+                    p.close(kept.swap_remove(k)).unwrap();
+                }
+                false
+            }
             Step::DropCaches => {
                 vfs.drop_caches();
                 false
@@ -216,6 +250,9 @@ fn run(ttl: Duration, steps: &[Step]) -> Result<(), String> {
                 ));
             }
         }
+    }
+    for fd in kept {
+        p.close(fd).unwrap();
     }
     unmount_all(&p)?;
     p.exit();
@@ -267,7 +304,8 @@ proptest! {
         steps in prop::collection::vec(step(), 1..40),
     ) {
         let ttl = if long_ttl { Duration::from_secs(3600) } else { Duration::ZERO };
-        if let Err(e) = run(ttl, &steps) {
+        // A case that hangs (a walk retrying forever, a deadlock) fails.
+        if let Err(e) = common::with_timeout(60, move || run(ttl, &steps)) {
             return Err(TestCaseError::fail(e));
         }
     }
@@ -381,4 +419,30 @@ fn lazy_umount_of_a_passthrough_races_walks_inside() {
         (base.dentries, base.inodes, base.mounts)
     );
     vfs.check_invariants().unwrap();
+}
+
+/// A bind of a passthrough directory whose directory vfscale then
+/// removed (the host had emptied it behind a cached name in it): a walk
+/// through the bind to that cached name revalidates it in a dead
+/// directory. Before session 44 the revalidation found it invalid but
+/// would not drop a name in a dead directory, and the walk retried
+/// forever; now a name in a removed directory is ENOENT, as Linux's
+/// lookups in a dead directory are.
+#[test]
+fn a_walk_through_a_bind_of_a_removed_directory_ends() {
+    let host = HostDir::new("pt-bind-removed");
+    let vfs = mirror(&host, Duration::ZERO);
+    let base = vfs.object_counts();
+    let p = vfs.root_process();
+    p.mkdir(b"/d/e/x", 0o755).unwrap();
+    p.mount(b"/d/e", b"/a", b"", MS_BIND).unwrap();
+    assert!(p.stat(b"/a/x").is_ok());
+    std::fs::remove_dir(host.path().join("d/e/x")).unwrap();
+    p.rmdir(b"/d/e").unwrap();
+    let q = p.fork().unwrap();
+    let seen = common::with_timeout(60, move || q.stat(b"/a/x").map(drop));
+    assert_eq!(seen, Err(Errno::ENOENT));
+    p.umount2(b"/a", 0).unwrap();
+    p.exit();
+    settled(&vfs, base).unwrap();
 }

@@ -1056,7 +1056,15 @@ impl VfsInner {
         let sb = unsafe { &*d.sb };
         let index = dir.dir_index().ok_or(crate::abi::Errno::ENOTDIR)?;
         let valid_at = {
-            let _shared = index.read();
+            let shared = index.read();
+            // A name in a directory vfscale removed (reached through a
+            // bind of it, or a cwd in it) is gone, as lookups in Linux's
+            // dead directories are; it is not dropped (`unhash_if_still`
+            // leaves a dead directory's names), so answering "invalid"
+            // would send the walk back to it forever.
+            if shared.is_dead() {
+                return Err(crate::abi::Errno::ENOENT);
+            }
             if !d.is_hashed() || !core::ptr::eq(d.parent_ptr(), parent) {
                 return Ok(false);
             }
