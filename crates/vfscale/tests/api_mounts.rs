@@ -356,14 +356,7 @@ fn lazy_umounts_race(walk: fn(&Process, u32), tidy: fn(&Process)) {
     while p.umount2(b"/m", MNT_DETACH).is_ok() {}
     tidy(&p);
     p.exit();
-    vfs.flush();
-    vfs.drop_caches();
-    let now = vfs.object_counts();
-    assert_eq!(
-        (now.dentries, now.inodes, now.mounts),
-        (base.dentries, base.inodes, base.mounts)
-    );
-    vfs.check_invariants().unwrap();
+    assert_back_to(&vfs, base);
 }
 
 /// A lookup's negative entry, added to a directory the teardown had

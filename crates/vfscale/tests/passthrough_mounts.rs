@@ -411,14 +411,7 @@ fn lazy_umount_of_a_passthrough_races_walks_inside() {
     });
     while p.umount2(b"/m", MNT_DETACH).is_ok() {}
     p.exit();
-    vfs.flush();
-    vfs.drop_caches();
-    let now = vfs.object_counts();
-    assert_eq!(
-        (now.dentries, now.inodes, now.mounts),
-        (base.dentries, base.inodes, base.mounts)
-    );
-    vfs.check_invariants().unwrap();
+    common::assert_back_to(&vfs, base);
 }
 
 /// A bind of a passthrough directory whose directory vfscale then

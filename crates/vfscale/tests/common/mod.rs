@@ -118,6 +118,21 @@ pub fn assert_baseline(vfs: &Vfs) {
     );
 }
 
+/// After every process exited: the deferred puts drained and the caches
+/// dropped, the dentry, inode, file and mount counts are `base`'s again
+/// and the invariants hold.
+pub fn assert_back_to(vfs: &Vfs, base: vfscale::ObjectCounts) {
+    vfs.flush();
+    vfs.drop_caches();
+    let now = vfs.object_counts();
+    assert_eq!(
+        (now.dentries, now.inodes, now.files, now.mounts),
+        (base.dentries, base.inodes, base.files, base.mounts),
+        "{now:?}"
+    );
+    vfs.check_invariants().unwrap();
+}
+
 /// `VFSCALE_SEED`, or else a seed from the clock (odd, for `xorshift`).
 pub fn seed_from_env() -> u64 {
     std::env::var("VFSCALE_SEED")
