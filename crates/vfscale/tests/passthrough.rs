@@ -8,25 +8,13 @@
 
 mod common_host;
 
-use common_host::HostDir;
+use common_host::{mirror, HostDir};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::time::Duration;
 use vfscale::abi::*;
 use vfscale::fs::faulty::{CallKind, FaultControl, FaultyFs, Trigger};
 use vfscale::fs::passthrough::{Passthrough, PassthroughConfig};
 use vfscale::{ProcessApi, Vfs, VfsConfig};
-
-fn mirror(host: &HostDir, ttl: Duration) -> Vfs {
-    Vfs::with_passthrough_root(
-        VfsConfig::default(),
-        host.path(),
-        PassthroughConfig {
-            ttl,
-            ..Default::default()
-        },
-    )
-    .unwrap()
-}
 
 /// A passthrough backend over `host` with entries trusted for `ttl`.
 fn backend(host: &HostDir, ttl: Duration) -> Passthrough {

@@ -18,8 +18,7 @@ use common_host::{proptest_config, settled, HostDir};
 use proptest::prelude::*;
 use std::time::Duration;
 use vfscale::abi::*;
-use vfscale::fs::passthrough::PassthroughConfig;
-use vfscale::{Process, ProcessApi, Vfs, VfsConfig};
+use vfscale::{Process, ProcessApi, Vfs};
 
 /// The directories the steps name: on the host, or inside mounts.
 const PATHS: [&str; 7] = ["/a", "/a/b", "/a/b/c", "/d", "/d/e", "/a/e", "/d/e/b"];
@@ -104,23 +103,15 @@ fn gone_after(n: usize, s: &Step, p: &Process, i: usize) -> Result<(), String> {
 
 /// The host tree every case starts from (/a/b/c, /d/e) under a
 /// passthrough root trusting entries for `ttl`.
-fn mirror(host: &HostDir, ttl: Duration) -> Vfs {
+fn seeded(host: &HostDir, ttl: Duration) -> Vfs {
     host.mkdir("a/b/c");
     host.mkdir("d/e");
-    Vfs::with_passthrough_root(
-        VfsConfig::default(),
-        host.path(),
-        PassthroughConfig {
-            ttl,
-            ..Default::default()
-        },
-    )
-    .unwrap()
+    common_host::mirror(host, ttl)
 }
 
 fn run(ttl: Duration, steps: &[Step]) -> Result<(), String> {
     let host = HostDir::new("pt-mounts");
-    let vfs = mirror(&host, ttl);
+    let vfs = seeded(&host, ttl);
     let base = vfs.object_counts();
     let p = vfs.root_process();
     // A process in a namespace of its own, once a step made it: mounts
@@ -321,7 +312,7 @@ fn stress_mounts_race_renames_and_host_changes() {
     let seed = common::seed_from_env();
     println!("VFSCALE_SEED={seed}");
     let host = HostDir::new("pt-mounts-stress");
-    let vfs = mirror(&host, Duration::ZERO);
+    let vfs = seeded(&host, Duration::ZERO);
     let base = vfs.object_counts();
     let p = vfs.root_process();
     let path = |r: u64| PATHS[r as usize].as_bytes();
@@ -424,7 +415,7 @@ fn lazy_umount_of_a_passthrough_races_walks_inside() {
 #[test]
 fn a_walk_through_a_bind_of_a_removed_directory_ends() {
     let host = HostDir::new("pt-bind-removed");
-    let vfs = mirror(&host, Duration::ZERO);
+    let vfs = seeded(&host, Duration::ZERO);
     let base = vfs.object_counts();
     let p = vfs.root_process();
     p.mkdir(b"/d/e/x", 0o755).unwrap();

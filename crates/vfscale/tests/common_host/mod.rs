@@ -22,6 +22,20 @@ pub fn proptest_config(cases: u32) -> proptest::test_runner::Config {
     }
 }
 
+/// A passthrough root mirroring `host`, its entries trusted for `ttl`
+/// (the other settings the defaults).
+pub fn mirror(host: &HostDir, ttl: std::time::Duration) -> vfscale::Vfs {
+    vfscale::Vfs::with_passthrough_root(
+        vfscale::VfsConfig::default(),
+        host.path(),
+        vfscale::fs::passthrough::PassthroughConfig {
+            ttl,
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
 /// After every process exited: whether dropping the caches freed every
 /// dentry, inode and open file the run made, back to `base` (the fresh
 /// instance's counts; invalidated entries included).
