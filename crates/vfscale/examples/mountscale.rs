@@ -5,9 +5,10 @@
 //! unshare(CLONE_NEWNS) copying the whole tree (every copy a peer of its
 //! original), of a mount on the shared /a/c reaching both namespaces'
 //! peers, and of the copy's teardown when its process exits.
-//! Last, the time of /proc/self/mountinfo over those trees and over
-//! STACK tmpfs mounts stacked on one directory (each mount's parent is
-//! the one below it: a chain as deep as the stack).
+//! Also the time of /proc/self/mountinfo: over the first bound tree,
+//! right after it grew, and last over STACK tmpfs mounts stacked on one
+//! directory (each mount's parent is the one below it: a chain as deep
+//! as the stack).
 //! Usage: mountscale [BINDS [STACK]]   (default 13: 8,193 mounts; 16:
 //! 65,537; STACK default 20,000).
 use std::time::Instant;
