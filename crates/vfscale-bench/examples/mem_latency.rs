@@ -8,13 +8,16 @@
 //! (`--thp` asks for transparent huge pages with MADV_HUGEPAGE; `--stride
 //! B` chases one line in every B bytes, so MIB × 64 / B MiB of lines are
 //! touched spread over MIB: how a hot set of one line per 192-byte dentry
-//! behaves against the same lines packed, session 39).
+//! behaves against the same lines packed, session 39; `--threads N` runs
+//! N chases at once, each through a mapping of its own, and prints each
+//! one's latency: what two vCPUs' misses cost each other, session 46).
+use std::sync::Barrier;
 use std::time::Instant;
 
 const LINE: usize = 64;
 const LOADS: usize = 20_000_000;
 
-fn chase(mib: usize, stride: usize, thp: bool) -> f64 {
+fn chase(mib: usize, stride: usize, thp: bool, start_together: &Barrier) -> f64 {
     let lines = mib * 1024 * 1024 / stride;
     let bytes = lines * stride;
     // SAFETY: a fresh anonymous private mapping; nothing else uses it.
@@ -48,6 +51,7 @@ fn chase(mib: usize, stride: usize, thp: bool) -> f64 {
         unsafe { *at(i) = at((i + 1) % lines) as usize };
     }
     let mut p = at(0) as usize;
+    start_together.wait();
     let start = Instant::now();
     for _ in 0..LOADS {
         // SAFETY: every line holds the address of another line.
@@ -63,26 +67,41 @@ fn chase(mib: usize, stride: usize, thp: bool) -> f64 {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let thp = args.iter().any(|a| a == "--thp");
-    let stride = match args.iter().position(|a| a == "--stride") {
+    let flag_value = |flag: &str, default: usize| match args.iter().position(|a| a == flag) {
         Some(i) => args.get(i + 1).and_then(|s| s.parse().ok()).unwrap_or(0),
-        None => LINE,
+        None => default,
     };
+    let stride = flag_value("--stride", LINE);
+    let threads = flag_value("--threads", 1);
     let sizes: Vec<usize> = args
         .iter()
         .enumerate()
-        .filter(|&(i, _)| i == 0 || args[i - 1] != "--stride")
+        .filter(|&(i, _)| i == 0 || (args[i - 1] != "--stride" && args[i - 1] != "--threads"))
         .filter_map(|(_, a)| a.parse().ok())
         .collect();
-    if sizes.is_empty() || stride < LINE || stride % LINE != 0 {
-        eprintln!("usage: mem_latency MIB... [--thp] [--stride B] (B a multiple of {LINE})");
+    if sizes.is_empty() || stride < LINE || stride % LINE != 0 || threads == 0 {
+        eprintln!(
+            "usage: mem_latency MIB... [--thp] [--stride B] [--threads N] (B a multiple of {LINE}, N ≥ 1)"
+        );
         std::process::exit(2);
     }
     for mib in sizes {
+        let start_together = Barrier::new(threads);
+        let per_thread: Vec<f64> = std::thread::scope(|s| {
+            let chasers: Vec<_> = (0..threads)
+                .map(|_| s.spawn(|| chase(mib, stride, thp, &start_together)))
+                .collect();
+            chasers
+                .into_iter()
+                .map(|c| c.join().expect("chase thread"))
+                .collect()
+        });
+        let each: Vec<String> = per_thread.iter().map(|ns| format!("{ns:.1}")).collect();
         println!(
-            "{mib} MiB{}, one line per {stride} bytes ({} MiB of lines): {:.1} ns per dependent load",
+            "{mib} MiB{}, one line per {stride} bytes ({} MiB of lines), {threads} chase(s) at once: {} ns per dependent load",
             if thp { " (THP)" } else { "" },
             mib * LINE / stride,
-            chase(mib, stride, thp)
+            each.join(" / ")
         );
     }
 }
