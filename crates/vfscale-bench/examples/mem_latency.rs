@@ -10,14 +10,19 @@
 //! touched spread over MIB: how a hot set of one line per 192-byte dentry
 //! behaves against the same lines packed, session 39; `--threads N` runs
 //! N chases at once, each through a mapping of its own, and prints each
-//! one's latency: what two vCPUs' misses cost each other, session 46).
+//! one's latency: what two vCPUs' misses cost each other, session 46;
+//! `--chains K` has each thread follow K independent chains through its
+//! cycle, interleaved, so K misses can be in flight at once, as a loop of
+//! hot stats keeps several: then the figure is ns per load, not per
+//! dependent load).
 use std::sync::Barrier;
 use std::time::Instant;
 
 const LINE: usize = 64;
 const LOADS: usize = 20_000_000;
+const MAX_CHAINS: usize = 16;
 
-fn chase(mib: usize, stride: usize, thp: bool, start_together: &Barrier) -> f64 {
+fn chase(mib: usize, stride: usize, thp: bool, chains: usize, start_together: &Barrier) -> f64 {
     let lines = mib * 1024 * 1024 / stride;
     let bytes = lines * stride;
     // SAFETY: a fresh anonymous private mapping; nothing else uses it.
@@ -50,15 +55,20 @@ fn chase(mib: usize, stride: usize, thp: bool, start_together: &Barrier) -> f64 
         // SAFETY: both addresses are line starts inside the mapping.
         unsafe { *at(i) = at((i + 1) % lines) as usize };
     }
-    let mut p = at(0) as usize;
+    let mut heads = [0usize; MAX_CHAINS];
+    for (k, head) in heads[..chains].iter_mut().enumerate() {
+        *head = at(k * lines / chains) as usize;
+    }
     start_together.wait();
     let start = Instant::now();
-    for _ in 0..LOADS {
-        // SAFETY: every line holds the address of another line.
-        p = unsafe { *(p as *const usize) };
+    for _ in 0..LOADS / chains {
+        for head in heads[..chains].iter_mut() {
+            // SAFETY: every line holds the address of another line.
+            *head = unsafe { *(*head as *const usize) };
+        }
     }
-    let ns = start.elapsed().as_nanos() as f64 / LOADS as f64;
-    std::hint::black_box(p);
+    let ns = start.elapsed().as_nanos() as f64 / (LOADS / chains * chains) as f64;
+    std::hint::black_box(heads);
     // SAFETY: the mapping made above, no longer used.
     unsafe { libc::munmap(base, bytes) };
     ns
@@ -73,15 +83,21 @@ fn main() {
     };
     let stride = flag_value("--stride", LINE);
     let threads = flag_value("--threads", 1);
+    let chains = flag_value("--chains", 1);
     let sizes: Vec<usize> = args
         .iter()
         .enumerate()
-        .filter(|&(i, _)| i == 0 || (args[i - 1] != "--stride" && args[i - 1] != "--threads"))
+        .filter(|&(i, _)| i == 0 || !["--stride", "--threads", "--chains"].contains(&&*args[i - 1]))
         .filter_map(|(_, a)| a.parse().ok())
         .collect();
-    if sizes.is_empty() || stride < LINE || stride % LINE != 0 || threads == 0 {
+    if sizes.is_empty()
+        || stride < LINE
+        || stride % LINE != 0
+        || threads == 0
+        || !(1..=MAX_CHAINS).contains(&chains)
+    {
         eprintln!(
-            "usage: mem_latency MIB... [--thp] [--stride B] [--threads N] (B a multiple of {LINE}, N ≥ 1)"
+            "usage: mem_latency MIB... [--thp] [--stride B] [--threads N] [--chains K] (B a multiple of {LINE}, N ≥ 1, 1 ≤ K ≤ {MAX_CHAINS})"
         );
         std::process::exit(2);
     }
@@ -89,7 +105,7 @@ fn main() {
         let start_together = Barrier::new(threads);
         let per_thread: Vec<f64> = std::thread::scope(|s| {
             let chasers: Vec<_> = (0..threads)
-                .map(|_| s.spawn(|| chase(mib, stride, thp, &start_together)))
+                .map(|_| s.spawn(|| chase(mib, stride, thp, chains, &start_together)))
                 .collect();
             chasers
                 .into_iter()
@@ -98,7 +114,7 @@ fn main() {
         });
         let each: Vec<String> = per_thread.iter().map(|ns| format!("{ns:.1}")).collect();
         println!(
-            "{mib} MiB{}, one line per {stride} bytes ({} MiB of lines), {threads} chase(s) at once: {} ns per dependent load",
+            "{mib} MiB{}, one line per {stride} bytes ({} MiB of lines), {threads} thread(s) at once, {chains} chain(s) each: {} ns per load",
             if thp { " (THP)" } else { "" },
             mib * LINE / stride,
             each.join(" / ")
