@@ -42,6 +42,15 @@
 //!   checks that the walk found the same object.
 //! - Every host call that resolves a name or reads attributes is counted
 //!   in `HostStats` (tests count what revalidation costs).
+//!
+//! Identity: attributes are read with statx, asking for the birth time
+//! when the root's filesystem keeps one locally (`keeps_births`), so a
+//! host file is known by (device, number, birth): a number the host
+//! recycled for a new file (ext4 reuses a freed one at once) comes with a
+//! later birth. Not asked elsewhere: over FUSE a field beyond the basic
+//! ones forces a round trip past the attribute cache on every call. The
+//! choice is made once, by the root's filesystem (a host mount beneath
+//! the root gets the root's mask; statx answers what it keeps).
 
 use crate::abi::{
     Errno, OpenHow, SysResult, RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, RESOLVE_NO_SYMLINKS,
@@ -166,6 +175,13 @@ impl CName {
         Ok(CName { buf })
     }
 
+    /// The empty name (AT_EMPTY_PATH's).
+    fn empty() -> CName {
+        CName {
+            buf: [0u8; crate::abi::NAME_MAX + 1],
+        }
+    }
+
     fn as_ptr(&self) -> *const libc::c_char {
         self.buf.as_ptr().cast()
     }
@@ -202,9 +218,83 @@ pub(crate) fn join(dir: &[u8], name: &[u8]) -> SysResult<Box<[u8]>> {
     Ok(p.into())
 }
 
+/// A host object's attributes and its birth time.
+pub(crate) struct HostStat {
+    pub(crate) st: libc::stat,
+    /// statx's btime in ns since the epoch; 0 when the host did not say
+    /// (not asked, not kept, or before 1970).
+    pub(crate) birth: u64,
+}
+
+impl core::ops::Deref for HostStat {
+    type Target = libc::stat;
+    fn deref(&self) -> &libc::stat {
+        &self.st
+    }
+}
+
+impl HostStat {
+    fn from_statx(x: &libc::statx) -> HostStat {
+        // SAFETY: zeroed stat is a valid value (plain integers); every
+        // field the backend reads is set below.
+        let mut st: libc::stat = unsafe { core::mem::zeroed() };
+        st.st_dev = libc::makedev(x.stx_dev_major, x.stx_dev_minor);
+        st.st_ino = x.stx_ino;
+        st.st_mode = u32::from(x.stx_mode) as _;
+        st.st_nlink = x.stx_nlink as _;
+        st.st_uid = x.stx_uid;
+        st.st_gid = x.stx_gid;
+        st.st_rdev = libc::makedev(x.stx_rdev_major, x.stx_rdev_minor);
+        st.st_size = x.stx_size as _;
+        st.st_blksize = x.stx_blksize as _;
+        st.st_blocks = x.stx_blocks as _;
+        st.st_atime = x.stx_atime.tv_sec as _;
+        st.st_atime_nsec = x.stx_atime.tv_nsec as _;
+        st.st_mtime = x.stx_mtime.tv_sec as _;
+        st.st_mtime_nsec = x.stx_mtime.tv_nsec as _;
+        st.st_ctime = x.stx_ctime.tv_sec as _;
+        st.st_ctime_nsec = x.stx_ctime.tv_nsec as _;
+        let birth = if x.stx_mask & libc::STATX_BTIME != 0 {
+            u64::try_from(x.stx_btime.tv_sec)
+                .ok()
+                .and_then(|s| s.checked_mul(1_000_000_000))
+                .and_then(|ns| ns.checked_add(u64::from(x.stx_btime.tv_nsec)))
+                .unwrap_or(0)
+        } else {
+            0
+        };
+        HostStat { st, birth }
+    }
+
+    /// Whether this object may be the one born at `birth`: the same
+    /// birth, or either one unknown (the caller compares the numbers).
+    pub(crate) fn born_as(&self, birth: u64) -> bool {
+        birth == 0 || self.birth == 0 || birth == self.birth
+    }
+}
+
+/// Filesystems that keep a birth time in the inode and answer it from
+/// memory (ext4, XFS, btrfs, tmpfs, F2FS, bcachefs: statfs magic).
+fn keeps_births(fs_magic: u32) -> bool {
+    [
+        0x0000_EF53,
+        0x5846_5342,
+        0x9123_683E,
+        0x0102_1994,
+        0xF2F5_2010,
+        0xCA45_1A4E,
+    ]
+    .contains(&fs_magic)
+}
+
 /// The host directory a passthrough instance mirrors.
 pub struct HostRoot {
     root: OwnedFd,
+    /// statx is available and used (else fstatat, without births).
+    statx: std::sync::atomic::AtomicBool,
+    /// statx's mask: the basic fields, and the birth time where the root's
+    /// filesystem keeps one (`keeps_births`).
+    statx_mask: u32,
     /// openat2 is available and used (else component walks).
     openat2: std::sync::atomic::AtomicBool,
     /// setxattrat and its kin are available and used (else /proc/self/fd).
@@ -232,9 +322,17 @@ impl HostRoot {
         if fd < 0 {
             return Err(last_errno());
         }
+        // SAFETY: a fresh fd nobody else owns.
+        let root = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: zeroed statfs is a valid output buffer.
+        let mut fs: libc::statfs = unsafe { core::mem::zeroed() };
+        // SAFETY: fstatfs writes only `fs`; `root` is our open fd.
+        let births = unsafe { libc::fstatfs(root.as_raw_fd(), &mut fs) } == 0
+            && keeps_births(fs.f_type as u32);
         Ok(HostRoot {
-            // SAFETY: a fresh fd nobody else owns.
-            root: unsafe { OwnedFd::from_raw_fd(fd) },
+            root,
+            statx: std::sync::atomic::AtomicBool::new(true),
+            statx_mask: libc::STATX_BASIC_STATS | if births { libc::STATX_BTIME } else { 0 },
             openat2: std::sync::atomic::AtomicBool::new(true),
             xattrat: std::sync::atomic::AtomicBool::new(true),
             calls: Arc::default(),
@@ -255,23 +353,44 @@ impl HostRoot {
 
     /// lstat of the single component `name` in the directory open as
     /// `dir` (the root's fd or a cached directory fd): nothing followed.
-    pub(crate) fn stat_at(&self, dir: RawFd, name: &[u8]) -> SysResult<libc::stat> {
+    pub(crate) fn stat_at(&self, dir: RawFd, name: &[u8]) -> SysResult<HostStat> {
         let c = CName::new(name)?;
-        self.calls.count();
-        // SAFETY: zeroed stat is a valid output buffer.
-        let mut st: libc::stat = unsafe { core::mem::zeroed() };
-        // SAFETY: fstatat writes only `st`; `c` is NUL-terminated.
-        let r = unsafe { libc::fstatat(dir, c.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
-        if r < 0 {
-            return Err(last_errno());
-        }
-        Ok(st)
+        self.stat_raw(dir, &c, libc::AT_SYMLINK_NOFOLLOW)
     }
 
     /// fstat of an fd of ours (counted).
-    pub(crate) fn fstat(&self, fd: RawFd) -> SysResult<libc::stat> {
+    pub(crate) fn fstat(&self, fd: RawFd) -> SysResult<HostStat> {
+        self.stat_raw(fd, &CName::empty(), libc::AT_EMPTY_PATH)
+    }
+
+    /// statx of `name` at `dir` with `flags` (counted), or fstatat where
+    /// statx is refused (ENOSYS: a kernel before 4.11; EPERM: a seccomp
+    /// filter that does not know it).
+    fn stat_raw(&self, dir: RawFd, name: &CName, flags: i32) -> SysResult<HostStat> {
+        use std::sync::atomic::Ordering::Relaxed;
         self.calls.count();
-        fstat(fd)
+        // Relaxed: a hint; a thread that reads a stale `true` asks statx
+        // again and falls back the same way.
+        if self.statx.load(Relaxed) {
+            // SAFETY: zeroed statx is a valid output buffer.
+            let mut x: libc::statx = unsafe { core::mem::zeroed() };
+            // SAFETY: statx writes only `x`; `name` is NUL-terminated.
+            let r = unsafe { libc::statx(dir, name.as_ptr(), flags, self.statx_mask, &mut x) };
+            if r == 0 {
+                return Ok(HostStat::from_statx(&x));
+            }
+            match last_errno() {
+                Errno::ENOSYS | Errno::EPERM => self.statx.store(false, Relaxed),
+                e => return Err(e),
+            }
+        }
+        // SAFETY: zeroed stat is a valid output buffer.
+        let mut st: libc::stat = unsafe { core::mem::zeroed() };
+        // SAFETY: fstatat writes only `st`; `name` is NUL-terminated.
+        if unsafe { libc::fstatat(dir, name.as_ptr(), &mut st, flags) } < 0 {
+            return Err(last_errno());
+        }
+        Ok(HostStat { st, birth: 0 })
     }
 
     /// The text of the symlink `name` in the directory open as `dir`.
@@ -436,7 +555,7 @@ impl HostRoot {
     /// from the root fd, nothing followed, so as contained as the openat2
     /// path and a third of its syscalls (open, fstat, close), which
     /// dominate a cold lookup on a machine with slow syscalls.
-    pub fn lstat(&self, rel: &[u8]) -> SysResult<libc::stat> {
+    pub(crate) fn lstat(&self, rel: &[u8]) -> SysResult<HostStat> {
         if rel.is_empty() {
             return self.fstat(self.root.as_raw_fd());
         }
@@ -766,16 +885,6 @@ fn is_symlink_at(at: RawFd, name: &[u8]) -> bool {
     r == 0 && st.st_mode & libc::S_IFMT == libc::S_IFLNK
 }
 
-pub(crate) fn fstat(fd: RawFd) -> SysResult<libc::stat> {
-    // SAFETY: zeroed stat is a valid output buffer.
-    let mut st: libc::stat = unsafe { core::mem::zeroed() };
-    // SAFETY: fstat writes only `st`.
-    if unsafe { libc::fstat(fd, &mut st) } < 0 {
-        return Err(last_errno());
-    }
-    Ok(st)
-}
-
 pub(crate) fn pread(fd: RawFd, buf: &mut [u8], pos: u64) -> SysResult<usize> {
     // SAFETY: pread writes at most `buf.len()` bytes into `buf`.
     let n = unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), pos as i64) };
@@ -887,6 +996,64 @@ impl HostRoot {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// statx's record, converted, says what fstatat says, for a file, a
+    /// directory, a symlink (not followed) and the root by its fd; the
+    /// birth is known where the filesystem keeps one (the temp directory
+    /// is tmpfs or ext4 here; anything else is not checked for it).
+    #[test]
+    fn statx_reads_what_fstatat_reads() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = std::env::temp_dir().join(format!("vfscale-statx-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("d")).unwrap();
+        std::fs::write(dir.join("f"), vec![7u8; 5000]).unwrap();
+        std::os::unix::fs::symlink("nowhere", dir.join("l")).unwrap();
+        let root = HostRoot::open(&dir).unwrap();
+        let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap();
+        // SAFETY: zeroed statfs is a valid output buffer; `c` is a path.
+        let mut fs: libc::statfs = unsafe { core::mem::zeroed() };
+        // SAFETY: statfs writes only `fs`.
+        assert_eq!(unsafe { libc::statfs(c.as_ptr(), &mut fs) }, 0);
+        let births = keeps_births(fs.f_type as u32);
+        let plain = |name: &[u8]| {
+            let c = CName::new(name).unwrap();
+            // SAFETY: zeroed stat is a valid output buffer.
+            let mut st: libc::stat = unsafe { core::mem::zeroed() };
+            // SAFETY: fstatat writes only `st`; `c` is NUL-terminated.
+            let r = unsafe {
+                libc::fstatat(
+                    root.root_fd(),
+                    c.as_ptr(),
+                    &mut st,
+                    libc::AT_SYMLINK_NOFOLLOW,
+                )
+            };
+            assert_eq!(r, 0);
+            st
+        };
+        let fields = |st: &libc::stat| {
+            (
+                (st.st_dev, st.st_ino, st.st_mode, st.st_nlink),
+                (st.st_uid, st.st_gid, st.st_rdev, st.st_size),
+                (st.st_blksize, st.st_blocks),
+                (st.st_mtime, st.st_mtime_nsec, st.st_ctime, st.st_ctime_nsec),
+            )
+        };
+        for name in [&b"f"[..], b"d", b"l"] {
+            let x = root.stat_at(root.root_fd(), name).unwrap();
+            assert_eq!(fields(&x), fields(&plain(name)), "{name:?}");
+            assert_eq!(x.birth != 0, births, "{name:?}");
+        }
+        let x = root.fstat(root.root_fd()).unwrap();
+        // SAFETY: zeroed stat is a valid output buffer.
+        let mut st: libc::stat = unsafe { core::mem::zeroed() };
+        // SAFETY: fstat writes only `st`.
+        assert_eq!(unsafe { libc::fstat(root.root_fd(), &mut st) }, 0);
+        assert_eq!(fields(&x), fields(&st));
+        assert_eq!(x.birth != 0, births);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn only_paths_beneath_the_root_are_beneath_it() {

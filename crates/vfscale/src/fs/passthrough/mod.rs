@@ -66,7 +66,7 @@ use crate::process::DirEntryRef;
 use crate::sync::epoch::Collector;
 use crate::sync::lock::{Mutex, MutexGuard, RwLock};
 use dirs::{mono_ns, real_ns, DirState, FdRing, Observed, Stamp};
-use host::{HostRoot, HostStats};
+use host::{HostRoot, HostStat, HostStats};
 use listing::{Listing, ListingBuilder, FIRST};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -136,6 +136,10 @@ struct Node {
     others: Vec<Box<[u8]>>,
     /// A non-directory's host identity (st_dev, st_ino).
     host_id: (u64, u64),
+    /// The host object's birth time (`HostStat::birth`; 0 unknown): with
+    /// the inode number, what tells it from a later file the host gave
+    /// the same number (`is_same_file`).
+    birth: u64,
     /// In `ids` under `host_id` (set under both locks; `evict` removes the
     /// entry only then).
     mapped: bool,
@@ -454,7 +458,12 @@ impl Passthrough {
     }
 
     /// Opens directory `dir` at `path` beneath the root and, when fds are
-    /// cached, keeps it as `dir`'s fd (and observes its stamp).
+    /// cached, keeps it as `dir`'s fd (and observes its stamp). ENOENT if
+    /// the directory there is not `dir` (`is_same_file`; checked with the
+    /// fstat the stamp needs, so not when fds are not cached): the host
+    /// removed or moved it and put another in its place, and a cwd or a
+    /// descriptor in the old one must not list or look up the new one's
+    /// names, as `dir_fd` keeps it from changing them.
     fn open_dir(&self, dir: &Inode, path: &[u8], epoch: u64) -> SysResult<Arc<OwnedFd>> {
         let (before, real_before) = (mono_ns(), real_ns());
         let fd = self
@@ -478,6 +487,9 @@ impl Passthrough {
         let serial = self.fd_serial.fetch_add(1, Ordering::Relaxed);
         let old = {
             let mut node = cell.lock();
+            if !self.is_object(dir.ino(), node.birth, &st) {
+                return Err(Errno::ENOENT);
+            }
             let ds = node.dir.get_or_insert_with(|| Box::new(DirState::new()));
             ds.observe(&st, when);
             ds.fd_checked_at = before;
@@ -560,6 +572,19 @@ impl Passthrough {
         self.ino_of_dev(st.st_dev, st.st_ino)
     }
 
+    /// Whether host object `st` is `inode`'s own (`is_object`).
+    fn is_same_file(&self, inode: &Inode, st: &HostStat) -> bool {
+        let birth = self.locked(inode).map_or(0, |n| n.birth);
+        self.is_object(inode.ino(), birth, st)
+    }
+
+    /// Whether host object `st` is the one vfscale numbers `ino`, born at
+    /// `birth`: the same number and, where both are known, the same birth
+    /// (host.rs, Identity).
+    fn is_object(&self, ino: u64, birth: u64, st: &HostStat) -> bool {
+        self.ino_of(st) == ino && st.born_as(birth)
+    }
+
     fn ino_of_dev(&self, dev: u64, ino: u64) -> u64 {
         // Relaxed: set once at construction.
         if dev == self.root_dev.load(std::sync::atomic::Ordering::Relaxed) {
@@ -580,7 +605,7 @@ impl Passthrough {
         sb: &SuperBlock,
         (at, name): (&At, &[u8]),
         rel: Box<[u8]>,
-        st: &libc::stat,
+        st: &HostStat,
         start: (u64, i64),
     ) -> SysResult<FoundInode> {
         let ty = st.st_mode & libc::S_IFMT;
@@ -593,7 +618,7 @@ impl Passthrough {
         if ty == libc::S_IFDIR {
             let mut ds = Box::new(DirState::new());
             ds.observe(st, observed(start));
-            let node = Node::named(rel, Some(ds), (0, 0));
+            let node = Node::named(rel, Some(ds), (0, 0), st.birth);
             return self.adopt(sb, st, body, node).map(FoundInode::fresh);
         }
         let id = (st.st_dev, st.st_ino);
@@ -612,7 +637,7 @@ impl Passthrough {
         // map's insert and growth are a cold miss's largest added cost. A
         // link the host adds to a file cached before it gives the new
         // name an inode of its own (COMPATIBILITY.md).
-        let mut node = Node::named(rel, None, id);
+        let mut node = Node::named(rel, None, id, st.birth);
         node.mapped = st.st_nlink > 1;
         let mapped = node.mapped;
         let p = self.adopt(sb, st, body, node)?;
@@ -645,17 +670,19 @@ impl Passthrough {
     }
 
     /// The live inode of host file `id` (stat `st`, just found at `rel`),
-    /// with a new reference, if it may serve this name too: the same type,
-    /// alive, and either holding its host file (which keeps the number
-    /// from being recycled) or still named (a node whose last known name
-    /// vfscale removed and that holds nothing may be a recycled number's
-    /// predecessor: a fresh inode is made instead). Learns `rel` as one of
-    /// its names. Caller holds `id`'s shard (`ids`).
+    /// with a new reference, if it may serve this name too: the same type
+    /// and birth (a later birth is a recycled number's new file), alive,
+    /// and either holding its host file (which keeps the number from being
+    /// recycled) or still named (a node whose last known name vfscale
+    /// removed and that holds nothing may be a recycled number's
+    /// predecessor where the host keeps no birth time: a fresh inode is
+    /// made instead). Learns `rel` as one of its names. Caller holds
+    /// `id`'s shard (`ids`).
     fn share(
         &self,
         ids: &HashMap<(u64, u64), usize, BuildHasherDefault<IdHasher>>,
         id: (u64, u64),
-        st: &libc::stat,
+        st: &HostStat,
         rel: &[u8],
     ) -> Option<*const Inode> {
         let &addr = ids.get(&id)?;
@@ -667,7 +694,7 @@ impl Passthrough {
             return None;
         }
         let mut node = self.locked(inode)?;
-        if node.gone && node.data.is_none() {
+        if (node.gone && node.data.is_none()) || !st.born_as(node.birth) {
             return None;
         }
         if !inode.refcount.get() {
@@ -707,11 +734,12 @@ impl Passthrough {
 
 impl Node {
     /// A named inode's node.
-    fn named(path: Box<[u8]>, dir: Option<Box<DirState>>, host_id: (u64, u64)) -> Node {
+    fn named(path: Box<[u8]>, dir: Option<Box<DirState>>, host_id: (u64, u64), birth: u64) -> Node {
         Node {
             path,
             others: Vec::new(),
             host_id,
+            birth,
             mapped: false,
             gone: false,
             dir,
@@ -860,7 +888,7 @@ impl Passthrough {
     fn open_data(&self, inode: &Inode, path: &[u8], access: Access) -> Option<OwnedFd> {
         let fd = self.host.open_beneath(path, access.open_flags()).ok()?;
         let st = self.host.fstat(fd.as_raw_fd()).ok()?;
-        if self.ino_of(&st) != inode.ino() {
+        if !self.is_same_file(inode, &st) {
             return None;
         }
         copy_attrs(inode, &st);
@@ -903,7 +931,7 @@ impl Passthrough {
         let same = self
             .host
             .fstat(hold.as_raw_fd())
-            .is_ok_and(|st| self.ino_of(&st) == dir.ino());
+            .is_ok_and(|st| self.is_same_file(dir, &st));
         if !same {
             return;
         }
@@ -920,20 +948,20 @@ impl Passthrough {
     }
 
     /// The host directory `dir` as an O_PATH fd (opened beneath the root
-    /// by its path), checked to be `dir`'s own (the same inode number): a
+    /// by its path), checked to be `dir`'s own (`is_same_file`): a
     /// directory the host removed, or moved away and put another in its
     /// place, is ENOENT, as a change in a removed directory is on a local
     /// filesystem — not a change in whatever the host has at its path now
     /// (a cwd or a descriptor kept in it reaches it without a walk that
-    /// would revalidate it). A number the host recycled for the new
-    /// directory passes (as in `parent_and_name`). The root is the
-    /// instance's own held directory (its inode keeps the core's number).
+    /// would revalidate it), even under the old one's recycled number
+    /// where the host keeps birth times. The root is the instance's own
+    /// held directory (its inode keeps the core's number).
     fn dir_fd(&self, dir: &Inode) -> SysResult<std::os::fd::OwnedFd> {
         let path = self.path_of(dir)?;
         let fd = self
             .host
             .open_beneath(&path, libc::O_PATH | libc::O_DIRECTORY)?;
-        if !path.is_empty() && self.ino_of(&self.host.fstat(fd.as_raw_fd())?) != dir.ino() {
+        if !path.is_empty() && !self.is_same_file(dir, &self.host.fstat(fd.as_raw_fd())?) {
             return Err(Errno::ENOENT);
         }
         Ok(fd)
@@ -941,7 +969,7 @@ impl Passthrough {
 
     /// The parent directory fd and last component of `inode`'s path (None
     /// for the root), for a call on the inode by its name: the name is
-    /// checked to be the inode's (the same inode number), else ENOENT, as
+    /// checked to be the inode's (`is_same_file`), else ENOENT, as
     /// `dir_fd` checks a directory — a chmod, an xattr or a link of a
     /// cached inode the host has replaced meanwhile must not reach the
     /// replacement.
@@ -957,7 +985,7 @@ impl Passthrough {
         let fd = self
             .host
             .open_beneath(dir, libc::O_PATH | libc::O_DIRECTORY)?;
-        if self.ino_of(&self.host.stat_at(fd.as_raw_fd(), name)?) != inode.ino() {
+        if !self.is_same_file(inode, &self.host.stat_at(fd.as_raw_fd(), name)?) {
             return Err(Errno::ENOENT);
         }
         Ok(Some((fd, name.to_vec())))
@@ -1102,11 +1130,13 @@ impl Filesystem for Passthrough {
     fn init_root(&self, _sb: &SuperBlock, root: &Inode) {
         let mut ds = Box::new(DirState::new());
         let start = observe_start();
+        let mut birth = 0;
         if let Ok(st) = self.host.lstat(b"") {
             copy_attrs(root, &st);
             ds.observe(&st, observed(start));
+            birth = st.birth;
         }
-        self.register(root, Node::named(Box::default(), Some(ds), (0, 0)));
+        self.register(root, Node::named(Box::default(), Some(ds), (0, 0), birth));
     }
 
     fn backend_served(&self) -> bool {
@@ -1146,7 +1176,7 @@ impl Filesystem for Passthrough {
                 let Some(i) = cached else {
                     return Ok(false);
                 };
-                if i.ino() != self.ino_of(&st) || i.file_type() != st.st_mode & libc::S_IFMT {
+                if !self.is_same_file(i, &st) || i.file_type() != st.st_mode & libc::S_IFMT {
                     return Ok(false);
                 }
                 if i.file_type() == S_IFLNK {
@@ -1699,6 +1729,7 @@ impl Filesystem for Passthrough {
                 path: Box::default(),
                 others: Vec::new(),
                 host_id: (st.st_dev, st.st_ino),
+                birth: st.birth,
                 mapped: true,
                 gone: true,
                 dir: None,
@@ -1931,12 +1962,17 @@ impl Filesystem for Passthrough {
 
     fn refresh(&self, _sb: &SuperBlock, inode: &Inode) -> SysResult<()> {
         if let Some(fd) = self.held_fd(inode, Access::ANY) {
-            copy_attrs(inode, &self.host.fstat(fd.as_raw_fd())?);
+            copy_attrs(inode, &*self.host.fstat(fd.as_raw_fd())?);
             return Ok(());
         }
         let path = self.path_of(inode)?;
         let start = observe_start();
         let st = self.host.lstat(&path)?;
+        // The root keeps the core's number; another object at the path is
+        // not this one's to describe (the caller keeps what it has).
+        if !path.is_empty() && !self.is_same_file(inode, &st) {
+            return Err(Errno::ENOENT);
+        }
         copy_attrs(inode, &st);
         if inode.is_dir() {
             self.observe(inode, &st, observed(start));
