@@ -87,8 +87,13 @@ impl HostDir {
     /// `<tmp>/vfscale-pt-<pid>-<n>-<tag>/root`, with the parent free for
     /// "outside" files.
     pub fn new(tag: &str) -> HostDir {
+        HostDir::new_in(&std::env::temp_dir(), tag)
+    }
+
+    /// The same in `parent` (`Ext4Scratch::path`, for one).
+    pub fn new_in(parent: &Path, tag: &str) -> HostDir {
         static N: AtomicU32 = AtomicU32::new(0);
-        let base = std::env::temp_dir().join(format!(
+        let base = parent.join(format!(
             "vfscale-pt-{}-{}-{tag}",
             std::process::id(),
             N.fetch_add(1, Ordering::SeqCst)
@@ -130,6 +135,75 @@ impl HostDir {
 
 impl Drop for HostDir {
     fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.base);
+    }
+}
+
+/// A scratch ext4 filesystem on a loop device, mounted under the temp
+/// directory, unmounted (lazily) and removed on drop. ext4 gives a freed
+/// inode number to the next file it makes, so a test of a host number
+/// recycled behind vfscale's back does not depend on chance on it.
+pub struct Ext4Scratch {
+    base: PathBuf,
+}
+
+impl Ext4Scratch {
+    /// None, with the reason printed, where one cannot be made (not root,
+    /// no mkfs.ext4, no loop device: a container may have none).
+    pub fn new(tag: &str) -> Option<Ext4Scratch> {
+        let base = std::env::temp_dir().join(format!("vfscale-ext4-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(base.join("mnt")).unwrap();
+        let scratch = Ext4Scratch { base };
+        let image = scratch.base.join("image");
+        std::fs::File::create(&image)
+            .unwrap()
+            .set_len(32 << 20)
+            .unwrap();
+        let ran = |program: &str, args: &[&std::ffi::OsStr]| {
+            std::process::Command::new(program)
+                .args(args)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        let made = ["mkfs.ext4", "/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4"]
+            .iter()
+            .any(|mkfs| ran(mkfs, &["-q".as_ref(), "-F".as_ref(), image.as_os_str()]));
+        if !made {
+            println!("skipped: no mkfs.ext4 to make a scratch ext4 image with");
+            return None;
+        }
+        let mounted = ran(
+            "mount",
+            &[
+                "-o".as_ref(),
+                "loop".as_ref(),
+                image.as_os_str(),
+                scratch.path().as_os_str(),
+            ],
+        );
+        if !mounted {
+            println!(
+                "skipped: cannot loop-mount a scratch ext4 image (not root, or no loop device)"
+            );
+            return None;
+        }
+        Some(scratch)
+    }
+
+    /// Where it is mounted.
+    pub fn path(&self) -> PathBuf {
+        self.base.join("mnt")
+    }
+}
+
+impl Drop for Ext4Scratch {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .args(["-l".as_ref(), self.path().as_os_str()])
+            .status();
         let _ = std::fs::remove_dir_all(&self.base);
     }
 }
