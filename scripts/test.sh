@@ -18,7 +18,7 @@ step "cargo test (workspace)"
 # passthrough_identity loop-mounts a scratch ext4 (it skips, saying why,
 # where it cannot: not root, no loop device).
 if [ "$(id -u)" -eq 0 ] && ! command -v mkfs.ext4 >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
-    { apt-get install -y e2fsprogs || { apt-get update && apt-get install -y e2fsprogs; }; } >/dev/null 2>&1 \
+    { export DEBIAN_FRONTEND=noninteractive; apt-get install -y e2fsprogs || { apt-get update && apt-get install -y e2fsprogs; }; } >/dev/null 2>&1 \
         || echo "note: could not install e2fsprogs; passthrough_identity will skip"
 fi
 # Includes the FUSE mount tests (crates/vfscale-fuse/tests): as root with
