@@ -575,7 +575,12 @@ fn resumes_stably(dir: &std::path::Path) -> bool {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    // PROPTEST_CASES raises the count; unlike the tests that race a host
+    // thread, these cases replay, so the regression file is kept.
+    #![proptest_config(ProptestConfig {
+        failure_persistence: ProptestConfig::default().failure_persistence,
+        ..common_host::proptest_config(48)
+    })]
 
     #[test]
     fn listings_match_the_host_model(
