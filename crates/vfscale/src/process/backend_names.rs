@@ -349,6 +349,11 @@ impl Process {
             && src == n.moved.0
             && holds(src, n.moved.1)
             && (!n.exchanged || (dst == n.target.0 && holds(dst, n.target.1)))
+            // A name the checks found free may since have been looked up
+            // (and mounted on: the table's lock is only held for a rename
+            // that replaces an entry): dropping it would strand the mount.
+            // SAFETY: found under its bucket lock, allocated (guard).
+            && (n.exchanged || replaces || dst.is_null() || unsafe { &*dst }.inode_ptr().is_null())
             && (od == nd
                 || !(src == nd
                     || super::names::is_ancestor(src, nd)

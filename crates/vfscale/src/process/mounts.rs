@@ -32,6 +32,37 @@ impl Drop for Place<'_> {
     }
 }
 
+/// Whether a walk from its mount's root `root` still reaches `d`: `d` and
+/// every entry between them hashed. A mount attached on an entry whose
+/// own name is hashed but an ancestor's was dropped (a revalidation or
+/// `forget_name` that found no mount beneath it, before this one came)
+/// would be listed where no walk reaches it, never unmountable. Under the
+/// table's lock a hashed entry stays hashed: whatever drops a name checks
+/// for mounts on it or beneath it under that lock (`forget_name`, a
+/// revalidation, a rename's replaced entry), so the check holds until the
+/// attachment. Caller holds the table's lock and an epoch guard, and a
+/// reference on `d`.
+fn reachable_from_root(d: &Dentry, root: *const Dentry) -> bool {
+    let mut x: *const Dentry = d;
+    while !core::ptr::eq(x, root) {
+        // SAFETY: `d` is held, and a dentry holds its parent.
+        let e = unsafe { &*x };
+        if e.is_root() {
+            // The instance's root without passing `root`: a rename moved
+            // `d` out from beneath a bind's root since the walk; every
+            // entry on the way was hashed. (The loop stops at `root`
+            // before asking about it: inside a bind of a removed
+            // directory, whose root is unhashed, mounts may still go.)
+            return true;
+        }
+        if !e.is_hashed() {
+            return false;
+        }
+        x = e.parent_ptr();
+    }
+    true
+}
+
 impl Process {
     /// check_mnt: `m` is attached in the caller's namespace. Under the
     /// table lock.
@@ -180,10 +211,7 @@ impl Process {
             },
             vfs: &self.vfs,
         };
-        // Held, a hashed entry stays hashed while the table's lock is:
-        // whatever drops a name checks for mounts under it
-        // (`forget_name`, a revalidation, a rename's replaced entry).
-        if !d.is_root() && !d.is_hashed() {
+        if !reachable_from_root(d, m.root) {
             return Err(Errno::ENOENT);
         }
         Ok(place)
@@ -302,7 +330,7 @@ impl Process {
         let mountpoint = t.mountpoint_ptr();
         // SAFETY: as above.
         let (p, d) = unsafe { (&*parent, &*mountpoint) };
-        if p.ns_id() == 0 || (!d.is_root() && !d.is_hashed()) {
+        if p.ns_id() == 0 || !reachable_from_root(d, p.root) {
             return Err(Errno::ENOENT);
         }
         Ok((
