@@ -200,7 +200,7 @@ impl Process {
             return Err(e);
         }
         sb.fs.names_moved(sb, &[(vi, (dir, name), None)]);
-        removed(vi);
+        self.removed_unless_mounted(vd, vi);
         self.vfs.forget_name(dir_d, dir, &key);
         let _ = sb.fs.refresh(sb, dir);
         if self.vfs.notify_active() {
@@ -268,7 +268,8 @@ impl Process {
         }
         sb.fs.names_moved(sb, &moves);
         if let (Some(v), false) = (victim, exchanged) {
-            removed(v);
+            // SAFETY: the guard keeps the victim allocated.
+            self.removed_unless_mounted(unsafe { &*ndst }, v);
         }
         let names = CachedRename {
             from: (od, odir, &okey),
@@ -394,6 +395,26 @@ impl Process {
             self.vfs.dput(d);
         }
         as_found
+    }
+}
+
+impl Process {
+    /// `removed` for the directory `vd` (inode `vi`) unless a mount came on
+    /// it or beneath it since the caller's EBUSY check (the host call ran
+    /// without the table's lock): then it stays a live mountpoint, as
+    /// `forget_name` keeps its entry. Under the table's lock, so a mount
+    /// attached later finds it dead (`mounts.rs` `reachable_from_root`).
+    /// Marked dead outside that lock, a directory a mount had just come
+    /// beneath answered every walk through it ENOENT: the mount was
+    /// listed where no walk reached it (session 47).
+    fn removed_unless_mounted(&self, vd: &Dentry, vi: &Inode) {
+        if vi.dir_index().is_none() {
+            return;
+        }
+        let list = self.vfs.lock_mounts();
+        if !crate::vfs::VfsInner::mounted_at_or_beneath(&list, vd) {
+            removed(vi);
+        }
     }
 }
 

@@ -33,7 +33,10 @@ impl Drop for Place<'_> {
 }
 
 /// Whether a walk from its mount's root `root` still reaches `d`: `d` and
-/// every entry between them hashed. A mount attached on an entry whose
+/// every entry between them hashed, and none a directory vfscale removed
+/// (a walk through it is ENOENT; `backend_names.rs`
+/// `removed_unless_mounted` marks one dead under the table's lock). A
+/// mount attached on an entry whose
 /// own name is hashed but an ancestor's was dropped (a revalidation or
 /// `forget_name` that found no mount beneath it, before this one came)
 /// would be listed where no walk reaches it, never unmountable. Under the
@@ -55,7 +58,11 @@ fn reachable_from_root(d: &Dentry, root: *const Dentry) -> bool {
             // directory, whose root is unhashed, mounts may still go.)
             return true;
         }
-        if !e.is_hashed() {
+        // SAFETY: a dentry's inode lives as long as the dentry.
+        let dead = unsafe { e.inode_ptr().as_ref() }
+            .and_then(|i| i.dir_index())
+            .is_some_and(|index| index.read().is_dead());
+        if !e.is_hashed() || dead {
             return false;
         }
         x = e.parent_ptr();
