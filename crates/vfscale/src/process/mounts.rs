@@ -46,16 +46,12 @@ impl Drop for Place<'_> {
 /// attachment. Caller holds the table's lock and an epoch guard, and a
 /// reference on `d`.
 fn reachable_from_root(d: &Dentry, root: *const Dentry) -> bool {
-    let mut x: *const Dentry = d;
-    while !core::ptr::eq(x, root) {
-        // SAFETY: `d` is held, and a dentry holds its parent.
-        let e = unsafe { &*x };
+    let mut e = d;
+    loop {
         if e.is_root() {
-            // The instance's root without passing `root`: a rename moved
-            // `d` out from beneath a bind's root since the walk; every
-            // entry on the way was hashed. (The loop stops at `root`
-            // before asking about it: inside a bind of a removed
-            // directory, whose root is unhashed, mounts may still go.)
+            // The instance's root (reached without passing `root` only
+            // if a rename moved `d` out from beneath a bind's root since
+            // the walk; every entry on the way was hashed).
             return true;
         }
         // SAFETY: a dentry's inode lives as long as the dentry.
@@ -65,9 +61,15 @@ fn reachable_from_root(d: &Dentry, root: *const Dentry) -> bool {
         if !e.is_hashed() || dead {
             return false;
         }
-        x = e.parent_ptr();
+        let parent = e.parent_ptr();
+        // `root` itself is not asked about unless it is `d`: inside a bind
+        // of a removed directory mounts may still go, on its root not.
+        if core::ptr::eq(e, root) || core::ptr::eq(parent, root) {
+            return true;
+        }
+        // SAFETY: `d` is held, and a dentry holds its parent.
+        e = unsafe { &*parent };
     }
-    true
 }
 
 impl Process {
