@@ -1257,6 +1257,16 @@ pub struct Step {
     pub op: Op,
 }
 
+/// The cases a property test over these operations runs: `default`, or
+/// `PROPTEST_CASES` for a longer run (an explicit `cases` in a config would
+/// override the variable, so each test asks here).
+pub fn proptest_cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// The credentials of the processes of a scenario: root, a user in group
 /// 100, and a user whose primary group is 100.
 pub fn scenario_creds() -> Vec<Cred> {

@@ -6,7 +6,8 @@
 use proptest::prelude::*;
 use vfscale::{ProcessApi, Vfs};
 use vfscale_model::ops::{
-    apply, prelude, propagation_steps, scenario_creds, steps_strategy, FdMap, Op, Step, MOUNT_CAP,
+    apply, prelude, propagation_steps, proptest_cases, scenario_creds, steps_strategy, FdMap, Op,
+    Step, MOUNT_CAP,
 };
 use vfscale_model::ModelFs;
 
@@ -62,17 +63,8 @@ fn compare(steps: &[Step]) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-/// 256 cases, or `PROPTEST_CASES` for a longer run (an explicit `cases`
-/// in the config would override the variable).
-fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(256)
-}
-
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: proptest_cases(256), ..ProptestConfig::default() })]
 
     #[test]
     fn core_matches_model(steps in steps_strategy(3, 1..60).prop_map(|s| s.into_iter().filter(|st| !documented_deviation(&st.op)).collect::<Vec<_>>())) {

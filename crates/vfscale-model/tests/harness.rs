@@ -5,7 +5,9 @@
 
 use proptest::prelude::*;
 use vfscale::ProcessApi;
-use vfscale_model::ops::{prelude, run, scenario_creds, steps_strategy, Outcome, Step};
+use vfscale_model::ops::{
+    prelude, proptest_cases, run, scenario_creds, steps_strategy, Outcome, Step,
+};
 use vfscale_model::{ModelFs, ModelProcess};
 
 /// Runs the prelude and `steps` on `procs` (the scenario's processes of
@@ -42,7 +44,7 @@ fn run_on_fresh_vfs(steps: Vec<Step>) -> Vec<(Step, Outcome)> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: proptest_cases(96), ..ProptestConfig::default() })]
 
     #[test]
     fn two_models_agree(steps in steps_strategy(3, 1..80)) {

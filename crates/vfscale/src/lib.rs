@@ -39,6 +39,17 @@ pub use process::{Fd, Process, ProcessApi};
 pub use vfs::{ObjectCounts, Vfs, VfsConfig};
 pub use watch::{InodeChange, NameChange, NameObserver, ObserverId};
 
+/// The cases a unit property test runs: `default`, or `PROPTEST_CASES` for
+/// a longer run (an explicit `cases` in a config would override the
+/// variable, so each test asks here).
+#[cfg(test)]
+pub(crate) fn proptest_cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// The README's Rust examples, compiled (and run, unless marked `no_run`)
 /// by `cargo test --doc`, so the front page cannot drift from the API.
 #[cfg(doctest)]

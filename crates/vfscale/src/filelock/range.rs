@@ -314,7 +314,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(256))]
+        #![proptest_config(ProptestConfig::with_cases(crate::proptest_cases(256)))]
         /// Random lock, unlock and test requests of three owners agree
         /// with the per-byte model: which are granted, and which lock a
         /// refused one reports (of the first owner to have locked that is

@@ -685,7 +685,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(128))]
+        #![proptest_config(ProptestConfig::with_cases(crate::proptest_cases(128)))]
 
         #[test]
         fn matches_a_vec_model(ops in prop::collection::vec(op(), 1..40)) {
