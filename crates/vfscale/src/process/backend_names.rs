@@ -396,9 +396,7 @@ impl Process {
         }
         as_found
     }
-}
 
-impl Process {
     /// `removed` for the directory `vd` (inode `vi`) unless a mount came on
     /// it or beneath it since the caller's EBUSY check (the host call ran
     /// without the table's lock): then it stays a live mountpoint, as
