@@ -38,7 +38,9 @@ use std::sync::Arc;
 /// lockref-recovery, small batches let a thread that creates and unlinks
 /// names interrupt concurrent stat callers thousands of times a second
 /// (docs/PERFORMANCE.md). Large batches keep readers undisturbed at the cost
-/// of holding that many freed objects a little longer.
+/// of holding that many freed objects a little longer. Where barriers are
+/// slow (a VM's IPIs), the collector also paces them by their measured
+/// cost, holding up to 16 batches (`sync/epoch.rs`).
 pub const RETIRE_BATCH: usize = 4096;
 
 /// The fold batch of the open-file count's bulk updates (the deferred-put

@@ -32,6 +32,20 @@
 //!   `Collector` (one per `Vfs`) owns only its retired objects, so dropping
 //!   it frees them all (no guard can borrow it any more).
 //!
+//! - **Barriers are paced by their cost.** A shard that reaches its batch
+//!   is sealed at once only if the last heavy barrier ended at least
+//!   `PACE` times that barrier's (smoothed) cost ago; otherwise it keeps
+//!   collecting, and asks again every `PACE_CHECK_EVERY` objects, until
+//!   the pace allows or it holds `MAX_DEFERRAL` batches. Delaying a seal
+//!   only delays frees, so this is a policy, not part of the protocol (the
+//!   loom build seals at every full batch). Why: a `membarrier` IPIs every
+//!   CPU running the process, and on a VM that costs what the hypervisor
+//!   makes it cost — 8 µs with one thread, a median of 341 µs and up to
+//!   7 ms with two threads on the 2-vCPU Zen 5 VM (session 48), where one
+//!   barrier per 4,096 retired objects took two threads creating and
+//!   unlinking names from ~2.3 M to ~0.8 M operations a second
+//!   (docs/PERFORMANCE.md, "The heavy barrier's pace").
+//!
 //! Rule for callers: never block (sleep, wait for I/O or another thread)
 //! inside a guard. A held guard delays every collector's reclamation.
 
@@ -45,6 +59,12 @@ use std::marker::PhantomData;
 const SHARDS: usize = 8;
 /// Objects per shard before it is sealed, unless configured.
 const DEFAULT_BATCH: usize = 1024;
+/// A full shard whose seal the pace put off asks again after this many
+/// more objects (one clock read per this many retires).
+const PACE_CHECK_EVERY: usize = 64;
+/// A shard holds at most this many batches before it is sealed whatever
+/// the pace: the bound on memory waiting for a barrier.
+const MAX_DEFERRAL: usize = 16;
 
 /// One thread's announcement: 0 when outside every guard, else the epoch
 /// it saw when it entered. Aligned to two cache lines: every guard writes
@@ -189,7 +209,9 @@ impl Domain {
     /// batch's epoch `E` and issues the heavy barrier after the bump.
     pub fn seal_epoch(&self) -> u64 {
         let e = self.epoch.fetch_add(1, Ordering::SeqCst);
+        let start = pacing::now_ns();
         barrier::heavy();
+        pacing::note_barrier(start, pacing::now_ns());
         e
     }
 
@@ -301,6 +323,78 @@ mod barrier {
         }
         #[cfg(loom)]
         crate::sync::atomic::fence(crate::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// How often heavy barriers may come: `PACE` × their smoothed cost apart
+/// (so a thread spends at most about 1/`PACE` of its time in them), per
+/// process, as the barrier itself is process-wide.
+mod pacing {
+    #[cfg(not(loom))]
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    #[cfg(not(loom))]
+    const PACE: u64 = 32;
+
+    /// The smoothed cost of a heavy barrier and when the last one ended
+    /// (CLOCK_MONOTONIC ns). Relaxed throughout: they steer when to seal,
+    /// and no memory is published through them; a stale value only moves a
+    /// seal earlier or later.
+    #[cfg(not(loom))]
+    static COST_NS: AtomicU64 = AtomicU64::new(0);
+    #[cfg(not(loom))]
+    static LAST_END_NS: AtomicU64 = AtomicU64::new(0);
+
+    #[cfg(not(loom))]
+    pub(super) fn now_ns() -> u64 {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes the timespec it is given, nothing
+        // else; CLOCK_MONOTONIC cannot fail.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    }
+
+    #[cfg(not(loom))]
+    pub(super) fn note_barrier(start: u64, end: u64) {
+        let took = end.saturating_sub(start);
+        let old = COST_NS.load(Ordering::Relaxed);
+        // An average over the last ~8 barriers: one slow IPI does not stop
+        // the seals, a slow placement does.
+        COST_NS.store(old - old / 8 + took / 8, Ordering::Relaxed);
+        LAST_END_NS.store(end, Ordering::Relaxed);
+    }
+
+    /// Whether a heavy barrier now keeps to the pace.
+    #[cfg(not(loom))]
+    pub(super) fn barrier_due() -> bool {
+        due_at(
+            now_ns(),
+            LAST_END_NS.load(Ordering::Relaxed),
+            COST_NS.load(Ordering::Relaxed),
+        )
+    }
+
+    /// At `now`, after a barrier that ended at `last_end` and barriers
+    /// costing `cost` (ns): whether another keeps to the pace.
+    #[cfg(not(loom))]
+    pub(super) fn due_at(now: u64, last_end: u64, cost: u64) -> bool {
+        now.saturating_sub(last_end) >= cost.saturating_mul(PACE)
+    }
+
+    #[cfg(loom)]
+    pub(super) fn now_ns() -> u64 {
+        0
+    }
+
+    #[cfg(loom)]
+    pub(super) fn note_barrier(_start: u64, _end: u64) {}
+
+    #[cfg(loom)]
+    pub(super) fn barrier_due() -> bool {
+        true
     }
 }
 
@@ -420,6 +514,16 @@ impl Drop for Guard<'_> {
             }
         });
     }
+}
+
+/// Whether a shard that now holds `n` objects, the last `step` just
+/// added, is sealed: from its batch on, each time it reaches the batch or
+/// another `PACE_CHECK_EVERY` objects past it, if `due` (the pace) allows,
+/// and at `MAX_DEFERRAL` batches whatever the pace.
+fn seals_now(n: usize, batch: usize, step: usize, due: impl FnOnce() -> bool) -> bool {
+    n >= batch
+        && (n >= batch.saturating_mul(MAX_DEFERRAL)
+            || (n - batch) % PACE_CHECK_EVERY < step && due())
 }
 
 struct Retired {
@@ -554,7 +658,8 @@ impl Collector {
         let full = {
             let mut pending = self.shards[shard].lock();
             pending.extend(items);
-            (pending.len() >= self.batch).then(|| std::mem::take(&mut *pending))
+            seals_now(pending.len(), self.batch, N, pacing::barrier_due)
+                .then(|| std::mem::take(&mut *pending))
         };
         if let Some(items) = full {
             self.seal(items);
@@ -640,6 +745,51 @@ mod tests {
         fn drop(&mut self) {
             self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
+    }
+
+    /// A full shard asks the pace when it reaches its batch and every
+    /// `PACE_CHECK_EVERY` objects past it (also when a pair steps over the
+    /// mark), not in between, and seals at `MAX_DEFERRAL` batches unasked.
+    #[test]
+    fn a_full_shard_seals_as_the_pace_allows() {
+        let asks = std::cell::Cell::new(0);
+        let ask = |answer: bool| {
+            asks.set(asks.get() + 1);
+            answer
+        };
+        assert!(!seals_now(99, 100, 1, || ask(true)), "below the batch");
+        assert_eq!(asks.get(), 0);
+        assert!(seals_now(100, 100, 1, || ask(true)), "at the batch, due");
+        assert!(
+            !seals_now(100, 100, 1, || ask(false)),
+            "at the batch, not due"
+        );
+        assert_eq!(asks.get(), 2);
+        assert!(!seals_now(101, 100, 1, || ask(true)), "between the checks");
+        assert!(!seals_now(163, 100, 1, || ask(true)));
+        assert_eq!(asks.get(), 2, "no clock read between the checks");
+        assert!(seals_now(164, 100, 1, || ask(true)), "the next check");
+        assert!(seals_now(165, 100, 2, || ask(true)), "a pair over the mark");
+        assert!(!seals_now(166, 100, 2, || ask(true)));
+        assert_eq!(asks.get(), 4);
+        let cap = 100 * MAX_DEFERRAL;
+        assert!(seals_now(cap + 1, 100, 1, || ask(false)), "the cap");
+        assert_eq!(asks.get(), 4, "the cap asks nothing");
+        // A batch of one (the tests' size) asks at every multiple step.
+        assert!(seals_now(1, 1, 1, || ask(true)));
+    }
+
+    /// The pace: a barrier is due `PACE` of its costs after the last one
+    /// ended; before any was measured (cost 0), at once.
+    #[test]
+    fn barriers_are_due_pace_times_their_cost_apart() {
+        assert!(pacing::due_at(1_000, 1_000, 0));
+        assert!(!pacing::due_at(1_000 + 31 * 300, 1_000, 300));
+        assert!(pacing::due_at(1_000 + 32 * 300, 1_000, 300));
+        // A clock read before the last end (another thread's) is not due
+        // unless nothing was measured.
+        assert!(!pacing::due_at(500, 1_000, 300));
+        assert!(pacing::due_at(500, 1_000, 0));
     }
 
     #[test]
