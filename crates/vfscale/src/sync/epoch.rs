@@ -346,16 +346,7 @@ mod pacing {
     static LAST_END_NS: AtomicU64 = AtomicU64::new(0);
 
     #[cfg(not(loom))]
-    pub(super) fn now_ns() -> u64 {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_gettime writes the timespec it is given, nothing
-        // else; CLOCK_MONOTONIC cannot fail.
-        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-    }
+    pub(super) use crate::dcache::precise_monotonic_ns as now_ns;
 
     #[cfg(not(loom))]
     pub(super) fn note_barrier(start: u64, end: u64) {
