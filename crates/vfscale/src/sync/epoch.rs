@@ -38,7 +38,8 @@
 //!   collecting, and asks again every `PACE_CHECK_EVERY` objects, until
 //!   the pace allows or it holds `MAX_DEFERRAL` batches. Delaying a seal
 //!   only delays frees, so this is a policy, not part of the protocol (the
-//!   loom build seals at every full batch). Why: a `membarrier` IPIs every
+//!   loom build seals at every full batch). A seal carries every other
+//!   shard the pace held back (they may see no further retire). Why: a `membarrier` IPIs every
 //!   CPU running the process, and on a VM that costs what the hypervisor
 //!   makes it cost — 8 µs with one thread, a median of 341 µs and up to
 //!   7 ms with two threads on the 2-vCPU Zen 5 VM (session 48), where one
@@ -652,7 +653,18 @@ impl Collector {
             seals_now(pending.len(), self.batch, N, pacing::barrier_due)
                 .then(|| std::mem::take(&mut *pending))
         };
-        if let Some(items) = full {
+        if let Some(mut items) = full {
+            // The barrier is paid now: it carries every other shard the
+            // pace held back, which may get no further retire to ask
+            // again. (One shard lock at a time, as above.)
+            for (i, other) in self.shards.iter().enumerate() {
+                if i != shard {
+                    let mut held = other.lock();
+                    if held.len() >= self.batch {
+                        items.append(&mut held);
+                    }
+                }
+            }
             self.seal(items);
         }
     }
