@@ -39,9 +39,9 @@
 //!   the pace allows or it holds `MAX_DEFERRAL` batches. Delaying a seal
 //!   only delays frees, so this is a policy, not part of the protocol (the
 //!   loom build seals at every full batch). A seal carries every other
-//!   shard the pace held back (they may see no further retire). Why: a `membarrier` IPIs every
-//!   CPU running the process, and on a VM that costs what the hypervisor
-//!   makes it cost — 8 µs with one thread, a median of 341 µs and up to
+//!   shard the pace held back (they may see no further retire). Why: a
+//!   `membarrier` IPIs every CPU running the process, and on a VM that
+//!   costs what the hypervisor makes it cost — 8 µs with one thread, a median of 341 µs and up to
 //!   7 ms with two threads on the 2-vCPU Zen 5 VM (session 48), where one
 //!   barrier per 4,096 retired objects took two threads creating and
 //!   unlinking names from ~2.3 M to ~0.8 M operations a second
@@ -332,6 +332,8 @@ mod barrier {
 /// process, as the barrier itself is process-wide.
 mod pacing {
     #[cfg(not(loom))]
+    use crossbeam_utils::CachePadded;
+    #[cfg(not(loom))]
     use std::sync::atomic::{AtomicU64, Ordering};
 
     #[cfg(not(loom))]
@@ -340,11 +342,19 @@ mod pacing {
     /// The smoothed cost of a heavy barrier and when the last one ended
     /// (CLOCK_MONOTONIC ns). Relaxed throughout: they steer when to seal,
     /// and no memory is published through them; a stale value only moves a
-    /// seal earlier or later.
+    /// seal earlier or later. On a line of their own: each barrier writes
+    /// them, and a neighbour every reader loads (`barrier::STRATEGY`, the
+    /// epoch) must not be invalidated by it.
     #[cfg(not(loom))]
-    static COST_NS: AtomicU64 = AtomicU64::new(0);
+    struct Pace {
+        cost_ns: AtomicU64,
+        last_end_ns: AtomicU64,
+    }
     #[cfg(not(loom))]
-    static LAST_END_NS: AtomicU64 = AtomicU64::new(0);
+    static PACE_STATE: CachePadded<Pace> = CachePadded::new(Pace {
+        cost_ns: AtomicU64::new(0),
+        last_end_ns: AtomicU64::new(0),
+    });
 
     #[cfg(not(loom))]
     pub(super) use crate::dcache::precise_monotonic_ns as now_ns;
@@ -352,11 +362,13 @@ mod pacing {
     #[cfg(not(loom))]
     pub(super) fn note_barrier(start: u64, end: u64) {
         let took = end.saturating_sub(start);
-        let old = COST_NS.load(Ordering::Relaxed);
+        let old = PACE_STATE.cost_ns.load(Ordering::Relaxed);
         // An average over the last ~8 barriers: one slow IPI does not stop
         // the seals, a slow placement does.
-        COST_NS.store(old - old / 8 + took / 8, Ordering::Relaxed);
-        LAST_END_NS.store(end, Ordering::Relaxed);
+        PACE_STATE
+            .cost_ns
+            .store(old - old / 8 + took / 8, Ordering::Relaxed);
+        PACE_STATE.last_end_ns.store(end, Ordering::Relaxed);
     }
 
     /// Whether a heavy barrier now keeps to the pace.
@@ -364,8 +376,8 @@ mod pacing {
     pub(super) fn barrier_due() -> bool {
         due_at(
             now_ns(),
-            LAST_END_NS.load(Ordering::Relaxed),
-            COST_NS.load(Ordering::Relaxed),
+            PACE_STATE.last_end_ns.load(Ordering::Relaxed),
+            PACE_STATE.cost_ns.load(Ordering::Relaxed),
         )
     }
 
@@ -654,18 +666,23 @@ impl Collector {
                 .then(|| std::mem::take(&mut *pending))
         };
         if let Some(mut items) = full {
-            // The barrier is paid now: it carries every other shard the
-            // pace held back, which may get no further retire to ask
-            // again. (One shard lock at a time, as above.)
-            for (i, other) in self.shards.iter().enumerate() {
-                if i != shard {
-                    let mut held = other.lock();
-                    if held.len() >= self.batch {
-                        items.append(&mut held);
-                    }
+            self.take_held_back(shard, &mut items);
+            self.seal(items);
+        }
+    }
+
+    /// Moves into `items` every shard but `sealing` that holds a batch or
+    /// more (the pace held it back): the barrier is paid now, and such a
+    /// shard may get no further retire to ask again. One shard lock at a
+    /// time, as in `retire_items`.
+    fn take_held_back(&self, sealing: usize, items: &mut Vec<Retired>) {
+        for (i, other) in self.shards.iter().enumerate() {
+            if i != sealing {
+                let mut held = other.lock();
+                if held.len() >= self.batch {
+                    items.append(&mut held);
                 }
             }
-            self.seal(items);
         }
     }
 
@@ -780,6 +797,32 @@ mod tests {
         assert_eq!(asks.get(), 4, "the cap asks nothing");
         // A batch of one (the tests' size) asks at every multiple step.
         assert!(seals_now(1, 1, 1, || ask(true)));
+    }
+
+    /// A seal takes along the other shards at or past their batch (held
+    /// back by the pace), not its own nor those below the batch.
+    #[test]
+    fn a_seal_takes_the_shards_the_pace_held_back() {
+        unsafe fn free_tracked(p: *mut ()) {
+            // SAFETY: the test retires boxes of `Tracked` only, once each.
+            drop(unsafe { Box::from_raw(p as *mut Tracked) });
+        }
+        let freed = Arc::new(StdCount::new(0));
+        let tracked = || Retired {
+            ptr: Box::into_raw(Box::new(Tracked(freed.clone()))) as *mut (),
+            free: free_tracked,
+        };
+        let c = Collector::new().batch_size(2);
+        c.shards[1].lock().extend([tracked(), tracked(), tracked()]);
+        c.shards[2].lock().extend([tracked()]);
+        c.shards[3].lock().extend([tracked(), tracked()]);
+        let mut items = vec![tracked()];
+        c.take_held_back(3, &mut items);
+        let left: Vec<usize> = c.shards.iter().map(|s| s.lock().len()).collect();
+        assert_eq!(items.len(), 4, "its own item and shard 1's three");
+        assert_eq!(left[1..4], [0, 1, 2]);
+        free_all(items);
+        assert_eq!(freed.load(std::sync::atomic::Ordering::SeqCst), 4);
     }
 
     /// The pace: a barrier is due `PACE` of its costs after the last one
