@@ -319,9 +319,14 @@ impl Vfs {
 
     /// Frees everything any thread of this namespace has queued for
     /// deferred freeing: afterwards `statfs` and `object_counts` reflect
-    /// every close, unlink and exit that returned before the call.
+    /// every close, unlink and exit that returned before the call. The
+    /// memory of the objects those released goes back too, once no
+    /// reader holds it (at once when no other thread is inside an
+    /// operation): the epoch's batches would otherwise keep it until this
+    /// namespace frees more (`sync/epoch.rs`, `seal_pending`).
     pub fn flush(&self) {
         self.inner.flush_all();
+        self.inner.collector.seal_pending();
     }
 
     /// The longest any thread's deferred-put queue of this namespace has

@@ -107,6 +107,10 @@ impl VfsInner {
     /// round one `drop_caches` left it cached (found by
     /// tests/passthrough_containment.rs, a host directory swapped for a
     /// symlink under vfscale: ~1 run in 500). Returns the objects freed.
+    ///
+    /// Then the memory of what the rounds freed goes back (the epoch's
+    /// `seal_pending`): reclaim is asked for memory, and the epoch's
+    /// batches would keep it until this namespace retires more.
     fn reclaim_rounds(&self, round: impl Fn() -> usize) -> usize {
         let mut freed = 0;
         for _ in 0..RECLAIM_ROUNDS {
@@ -116,6 +120,7 @@ impl VfsInner {
                 break;
             }
         }
+        self.collector.seal_pending();
         freed
     }
 
