@@ -14,8 +14,13 @@
 //!
 //! Invariants:
 //! - An object's memory belongs to its size class forever: chunks are
-//!   never returned to the system (the memory stays for the next object of
-//!   the class, as Linux's slab caches keep their pages until shrunk).
+//!   never unmapped (the memory stays for the next object of the class).
+//!   Reclaim may give a chunk's *pages* back ([`release_free_chunks`],
+//!   `MADV_DONTNEED`, as Linux's slab shrinking frees empty slabs) when
+//!   every object of the chunk is free and in hands it holds; the
+//!   objects stay on the free lists, and their memory reads as zeros
+//!   until reused, which `alloc_in_place`'s contract allows. Only pools
+//!   whose freed objects nothing reads are released (`RELEASABLE`).
 //! - An object is in exactly one place while free: one thread's free list
 //!   of its class, or one batch in its class's depot (`depot.rs`); a live
 //!   object is in neither. So no object is handed out twice.
@@ -190,6 +195,31 @@ static DEPOTS: [OnceLock<Depot<Batch>>; CLASSES] = [const { OnceLock::new() }; C
 static CARVED: [std::sync::atomic::AtomicUsize; CLASSES] =
     [const { std::sync::atomic::AtomicUsize::new(0) }; CLASSES];
 
+/// Objects per chunk of each class, stored when a chunk is mapped (the
+/// same value each time; 0 until then). Relaxed: read by
+/// `release_free_chunks`, which releases nothing of a class it reads as
+/// 0; pairs with nothing.
+#[cfg(not(vfscale_no_slab))]
+static PER_CHUNK: [std::sync::atomic::AtomicUsize; CLASSES] =
+    [const { std::sync::atomic::AtomicUsize::new(0) }; CLASSES];
+
+/// The pools whose wholly free chunks `release_free_chunks` gives back:
+/// dentries and inodes, freed only after the epoch's grace period, so no
+/// reader touches a free one. Not the open-file pool (type-stable: a
+/// stale fd lookup may add to a freed file's count, which must keep its
+/// dead value, `file/fdtable.rs`) nor the others (not what reclaim frees).
+#[cfg(not(vfscale_no_slab))]
+const RELEASABLE: [usize; 2] = [DENTRY_POOL, INODE_POOL];
+
+/// Batches each class's depot held after `release_free_chunks` last
+/// scanned it: a depot that holds the same number again is not scanned
+/// (an idle reclaim pass stays cheap; one that only churned through the
+/// depot may keep a releasable chunk until the next change). Relaxed:
+/// a heuristic; pairs with nothing.
+#[cfg(not(vfscale_no_slab))]
+static SCANNED_BATCHES: [std::sync::atomic::AtomicUsize; CLASSES] =
+    [const { std::sync::atomic::AtomicUsize::new(usize::MAX) }; CLASSES];
+
 /// The length at which a list spills outside a bulk free scope.
 #[cfg(not(vfscale_no_slab))]
 const LIST_LIMIT: usize = 2 * BATCH;
@@ -288,6 +318,7 @@ fn refill(class: usize, size: usize, tail: usize) -> Batch {
     let chunk = map_chunk();
     let n = per_chunk(size, tail);
     CARVED[class].fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    PER_CHUNK[class].store(n, std::sync::atomic::Ordering::Relaxed);
     // Highest address first, so pops hand out ascending addresses; all
     // but one batch go to this CPU's shard, under one lock. A split
     // pool's tails lie after the heads (`tail_of`), untouched here.
@@ -565,6 +596,69 @@ pub struct Census {
     pub local: usize,
     /// Batches per depot shard.
     pub shard_batches: Vec<usize>,
+}
+
+/// Gives the pages of every chunk of the `RELEASABLE` pools whose
+/// objects are all free back to the system (`MADV_DONTNEED`), and
+/// returns the bytes given back. Reclaim calls it (`drop_caches`): the
+/// cache it empties would otherwise keep its memory in the free lists
+/// for good.
+///
+/// Scans a pool only when its depot holds a chunk's worth of objects and
+/// a different number of batches than at the last scan, so that a pass
+/// with nothing new to give back costs a few lock acquisitions.
+///
+/// A chunk qualifies when all its objects are in the depot or in the
+/// calling thread's list: the depot's batches are taken out first (so
+/// no other thread can allocate from them while the chunk is released)
+/// and put back after. Objects in other threads' lists are not seen, so
+/// their chunks stay (a missed release, never a wrong one). Meanwhile
+/// other threads find the depot empty and map fresh chunks.
+pub fn release_free_chunks() -> usize {
+    #[cfg(vfscale_no_slab)]
+    {
+        0
+    }
+    #[cfg(not(vfscale_no_slab))]
+    {
+        let mut released = 0;
+        for class in RELEASABLE {
+            let per_chunk = PER_CHUNK[class].load(std::sync::atomic::Ordering::Relaxed);
+            let d = depot(class);
+            let held: usize = d.lens().iter().sum();
+            if per_chunk == 0
+                || held * BATCH < per_chunk
+                || held == SCANNED_BATCHES[class].load(std::sync::atomic::Ordering::Relaxed)
+            {
+                continue;
+            }
+            let batches = d.take_all();
+            SCANNED_BATCHES[class].store(batches.len(), std::sync::atomic::Ordering::Relaxed);
+            let mut free_in: std::collections::HashMap<usize, usize> =
+                std::collections::HashMap::new();
+            let mut count = |a: &usize| *free_in.entry(a & !(CHUNK_BYTES - 1)).or_default() += 1;
+            batches.iter().flatten().for_each(&mut count);
+            with_local(|l| l.free[class].iter().for_each(&mut count));
+            for (&chunk, &free) in &free_in {
+                if free == per_chunk {
+                    // SAFETY: the chunk is a mapping of its own of
+                    // CHUNK_BYTES (`map_chunk`) whose every object is
+                    // free and held by this call (taken from the depot or
+                    // in this thread's list, which nothing here pops), so
+                    // no live value lies in it; its objects' next owners
+                    // write them whole (`alloc`, `alloc_in_place`).
+                    let r = unsafe {
+                        libc::madvise(chunk as *mut libc::c_void, CHUNK_BYTES, libc::MADV_DONTNEED)
+                    };
+                    if r == 0 {
+                        released += CHUNK_BYTES;
+                    }
+                }
+            }
+            d.push_all(home_shard(), batches);
+        }
+        released
+    }
 }
 
 /// A census of `pool` (see [`Census`]); empty under `vfscale_no_slab`.

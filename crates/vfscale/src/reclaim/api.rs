@@ -69,6 +69,10 @@ impl VfsInner {
         let freed = self.reclaim_rounds(|| self.drop_slab_now(naive));
         // What was freed may have been the last charge of a removed group.
         self.prune_tombstones();
+        // And its memory goes back to the system where whole slab chunks
+        // came free (the process-wide slab: other namespaces' free
+        // objects too): unlinks may have freed them before this call.
+        crate::mem::slab::release_free_chunks();
         freed
     }
 
