@@ -92,9 +92,9 @@ fn resident_bytes() -> usize {
 }
 
 /// 40,000 tmpfs files made and unlinked, then `drop_caches`: the chunks
-/// their dentries and inodes filled
-/// are given back, so the resident set falls by most of what they took;
-/// then the same number of files again, on the released memory, work.
+/// their dentries and inodes filled are given back, so the resident set
+/// falls by most of what they took; then as many files again, on the
+/// released memory, work.
 fn pages_come_back_and_are_reused() {
     const MANY: usize = 40_000;
     let vfs = Vfs::new();
