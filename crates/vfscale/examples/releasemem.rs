@@ -25,7 +25,9 @@ fn main() {
     let path = |i: usize| format!("/d/f{i:07}").into_bytes();
     println!("start: {:.1} MB resident", rss_mb());
     for i in 0..count {
-        let fd = p.open(&path(i), O_CREAT | O_EXCL | O_WRONLY, 0o644).unwrap();
+        let fd = p
+            .open(&path(i), O_CREAT | O_EXCL | O_WRONLY, 0o644)
+            .unwrap();
         p.close(fd).unwrap();
     }
     println!("{count} files: {:.1} MB", rss_mb());

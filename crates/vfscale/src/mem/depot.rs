@@ -40,6 +40,9 @@ struct Shard<B> {
     batches: Mutex<Vec<B>>,
     /// `batches.len()`, for stealers' lock-free peek (see the invariants).
     len: AtomicUsize,
+    /// Pushes so far, written under the mutex: tells a reader of
+    /// [`Depot::pushes`] whether anything came back since it last looked.
+    pushes: AtomicUsize,
 }
 
 /// Free batches of one size class, sharded (see the module comment).
@@ -55,6 +58,7 @@ impl<B> Depot<B> {
                 CachePadded::new(Shard {
                     batches: Mutex::new(Vec::with_capacity(RESERVED_BATCHES)),
                     len: AtomicUsize::new(0),
+                    pushes: AtomicUsize::new(0),
                 })
             })
             .collect();
@@ -79,6 +83,10 @@ impl<B> Depot<B> {
         // Relaxed: a hint for stealers; the mutex orders the batches
         // themselves (see the invariants). Pairs with nothing.
         shard.len.store(stack.len(), Relaxed);
+        // Relaxed: a statistic (`pushes`) that only the mutex's holder
+        // writes (so no read-modify-write), on the line the mutex just
+        // took; pairs with nothing.
+        shard.pushes.store(shard.pushes.load(Relaxed) + 1, Relaxed);
     }
 
     /// Pushes one batch onto shard `home`.
@@ -119,6 +127,13 @@ impl<B> Depot<B> {
     /// Batches held by each shard (a snapshot, for tests and statistics).
     pub fn lens(&self) -> Vec<usize> {
         self.shards.iter().map(|s| lock(&s.batches).len()).collect()
+    }
+
+    /// Pushes made to all shards so far (each read without its lock): a
+    /// changed sum says batches came back since an earlier read.
+    pub fn pushes(&self) -> usize {
+        // Relaxed: see `push_all`.
+        self.shards.iter().map(|s| s.pushes.load(Relaxed)).sum()
     }
 
     /// Calls `f` on every batch, each shard under its lock (a snapshot,
@@ -220,6 +235,20 @@ mod tests {
         all.sort_unstable();
         assert_eq!(all, (0..8).collect::<Vec<_>>());
         assert_eq!(d.pop(0), None);
+    }
+
+    /// `pushes` counts pushes on every shard (one per `push_all`), and
+    /// nothing else moves it.
+    #[test]
+    fn pushes_count_what_came_back() {
+        let d: Depot<u32> = Depot::new(2);
+        assert_eq!(d.pushes(), 0);
+        d.push_all(0, 0..5);
+        d.push(1, 9);
+        assert_eq!(d.pushes(), 2);
+        d.pop(0);
+        d.take_all();
+        assert_eq!(d.pushes(), 2, "pops and takes are not pushes");
     }
 
     #[test]

@@ -211,13 +211,13 @@ static PER_CHUNK: [std::sync::atomic::AtomicUsize; CLASSES] =
 #[cfg(not(vfscale_no_slab))]
 const RELEASABLE: [usize; 2] = [DENTRY_POOL, INODE_POOL];
 
-/// Batches each class's depot held after `release_free_chunks` last
-/// scanned it: a depot that holds the same number again is not scanned
-/// (an idle reclaim pass stays cheap; one that only churned through the
-/// depot may keep a releasable chunk until the next change). Relaxed:
-/// a heuristic; pairs with nothing.
+/// Each class's depot's `pushes` after `release_free_chunks` last
+/// scanned it: a depot nothing came back to since is not scanned again
+/// (an idle reclaim pass stays cheap). Relaxed: a heuristic (a push that
+/// lands while a scan runs is counted as seen: its chunk waits for the
+/// next change); pairs with nothing.
 #[cfg(not(vfscale_no_slab))]
-static SCANNED_BATCHES: [std::sync::atomic::AtomicUsize; CLASSES] =
+static SCANNED_PUSHES: [std::sync::atomic::AtomicUsize; CLASSES] =
     [const { std::sync::atomic::AtomicUsize::new(usize::MAX) }; CLASSES];
 
 /// The length at which a list spills outside a bulk free scope.
@@ -605,8 +605,8 @@ pub struct Census {
 /// for good.
 ///
 /// Scans a pool only when its depot holds a chunk's worth of objects and
-/// a different number of batches than at the last scan, so that a pass
-/// with nothing new to give back costs a few lock acquisitions.
+/// batches came back to it since the last scan, so that a pass with
+/// nothing new to give back costs a few lock acquisitions.
 ///
 /// A chunk qualifies when all its objects are in the depot or in the
 /// calling thread's list: the depot's batches are taken out first (so
@@ -628,12 +628,11 @@ pub fn release_free_chunks() -> usize {
             let held: usize = d.lens().iter().sum();
             if per_chunk == 0
                 || held * BATCH < per_chunk
-                || held == SCANNED_BATCHES[class].load(std::sync::atomic::Ordering::Relaxed)
+                || d.pushes() == SCANNED_PUSHES[class].load(std::sync::atomic::Ordering::Relaxed)
             {
                 continue;
             }
             let batches = d.take_all();
-            SCANNED_BATCHES[class].store(batches.len(), std::sync::atomic::Ordering::Relaxed);
             let mut free_in: std::collections::HashMap<usize, usize> =
                 std::collections::HashMap::new();
             let mut count = |a: &usize| *free_in.entry(a & !(CHUNK_BYTES - 1)).or_default() += 1;
@@ -656,6 +655,7 @@ pub fn release_free_chunks() -> usize {
                 }
             }
             d.push_all(home_shard(), batches);
+            SCANNED_PUSHES[class].store(d.pushes(), std::sync::atomic::Ordering::Relaxed);
         }
         released
     }
