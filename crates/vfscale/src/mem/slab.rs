@@ -76,8 +76,8 @@ pub const DENTRY_POOL: usize = SIZE_CLASSES;
 /// The inode pool (see `DENTRY_POOL`).
 pub const INODE_POOL: usize = SIZE_CLASSES + 1;
 /// The open-file pool. Type-stable: its memory only ever holds open files
-/// (chunks are never returned), which the lock-free fd lookup relies on
-/// (file/fdtable.rs).
+/// (its chunks are never unmapped nor released: not in `RELEASABLE`),
+/// which the lock-free fd lookup relies on (file/fdtable.rs).
 pub const FILE_POOL: usize = SIZE_CLASSES + 2;
 /// The anonymous-node pool (`anon::AnonInode`: a dentry, an inode and a
 /// pipe or socket in one object, larger than the size classes): pipes
