@@ -104,21 +104,24 @@ fn pages_come_back_and_are_reused() {
     create_files(&p, MANY);
     let grown = resident_bytes().saturating_sub(before);
     assert!(grown > MANY * 256, "{MANY} files took only {grown} bytes");
-    for i in 0..MANY {
-        p.unlink(&path(i)).unwrap();
-    }
-    vfs.flush();
-    // The unlinks freed the dentries and inodes; reclaim frees nothing
-    // more here, but gives their memory back.
-    vfs.drop_caches();
-    let kept = resident_bytes().saturating_sub(before);
-    // What stays: the chunks of the namespace's live dentries and inodes
-    // (the root's, /d's), the dentry hash grown for 40,000 names, the
-    // directory's index (~5.6 of ~19.9 MB, session 49).
-    assert!(
-        kept < grown / 2,
-        "drop_caches kept {kept} of the {grown} bytes the files took"
-    );
+    // The unlinks free the dentries and inodes; reclaim frees nothing
+    // more here, but gives their memory back. What stays: the chunks of
+    // the namespace's live dentries and inodes (the root's, /d's), the
+    // dentry hash grown for 40,000 names, the directory's index (~5.6 of
+    // ~19.9 MB, session 49).
+    let unlink_all_and_reclaim = |round: &str| {
+        for i in 0..MANY {
+            p.unlink(&path(i)).unwrap();
+        }
+        vfs.flush();
+        vfs.drop_caches();
+        let kept = resident_bytes().saturating_sub(before);
+        assert!(
+            kept < grown / 2,
+            "the {round} drop_caches kept {kept} of the {grown} bytes the files took"
+        );
+    };
+    unlink_all_and_reclaim("first");
     // The released objects read as zeros now; new files built on them
     // are whole.
     create_files(&p, MANY);
@@ -132,14 +135,5 @@ fn pages_come_back_and_are_reused() {
     assert!(live_inodes() >= MANY);
     // Once more: the depots hold what they held after the first release,
     // and reclaim must still see that they changed.
-    for i in 0..MANY {
-        p.unlink(&path(i)).unwrap();
-    }
-    vfs.flush();
-    vfs.drop_caches();
-    let kept = resident_bytes().saturating_sub(before);
-    assert!(
-        kept < grown / 2,
-        "the second drop_caches kept {kept} of the {grown} bytes"
-    );
+    unlink_all_and_reclaim("second");
 }
