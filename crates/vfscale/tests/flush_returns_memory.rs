@@ -116,6 +116,7 @@ fn pages_come_back_and_are_reused() {
         vfs.flush();
         vfs.drop_caches();
         let kept = resident_bytes().saturating_sub(before);
+        println!("{round} drop_caches: {kept} of the {grown} resident bytes the files took stay");
         assert!(
             kept < grown / 2,
             "the {round} drop_caches kept {kept} of the {grown} bytes the files took"
