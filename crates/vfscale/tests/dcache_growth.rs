@@ -1,7 +1,8 @@
-//! The dentry hash table doubles as names are added (`dcache/hash.rs`):
-//! through the public API, every name stays reachable across the resizes,
-//! cached misses stay misses, and lookups that race the resizes (stat, open,
-//! negative lookups from other threads) never fail or succeed wrongly.
+//! The dentry hash table doubles as names are added and shrinks at
+//! drop_caches (`dcache/hash.rs`): through the public API, every name
+//! stays reachable across the resizes, cached misses stay misses, and
+//! lookups that race the resizes (stat, open, negative lookups from other
+//! threads) never fail or succeed wrongly.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use vfscale::abi::*;
@@ -49,8 +50,133 @@ fn the_table_grows_with_the_names_and_keeps_them() {
     for i in 0..N {
         p.unlink(&name("/d", i)).unwrap();
     }
-    assert_eq!(vfs.dcache_buckets(), grown, "the table never shrinks");
+    assert_eq!(
+        vfs.dcache_buckets(),
+        grown,
+        "removals alone never shrink it"
+    );
     assert_eq!(p.stat(&name("/d", 7)).unwrap_err(), Errno::ENOENT);
+    drop(p);
+    vfs.check_invariants().unwrap();
+}
+
+/// drop_caches shrinks the table to what the names left in it need: after
+/// 20,000 creates and all but 100 unlinks it is back at its initial size,
+/// every name left is found and every removed one is not (also through a
+/// negative entry a lookup cached before the shrink); the names that come
+/// back grow it again. With the names still cached (in use), it keeps its
+/// size.
+#[test]
+fn drop_caches_shrinks_the_table_to_the_names_left() {
+    const N: usize = 20_000;
+    const LEFT: usize = 100;
+    let vfs = Vfs::new();
+    let p = vfs.root_process();
+    let initial = vfs.dcache_buckets();
+    p.mkdir(b"/d", 0o755).unwrap();
+    for i in 0..N {
+        create(&p, &name("/d", i));
+    }
+    let grown = vfs.dcache_buckets();
+    assert!(grown >= 16 * initial, "{N} names in {grown} buckets");
+    vfs.drop_caches();
+    assert_eq!(
+        vfs.dcache_buckets(),
+        grown,
+        "tmpfs names stay cached: the table keeps its size"
+    );
+    for i in LEFT..N {
+        p.unlink(&name("/d", i)).unwrap();
+    }
+    assert_eq!(p.stat(&name("/d", N - 1)).unwrap_err(), Errno::ENOENT);
+    vfs.drop_caches();
+    assert_eq!(vfs.dcache_buckets(), initial, "back to the initial size");
+    for i in 0..LEFT {
+        let st = p.stat(&name("/d", i)).unwrap();
+        assert_eq!(st.mode & S_IFMT, S_IFREG);
+    }
+    for i in [LEFT, N / 2, N - 1] {
+        assert_eq!(p.stat(&name("/d", i)).unwrap_err(), Errno::ENOENT);
+    }
+    for i in LEFT..N {
+        create(&p, &name("/d", i));
+    }
+    assert!(vfs.dcache_buckets() >= grown / 4, "the names grow it again");
+    for i in 0..N {
+        p.stat(&name("/d", i)).unwrap();
+    }
+    drop(p);
+    vfs.check_invariants().unwrap();
+}
+
+/// Two threads stat, open and miss a fixed set of names while a third
+/// creates and unlinks 5,000 names and runs drop_caches after each round,
+/// so the table grows and shrinks under the lookups: every answer is
+/// right throughout, and the invariants hold after.
+#[test]
+fn lookups_racing_shrinks_always_answer_right() {
+    const ROUNDS: usize = 6;
+    const CHURN: usize = 5_000;
+    const PINNED: usize = 64;
+    let vfs = Vfs::new();
+    let p = vfs.root_process();
+    p.mkdir(b"/churn", 0o755).unwrap();
+    p.mkdir(b"/pin", 0o755).unwrap();
+    for i in 0..PINNED {
+        create(&p, &name("/pin", i));
+    }
+    let initial = vfs.dcache_buckets();
+    let done = AtomicBool::new(false);
+    let mut shrinks = 0;
+    std::thread::scope(|s| {
+        let (vfs, done) = (&vfs, &done);
+        for t in 0..2usize {
+            s.spawn(move || {
+                let p = vfs.root_process();
+                let mut rounds = 0u64;
+                // Relaxed: a stop flag; the scope's join orders the rest.
+                while !done.load(Ordering::Relaxed) || rounds == 0 {
+                    for i in (t..PINNED).step_by(2) {
+                        let path = name("/pin", i);
+                        let st = p.stat(&path).unwrap_or_else(|e| {
+                            panic!("stat of a pinned file failed during a resize: {e:?}")
+                        });
+                        assert_eq!(st.mode & S_IFMT, S_IFREG);
+                        let fd = p.open(&path, O_RDONLY, 0).unwrap();
+                        p.close(fd).unwrap();
+                        assert_eq!(
+                            p.stat(format!("/pin/none{i}").as_bytes()).unwrap_err(),
+                            Errno::ENOENT
+                        );
+                    }
+                    rounds += 1;
+                }
+            });
+        }
+        let churner = vfs.root_process();
+        for _ in 0..ROUNDS {
+            for i in 0..CHURN {
+                create(&churner, &name("/churn", i));
+            }
+            let grown = vfs.dcache_buckets();
+            for i in 0..CHURN {
+                churner.unlink(&name("/churn", i)).unwrap();
+            }
+            vfs.drop_caches();
+            if vfs.dcache_buckets() < grown {
+                shrinks += 1;
+            }
+        }
+        done.store(true, Ordering::Relaxed);
+    });
+    assert_eq!(
+        shrinks, ROUNDS,
+        "every round's drop_caches shrank the table"
+    );
+    assert_eq!(vfs.dcache_buckets(), initial);
+    for i in 0..PINNED {
+        p.stat(&name("/pin", i)).unwrap();
+    }
     drop(p);
     vfs.check_invariants().unwrap();
 }

@@ -684,6 +684,65 @@ fn table_grows_under_an_insert_and_a_reader() {
     assert!(seen.len() >= 2, "one outcome only: {seen:?}");
 }
 
+/// The table halves (two buckets → one, `shrink_to`) while a writer
+/// inserts a node and a reader scans lock-free: as in the growth model,
+/// the insert lands in the new array whether it ran before the shrink or
+/// after it (the writer, having locked an old bucket, sees the new array
+/// and retries), the reader reaches only initialised nodes and ends, and
+/// afterwards every node is in the one bucket, once.
+#[test]
+fn table_shrinks_under_an_insert_and_a_reader() {
+    let seen = outcomes(|| {
+        let shared = Arc::new((ChainTable::<Node>::growing(0, 1), Ticks::default()));
+        // SAFETY: no bucket lock held; the array is kept until the end.
+        let grown = unsafe { shared.0.grow(GrowFrom(0)) };
+        assert_eq!(shared.0.bits(), 1);
+        for key in [1, 2] {
+            // SAFETY: fresh nodes, freed only after every thread has joined.
+            let asked = unsafe { shared.0.lock(key).push_front(Node::boxed(key)) };
+            let _ = asked;
+        }
+        let sh = Arc::clone(&shared);
+        let resizer = thread::spawn(move || {
+            sh.1.tick();
+            // SAFETY: no bucket lock held; the old array is dropped only
+            // after every thread has joined.
+            unsafe { sh.0.shrink_to(0) }
+        });
+        let sh = Arc::clone(&shared);
+        let writer = thread::spawn(move || {
+            sh.1.tick();
+            // SAFETY: a fresh node, freed only after every thread has joined.
+            let asked = unsafe { sh.0.lock(3).push_front(Node::boxed(3)) };
+            let _ = asked;
+        });
+        let (table, ticks) = &*shared;
+        let mut seen = scan(unsafe { table.bucket(1) }, ticks);
+        assert!(
+            seen.iter().all(|k| (1..=3).contains(k)),
+            "garbage: {seen:?}"
+        );
+        let old = resizer.join().unwrap();
+        assert!(old.is_some(), "the only resizer halves the table");
+        writer.join().unwrap();
+
+        assert_eq!(table.bits(), 0);
+        let mut placed: Vec<u64> = unsafe { table.bucket(0) }
+            .lock()
+            .iter()
+            .map(Node::key)
+            .collect();
+        placed.sort_unstable();
+        assert_eq!(placed, [1, 2, 3], "a node lost or duplicated");
+        free_chain(unsafe { table.bucket(0) });
+        drop((old, grown));
+        seen.sort_unstable();
+        seen
+    });
+    // The reader ran before the shrink, during it, or after it.
+    assert!(seen.len() >= 2, "one outcome only: {seen:?}");
+}
+
 /// A node is moved (rename) from chain X to chain Y, whose first node was
 /// created by a third thread. A reader standing on the moved node is
 /// diverted into Y and must find Y's node fully initialised: this checks

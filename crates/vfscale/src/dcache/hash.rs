@@ -15,7 +15,9 @@
 //!   index's shift) in the low six bits (the array is 64-byte aligned). Lock-free readers load it
 //!   once per lookup; the array it names stays allocated while they hold an
 //!   epoch guard, because a replaced array is retired through the epoch
-//!   scheme (the caller of [`ChainTable::grow`] does that).
+//!   scheme (the caller of [`ChainTable::grow`] and of the shrinks does
+//!   that). So while a thread holds its guard, no later array can have the
+//!   address, and hence the tagged word, of one it loaded.
 //! - A hash always maps to the same bucket of a given array: the top `bits`
 //!   bits of the hash times the 64-bit golden ratio (Fibonacci hashing). The
 //!   multiply spreads every input bit into the high bits, so a weak hash
@@ -28,16 +30,21 @@
 //!   gets an old bucket after the resize sees the new array and retries.
 //!   The new array's buckets are filled without their locks: no locker
 //!   can reach an array before it is published.
-//! - **The table only grows**, when a shard of the name count passes its
-//!   share of the buckets, halved for tables under `2^DENSE_FROM_BITS`
+//! - **The table grows on inserts**, when a shard of the name count passes
+//!   its share of the buckets, halved for tables under `2^DENSE_FROM_BITS`
 //!   buckets (at most half as many names as buckets there, as many above);
 //!   it doubles below that size and quadruples from it on
 //!   (`growth_step`). `SHARDS` counters, each covering a fixed slice of
 //!   the hash space, are changed under bucket locks by [`LockedBucket`]
 //!   and recounted by every resize, so no insert writes a line that every
-//!   insert writes. It never shrinks (as Linux's dcache hash, which never
-//!   resizes): a namespace that once held N names keeps at most 16 × 4N
-//!   bytes of buckets. Growth stops at `max_bits`.
+//!   insert writes. Growth stops at `max_bits`.
+//! - **It shrinks only when asked** ([`ChainTable::shrink_to_fit`], which
+//!   drop_caches calls): to the smallest size, not below the one it was
+//!   made with, that its names would fill to a quarter of its growth
+//!   threshold, so a shrunk table grows again only after its names have
+//!   quadrupled. Removals alone never shrink it (Linux's dcache hash never
+//!   resizes at all): a namespace that once held N names keeps at most
+//!   16 × 4N bytes of buckets until the next drop_caches.
 //! - A resize moves every node while lock-free readers may be scanning: a
 //!   reader standing on a moved node continues down its new chain, so it
 //!   can miss, never loop (each node's link is rewritten once per resize,
@@ -104,6 +111,8 @@ pub struct ChainTable<N> {
     counts: [CachePadded<AtomicUsize>; SHARDS],
     /// Held by the thread that is resizing.
     resizing: AtomicBool,
+    /// The size it was made with: shrinks stop there.
+    min_bits: u32,
     max_bits: u32,
 }
 
@@ -129,6 +138,21 @@ fn index_in(hash: u64, bits: u32) -> usize {
 fn shard_of(i: usize, bits: u32) -> usize {
     i >> bits.saturating_sub(SHARD_BITS)
 }
+
+/// The names a `2^bits` table holds before it grows, all shards at their
+/// threshold (`grow_past`'s density).
+fn capacity(bits: u32) -> usize {
+    let buckets = 1usize << bits;
+    if bits < DENSE_FROM_BITS {
+        (buckets / 2).max(1)
+    } else {
+        buckets
+    }
+}
+
+/// How far below its growth threshold a shrink leaves the table: a shrunk
+/// table holds at most 1/`SHRINK_SLACK` of what would grow it again.
+const SHRINK_SLACK: usize = 4;
 
 /// The count past which one shard asks a `2^bits` table that may grow
 /// up to `2^max_bits` to do so: the buckets its slice of the hash space
@@ -323,6 +347,7 @@ impl<N: TableNode> ChainTable<N> {
             current: AtomicPtr::new(new_array(bits)),
             counts: core::array::from_fn(|_| CachePadded::new(AtomicUsize::new(0))),
             resizing: AtomicBool::new(false),
+            min_bits: bits,
             max_bits,
         }
     }
@@ -414,8 +439,9 @@ impl<N: TableNode> ChainTable<N> {
         let guard = acquire(unsafe { &*base.add(i) })?;
         // Relaxed: the lock's Acquire orders this load after the unlock
         // that let us in, and a resizer publishes its array before it
-        // unlocks the old buckets: a replaced array shows here. The same
-        // array cannot come back (arrays only grow, so the tag differs).
+        // unlocks the old buckets: a replaced array shows here. No later
+        // array can carry `tagged` again: ours stays allocated while the
+        // caller's guard lives (module docs).
         if self.current.load(Relaxed) != tagged {
             return None;
         }
@@ -429,8 +455,11 @@ impl<N: TableNode> ChainTable<N> {
 
     /// Grows the table (`growth_step`) if it still has `from.0` bits
     /// (another thread may have grown it first, or be doing so: then
-    /// nothing happens) and is below its maximum. Returns the replaced array, to be retired through
-    /// the epoch scheme (see [`RetiredBuckets`]).
+    /// nothing happens) and is below its maximum. Returns the replaced
+    /// array, to be retired through the epoch scheme (see
+    /// [`RetiredBuckets`]). A request that a shrink and regrowth to the
+    /// same size made stale still grows the table: one step early, which
+    /// costs memory, never a name.
     ///
     /// Stops the table's writers while it runs (every bucket locked);
     /// readers go on, and may miss (see the module docs).
@@ -440,35 +469,90 @@ impl<N: TableNode> ChainTable<N> {
     /// The caller holds no bucket lock of this table, and every thread that
     /// reads or locks the table holds an epoch guard (see `bucket`).
     pub unsafe fn grow(&self, from: GrowFrom) -> Option<RetiredBuckets<N>> {
-        if from.0 >= self.max_bits
-            // Acquire: pairs with the Release that ended the last resize.
-            || self
-                .resizing
-                .compare_exchange(false, true, Acquire, Relaxed)
-                .is_err()
+        if from.0 >= self.max_bits {
+            return None;
+        }
+        // SAFETY: forwarded contract.
+        unsafe {
+            self.resize_exclusive(|bits| {
+                (bits == from.0).then(|| (bits + growth_step(bits)).min(self.max_bits))
+            })
+        }
+    }
+
+    /// Shrinks the table to the smallest size, not below the one it was
+    /// made with, that its names fill to at most 1/`SHRINK_SLACK` of that
+    /// size's growth threshold; nothing when it is that size already (or
+    /// another thread is resizing). Returns the replaced array, as `grow`.
+    ///
+    /// The name count is the shards' sum read without the bucket locks: a
+    /// racing insert or remove moves it by a name or so, which only moves
+    /// the chosen size by as much as those names would.
+    ///
+    /// # Safety
+    ///
+    /// As [`ChainTable::grow`].
+    pub unsafe fn shrink_to_fit(&self) -> Option<RetiredBuckets<N>> {
+        // Relaxed: a statistic (see `LockedBucket::push_front`).
+        let names: usize = self.counts.iter().map(|c| c.load(Relaxed)).sum();
+        let fits = (self.min_bits..self.max_bits)
+            .find(|&b| names.saturating_mul(SHRINK_SLACK) <= capacity(b))
+            .unwrap_or(self.max_bits);
+        // SAFETY: forwarded contract.
+        unsafe { self.shrink_to(fits) }
+    }
+
+    /// Shrinks the table to `2^bits` buckets (not below the size it was
+    /// made with) if it is bigger, whatever it holds: the chains get
+    /// longer. `shrink_to_fit` chooses the size; tests and models force
+    /// one. Returns the replaced array, as `grow`.
+    ///
+    /// # Safety
+    ///
+    /// As [`ChainTable::grow`].
+    pub unsafe fn shrink_to(&self, bits: u32) -> Option<RetiredBuckets<N>> {
+        let target = bits.max(self.min_bits);
+        // SAFETY: forwarded contract.
+        unsafe { self.resize_exclusive(|current| (target < current).then_some(target)) }
+    }
+
+    /// Becomes the table's only resizer (or returns `None` if another
+    /// thread is one), asks `pick` for the new size given the current one,
+    /// and resizes to it (`None`: no resize).
+    ///
+    /// # Safety
+    ///
+    /// As [`ChainTable::grow`].
+    unsafe fn resize_exclusive(
+        &self,
+        pick: impl FnOnce(u32) -> Option<u32>,
+    ) -> Option<RetiredBuckets<N>> {
+        // Acquire: pairs with the Release that ended the last resize.
+        if self
+            .resizing
+            .compare_exchange(false, true, Acquire, Relaxed)
+            .is_err()
         {
             return None;
         }
         let (old, bits) = self.current();
-        let retired = if bits == from.0 {
+        let retired = pick(bits).map(|new_bits| {
             // SAFETY: forwarded contract; we are the only resizer.
-            Some(unsafe { self.resize(old, bits) })
-        } else {
-            None
-        };
+            unsafe { self.resize(old, bits, new_bits) }
+        });
         // Release: pairs with the next resizer's Acquire.
         self.resizing.store(false, Release);
         retired
     }
 
-    /// The resize proper: see `grow`.
+    /// The resize proper, to `2^new_bits` buckets (more or fewer): see
+    /// `grow`.
     ///
     /// # Safety
     ///
     /// `grow`'s, and the caller is the only resizer and read `old`/`bits`
     /// from `current` after becoming it.
-    unsafe fn resize(&self, old: *mut Bucket<N>, bits: u32) -> RetiredBuckets<N> {
-        let new_bits = (bits + growth_step(bits)).min(self.max_bits);
+    unsafe fn resize(&self, old: *mut Bucket<N>, bits: u32, new_bits: u32) -> RetiredBuckets<N> {
         let new_tagged = new_array::<N>(new_bits);
         let (new, _) = decode(new_tagged);
         let len = 1usize << bits;
@@ -508,10 +592,9 @@ impl<N: TableNode> ChainTable<N> {
                 p = next;
             }
         }
-        // Only the shards the new array maps buckets to (all of them but in
-        // tiny tables; the others are still zero).
-        let shards = SHARDS.min(1 << new_bits);
-        for (count, n) in self.counts.iter().zip(counts).take(shards) {
+        // Every shard, those the new array maps no bucket to (tiny arrays)
+        // set to zero: a shrink may leave names counted there.
+        for (count, n) in self.counts.iter().zip(counts) {
             // Relaxed: published by the Release below, and no insert or
             // remove can run until then.
             count.store(n, Relaxed);
@@ -750,16 +833,125 @@ mod tests {
         assert_eq!(check_placement(&t), 1000);
     }
 
+    /// Inserts `nodes` one by one, growing the table whenever an insert
+    /// asks (single thread); the replaced arrays go to `retired`.
+    fn fill(t: &ChainTable<Node>, nodes: &[Node], retired: &mut Vec<RetiredBuckets<Node>>) {
+        for n in nodes {
+            // SAFETY: see `sizes_and_index_range`. (A statement of its own:
+            // the bucket unlocks at its end, and `grow` must not hold it.)
+            let asked = unsafe { t.lock(n.key).push_front(n) };
+            if let Some(from) = asked {
+                // SAFETY: no bucket lock held; single thread.
+                retired.extend(unsafe { t.grow(from) });
+            }
+        }
+    }
+
+    /// `shrink_to_fit` takes the table down to the smallest size that its
+    /// names fill to a quarter of the growth threshold, never below the
+    /// size it was made with, and keeps every node in its bucket, once; at
+    /// that size already it does nothing, and the names that come back
+    /// grow it again.
+    #[test]
+    fn shrinks_to_fit_the_names_left_and_keeps_them() {
+        const N: usize = 20_000;
+        const LEFT: usize = 100;
+        let t = ChainTable::growing(4, 20);
+        let nodes: Vec<Node> = (0..N as u64).map(|i| node(spread(i))).collect();
+        let mut retired = Vec::new();
+        fill(&t, &nodes, &mut retired);
+        let grown = t.bits();
+        assert!(grown >= 15, "{N} names in 2^{grown} buckets");
+        for n in &nodes[LEFT..] {
+            // SAFETY: see `sizes_and_index_range`.
+            assert!(unsafe { t.lock(n.key) }.remove(n));
+        }
+        assert_eq!(t.bits(), grown, "removals alone never shrink it");
+        // SAFETY: as above; no bucket lock held, single thread.
+        retired.extend(unsafe { t.shrink_to_fit() });
+        // 4 × 100 names fill half of 2^10 buckets (the growth threshold
+        // below 2^18), and not of 2^9.
+        assert_eq!(t.bits(), 10);
+        assert_eq!(check_placement(&t), LEFT);
+        for n in &nodes[..LEFT] {
+            // SAFETY: as above.
+            assert!(unsafe { t.lock(n.key) }.iter().any(|m| m.key == n.key));
+        }
+        // SAFETY: as above.
+        assert!(unsafe { t.shrink_to_fit() }.is_none(), "fits already");
+        for n in &nodes[..LEFT] {
+            // SAFETY: as above.
+            assert!(unsafe { t.lock(n.key) }.remove(n));
+        }
+        // SAFETY: as above.
+        retired.extend(unsafe { t.shrink_to_fit() });
+        assert_eq!(t.bits(), 4, "not below the size it was made with");
+        // SAFETY: as above.
+        assert!(unsafe { t.shrink_to(0) }.is_none());
+        fill(&t, &nodes, &mut retired);
+        assert_eq!(t.bits(), grown, "the same names grow it as far again");
+        assert_eq!(check_placement(&t), N);
+        for n in &nodes {
+            // SAFETY: as above.
+            assert!(unsafe { t.lock(n.key) }.remove(n));
+        }
+    }
+
+    /// A shrink below 64 buckets (one per count shard) recounts every
+    /// shard: counts left in shards the small array maps no bucket to
+    /// would keep the next `shrink_to_fit` from seeing an empty table.
+    #[test]
+    fn a_shrink_to_a_tiny_table_recounts_every_shard() {
+        let t = ChainTable::growing(0, 12);
+        let nodes: Vec<Node> = (0..1000).map(|i| node(spread(i))).collect();
+        let mut retired = Vec::new();
+        fill(&t, &nodes, &mut retired);
+        assert!(t.bits() >= 10);
+        for n in &nodes[2..] {
+            // SAFETY: see `sizes_and_index_range`.
+            assert!(unsafe { t.lock(n.key) }.remove(n));
+        }
+        // SAFETY: as above; no bucket lock held, single thread.
+        retired.extend(unsafe { t.shrink_to_fit() });
+        assert_eq!(t.bits(), 4, "2 names fill a quarter of half of 16 buckets");
+        assert_eq!(check_placement(&t), 2);
+        for n in &nodes[..2] {
+            // SAFETY: as above.
+            assert!(unsafe { t.lock(n.key) }.remove(n));
+        }
+        // SAFETY: as above.
+        retired.extend(unsafe { t.shrink_to_fit() });
+        assert_eq!(t.bits(), 0, "an empty table shrinks to its first size");
+    }
+
+    /// A table made with a fixed size never shrinks either.
+    #[test]
+    fn a_fixed_table_never_shrinks() {
+        let t: ChainTable<Node> = ChainTable::with_bucket_bits(6);
+        // SAFETY: see `sizes_and_index_range`.
+        assert!(unsafe { t.shrink_to_fit() }.is_none());
+        // SAFETY: as above.
+        assert!(unsafe { t.shrink_to(2) }.is_none());
+        assert_eq!(t.bits(), 6);
+    }
+
     /// Writers insert and remove their own mobile nodes — all of them
     /// first, then at random — growing the table whenever an insert asks,
     /// while one reader scans lock-free and another looks up under the
-    /// bucket lock, for `run_for`. Lock-free scans must reach only valid
+    /// bucket lock, for `run_for`; with `shrinking`, a fifth thread keeps
+    /// halving the table (`shrink_to`) meanwhile. Lock-free scans must reach only valid
     /// nodes and end; while the table cannot resize they must also stay
     /// in their bucket and find every pinned node (a resize may divert a
     /// scan: then it may miss). The locked lookup must always find every
     /// pinned node. At rest, exactly the pinned nodes and the mobile ones
     /// left linked are in the table, each in its bucket, once.
-    fn stress(table: &ChainTable<Node>, pinned: u64, mobile: u64, run_for: Duration) {
+    fn stress(
+        table: &ChainTable<Node>,
+        pinned: u64,
+        mobile: u64,
+        run_for: Duration,
+        shrinking: bool,
+    ) -> u64 {
         const WRITERS: u64 = 2;
         let resizable = table.max_bits > table.bits();
         let nodes: Vec<Node> = (0..pinned + mobile).map(|i| node(spread(i))).collect();
@@ -781,9 +973,9 @@ mod tests {
         }
         let stop = AtomicBool::new(false);
         let deadline = Instant::now() + run_for;
-        let (nodes, stop, grow) = (&nodes, &stop, &grow);
+        let (nodes, stop, grow, retired) = (&nodes, &stop, &grow, &retired);
         let pinned_key = move |seed: &mut u64| spread(rng(seed) % pinned);
-        std::thread::scope(|s| {
+        let shrinks = std::thread::scope(|s| {
             let writers: Vec<_> = (0..WRITERS)
                 .map(|w| {
                     s.spawn(move || {
@@ -856,14 +1048,30 @@ mod tests {
                 }
                 assert!(lookups > 0);
             });
+            let shrinker = s.spawn(move || {
+                let mut shrinks = 0u64;
+                while shrinking && !stop.load(Relaxed) {
+                    // SAFETY: no bucket lock held; the replaced arrays are
+                    // kept until every thread has finished.
+                    if let Some(old) = unsafe { table.shrink_to(table.bits().saturating_sub(1)) } {
+                        retired.lock().unwrap().push(old);
+                        shrinks += 1;
+                    }
+                    std::thread::yield_now();
+                }
+                shrinks
+            });
             let linked: usize = writers.into_iter().map(|w| w.join().unwrap()).sum();
+            let shrinks = shrinker.join().unwrap();
             assert_eq!(check_placement(table), pinned as usize + linked);
+            shrinks
         });
         // Empty the table before `nodes` goes: the caller may look again.
         for n in nodes.iter() {
             // SAFETY: see `sizes_and_index_range`.
             unsafe { table.lock(n.key) }.remove(n);
         }
+        shrinks
     }
 
     /// `stress` on a fixed 16-bucket table: chains of ~16 nodes churned by
@@ -871,7 +1079,7 @@ mod tests {
     #[test]
     fn stress_lockfree_readers_vs_writers() {
         let table = ChainTable::with_bucket_bits(4);
-        stress(&table, 32, 224, Duration::from_millis(300));
+        stress(&table, 32, 224, Duration::from_millis(300), false);
         assert_eq!(table.bits(), 4);
     }
 
@@ -884,12 +1092,23 @@ mod tests {
         const PINNED: u64 = 64;
         const MOBILE: u64 = 4000;
         let table = ChainTable::growing(0, 14);
-        stress(&table, PINNED, MOBILE, Duration::from_millis(400));
+        stress(&table, PINNED, MOBILE, Duration::from_millis(400), false);
         assert!(
             table.bits() >= 11,
             "{} names never grew the table past {} bits",
             PINNED + MOBILE,
             table.bits()
         );
+    }
+
+    /// `stress` with a thread halving the table while the writers' inserts
+    /// grow it back: shrinks and growths race each other, the lockers and
+    /// the lock-free readers, and at rest every node is in its bucket
+    /// exactly once.
+    #[test]
+    fn stress_shrinks_and_growths_vs_readers_and_writers() {
+        let table = ChainTable::growing(0, 14);
+        let shrinks = stress(&table, 64, 4000, Duration::from_millis(400), true);
+        assert!(shrinks > 0, "the table never shrank");
     }
 }

@@ -111,6 +111,19 @@ impl VfsInner {
         }
     }
 
+    /// Shrinks the dentry hash table to the names it now holds
+    /// (`ChainTable::shrink_to_fit`): reclaim's last step, once the names
+    /// it freed are out of the table.
+    pub(crate) fn shrink_dcache(&self) {
+        let _guard = self.collector.enter();
+        // SAFETY: no bucket lock held here, and every user of the table
+        // holds a guard (`bucket_of`, `lock_bucket`).
+        if let Some(old) = unsafe { self.dcache.shrink_to_fit() } {
+            // SAFETY: as in `grow_dcache_now`.
+            unsafe { self.collector.retire_box_now(Box::into_raw(Box::new(old))) };
+        }
+    }
+
     /// Lock-free lookup of `key` in `parent` (a resize running meanwhile
     /// can make it miss, as a rename can). Caller holds an epoch guard.
     #[inline(always)]

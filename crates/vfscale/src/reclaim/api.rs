@@ -112,9 +112,11 @@ impl VfsInner {
     /// tests/passthrough_containment.rs, a host directory swapped for a
     /// symlink under vfscale: ~1 run in 500). Returns the objects freed.
     ///
-    /// Then the memory of what the rounds freed goes back (the epoch's
-    /// `seal_pending`): reclaim is asked for memory, and the epoch's
-    /// batches would keep it until this namespace retires more.
+    /// Then the memory of what the rounds freed goes back: the dentry hash
+    /// shrinks to the names left (`shrink_dcache`), and the epoch's
+    /// `seal_pending` frees what is retired: reclaim is asked for memory,
+    /// and the epoch's batches would keep it until this namespace retires
+    /// more.
     fn reclaim_rounds(&self, round: impl Fn() -> usize) -> usize {
         let mut freed = 0;
         for _ in 0..RECLAIM_ROUNDS {
@@ -124,6 +126,8 @@ impl VfsInner {
                 break;
             }
         }
+        // The hash table's buckets for the names freed go back too.
+        self.shrink_dcache();
         self.collector.seal_pending();
         freed
     }
