@@ -19,6 +19,39 @@ fn create(p: &vfscale::Process, path: &[u8]) {
     p.close(fd).unwrap();
 }
 
+/// Makes `/pin` and `n` files in it, for `look_up_pinned_until`.
+fn make_pinned(p: &vfscale::Process, n: usize) {
+    p.mkdir(b"/pin", 0o755).unwrap();
+    for i in 0..n {
+        create(p, &name("/pin", i));
+    }
+}
+
+/// Thread `t` of two: stats and opens its half of the `pinned` files in
+/// `/pin` and misses a name beside each, until `done` (at least one
+/// round): every answer must be right, whatever resize runs meanwhile.
+fn look_up_pinned_until(vfs: &Vfs, t: usize, pinned: usize, done: &AtomicBool) {
+    let p = vfs.root_process();
+    let mut rounds = 0u64;
+    // Relaxed: a stop flag; the caller's join orders the rest.
+    while !done.load(Ordering::Relaxed) || rounds == 0 {
+        for i in (t..pinned).step_by(2) {
+            let path = name("/pin", i);
+            let st = p
+                .stat(&path)
+                .unwrap_or_else(|e| panic!("stat of a pinned file failed during a resize: {e:?}"));
+            assert_eq!(st.mode & S_IFMT, S_IFREG);
+            let fd = p.open(&path, O_RDONLY, 0).unwrap();
+            p.close(fd).unwrap();
+            assert_eq!(
+                p.stat(format!("/pin/none{i}").as_bytes()).unwrap_err(),
+                Errno::ENOENT
+            );
+        }
+        rounds += 1;
+    }
+}
+
 /// 5,000 names grow a fresh table from its initial 1,024 buckets to at
 /// least twice as many buckets as names (within one doubling: a shard of
 /// the count may cross its threshold early), and then every name, and
@@ -121,37 +154,14 @@ fn lookups_racing_shrinks_always_answer_right() {
     let vfs = Vfs::new();
     let p = vfs.root_process();
     p.mkdir(b"/churn", 0o755).unwrap();
-    p.mkdir(b"/pin", 0o755).unwrap();
-    for i in 0..PINNED {
-        create(&p, &name("/pin", i));
-    }
+    make_pinned(&p, PINNED);
     let initial = vfs.dcache_buckets();
     let done = AtomicBool::new(false);
     let mut shrinks = 0;
     std::thread::scope(|s| {
         let (vfs, done) = (&vfs, &done);
         for t in 0..2usize {
-            s.spawn(move || {
-                let p = vfs.root_process();
-                let mut rounds = 0u64;
-                // Relaxed: a stop flag; the scope's join orders the rest.
-                while !done.load(Ordering::Relaxed) || rounds == 0 {
-                    for i in (t..PINNED).step_by(2) {
-                        let path = name("/pin", i);
-                        let st = p.stat(&path).unwrap_or_else(|e| {
-                            panic!("stat of a pinned file failed during a resize: {e:?}")
-                        });
-                        assert_eq!(st.mode & S_IFMT, S_IFREG);
-                        let fd = p.open(&path, O_RDONLY, 0).unwrap();
-                        p.close(fd).unwrap();
-                        assert_eq!(
-                            p.stat(format!("/pin/none{i}").as_bytes()).unwrap_err(),
-                            Errno::ENOENT
-                        );
-                    }
-                    rounds += 1;
-                }
-            });
+            s.spawn(move || look_up_pinned_until(vfs, t, PINNED, done));
         }
         let churner = vfs.root_process();
         for _ in 0..ROUNDS {
@@ -192,36 +202,13 @@ fn lookups_racing_resizes_always_answer_right() {
     let vfs = Vfs::new();
     let p = vfs.root_process();
     p.mkdir(b"/big", 0o755).unwrap();
-    p.mkdir(b"/pin", 0o755).unwrap();
-    for i in 0..PINNED {
-        create(&p, &name("/pin", i));
-    }
+    make_pinned(&p, PINNED);
     let before = vfs.dcache_buckets();
     let done = AtomicBool::new(false);
     std::thread::scope(|s| {
         let (vfs, done) = (&vfs, &done);
         for t in 0..2usize {
-            s.spawn(move || {
-                let p = vfs.root_process();
-                let mut rounds = 0u64;
-                // Relaxed: a stop flag; the scope's join orders the rest.
-                while !done.load(Ordering::Relaxed) || rounds == 0 {
-                    for i in (t..PINNED).step_by(2) {
-                        let path = name("/pin", i);
-                        let st = p.stat(&path).unwrap_or_else(|e| {
-                            panic!("stat of a pinned file failed during a resize: {e:?}")
-                        });
-                        assert_eq!(st.mode & S_IFMT, S_IFREG);
-                        let fd = p.open(&path, O_RDONLY, 0).unwrap();
-                        p.close(fd).unwrap();
-                        assert_eq!(
-                            p.stat(format!("/pin/none{i}").as_bytes()).unwrap_err(),
-                            Errno::ENOENT
-                        );
-                    }
-                    rounds += 1;
-                }
-            });
+            s.spawn(move || look_up_pinned_until(vfs, t, PINNED, done));
         }
         let creator = vfs.root_process();
         for i in 0..N {

@@ -17,7 +17,7 @@ use loom::sync::Arc;
 use loom::thread;
 use std::collections::HashSet;
 use std::hash::Hash;
-use vfscale::dcache::hash::{Bucket, ChainNode, ChainTable, GrowFrom, TableNode};
+use vfscale::dcache::hash::{Bucket, ChainNode, ChainTable, GrowFrom, RetiredBuckets, TableNode};
 use vfscale::sync::{RefCount, SeqCount};
 
 /// Runs `model` under loom and returns the distinct outcomes it produced.
@@ -621,32 +621,40 @@ fn chain_reader_vs_remove_and_insert() {
     assert_eq!(seen, HashSet::from(want));
 }
 
-/// The table doubles (one bucket → two) while a writer inserts a node and a
-/// reader scans lock-free. The insert must land in the new array whether it
-/// ran before the resize (then the resize moves it) or after (then the
-/// writer, having locked the old bucket, sees the new array and retries);
-/// the reader, diverted or not, must reach only initialised nodes and end;
-/// afterwards every node is in the bucket its hash maps to, once.
-#[test]
-fn table_grows_under_an_insert_and_a_reader() {
-    let seen = outcomes(|| {
+/// A resize of a table made with one bucket and grown by `setup_grows`
+/// steps (`resize`: one growth or shrink) while a writer inserts a node
+/// and a reader scans lock-free. The insert must land in the new array
+/// whether it ran before the resize (then the resize moves it) or after
+/// (then the writer, having locked an old bucket, sees the new array and
+/// retries); the reader, diverted or not, must reach only initialised
+/// nodes and end; afterwards the table has `2^bits_after` buckets and
+/// every node is in the bucket its hash maps to, once.
+fn resize_under_an_insert_and_a_reader(
+    setup_grows: u32,
+    resize: fn(&ChainTable<Node>) -> Option<RetiredBuckets<Node>>,
+    bits_after: u32,
+) {
+    let seen = outcomes(move || {
         let shared = Arc::new((ChainTable::<Node>::growing(0, 1), Ticks::default()));
+        // SAFETY (table accesses in the models): no bucket lock held where
+        // a resize runs; nodes and arrays are freed only after every
+        // thread has joined.
+        let grown: Vec<_> = (0..setup_grows)
+            .filter_map(|g| unsafe { shared.0.grow(GrowFrom(g)) })
+            .collect();
+        assert_eq!(shared.0.bits(), setup_grows);
         for key in [1, 2] {
-            // SAFETY: fresh nodes, freed only after every thread has joined.
             let asked = unsafe { shared.0.lock(key).push_front(Node::boxed(key)) };
             let _ = asked;
         }
         let sh = Arc::clone(&shared);
         let resizer = thread::spawn(move || {
             sh.1.tick();
-            // SAFETY: no bucket lock held; the old array is dropped only
-            // after every thread has joined.
-            unsafe { sh.0.grow(GrowFrom(0)) }
+            resize(&sh.0)
         });
         let sh = Arc::clone(&shared);
         let writer = thread::spawn(move || {
             sh.1.tick();
-            // SAFETY: a fresh node, freed only after every thread has joined.
             let asked = unsafe { sh.0.lock(3).push_front(Node::boxed(3)) };
             let _ = asked;
         });
@@ -657,13 +665,10 @@ fn table_grows_under_an_insert_and_a_reader() {
             "garbage: {seen:?}"
         );
         let old = resizer.join().unwrap();
-        assert!(
-            old.is_some(),
-            "the only resizer of a one-bucket table doubles it"
-        );
+        assert!(old.is_some(), "the only resizer resizes");
         writer.join().unwrap();
 
-        assert_eq!(table.bits(), 1);
+        assert_eq!(table.bits(), bits_after);
         let mut placed = Vec::new();
         for (i, b) in unsafe { table.buckets() }.iter().enumerate() {
             for n in b.lock().iter() {
@@ -676,7 +681,7 @@ fn table_grows_under_an_insert_and_a_reader() {
         for b in unsafe { table.buckets() } {
             free_chain(b);
         }
-        drop(old);
+        drop((old, grown));
         seen.sort_unstable();
         seen
     });
@@ -684,63 +689,19 @@ fn table_grows_under_an_insert_and_a_reader() {
     assert!(seen.len() >= 2, "one outcome only: {seen:?}");
 }
 
-/// The table halves (two buckets → one, `shrink_to`) while a writer
-/// inserts a node and a reader scans lock-free: as in the growth model,
-/// the insert lands in the new array whether it ran before the shrink or
-/// after it (the writer, having locked an old bucket, sees the new array
-/// and retries), the reader reaches only initialised nodes and ends, and
-/// afterwards every node is in the one bucket, once.
+/// The table doubles (one bucket → two) under an insert and a reader.
+#[test]
+fn table_grows_under_an_insert_and_a_reader() {
+    // SAFETY: see `resize_under_an_insert_and_a_reader`.
+    resize_under_an_insert_and_a_reader(0, |t| unsafe { t.grow(GrowFrom(0)) }, 1);
+}
+
+/// The table halves (two buckets → one, `shrink_to`) under an insert and
+/// a reader.
 #[test]
 fn table_shrinks_under_an_insert_and_a_reader() {
-    let seen = outcomes(|| {
-        let shared = Arc::new((ChainTable::<Node>::growing(0, 1), Ticks::default()));
-        // SAFETY: no bucket lock held; the array is kept until the end.
-        let grown = unsafe { shared.0.grow(GrowFrom(0)) };
-        assert_eq!(shared.0.bits(), 1);
-        for key in [1, 2] {
-            // SAFETY: fresh nodes, freed only after every thread has joined.
-            let asked = unsafe { shared.0.lock(key).push_front(Node::boxed(key)) };
-            let _ = asked;
-        }
-        let sh = Arc::clone(&shared);
-        let resizer = thread::spawn(move || {
-            sh.1.tick();
-            // SAFETY: no bucket lock held; the old array is dropped only
-            // after every thread has joined.
-            unsafe { sh.0.shrink_to(0) }
-        });
-        let sh = Arc::clone(&shared);
-        let writer = thread::spawn(move || {
-            sh.1.tick();
-            // SAFETY: a fresh node, freed only after every thread has joined.
-            let asked = unsafe { sh.0.lock(3).push_front(Node::boxed(3)) };
-            let _ = asked;
-        });
-        let (table, ticks) = &*shared;
-        let mut seen = scan(unsafe { table.bucket(1) }, ticks);
-        assert!(
-            seen.iter().all(|k| (1..=3).contains(k)),
-            "garbage: {seen:?}"
-        );
-        let old = resizer.join().unwrap();
-        assert!(old.is_some(), "the only resizer halves the table");
-        writer.join().unwrap();
-
-        assert_eq!(table.bits(), 0);
-        let mut placed: Vec<u64> = unsafe { table.bucket(0) }
-            .lock()
-            .iter()
-            .map(Node::key)
-            .collect();
-        placed.sort_unstable();
-        assert_eq!(placed, [1, 2, 3], "a node lost or duplicated");
-        free_chain(unsafe { table.bucket(0) });
-        drop((old, grown));
-        seen.sort_unstable();
-        seen
-    });
-    // The reader ran before the shrink, during it, or after it.
-    assert!(seen.len() >= 2, "one outcome only: {seen:?}");
+    // SAFETY: see `resize_under_an_insert_and_a_reader`.
+    resize_under_an_insert_and_a_reader(1, |t| unsafe { t.shrink_to(0) }, 0);
 }
 
 /// A node is moved (rename) from chain X to chain Y, whose first node was
