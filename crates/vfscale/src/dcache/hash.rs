@@ -939,12 +939,13 @@ mod tests {
     /// first, then at random — growing the table whenever an insert asks,
     /// while one reader scans lock-free and another looks up under the
     /// bucket lock, for `run_for`; with `shrinking`, a fifth thread keeps
-    /// halving the table (`shrink_to`) meanwhile. Lock-free scans must reach only valid
-    /// nodes and end; while the table cannot resize they must also stay
-    /// in their bucket and find every pinned node (a resize may divert a
-    /// scan: then it may miss). The locked lookup must always find every
-    /// pinned node. At rest, exactly the pinned nodes and the mobile ones
-    /// left linked are in the table, each in its bucket, once.
+    /// halving the table (`shrink_to`) meanwhile and the count of its
+    /// shrinks is returned. Lock-free scans must reach only valid nodes
+    /// and end; while the table cannot resize they must also stay in their
+    /// bucket and find every pinned node (a resize may divert a scan: then
+    /// it may miss). The locked lookup must always find every pinned node.
+    /// At rest, exactly the pinned nodes and the mobile ones left linked
+    /// are in the table, each in its bucket, once.
     fn stress(
         table: &ChainTable<Node>,
         pinned: u64,
