@@ -92,9 +92,10 @@ fn resident_bytes() -> usize {
 }
 
 /// 40,000 tmpfs files made and unlinked, then `drop_caches`: the chunks
-/// their dentries and inodes filled are given back, so the resident set
-/// falls by most of what they took; then as many files again, on the
-/// released memory, work, and are given back the same way.
+/// their dentries and inodes filled are given back, and the dentry hash
+/// shrinks, so the resident set falls by three quarters of what they took
+/// or more; then as many files again, on the released memory, work, and
+/// are given back the same way.
 fn pages_come_back_and_are_reused() {
     const MANY: usize = 40_000;
     let vfs = Vfs::new();
@@ -105,10 +106,13 @@ fn pages_come_back_and_are_reused() {
     let grown = resident_bytes().saturating_sub(before);
     assert!(grown > MANY * 256, "{MANY} files took only {grown} bytes");
     // The unlinks free the dentries and inodes; reclaim frees nothing
-    // more here, but gives their memory back. What stays: the chunks of
-    // the namespace's live dentries and inodes (the root's, /d's), the
-    // dentry hash grown for 40,000 names, the directory's index (~5.6 of
-    // ~19.9 MB, session 49).
+    // more here, but gives their memory back, and shrinks the dentry hash
+    // grown for 40,000 names. What stays: the chunks of the namespace's
+    // live dentries and inodes (the root's, /d's), the directory's index,
+    // the allocator's free memory (~3.5 of ~19.8 MB, session 50; 5.7 with
+    // the grown hash kept, and in the second round 7.5 with it kept, 8.5
+    // with the regrown hash's arrays from glibc's heap: both fail the
+    // bound of a quarter).
     let unlink_all_and_reclaim = |round: &str| {
         for i in 0..MANY {
             p.unlink(&path(i)).unwrap();
@@ -118,7 +122,7 @@ fn pages_come_back_and_are_reused() {
         let kept = resident_bytes().saturating_sub(before);
         println!("{round} drop_caches: {kept} of the {grown} resident bytes the files took stay");
         assert!(
-            kept < grown / 2,
+            kept < grown / 4,
             "the {round} drop_caches kept {kept} of the {grown} bytes the files took"
         );
     };

@@ -53,9 +53,10 @@
 //!   authoritative (callers confirm it under the bucket lock), so readers
 //!   need nothing new.
 //! - Arrays are allocated zeroed: all-zero bytes are empty, unlocked
-//!   buckets. (With the 64-byte alignment the tag needs, the allocator
-//!   writes the zeros itself, so an array is resident from its
-//!   allocation; the table fills the arrays it grows to anyway.)
+//!   buckets. From `MAP_FROM_BYTES` on they are mappings of their own
+//!   (zero pages from the system, unmapped when freed); below, the
+//!   allocator writes the zeros itself (the 64-byte alignment the tag
+//!   needs), so such an array is resident from its allocation.
 //!
 //! Readers never write, and nothing here frees a node: see
 //! [`crate::sync::bitlock`].
@@ -209,11 +210,10 @@ fn array_layout<N>(bits: u32) -> Layout {
 fn new_array<N: ChainNode>(bits: u32) -> *mut Bucket<N> {
     let layout = array_layout::<N>(bits);
     #[cfg(not(loom))]
-    // SAFETY: the layout has a non-zero size (at least one bucket). A
-    // `Bucket` is an `AtomicPtr` and an `AtomicUsize`, for which all-zero
-    // bytes are valid: the null pointer with the lock bit clear (an empty
-    // unlocked chain) and no hint.
-    let base = unsafe { std::alloc::alloc_zeroed(layout) } as *mut Bucket<N>;
+    // A `Bucket` is an `AtomicPtr` and an `AtomicUsize`, for which
+    // all-zero bytes are valid: the null pointer with the lock bit clear
+    // (an empty unlocked chain) and no hint.
+    let base = alloc_zeroed_array(layout) as *mut Bucket<N>;
     #[cfg(loom)]
     // SAFETY: as above; loom atomics carry model state, so each bucket is
     // constructed in place below.
@@ -254,8 +254,65 @@ fn free_array<N>(tagged: *mut Bucket<N>) {
         // SAFETY: constructed by `new_array`, dropped once here.
         unsafe { core::ptr::drop_in_place(base.add(i)) };
     }
+    free_zeroed_array(base as *mut u8, array_layout::<N>(bits));
+}
+
+/// Arrays of at least this size are mapped from the system and unmapped
+/// when freed, so a replaced array's memory goes back whatever the
+/// allocator keeps: glibc's heap kept the freed arrays of a table that a
+/// drop_caches shrank and new names grew again (docs/PERFORMANCE.md,
+/// session 50). Not in the no-slab build, whose AddressSanitizer run
+/// should see every array.
+#[cfg(not(any(loom, vfscale_no_slab)))]
+const MAP_FROM_BYTES: usize = 256 << 10;
+
+/// Zeroed memory for `layout` (a non-zero size, an alignment of at most a
+/// page): mapped from `MAP_FROM_BYTES` on, else from the allocator.
+#[cfg(not(loom))]
+fn alloc_zeroed_array(layout: Layout) -> *mut u8 {
+    #[cfg(not(vfscale_no_slab))]
+    if layout.size() >= MAP_FROM_BYTES {
+        // SAFETY: an anonymous private mapping (zero-filled, page-aligned,
+        // which covers the layout's alignment); no existing memory is
+        // touched.
+        let region = unsafe {
+            libc::mmap(
+                core::ptr::null_mut(),
+                layout.size(),
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if region == libc::MAP_FAILED {
+            std::alloc::handle_alloc_error(layout);
+        }
+        return region.cast();
+    }
+    // SAFETY: the layout has a non-zero size (at least one bucket).
+    unsafe { std::alloc::alloc_zeroed(layout) }
+}
+
+#[cfg(loom)]
+fn free_zeroed_array(base: *mut u8, layout: Layout) {
     // SAFETY: allocated by `new_array` with this layout, freed once.
-    unsafe { std::alloc::dealloc(base as *mut u8, array_layout::<N>(bits)) };
+    unsafe { std::alloc::dealloc(base, layout) };
+}
+
+/// Frees what `alloc_zeroed_array` returned for the same layout.
+#[cfg(not(loom))]
+fn free_zeroed_array(base: *mut u8, layout: Layout) {
+    #[cfg(not(vfscale_no_slab))]
+    if layout.size() >= MAP_FROM_BYTES {
+        // SAFETY: the whole mapping `alloc_zeroed_array` made for this
+        // size, unmapped once; no reference into it outlives the array.
+        unsafe { libc::munmap(base.cast(), layout.size()) };
+        return;
+    }
+    // SAFETY: allocated by `alloc_zeroed_array` with this layout, freed
+    // once.
+    unsafe { std::alloc::dealloc(base, layout) };
 }
 
 impl<N> Drop for ChainTable<N> {
