@@ -272,23 +272,9 @@ const MAP_FROM_BYTES: usize = 256 << 10;
 fn alloc_zeroed_array(layout: Layout) -> *mut u8 {
     #[cfg(not(vfscale_no_slab))]
     if layout.size() >= MAP_FROM_BYTES {
-        // SAFETY: an anonymous private mapping (zero-filled, page-aligned,
-        // which covers the layout's alignment); no existing memory is
-        // touched.
-        let region = unsafe {
-            libc::mmap(
-                core::ptr::null_mut(),
-                layout.size(),
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if region == libc::MAP_FAILED {
-            std::alloc::handle_alloc_error(layout);
-        }
-        return region.cast();
+        // Zero-filled and page-aligned, which covers the layout's
+        // alignment.
+        return crate::mem::map_anonymous(layout.size(), layout);
     }
     // SAFETY: the layout has a non-zero size (at least one bucket).
     unsafe { std::alloc::alloc_zeroed(layout) }
@@ -550,6 +536,12 @@ impl<N: TableNode> ChainTable<N> {
     ///
     /// As [`ChainTable::grow`].
     pub unsafe fn shrink_to_fit(&self) -> Option<RetiredBuckets<N>> {
+        // At its first size already (a namespace that never grew: an idle
+        // drop_caches, reclaim-groups' passes): no shrink, and no read of
+        // the 64 count lines.
+        if self.bits() <= self.min_bits {
+            return None;
+        }
         // Relaxed: a statistic (see `LockedBucket::push_front`).
         let names: usize = self.counts.iter().map(|c| c.load(Relaxed)).sum();
         let fits = (self.min_bits..self.max_bits)

@@ -5,6 +5,29 @@
 pub mod depot;
 pub mod slab;
 
+/// A fresh anonymous private mapping of `len` bytes: zero-filled,
+/// page-aligned, its own pages (the slab's chunks, the dentry hash's big
+/// bucket arrays, which `munmap` gives back). Fails as the allocator
+/// does (`handle_alloc_error` with `layout`) when the system refuses.
+#[cfg(not(vfscale_no_slab))]
+pub(crate) fn map_anonymous(len: usize, layout: std::alloc::Layout) -> *mut u8 {
+    // SAFETY: an anonymous private mapping; no existing memory is touched.
+    let region = unsafe {
+        libc::mmap(
+            core::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if region == libc::MAP_FAILED {
+        std::alloc::handle_alloc_error(layout);
+    }
+    region.cast()
+}
+
 /// Hints the CPU to fetch `p`'s cache line: for loops over objects spread
 /// over the heap (the deferred-put drain, fd-table teardown), where the
 /// misses, not the work, dominate, and for an address known before the

@@ -54,7 +54,7 @@
 //!   free is still caught there.
 
 #[cfg(not(vfscale_no_slab))]
-use std::alloc::{handle_alloc_error, Layout};
+use std::alloc::Layout;
 #[cfg(not(vfscale_no_slab))]
 use std::cell::UnsafeCell;
 #[cfg(not(vfscale_no_slab))]
@@ -373,22 +373,11 @@ fn map_chunk() -> *mut u8 {
     // left keep neighbouring chunks from merging into one mapping, so
     // each chunk is a mapping of its own: vm.max_map_count's default of
     // 65,530 would be reached at 64 GiB of objects.
-    // SAFETY: an anonymous private mapping; no existing memory is touched.
-    let region = unsafe {
-        libc::mmap(
-            core::ptr::null_mut(),
-            2 * CHUNK_BYTES,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if region == libc::MAP_FAILED {
-        handle_alloc_error(
-            Layout::from_size_align(CHUNK_BYTES, CHUNK_BYTES).expect("chunk layout"),
-        );
-    }
+    let region = super::map_anonymous(
+        2 * CHUNK_BYTES,
+        Layout::from_size_align(CHUNK_BYTES, CHUNK_BYTES).expect("chunk layout"),
+    )
+    .cast::<libc::c_void>();
     let start = region as usize;
     let chunk = start.next_multiple_of(CHUNK_BYTES);
     let end = start + 2 * CHUNK_BYTES;
