@@ -124,9 +124,10 @@ unsafe impl<N: ChainNode> Send for ChainTable<N> {}
 // SAFETY: as above; every shared access is through atomics.
 unsafe impl<N: ChainNode> Sync for ChainTable<N> {}
 
-/// The top `bits` bits of `hash × GOLDEN`.
+/// The top `bits` bits of `hash × GOLDEN`: also how the in-lookup table
+/// (`in_lookup.rs`) picks a shard from the same key.
 #[inline(always)]
-fn index_in(hash: u64, bits: u32) -> usize {
+pub(crate) fn index_in(hash: u64, bits: u32) -> usize {
     // Two shifts so that bits == 0 needs no branch (a single shift by 64
     // would overflow).
     ((hash.wrapping_mul(GOLDEN) >> 32) >> (32 - bits)) as usize

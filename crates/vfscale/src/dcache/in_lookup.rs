@@ -34,6 +34,8 @@
 //! protocol is model-checked (tests/loom_sync.rs, `in_lookup_*`).
 
 use crate::abi::Errno;
+use crate::dcache::dentry::Dentry;
+use crossbeam_utils::CachePadded;
 use std::sync::Arc;
 
 #[cfg(not(loom))]
@@ -61,9 +63,23 @@ mod imp {
 
 use imp::{lock, wait, Condvar, Mutex};
 
-/// Shards of the table (a power of two): concurrent misses on different
-/// names rarely share a shard mutex.
-const SHARDS: usize = 64;
+/// Shards of the table: concurrent misses on different names rarely
+/// share a shard mutex, each on a line of its own.
+const SHARD_BITS: u32 = 6;
+const SHARDS: usize = 1 << SHARD_BITS;
+
+/// The shard of (parent, name hash): the top bits of the dentry hash's own
+/// key, multiplied (`index_in`), where every bit of both reaches. Not the
+/// name hash's low bits: those stay the same across names that differ only
+/// in their last bytes (the hash keeps the high half of a multiply, whose
+/// low bits see only the low bytes of the name's words), and in session 51
+/// every miss of `f0000000`, `f0000001`, ... in one directory took one
+/// shard's mutex, a line both threads of `cold-lookup` wrote four times
+/// per miss.
+fn shard_of(parent: usize, hash_len: u64) -> usize {
+    let key = super::name::bucket_hash(parent as *const Dentry, (hash_len >> 32) as u32);
+    super::hash::index_in(key, SHARD_BITS)
+}
 
 /// How an in-flight lookup ended, as its waiters see it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,9 +135,12 @@ impl PlaceholderName {
     }
 }
 
+/// The placeholders of one shard's names.
+type Shard = Mutex<Vec<Arc<Placeholder>>>;
+
 /// The in-lookup table of one VFS.
 pub struct InLookupTable {
-    shards: Box<[Mutex<Vec<Arc<Placeholder>>>]>,
+    shards: Box<[CachePadded<Shard>]>,
     /// Threads parked on a placeholder right now (tests observe it).
     waiting: crate::sync::atomic::AtomicUsize,
 }
@@ -150,7 +169,9 @@ pub struct Leader<'t> {
 impl InLookupTable {
     pub fn new() -> Self {
         InLookupTable {
-            shards: (0..SHARDS).map(|_| Mutex::new(Vec::new())).collect(),
+            shards: (0..SHARDS)
+                .map(|_| CachePadded::new(Mutex::new(Vec::new())))
+                .collect(),
             waiting: crate::sync::atomic::AtomicUsize::new(0),
         }
     }
@@ -164,7 +185,7 @@ impl InLookupTable {
     /// Claims (parent, name) for a backend lookup, or waits for the thread
     /// that holds the claim and returns how its lookup ended.
     pub fn claim(&self, parent: usize, hash_len: u64, name: &[u8]) -> Claim<'_> {
-        let shard = ((hash_len >> 32) as usize ^ (parent >> 6)) & (SHARDS - 1);
+        let shard = shard_of(parent, hash_len);
         let ph = {
             let mut list = lock(&self.shards[shard]);
             let existing = list
@@ -234,6 +255,27 @@ impl Drop for Leader<'_> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    /// Names that differ only in their last bytes (a directory of
+    /// `f0000000`, `f0000001`, ...) spread over the shards, in one
+    /// directory: the old choice, the name hash's low bits, put all 256
+    /// of these on one shard.
+    #[test]
+    fn names_of_one_directory_spread_over_the_shards() {
+        let parent = 0x7f12_3456_7880usize;
+        let mut used = [0usize; SHARDS];
+        for i in 0..256 {
+            let name = format!("f{i:07}");
+            let key = crate::dcache::name::NameKey::new(name.as_bytes());
+            used[shard_of(parent, key.hash_len())] += 1;
+        }
+        let shards = used.iter().filter(|&&n| n > 0).count();
+        let most = used.iter().max().copied().unwrap_or(0);
+        assert!(
+            shards >= SHARDS * 3 / 4 && most <= 16,
+            "256 names took {shards} shards, {most} at most on one"
+        );
+    }
 
     /// Names that share a prefix, at the inline bound and past it, are
     /// told apart: a second claim of the same name waits, another name
