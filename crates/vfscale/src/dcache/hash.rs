@@ -274,8 +274,9 @@ fn alloc_zeroed_array(layout: Layout) -> *mut u8 {
     #[cfg(not(vfscale_no_slab))]
     if layout.size() >= MAP_FROM_BYTES {
         // Zero-filled and page-aligned, which covers the layout's
-        // alignment.
-        return crate::mem::map_anonymous(layout.size(), layout);
+        // alignment; populated, as the resize reads every bucket it links
+        // into before the write.
+        return crate::mem::map_anonymous(layout.size(), layout, true);
     }
     // SAFETY: the layout has a non-zero size (at least one bucket).
     unsafe { std::alloc::alloc_zeroed(layout) }

@@ -9,15 +9,24 @@ pub mod slab;
 /// page-aligned, its own pages (the slab's chunks, the dentry hash's big
 /// bucket arrays, which `munmap` gives back). Fails as the allocator
 /// does (`handle_alloc_error` with `layout`) when the system refuses.
+///
+/// `populate` faults every page in, writable, before returning: for
+/// memory that is read before it is written (a new bucket array, whose
+/// buckets the resize reads and then links). Without it the first read
+/// of a page maps the shared zero page, and the write after it copies the
+/// page and flushes the old mapping from every CPU the process ran on:
+/// a cross-CPU interrupt per page, 2.4% of a two-thread miss pass's
+/// samples (docs/PERFORMANCE.md, session 51).
 #[cfg(not(vfscale_no_slab))]
-pub(crate) fn map_anonymous(len: usize, layout: std::alloc::Layout) -> *mut u8 {
+pub(crate) fn map_anonymous(len: usize, layout: std::alloc::Layout, populate: bool) -> *mut u8 {
+    let populate = if populate { libc::MAP_POPULATE } else { 0 };
     // SAFETY: an anonymous private mapping; no existing memory is touched.
     let region = unsafe {
         libc::mmap(
             core::ptr::null_mut(),
             len,
             libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | populate,
             -1,
             0,
         )

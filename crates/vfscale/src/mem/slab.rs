@@ -376,6 +376,9 @@ fn map_chunk() -> *mut u8 {
     let region = super::map_anonymous(
         2 * CHUNK_BYTES,
         Layout::from_size_align(CHUNK_BYTES, CHUNK_BYTES).expect("chunk layout"),
+        // Half of it is unmapped at once, and objects are carved (written)
+        // before they are read.
+        false,
     )
     .cast::<libc::c_void>();
     let start = region as usize;
