@@ -26,6 +26,11 @@
 //! phases, as in `createshare`; `scripts/anon_shared_lines.py` lists the
 //! lines both measured phases touched with at least one write (a hot
 //! stat should write none that the other thread uses).
+//!
+//! `pthot missshare DIR N [sub]`: the same phases with misses: thread A
+//! stats the files i % 4 = 0 (warm-up) then i % 4 = 1 (measured), thread
+//! B those i % 4 = 2 then 3, none looked up before: the lines two
+//! threads' concurrent misses in one directory both write.
 #[path = "../../vfscale-cli/src/alloc.rs"]
 mod alloc;
 
@@ -167,7 +172,9 @@ fn stat_all(p: &Process, paths: &[Vec<u8>]) {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let usage = || -> ! {
-        eprintln!("usage: pthot count DIR N PASSES [sub|tmpfs] | pthot share DIR N [sub]");
+        eprintln!(
+            "usage: pthot count DIR N PASSES [sub|tmpfs] | pthot share|missshare DIR N [sub]"
+        );
         std::process::exit(2)
     };
     let (cmd, dir, n) = match &args[..] {
@@ -212,28 +219,50 @@ fn main() {
                 t0.elapsed().as_nanos() as f64 / (passes * n).max(1) as f64
             );
         }
-        "share" => {
+        "share" | "missshare" => {
             eprintln!("MARK {:x}", &MARK as *const AtomicU64 as usize);
             let how = args.get(3).map_or("", String::as_str);
             let (vfs, prefix) = namespace(dir, n, how);
-            let half = |first: usize| -> Vec<Vec<u8>> {
+            let misses = cmd == "missshare";
+            // share: the bench's halves (i even, i odd), missed by both
+            // threads at once, then stat hot in the phases. missshare:
+            // the quarters i % 4 = 0, 1 (thread A's) and 2, 3 (thread B's),
+            // never looked up before, so every stat of a phase is a miss.
+            let part = |first: usize, step: usize| -> Vec<Vec<u8>> {
                 (first..n)
-                    .step_by(2)
+                    .step_by(step)
                     .map(|i| format!("{prefix}{}", name(i)).into_bytes())
                     .collect()
             };
-            let (even, odd) = (half(0), half(1));
-            // The cold pass on both threads at once, as the bench's.
-            std::thread::scope(|s| {
-                for paths in [&even, &odd] {
-                    let p = vfs.root_process();
-                    s.spawn(move || stat_all(&p, paths));
-                }
-            });
+            let (even, odd) = if misses {
+                let (a, b) = (part(0, 4), part(1, 4));
+                let (c, d) = (part(2, 4), part(3, 4));
+                ([a, b].concat(), [c, d].concat())
+            } else {
+                let (even, odd) = (part(0, 2), part(1, 2));
+                // The cold pass on both threads at once, as the bench's.
+                let cold = std::time::Instant::now();
+                std::thread::scope(|s| {
+                    for paths in [&even, &odd] {
+                        let p = vfs.root_process();
+                        s.spawn(move || stat_all(&p, paths));
+                    }
+                });
+                eprintln!(
+                    "cold pass of {n} on two threads: {:.1} ns per stat per thread",
+                    cold.elapsed().as_nanos() as f64 * 2.0 / n.max(1) as f64
+                );
+                (even, odd)
+            };
             let phase = |p: &Process, paths: &[Vec<u8>], first_mark: u64| {
-                stat_all(p, paths);
+                let (warm, measured) = if misses {
+                    paths.split_at(paths.len() / 2)
+                } else {
+                    (paths, paths)
+                };
+                stat_all(p, warm);
                 MARK.store(first_mark, Ordering::SeqCst);
-                stat_all(p, paths);
+                stat_all(p, measured);
                 MARK.store(first_mark + 1, Ordering::SeqCst);
             };
             let (pa, pb) = (vfs.root_process(), vfs.root_process());
