@@ -207,14 +207,18 @@ fn array_layout<N>(bits: u32) -> Layout {
         .expect("ChainTable: bucket array too large")
 }
 
-/// A `2^bits` array of empty, unlocked buckets, tagged with `bits`.
-fn new_array<N: ChainNode>(bits: u32) -> *mut Bucket<N> {
+/// A `2^bits` array of empty, unlocked buckets, tagged with `bits`;
+/// `filled`: a resize's, whose every page is about to be written (see
+/// `alloc_zeroed_array`).
+fn new_array<N: ChainNode>(bits: u32, filled: bool) -> *mut Bucket<N> {
     let layout = array_layout::<N>(bits);
     #[cfg(not(loom))]
     // A `Bucket` is an `AtomicPtr` and an `AtomicUsize`, for which
     // all-zero bytes are valid: the null pointer with the lock bit clear
     // (an empty unlocked chain) and no hint.
-    let base = alloc_zeroed_array(layout) as *mut Bucket<N>;
+    let base = alloc_zeroed_array(layout, filled) as *mut Bucket<N>;
+    #[cfg(loom)]
+    let _ = filled;
     #[cfg(loom)]
     // SAFETY: as above; loom atomics carry model state, so each bucket is
     // constructed in place below.
@@ -269,15 +273,25 @@ const MAP_FROM_BYTES: usize = 256 << 10;
 
 /// Zeroed memory for `layout` (a non-zero size, an alignment of at most a
 /// page): mapped from `MAP_FROM_BYTES` on, else from the allocator.
+/// `filled` populates a mapping: a resize reads each bucket before it
+/// links into it, and it links into nearly every page (after a growth the
+/// names are about a quarter of the buckets, after a shrink more than a
+/// sixteenth: a 4 KiB page holds 256), so lazily each page was the zero page first
+/// and then a copy-on-write fault with a TLB flush of every CPU the
+/// process ran on, while other threads' writers waited for the resize
+/// (docs/PERFORMANCE.md, session 51). A table's first array stays lazy:
+/// a fixed table made big for few names keeps its untouched pages
+/// unbacked.
 #[cfg(not(loom))]
-fn alloc_zeroed_array(layout: Layout) -> *mut u8 {
+fn alloc_zeroed_array(layout: Layout, filled: bool) -> *mut u8 {
     #[cfg(not(vfscale_no_slab))]
     if layout.size() >= MAP_FROM_BYTES {
         // Zero-filled and page-aligned, which covers the layout's
-        // alignment; populated, as the resize reads every bucket it links
-        // into before the write.
-        return crate::mem::map_anonymous(layout.size(), layout, true);
+        // alignment.
+        return crate::mem::map_anonymous(layout.size(), layout, filled);
     }
+    #[cfg(vfscale_no_slab)]
+    let _ = filled;
     // SAFETY: the layout has a non-zero size (at least one bucket).
     unsafe { std::alloc::alloc_zeroed(layout) }
 }
@@ -389,7 +403,7 @@ impl<N: TableNode> ChainTable<N> {
         let bits = bits.min(MAX_BUCKET_BITS);
         let max_bits = max_bits.clamp(bits, MAX_BUCKET_BITS);
         ChainTable {
-            current: AtomicPtr::new(new_array(bits)),
+            current: AtomicPtr::new(new_array(bits, false)),
             counts: core::array::from_fn(|_| CachePadded::new(AtomicUsize::new(0))),
             resizing: AtomicBool::new(false),
             min_bits: bits,
@@ -604,7 +618,7 @@ impl<N: TableNode> ChainTable<N> {
     /// `grow`'s, and the caller is the only resizer and read `old`/`bits`
     /// from `current` after becoming it.
     unsafe fn resize(&self, old: *mut Bucket<N>, bits: u32, new_bits: u32) -> RetiredBuckets<N> {
-        let new_tagged = new_array::<N>(new_bits);
+        let new_tagged = new_array::<N>(new_bits, true);
         let (new, _) = decode(new_tagged);
         let len = 1usize << bits;
         // SAFETY (all old-bucket derefs): below `len`, in the old array,
