@@ -274,12 +274,12 @@ const MAP_FROM_BYTES: usize = 256 << 10;
 /// Zeroed memory for `layout` (a non-zero size, an alignment of at most a
 /// page): mapped from `MAP_FROM_BYTES` on, else from the allocator.
 /// `filled` populates a mapping: a resize reads each bucket before it
-/// links into it, and it links into nearly every page (after a growth the
-/// names are about a quarter of the buckets, after a shrink more than a
-/// sixteenth: a 4 KiB page holds 256), so lazily each page was the zero page first
-/// and then a copy-on-write fault with a TLB flush of every CPU the
-/// process ran on, while other threads' writers waited for the resize
-/// (docs/PERFORMANCE.md, session 51). A table's first array stays lazy:
+/// links into it, and it links into nearly every page (after a growth
+/// the names are about a quarter of the buckets, after a shrink more than
+/// a sixteenth; a 4 KiB page holds 256 buckets). Lazily, each page was
+/// the zero page first and then a copy-on-write fault with a TLB flush of
+/// every CPU the process ran on, while other threads' writers waited for
+/// the resize (docs/PERFORMANCE.md, session 51). A table's first array stays lazy:
 /// a fixed table made big for few names keeps its untouched pages
 /// unbacked.
 #[cfg(not(loom))]

@@ -74,8 +74,8 @@ const SHARDS: usize = 1 << SHARD_BITS;
 /// in their last bytes (the hash keeps the high half of a multiply, whose
 /// low bits see only the low bytes of the name's words), and in session 51
 /// every miss of `f0000000`, `f0000001`, ... in one directory took one
-/// shard's mutex, a line both threads of `cold-lookup` wrote four times
-/// per miss.
+/// shard's mutex: its line and its vector's were written by two threads'
+/// misses on every miss (`pthot missshare` under lackey).
 fn shard_of(parent: usize, hash_len: u64) -> usize {
     let key = super::name::bucket_hash(parent as *const Dentry, (hash_len >> 32) as u32);
     super::hash::index_in(key, SHARD_BITS)

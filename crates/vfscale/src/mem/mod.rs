@@ -15,7 +15,7 @@ pub mod slab;
 /// buckets the resize reads and then links). Without it the first read
 /// of a page maps the shared zero page, and the write after it copies the
 /// page and flushes the old mapping from every CPU the process ran on:
-/// a cross-CPU interrupt per page, 2.4% of a two-thread miss pass's
+/// a cross-CPU interrupt per page, 2.8–3.7% of a two-thread miss pass's
 /// samples (docs/PERFORMANCE.md, session 51).
 #[cfg(not(vfscale_no_slab))]
 pub(crate) fn map_anonymous(len: usize, layout: std::alloc::Layout, populate: bool) -> *mut u8 {
